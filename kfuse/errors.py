@@ -1,0 +1,48 @@
+"""Exception types of kfuse, and the helper that finds the user's file:line for messages.
+
+Every error raised to the user names the operation and, where the error comes from traced code,
+the user's ``file.py:line`` (the innermost frame outside the kfuse package).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class KfuseError(Exception):
+    """Base class of every error kfuse raises on its own account."""
+
+
+class UnsupportedError(KfuseError, TypeError):
+    """An operation, argument or dtype that kfuse does not support (names the op and the line)."""
+
+
+class TraceError(KfuseError):
+    """The traced function did something that cannot be traced (e.g. Python control flow on a value)."""
+
+
+class CompileError(KfuseError):
+    """A code generator or compiler failed; the message carries the log and the saved source."""
+
+
+class DeviceError(KfuseError):
+    """Arrays on different devices, host mixed with device, or a missing GPU/toolchain."""
+
+
+def user_location(skip_pkg: str = _PKG_DIR) -> str | None:
+    """Return ``"file.py:line"`` of the innermost stack frame outside the kfuse package, if any."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = os.path.abspath(frame.f_code.co_filename)
+        if not fname.startswith(skip_pkg + os.sep) and "importlib" not in fname and not fname.startswith("<frozen"):
+            if os.sep + "numpy" + os.sep not in fname and os.sep + "cupy" + os.sep not in fname:
+                return f"{os.path.basename(fname)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def at(loc: str | None) -> str:
+    """Suffix `` (at file.py:12)`` for messages, or empty when the location is unknown."""
+    return f" (at {loc})" if loc else ""

@@ -1,0 +1,95 @@
+"""The fusion plan: which IR nodes run in which kernel, and why.
+
+This is the contract between ``fusion`` (which builds plans) and ``codegen`` (which lowers each
+:class:`KernelGroup` to a kernel). A group is one of these kinds:
+
+``"elementwise"``
+    ``nodes`` are elementwise, ``CONST`` and movement nodes. All ``outputs`` have one shape, the
+    group's ``domain``. The kernel loops over the domain; each output element is computed by
+    evaluating its expression tree at that index, movement nodes mapping indices (a transposed,
+    sliced or broadcast operand is read through index math, never copied).
+
+``"reduce"`` (reductions, with their producers and consumers; softmax/layernorm "row-wise" too)
+    One ``domain`` shape D and one tuple of reduced ``axes`` A, shared by every reduce node in the
+    group (each has input shape D). Nodes are
+      * full-level: elementwise/movement nodes evaluated at an index of D;
+      * reduce nodes (``SUM``, ``MAX``, ... over A);
+      * outer-level: elementwise/movement nodes of the reduced shape (keepdims or not) that depend
+        on a reduce node (e.g. ``mean = sum / n``, ``rstd = 1/sqrt(var + eps)``).
+    A reduce or outer-level value reaches full-level code only through ``BROADCAST`` (optionally
+    after a ``RESHAPE`` that only inserts or removes size-1 dims) back to D. Reductions may depend
+    on earlier ones (variance on mean). Outputs: full-level nodes of shape D and outer-level or
+    reduce nodes. The kernel, per outer index, runs the reductions in order over the reduced
+    dims, then writes the outputs (softmax: max, sum, normalise - one kernel, the row read from
+    cache).
+
+``"matmul"``
+    One ``MATMUL`` node (``anchor``), optional ``CAST`` nodes on its operands, and an elementwise
+    epilogue of the matmul's output shape (bias, activation, residual, scaling, cast).
+
+Groups are listed in topological order; each group's ``inputs`` are graph ``INPUT`` nodes or
+``outputs`` of earlier groups (the buffers that cross kernels). ``CONST`` nodes are never inputs.
+A graph output that is an ``INPUT`` node needs no kernel; ``Plan.passthrough`` lists those.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..ir.dtypes import short_name
+from ..ir.graph import Graph, Node
+
+KINDS = ("elementwise", "reduce", "matmul")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class KernelGroup:
+    id: int
+    kind: str                       # one of KINDS
+    nodes: tuple[Node, ...]         # every node computed inside the kernel, topological order
+    inputs: tuple[Node, ...]        # nodes read from memory (graph inputs or earlier outputs)
+    outputs: tuple[Node, ...]       # nodes written to memory
+    domain: tuple[int, ...]         # iteration shape (elementwise: output shape; reduce: D)
+    axes: tuple[int, ...] = ()      # reduce: the reduced axes of the domain
+    anchor: Node | None = None      # matmul: the MATMUL node; reduce: the first reduce node
+    cost: Any = None                # fusion.cost.Cost: bytes, flops, predicted time
+    reason: str = ""                # why these nodes are together (for explain)
+
+    @property
+    def ops(self) -> list[str]:
+        from ..ir.ops import LEAF, MOVEMENT
+        return [n.op.value for n in self.nodes if n.op not in LEAF | MOVEMENT]
+
+    def describe(self) -> str:
+        outs = ", ".join(f"{short_name(o.dtype)}{list(o.shape)}" for o in self.outputs)
+        return f"kernel {self.id} [{self.kind}] ops={'/'.join(self.ops) or 'copy'} -> {outs}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """A fusion the planner considered and refused, with the reason (cycle, budget, cost)."""
+    what: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Plan:
+    graph: Graph
+    groups: tuple[KernelGroup, ...]
+    refused: tuple[Refusal, ...] = ()
+    device: Any = None              # fusion.cost.DeviceSpec used for the decisions
+    passthrough: tuple[Node, ...] = ()
+
+    @property
+    def kernels(self) -> list[KernelGroup]:
+        return list(self.groups)
+
+    def as_text(self) -> str:
+        lines = [f"plan for {self.graph.name}: {len(self.groups)} kernel(s)"]
+        lines += ["  " + g.describe() for g in self.groups]
+        for r in self.refused:
+            lines.append(f"  refused: {r.what}: {r.reason}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.as_text()

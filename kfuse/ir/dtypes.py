@@ -1,0 +1,65 @@
+"""Dtypes kfuse supports, their short names, spec strings, and NumPy's promotion (not rebuilt).
+
+Promotion is NumPy's own: ``np.<ufunc>.resolve_dtypes`` with Python ``int``/``float``/``bool``
+standing for weak scalars (NEP 50), and ``np.result_type`` elsewhere.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..errors import UnsupportedError
+
+SHORT_NAMES: dict[str, np.dtype] = {
+    "b1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
+    "f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+}
+_BY_DTYPE = {v: k for k, v in SHORT_NAMES.items()}
+SUPPORTED = frozenset(SHORT_NAMES.values())
+FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f")
+INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
+BOOL = np.dtype(np.bool_)
+INTP = np.dtype(np.int64)
+
+
+def short_name(dt) -> str:
+    dt = np.dtype(dt)
+    return _BY_DTYPE.get(dt, dt.name)
+
+
+def check_supported(dt, what: str = "array", loc: str | None = None) -> np.dtype:
+    """Return ``np.dtype(dt)`` or raise :class:`UnsupportedError` (complex, object, strings...)."""
+    from ..errors import at
+    try:
+        dt = np.dtype(dt)
+    except TypeError as e:
+        raise UnsupportedError(f"kfuse: unsupported dtype {dt!r} for {what}{at(loc)}") from e
+    if dt not in SUPPORTED:
+        raise UnsupportedError(
+            f"kfuse: dtype {dt} of {what} is not supported{at(loc)}; supported: bool, int8-int64, "
+            "uint8-uint64, float16/32/64")
+    return dt
+
+
+_SPEC = re.compile(r"^\s*([a-z]+\d*)\s*\[\s*([0-9,\s]*)\]\s*$")
+
+
+def parse_spec(spec: str):
+    """Parse an argument spec: ``"f32[4096,4096]"`` -> ``(dtype, shape)``; ``"f32[]"`` is 0-d;
+    ``"float"``/``"int"``/``"bool"`` -> the Python type (a weak scalar argument)."""
+    s = spec.strip()
+    if s in ("float", "int", "bool"):
+        return {"float": float, "int": int, "bool": bool}[s]
+    m = _SPEC.match(s)
+    if not m or m.group(1) not in SHORT_NAMES:
+        raise ValueError(f"bad argument spec {spec!r}: expected e.g. f32[1024,1024], i64[], float "
+                         f"(dtypes: {' '.join(SHORT_NAMES)})")
+    dims = [d for d in m.group(2).replace(" ", "").split(",") if d]
+    return SHORT_NAMES[m.group(1)], tuple(int(d) for d in dims)
+
+
+def format_spec(dtype, shape) -> str:
+    return f"{short_name(dtype)}[{','.join(str(s) for s in shape)}]"

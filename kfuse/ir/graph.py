@@ -1,0 +1,179 @@
+"""The IR: a frozen, hash-consed :class:`Node` and the :class:`Graph` of a traced function.
+
+Nodes are interned: building a node equal to a live one returns that object, so equal subgraphs
+are one object, ``==`` is identity and common-subexpression elimination is free (tinygrad's UOp
+habit). The intern table holds nodes weakly; it is the only module-level state of the IR.
+Equality of attrs uses ``repr`` so that ``-0.0``/``0.0`` and NaN constants stay distinct.
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from .ops import Op
+
+Shape = tuple[int, ...]
+
+_INTERN: "weakref.WeakValueDictionary[tuple, Node]" = weakref.WeakValueDictionary()
+
+
+class Node:
+    """One value of the program: ``op`` applied to ``inputs`` giving ``dtype[shape]``.
+
+    ``attrs`` is a tuple of ``(name, value)`` pairs sorted by name (read with :meth:`attr`).
+    ``loc`` is the user's ``file.py:line`` that created it (not part of identity).
+    """
+
+    __slots__ = ("op", "dtype", "shape", "inputs", "attrs", "loc", "_key", "__weakref__")
+
+    op: Op
+    dtype: np.dtype
+    shape: Shape
+    inputs: tuple["Node", ...]
+    attrs: tuple[tuple[str, Any], ...]
+    loc: str | None
+
+    def __new__(cls, op: Op, dtype, shape: Iterable[int], inputs: Iterable["Node"] = (),
+                attrs: dict | tuple = (), loc: str | None = None) -> "Node":
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        inputs = tuple(inputs)
+        items = attrs.items() if isinstance(attrs, dict) else attrs
+        attrs = tuple(sorted((str(k), _freeze(v)) for k, v in items))
+        key = (op, dtype.str, shape, tuple(id(i) for i in inputs), repr(attrs))
+        found = _INTERN.get(key)
+        if found is not None:
+            return found
+        self = object.__new__(cls)
+        for name, value in (("op", op), ("dtype", dtype), ("shape", shape), ("inputs", inputs),
+                            ("attrs", attrs), ("loc", loc), ("_key", key)):
+            object.__setattr__(self, name, value)
+        _INTERN[key] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError(f"Node is immutable (tried to set {name})")
+
+    def __reduce__(self):
+        raise TypeError("kfuse IR nodes are not picklable")
+
+    __hash__ = object.__hash__  # interned: identity is structural equality
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def replace(self, **changes) -> "Node":
+        """A node like this one with some fields changed (interned like any other)."""
+        fields = dict(op=self.op, dtype=self.dtype, shape=self.shape, inputs=self.inputs,
+                      attrs=self.attrs, loc=self.loc)
+        fields.update(changes)
+        return Node(**fields)
+
+    def __repr__(self) -> str:
+        from .dtypes import short_name
+        return f"<{self.op.value} {short_name(self.dtype)}{list(self.shape)}>"
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, np.dtype):
+        return v.str
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def toposort(outputs: Iterable[Node]) -> list[Node]:
+    """Every node reachable from ``outputs``, each after its inputs (iterative, deterministic)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in outputs:
+        if id(root) in seen:
+            continue
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            node, i = stack.pop()
+            if i < len(node.inputs):
+                stack.append((node, i + 1))
+                child = node.inputs[i]
+                if id(child) not in seen:
+                    stack.append((child, 0))
+            elif id(node) not in seen:
+                seen.add(id(node))
+                order.append(node)
+    return order
+
+
+# The user's return structure: an int leaf indexes ``Graph.outputs``; containers are
+# ("tuple", items), ("list", items) or ("dict", ((key, item), ...)).
+OutTree = Any
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Graph:
+    """A traced function: its array inputs, its outputs, and how to rebuild the return value."""
+
+    name: str
+    inputs: tuple[Node, ...]
+    outputs: tuple[Node, ...]
+    out_tree: OutTree = 0
+
+    def nodes(self) -> list[Node]:
+        """All nodes in topological order (inputs first, in argument order)."""
+        return toposort(tuple(self.inputs) + tuple(self.outputs))
+
+    def users(self) -> dict[Node, list[Node]]:
+        out: dict[Node, list[Node]] = {n: [] for n in self.nodes()}
+        for n in out:
+            for i in n.inputs:
+                if n not in out[i]:
+                    out[i].append(n)
+        return out
+
+    def with_outputs(self, outputs: Iterable[Node]) -> "Graph":
+        return dataclasses.replace(self, outputs=tuple(outputs))
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes())
+
+    def as_text(self) -> str:
+        from .printer import format_graph
+        return format_graph(self)
+
+    __str__ = as_text
+
+
+def unflatten(out_tree: OutTree, values: list) -> Any:
+    """Rebuild the user's return structure from the flat list of output values."""
+    if isinstance(out_tree, int):
+        return values[out_tree]
+    kind, items = out_tree
+    if kind == "tuple":
+        return tuple(unflatten(t, values) for t in items)
+    if kind == "list":
+        return [unflatten(t, values) for t in items]
+    if kind == "dict":
+        return {k: unflatten(t, values) for k, t in items}
+    raise ValueError(f"bad output tree {out_tree!r}")

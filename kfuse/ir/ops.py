@@ -1,0 +1,162 @@
+"""The op enum of the IR and the groups ops fall into.
+
+Elementwise ops carry the name of the NumPy ufunc whose semantics they have (``Op.ADD.value ==
+"add"``), so dtype resolution, the CPU reference and the emitters can all look the ufunc up.
+Conventions every producer of IR follows (the tracer builds IR this way; passes keep it so):
+
+* An elementwise node's inputs all have exactly the node's shape (broadcasting is explicit, via
+  ``BROADCAST``) and exactly the dtypes of the NumPy loop that ``np.<ufunc>.resolve_dtypes``
+  chooses (casts are explicit, via ``CAST``). ``node.dtype`` is the loop's output dtype.
+* ``CONST`` is a 0-d scalar (``attrs["value"]``, a Python bool/int/float of ``node.dtype``).
+* ``INPUT`` is an array argument (``attrs["index"]``: position among the array arguments,
+  ``attrs["name"]``: the parameter name).
+* Reductions: ``attrs["axes"]`` (sorted, non-negative tuple), ``attrs["keepdims"]`` (bool). The
+  input has the reduction's accumulate dtype already (the tracer inserts the ``CAST``), and
+  ``node.dtype`` is that dtype, except ``ARGMAX``/``ARGMIN`` whose dtype is int64 and whose single
+  axis is ``attrs["axes"][0]`` (``None`` axis is traced as a reshape to 1-D first).
+* Movement: ``BROADCAST`` (NumPy right-aligned rules to ``node.shape``), ``RESHAPE`` (C order,
+  to ``node.shape``), ``PERMUTE`` (``attrs["perm"]``), ``SLICE`` (``attrs["starts"]``,
+  ``attrs["steps"]``: per dim; element i of dim d reads ``starts[d] + i * steps[d]``; lengths are
+  ``node.shape``).
+* ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch
+  dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
+* ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.
+* ``CAST``: one input; converts like ``ndarray.astype(node.dtype)`` (unsafe casting).
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Op(enum.Enum):
+    # leaves
+    INPUT = "input"
+    CONST = "const"
+    # unary elementwise (NumPy ufunc names)
+    NEGATIVE = "negative"
+    POSITIVE = "positive"
+    ABSOLUTE = "absolute"
+    EXP = "exp"
+    EXP2 = "exp2"
+    LOG = "log"
+    LOG2 = "log2"
+    LOG10 = "log10"
+    LOG1P = "log1p"
+    EXPM1 = "expm1"
+    SQRT = "sqrt"
+    CBRT = "cbrt"
+    SQUARE = "square"
+    RECIPROCAL = "reciprocal"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    ARCSIN = "arcsin"
+    ARCCOS = "arccos"
+    ARCTAN = "arctan"
+    SINH = "sinh"
+    COSH = "cosh"
+    TANH = "tanh"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    TRUNC = "trunc"
+    RINT = "rint"
+    SIGN = "sign"
+    ISNAN = "isnan"
+    ISINF = "isinf"
+    ISFINITE = "isfinite"
+    LOGICAL_NOT = "logical_not"
+    INVERT = "invert"
+    CAST = "cast"
+    # binary elementwise (NumPy ufunc names)
+    ADD = "add"
+    SUBTRACT = "subtract"
+    MULTIPLY = "multiply"
+    TRUE_DIVIDE = "divide"
+    FLOOR_DIVIDE = "floor_divide"
+    REMAINDER = "remainder"
+    POWER = "power"
+    ARCTAN2 = "arctan2"
+    HYPOT = "hypot"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    FMAX = "fmax"
+    FMIN = "fmin"
+    EQUAL = "equal"
+    NOT_EQUAL = "not_equal"
+    LESS = "less"
+    LESS_EQUAL = "less_equal"
+    GREATER = "greater"
+    GREATER_EQUAL = "greater_equal"
+    LOGICAL_AND = "logical_and"
+    LOGICAL_OR = "logical_or"
+    LOGICAL_XOR = "logical_xor"
+    BITWISE_AND = "bitwise_and"
+    BITWISE_OR = "bitwise_or"
+    BITWISE_XOR = "bitwise_xor"
+    LEFT_SHIFT = "left_shift"
+    RIGHT_SHIFT = "right_shift"
+    # ternary elementwise
+    WHERE = "where"
+    # reductions
+    SUM = "sum"
+    PROD = "prod"
+    MAX = "max"
+    MIN = "min"
+    ANY = "any"
+    ALL = "all"
+    ARGMAX = "argmax"
+    ARGMIN = "argmin"
+    # movement (no arithmetic: index math only)
+    BROADCAST = "broadcast"
+    RESHAPE = "reshape"
+    PERMUTE = "permute"
+    SLICE = "slice"
+    # contraction
+    MATMUL = "matmul"
+
+    def __repr__(self) -> str:  # short, for printed IR
+        return self.value
+
+
+LEAF = frozenset({Op.INPUT, Op.CONST})
+UNARY = frozenset({
+    Op.NEGATIVE, Op.POSITIVE, Op.ABSOLUTE, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P,
+    Op.EXPM1, Op.SQRT, Op.CBRT, Op.SQUARE, Op.RECIPROCAL, Op.SIN, Op.COS, Op.TAN, Op.ARCSIN,
+    Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH, Op.TANH, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.RINT, Op.SIGN,
+    Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.LOGICAL_NOT, Op.INVERT, Op.CAST,
+})
+BINARY = frozenset({
+    Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.TRUE_DIVIDE, Op.FLOOR_DIVIDE, Op.REMAINDER, Op.POWER,
+    Op.ARCTAN2, Op.HYPOT, Op.MAXIMUM, Op.MINIMUM, Op.FMAX, Op.FMIN, Op.EQUAL, Op.NOT_EQUAL,
+    Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LOGICAL_AND, Op.LOGICAL_OR,
+    Op.LOGICAL_XOR, Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR, Op.LEFT_SHIFT, Op.RIGHT_SHIFT,
+})
+TERNARY = frozenset({Op.WHERE})
+ELEMENTWISE = UNARY | BINARY | TERNARY
+REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
+MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE})
+CONTRACTION = frozenset({Op.MATMUL})
+
+# Relative cost of one application, in "flops", for the roofline model (special functions weighted).
+FLOP_WEIGHT: dict[Op, float] = {
+    **{op: 1.0 for op in ELEMENTWISE},
+    **{op: 8.0 for op in (Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P, Op.EXPM1, Op.SIN,
+                          Op.COS, Op.TAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH,
+                          Op.TANH, Op.ARCTAN2, Op.HYPOT, Op.CBRT, Op.POWER)},
+    Op.SQRT: 4.0, Op.TRUE_DIVIDE: 4.0, Op.RECIPROCAL: 4.0, Op.FLOOR_DIVIDE: 8.0, Op.REMAINDER: 8.0,
+    Op.CAST: 0.0, Op.POSITIVE: 0.0,
+    **{op: 1.0 for op in REDUCE},
+    **{op: 0.0 for op in MOVEMENT | LEAF},
+}
+
+
+def ufunc_name(op: Op) -> str:
+    """The NumPy ufunc implementing an elementwise op (``np.<name>``)."""
+    if op not in ELEMENTWISE or op in (Op.CAST, Op.WHERE):
+        raise ValueError(f"{op} is not a ufunc")
+    return op.value
+
+
+BY_UFUNC: dict[str, Op] = {op.value: op for op in (UNARY | BINARY) if op is not Op.CAST}
+BY_UFUNC["true_divide"] = Op.TRUE_DIVIDE
+BY_UFUNC["abs"] = Op.ABSOLUTE

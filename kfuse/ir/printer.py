@@ -1,0 +1,27 @@
+"""Text form of IR graphs: one line per node, ``%id = op inputs {attrs} : dtype[shape]``."""
+from __future__ import annotations
+
+from .dtypes import short_name
+from .graph import Graph, Node
+from .ops import Op
+
+
+def format_node(node: Node, names: dict[Node, str]) -> str:
+    args = ", ".join(names[i] for i in node.inputs)
+    attrs = ", ".join(f"{k}={v!r}" for k, v in node.attrs if k != "name")
+    if node.op is Op.INPUT:
+        head = f"input {node.attr('name')!s}"
+    else:
+        head = node.op.value + (" " + args if args else "")
+    if attrs:
+        head += " {" + attrs + "}"
+    return f"{names[node]} = {head} : {short_name(node.dtype)}[{','.join(map(str, node.shape))}]"
+
+
+def format_graph(graph: Graph) -> str:
+    nodes = graph.nodes()
+    names = {n: f"%{i}" for i, n in enumerate(nodes)}
+    lines = [f"graph {graph.name}:"]
+    lines += ["  " + format_node(n, names) for n in nodes]
+    lines.append("  return " + ", ".join(names[o] for o in graph.outputs))
+    return "\n".join(lines)
