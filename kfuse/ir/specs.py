@@ -1,0 +1,72 @@
+"""Abstract descriptions of a traced function's arguments (what tracing and planning need).
+
+An argument is an array (:class:`ArraySpec`: dtype and shape), a weak Python scalar passed at run
+time (:class:`ScalarSpec`: ``bool``/``int``/``float``, promoted like NumPy's weak scalars), or a
+static value baked into the trace (:class:`StaticSpec`, from ``static_argnames``). NumPy scalars
+(``np.float32(2)``) and 0-d arrays are arrays of shape ``()``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .dtypes import format_spec, parse_spec
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return format_spec(self.dtype, self.shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalarSpec:
+    pytype: type  # bool, int or float
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the run-time value (the promotion stays weak)."""
+        return np.dtype({bool: np.bool_, int: np.int64, float: np.float64}[self.pytype])
+
+    def __str__(self) -> str:
+        return self.pytype.__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticSpec:
+    value: Any
+
+    def __str__(self) -> str:
+        return f"static({self.value!r})"
+
+
+ArgSpec = ArraySpec | ScalarSpec | StaticSpec
+
+
+def spec_from_string(s: str) -> ArgSpec:
+    parsed = parse_spec(s)
+    if isinstance(parsed, type):
+        return ScalarSpec(parsed)
+    return ArraySpec(*parsed)
+
+
+def spec_of_value(v: Any) -> ArgSpec:
+    """The spec of a concrete argument (array-likes by their dtype/shape; Python scalars weak)."""
+    if isinstance(v, str):
+        return spec_from_string(v)
+    if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
+        return ScalarSpec(bool if isinstance(v, bool) else int if isinstance(v, int) else float)
+    if isinstance(v, (ArraySpec, ScalarSpec, StaticSpec)):
+        return v
+    dtype = getattr(v, "dtype", None)
+    shape = getattr(v, "shape", None)
+    if dtype is None or shape is None:
+        a = np.asarray(v)
+        dtype, shape = a.dtype, a.shape
+    return ArraySpec(np.dtype(str(dtype).replace("torch.", "")) if not isinstance(dtype, np.dtype) else dtype,
+                     tuple(int(s) for s in shape))
