@@ -1,0 +1,301 @@
+"""The public API: ``jit`` (JitFunction: signature -> cached program), ``explain``, and the
+printable stages ``Lowered.as_text(stage)``.
+
+Dispatch (the hot path) is one dictionary lookup keyed by each argument's type, dtype, shape and
+strides (static arguments by value, Python scalars by type). A miss traces, plans and builds a
+program; compiled kernels are memoised by their source text below this layer, so a new size
+re-plans (cheap) but never recompiles.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from . import config as _config
+from .errors import DeviceError, KfuseError, UnsupportedError
+from .ir.graph import Graph, unflatten
+from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
+
+BACKENDS = ("auto", "cpu", "cuda", "numba-cuda")
+AUTOTUNE_MODES = ("off", "cached", "on")
+STAGES = ("traced", "optimized", "fused", "kernel", "cpu", "cuda", "numba", "ptx")
+
+
+@dataclasses.dataclass(frozen=True)
+class JitOptions:
+    backend: str = "auto"
+    static_argnames: tuple[str, ...] = ()
+    autotune: str = "cached"
+    device: str | None = None       # DeviceSpec name used for planning ("h100", "cpu", ...)
+    allow_tf32: bool = False
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"kfuse.jit: backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.autotune not in AUTOTUNE_MODES:
+            raise ValueError(f"kfuse.jit: autotune must be one of {AUTOTUNE_MODES}, got {self.autotune!r}")
+
+
+def jit(fn: Callable | None = None, *, backend: str = "auto", static_argnames=(),
+        autotune: str = "cached", device: str | None = None, allow_tf32: bool = False):
+    """Compile a NumPy-style function into fused kernels: ``@kfuse.jit`` or ``@kfuse.jit(...)``."""
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    opts = JitOptions(backend, tuple(static_argnames), autotune, device, allow_tf32)
+    if fn is None:
+        return lambda f: JitFunction(f, opts)
+    return JitFunction(fn, opts)
+
+
+def _array_kind(a: Any) -> str | None:
+    """'numpy', 'cupy', 'torch', or None for non-arrays (Python/NumPy scalars count as scalars)."""
+    t = type(a)
+    if t is np.ndarray:
+        return "numpy"
+    mod = t.__module__
+    if mod.startswith("cupy"):
+        return "cupy"
+    if mod.startswith("torch") and hasattr(a, "is_cuda"):
+        return "torch"
+    return None
+
+
+def _arg_key(a: Any):
+    t = type(a)
+    if t is np.ndarray:
+        return (t, a.dtype, a.shape, a.strides)
+    if t is float or t is int or t is bool:
+        return t
+    kind = _array_kind(a)
+    if kind == "cupy":
+        return (t, a.dtype, a.shape, a.strides, a.device.id)
+    if kind == "torch":
+        return (t, a.dtype, tuple(a.shape), tuple(a.stride()), str(a.device))
+    if isinstance(a, np.generic):
+        return (t, a.dtype)
+    return None  # other values: need a spec from conversion (lists etc.)
+
+
+class JitFunction:
+    """A jitted function: call it like the original; ``lower`` prints stages without running."""
+
+    def __init__(self, fn: Callable, options: JitOptions = JitOptions()):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.options = options
+        self._signature = inspect.signature(fn)
+        self._params = list(self._signature.parameters)
+        for name in options.static_argnames:
+            if name not in self._params:
+                raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
+        self._static = frozenset(options.static_argnames)
+        self._programs: dict[tuple, "_Entry"] = {}
+        self.compile_count = 0
+
+    # ---- argument handling -------------------------------------------------------------
+    def _bind(self, args, kwargs) -> dict[str, Any]:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.fn.__name__}(): {e}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def _specs(self, values: dict[str, Any], *, abstract_ok: bool) -> dict[str, ArgSpec]:
+        specs: dict[str, ArgSpec] = {}
+        for name, v in values.items():
+            if name in self._static:
+                specs[name] = StaticSpec(v)
+            elif abstract_ok or not isinstance(v, str):
+                specs[name] = spec_of_value(v)
+            else:
+                raise TypeError(f"{self.fn.__name__}(): argument {name!r} is a string; "
+                                "pass arrays (spec strings are for lower()/explain())")
+        return specs
+
+    # ---- stages --------------------------------------------------------------------------
+    def trace(self, *args, **kwargs) -> Graph:
+        from .trace import trace_function
+        values = self._bind(args, kwargs)
+        return trace_function(self.fn, self._specs(values, abstract_ok=True), self.fn.__name__)
+
+    def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
+        """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
+        graph = self.trace(*args, **kwargs)
+        return Lowered(graph, device or self.options.device, backend or self.options.backend,
+                       self.options)
+
+    # ---- calling ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if not kwargs and len(args) == len(self._params):
+            try:
+                key = tuple(a if n in self._static else _arg_key(a) for n, a in zip(self._params, args))
+                entry = self._programs.get(key)
+            except TypeError:  # unhashable static value
+                key, entry = None, None
+            if entry is not None:
+                return entry.run(args)
+        values = self._bind(args, kwargs)
+        args = tuple(values[p] for p in self._params)
+        try:
+            key = tuple(a if n in self._static else _arg_key(a) for n, a in zip(self._params, args))
+            hash(key)
+        except TypeError:
+            raise TypeError(f"{self.fn.__name__}(): static arguments must be hashable") from None
+        entry = self._programs.get(key) if None not in key else None
+        if entry is None:
+            entry = self._build(args)
+            if None not in key:
+                self._programs[key] = entry
+        return entry.run(args)
+
+    def _build(self, args: tuple) -> "_Entry":
+        values = dict(zip(self._params, args))
+        kinds = {_array_kind(v) for n, v in values.items() if n not in self._static} - {None}
+        backend = _choose_backend(self.options.backend, kinds, self.fn.__name__)
+        specs = self._specs(values, abstract_ok=False)
+        for name, spec in specs.items():
+            if isinstance(spec, ArraySpec):
+                from .ir.dtypes import check_supported
+                check_supported(spec.dtype, f"argument {name!r} of {self.fn.__name__}")
+        from .trace import trace_function
+        graph = trace_function(self.fn, specs, self.fn.__name__)
+        lowered = Lowered(graph, self.options.device, backend, self.options)
+        program = lowered.compile()
+        self.compile_count += 1
+        dynamic = [n for n in self._params if n not in self._static]
+        return _Entry(program, graph, [self._params.index(n) for n in dynamic],
+                      [specs[n] for n in dynamic], backend)
+
+    def __repr__(self) -> str:
+        return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
+
+
+def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
+    if len(kinds) > 1 and "numpy" in kinds:
+        raise DeviceError(f"{fname}(): host (NumPy) arrays mixed with device arrays ({sorted(kinds)}); "
+                          "move them to one device first")
+    on_gpu = bool(kinds & {"cupy"}) or ("torch" in kinds)
+    if requested == "auto":
+        if not on_gpu:
+            return "cpu"
+        return "cuda"
+    if requested == "cpu" and on_gpu and "cupy" in kinds:
+        raise DeviceError(f"{fname}(): backend='cpu' was requested but the arguments are CuPy arrays")
+    if requested in ("cuda", "numba-cuda") and not on_gpu:
+        raise DeviceError(f"{fname}(): backend={requested!r} needs device arrays (CuPy or torch CUDA "
+                          "tensors); got NumPy arrays")
+    return requested
+
+
+class _Entry:
+    """A built program plus how to feed it the caller's arguments."""
+
+    __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes")
+
+    def __init__(self, program, graph, positions, specs, backend):
+        self.program = program
+        self.graph = graph
+        self.positions = positions
+        self.specs = specs
+        self.backend = backend
+        self._scalar_dtypes = [s.dtype if isinstance(s, ScalarSpec) else None for s in specs]
+
+    def run(self, args: tuple):
+        arrays = []
+        for pos, sdt in zip(self.positions, self._scalar_dtypes):
+            a = args[pos]
+            if sdt is not None or isinstance(a, np.generic):
+                a = np.asarray(a, dtype=sdt)
+            arrays.append(a)
+        outs = self.program(arrays)
+        return unflatten(self.graph.out_tree, outs)
+
+
+class Lowered:
+    """A traced function planned for one device; ``as_text(stage)`` prints any stage."""
+
+    def __init__(self, graph: Graph, device: str | None, backend: str, options: JitOptions):
+        self.graph = graph
+        self.backend = "cpu" if backend == "auto" else backend
+        self.options = options
+        self._device_name = device
+        self._optimized = None
+        self._plan = None
+
+    @property
+    def optimized(self) -> Graph:
+        if self._optimized is None:
+            from .fusion.pipeline import optimize
+            self._optimized = optimize(self.graph)
+        return self._optimized
+
+    @property
+    def plan(self):
+        if self._plan is None:
+            from .fusion.pipeline import plan
+            device = self._device_name
+            if device is None:
+                device = _config.get().device or ("h100" if self.backend in ("cuda", "numba-cuda") else "cpu")
+            self._plan = plan(self.optimized, device)
+        return self._plan
+
+    def kernels(self):
+        from .codegen.lower import lower_group
+        return [lower_group(g) for g in self.plan.groups]
+
+    def as_text(self, stage: str = "fused") -> str:
+        if stage == "traced":
+            return self.graph.as_text()
+        if stage == "optimized":
+            return self.optimized.as_text()
+        if stage == "fused":
+            return str(self.plan)
+        if stage == "kernel":
+            return "\n\n".join(k.as_text() for k in self.kernels())
+        if stage == "cpu":
+            from .codegen import cpu
+            return "\n\n".join(cpu.emit(k) for k in self.kernels())
+        if stage == "cuda":
+            from .codegen import cuda
+            return "\n\n".join(cuda.emit(k) for k in self.kernels())
+        if stage == "numba":
+            from .codegen import numba_cuda
+            return "\n\n".join(numba_cuda.emit(k) for k in self.kernels())
+        if stage == "ptx":
+            from .codegen import cuda, nvrtc
+            arch = "sm_90"
+            return "\n\n".join(nvrtc.compile(cuda.emit(k), arch=arch).ptx for k in self.kernels())
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+    def compile(self):
+        if self.backend == "cpu":
+            from .runtime import cpu
+            return cpu.compile_plan(self.plan, cache=_open_cache())
+        if self.backend in ("cuda", "numba-cuda"):
+            from .runtime import cuda
+            return cuda.compile_plan(self.plan, cache=_open_cache(), backend=self.backend)
+        raise KfuseError(f"unknown backend {self.backend!r}")
+
+
+def _open_cache():
+    """The disk store, or None when disabled/unavailable (the store warns once itself)."""
+    cfg = _config.get()
+    if not cfg.cache_enabled:
+        return None
+    try:
+        from .runtime.cache import CacheStore
+    except ImportError:
+        return None
+    return CacheStore.open(cfg)
+
+
+def explain(fn, *args, device: str | None = None, **kwargs):
+    """The fusion plan of ``fn`` for these arguments (arrays or spec strings); ``str(plan)`` is a
+    table and ``plan.kernels`` the list of kernels. Needs no GPU and allocates nothing."""
+    jf = fn if isinstance(fn, JitFunction) else JitFunction(fn)
+    return jf.lower(*args, device=device, **kwargs).plan
