@@ -64,6 +64,9 @@ def _array_kind(a: Any) -> str | None:
     return None
 
 
+_UNCACHEABLE = object()  # an argument whose key can't be formed cheaply (lists, unknown types)
+
+
 def _arg_key(a: Any):
     t = type(a)
     if t is np.ndarray:
@@ -77,7 +80,7 @@ def _arg_key(a: Any):
         return (t, a.dtype, tuple(a.shape), tuple(a.stride()), str(a.device))
     if isinstance(a, np.generic):
         return (t, a.dtype)
-    return None  # other values: need a spec from conversion (lists etc.)
+    return _UNCACHEABLE
 
 
 class JitFunction:
@@ -146,10 +149,11 @@ class JitFunction:
             hash(key)
         except TypeError:
             raise TypeError(f"{self.fn.__name__}(): static arguments must be hashable") from None
-        entry = self._programs.get(key) if None not in key else None
+        cacheable = not any(k is _UNCACHEABLE for k in key)
+        entry = self._programs.get(key) if cacheable else None
         if entry is None:
             entry = self._build(args)
-            if None not in key:
+            if cacheable:
                 self._programs[key] = entry
         return entry.run(args)
 

@@ -1,0 +1,152 @@
+"""Quick GPU bandwidth check of kfuse's CUDA backend on P1-P4, P6 vs a device-to-device copy and
+torch.compile (all measured in this one run). Writes gpu_quick.md / gpu_quick.json under $OUT
+(or the current directory). Usage: PYTHONPATH=. python3 benchmarks/gpu_quick.py [--no-torch]"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+import cupy as cp  # noqa: E402
+
+from handplan import one_group_plan, trace  # noqa: E402
+from kfuse.runtime import device  # noqa: E402
+from kfuse.runtime.cuda import compile_plan  # noqa: E402
+
+
+def p1(x, w, b):
+    y = x * w + b
+    return 0.5 * y * (1 + np.tanh(0.7978845608 * (y + 0.044715 * y ** 3)))
+
+
+def p2(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def p3(x, g, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+def p4(x):
+    return x / np.sqrt((x * x).sum(axis=-1, keepdims=True) + 1e-12)
+
+
+def p6(p, g, m, v):
+    lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+    m2 = b1 * m + (1 - b1) * g
+    v2 = b2 * v + (1 - b2) * g * g
+    p2_ = p - lr * (m2 / (1 - b1)) / (np.sqrt(v2 / (1 - b2)) + eps)
+    return p2_, m2, v2
+
+
+N = 8192
+CASES = {
+    "P1 gelu(x*w+b) 8192x8192": (p1, [(N, N), (N,), (N,)]),
+    "P2 softmax 16384x4096": (p2, [(16384, 4096)]),
+    "P3 layernorm 16384x4096": (p3, [(16384, 4096), (4096,), (4096,)]),
+    "P4 row L2 normalize 16384x4096": (p4, [(16384, 4096)]),
+    "P6 adam 2^26": (p6, [(1 << 26,)] * 4),
+}
+
+
+def bench(f, reps=30):
+    for _ in range(3):
+        f()
+    cp.cuda.Device().synchronize()
+    ts = []
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(reps):
+        s.record()
+        f()
+        e.record()
+        e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e) * 1e-3)
+    return float(np.median(ts))
+
+
+def main():
+    use_torch = "--no-torch" not in sys.argv
+    props = device.device_properties()
+    out_dir = os.environ.get("OUT", ".")
+    src = cp.random.standard_normal(256 << 20, dtype=cp.float32)   # 1 GiB
+    dst = cp.empty_like(src)
+    t_copy = bench(lambda: cp.copyto(dst, src))
+    copy_bw = 2 * src.nbytes / t_copy
+    del src, dst
+    rows = []
+    for name, (fn, shapes) in CASES.items():
+        args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
+        if fn is p6:
+            args[3] = cp.abs(args[3])
+        t0 = time.perf_counter()
+        prog = compile_plan(one_group_plan(trace(fn, *[("float32", s) for s in shapes])))
+        outs = prog(args)
+        cp.cuda.Device().synchronize()
+        t_compile = time.perf_counter() - t0
+        nbytes = sum(a.nbytes for a in args) + sum(o.nbytes for o in outs)
+        # correctness on a slice against NumPy float64
+        ref = fn(*[cp.asnumpy(a).astype(np.float64) for a in args])
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        err = max(float(np.linalg.norm(cp.asnumpy(o).astype(np.float64) - r) / np.linalg.norm(r))
+                  for o, r in zip(outs, ref))
+        t_k = bench(lambda: prog(args))
+        row = {"case": name, "kfuse_ms": t_k * 1e3, "kfuse_TBps": nbytes / t_k / 1e12,
+               "kfuse_frac_copy": nbytes / t_k / copy_bw, "rel_err": err, "compile_s": t_compile,
+               "variant": str(prog.launchers[0]._variants and next(iter(prog.launchers[0]._variants.values()))[0].variant)}
+        if use_torch:
+            try:
+                import torch
+                targs = [torch.from_dlpack(a) for a in args]
+                tfn = {p1: lambda x, w, b: _t_p1(torch, x, w, b), p2: lambda x: torch.softmax(x, -1),
+                       p3: lambda x, g, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5),
+                       p4: lambda x: x / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-12),
+                       p6: lambda p, g, m, v: _t_p6(torch, p, g, m, v)}[fn]
+                cf = torch.compile(tfn)
+                t_tc = bench(lambda: cf(*targs))
+                row.update(torch_compile_ms=t_tc * 1e3, torch_compile_frac_copy=nbytes / t_tc / copy_bw,
+                           kfuse_speedup_vs_torch_compile=t_tc / t_k)
+            except Exception as e:  # noqa: BLE001
+                row["torch_compile_error"] = f"{type(e).__name__}: {e}"[:200]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del args, outs
+        cp.get_default_memory_pool().free_all_blocks()
+    meta = {"gpu": props["name"], "arch": props["arch"], "sm_count": props["sm_count"],
+            "copy_TBps": copy_bw / 1e12, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "driver": cp.cuda.runtime.driverGetVersion(), "cupy": cp.__version__}
+    with open(os.path.join(out_dir, "gpu_quick.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    lines = [f"# kfuse CUDA quick bench: {meta['gpu']} ({meta['arch']}), {meta['date']}",
+             f"device-to-device copy: {meta['copy_TBps']:.2f} TB/s", "",
+             "| case | kfuse ms | kfuse % copy | torch.compile ms | tc % copy | kfuse/tc speedup | rel err |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['kfuse_ms']:.3f} | {100 * r['kfuse_frac_copy']:.1f} | "
+                     f"{r.get('torch_compile_ms', float('nan')):.3f} | {100 * r.get('torch_compile_frac_copy', float('nan')):.1f} | "
+                     f"{r.get('kfuse_speedup_vs_torch_compile', float('nan')):.2f} | {r['rel_err']:.1e} |")
+    text = "\n".join(lines)
+    with open(os.path.join(out_dir, "gpu_quick.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
+def _t_p1(torch, x, w, b):
+    y = x * w + b
+    return 0.5 * y * (1 + torch.tanh(0.7978845608 * (y + 0.044715 * y ** 3)))
+
+
+def _t_p6(torch, p, g, m, v):
+    lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+    m2 = b1 * m + (1 - b1) * g
+    v2 = b2 * v + (1 - b2) * g * g
+    return p - lr * (m2 / (1 - b1)) / (torch.sqrt(v2 / (1 - b2)) + eps), m2, v2
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""``kfuse bench``: run the public suite and write the table, JSON, roofline plot and RESULTS.md.
+
+    kfuse bench [--suite public] [--device gpu|cpu|auto] [--json out.json] [--markdown out.md]
+                [--plot roofline.png] [--results benchmarks/RESULTS.md] [--quick]
+                [--peers numpy,kfuse] [--workloads P1,P3] [--budget SECONDS] [--tune]
+
+Also runnable as ``python3 -m kfuse.bench.cli``. ``kfuse.cli`` delegates ``bench`` to :func:`main`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+
+def build_parser(prog: str = "kfuse bench") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description="Benchmark kfuse against its peers (issue 9).")
+    ap.add_argument("--suite", default="public", choices=("public",))
+    ap.add_argument("--device", default="auto", choices=("auto", "gpu", "cpu"))
+    ap.add_argument("--json", metavar="OUT.json")
+    ap.add_argument("--markdown", metavar="OUT.md")
+    ap.add_argument("--plot", metavar="ROOFLINE.png")
+    ap.add_argument("--results", metavar="RESULTS.md",
+                    help="update this device's section of a RESULTS.md (plot defaults beside it)")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes and few runs (smoke test)")
+    ap.add_argument("--peers", help="comma list of peers to run (numpy, cupy, cupy.fuse, torch, "
+                                    "torch.compile, jax.jit, kfuse, or a full name like kfuse[cuda])")
+    ap.add_argument("--workloads", help="comma list of workloads (P1..P6)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds; past 70%% slow-compiling peers are skipped, past 100%% all "
+                         "(default: 420 on the GPU, none on the CPU)")
+    ap.add_argument("--dispatch", default="P1,P3",
+                    help="workloads whose hot dispatch overhead is measured ('all' for every one)")
+    ap.add_argument("--no-warm", action="store_true", help="skip the warm disk load (new process)")
+    ap.add_argument("--tune", action="store_true", help="add kfuse rows with autotune='on'")
+    ap.add_argument("--cache-dir", help="kfuse cache dir to use (default: a fresh temporary one, so "
+                                        "compile times are cold)")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def _resolve_device(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    from .suite import gpu_present
+    return "gpu" if gpu_present() else "cpu"
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    # Environment knobs must be set before kfuse / jax read them.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # JAX must share the GPU
+    tmp = None
+    if args.cache_dir:
+        os.environ["KFUSE_CACHE_DIR"] = args.cache_dir
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="kfuse-bench-cache-")
+        os.environ["KFUSE_CACHE_DIR"] = tmp.name
+    try:
+        import kfuse.config
+        kfuse.config.reload()
+    except Exception:
+        pass
+    device = _resolve_device(args.device)
+    if device == "gpu":
+        from .suite import gpu_present
+        if not gpu_present():
+            print("kfuse bench: --device gpu but no GPU is visible (CuPy / PyTorch see none)", file=sys.stderr)
+            return 2
+    budget = args.budget if args.budget is not None else (420.0 if device == "gpu" and not args.quick else None)
+    from . import report
+    from .suite import run_suite
+    workloads = [w.strip().upper() for w in args.workloads.split(",")] if args.workloads else None
+    try:
+        result = run_suite(device, quick=args.quick, peers=args.peers, workloads=workloads,
+                           budget_s=budget, dispatch=args.dispatch, warm=not args.no_warm,
+                           tune=args.tune, progress=not args.no_progress)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    plot = args.plot
+    if plot is None and args.results:
+        plot = os.path.join(os.path.dirname(os.path.abspath(args.results)), f"roofline_{device}.png")
+    if plot:
+        try:
+            report.write_roofline(result, plot)
+        except Exception as e:  # matplotlib missing: the rest still gets written
+            print(f"kfuse bench: roofline plot not written: {type(e).__name__}: {e}", file=sys.stderr)
+            plot = None
+    if args.json:
+        report.write_json(result, args.json)
+    if args.markdown:
+        report.write_markdown(result, args.markdown, plot)
+    if args.results:
+        report.update_results(result, args.results, plot)
+    print(report.markdown(result, plot))
+    ok = any(r.get("ok") for r in result["rows"])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""The ``kfuse`` command line: argparse front end over the public API (``kfuse.jit``,
+``JitFunction.lower(...).as_text(stage)``, ``kfuse.explain``) plus ``demo``, ``bench`` and ``cache``.
+
+Functions are addressed as ``path/to/file.py:func`` (the file is imported as a module by path) and
+their arguments by spec strings such as ``f32[4096,4096]``, ``f32[]``, ``float`` or ``int``; a
+spec is never allocated, so every dump works without the memory (and without a GPU).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+_STAGES = ("traced", "optimized", "fused", "kernel", "cpu", "cuda", "numba", "ptx")
+_BACKENDS = ("auto", "cpu", "cuda", "numba-cuda")
+
+
+class CLIError(Exception):
+    """A usage error reported as ``kfuse: error: ...`` with exit status 2 (no traceback)."""
+
+
+# ---- loading path/file.py:func ----------------------------------------------------------------
+
+def load_function(target: str) -> Any:
+    """Import ``path/file.py`` by path and return its attribute ``func`` (dotted names allowed)."""
+    path, sep, attr = target.rpartition(":")
+    if not sep or not path or not attr:
+        raise CLIError(f"expected path/file.py:function, got {target!r}")
+    file = Path(path)
+    if not file.is_file():
+        raise CLIError(f"no such file: {path!r} (in {target!r})")
+    file = file.resolve()
+    mod_name = "kfuse_cli_" + "".join(c if c.isalnum() else "_" for c in file.stem) + f"_{abs(hash(str(file))):x}"
+    module = sys.modules.get(mod_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(mod_name, file)
+        if spec is None or spec.loader is None:
+            raise CLIError(f"cannot import {path!r} as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        sys.path.insert(0, str(file.parent))  # so the file can import its neighbours
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(mod_name, None)
+            raise
+        finally:
+            try:
+                sys.path.remove(str(file.parent))
+            except ValueError:
+                pass
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = sorted(n for n, v in vars(module).items() if not n.startswith("_") and (
+                _is_jit(v) or (inspect.isfunction(v) and v.__module__ == mod_name)))
+            hint = f"; functions defined there: {', '.join(names)}" if names else ""
+            raise CLIError(f"{path!r} has no function {attr!r}{hint}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise CLIError(f"{target!r} is not a function (it is a {type(obj).__name__})")
+    return obj
+
+
+def _is_jit(obj: Any) -> bool:
+    from .api import JitFunction
+    return isinstance(obj, JitFunction)
+
+
+def _jitted(obj: Any, backend: str | None = None):
+    """A JitFunction for ``obj``: its own options kept (backend replaced if given), or a new one."""
+    import dataclasses
+
+    import kfuse
+    from .api import JitFunction
+    if isinstance(obj, JitFunction):
+        if backend is None or backend == obj.options.backend:
+            return obj
+        return JitFunction(obj.fn, dataclasses.replace(obj.options, backend=backend))
+    return kfuse.jit(obj, backend=backend or "auto")
+
+
+# ---- argument specs --------------------------------------------------------------------------
+
+def parse_specs(tokens: Sequence[str], fn: Callable) -> tuple[list[Any], dict[str, Any]]:
+    """Check every spec; ``name=spec`` is a keyword argument. A parameter listed in the function's
+    ``static_argnames`` takes a Python literal (``3``, ``'tanh'``, ``(1, 2)``) instead of a spec."""
+    from .ir.specs import spec_from_string
+    jf = fn if _is_jit(fn) else None
+    raw = jf.fn if jf is not None else fn
+    static = set(jf.options.static_argnames) if jf is not None else set()
+    try:
+        params = list(inspect.signature(raw).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional_names = [p.name for p in params
+                        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for i, tok in enumerate(tokens):
+        name, eq, value = tok.partition("=")
+        if eq and name.isidentifier():
+            target_name, text = name, value
+        else:
+            target_name, text = (positional_names[i] if i < len(positional_names) else None), tok
+        if target_name in static:
+            try:
+                val = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                val = text  # a bare word for a static string argument
+        else:
+            try:
+                spec_from_string(text)
+            except ValueError as e:
+                where = f" for argument {target_name!r}" if target_name else ""
+                raise CLIError(f"{e}{where}") from None
+            val = text
+        if eq and name.isidentifier():
+            kwargs[name] = val
+        else:
+            args.append(val)
+    if params and not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        required = [p.name for p in params if p.default is p.empty and p.name not in kwargs]
+        fname = getattr(raw, "__name__", "function")
+        if len(args) > len(positional_names):
+            raise CLIError(f"{fname} takes {len(positional_names)} argument(s) "
+                           f"({', '.join(positional_names)}), got {len(args)} specs")
+        missing = [n for n in required if n not in positional_names[:len(args)]]
+        if missing:
+            raise CLIError(f"{fname}({', '.join(p.name for p in params)}): no spec for "
+                           f"{', '.join(missing)}; give one spec per argument, e.g. f32[1024,1024] float")
+    return args, kwargs
+
+
+# ---- subcommands -------------------------------------------------------------------------------
+
+def _write_or_print(text: str, out: str | None) -> None:
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text if text.endswith("\n") else text + "\n")
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _default_backend(stage: str, requested: str | None) -> str | None:
+    if requested is not None:
+        return requested
+    if stage in ("cuda", "ptx"):
+        return "cuda"
+    if stage == "numba":
+        return "numba-cuda"
+    return None
+
+
+def _lower_text(target: str, specs: Sequence[str], stage: str, backend: str | None,
+                device: str | None = None, arch: str | None = None) -> str:
+    fn = load_function(target)
+    args, kwargs = parse_specs(specs, fn)
+    jf = _jitted(fn, _default_backend(stage, backend))
+    lowered = jf.lower(*args, device=device, **kwargs)
+    if arch is not None and arch != "sm_90":
+        try:
+            accepts_arch = "arch" in inspect.signature(lowered.as_text).parameters
+        except (TypeError, ValueError):
+            accepts_arch = False
+        if not accepts_arch:
+            raise CLIError(f"this kfuse build emits PTX for sm_90 only (asked for {arch})")
+        return lowered.as_text(stage, arch=arch)
+    return lowered.as_text(stage)
+
+
+def _cmd_dump(args) -> int:
+    stage = args.stage
+    text = _lower_text(args.target, args.specs, stage, args.backend, device=args.device)
+    _write_or_print(text, args.output)
+    return 0
+
+
+def _cmd_dump_cuda(args) -> int:
+    text = _lower_text(args.target, args.specs, "cuda", args.backend or "cuda", device=args.device)
+    _write_or_print(text, args.output)
+    return 0
+
+
+def _cmd_dump_ptx(args) -> int:
+    text = _lower_text(args.target, args.specs, "ptx", args.backend, device=args.device, arch=args.arch)
+    _write_or_print(text, args.output)
+    return 0
+
+
+def _cmd_explain(args) -> int:
+    import kfuse
+    fn = load_function(args.target)
+    a, kw = parse_specs(args.specs, fn)
+    plan = kfuse.explain(fn, *a, device=args.device, **kw)
+    _write_or_print(str(plan), args.output)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+    return run_demo(device=args.device, out_dir=args.out, quick=args.quick)
+
+
+def _find_benchmarks() -> Path | None:
+    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
+        if (base / "benchmarks").is_dir():
+            return base / "benchmarks"
+    return None
+
+
+def _load_by_path(path: Path):
+    spec = importlib.util.spec_from_file_location(f"kfuse_bench_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        try:
+            sys.path.remove(str(path.parent))
+        except ValueError:
+            pass
+    return module
+
+
+def _call_main(module, argv: list[str], path: Path | None = None) -> int:
+    main = getattr(module, "main", None)
+    if main is None and path is not None:
+        import runpy
+        old = sys.argv
+        sys.argv = [str(path), *argv]
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as e:
+            return int(e.code or 0) if not isinstance(e.code, str) else 1
+        finally:
+            sys.argv = old
+        return 0
+    if main is None:
+        raise CLIError(f"{module.__name__} has no main()")
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        return int(e.code or 0) if not isinstance(e.code, str) else 1
+    return int(rc or 0)
+
+
+def _cmd_bench(args) -> int:
+    argv = list(args.bench_args)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    import importlib
+    # a package-level benchmark driver (kfuse/bench/), when one exposing main(argv) exists
+    for name in ("kfuse.bench", "kfuse.bench.cli", "kfuse.bench.main", "kfuse.bench.suite",
+                 "kfuse.bench.run"):
+        try:
+            if importlib.util.find_spec(name) is None:
+                continue
+        except (ImportError, ValueError):
+            continue
+        module = importlib.import_module(name)
+        if callable(getattr(module, "main", None)):
+            return _call_main(module, argv)
+    root = _find_benchmarks()
+    if root is not None:
+        for name in ("__main__.py", "run.py", "suite.py", "cpu_quick.py"):
+            path = root / name
+            if path.is_file():
+                return _call_main(_load_by_path(path), argv, path)
+    raise CLIError("no benchmark suite found: `kfuse bench` runs from a source checkout "
+                   "(it needs the benchmarks/ folder); run it from the repository root")
+
+
+def _add_cache(sub) -> None:
+    try:
+        from . import cache_cli
+    except Exception as e:  # not written yet, or broken: say so when it is used
+        err = f"{type(e).__name__}: {e}"
+        p = sub.add_parser("cache", help="inspect and manage the kernel cache (unavailable)")
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+
+        def unavailable(args, err=err) -> int:
+            raise CLIError(f"`kfuse cache` is not available in this build ({err})")
+        p.set_defaults(func=unavailable)
+        return
+    before = set(sub.choices)
+    cache_cli.add_subparser(sub)
+    for name in set(sub.choices) - before or {"cache"}:
+        if name in sub.choices:
+            sub.choices[name].set_defaults(func=cache_cli.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import kfuse
+    parser = argparse.ArgumentParser(
+        prog="kfuse",
+        description="kfuse: a JIT kernel-fusion compiler for NumPy-style Python. "
+                    "Functions are given as path/file.py:func, arguments as specs such as "
+                    "f32[4096,4096] f32[4096] float int (nothing is allocated).")
+    parser.add_argument("--version", action="version", version=f"kfuse {kfuse.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def target_parser(name, help_, **kw):
+        p = sub.add_parser(name, help=help_, description=help_, **kw)
+        p.add_argument("target", metavar="path/file.py:func", help="the function to compile")
+        p.add_argument("specs", nargs="*", metavar="SPEC",
+                       help="one per argument: f32[1024,1024], f32[] (0-d), float, int, bool; "
+                            "name=SPEC for a keyword; a Python literal for a static argument")
+        p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+        p.add_argument("--device", default=None,
+                       help="device the plan is made for (e.g. h100, h200, cpu); default: the backend's")
+        return p
+
+    p = target_parser("dump-ir", "print one compilation stage of a function")
+    p.add_argument("--stage", choices=_STAGES, default="fused", help="stage to print (default: fused)")
+    p.add_argument("--backend", choices=_BACKENDS, default=None,
+                   help="backend to lower for (default: cuda for the cuda/ptx stages, else the function's)")
+    p.set_defaults(func=_cmd_dump)
+
+    p = target_parser("dump-cuda", "print the CUDA C of a function's kernels (no GPU needed)")
+    p.add_argument("--backend", choices=("cuda",), default="cuda", help=argparse.SUPPRESS)
+    p.set_defaults(func=_cmd_dump_cuda)
+
+    p = target_parser("dump-ptx", "print the PTX of a function's kernels (NVRTC; no GPU needed)")
+    p.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
+    p.add_argument("--backend", choices=("cuda", "numba-cuda"), default="cuda",
+                   help="code generator whose PTX to print (default: cuda)")
+    p.set_defaults(func=_cmd_dump_ptx)
+
+    p = target_parser("explain", "print the fusion plan: kernels, bytes, FLOPs, predicted time, refusals")
+    p.set_defaults(func=_cmd_explain)
+
+    p = sub.add_parser("demo", help="compile the example workloads on the best device, check them "
+                                    "against NumPy, print plans and speed-ups, write all dumps",
+                       description="Compile the example workloads on the best device present (GPU if "
+                                   "there is one, else CPU), check each against NumPy, print its fused "
+                                   "plan and speed-up, and write IR/kernel/CPU/CUDA/PTX dumps to --out.")
+    p.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
+    p.add_argument("--out", default="kfuse-demo", metavar="DIR", help="folder for the dumps (default: kfuse-demo)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, one repetition (for tests)")
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("bench", help="run the benchmark suite (arguments are passed on to it)",
+                       description="Run the benchmark suite from benchmarks/ (source checkout); "
+                                   "every argument after `bench` is passed on, e.g. "
+                                   "--suite public --device cpu --json out.json.")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARGS")
+    p.set_defaults(func=_cmd_bench)
+
+    _add_cache(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kfuse`` console script; returns the exit status."""
+    from .errors import KfuseError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] == "bench":  # everything after `bench` belongs to the suite, flags included
+        args = argparse.Namespace(command="bench", bench_args=argv[1:], func=_cmd_bench)
+    else:
+        args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as e:
+        print(f"kfuse: error: {e}", file=sys.stderr)
+        return 2
+    except (KfuseError, ValueError, TypeError) as e:
+        from . import config
+        if config.get().debug:
+            raise
+        kind = "" if isinstance(e, KfuseError) else f"{type(e).__name__}: "
+        print(f"kfuse: error: {kind}{e}", file=sys.stderr)
+        if not isinstance(e, KfuseError):
+            print("(set KFUSE_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `kfuse dump-ir ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

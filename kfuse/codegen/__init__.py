@@ -1,0 +1,1 @@
+"""Code generation: KernelIR, lowering of fusion groups, and the per-backend emitters."""

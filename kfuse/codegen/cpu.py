@@ -1,0 +1,499 @@
+"""CPU emitter: KernelIR -> readable Python source of a Numba kernel.
+
+The source defines ``kfuse_kernel(inputs..., outputs..., sizes...)`` (plain Python over scalars
+and array indexing; the name is fixed so that equal kernels have equal source) and two compiled
+forms: ``kfuse_kernel_seq = numba.njit(...)(kfuse_kernel)`` and ``kfuse_kernel_par`` (``parallel=True``: the first outer loop is a ``prange``). Numba compiles lazily,
+so only the form the runtime calls is compiled. Helpers the kernel needs are emitted into the same
+source, so the source text alone determines the compiled code (it is the memo/cache key).
+
+Semantics follow NumPy's loops: every op result is cast back to the node dtype (Numba promotes
+small ints to int64), integer helpers give NumPy's floor-division/remainder/shift/power results,
+``maximum``/``minimum`` propagate NaN, ``fmax``/``fmin`` don't. float16 (which Numba lacks on
+the CPU) travels as uint16 bits; values are float32 in registers, rounded to float16 after every
+op exactly as NumPy's float16 loops do. float32 ``tanh`` is a branch-free rational
+approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vectorisation).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernel_ir as K
+
+NJIT_OPTS = 'error_model="numpy", nogil=True'
+FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
+
+# --------------------------------------------------------------------------- helpers (source)
+
+_HELPERS: dict[str, str] = {}
+
+
+def _helper(name: str, src: str, deps: tuple = ()) -> None:
+    _HELPERS[name] = (src.strip("\n"), deps)
+
+
+_helper("_h2f", '''
+@numba.njit(error_model="numpy")
+def _h2f(h):
+    """float16 bits -> float32 value (exact)."""
+    b = np.int64(h)
+    e = (b >> 10) & 31
+    m = b & 1023
+    if e == 0:
+        r = m * 5.9604644775390625e-08
+    elif e == 31:
+        r = np.inf if m == 0 else np.nan
+    else:
+        r = (m + 1024) * np.ldexp(1.0, e - 25)
+    return np.float32(-r if b & 32768 else r)
+''')
+_helper("_f2h", '''
+@numba.njit(error_model="numpy")
+def _f2h(x):
+    """any float -> float16 bits, rounded once to nearest even (as NumPy's astype)."""
+    x = np.float64(x)
+    if x != x:
+        return np.uint16(32256)
+    sign = 32768 if np.copysign(1.0, x) < 0 else 0
+    a = abs(x)
+    if a >= 65520.0:
+        return np.uint16(sign | 31744)
+    if a < 6.103515625e-05:
+        return np.uint16(sign | np.int64(np.rint(a * 16777216.0)))
+    m, e = np.frexp(a)
+    bits = ((e + 14) << 10) + (np.int64(np.rint(m * 2048.0)) - 1024)
+    return np.uint16(sign | bits)
+''')
+_helper("_rf16", '''
+@numba.njit(error_model="numpy")
+def _rf16(x):
+    """round a float to float16 precision, returned as float32."""
+    return _h2f(_f2h(x))
+''', ("_h2f", "_f2h"))
+_helper("_tanhf", '''
+@numba.njit(error_model="numpy")
+def _tanhf(x):
+    """float32 tanh: a [13/6] rational approximation on the clamped input (Eigen's fast tanh;
+    max relative error ~4e-7), branch-free so LLVM vectorises the loop; NaN propagates."""
+    c = np.float32(7.9053111076354980)
+    xc = c if x > c else (-c if x < -c else x)
+    x2 = xc * xc
+    p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
+    p = x2 * p + np.float32(-8.60467152213735e-11)
+    p = x2 * p + np.float32(5.12229709037114e-08)
+    p = x2 * p + np.float32(1.48572235717979e-05)
+    p = x2 * p + np.float32(6.37261928875436e-04)
+    p = x2 * p + np.float32(4.89352455891786e-03)
+    q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
+    q = x2 * q + np.float32(2.26843463243900e-03)
+    q = x2 * q + np.float32(4.89352518554385e-03)
+    r = xc * p / q
+    return x if np.abs(x) < np.float32(0.0004) else r
+''')
+for _T in ("float32", "float64"):
+    _helper(f"_floordiv_{_T}", f'''
+@numba.njit(error_model="numpy")
+def _floordiv_{_T}(a, b):
+    """np.floor_divide for {_T} (npy_divmod)."""
+    if b == 0:
+        return np.{_T}(a / b)
+    mod = np.{_T}(np.fmod(a, b))
+    div = np.{_T}((a - mod) / b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div = np.{_T}(div - np.{_T}(1.0))
+    if div != 0:
+        fl = np.{_T}(np.floor(div))
+        if div - fl > np.{_T}(0.5):
+            fl = np.{_T}(fl + np.{_T}(1.0))
+        return fl
+    return np.{_T}(np.copysign(np.{_T}(0.0), np.{_T}(a / b)))
+''')
+    _helper(f"_remainder_{_T}", f'''
+@numba.njit(error_model="numpy")
+def _remainder_{_T}(a, b):
+    """np.remainder for {_T} (sign of the divisor)."""
+    mod = np.{_T}(np.fmod(a, b))
+    if b == 0:
+        return mod
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod = np.{_T}(mod + b)
+        return mod
+    return np.{_T}(np.copysign(np.{_T}(0.0), b))
+''')
+_helper("_sfloordiv", '''
+@numba.njit(error_model="numpy")
+def _sfloordiv(a, b):
+    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return np.int64(0) - a
+    return a // b
+''')
+_helper("_sremainder", '''
+@numba.njit(error_model="numpy")
+def _sremainder(a, b):
+    """np.remainder for signed ints in int64 (sign of the divisor; 0 for b in (0, -1))."""
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+''')
+_helper("_ufloordiv", '''
+@numba.njit(error_model="numpy")
+def _ufloordiv(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a // b
+''')
+_helper("_uremainder", '''
+@numba.njit(error_model="numpy")
+def _uremainder(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a % b
+''')
+_helper("_ipow", '''
+@numba.njit(error_model="numpy")
+def _ipow(a, b, zero, one):
+    """integer power by squaring, wrapping (negative exponents give 1; NumPy raises)."""
+    r = one
+    while b > zero:
+        if (b & one) != zero:
+            r = r * a
+        a = a * a
+        b = b >> one
+    return r
+''')
+_helper("_slshift", '''
+@numba.njit(error_model="numpy")
+def _slshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(0)
+    return a << b
+''')
+_helper("_srshift", '''
+@numba.njit(error_model="numpy")
+def _srshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(-1) if a < 0 else np.int64(0)
+    return a >> b
+''')
+_helper("_ulshift", '''
+@numba.njit(error_model="numpy")
+def _ulshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a << b
+''')
+_helper("_urshift", '''
+@numba.njit(error_model="numpy")
+def _urshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a >> b
+''')
+_helper("_ireciprocal", '''
+@numba.njit(error_model="numpy")
+def _ireciprocal(a):
+    if a == 0:
+        return np.int64(0)
+    return np.int64(1.0 / a)
+''')
+
+# --------------------------------------------------------------------------- expressions
+
+
+def _ctor(dtype: str) -> str:
+    return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+
+
+def _vt(dtype: str) -> str:
+    """The Numba value type of a dtype (float16 values live in float32)."""
+    return "float32" if dtype == "float16" else dtype
+
+
+def _literal(value, dtype: str) -> str:
+    if dtype == "bool":
+        return "True" if value else "False"
+    if dtype.startswith("float"):
+        v = float(value)
+        if dtype == "float16":
+            v = float(np.float16(v))
+        if math.isnan(v):
+            s = "np.nan"
+        elif math.isinf(v):
+            s = "np.inf" if v > 0 else "-np.inf"
+        else:
+            s = repr(v)
+        return f"np.{_vt(dtype)}({s})"
+    return f"np.{dtype}({int(value)})"
+
+
+_NP_UNARY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "cbrt", "sin", "cos",
+             "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc",
+             "rint"}
+_CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+        "greater_equal": ">="}
+_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
+_BITS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+
+
+class _Emitter:
+    def __init__(self, kir: K.KernelIR):
+        self.kir = kir
+        self.used: set[str] = set()
+        self.vtype: dict[str, str] = {}
+
+    def use(self, name: str) -> str:
+        stack = [name]
+        while stack:
+            n = stack.pop()
+            if n not in self.used:
+                self.used.add(n)
+                stack.extend(_HELPERS[n][1])
+        return name
+
+    # -- one op ------------------------------------------------------------------------------
+    def op_expr(self, st: K.Op) -> str:
+        op, dt, args, adts = st.op, st.dtype, st.args, st.arg_dtypes
+        if op == "cast":
+            return self.cast_expr(args[0], adts[0], dt)
+        if op == "where":
+            return f"{args[1]} if {args[0]} else {args[2]}"
+        src = adts[0] if adts else dt
+        kind = np.dtype(src).kind
+        if op in _CMP:
+            return f"{args[0]} {_CMP[op]} {args[1]}"
+        if op in ("logical_and", "logical_or", "logical_xor"):
+            sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[op]
+            return f"({args[0]} != 0) {sym} ({args[1]} != 0)"
+        if op == "logical_not":
+            return f"{args[0]} == 0"
+        if op in ("isnan", "isinf", "isfinite"):
+            if kind != "f":
+                return "True" if op == "isfinite" else "False"
+            return f"{args[0]} != {args[0]}" if op == "isnan" else f"np.{op}({args[0]})"
+        if kind == "f":
+            return self.wrap(self.float_expr(op, dt, args), dt)
+        if kind == "b":
+            return self.bool_expr(op, dt, args)
+        return f"{_ctor(dt)}({self.int_expr(op, src, args)})"
+
+    def wrap(self, expr: str, dt: str) -> str:
+        if dt == "float16":
+            return f"{self.use('_rf16')}(np.float32({expr}))"
+        if dt == "bool":
+            return expr
+        return f"{_ctor(dt)}({expr})"
+
+    def float_expr(self, op: str, dt: str, a) -> str:
+        vt = _vt(dt)
+        if op in _ARITH:
+            return f"{a[0]} {_ARITH[op]} {a[1]}"
+        if op == "tanh" and vt == "float32":
+            return f"{self.use('_tanhf')}({a[0]})"
+        if op in _NP_UNARY:
+            return f"np.{op}({a[0]})"
+        if op == "floor_divide":
+            return f"{self.use('_floordiv_' + vt)}({a[0]}, {a[1]})"
+        if op == "remainder":
+            return f"{self.use('_remainder_' + vt)}({a[0]}, {a[1]})"
+        if op == "power":
+            return f"np.power({a[0]}, {a[1]})"
+        if op in ("arctan2", "hypot"):
+            return f"np.{op}({a[0]}, {a[1]})"
+        if op == "maximum":
+            return f"{a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        if op == "minimum":
+            return f"{a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        if op == "fmax":
+            return f"{a[0]} if ({a[0]} >= {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
+        if op == "fmin":
+            return f"{a[0]} if ({a[0]} <= {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
+        if op == "negative":
+            return f"-{a[0]}"
+        if op == "positive":
+            return a[0]
+        if op == "absolute":
+            return f"np.abs({a[0]})"
+        if op == "square":
+            return f"{a[0]} * {a[0]}"
+        if op == "reciprocal":
+            return f"np.{vt}(1.0) / {a[0]}"
+        if op == "sign":
+            return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
+                    f"else {a[0]} * np.{vt}(0.0))")
+        raise NotImplementedError(f"kfuse cpu: no float rule for {op}")
+
+    def bool_expr(self, op: str, dt: str, a) -> str:
+        if op in ("add", "maximum", "fmax", "bitwise_or", "logical_or"):
+            return f"{a[0]} | {a[1]}"
+        if op in ("multiply", "minimum", "fmin", "bitwise_and"):
+            return f"{a[0]} & {a[1]}"
+        if op == "bitwise_xor":
+            return f"{a[0]} != {a[1]}"
+        if op == "invert":
+            return f"not {a[0]}"
+        if op in ("positive", "absolute", "square", "rint", "floor", "ceil", "trunc"):
+            return a[0]
+        raise NotImplementedError(f"kfuse cpu: no bool rule for {op}")
+
+    def int_expr(self, op: str, src: str, a) -> str:
+        unsigned = np.dtype(src).kind == "u"
+        w = "np.uint64" if unsigned else "np.int64"
+        if op in _ARITH and op not in ("true_divide", "divide"):
+            return f"{a[0]} {_ARITH[op]} {a[1]}"
+        if op in ("true_divide", "divide"):
+            return f"np.float64({a[0]}) / np.float64({a[1]})"
+        if op in _BITS:
+            return f"{a[0]} {_BITS[op]} {a[1]}"
+        if op == "invert":
+            return f"~{a[0]}"
+        if op == "negative":
+            return f"np.uint64(0) - np.uint64({a[0]})" if unsigned else f"-np.int64({a[0]})"
+        if op in ("positive", "floor", "ceil", "trunc", "rint"):
+            return a[0]
+        if op == "absolute":
+            return a[0] if unsigned else f"abs(np.int64({a[0]}))"
+        if op == "square":
+            return f"{w}({a[0]}) * {w}({a[0]})"
+        if op in ("maximum", "fmax"):
+            return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
+        if op in ("minimum", "fmin"):
+            return f"{a[0]} if {a[0]} <= {a[1]} else {a[1]}"
+        if op == "sign":
+            return f"1 if {a[0]} > 0 else 0" if unsigned else \
+                f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)"
+        if op == "floor_divide":
+            h = self.use("_ufloordiv" if unsigned else "_sfloordiv")
+            return f"{h}({w}({a[0]}), {w}({a[1]}))"
+        if op == "remainder":
+            h = self.use("_uremainder" if unsigned else "_sremainder")
+            return f"{h}({w}({a[0]}), {w}({a[1]}))"
+        if op == "power":
+            return f"{self.use('_ipow')}({w}({a[0]}), {w}({a[1]}), {w}(0), {w}(1))"
+        if op == "left_shift":
+            h = self.use("_ulshift" if unsigned else "_slshift")
+            return f"{h}({w}({a[0]}), {w}({a[1]}))"
+        if op == "right_shift":
+            h = self.use("_urshift" if unsigned else "_srshift")
+            return f"{h}({w}({a[0]}), {w}({a[1]}))"
+        if op == "reciprocal":
+            return f"{self.use('_ireciprocal')}({a[0]})"
+        raise NotImplementedError(f"kfuse cpu: no integer rule for {op}")
+
+    def cast_expr(self, a: str, src: str, dst: str) -> str:
+        if src == dst:
+            return a
+        if dst == "bool":
+            return f"{a} != 0"
+        if dst == "float16":
+            return f"{self.use('_rf16')}(np.float64({a}))"
+        if src == "bool":
+            return f"{_ctor(dst)}(1 if {a} else 0)"
+        return f"{_ctor(dst)}({a})"
+
+    # -- statements --------------------------------------------------------------------------
+    def index(self, idx) -> str:
+        return ", ".join(str(e) for e in idx) if idx else "()"
+
+    def stmt(self, st) -> str:
+        if isinstance(st, K.Load):
+            ref = f"in{st.buf}[{self.index(st.index)}]"
+            return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
+        if isinstance(st, K.Const):
+            return f"{st.dst} = {_literal(st.value, st.dtype)}"
+        if isinstance(st, K.Op):
+            return f"{st.dst} = {self.op_expr(st)}"
+        if isinstance(st, K.Store):
+            dt = self.kir.outputs[st.buf].dtype
+            v = f"{self.use('_f2h')}({st.src})" if dt == "float16" else st.src
+            return f"out{st.buf}[{self.index(st.index)}] = {v}"
+        raise TypeError(st)
+
+    def acc_lines(self, acc: K.Acc, where: str):
+        a, vt = f"acc_{acc.dst}", _vt(acc.acc_dtype)
+        if where == "init":
+            lines = [f"{a} = {_literal(acc.init, acc.acc_dtype)}"]
+            if acc.kind in ("argmax", "argmin"):
+                lines.append(f"pos_{acc.dst} = np.int64(0)")
+            return lines
+        s = acc.src
+        if where == "combine":
+            if acc.kind == "sum":
+                return [f"{a} += np.{vt}({s})"]
+            if acc.kind == "prod":
+                return [f"{a} *= np.{vt}({s})"]
+            if acc.kind in ("any", "all"):
+                return [f"{a} = {a} {'|' if acc.kind == 'any' else '&'} ({s} != 0)"]
+            if acc.kind in ("max", "min"):
+                cmp = ">" if acc.kind == "max" else "<"
+                return [f"if {s} {cmp} {a} or {s} != {s}:", f"    {a} = {s}"]
+            cmp = ">" if acc.kind == "argmax" else "<"
+            return [f"if {s} {cmp} {a} or ({s} != {s} and {a} == {a}):",
+                    f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]
+        # result
+        if acc.kind in ("argmax", "argmin"):
+            return [f"{acc.dst} = pos_{acc.dst}"]
+        if acc.dtype == "float16":
+            return [f"{acc.dst} = {self.use('_rf16')}({a})"]
+        if acc.dtype == "bool":
+            return [f"{acc.dst} = {a}"]
+        return [f"{acc.dst} = {_ctor(_vt(acc.dtype))}({a})"]
+
+    # -- the function ------------------------------------------------------------------------
+    def function(self) -> list[str]:
+        kir = self.kir
+        params = [f"in{k}" for k in range(len(kir.inputs))] + \
+                 [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes]
+        lines = [f"def {FN_NAME}({', '.join(params)}):"]
+        ins = ", ".join(f"in{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.inputs))
+        outs = ", ".join(f"out{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.outputs))
+        lines.append(f'    """{kir.kind}: ({ins}) -> ({outs}); outer={list(kir.outer)} '
+                     f'inner={list(kir.inner)}"""')
+        ind = 1
+        for n, d in enumerate(kir.loop_dims(kir.outer)):
+            rng = "numba.prange" if n == 0 else "range"
+            lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
+            ind += 1
+        inner = kir.loop_dims(kir.inner)
+        for ph in kir.phases:
+            lines += ["    " * ind + self.stmt(s) for s in ph.pre]
+            if not ph.has_loop:
+                continue
+            for acc in ph.accs:
+                lines += ["    " * ind + x for x in self.acc_lines(acc, "init")]
+            j = ind
+            for d in inner:
+                lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
+                j += 1
+            body = [self.stmt(s) for s in ph.body]
+            for acc in ph.accs:
+                body += self.acc_lines(acc, "combine")
+            lines += ["    " * j + x for x in body] or ["    " * j + "pass"]
+            for acc in ph.accs:
+                lines += ["    " * ind + x for x in self.acc_lines(acc, "result")]
+        if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
+            lines.append("    " * ind + "pass")
+        return lines
+
+    def source(self) -> str:
+        fn = self.function()
+        helpers = []
+        for name in _HELPERS:                   # definition order respects dependencies
+            if name in self.used:
+                helpers += [_HELPERS[name][0], ""]
+        name = FN_NAME
+        head = [f'"""kfuse CPU kernel ({self.kir.kind}), generated by kfuse.codegen.cpu."""',
+                "import numpy as np", "import numba", ""]
+        tail = ["", f"{name}_seq = numba.njit({NJIT_OPTS})({name})",
+                f"{name}_par = numba.njit({NJIT_OPTS}, parallel=True)({name})", ""]
+        return "\n".join(head + helpers + fn + tail)
+
+
+def emit(kir: K.KernelIR) -> str:
+    """Python source defining ``kfuse_kernel``, ``kfuse_kernel_seq`` and ``kfuse_kernel_par``."""
+    return _Emitter(kir).source()

@@ -1,0 +1,650 @@
+"""KernelIR -> CUDA C (compiled by :mod:`kfuse.codegen.nvrtc`, launched by :mod:`kfuse.runtime.cuda`).
+
+Kernel parameters, in order: output pointers, input pointers, the KernelIR's int64 size
+parameters, then the strides (in elements) of every input buffer dim, then of every output dim.
+No extent, stride or shape is embedded, so a new size reuses the compiled module.
+
+A :class:`Variant` picks the code shape for a call (chosen on the host from the run-time strides):
+* elementwise: grid-stride over ``V``-element units of the flattened domain; loads/stores whose
+  last index is the innermost loop variable use ``V``-wide vector accesses (16 bytes), loads that
+  do not depend on it are read once per unit (broadcast); 32- or 64-bit index math.
+* row (reduce, reduced dims contiguous): one block per outer index, threads stride over the
+  reduced dims; warp shuffles + a shared-memory block combine (fixed order: deterministic);
+  with ``cache_k > 0`` every body load is kept in registers (``cache_k`` slots a thread), so each
+  row is read from memory once across all phases (softmax, layernorm).
+* col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
+  dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
+float16 values live in float32 registers and are rounded once on store.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import CompileError, UnsupportedError
+from . import kernel_ir as K
+
+_CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+          "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+          "uint64": "unsigned long long", "float16": "float", "float32": "float", "float64": "double"}
+_STYPE = dict(_CTYPE, bool="unsigned char", float16="unsigned short")   # storage types
+_UTYPE = {"int8": "unsigned int", "int16": "unsigned int", "int32": "unsigned int",
+          "int64": "unsigned long long", "uint8": "unsigned int", "uint16": "unsigned int",
+          "uint32": "unsigned int", "uint64": "unsigned long long"}
+_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    mode: str = "elementwise"   # "elementwise" | "row" | "col"
+    vec: int = 1                # elements per vector access (elementwise)
+    idx64: bool = False         # 64-bit index math
+    cache_k: int = 0            # row mode: register slots a thread (0: re-read from L2)
+    block: int = 256            # threads per block
+
+    @property
+    def tag(self) -> str:
+        return f"{self.mode[0]}v{self.vec}{'l' if self.idx64 else 'i'}k{self.cache_k}b{self.block}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CudaKernel:
+    name: str
+    source: str
+    variant: Variant
+
+
+PRELUDE = r"""
+// ---- kfuse CUDA prelude
+typedef long long i64;
+typedef unsigned long long u64;
+template <typename T, int N> struct __align__(sizeof(T) * N) KfVec { T v[N]; };
+__device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(f)); return h; }
+#define KF_INFF __int_as_float(0x7f800000)
+#define KF_NANF __int_as_float(0x7fc00000)
+#define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
+#define KF_NAND __longlong_as_double(0x7ff8000000000000LL)
+template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a <= b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_imax(T a, T b) { return a > b ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_imin(T a, T b) { return a < b ? a : b; }
+// NumPy npy_divmod for floats
+template <typename T> __device__ __forceinline__ T kf_fmod_py(T a, T b) {
+  T m = fmod(a, b);
+  if (b == (T)0) return m;
+  if (m != (T)0) { if ((b < (T)0) != (m < (T)0)) m += b; } else { m = copysign((T)0, b); }
+  return m;
+}
+template <typename T> __device__ __forceinline__ T kf_floordiv_f(T a, T b) {
+  if (b == (T)0) return a / b;
+  T m = fmod(a, b);
+  T d = (a - m) / b;
+  if (m != (T)0) { if ((b < (T)0) != (m < (T)0)) d -= (T)1; }
+  T fd;
+  if (d != (T)0) { fd = floor(d); if (d - fd > (T)0.5) fd += (T)1; } else { fd = copysign((T)0, a / b); }
+  return fd;
+}
+template <typename T, typename U> __device__ __forceinline__ T kf_floordiv_i(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)((U)0 - (U)a);     // MIN // -1 wraps
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+template <typename T> __device__ __forceinline__ T kf_mod_i(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+template <typename T, typename U> __device__ __forceinline__ T kf_pow_i(T a, T b) {
+  if ((T)-1 < (T)0 && b < (T)0) return (T)0;   // NumPy raises; unreachable on device
+  U r = 1, x = (U)a; u64 e = (u64)b;
+  while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
+  return (T)r;
+}
+template <typename T> __device__ __forceinline__ T kf_shfl(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ bool kf_shfl(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
+__device__ __forceinline__ signed char kf_shfl(signed char v, int m) { return (signed char)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+__device__ __forceinline__ unsigned char kf_shfl(unsigned char v, int m) { return (unsigned char)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+__device__ __forceinline__ short kf_shfl(short v, int m) { return (short)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+__device__ __forceinline__ unsigned short kf_shfl(unsigned short v, int m) { return (unsigned short)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+// arg-reduction pair: (value, position); position < 0 marks "empty"
+template <typename T> struct KfArg { T v; i64 i; };
+template <typename T, bool MAX> __device__ __forceinline__ KfArg<T> kf_argcomb(KfArg<T> a, KfArg<T> b) {
+  if (a.i < 0) return b;
+  if (b.i < 0) return a;
+  bool an = a.v != a.v, bn = b.v != b.v;
+  if (an || bn) { if (an && bn) return a.i < b.i ? a : b; return an ? a : b; }
+  if (MAX ? (a.v > b.v) : (a.v < b.v)) return a;
+  if (MAX ? (b.v > a.v) : (b.v < a.v)) return b;
+  return a.i < b.i ? a : b;
+}
+"""
+
+
+# ----------------------------------------------------------------------------- scalar code
+
+def ctype(dt: str) -> str:
+    return _CTYPE[dt]
+
+
+def _is_f(dt):
+    return dt.startswith("float")
+
+
+def _fn(name: str, dt: str) -> str:
+    """C math function for a register type: float16/float32 use the ``f`` versions."""
+    return name if dt == "float64" else name + "f"
+
+
+def const_literal(value, dt: str) -> str:
+    if dt == "bool":
+        return "true" if value else "false"
+    if _is_f(dt):
+        v = float(np.dtype(dt).type(value))
+        d = dt == "float64"
+        if math.isnan(v):
+            return "KF_NAND" if d else "KF_NANF"
+        if math.isinf(v):
+            return ("-" if v < 0 else "") + ("KF_INFD" if d else "KF_INFF")
+        return float.hex(v) + ("" if d else "f")
+    v = int(value)
+    bits = _BITS[dt]
+    u = v & ((1 << bits) - 1)
+    return f"(({ctype(dt)}){u}ULL)" if v < 0 else f"(({ctype(dt)}){v}ULL)"
+
+
+def cast_expr(a: str, src: str, dst: str) -> str:
+    if src == dst or (src in ("float16", "float32") and dst in ("float16", "float32")):
+        return a
+    if dst == "bool":
+        return f"({a} != 0)"
+    return f"(({ctype(dst)}){a})"
+
+
+def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
+    """A C expression with NumPy semantics for ufunc ``op`` on register values ``args``."""
+    a = args[0]
+    b = args[1] if len(args) > 1 else None
+    t = adts[0] if adts else dt
+    T = ctype(t)
+    isf, isb = _is_f(t), t == "bool"
+    U = _UTYPE.get(t)
+    wrap = lambda e: f"(({T})({e}))"  # noqa: E731
+    if op == "cast":
+        return cast_expr(a, t, dt)
+    if op == "where":
+        return f"({a} ? {b} : {args[2]})"
+    if op in ("add", "subtract", "multiply") and not isf:
+        if isb:
+            return f"({a} || {b})" if op == "add" else f"({a} && {b})" if op == "multiply" else f"({a} != {b})"
+        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
+        return wrap(f"({U}){a} {sym} ({U}){b}")
+    simple = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+    if op in simple:
+        return f"({a} {simple[op]} {b})"
+    cmp = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+    if op in cmp:
+        return f"({a} {cmp[op]} {b})"
+    if op == "logical_and":
+        return f"(({a} != 0) && ({b} != 0))"
+    if op == "logical_or":
+        return f"(({a} != 0) || ({b} != 0))"
+    if op == "logical_xor":
+        return f"(({a} != 0) != ({b} != 0))"
+    if op == "logical_not":
+        return f"(!({a} != 0))"
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        sym = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[op]
+        return f"(({a} {sym} {b}) != 0)" if isb else wrap(f"{a} {sym} {b}")
+    if op == "invert":
+        return f"(!{a})" if isb else wrap(f"~{a}")
+    if op == "left_shift":
+        return f"((u64){b} < {_BITS[t]} ? {wrap(f'({U}){a} << {b}')} : ({T})0)"
+    if op == "right_shift":
+        neg = f"({a} < 0 ? ({T})-1 : ({T})0)" if t.startswith("int") else f"({T})0"
+        return f"((u64){b} < {_BITS[t]} ? {wrap(f'{a} >> {b}')} : {neg})"
+    if op in ("maximum", "minimum", "fmax", "fmin"):
+        hi = op in ("maximum", "fmax")
+        if isb:
+            return f"({a} || {b})" if hi else f"({a} && {b})"
+        if not isf:
+            return f"kf_i{'max' if hi else 'min'}<{T}>({a}, {b})"
+        if op in ("fmax", "fmin"):
+            return f"{_fn(op, t)}({a}, {b})"
+        return f"kf_{'max' if hi else 'min'}nan<{T}>({a}, {b})"
+    if op == "floor_divide":
+        return f"kf_floordiv_f<{T}>({a}, {b})" if isf else f"kf_floordiv_i<{T}, {U}>({a}, {b})"
+    if op == "remainder":
+        return f"kf_fmod_py<{T}>({a}, {b})" if isf else f"kf_mod_i<{T}>({a}, {b})"
+    if op == "power":
+        return f"{_fn('pow', t)}({a}, {b})" if isf else f"kf_pow_i<{T}, {U}>({a}, {b})"
+    if op in ("arctan2", "hypot"):
+        return f"{_fn({'arctan2': 'atan2', 'hypot': 'hypot'}[op], t)}({a}, {b})"
+    # unary
+    if op == "negative":
+        return f"(-{a})" if isf else wrap(f"({U})0 - ({U}){a}")
+    if op == "positive":
+        return a
+    if op == "absolute":
+        if isf:
+            return f"{_fn('fabs', t)}({a})"
+        if isb or t.startswith("uint"):
+            return a
+        return f"({a} < 0 ? {wrap(f'({U})0 - ({U}){a}')} : {a})"
+    if op == "square":
+        return f"({a} * {a})" if isf else (f"({a})" if isb else wrap(f"({U}){a} * ({U}){a}"))
+    if op == "reciprocal":
+        if isf:
+            return f"(({T})1 / {a})"
+        return f"({a} == 0 ? ({T})0 : ({T})(1 / {a}))"
+    if op == "sign":
+        if isf:
+            return f"({a} > 0 ? ({T})1 : ({a} < 0 ? ({T})-1 : ({a} == 0 ? ({T})0 : {a})))"
+        return f"(({T})(({a} > 0) - ({a} < 0)))"
+    if op == "isnan":
+        return f"({a} != {a})" if isf else "false"
+    if op == "isinf":
+        return f"({_fn('fabs', t)}({a}) == {'KF_INFD' if t == 'float64' else 'KF_INFF'})" if isf else "false"
+    if op == "isfinite":
+        return f"({_fn('fabs', t)}({a}) < {'KF_INFD' if t == 'float64' else 'KF_INFF'})" if isf else "true"
+    if op in ("floor", "ceil", "trunc", "rint") and not isf:
+        return a
+    math1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+             "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin",
+             "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+             "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+             "trunc": "trunc", "rint": "rint"}
+    if op in math1 and isf:
+        return f"{_fn(math1[op], t)}({a})"
+    raise UnsupportedError(f"kfuse: the CUDA backend has no rule for {op}({', '.join(adts)})")
+
+
+def load_expr(ptr: str, off: str, dt: str) -> str:
+    if dt == "float16":
+        return f"kf_h2f({ptr}[{off}])"
+    if dt == "bool":
+        return f"({ptr}[{off}] != 0)"
+    return f"{ptr}[{off}]"
+
+
+def store_value(v: str, vdt: str, dt: str) -> str:
+    """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
+    if dt == "float16":
+        return f"kf_d2h({v})" if vdt == "float64" else f"kf_f2h({v})"
+    if dt == "bool":
+        return f"(unsigned char)({v} != 0)"
+    return f"({_STYPE[dt]})({v})"
+
+
+def index_c(e: K.Expr) -> str:
+    if isinstance(e, K.ILit):
+        return f"(IDX){e.value}"
+    if isinstance(e, K.IVar):
+        return e.name
+    op = {"//": "/"}.get(e.op, e.op)
+    return f"({index_c(e.lhs)} {op} {index_c(e.rhs)})"
+
+
+# ----------------------------------------------------------------------------- kernel shapes
+
+class _Gen:
+    def __init__(self, kir: K.KernelIR, variant: Variant):
+        self.kir, self.v = kir, variant
+        self.dt = {}                    # var -> dtype name
+        self.consts = {}                # var -> constant value
+        self.name = f"kfuse_{kir.name}_{variant.tag}"
+
+    # -- signature
+    def signature(self) -> str:
+        kir = self.kir
+        ps = [f"{_STYPE[b.dtype]}* __restrict__ out{k}" for k, b in enumerate(kir.outputs)]
+        ps += [f"const {_STYPE[b.dtype]}* __restrict__ in{k}" for k, b in enumerate(kir.inputs)]
+        ps += [f"i64 {s.name}_" for s in kir.sizes]
+        ps += [f"i64 st_in{k}_{d}" for k, b in enumerate(kir.inputs) for d in range(b.ndim)]
+        ps += [f"i64 st_out{k}_{d}" for k, b in enumerate(kir.outputs) for d in range(b.ndim)]
+        return (f'extern "C" __global__ void __launch_bounds__({self.v.block}) {self.name}(\n    '
+                + ",\n    ".join(ps) + ")")
+
+    def setup(self) -> list[str]:
+        kir = self.kir
+        lines = [f"typedef {'long long' if self.v.idx64 else 'int'} IDX;"]
+        lines += [f"const IDX {s.name} = (IDX){s.name}_;" for s in kir.sizes]
+        return lines
+
+    def offset(self, kind: str, k: int, index) -> str:
+        terms = []
+        for d, e in enumerate(index):
+            if isinstance(e, K.ILit) and e.value == 0:
+                continue
+            terms.append(f"{index_c(e)} * (IDX)st_{kind}{k}_{d}")
+        return " + ".join(terms) if terms else "(IDX)0"
+
+    # -- statements (scalar)
+    def stmt(self, s, loads=None) -> str:
+        if isinstance(s, K.Load):
+            self.dt[s.dst] = s.dtype
+            if loads is not None and s.dst in loads:
+                return f"const {ctype(s.dtype)} {s.dst} = {loads[s.dst]};"
+            return (f"const {ctype(s.dtype)} {s.dst} = "
+                    f"{load_expr(f'in{s.buf}', self.offset('in', s.buf, s.index), s.dtype)};")
+        if isinstance(s, K.Const):
+            self.dt[s.dst] = s.dtype
+            self.consts[s.dst] = s.value
+            return f"const {ctype(s.dtype)} {s.dst} = {const_literal(s.value, s.dtype)};"
+        if isinstance(s, K.Op):
+            self.dt[s.dst] = s.dtype
+            args = list(s.args)
+            if s.op == "power" and _is_f(s.dtype) and self.consts.get(args[1]) in (1.0, 2.0, 3.0):
+                a, e = args[0], self.consts[args[1]]
+                ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
+                return f"const {ctype(s.dtype)} {s.dst} = {ex};"
+            return f"const {ctype(s.dtype)} {s.dst} = {op_expr(s.op, s.dtype, args, s.arg_dtypes)};"
+        if isinstance(s, K.Store):
+            b = self.kir.outputs[s.buf]
+            return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
+                    f"{store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+        raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+
+    def decompose(self, lin: str, dims: list[int], out: list[str], vec_last: int = 1) -> None:
+        """Unravel linear index ``lin`` over loop dims ``dims`` (C order) into ``i<d>``."""
+        kir = self.kir
+        if not dims:
+            return
+        out.append(f"IDX r_ = {lin};")
+        for pos in range(len(dims) - 1, -1, -1):
+            d = dims[pos]
+            ext = index_c(kir.domain[d])
+            if pos == len(dims) - 1 and vec_last > 1:
+                ext = f"({ext} / {vec_last})"
+            scale = f" * {vec_last}" if (pos == len(dims) - 1 and vec_last > 1) else ""
+            if pos == 0:
+                out.append(f"const IDX i{d} = r_{scale};")
+            else:
+                out.append(f"const IDX i{d} = (r_ % {ext}){scale}; r_ /= {ext};")
+
+    def zero_dims(self, dims, out):
+        for d in dims:
+            if isinstance(self.kir.domain[d], K.ILit):
+                out.append(f"const IDX i{d} = 0; (void)i{d};")
+
+    # -- elementwise
+    def elementwise(self) -> str:
+        kir, V = self.kir, self.v.vec
+        ph = kir.phases[0]
+        dims = kir.loop_dims(range(len(kir.domain)))
+        body = self.setup()
+        total = " * ".join(index_c(kir.domain[d]) for d in dims) or "(IDX)1"
+        body.append(f"const IDX n_units = ({total}) / {V};")
+        body.append("const IDX step = (IDX)gridDim.x * blockDim.x;")
+        body.append("for (IDX u = (IDX)blockIdx.x * blockDim.x + threadIdx.x; u < n_units; u += step) {")
+        inner = []
+        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], inner)
+        self.decompose("u", dims, inner, V)
+        if V == 1:
+            inner += [self.stmt(s) for s in ph.pre]
+        else:
+            last = f"i{dims[-1]}"
+            lanes, loads, stores = [], {}, []
+            for s in ph.pre:
+                if isinstance(s, K.Load):
+                    vec = vector_access(s.index, last)
+                    off = self.offset("in", s.buf, s.index)
+                    st = _STYPE[s.dtype]
+                    if vec:
+                        inner.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
+                                     f"*reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}));")
+                        loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
+                    else:
+                        inner.append(f"const {st} w_{s.dst} = in{s.buf}[{off}];")
+                        loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
+                    lanes.append(self.stmt(s, loads))
+                elif isinstance(s, K.Store):
+                    b = kir.outputs[s.buf]
+                    st = _STYPE[b.dtype]
+                    inner.append(f"KfVec<{st}, {V}> o_{len(stores)};")
+                    lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+                    stores.append((s, st))
+                else:
+                    lanes.append(self.stmt(s))
+            inner.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
+            inner += ["  " + x for x in lanes]
+            inner.append("}")
+            for k, (s, st) in enumerate(stores):
+                off = self.offset("out", s.buf, s.index)
+                inner.append(f"*reinterpret_cast<KfVec<{st}, {V}>*>(out{s.buf} + ({off})) = o_{k};")
+        body += ["  " + x for x in "\n".join(inner).split("\n")]
+        body.append("}")
+        return self.wrap(body)
+
+    # -- reductions
+    def reduce(self) -> str:
+        kir, v = self.kir, self.v
+        row = v.mode == "row"
+        outer = kir.loop_dims(kir.outer)
+        inner = kir.loop_dims(kir.inner)
+        body = self.setup()
+        n_outer = " * ".join(index_c(kir.domain[d]) for d in outer) or "(IDX)1"
+        n_inner = " * ".join(index_c(kir.domain[d]) for d in inner) or "(IDX)1"
+        body.append(f"const IDX n_rows = {n_outer};")
+        body.append(f"const IDX row_len = {n_inner}; (void)row_len;")
+        if row:
+            body.append("__shared__ double red_smem_[64];")
+            body.append("const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5, nwarps_ = (blockDim.x + 31) >> 5;")
+            body.append("(void)lane_; (void)warp_; (void)nwarps_;")
+            body.append("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
+        else:
+            body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
+                        "row_ += (IDX)gridDim.x * blockDim.x) {")
+        rb = []
+        self.zero_dims([d for d in kir.outer if d not in outer], rb)
+        self.zero_dims([d for d in kir.inner if d not in inner], rb)
+        self.decompose("row_", outer, rb)
+        cache = {}   # (buf, index) -> cache array name
+        kc = v.cache_k if row else 0
+        if kc:
+            for ph in kir.phases:
+                for s in ph.body:
+                    if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
+                        cache[(s.buf, s.index)] = f"c{len(cache)}_"
+                        rb.append(f"{ctype(s.dtype)} c{len(cache) - 1}_[{kc}];")
+        filled = set()
+        for ph in kir.phases:
+            for s in ph.pre:
+                if isinstance(s, K.Store) and row:
+                    rb.append("if (tid_ == 0) " + self.stmt(s))
+                else:
+                    rb.append(self.stmt(s))
+            if not ph.has_loop:
+                continue
+            for a in ph.accs:
+                rb += self.acc_init(a)
+            loop = []
+            if kc:
+                rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
+                loop.append("const IDX j_ = (IDX)tid_ + (IDX)k_ * blockDim.x;")
+                loop.append("if (j_ < row_len) {")
+            elif row:
+                rb.append("for (IDX j_ = tid_; j_ < row_len; j_ += blockDim.x) {")
+            else:
+                rb.append("for (IDX j_ = 0; j_ < row_len; ++j_) {")
+            dec = []
+            self.decompose("j_", inner, dec)
+            loop += dec
+            newly = set()
+            for s in ph.body:
+                if kc and isinstance(s, K.Load):
+                    c = cache[(s.buf, s.index)]
+                    self.dt[s.dst] = s.dtype
+                    if (s.buf, s.index) in filled:
+                        loop.append(f"const {ctype(s.dtype)} {s.dst} = {c}[k_];")
+                    else:
+                        loop.append(self.stmt(s))
+                        loop.append(f"{c}[k_] = {s.dst};")
+                        newly.add((s.buf, s.index))
+                else:
+                    loop.append(self.stmt(s))
+            filled |= newly
+            for a in ph.accs:
+                loop += self.acc_step(a)
+            if kc:
+                loop.append("}")
+            rb += ["  " + x for x in "\n".join(loop).split("\n")]
+            rb.append("}")
+            for a in ph.accs:
+                rb += self.acc_final(a, row)
+        body += ["  " + x for x in "\n".join(rb).split("\n")]
+        body.append("}")
+        return self.wrap(body)
+
+    def acc_types(self, a: K.Acc):
+        if a.kind in ("argmax", "argmin"):
+            return f"KfArg<{ctype(a.acc_dtype)}>"
+        return ctype(a.acc_dtype)
+
+    def acc_init(self, a: K.Acc) -> list[str]:
+        T = self.acc_types(a)
+        if a.kind in ("argmax", "argmin"):
+            return [f"{T} A{a.dst}; A{a.dst}.v = {const_literal(a.init, a.acc_dtype)}; A{a.dst}.i = -1;"]
+        return [f"{T} A{a.dst} = {const_literal(a.init, a.acc_dtype)};"]
+
+    def combine(self, a: K.Acc, x: str, y: str) -> str:
+        t = a.acc_dtype
+        T = ctype(t)
+        if a.kind in ("argmax", "argmin"):
+            return f"kf_argcomb<{T}, {'true' if a.kind == 'argmax' else 'false'}>({x}, {y})"
+        if a.kind in ("any", "all"):
+            return f"({x} {'||' if a.kind == 'any' else '&&'} {y})"
+        if a.kind in ("max", "min"):
+            if t == "bool":
+                return f"({x} {'||' if a.kind == 'max' else '&&'} {y})"
+            f = ("kf_maxnan" if a.kind == "max" else "kf_minnan") if _is_f(t) else (
+                "kf_imax" if a.kind == "max" else "kf_imin")
+            return f"{f}<{T}>({x}, {y})"
+        return op_expr("add" if a.kind == "sum" else "multiply", t, [x, y], (t, t))
+
+    def acc_step(self, a: K.Acc) -> list[str]:
+        src = cast_expr(a.src, a.src_dtype, a.acc_dtype) if a.kind not in ("any", "all") else f"({a.src} != 0)"
+        if a.kind in ("argmax", "argmin"):
+            T = self.acc_types(a)
+            return [f"{{ {T} p_; p_.v = {a.src}; p_.i = (i64)({index_c(a.pos)}); "
+                    f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'p_')}; }}"]
+        return [f"A{a.dst} = {self.combine(a, f'A{a.dst}', src)};"]
+
+    def acc_final(self, a: K.Acc, row: bool) -> list[str]:
+        out = []
+        T = self.acc_types(a)
+        arg = a.kind in ("argmax", "argmin")
+        if row:
+            if arg:
+                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
+                           f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>(red_smem_);")
+            else:
+                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) A{a.dst} = "
+                           f"{self.combine(a, f'A{a.dst}', f'kf_shfl(A{a.dst}, m_)')};")
+                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>(red_smem_);")
+            out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
+            out.append("__syncthreads();")
+            out.append(f"A{a.dst} = sm_{a.dst}[0];")
+            out.append(f"for (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
+            out.append("__syncthreads();")
+        self.dt[a.dst] = a.dtype
+        if arg:
+            out.append(f"const long long {a.dst} = A{a.dst}.i < 0 ? 0 : A{a.dst}.i;")
+        else:
+            out.append(f"const {ctype(a.dtype)} {a.dst} = {cast_expr(f'A{a.dst}', a.acc_dtype, a.dtype)};")
+        return out
+
+    def wrap(self, body: list[str]) -> str:
+        return (f"// kfuse kernel {self.kir.name} [{self.kir.kind}] variant {self.v}\n"
+                + self.signature() + "\n{\n" + "\n".join("  " + b for b in body) + "\n}\n")
+
+
+def vector_access(index, last: str) -> bool:
+    """True when an access's last index is exactly the innermost loop variable and no other
+    component uses it (a contiguous run along the vector); False means it ignores that var."""
+    if not index:
+        return False
+    uses = [last in K.expr_vars(e) for e in index]
+    return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
+
+
+def vector_ok(kir: K.KernelIR) -> bool:
+    """Whether the elementwise IR admits the vector variant (every access is contiguous along the
+    innermost loop variable or independent of it)."""
+    if kir.kind == "reduce":
+        return False
+    dims = kir.loop_dims(range(len(kir.domain)))
+    if not dims:
+        return False
+    last = f"i{dims[-1]}"
+    for s in kir.phases[0].pre:
+        if isinstance(s, (K.Load, K.Store)):
+            used = any(last in K.expr_vars(e) for e in s.index)
+            if isinstance(s, K.Store) and not vector_access(s.index, last):
+                return False
+            if used and not vector_access(s.index, last):
+                return False
+    return True
+
+
+def max_itemsize(kir: K.KernelIR) -> int:
+    return max([np.dtype(b.dtype).itemsize for b in kir.inputs + kir.outputs] or [1])
+
+
+def default_variant(kir: K.KernelIR) -> Variant:
+    """The variant for contiguous, aligned buffers at the sizes the IR was lowered for."""
+    vals = [s.value for s in kir.sizes]
+    big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
+    if kir.kind == "reduce":
+        L = 1
+        for d in kir.inner:
+            e = kir.domain[d]
+            L *= e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
+        block = 1024 if L > 4096 else max(32, min(1024, 1 << max(0, (L - 1) // 8).bit_length()))
+        kc = -(-L // block) if L <= 16 * block else 0
+        return Variant("row", 1, bool(big), kc, block)
+    vec = max(1, 16 // max_itemsize(kir)) if vector_ok(kir) else 1
+    return Variant("elementwise", vec, bool(big), 0, 256)
+
+
+def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
+    """CUDA C for ``kir`` in ``variant`` (default: :func:`default_variant`)."""
+    if variant is None:
+        variant = default_variant(kir)
+    g = _Gen(kir, variant)
+    if kir.kind in ("elementwise", "matmul"):
+        if variant.mode != "elementwise":
+            raise CompileError(f"kfuse: variant {variant} does not fit a {kir.kind} kernel")
+        code = g.elementwise()
+    elif kir.kind == "reduce":
+        if variant.mode not in ("row", "col"):
+            raise CompileError(f"kfuse: variant {variant} does not fit a reduce kernel")
+        code = g.reduce()
+    else:
+        raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
+    return CudaKernel(g.name, PRELUDE + "\n" + code, variant)
+
+
+def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:
+    """KernelIR -> readable CUDA C source (one ``extern "C"`` kernel plus the prelude)."""
+    return emit_kernel(kir, variant).source
+
+
+def lower_for_cuda(group, tile=None) -> K.KernelIR:
+    """``lower.lower_group`` with a workaround: full-level outputs of a reduce group (softmax's
+    output, of the domain's shape) must be stored per element, not at the reduced index.
+    (Requested from lower.py's owner: ``_is_outer_level`` should be false for domain-shaped nodes.)"""
+    from . import lower as _lower
+
+    class _Fixed(_lower._Lowerer):
+        def _is_outer_level(self, node):
+            return tuple(node.shape) != self.domain_shape and super()._is_outer_level(node)
+    return _Fixed(group, tile).run()

@@ -1,0 +1,673 @@
+"""CUDA C for GEMMs with a fused elementwise epilogue (the "matmul" group kind).
+
+``emit_gemm(spec, tile)`` writes one kernel ``kfuse_gemm``: C[b] = epilogue(A[b] @ B[b]) with
+f16/bf16 operands on tensor cores (``mma.sync.m16n8k16`` through inline PTX, ``ldmatrix`` from
+padded shared memory, ``cp.async`` multi-stage pipelining, f32 accumulation), or f32 operands on
+plain FMA. The epilogue runs on the accumulator registers before the single store.
+``emit_epilogue_kernel(spec)`` writes the second candidate's half: one elementwise kernel applying
+the same epilogue to a GEMM result computed by cuBLAS.
+
+Sizes and strides are kernel parameters (nothing size-dependent is baked in), so one source serves
+every shape with the spec's layout/alignment class. The kernel parameter list, in order:
+``A, B, C, M, N, K, sAb, sAm, sAk, sBb, sBk, sBn, sCb, sCm`` then per epilogue input
+``ptr, sb, sm, sn`` then the epilogue's f32 run-time scalars (strides in elements, int64; C's
+column stride is 1). The epilogue kernel takes ``X, C, M, N, batch, sXb, sXm, sCb, sCm`` + the same
+epilogue tail. No headers are included (conversions are inline PTX), so NVRTC needs no include path.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+DTYPES = ("f16", "bf16", "f32")
+_STORE_T = {"f16": "unsigned short", "bf16": "unsigned short", "f32": "float"}
+
+# ---------------------------------------------------------------- epilogue description
+UNARY_OPS = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh", "exp", "log", "sqrt",
+             "neg", "abs", "square", "recip", "round_f16", "round_bf16", "erf")
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "fmax", "fmin", "pow",
+              "gt", "ge", "lt", "le", "eq", "ne")
+TERNARY_OPS = ("where",)
+INPUT_KINDS = ("row", "col", "full", "scalar")   # row: indexed by n (bias of a Linear); col: by m
+
+
+@dataclasses.dataclass(frozen=True)
+class EpInput:
+    """An extra array read by the epilogue. ``kind`` picks the index math: ``row`` = a vector
+    along N broadcast over rows (shape (N,)), ``col`` = along M (shape (M, 1)), ``full`` = the
+    output's shape (residual), ``scalar`` = one element. Strides come at run time."""
+    dtype: str = "f16"
+    kind: str = "row"
+
+
+@dataclasses.dataclass(frozen=True)
+class EpStep:
+    """One SSA step: ``op`` applied to ``args``; its value is ``("v", k+1)`` for the k-th step.
+    An arg is ``("v", j)`` (``("v", 0)`` = the accumulator), ``("in", i)`` (epilogue input i at
+    this element), ``("c", x)`` (a constant) or ``("p", j)`` (run-time f32 scalar j)."""
+    op: str
+    args: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmEpilogue:
+    """Steps applied in f32 to each accumulator element; the last step's value is rounded once to
+    ``out_dtype`` (the output cast) and stored."""
+    steps: tuple[EpStep, ...] = ()
+    inputs: tuple[EpInput, ...] = ()
+    n_params: int = 0
+    out_dtype: str = "f16"
+
+    def __post_init__(self):
+        if self.out_dtype not in DTYPES:
+            raise ValueError(f"epilogue out_dtype {self.out_dtype!r} not in {DTYPES}")
+        for k, s in enumerate(self.steps):
+            arity = 1 if s.op in UNARY_OPS else 2 if s.op in BINARY_OPS else 3 if s.op in TERNARY_OPS else -1
+            if arity < 0 or len(s.args) != arity:
+                raise ValueError(f"epilogue step {k}: bad op/arity {s}")
+            for a in s.args:
+                tag, v = a
+                ok = ((tag == "v" and 0 <= v <= k) or (tag == "in" and 0 <= v < len(self.inputs))
+                      or (tag == "p" and 0 <= v < self.n_params) or tag == "c")
+                if not ok:
+                    raise ValueError(f"epilogue step {k}: bad argument {a}")
+        for i in self.inputs:
+            if i.dtype not in DTYPES or i.kind not in INPUT_KINDS:
+                raise ValueError(f"bad epilogue input {i}")
+
+    @staticmethod
+    def chain(*ops, out_dtype: str = "f16", inputs: tuple = (), n_params: int = 0) -> "GemmEpilogue":
+        """A linear chain, each item applied to the previous value: ``"relu"``, ``"gelu_tanh"``,
+        ``("add", ("in", 0))`` (bias/residual), ``("mul", ("p", 0))`` (run-time scale),
+        ``("mul", ("c", 0.5))``. Example: ``chain(("add", ("in", 0)), "gelu_tanh",
+        inputs=(EpInput("f16", "row"),))`` is bias + GELU."""
+        steps = []
+        for k, item in enumerate(ops):
+            op, extra = (item, ()) if isinstance(item, str) else (item[0], tuple(item[1:]))
+            steps.append(EpStep(op, (("v", k),) + extra))
+        return GemmEpilogue(tuple(steps), tuple(inputs), n_params, out_dtype)
+
+    def describe(self) -> str:
+        return "/".join(s.op for s in self.steps) + f"->{self.out_dtype}" if self.steps else f"store->{self.out_dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmSpec:
+    """What a generated GEMM kernel is specialised on (never sizes).
+
+    ``a_kmajor``: A's unit-stride dim is K (row-major M x K); else M (column-major).
+    ``b_kmajor``: B's unit-stride dim is K (column-major K x N, e.g. a transposed row-major
+    weight); else N (row-major K x N). ``aligned``: inner stride 1, outer/batch strides multiples
+    of 8 elements and 16-byte-aligned bases, so tiles load with 16-byte ``cp.async``; otherwise
+    elements load one by one through arbitrary strides (any view works, slower)."""
+    dtype: str = "f16"                      # A and B
+    epilogue: GemmEpilogue = GemmEpilogue()
+    a_kmajor: bool = True
+    b_kmajor: bool = False
+    aligned: bool = True
+    allow_tf32: bool = False                # f32 only; not implemented yet: falls back to FMA
+
+    @property
+    def out_dtype(self) -> str:
+        return self.epilogue.out_dtype
+
+    @property
+    def tensor_core(self) -> bool:
+        return self.dtype in ("f16", "bf16")
+
+    def key(self) -> str:
+        return (f"{self.dtype}_{'k' if self.a_kmajor else 'm'}{'k' if self.b_kmajor else 'n'}"
+                f"_{'al' if self.aligned else 'gen'}_{self.epilogue.describe()}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmTile:
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 32
+    warps_m: int = 2
+    warps_n: int = 2
+    stages: int = 4
+    group_m: int = 8                        # rasterisation: tiles_m grouped for L2 reuse
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    def smem_bytes(self, spec: GemmSpec) -> int:
+        if not spec.tensor_core:
+            return 0                         # the FMA kernel uses static shared memory
+        bm, bn, bk = self.block_m, self.block_n, self.block_k
+        a = bm * (bk + 8) if spec.a_kmajor else bk * (bm + 8)
+        b = bn * (bk + 8) if spec.b_kmajor else bk * (bn + 8)
+        return 2 * self.stages * (a + b)
+
+    def check(self, spec: GemmSpec) -> None:
+        if not spec.tensor_core:
+            return
+        wtm, wtn = self.block_m // self.warps_m, self.block_n // self.warps_n
+        if wtm % 16 or wtn % 16 or self.block_k % 16 or self.stages < 2:
+            raise ValueError(f"bad tile {self}: warp tile {wtm}x{wtn} must be multiples of 16")
+        for rows, cols in ((self.block_m, self.block_k), (self.block_n, self.block_k)):
+            if (rows * cols // 8) % self.threads:
+                raise ValueError(f"bad tile {self}: {rows}x{cols} chunks not divisible by threads")
+        for cols in ((self.block_k if spec.a_kmajor else self.block_m),
+                     (self.block_k if spec.b_kmajor else self.block_n)):
+            if self.threads % (cols // 8):
+                raise ValueError(f"bad tile {self}: {cols // 8} chunks a row vs {self.threads} threads")
+        if self.smem_bytes(spec) > 227 * 1024:
+            raise ValueError(f"tile {self} needs {self.smem_bytes(spec)} B of shared memory")
+
+    def name(self) -> str:
+        return (f"{self.block_m}x{self.block_n}x{self.block_k}_w{self.warps_m}x{self.warps_n}"
+                f"_s{self.stages}")
+
+
+FMA_TILE = GemmTile(64, 64, 16, 4, 2, 2)   # f32: 256 threads, 4x4 outputs each
+
+
+def gemm_search_space(dtype: str = "f16") -> list[GemmTile]:
+    """Candidate tiles for the autotuner (every one passes ``check`` for aligned layouts)."""
+    if dtype == "f32":
+        return [FMA_TILE]
+    return [GemmTile(128, 128, 32, 2, 2, 4), GemmTile(128, 256, 32, 2, 4, 3),
+            GemmTile(256, 128, 32, 4, 2, 3), GemmTile(128, 128, 64, 2, 2, 3),
+            GemmTile(128, 64, 32, 2, 2, 4), GemmTile(64, 64, 32, 2, 2, 4),
+            GemmTile(128, 256, 64, 2, 4, 3)]
+
+
+def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132) -> GemmTile:
+    """A heuristic tile: the largest tile that still puts ~one wave of blocks on the SMs."""
+    if dtype == "f32":
+        return FMA_TILE
+    for t in (GemmTile(128, 256, 32, 2, 4, 3), GemmTile(128, 128, 32, 2, 2, 4),
+              GemmTile(128, 64, 32, 2, 2, 4)):
+        if math.ceil(M / t.block_m) * math.ceil(N / t.block_n) >= n_sms:
+            return t
+    return GemmTile(64, 64, 32, 2, 2, 4)
+
+
+# ---------------------------------------------------------------- shared CUDA helpers
+_PRELUDE = r"""
+typedef unsigned short u16;
+typedef long long i64;
+__device__ __forceinline__ float kf_ld_f16(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ float kf_ld_bf16(u16 h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ float kf_ld_f32(float f) { return f; }
+__device__ __forceinline__ u16 kf_st_f16(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16 kf_st_bf16(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float kf_st_f32(float f) { return f; }
+__device__ __forceinline__ float kf_max(float a, float b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ float kf_min(float a, float b) { return (a != a || a < b) ? a : b; }
+"""
+
+
+def _lit(x) -> str:
+    x = float(x)
+    if math.isnan(x):
+        return "__int_as_float(0x7fc00000)"
+    if math.isinf(x):
+        return "__int_as_float(0x7f800000)" if x > 0 else "__int_as_float(0xff800000)"
+    return f"{x!r}f"
+
+
+def _unary(op: str, x: str) -> str:
+    return {
+        "relu": f"(({x}) > 0.f || ({x}) != ({x}) ? ({x}) : 0.f)",
+        "gelu_tanh": f"(0.5f * ({x}) * (1.f + tanhf(0.7978845608028654f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
+        "gelu_erf": f"(0.5f * ({x}) * (1.f + erff(({x}) * 0.7071067811865476f)))",
+        "silu": f"(({x}) / (1.f + expf(-({x}))))",
+        "sigmoid": f"(1.f / (1.f + expf(-({x}))))",
+        "tanh": f"tanhf({x})", "exp": f"expf({x})", "log": f"logf({x})", "sqrt": f"sqrtf({x})",
+        "erf": f"erff({x})", "neg": f"(-({x}))", "abs": f"fabsf({x})", "square": f"(({x}) * ({x}))",
+        "recip": f"(1.f / ({x}))",
+        "round_f16": f"kf_ld_f16(kf_st_f16({x}))", "round_bf16": f"kf_ld_bf16(kf_st_bf16({x}))",
+    }[op]
+
+
+def _binary(op: str, a: str, b: str) -> str:
+    sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    if op in sym:
+        return f"(({a}) {sym[op]} ({b}))"
+    cmp = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
+    if op in cmp:
+        return f"((({a}) {cmp[op]} ({b})) ? 1.f : 0.f)"
+    return {"max": f"kf_max({a}, {b})", "min": f"kf_min({a}, {b})", "fmax": f"fmaxf({a}, {b})",
+            "fmin": f"fminf({a}, {b})", "pow": f"powf({a}, {b})"}[op]
+
+
+def _epilogue_params(ep: GemmEpilogue) -> str:
+    ps = [f"const {_STORE_T[i.dtype]}* __restrict__ e{k}, i64 e{k}_sb, i64 e{k}_sm, i64 e{k}_sn"
+          for k, i in enumerate(ep.inputs)]
+    ps += [f"float p{j}" for j in range(ep.n_params)]
+    return "".join(", " + p for p in ps)
+
+
+def _epilogue_fn(ep: GemmEpilogue) -> str:
+    """``kf_epi(acc, b, m, n, ...)``: the epilogue of one element, as a device function."""
+    args = _epilogue_params(ep)
+    lines = [f"__device__ __forceinline__ float kf_epi(float v0, i64 b, int m, int n{args}) {{"]
+    index = {"row": "b * e{k}_sb + (i64)n * e{k}_sn", "col": "b * e{k}_sb + (i64)m * e{k}_sm",
+             "full": "b * e{k}_sb + (i64)m * e{k}_sm + (i64)n * e{k}_sn", "scalar": "0"}
+    used = {a[1] for s in ep.steps for a in s.args if a[0] == "in"}
+    for k, inp in enumerate(ep.inputs):
+        if k in used:
+            lines.append(f"  float in{k} = kf_ld_{inp.dtype}(e{k}[{index[inp.kind].format(k=k)}]);")
+
+    def arg(a):
+        tag, v = a
+        return {"v": f"v{v}", "in": f"in{v}", "p": f"p{v}"}.get(tag) or _lit(v)
+
+    for k, s in enumerate(ep.steps):
+        xs = [arg(a) for a in s.args]
+        if s.op in UNARY_OPS:
+            e = _unary(s.op, xs[0])
+        elif s.op in BINARY_OPS:
+            e = _binary(s.op, xs[0], xs[1])
+        else:
+            e = f"(({xs[0]}) != 0.f ? ({xs[1]}) : ({xs[2]}))"
+        lines.append(f"  float v{k + 1} = {e};")
+    lines.append(f"  return v{len(ep.steps)};\n}}")
+    return "\n".join(lines)
+
+
+def _epi_call_args(ep: GemmEpilogue) -> str:
+    a = [f"e{k}, e{k}_sb, e{k}_sm, e{k}_sn" for k in range(len(ep.inputs))]
+    a += [f"p{j}" for j in range(ep.n_params)]
+    return "".join(", " + x for x in a)
+
+
+# ---------------------------------------------------------------- tensor-core GEMM
+_TC_BODY = r"""
+#define BM {bm}
+#define BN {bn}
+#define BK {bk}
+#define WARPS_M {wm}
+#define WARPS_N {wn}
+#define STAGES {stages}
+#define GROUP_M {group_m}
+#define THREADS (WARPS_M * WARPS_N * 32)
+#define WTM (BM / WARPS_M)
+#define WTN (BN / WARPS_N)
+#define MI (WTM / 16)
+#define NI (WTN / 8)
+#define A_KMAJOR {a_kmajor}
+#define B_KMAJOR {b_kmajor}
+// shared tiles, padded by 8 elements per row (ldmatrix/cp.async conflict-free); rows = outer dim
+#define A_ROWS (A_KMAJOR ? BM : BK)
+#define A_COLS (A_KMAJOR ? BK : BM)
+#define B_ROWS (B_KMAJOR ? BN : BK)
+#define B_COLS (B_KMAJOR ? BK : BN)
+#define A_LD (A_COLS + 8)
+#define B_LD (B_COLS + 8)
+#define A_TILE (A_ROWS * A_LD)
+#define B_TILE (B_ROWS * B_LD)
+
+__device__ __forceinline__ unsigned kf_smem_addr(const void* p) {{
+  return (unsigned)__cvta_generic_to_shared(p);
+}}
+__device__ __forceinline__ void kf_cp_async16(unsigned dst, const void* src, int bytes) {{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
+}}
+__device__ __forceinline__ void kf_cp_commit() {{ asm volatile("cp.async.commit_group;\n" ::); }}
+template <int N> __device__ __forceinline__ void kf_cp_wait() {{ asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }}
+__device__ __forceinline__ void kf_ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}}
+__device__ __forceinline__ void kf_ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}}
+__device__ __forceinline__ void kf_mma(float* d, const unsigned* a, const unsigned* b) {{
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{mma_t}.{mma_t}.f32 "
+               "{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}}
+
+// One operand tile: ROWS x COLS (COLS = unit-stride dim in shared memory) from global element
+// (r0 + r, c0 + c) = base[(r0 + r) * rs + (c0 + c) * cs], zero outside [0, rlim) x [0, clim).
+template <int ROWS, int COLS, int LD>
+struct KfTileLoader {{
+  static constexpr int CPR = COLS / 8;                         // 16-byte chunks per row
+  static constexpr int ITERS = ROWS * CPR / THREADS;           // THREADS % CPR == 0 (checked)
+  static constexpr int RSTEP = THREADS / CPR;                  // rows between a thread's chunks
+  const u16* src[ITERS]; unsigned ok; int r_first, c_first;
+  __device__ __forceinline__ void init(const u16* base, int r0, int rlim, i64 rs, int c0, i64 cs, int tid) {{
+    r_first = tid / CPR; c_first = (tid % CPR) * 8; ok = 0;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {{
+      const int r = r_first + i * RSTEP;
+      ok |= (r0 + r < rlim) ? (1u << i) : 0u;
+      src[i] = base + (i64)(r0 + r) * rs + (i64)(c0 + c_first) * cs;
+    }}
+  }}
+  __device__ __forceinline__ unsigned dst(int i) const {{ return (unsigned)(((r_first + i * RSTEP) * LD + c_first) * 2); }}
+}};
+
+extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
+    const u16* __restrict__ A, const u16* __restrict__ B, {out_t}* __restrict__ C,
+    int M, int N, int K, i64 sAb, i64 sAm, i64 sAk, i64 sBb, i64 sBk, i64 sBn, i64 sCb, i64 sCm{ep_params}) {{
+  extern __shared__ __align__(128) unsigned char kf_smem[];
+  u16* sA = (u16*)kf_smem;
+  u16* sB = sA + STAGES * A_TILE;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+  // grouped rasterisation of the (tiles_m x tiles_n) block grid for L2 reuse
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int pid = blockIdx.x, per_group = GROUP_M * tiles_n, first_m = (pid / per_group) * GROUP_M;
+  const int gsz = min(tiles_m - first_m, GROUP_M);
+  const int m0 = (first_m + (pid % per_group) % gsz) * BM, n0 = ((pid % per_group) / gsz) * BN;
+  const i64 bz = blockIdx.z;
+  const u16* Ab = A + bz * sAb;
+  const u16* Bb = B + bz * sBb;
+  const unsigned sA0 = kf_smem_addr(sA), sB0 = kf_smem_addr(sB);
+
+  // A: rows = M (kmajor) or K; B: rows = N (kmajor) or K
+  KfTileLoader<A_ROWS, A_COLS, A_LD> la;
+  KfTileLoader<B_ROWS, B_COLS, B_LD> lb;
+#if A_KMAJOR
+  la.init(Ab, m0, M, sAm, 0, sAk, tid);
+#else
+  la.init(Ab, 0, 1 << 30, sAk, m0, sAm, tid);
+#endif
+#if B_KMAJOR
+  lb.init(Bb, n0, N, sBn, 0, sBk, tid);
+#else
+  lb.init(Bb, 0, 1 << 30, sBk, n0, sBn, tid);
+#endif
+  const int KT = (K + BK - 1) / BK;
+
+  auto load_stage = [&](int stage, int kt) {{
+    const int k0 = kt * BK;
+    const unsigned da = sA0 + stage * (A_TILE * 2), db = sB0 + stage * (B_TILE * 2);
+{load_a}
+{load_b}
+  }};
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+
+  // per-lane ldmatrix offsets (bytes) within a stage
+  const int li = lane >> 3, lr = lane & 7;
+#if A_KMAJOR
+  const unsigned a_off = ((warp_m * WTM + (lane & 15)) * A_LD + (lane >> 4) * 8) * 2;
+#else
+  const unsigned a_off = ((lr + (li >> 1) * 8) * A_LD + warp_m * WTM + (li & 1) * 8) * 2;
+#endif
+#if B_KMAJOR
+  const unsigned b_off = ((warp_n * WTN + lr + (li >> 1) * 8) * B_LD + (li & 1) * 8) * 2;
+#else
+  const unsigned b_off = ((lr + (li & 1) * 8) * B_LD + warp_n * WTN + (li >> 1) * 8) * 2;
+#endif
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {{
+    if (s < KT) load_stage(s, s);
+    kf_cp_commit();
+  }}
+  for (int kt = 0; kt < KT; ++kt) {{
+    kf_cp_wait<STAGES - 2>();
+    __syncthreads();
+    {{
+      const int nk = kt + STAGES - 1;
+      if (nk < KT) load_stage(nk % STAGES, nk);
+      kf_cp_commit();
+    }}
+    const int st = kt % STAGES;
+    const unsigned abase = sA0 + st * (A_TILE * 2) + a_off, bbase = sB0 + st * (B_TILE * 2) + b_off;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {{
+      unsigned af[MI][4], bfr[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {{
+#if A_KMAJOR
+        kf_ldsm_x4(abase + (i * 16 * A_LD + kk * 16) * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+#else
+        kf_ldsm_x4_t(abase + (kk * 16 * A_LD + i * 16) * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+#endif
+      }}
+#pragma unroll
+      for (int p = 0; p < NI / 2; ++p) {{
+#if B_KMAJOR
+        kf_ldsm_x4(bbase + (p * 16 * B_LD + kk * 16) * 2, bfr[2 * p][0], bfr[2 * p][1], bfr[2 * p + 1][0], bfr[2 * p + 1][1]);
+#else
+        kf_ldsm_x4_t(bbase + (kk * 16 * B_LD + p * 16) * 2, bfr[2 * p][0], bfr[2 * p][1], bfr[2 * p + 1][0], bfr[2 * p + 1][1]);
+#endif
+      }}
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) kf_mma(acc[i][j], af[i], bfr[j]);
+    }}
+  }}
+  kf_cp_wait<0>();
+
+  // fused epilogue on the accumulators, then the single store
+  {out_t}* Cb = C + bz * sCb;
+  const bool pair_ok = (sCm % 2) == 0;
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {{
+        const int m = m0 + warp_m * WTM + i * 16 + g + h * 8;
+        const int n = n0 + warp_n * WTN + j * 8 + t4 * 2;
+        if (m >= M || n >= N) continue;
+        {out_t}* dst = Cb + (i64)m * sCm + n;
+        const float y0 = kf_epi(acc[i][j][2 * h], bz, m, n{epi_args});
+        if (n + 1 < N) {{
+          const float y1 = kf_epi(acc[i][j][2 * h + 1], bz, m, n + 1{epi_args});
+          if (pair_ok) {{
+{pair_store}
+          }} else {{ dst[0] = kf_st_{out}(y0); dst[1] = kf_st_{out}(y1); }}
+        }} else {{
+          dst[0] = kf_st_{out}(y0);
+        }}
+      }}
+}}
+"""
+
+_LOAD_ASYNC = r"""#pragma unroll
+    for (int i = 0; i < {L}.ITERS; ++i) {{
+      const int bytes = {bytes};
+      kf_cp_async16(d{x} + {L}.dst(i), bytes > 0 ? (const void*)({L}.src[i] + (i64)k0 * {kstride}) : (const void*){base}, bytes);
+    }}"""
+
+_LOAD_GENERIC = r"""#pragma unroll 4
+    for (int e = tid; e < {rows} * {cols}; e += THREADS) {{
+      const int r = e / {cols}, c = e % {cols};
+      const int gr = {r0} + r, gc = {c0} + c;
+      u16 v = 0;
+      if (gr < {rlim} && gc < {clim}) v = {base}[(i64)gr * {rs} + (i64)gc * {cs}];
+      (({tile}) + stage * {tsize})[r * {ld} + c] = v;
+    }}"""
+
+
+def _loader(spec: GemmSpec, which: str) -> str:
+    kmajor = spec.a_kmajor if which == "a" else spec.b_kmajor
+    L, X = ("la", "A") if which == "a" else ("lb", "B")
+    base = X + "b"
+    other, olim = (("m0", "M") if which == "a" else ("n0", "N"))
+    so, sk = ("sAm", "sAk") if which == "a" else ("sBn", "sBk")
+    if spec.aligned:
+        if kmajor:   # columns = K: the k edge cuts a chunk
+            bytes_ = f"(({L}.ok >> i) & 1) ? max(0, min(16, (K - k0 - {L}.c_first) * 2)) : 0"
+            kstride = "1"
+        else:        # rows = K: the M/N edge cuts a chunk
+            bytes_ = (f"(k0 + {L}.r_first + i * {L}.RSTEP < K) ? "
+                      f"max(0, min(16, ({olim} - {other} - {L}.c_first) * 2)) : 0")
+            kstride = sk
+        return _LOAD_ASYNC.format(L=L, kstride=kstride, bytes=bytes_, x=which, base=X)
+    if kmajor:
+        r0, rlim, rs, c0, clim, cs = other, olim, so, "k0", "K", sk
+    else:
+        r0, rlim, rs, c0, clim, cs = "k0", "K", sk, other, olim, so
+    return _LOAD_GENERIC.format(rows=f"{X}_ROWS", cols=f"{X}_COLS", r0=r0, rlim=rlim, rs=rs, c0=c0,
+                                clim=clim, cs=cs, base=base, tile="s" + X, tsize=f"{X}_TILE",
+                                ld=f"{X}_LD")
+
+
+def _pair_store(out: str) -> str:
+    if out == "f32":
+        return "            *(float2*)dst = make_float2(y0, y1);"
+    return (f"            *(unsigned*)dst = (unsigned)kf_st_{out}(y0) | ((unsigned)kf_st_{out}(y1) << 16);")
+
+
+def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
+    """CUDA C of ``kfuse_gemm`` for ``spec`` and ``tile`` (see the module docstring for params)."""
+    if spec.dtype not in DTYPES:
+        raise ValueError(f"GEMM dtype {spec.dtype!r} not in {DTYPES}")
+    ep = spec.epilogue
+    head = f"// kfuse GEMM {spec.key()} tile {(tile or FMA_TILE).name()}\n" + _PRELUDE + _epilogue_fn(ep)
+    if not spec.tensor_core:
+        return head + _emit_fma(spec, tile if tile and tile == FMA_TILE else FMA_TILE)
+    tile = tile or GemmTile()
+    tile.check(spec)
+    body = _TC_BODY.format(
+        bm=tile.block_m, bn=tile.block_n, bk=tile.block_k, wm=tile.warps_m, wn=tile.warps_n,
+        stages=tile.stages, group_m=tile.group_m, a_kmajor=int(spec.a_kmajor),
+        b_kmajor=int(spec.b_kmajor), mma_t=spec.dtype, out_t=_STORE_T[spec.out_dtype],
+        out=spec.out_dtype, ep_params=_epilogue_params(ep), epi_args=_epi_call_args(ep),
+        load_a=_loader(spec, "a"), load_b=_loader(spec, "b"), pair_store=_pair_store(spec.out_dtype))
+    return head + body
+
+
+_FMA_BODY = r"""
+#define FBM 64
+#define FBN 64
+#define FBK 16
+extern "C" __global__ void __launch_bounds__(256) kfuse_gemm(
+    const {in_t}* __restrict__ A, const {in_t}* __restrict__ B, {out_t}* __restrict__ C,
+    int M, int N, int K, i64 sAb, i64 sAm, i64 sAk, i64 sBb, i64 sBk, i64 sBn, i64 sCb, i64 sCm{ep_params}) {{
+  __shared__ float As[FBK][FBM + 4];
+  __shared__ float Bs[FBK][FBN + 4];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int tiles_n = (N + FBN - 1) / FBN;
+  const int m0 = (blockIdx.x / tiles_n) * FBM, n0 = (blockIdx.x % tiles_n) * FBN;
+  const i64 bz = blockIdx.z;
+  const {in_t}* Ab = A + bz * sAb;
+  const {in_t}* Bb = B + bz * sBb;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+  for (int k0 = 0; k0 < K; k0 += FBK) {{
+#pragma unroll
+    for (int e = tid; e < FBK * FBM; e += 256) {{
+      // consecutive threads walk the dim with the smaller stride (coalesced either way round)
+      int k, m;
+      if ({a_kmajor}) {{ k = e % FBK; m = e / FBK; }} else {{ m = e % FBM; k = e / FBM; }}
+      As[k][m] = (m0 + m < M && k0 + k < K) ? kf_ld_{dt}(Ab[(i64)(m0 + m) * sAm + (i64)(k0 + k) * sAk]) : 0.f;
+      int n;
+      if ({b_kmajor}) {{ k = e % FBK; n = e / FBK; }} else {{ n = e % FBN; k = e / FBN; }}
+      Bs[k][n] = (n0 + n < N && k0 + k < K) ? kf_ld_{dt}(Bb[(i64)(k0 + k) * sBk + (i64)(n0 + n) * sBn]) : 0.f;
+    }}
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < FBK; ++k) {{
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {{ a[i] = As[k][ty + 16 * i]; b[i] = Bs[k][tx + 16 * i]; }}
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }}
+    __syncthreads();
+  }}
+  {out_t}* Cb = C + bz * sCb;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {{
+      const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (m < M && n < N) Cb[(i64)m * sCm + n] = kf_st_{out}(kf_epi(acc[i][j], bz, m, n{epi_args}));
+    }}
+}}
+"""
+
+
+def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
+    ep = spec.epilogue
+    return _FMA_BODY.format(in_t=_STORE_T[spec.dtype], out_t=_STORE_T[spec.out_dtype], dt=spec.dtype,
+                            out=spec.out_dtype, a_kmajor=int(spec.a_kmajor), b_kmajor=int(spec.b_kmajor),
+                            ep_params=_epilogue_params(ep), epi_args=_epi_call_args(ep))
+
+
+_EPI_KERNEL = r"""
+#define VEC {vec}
+// out[b, m, n] = epilogue(X[b, m, n]); X is the cuBLAS result (rows contiguous); VEC elements per
+// thread along n (VEC > 1 needs N % VEC == 0 and aligned rows); grid-stride over VEC-groups.
+extern "C" __global__ void __launch_bounds__(256) kfuse_gemm_epilogue(
+    const {x_t}* __restrict__ X, {out_t}* C, int M, int N, int batch,
+    i64 sXb, i64 sXm, i64 sCb, i64 sCm{ep_params}) {{
+  const i64 groups_per_row = N / VEC, total = (i64)batch * M * groups_per_row;
+  for (i64 g = (i64)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (i64)gridDim.x * blockDim.x) {{
+    const i64 row = g / groups_per_row;
+    const int n = (int)(g - row * groups_per_row) * VEC;
+    const i64 b = row / M;
+    const int m = (int)(row - b * M);
+    const {x_t}* x = X + b * sXb + (i64)m * sXm + n;
+    {out_t}* c = C + b * sCb + (i64)m * sCm + n;
+{body}
+  }}
+}}
+"""
+
+
+def emit_epilogue_kernel(spec: GemmSpec, vec: int = 8, x_dtype: str | None = None) -> str:
+    """CUDA C of ``kfuse_gemm_epilogue``: the epilogue as its own elementwise kernel over a GEMM
+    result ``X`` of ``x_dtype`` (default: the operands' dtype, as cuBLAS returns). ``vec`` = 8
+    (16-byte accesses for 16-bit data) when N is a multiple of 8, else 1. May run in place."""
+    x_dtype = x_dtype or spec.dtype
+    ep = spec.epilogue
+    if vec not in (1, 2, 4, 8):
+        raise ValueError("vec must be 1, 2, 4 or 8")
+    xt, ot = _STORE_T[x_dtype], _STORE_T[spec.out_dtype]
+    if vec == 1:
+        body = f"    c[0] = kf_st_{spec.out_dtype}(kf_epi(kf_ld_{x_dtype}(x[0]), b, m, n{_epi_call_args(ep)}));"
+    else:
+        body = _vec_body(x_dtype, spec.out_dtype, vec, ep)
+    return (f"// kfuse GEMM epilogue {spec.key()} vec {vec}\n" + _PRELUDE + _epilogue_fn(ep)
+            + _EPI_KERNEL.format(vec=vec, x_t=xt, out_t=ot, ep_params=_epilogue_params(ep), body=body))
+
+
+def _vec_body(x_dtype: str, out_dtype: str, vec: int, ep: GemmEpilogue) -> str:
+    xt, ot = _STORE_T[x_dtype], _STORE_T[out_dtype]
+    xs, os_ = (2 if xt != "float" else 4), (2 if ot != "float" else 4)
+    lines = [f"    {xt} xin[VEC]; {ot} yout[VEC];"]
+    lines += _copy_vec("xin", "x", vec * xs)
+    lines.append("    #pragma unroll")
+    lines.append(f"    for (int q = 0; q < VEC; ++q) yout[q] = kf_st_{out_dtype}(kf_epi(kf_ld_{x_dtype}(xin[q]), b, m, n + q{_epi_call_args(ep)}));")
+    lines += _copy_vec("c", "yout", vec * os_, store=True)
+    return "\n".join(lines)
+
+
+def _copy_vec(dst: str, src: str, nbytes: int, store: bool = False) -> list[str]:
+    """Move ``nbytes`` between registers and memory in words of up to 16 bytes."""
+    size = min(16, nbytes)
+    word = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}[size]
+    cq = "" if store else "const "
+    return [f"    (({word}*){dst})[{w}] = (({cq}{word}*){src})[{w}];" for w in range(nbytes // size)]
+
+
+# ---------------------------------------------------------------- IR -> epilogue
+def epilogue_from_group(group):
+    """Translate a fusion plan's ``"matmul"`` group into ``(GemmEpilogue, input_nodes)``, or None
+    when its epilogue has something the generated GEMM cannot apply in registers.
+
+    ``input_nodes[i]`` is the IR node whose array feeds epilogue input ``i`` (the runtime
+    broadcasts it to the output shape and passes its strides). Operand-side ``CAST`` nodes and
+    movement nodes on epilogue inputs are allowed; the group must have one output."""
+    from .gemm_ir import translate_group   # kept apart: IR pattern matching is not CUDA text
+    return translate_group(group)

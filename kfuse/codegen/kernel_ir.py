@@ -1,0 +1,297 @@
+"""KernelIR: a small, frozen, printable description of one kernel, shared by every emitter.
+
+A kernel iterates a loop *domain* (one loop variable ``i<d>`` per domain dim ``d``; dims of
+extent 1 have no loop and index 0). The domain dims split into ``outer`` dims (looped outside,
+the first one parallel) and ``inner`` dims (the reduced dims, looped inside each phase).
+
+Per outer index the kernel runs its ``phases`` in order. A :class:`Phase` is
+  * ``pre``: statements at outer level (no inner loop variable), run once per outer index;
+  * ``accs``: accumulators initialised before the inner loop (:class:`Acc`);
+  * ``body``: statements run for every inner index (inner loops over ``inner`` dims, extent > 1);
+    after the body each accumulator combines its ``src`` value; after the loop ``acc.dst`` holds
+    the result (at outer level, visible to later phases).
+An elementwise kernel is one phase whose ``pre`` computes and stores everything (``inner == ()``).
+
+Statements are SSA over scalar variables ``v<k>`` (names are unique in a kernel):
+:class:`Load` (input buffer at an index), :class:`Const`, :class:`Op` (a NumPy ufunc name, or
+``"cast"``/``"where"``, computed with the NumPy loop dtypes ``arg_dtypes -> dtype``),
+:class:`Store` (output buffer at an index). Index expressions (:class:`IVar`, :class:`ILit`,
+:class:`IBin`) use loop variables and run-time int64 *size parameters* (:class:`SizeParam`):
+generated code never embeds a concrete extent, start or shape; ``SizeParam.value`` is the value for
+the plan this IR was lowered from, passed at launch. All index values are non-negative, so ``//``
+and ``%`` mean the same in Python and C.
+
+``kind == "matmul"``: ``contraction`` says which inputs to multiply (with optional operand casts /
+permutes), and the product is read by the phase statements as input buffer ``contraction.result``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Union
+
+# --------------------------------------------------------------------------- index expressions
+
+
+@dataclasses.dataclass(frozen=True)
+class IVar:
+    """A loop variable (``i0``...) or a size parameter (``s0``...)."""
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class ILit:
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclasses.dataclass(frozen=True)
+class IBin:
+    """``lhs op rhs`` with op one of ``+ - * // %`` (operands non-negative)."""
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+
+    def __str__(self) -> str:
+        return f"({self.lhs} {self.op} {self.rhs})"
+
+
+Expr = Union[IVar, ILit, IBin]
+
+
+def lit(v: int) -> ILit:
+    return ILit(int(v))
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, ILit) and isinstance(b, ILit):
+        return lit(a.value + b.value)
+    if isinstance(a, ILit) and a.value == 0:
+        return b
+    if isinstance(b, ILit) and b.value == 0:
+        return a
+    return IBin("+", a, b)
+
+
+def sub(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, ILit) and isinstance(b, ILit):
+        return lit(a.value - b.value)
+    if isinstance(b, ILit) and b.value == 0:
+        return a
+    return IBin("-", a, b)
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, ILit) and isinstance(b, ILit):
+        return lit(a.value * b.value)
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, ILit):
+            if x.value == 0:
+                return lit(0)
+            if x.value == 1:
+                return y
+    return IBin("*", a, b)
+
+
+def floordiv(a: Expr, b: Expr) -> Expr:
+    if isinstance(b, ILit) and b.value == 1:
+        return a
+    if isinstance(a, ILit) and a.value == 0:
+        return a
+    return IBin("//", a, b)
+
+
+def mod(a: Expr, b: Expr) -> Expr:
+    if isinstance(b, ILit) and b.value == 1:
+        return lit(0)
+    if isinstance(a, ILit) and a.value == 0:
+        return a
+    return IBin("%", a, b)
+
+
+def expr_vars(e: Expr) -> set[str]:
+    if isinstance(e, IVar):
+        return {e.name}
+    if isinstance(e, IBin):
+        return expr_vars(e.lhs) | expr_vars(e.rhs)
+    return set()
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    """An array argument: ``name`` in the kernel, dtype name (NumPy), rank, and (informational)
+    the shape in the plan it was lowered from."""
+    name: str
+    dtype: str
+    ndim: int
+    shape: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeParam:
+    """A run-time int64 argument: ``name``, its ``value`` for this plan, and what it is."""
+    name: str
+    value: int
+    what: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value} ({self.what})" if self.what else f"{self.name}={self.value}"
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+    dst: str
+    dtype: str
+    buf: int                        # index into KernelIR.inputs
+    index: tuple[Expr, ...]         # one expression per dim of the buffer
+
+    def __str__(self) -> str:
+        return f"{self.dst}: {self.dtype} = load in{self.buf}[{', '.join(map(str, self.index))}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Const:
+    dst: str
+    dtype: str
+    value: Any                      # Python bool/int/float (repr keeps -0.0, nan, inf)
+
+    def __str__(self) -> str:
+        return f"{self.dst}: {self.dtype} = const {self.value!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """``dst = op(args)``: ``op`` is a NumPy ufunc name (``"add"``, ``"tanh"``...), ``"cast"``
+    (``ndarray.astype`` semantics from ``arg_dtypes[0]`` to ``dtype``) or ``"where"``."""
+    dst: str
+    op: str
+    dtype: str
+    args: tuple[str, ...]
+    arg_dtypes: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.dst}: {self.dtype} = {self.op}({', '.join(self.args)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Store:
+    buf: int                        # index into KernelIR.outputs
+    index: tuple[Expr, ...]
+    src: str
+
+    def __str__(self) -> str:
+        return f"store out{self.buf}[{', '.join(map(str, self.index))}] = {self.src}"
+
+
+Stmt = Union[Load, Const, Op, Store]
+
+# Reduction kinds and their combine rules (emitters implement exactly these):
+#   sum/prod: acc op= src (ints wrap; float16/float32 accumulate in acc_dtype = float64)
+#   max/min: NaN propagates (once NaN, stays NaN); init -inf/+inf or the int limits
+#   any/all: logical or/and of (src != 0)
+#   argmax/argmin: first occurrence of the extreme value; the first NaN wins (NumPy rules);
+#                  the result is the position ``pos`` (int64) over the inner dims.
+ACC_KINDS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")
+
+
+@dataclasses.dataclass(frozen=True)
+class Acc:
+    dst: str                        # outer-level variable holding the result after the loop
+    kind: str                       # one of ACC_KINDS
+    dtype: str                      # result dtype (node dtype)
+    acc_dtype: str                  # dtype of the running accumulator
+    src: str                        # the body variable combined each inner iteration
+    src_dtype: str
+    init: Any                       # initial accumulator value (Python scalar)
+    pos: Expr | None = None         # argmax/argmin: linear position over the inner dims
+
+    def __str__(self) -> str:
+        extra = f", pos={self.pos}" if self.pos is not None else ""
+        return (f"{self.dst}: {self.dtype} = {self.kind}-reduce({self.src}) "
+                f"[acc {self.acc_dtype} init {self.init!r}{extra}]")
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    pre: tuple[Stmt, ...] = ()
+    accs: tuple[Acc, ...] = ()
+    body: tuple[Stmt, ...] = ()
+
+    @property
+    def has_loop(self) -> bool:
+        return bool(self.accs or self.body)
+
+
+@dataclasses.dataclass(frozen=True)
+class Contraction:
+    """``result = matmul(op(in[lhs]), op(in[rhs]))`` computed before the phases.
+    ``lhs_steps``/``rhs_steps``: ``("cast", dtype)`` / ``("permute", perm)`` applied in order."""
+    lhs: int
+    rhs: int
+    dtype: str
+    result: int                     # input slot (index into KernelIR.inputs) receiving the product
+    lhs_steps: tuple = ()
+    rhs_steps: tuple = ()
+
+    def __str__(self) -> str:
+        def side(i, steps):
+            s = f"in{i}"
+            for st in steps:
+                s = f"{st[0]}({s}, {st[1]})"
+            return s
+        return (f"in{self.result}: {self.dtype} = matmul({side(self.lhs, self.lhs_steps)}, "
+                f"{side(self.rhs, self.rhs_steps)})")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelIR:
+    name: str
+    kind: str                       # "elementwise" | "reduce" | "matmul"
+    inputs: tuple[Buffer, ...]
+    outputs: tuple[Buffer, ...]
+    sizes: tuple[SizeParam, ...]    # run-time int64 arguments, in argument order
+    domain: tuple[Expr, ...]        # extent of loop variable i<d> (ILit(1) = no loop)
+    outer: tuple[int, ...]          # domain dims looped outside (in order; first is parallel)
+    inner: tuple[int, ...]          # reduced domain dims, looped inside each phase
+    phases: tuple[Phase, ...]
+    contraction: Contraction | None = None
+    tile: Any = None                # emitter-specific tiling (CUDA); ignored on the CPU
+
+    def loop_dims(self, dims) -> list[int]:
+        """The dims of ``dims`` that need a loop (extent not the literal 1)."""
+        return [d for d in dims if not (isinstance(self.domain[d], ILit) and self.domain[d].value == 1)]
+
+    def as_text(self) -> str:
+        lines = [f"kernel {self.name} [{self.kind}]"]
+        lines.append("  inputs: " + (", ".join(map(str, self.inputs)) or "-"))
+        lines.append("  outputs: " + (", ".join(map(str, self.outputs)) or "-"))
+        if self.sizes:
+            lines.append("  sizes: " + ", ".join(map(str, self.sizes)))
+        dom = ", ".join(f"i{d}<{e}" for d, e in enumerate(self.domain))
+        lines.append(f"  domain: [{dom}] outer={list(self.outer)} inner={list(self.inner)}")
+        if self.contraction is not None:
+            lines.append(f"  {self.contraction}")
+        for p, ph in enumerate(self.phases):
+            lines.append(f"  phase {p}:")
+            lines += [f"    {s}" for s in ph.pre]
+            if ph.has_loop:
+                lines.append(f"    loop {', '.join(f'i{d}' for d in self.inner) or '-'}:")
+                lines += [f"      {s}" for s in ph.body]
+                lines += [f"      {a}" for a in ph.accs]
+        return "\n".join(lines)
+
+    __str__ = as_text
+# KERNEL_IR_READY

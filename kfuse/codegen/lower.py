@@ -1,0 +1,332 @@
+"""Lowering of a fusion :class:`~kfuse.fusion.plan.KernelGroup` to a :class:`KernelIR`.
+
+Each group node is evaluated at an *index* (a tuple of index expressions, one per dim of the node):
+group inputs become loads, movement nodes (BROADCAST, RESHAPE, PERMUTE, SLICE) only rewrite the
+index, elementwise nodes become statements. Values are memoised per (node, index), so shared
+subexpressions are computed once. Every concrete extent/start becomes a run-time size parameter.
+"""
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..ir.graph import Node
+from ..ir.ops import ELEMENTWISE, MOVEMENT, Op, REDUCE
+from . import kernel_ir as K
+
+_ACC_KIND = {Op.SUM: "sum", Op.PROD: "prod", Op.MAX: "max", Op.MIN: "min", Op.ANY: "any",
+             Op.ALL: "all", Op.ARGMAX: "argmax", Op.ARGMIN: "argmin"}
+
+
+def _dt(node: Node) -> str:
+    return node.dtype.name
+
+
+class _Lowerer:
+    def __init__(self, group, tile):
+        self.group = group
+        self.tile = tile
+        self.inputs = list(group.inputs)
+        self.in_index = {n: k for k, n in enumerate(self.inputs)}
+        self.members = set(group.nodes)
+        self.sizes: list[K.SizeParam] = []
+        self._size_memo: dict = {}
+        self.nvar = 0
+        self.memo: dict = {}                # (node, index) -> (var, inner?)
+        self.inner_vars: set[str] = set()
+        self.pre: list = []
+        self.body: list = []
+        self.domain_shape = tuple(group.domain)
+        self.axes = tuple(group.axes) if group.kind == "reduce" else ()
+        nd = len(self.domain_shape)
+        self.domain = tuple(K.lit(1) if s == 1 else self.size(("domain", d), s, f"extent of i{d}")
+                            for d, s in enumerate(self.domain_shape))
+        self.full_index = tuple(K.lit(0) if s == 1 else K.IVar(f"i{d}")
+                                for d, s in enumerate(self.domain_shape))
+        self.inner_loop_vars = {f"i{d}" for d in self.axes if self.domain_shape[d] != 1}
+        self.outer = tuple(d for d in range(nd) if d not in self.axes)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def size(self, key, value: int, what: str) -> K.Expr:
+        if key in self._size_memo:
+            return self._size_memo[key]
+        p = K.SizeParam(f"s{len(self.sizes)}", int(value), what)
+        self.sizes.append(p)
+        e = K.IVar(p.name)
+        self._size_memo[key] = e
+        return e
+
+    def new_var(self) -> str:
+        v = f"v{self.nvar}"
+        self.nvar += 1
+        return v
+
+    def emit(self, stmt, inner: bool) -> None:
+        (self.body if inner else self.pre).append(stmt)
+        if inner and hasattr(stmt, "dst"):
+            self.inner_vars.add(stmt.dst)
+
+    def _index_inner(self, index) -> bool:
+        names = set()
+        for e in index:
+            names |= K.expr_vars(e)
+        return bool(names & self.inner_loop_vars)
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        key = (node, () if node.op is Op.CONST else tuple(index))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        res = self._value(node, index)
+        self.memo[key] = res
+        return res
+
+    def _value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        if node in self.in_index:
+            v = self.new_var()
+            inner = self._index_inner(index)
+            self.emit(K.Load(v, _dt(node), self.in_index[node], index), inner)
+            return v, inner
+        if node not in self.members:
+            raise CompileError(f"kfuse: node {node!r} is neither computed in kernel {self.group.id} "
+                               "nor one of its inputs")
+        op = node.op
+        if op is Op.CONST:
+            v = self.new_var()
+            self.emit(K.Const(v, _dt(node), node.attr("value")), False)
+            return v, False
+        if op in MOVEMENT:
+            return self.value(node.inputs[0], self.move_index(node, index))
+        if op in REDUCE:
+            return self.reduce_value(node, index)
+        if op in ELEMENTWISE:
+            args, inner = [], False
+            for i in node.inputs:
+                a, ai = self.value(i, index if i.ndim == node.ndim else ())
+                args.append(a)
+                inner |= ai
+            v = self.new_var()
+            name = "cast" if op is Op.CAST else ("where" if op is Op.WHERE else op.value)
+            self.emit(K.Op(v, name, _dt(node), tuple(args), tuple(_dt(i) for i in node.inputs)), inner)
+            return v, inner
+        raise CompileError(f"kfuse: cannot lower {op.value} inside a {self.group.kind} kernel")
+
+    def move_index(self, node: Node, index: tuple) -> tuple:
+        src = node.inputs[0]
+        op = node.op
+        if op is Op.BROADCAST:
+            r, rin = node.ndim, src.ndim
+            return tuple(K.lit(0) if src.shape[k] == 1 else index[r - rin + k] for k in range(rin))
+        if op is Op.PERMUTE:
+            perm = node.attr("perm")
+            out = [None] * src.ndim
+            for k, p in enumerate(perm):
+                out[p] = index[k]
+            return tuple(out)
+        if op is Op.SLICE:
+            starts, steps = node.attr("starts"), node.attr("steps")
+            res = []
+            for d in range(src.ndim):
+                start = K.lit(0) if starts[d] == 0 else self.size((node, "start", d), starts[d],
+                                                                   f"slice start, dim {d}")
+                res.append(K.add(start, K.mul(index[d], K.lit(steps[d]))))
+            return tuple(res)
+        if op is Op.RESHAPE:
+            return self.reshape_index(node, index)
+        raise CompileError(f"kfuse: unknown movement op {op.value}")
+
+    def reshape_index(self, node: Node, index: tuple) -> tuple:
+        """Map an index of the reshaped node to its input's index (C order): dims of size 1 are
+        dropped, the rest matched in groups of equal products; each group is linearised and
+        unravelled with run-time sizes."""
+        src = node.inputs[0]
+        si, so = src.shape, node.shape
+        out = [K.lit(0)] * src.ndim
+        if 0 in si or 0 in so:
+            return tuple(out)               # an empty node is never evaluated
+        oi = [d for d in range(len(so)) if so[d] != 1]
+        ii = [d for d in range(len(si)) if si[d] != 1]
+
+        def sz(side, d):
+            shape = so if side == "out" else si
+            return self.size((node, side, d), shape[d], f"reshape {side} dim {d}")
+
+        a = b = 0
+        while a < len(oi) or b < len(ii):
+            go, gi = [oi[a]], [ii[b]]
+            po, pi = so[oi[a]], si[ii[b]]
+            a, b = a + 1, b + 1
+            while po != pi:
+                if po < pi:
+                    go.append(oi[a]); po *= so[oi[a]]; a += 1
+                else:
+                    gi.append(ii[b]); pi *= si[ii[b]]; b += 1
+            if len(go) == 1 and len(gi) == 1:
+                out[gi[0]] = index[go[0]]
+                continue
+            linear = index[go[0]]
+            for d in go[1:]:
+                linear = K.add(K.mul(linear, sz("out", d)), index[d])
+            stride = K.lit(1)
+            for k in range(len(gi) - 1, -1, -1):
+                d = gi[k]
+                q = K.floordiv(linear, stride)
+                out[d] = q if k == 0 else K.mod(q, sz("in", d))
+                stride = K.mul(stride, sz("in", d))
+        return tuple(out)
+
+    # -- reductions ---------------------------------------------------------------------------
+    def canonical_index(self, shape: tuple) -> tuple:
+        """The index of a reduced-shape value (keepdims or not) at the current outer index."""
+        nd = len(self.domain_shape)
+        if len(shape) == nd:
+            return tuple(K.lit(0) if d in self.axes else self.full_index[d] for d in range(nd))
+        if len(shape) == nd - len(self.axes):
+            return tuple(self.full_index[d] for d in self.outer)
+        raise CompileError(f"kfuse: value of shape {shape} does not match reduce domain "
+                           f"{self.domain_shape} over axes {self.axes}")
+
+    def reduce_value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        if node not in self.acc_vars:
+            raise CompileError(f"kfuse: reduction {node!r} used before it is computed")
+        if tuple(index) != self.canonical_index(node.shape):
+            raise CompileError(f"kfuse: reduction {node!r} read at an index not aligned with the "
+                               f"reduce domain {self.domain_shape} (axes {self.axes})")
+        return self.acc_vars[node], False
+
+    def end_phase(self, accs=()) -> K.Phase:
+        ph = K.Phase(tuple(self.pre), tuple(accs), tuple(self.body))
+        self.pre, self.body = [], []
+        # inner-level values do not survive the phase's loop
+        self.memo = {k: v for k, v in self.memo.items() if not v[1]}
+        return ph
+
+    def acc_for(self, node: Node) -> K.Acc:
+        kind = _ACC_KIND[node.op]
+        src_node = node.inputs[0]
+        src, _ = self.value(src_node, self.full_index)
+        sdt = src_node.dtype
+        dt = node.dtype
+        if kind in ("sum", "prod"):
+            if dt.kind == "f":
+                acc_dt = "float64"
+            elif dt.kind == "u":
+                acc_dt = "uint64"
+            elif dt.kind == "b":
+                acc_dt = "bool"
+                kind = "any" if kind == "sum" else "all"
+            else:
+                acc_dt = "int64"
+            init = (0 if kind == "sum" else 1) if dt.kind != "b" else (kind == "all")
+            if dt.kind == "f":
+                init = float(init)
+        elif kind in ("any", "all"):
+            acc_dt, init = "bool", kind == "all"
+        else:
+            acc_dt = sdt.name
+            hi = kind in ("max", "argmax")
+            if sdt.kind == "f":
+                init = float("-inf") if hi else float("inf")
+            elif sdt.kind == "b":
+                init = not hi
+            else:
+                import numpy as np
+                info = np.iinfo(sdt)
+                init = int(info.min) if hi else int(info.max)
+        pos = None
+        if kind in ("argmax", "argmin"):
+            pos = K.lit(0)
+            for d in self.axes:
+                pos = K.add(K.mul(pos, self.domain[d]), self.full_index[d])
+        v = self.new_var()
+        self.acc_vars[node] = v
+        return K.Acc(v, kind, dt.name, acc_dt, src, sdt.name, init, pos)
+
+    # -- kinds --------------------------------------------------------------------------------
+    def store_outputs(self, outputs, full_level: bool) -> None:
+        for node in outputs:
+            k = self.out_index[node]
+            idx = self.full_index if full_level else self.canonical_index(node.shape)
+            v, inner = self.value(node, idx)
+            self.emit(K.Store(k, idx, v), inner or self._index_inner(idx))
+
+    def run(self) -> K.KernelIR:
+        g = self.group
+        self.out_index = {n: k for k, n in enumerate(g.outputs)}
+        self.acc_vars: dict = {}
+        phases = []
+        contraction = None
+        inputs = [K.Buffer(f"in{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(self.inputs)]
+        if g.kind in ("elementwise", "matmul"):
+            if g.kind == "matmul":
+                contraction = self.contraction(inputs)
+            self.store_outputs(g.outputs, True)
+            phases.append(self.end_phase())
+            outer, inner = tuple(range(len(self.domain_shape))), ()
+        elif g.kind == "reduce":
+            nd = len(self.domain_shape)
+            for node in g.nodes:
+                if node.op in REDUCE:
+                    if tuple(node.inputs[0].shape) != self.domain_shape or tuple(node.attr("axes")) != self.axes:
+                        raise CompileError(f"kfuse: reduction {node!r} does not match the group's "
+                                           f"domain {self.domain_shape} / axes {self.axes}")
+                    acc = self.acc_for(node)
+                    phases.append(self.end_phase([acc]))
+            full = [o for o in g.outputs if tuple(o.shape) == self.domain_shape
+                    and o not in self.acc_vars and not self._is_outer_level(o)]
+            rest = [o for o in g.outputs if o not in full]
+            self.store_outputs(rest, False)
+            self.store_outputs(full, True)
+            phases.append(self.end_phase())
+            outer, inner = self.outer, self.axes
+            del nd
+        else:
+            raise CompileError(f"kfuse: unknown kernel kind {g.kind!r}")
+        outputs = [K.Buffer(f"out{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(g.outputs)]
+        if contraction is not None:
+            inputs = inputs + [K.Buffer(f"in{contraction.result}", contraction.dtype,
+                                        g.anchor.ndim, g.anchor.shape)]
+        return K.KernelIR(name=f"k{g.id}", kind=g.kind, inputs=tuple(inputs), outputs=tuple(outputs),
+                          sizes=tuple(self.sizes), domain=self.domain, outer=outer, inner=inner,
+                          phases=tuple(phases), contraction=contraction, tile=self.tile)
+
+    def _is_outer_level(self, node: Node) -> bool:
+        """True if ``node`` depends on a reduction of this group (then it has the reduced shape)."""
+        stack, seen = [node], set()
+        while stack:
+            n = stack.pop()
+            if n in self.acc_vars:
+                return True
+            if n in seen or n in self.in_index:
+                continue
+            seen.add(n)
+            stack.extend(n.inputs)
+        return False
+
+    def contraction(self, inputs) -> K.Contraction:
+        mm = self.group.anchor
+        if mm is None or mm.op is not Op.MATMUL:
+            raise CompileError(f"kfuse: matmul kernel {self.group.id} has no MATMUL anchor")
+
+        def operand(n: Node):
+            steps = []
+            while n not in self.in_index:
+                if n.op is Op.CAST:
+                    steps.append(("cast", n.dtype.name))
+                elif n.op is Op.PERMUTE:
+                    steps.append(("permute", tuple(n.attr("perm"))))
+                else:
+                    raise CompileError(f"kfuse: matmul operand {n!r} ({n.op.value}) is not supported "
+                                       "on the CPU; only casts and permutes of kernel inputs")
+                n = n.inputs[0]
+            return self.in_index[n], tuple(reversed(steps))
+
+        (la, ls), (ra, rs) = operand(mm.inputs[0]), operand(mm.inputs[1])
+        slot = len(self.inputs)
+        self.in_index = dict(self.in_index)
+        self.in_index[mm] = slot
+        return K.Contraction(la, ra, mm.dtype.name, slot, ls, rs)
+
+
+def lower_group(group, tile=None) -> K.KernelIR:
+    """Lower one fusion group (``elementwise``, ``reduce`` or ``matmul``) to a KernelIR."""
+    return _Lowerer(group, tile).run()

@@ -1,0 +1,252 @@
+"""The roofline cost model: device descriptions and the predicted cost of one kernel group.
+
+``DeviceSpec`` holds what the planner needs to know about a device (bandwidth, peak FLOP/s per
+dtype and unit, SMs, registers, shared memory, L2, launch overhead). Known devices are selected by
+name (``get_device_spec("h100")``) so planning needs no GPU; :func:`from_properties` builds one
+from a live device's property dict (the CUDA runtime calls it; this module never imports cupy).
+Bandwidth and peaks are *achievable* figures (measured where we could: see DESIGN.md), not the
+datasheet numbers, because predictions are compared with measurements.
+
+:func:`estimate` gives a group's :class:`Cost`: bytes read/written, FLOPs (``ops.FLOP_WEIGHT``),
+intensity and predicted time ``max(bytes/bw, flops/peak) + launch``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from ..ir.graph import Node
+from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
+
+KiB = 1024
+MiB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSpec:
+    name: str
+    kind: str                                   # "gpu" | "cpu"
+    bandwidth: float                            # bytes/s, achievable DRAM bandwidth
+    peak_flops: Mapping[str, float]             # "f32/simt", "f16/tensor", ... -> FLOP/s
+    sms: int                                    # streaming multiprocessors (CPU: cores)
+    registers_per_sm: int = 65536               # 32-bit registers
+    shared_mem_per_block: int = 48 * KiB        # bytes (opt-in maximum)
+    shared_mem_per_sm: int = 100 * KiB
+    l2_bytes: int = 40 * MiB
+    launch_overhead: float = 4e-6               # seconds per kernel launch
+    arch: str | None = None                     # "sm_90" ...
+    special_scale: float = 1.0                  # extra cost of exp/log/tanh/pow... (CPU: libm calls)
+
+    def peak(self, dtype, unit: str = "simt") -> float:
+        """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
+        key = _dkey(dtype)
+        for k in (f"{key}/{unit}", f"{key}/simt", "f32/simt"):
+            if k in self.peak_flops:
+                return float(self.peak_flops[k])
+        return float(min(self.peak_flops.values()))
+
+    @property
+    def on_chip_bytes(self) -> int:
+        """What one block (CPU: one core) can keep on chip for a row: shared memory plus half the
+        register file of an SM (CPU: the L2 share of a core)."""
+        if self.kind == "cpu":
+            return self.l2_bytes
+        return self.shared_mem_per_block + self.registers_per_sm * 4 // 2
+
+    def describe(self) -> str:
+        return (f"{self.name}: {self.bandwidth / 1e9:.0f} GB/s, "
+                f"{self.peak(np.float32) / 1e9:.0f} GFLOP/s f32, {self.sms} "
+                f"{'cores' if self.kind == 'cpu' else 'SMs'}, launch {self.launch_overhead * 1e6:.1f} us")
+
+
+def _dkey(dtype) -> str:
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return f"f{dt.itemsize * 8}"
+    if dt.kind in "iub":
+        return "int"
+    return "f32"
+
+
+def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16_simt=None,
+         arch=None, launch=4e-6) -> DeviceSpec:
+    return DeviceSpec(
+        name=name, kind="gpu", bandwidth=bw,
+        peak_flops={"f32/simt": f32, "f16/simt": f16_simt or 2 * f32, "f16/tensor": f16_tensor,
+                    "f32/tensor": tf32, "f64/simt": f64, "f64/tensor": 2 * f64 if f64 > f32 / 4 else f64,
+                    "int/simt": f32 / 2},
+        sms=sms, registers_per_sm=65536, shared_mem_per_block=smem_block, shared_mem_per_sm=smem_sm,
+        l2_bytes=l2, launch_overhead=launch, arch=arch)
+
+
+# Achievable figures. H200/H100 bandwidth and H200 GEMM rates measured (DESIGN.md); the rest are
+# datasheet numbers derated to ~85% (bandwidth) and ~70% (tensor GEMM), which is what cuBLAS and a
+# copy kernel reach on those parts.
+DEVICES: dict[str, DeviceSpec] = {
+    "h200": _gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB, 50 * MiB,
+                 f16_simt=100e12, arch="sm_90"),
+    "h100": _gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB, 50 * MiB,
+                 f16_simt=100e12, arch="sm_90"),
+    "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
+                      164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
+    "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
+                      164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
+    "l4": _gpu("l4", 0.25e12, 26e12, 100e12, 50e12, 0.45e12, 58, 99 * KiB, 100 * KiB, 48 * MiB,
+               arch="sm_89"),
+    "rtx4090": _gpu("rtx4090", 0.9e12, 70e12, 150e12, 75e12, 1.1e12, 128, 99 * KiB, 100 * KiB,
+                    72 * MiB, arch="sm_89"),
+    # The 2-core CI machine: a streaming loop reaches ~20 GB/s, Numba SIMD loops ~50 GFLOP/s f32.
+    "cpu": DeviceSpec(name="cpu", kind="cpu", bandwidth=20e9,
+                      peak_flops={"f32/simt": 50e9, "f16/simt": 12e9, "f64/simt": 25e9,
+                                  "int/simt": 40e9, "f32/tensor": 100e9, "f64/tensor": 50e9,
+                                  "f16/tensor": 25e9},
+                      sms=2, registers_per_sm=0, shared_mem_per_block=0, shared_mem_per_sm=0,
+                      l2_bytes=1 * MiB, launch_overhead=5e-6, arch=None, special_scale=6.0),
+}
+ALIASES = {"h100-sxm": "h100", "h100sxm": "h100", "a100": "a100-80gb", "4090": "rtx4090",
+           "rtx-4090": "rtx4090", "host": "cpu"}
+
+
+def get_device_spec(name: str | DeviceSpec | None = None) -> DeviceSpec:
+    """A known device by name ("h100", "h200", "a100-40gb", "a100-80gb", "l4", "rtx4090", "cpu");
+    ``None`` means the CPU. A DeviceSpec is returned unchanged."""
+    if isinstance(name, DeviceSpec):
+        return name
+    if name is None:
+        return DEVICES["cpu"]
+    key = str(name).strip().lower().replace("_", "-").replace(" ", "")
+    key = ALIASES.get(key, key)
+    if key not in DEVICES:
+        raise ValueError(f"unknown device {name!r}; known: {', '.join(DEVICES)}")
+    return DEVICES[key]
+
+
+def from_properties(props: Mapping) -> DeviceSpec:
+    """A DeviceSpec from a live device's properties (CUDA ``cudaDeviceProp`` names as in
+    ``cupy.cuda.runtime.getDeviceProperties``: name, multiProcessorCount, regsPerMultiprocessor,
+    sharedMemPerBlockOptin, sharedMemPerMultiprocessor, l2CacheSize, memoryClockRate [kHz],
+    memoryBusWidth [bits], major, minor). A recognised part keeps its measured figures and takes
+    the counts from ``props``; an unknown one gets bandwidth from the memory clock and bus width."""
+    name = props.get("name", b"gpu")
+    name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+    low = name.lower()
+    base = None
+    for pat, key in (("h200", "h200"), ("h100", "h100"), ("a100", "a100-80gb"), ("l4", "l4"),
+                     ("4090", "rtx4090")):
+        if pat in low:
+            base = DEVICES[key]
+            if key == "a100-80gb" and "40gb" in low:
+                base = DEVICES["a100-40gb"]
+            break
+    major, minor = props.get("major"), props.get("minor")
+    arch = f"sm_{major}{minor}" if major is not None and minor is not None else None
+    sms = int(props.get("multiProcessorCount") or (base.sms if base else 80))
+    if base is None:
+        clock = props.get("memoryClockRate")   # kHz
+        bus = props.get("memoryBusWidth")      # bits
+        bw = 2.0 * clock * 1e3 * bus / 8 * 0.85 if clock and bus else 1e12
+        base = _gpu(name, bw, 20e12 * sms / 100, 150e12 * sms / 100, 75e12 * sms / 100, 1e12, sms,
+                    48 * KiB, 100 * KiB, 40 * MiB)
+    return dataclasses.replace(
+        base, name=name, sms=sms,
+        registers_per_sm=int(props.get("regsPerMultiprocessor") or base.registers_per_sm),
+        shared_mem_per_block=int(props.get("sharedMemPerBlockOptin") or base.shared_mem_per_block),
+        shared_mem_per_sm=int(props.get("sharedMemPerMultiprocessor") or base.shared_mem_per_sm),
+        l2_bytes=int(props.get("l2CacheSize") or base.l2_bytes),
+        arch=arch or base.arch)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    bytes_read: int
+    bytes_written: int
+    flops: float
+    seconds: float                  # predicted: max(memory time, compute time) + launch
+    bound: str                      # "memory" | "compute" | "launch"
+    passes: int = 1                 # reduce groups whose row does not fit on chip re-read it
+    memory_seconds: float = 0.0
+    compute_seconds: float = 0.0
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte moved."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    def describe(self) -> str:
+        return (f"{_fmt_bytes(self.bytes_read)} read, {_fmt_bytes(self.bytes_written)} written, "
+                f"{self.flops:.3g} FLOP, {self.intensity:.2f} FLOP/B, "
+                f"{self.seconds * 1e6:.1f} us ({self.bound}-bound)")
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def roofline(bytes_read: float, bytes_written: float, flops: float, device: DeviceSpec,
+             dtype=np.float32, unit: str = "simt", passes: int = 1) -> Cost:
+    mem = (bytes_read + bytes_written) / device.bandwidth
+    comp = flops / device.peak(dtype, unit)
+    body = max(mem, comp)
+    bound = "memory" if mem >= comp else "compute"
+    if device.launch_overhead > body:
+        bound = "launch"
+    return Cost(int(bytes_read), int(bytes_written), float(flops), body + device.launch_overhead,
+                bound, passes, mem, comp)
+
+
+def node_flops(node: Node, evals: int | None = None, special_scale: float = 1.0) -> float:
+    """FLOPs of evaluating ``node`` ``evals`` times (default: once per element; a reduction once
+    per input element; a matmul 2*M*N*K per batch)."""
+    if node.op is Op.MATMUL:
+        a = node.inputs[0]
+        k = a.shape[-1] if a.shape else 1
+        return 2.0 * node.size * k
+    if node.op in LEAF or node.op in MOVEMENT:
+        return 0.0
+    if evals is None:
+        evals = node.inputs[0].size if node.op in REDUCE else node.size
+    w = FLOP_WEIGHT.get(node.op, 1.0)
+    return (w * special_scale if w >= 8 else w) * evals
+
+
+def compute_dtype(nodes: Iterable[Node]):
+    """The widest floating dtype computed in a group (sets which peak applies)."""
+    best = None
+    for n in nodes:
+        if n.op in LEAF or n.op in MOVEMENT:
+            continue
+        dt = n.dtype if n.dtype.kind == "f" else None
+        if dt is not None and (best is None or dt.itemsize > best.itemsize):
+            best = dt
+    if best is None:
+        return np.dtype(np.int64)
+    if best == np.float16:     # elementwise f16 math runs in f32 on GPUs and CPUs alike
+        return np.dtype(np.float32)
+    return best
+
+
+def estimate(kind: str, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
+             device: DeviceSpec, evals: Mapping[Node, int] | None = None, passes: int = 1,
+             reread: Iterable[Node] = ()) -> Cost:
+    """The roofline cost of one kernel: every input read once (``reread`` ones ``passes`` times),
+    every output written once, each node's FLOPs times its number of evaluations."""
+    nodes = list(nodes)
+    evals = evals or {}
+    reread = set(reread)
+    br = sum(i.nbytes * (passes if i in reread else 1) for i in inputs)
+    bw = sum(o.nbytes for o in outputs)
+    flops = sum(node_flops(n, evals.get(n), device.special_scale) for n in nodes)
+    if kind == "matmul":
+        mm = next(n for n in nodes if n.op is Op.MATMUL)
+        return roofline(br, bw, flops, device, mm.inputs[0].dtype, "tensor")
+    return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes)

@@ -1,0 +1,69 @@
+"""The text of a plan for ``kfuse explain``: per kernel its ops, kind, bytes, FLOPs, intensity,
+predicted time and whether it is memory- or compute-bound; then every refused fusion and why."""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..ir.dtypes import short_name
+from .cost import _fmt_bytes
+from .plan import KernelGroup, Plan
+
+
+def _ops(g: KernelGroup, limit: int = 12) -> str:
+    ops = g.ops
+    if not ops:
+        return "copy"
+    if len(ops) <= limit:
+        return " ".join(ops)
+    counts = Counter(ops)
+    return " ".join(f"{k}x{v}" if v > 1 else k for k, v in counts.items())
+
+
+def _arrays(nodes) -> str:
+    return ", ".join(f"{short_name(n.dtype)}{list(n.shape)}" for n in nodes) or "-"
+
+
+def format_kernel(g: KernelGroup) -> list[str]:
+    head = f"kernel {g.id}: {g.kind}"
+    if g.kind == "reduce":
+        head += f" over axes {g.axes} of {list(g.domain)}"
+    elif g.domain:
+        head += f" over {list(g.domain)}"
+    lines = [head, f"    ops:    {_ops(g)}",
+             f"    reads:  {_arrays(g.inputs)}", f"    writes: {_arrays(g.outputs)}"]
+    c = g.cost
+    if c is not None:
+        lines.append(f"    bytes:  {_fmt_bytes(c.bytes_read)} read + {_fmt_bytes(c.bytes_written)} "
+                     f"written" + (f" (row re-read {c.passes}x)" if c.passes > 1 else ""))
+        lines.append(f"    flops:  {c.flops:.4g}   intensity {c.intensity:.3g} FLOP/B")
+        lines.append(f"    time:   {c.seconds * 1e6:.2f} us predicted, {c.bound}-bound "
+                     f"(memory {c.memory_seconds * 1e6:.2f} us, compute {c.compute_seconds * 1e6:.2f} us)")
+    if g.reason:
+        lines.append(f"    why:    {g.reason}")
+    return lines
+
+
+def format_plan(plan: Plan) -> str:
+    dev = plan.device
+    lines = [f"plan for {plan.graph.name} on {getattr(dev, 'name', dev)}: {len(plan.groups)} kernel(s)"]
+    if dev is not None and hasattr(dev, "describe"):
+        lines.append(f"  device: {dev.describe()}")
+    total = 0.0
+    for g in plan.groups:
+        lines += ["  " + s for s in format_kernel(g)]
+        total += g.cost.seconds if g.cost is not None else 0.0
+    if plan.passthrough:
+        lines.append(f"  passthrough (returned inputs, no kernel): {_arrays(plan.passthrough)}")
+    lines.append(f"  total predicted: {total * 1e6:.2f} us")
+    if plan.refused:
+        lines.append("  refused fusions:")
+        lines += [f"    - {r.what}: {r.reason}" for r in plan.refused]
+    else:
+        lines.append("  refused fusions: none")
+    return "\n".join(lines)
+
+
+def explain(graph, device=None, optimize: bool = True) -> str:
+    """Optimize (optionally), plan and format ``graph`` for ``device``."""
+    from .pipeline import optimize as _opt, plan
+    return format_plan(plan(_opt(graph) if optimize else graph, device))

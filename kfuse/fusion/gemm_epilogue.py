@@ -1,0 +1,48 @@
+"""GEMM epilogue fusion: a ``MATMUL``, the casts of its operands, and the elementwise chain on
+its result (bias, activation, residual add, scaling, output cast) become one "matmul" group."""
+from __future__ import annotations
+
+from ..ir.ops import Op
+from .legality import Clustering
+
+name = "gemm_epilogue"
+
+# Movement on matmul operands (x.T @ w) is materialised by a copy kernel: the matmul contract
+# only promises CAST nodes on operands. Flip when codegen reads strided operands.
+OPERAND_MOVEMENT = False
+
+
+def keep_clustered(graph) -> set:
+    """Nodes that must not be treated as free index math: movement feeding a matmul operand."""
+    out = set()
+    if OPERAND_MOVEMENT:
+        return out
+    for n in graph.nodes():
+        if n.op is Op.MATMUL:
+            for x in n.inputs:
+                if x.op is Op.CAST:
+                    x = x.inputs[0]
+                if x.op is not Op.INPUT and x.op is not Op.CONST:
+                    out.add(x)
+    return out
+
+
+def run(state: Clustering, device=None) -> None:
+    for mm in [n for n in state.order_list if n.op is Op.MATMUL]:
+        # operand casts fold into the loads
+        for x in mm.inputs:
+            if x.op is Op.CAST and x in state.home and state.home[x] != state.home[mm]:
+                users = {u for u in state.order_list if x in u.inputs}
+                if users == {mm} and len(state.members[state.home[x]]) == 1:
+                    state.merge(state.home[mm], state.home[x])
+        # the epilogue: absorb consumers until nothing more joins
+        changed = True
+        while changed:
+            changed = False
+            dag = state.dag()
+            cid = state.home[mm]
+            _, succ = state.neighbours(cid, dag)
+            for c in succ:
+                if state.merge(cid, c, dag):
+                    changed = True
+                    break

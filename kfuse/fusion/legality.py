@@ -1,0 +1,277 @@
+"""What may share a kernel: the clustering state, the group DAG (networkx) and the contract checks.
+
+A :class:`Clustering` assigns every computed node a *home* cluster (where it is computed and, if
+needed elsewhere, written); a cluster may also *pull* copies of cheap producers (recomputation).
+Merging two clusters takes the convex hull of the pair in the cluster DAG (every cluster on a path
+between them), so a merge can never create a cycle between kernels; a hull that would have to
+swallow a cluster that cannot join (a matmul, a reduction over other axes) is refused with the
+reason "would create a cycle through ...". :func:`classify` checks a node set against the
+``plan.py`` contract and says which kind of kernel it is; :func:`verify_group` re-checks a built
+:class:`KernelGroup` (tests and ``plan()`` use it).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+import networkx as nx
+
+from ..ir.graph import Graph, Node
+from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, REDUCE, Op
+from .plan import KernelGroup, Refusal
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What kind of kernel a node set is: kind, domain, reduced axes, anchor."""
+    kind: str
+    domain: tuple[int, ...]
+    axes: tuple[int, ...] = ()
+    anchor: Node | None = None
+
+
+def reduce_key(r: Node) -> tuple:
+    return (r.inputs[0].shape, tuple(r.attr("axes")))
+
+
+def outer_shapes(domain, axes) -> tuple[tuple, tuple]:
+    keep = tuple(1 if d in axes else s for d, s in enumerate(domain))
+    drop = tuple(s for d, s in enumerate(domain) if d not in axes)
+    return keep, drop
+
+
+def _padded(shape, ndim) -> tuple:
+    return (1,) * (ndim - len(shape)) + tuple(shape)
+
+
+def classify(home: Iterable[Node], order: dict[Node, int]) -> tuple[Shape | None, str]:
+    """The kernel kind of ``home`` (computed nodes, no pulled copies), or None and the reason."""
+    nodes = sorted(home, key=order.__getitem__)
+    mms = [n for n in nodes if n.op is Op.MATMUL]
+    reds = [n for n in nodes if n.op in REDUCE]
+    if len(mms) > 1:
+        return None, "two matmuls cannot share a kernel"
+    if mms and reds:
+        return None, "a matmul and a reduction cannot share a kernel"
+    if mms:
+        return _check_matmul(nodes, mms[0])
+    if reds:
+        return _check_reduce(nodes, reds)
+    shapes = {n.shape for n in nodes}
+    if len(shapes) > 1:
+        return None, f"different shapes {sorted(shapes)}"
+    bad = [n for n in nodes if n.op not in ELEMENTWISE | MOVEMENT | LEAF]
+    if bad:
+        return None, f"{bad[0].op.value} is not elementwise"
+    return Shape("elementwise", nodes[0].shape if nodes else ()), ""
+
+
+def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, str]:
+    keys = {reduce_key(r) for r in reds}
+    if len(keys) > 1:
+        (d1, a1), (d2, a2) = sorted(keys)[:2]
+        what = "axes" if d1 == d2 else "domains"
+        return None, f"reductions over different {what} ({list(d1)} axes {a1} vs {list(d2)} axes {a2})"
+    domain, axes = next(iter(keys))
+    keep, drop = outer_shapes(domain, axes)
+    member = set(nodes)
+    level: dict[Node, str] = {}
+    for n in nodes:
+        ins = {level[i] for i in n.inputs if i in member}
+        if n.op in REDUCE:
+            if ins - {"full"}:
+                return None, "a reduction of a reduced value over the same axes"
+            level[n] = "reduce"
+        elif ins & {"reduce", "outer"}:
+            if n.op is Op.BROADCAST and n.shape == domain:
+                if _padded(n.inputs[0].shape, len(domain)) != keep:
+                    return None, (f"a reduced value of shape {list(n.inputs[0].shape)} broadcast to "
+                                  f"{list(domain)} does not line up with the reduced axes {axes}")
+                level[n] = "full"
+            elif n.shape in (keep, drop) and n.op in ELEMENTWISE | {Op.RESHAPE}:
+                level[n] = "outer"
+            else:
+                return None, (f"{n.op.value} of a reduced value to shape {list(n.shape)} (row kernels "
+                              f"only broadcast reduced values back to {list(domain)})")
+        else:
+            if n.shape != domain:
+                return None, (f"{n.op.value} of shape {list(n.shape)} computed inside a row kernel "
+                              f"over {list(domain)}")
+            level[n] = "full"
+    return Shape("reduce", domain, axes, reds[0]), ""
+
+
+def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:
+    after = {mm}
+    for n in nodes:
+        if n is mm:
+            continue
+        if any(i in after for i in n.inputs):
+            if n.shape != mm.shape or n.op not in ELEMENTWISE | MOVEMENT:
+                return None, f"{n.op.value} to shape {list(n.shape)} is not a matmul epilogue"
+            after.add(n)
+        elif n.op is Op.CAST and n in mm.inputs and not any(i in nodes for i in n.inputs):
+            continue
+        else:
+            return None, f"{n.op.value} is neither an operand cast nor an epilogue of the matmul"
+    return Shape("matmul", mm.shape, (), mm), ""
+
+
+def is_free(n: Node, free: set[Node]) -> bool:
+    """A movement chain over leaves: pure index math, pulled into every kernel that reads it."""
+    return n.op in MOVEMENT and all(i.op in LEAF or i in free for i in n.inputs)
+
+
+class Clustering:
+    """Mutable planning state (local to one ``plan()`` call)."""
+
+    def __init__(self, graph: Graph, *, keep_clustered: Iterable[Node] = ()):
+        self.graph = graph
+        self.order_list = graph.nodes()
+        self.order = {n: i for i, n in enumerate(self.order_list)}
+        self.outputs = set(graph.outputs)
+        keep = set(keep_clustered)
+        self.free: set[Node] = set()
+        for n in self.order_list:
+            if is_free(n, self.free) and n not in self.outputs and n not in keep:
+                self.free.add(n)
+        self.home: dict[Node, int] = {}
+        self.members: dict[int, set[Node]] = {}
+        self.pulled: dict[int, set[Node]] = {}
+        self.refused: list[Refusal] = []
+        self.notes: dict[int, list[str]] = {}
+        for n in self.order_list:
+            if n.op is Op.INPUT or n in self.free or (n.op is Op.CONST and n not in self.outputs):
+                continue
+            cid = len(self.members)
+            self.home[n] = cid
+            self.members[cid] = {n}
+            self.pulled[cid] = set()
+            self.notes[cid] = []
+
+    # -- views -------------------------------------------------------------------------------------
+    def clusters(self) -> list[int]:
+        return sorted(self.members, key=lambda c: min(self.order[n] for n in self.members[c]))
+
+    def nodeset(self, cid: int) -> set[Node]:
+        return self.members[cid] | self.pulled[cid]
+
+    def shape(self, cid: int) -> Shape:
+        s, _ = classify(self.members[cid], self.order)
+        assert s is not None, self.members[cid]
+        return s
+
+    def reads(self, cid: int) -> set[Node]:
+        """Computed nodes of other clusters that cluster ``cid`` reads."""
+        ns = self.nodeset(cid)
+        return {i for n in ns for i in n.inputs if i in self.home and i not in ns}
+
+    def dag(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(self.members)
+        for c in self.members:
+            for i in self.reads(c):
+                g.add_edge(self.home[i], c)
+        return g
+
+    def describe(self, cid: int) -> str:
+        ops = [n.op.value for n in sorted(self.members[cid], key=self.order.__getitem__)
+               if n.op not in MOVEMENT]
+        if not ops:
+            ops = [n.op.value for n in self.members[cid]]
+        txt = "/".join(ops[:6]) + ("/..." if len(ops) > 6 else "")
+        first = min(self.members[cid], key=self.order.__getitem__)
+        return f"[{txt}]" + (f" ({first.loc})" if first.loc else "")
+
+    def refuse(self, what: str, reason: str) -> None:
+        r = Refusal(what, reason)
+        if r not in self.refused:
+            self.refused.append(r)
+
+    # -- merging -----------------------------------------------------------------------------------
+    def hull(self, cids: Iterable[int], dag: nx.DiGraph | None = None) -> set[int]:
+        dag = dag if dag is not None else self.dag()
+        s = set(cids)
+        desc = set().union(*(nx.descendants(dag, c) for c in s))
+        anc = set().union(*(nx.ancestors(dag, c) for c in s))
+        return s | (desc & anc)
+
+    def can_merge(self, a: int, b: int, dag: nx.DiGraph | None = None) -> tuple[set[int] | None, str]:
+        hull = self.hull((a, b), dag)
+        home = set().union(*(self.members[c] for c in hull))
+        shape, why = classify(home, self.order)
+        if shape is not None:
+            return hull, ""
+        extra = hull - {a, b}
+        if extra:
+            via = ", ".join(self.describe(c) for c in sorted(extra))
+            ok, _ = classify(self.members[a] | self.members[b], self.order)
+            if ok is not None:
+                return None, f"would create a cycle between kernels through {via}"
+        return None, why
+
+    def merge(self, a: int, b: int, dag: nx.DiGraph | None = None, *, record: bool = True) -> bool:
+        """Merge clusters ``a`` and ``b`` (and what lies between them); record a refusal if not."""
+        if a == b or a not in self.members or b not in self.members:
+            return False
+        hull, why = self.can_merge(a, b, dag)
+        if hull is None:
+            if record:
+                self.refuse(f"fuse {self.describe(a)} with {self.describe(b)}", why)
+            return False
+        keep = min(hull, key=lambda c: min(self.order[n] for n in self.members[c]))
+        for c in hull:
+            if c == keep:
+                continue
+            for n in self.members.pop(c):
+                self.home[n] = keep
+                self.members[keep].add(n)
+            self.pulled[keep] |= self.pulled.pop(c)
+            self.notes[keep] += self.notes.pop(c)
+        self.pulled[keep] -= self.members[keep]
+        return True
+
+    def neighbours(self, cid: int, dag: nx.DiGraph) -> tuple[list[int], list[int]]:
+        key = lambda c: min(self.order[n] for n in self.members[c])  # noqa: E731
+        return (sorted(dag.predecessors(cid), key=key), sorted(dag.successors(cid), key=key))
+
+
+def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[str]:
+    """Problems of a built group against the plan.py contract (empty when it is fine)."""
+    problems = []
+    nodes = set(g.nodes)
+    order = order or {n: i for i, n in enumerate(g.nodes)}
+    if g.kind == "elementwise":
+        shapes = {o.shape for o in g.outputs}
+        if shapes and shapes != {tuple(g.domain)}:
+            problems.append(f"outputs of shapes {shapes} in an elementwise group over {g.domain}")
+        for n in g.nodes:
+            if n.op not in ELEMENTWISE | MOVEMENT | LEAF:
+                problems.append(f"{n.op.value} in an elementwise group")
+    elif g.kind in ("reduce", "matmul"):
+        computed = [n for n in g.nodes if n.op not in LEAF and not _index_only(n, nodes)]
+        shape, why = classify(computed, order)
+        if shape is None or shape.kind != g.kind:
+            problems.append(why or f"classified as {shape.kind if shape else None}")
+        elif g.kind == "reduce":
+            keep, drop = outer_shapes(g.domain, g.axes)
+            for o in g.outputs:
+                if o.shape not in (tuple(g.domain), keep, drop):
+                    problems.append(f"output of shape {o.shape} in a reduce group over {g.domain}")
+    for i in g.inputs:
+        if i.op is Op.CONST:
+            problems.append("a CONST among the inputs")
+        if i in nodes:
+            problems.append(f"input {i!r} is also computed in the group")
+    for n in g.nodes:
+        for i in n.inputs:
+            if i not in nodes and i not in g.inputs:
+                problems.append(f"{n!r} reads {i!r}, which is neither computed nor an input")
+    return problems
+
+
+def _index_only(n: Node, nodes: set[Node]) -> bool:
+    """A movement chain over leaves inside a group (index math; no contract level)."""
+    while n.op in MOVEMENT:
+        n = n.inputs[0]
+    return n.op in LEAF

@@ -1,0 +1,222 @@
+"""The fusion pipeline: ``optimize`` (simplification passes to a fixpoint) and ``plan`` (the
+fusion rules in order, then recompute-or-materialise, then the kernels with their costs).
+
+    optimize:  fold_constants -> identities -> movement -> casts -> dce   (repeat to fixpoint)
+    plan:      gemm_epilogue -> reduction (row-wise) -> elementwise -> recompute -> groups
+
+``KFUSE_DEBUG=2`` (config.debug >= 2) prints the graph after every pass that changed it; any
+``callback(pass_name, graph)`` can be given instead.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import networkx as nx
+
+from .. import config as _config
+from ..ir.graph import Graph, Node
+from ..ir.ops import LEAF, REDUCE, Op
+from . import elementwise, gemm_epilogue, reduction
+from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
+from .legality import Clustering, classify, reduce_key, verify_group
+from .plan import KernelGroup, Plan, Refusal
+from .simplify import PASSES, Pass
+
+MAX_ROUNDS = 20
+
+
+def _print_callback(name: str, graph: Graph) -> None:
+    print(f"--- after {name} ---\n{graph.as_text()}")
+
+
+def optimize(graph: Graph, passes: tuple[Pass, ...] = PASSES,
+             callback: Callable[[str, Graph], None] | None = None) -> Graph:
+    """Run the simplification passes in order, repeatedly, until none changes the graph."""
+    if callback is None and _config.get().debug >= 2:
+        callback = _print_callback
+    for _ in range(MAX_ROUNDS):
+        before = graph.outputs
+        for p in passes:
+            new = p.run(graph)
+            if callback is not None and new.outputs != graph.outputs:
+                callback(p.name, new)
+            graph = new
+        if graph.outputs == before:
+            break
+    return graph
+
+
+# -- planning --------------------------------------------------------------------------------------
+
+def _resolve_device(device) -> DeviceSpec:
+    if device is None:
+        device = _config.get().device
+    return get_device_spec(device)
+
+
+def _build(state: Clustering, cid: int, extra: set[Node] = frozenset()):
+    """(nodes, inputs, outputs) of cluster ``cid`` as it stands (plus ``extra`` pulled nodes)."""
+    ns = state.members[cid] | state.pulled[cid] | set(extra)
+    stack = [i for n in ns for i in n.inputs]
+    while stack:                            # constants and index math over leaves come along
+        i = stack.pop()
+        if i not in ns and (i.op is Op.CONST or i in state.free):
+            ns.add(i)
+            stack.extend(i.inputs)
+    inputs = {i for n in ns for i in n.inputs if i not in ns}
+    outs = []
+    for n in state.members[cid]:
+        if n in state.outputs:
+            outs.append(n)
+            continue
+        for c in state.members:
+            if c != cid and n not in state.nodeset(c) and any(n in m.inputs for m in state.nodeset(c)):
+                outs.append(n)
+                break
+    key = state.order.__getitem__
+    return sorted(ns, key=key), sorted(inputs, key=key), sorted(outs, key=key)
+
+
+def _evals(kind: str, nodes: list[Node], outputs: list[Node]) -> dict[Node, int]:
+    """How often each node is evaluated: in an elementwise kernel a node under a broadcast runs
+    once per element of its consumer; elsewhere once per element (reductions per input element)."""
+    ev: dict[Node, int] = {}
+    if kind != "elementwise":
+        return ev
+    users: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for n in nodes:
+        for i in n.inputs:
+            if i in users:
+                users[i].append(n)
+    outs = set(outputs)
+    for n in reversed(nodes):
+        cands = [n.size] if n in outs or not users[n] else []
+        cands += [ev.get(u, u.size) for u in users[n]]
+        ev[n] = max(cands)
+    return ev
+
+
+def _cost(state: Clustering, cid: int, device: DeviceSpec, extra=frozenset(), passes: int = 1):
+    nodes, inputs, outputs = _build(state, cid, extra)
+    if not outputs:
+        return None, nodes, inputs, outputs
+    kind = state.shape(cid).kind
+    reread = [i for i in inputs if kind == "reduce" and i.shape == state.shape(cid).domain]
+    c = estimate(kind, nodes, inputs, outputs, device, _evals(kind, nodes, outputs), passes, reread)
+    return c, nodes, inputs, outputs
+
+
+def _cluster_seconds(device):
+    def f(state, cid, extra=frozenset()):
+        c = _cost(state, cid, device, extra)[0]
+        return 0.0 if c is None else c.seconds
+    return f
+
+
+def cluster(graph: Graph, device: DeviceSpec, no_rowwise: frozenset = frozenset()) -> Clustering:
+    """Run the fusion rules; the returned state holds the clusters and refusals."""
+    state = Clustering(graph, keep_clustered=gemm_epilogue.keep_clustered(graph))
+    gemm_epilogue.run(state, device)
+    reduction.run(state, device, no_rowwise)
+    elementwise.run(state, device)
+    elementwise.recompute(state, device, _cluster_seconds(device))
+    return state
+
+
+def plan(graph: Graph, device=None) -> Plan:
+    """Group the (optimized) graph's nodes into kernels under the device's roofline model."""
+    device = _resolve_device(device)
+    no_rowwise: frozenset = frozenset()
+    for _ in range(4):
+        state = cluster(graph, device, no_rowwise)
+        groups, split = _groups(state, device)
+        if not split - no_rowwise:
+            break
+        no_rowwise = no_rowwise | split
+    passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
+    p = Plan(graph=graph, groups=tuple(groups), refused=tuple(state.refused), device=device,
+             passthrough=passthrough)
+    check_plan(p)
+    return p
+
+
+def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], set]:
+    built = {}
+    split_keys = set()
+    for cid in state.clusters():
+        c, nodes, inputs, outputs = _cost(state, cid, device)
+        if c is None:
+            continue
+        shape = state.shape(cid)
+        reason = _reason(state, cid, shape, nodes)
+        if shape.kind == "reduce":
+            computed = set(n for n in nodes if n.op not in LEAF and n not in state.free)
+            passes, text, split = reduction.row_decision(
+                computed, inputs, outputs, state.order, device, c.flops, compute_dtype(nodes))
+            if passes > 1:
+                c = _cost(state, cid, device, passes=passes)[0]
+                reason += "; " + text
+                if split:
+                    split_keys.add(reduce_key(shape.anchor))
+        built[cid] = (shape, nodes, inputs, outputs, c, reason)
+    # order: topological over the kernels that remain
+    dag = nx.DiGraph()
+    dag.add_nodes_from(built)
+    home_of = {}
+    for cid, (_, _, _, outputs, _, _) in built.items():
+        for o in outputs:
+            home_of[o] = cid
+    for cid, (_, _, inputs, _, _, _) in built.items():
+        for i in inputs:
+            if i in home_of:
+                dag.add_edge(home_of[i], cid)
+    if not nx.is_directed_acyclic_graph(dag):   # pragma: no cover - merges keep hulls convex
+        raise AssertionError("fusion produced a cycle between kernels")
+    order = nx.lexicographical_topological_sort(
+        dag, key=lambda c: min(state.order[n] for n in built[c][1]))
+    groups = []
+    for k, cid in enumerate(order):
+        shape, nodes, inputs, outputs, c, reason = built[cid]
+        groups.append(KernelGroup(id=k, kind=shape.kind, nodes=tuple(nodes), inputs=tuple(inputs),
+                                  outputs=tuple(outputs), domain=tuple(shape.domain),
+                                  axes=tuple(shape.axes), anchor=shape.anchor, cost=c,
+                                  reason=reason))
+    return groups, split_keys
+
+
+def _reason(state: Clustering, cid: int, shape, nodes) -> str:
+    n_ops = sum(1 for n in state.members[cid] if n.op not in LEAF)
+    if shape.kind == "matmul":
+        ep = [n for n in state.members[cid] if n is not shape.anchor]
+        r = f"matmul with {len(ep)} fused operand-cast/epilogue op(s)" if ep else "matmul"
+    elif shape.kind == "reduce":
+        nred = sum(1 for n in state.members[cid] if n.op in REDUCE)
+        r = (f"{'row-wise: ' if nred > 1 else ''}{nred} reduction(s) over axes {shape.axes} of "
+             f"{list(shape.domain)} with {n_ops - nred} fused elementwise op(s)")
+    else:
+        r = f"{n_ops} elementwise op(s) over {list(shape.domain)}"
+    pulled = len(state.pulled[cid])
+    if pulled:
+        r += f"; {pulled} producer op(s) recomputed here"
+    notes = state.notes.get(cid) or []
+    return "; ".join([r] + notes)
+
+
+def check_plan(p: Plan) -> None:
+    """Assert the plan satisfies the contract (groups valid, inputs produced earlier)."""
+    order = {n: i for i, n in enumerate(p.graph.nodes())}
+    produced = set(p.graph.inputs)
+    for g in p.groups:
+        problems = verify_group(g, order)
+        missing = [i for i in g.inputs if i not in produced]
+        if missing:
+            problems.append(f"inputs {missing} are not produced by an earlier kernel")
+        if problems:
+            raise AssertionError(f"kernel {g.id} ({g.kind}) breaks the plan contract: {problems}")
+        produced |= set(g.outputs)
+    for o in p.graph.outputs:
+        if o not in produced:
+            raise AssertionError(f"graph output {o!r} is produced by no kernel")
+
+
+__all__ = ["optimize", "plan", "cluster", "check_plan", "Refusal", "classify"]

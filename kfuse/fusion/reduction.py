@@ -1,0 +1,88 @@
+"""Reduction fusion, row-wise included.
+
+A reduction takes its elementwise producers (prologue: ``(x*x).sum(1)`` reads x once) and its
+consumers (epilogue: ``sqrt`` of the sum, or full-level work through a broadcast of the reduced
+value). Reductions over the same axes of the same domain merge into one "reduce" group together
+with the elementwise work between them (softmax: max, sum, normalise; layernorm: mean, variance,
+normalise + affine; RMSNorm with a returned residual). Reductions over other axes or domains stay
+separate (the refusal is recorded).
+
+When a row does not fit in the device's on-chip memory, :func:`row_decisions` compares by cost
+re-reading the row once per phase against splitting the group into one kernel per phase, and
+records the decision.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ir.graph import Node
+from ..ir.ops import REDUCE
+from .cost import DeviceSpec, roofline
+from .legality import Clustering, reduce_key
+
+name = "reduction"
+
+
+def run(state: Clustering, device=None, no_rowwise: frozenset = frozenset()) -> None:
+    reds = [n for n in state.order_list if n.op in REDUCE]
+    changed = True
+    while changed:
+        changed = False
+        for r in reds:
+            cid = state.home[r]
+            dag = state.dag()
+            pred, succ = state.neighbours(cid, dag)
+            for c in pred + succ:
+                other = [n for n in state.members[c] if n.op in REDUCE]
+                if other and reduce_key(r) in no_rowwise and reduce_key(other[0]) == reduce_key(r):
+                    state.refuse(f"fuse {state.describe(cid)} with {state.describe(c)}",
+                                 "row does not fit on chip and splitting is cheaper than re-reading")
+                    continue
+                if any(n.op.value == "matmul" for n in state.members[c]):
+                    continue        # gemm_epilogue already decided about matmuls
+                if state.merge(cid, c, dag):
+                    changed = True
+                    break
+            if changed:
+                break
+
+
+def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
+    """(number of dependent reduction phases, whether full-level work follows a reduction)."""
+    phase: dict[Node, int] = {}
+    tail = False
+    for n in sorted(nodes, key=order.__getitem__):
+        p = max((phase[i] for i in n.inputs if i in phase), default=0)
+        if n.op in REDUCE:
+            phase[n] = p + 1
+        elif p:
+            phase[n] = p
+            if n.shape == next(iter(r.inputs[0].shape for r in nodes if r.op in REDUCE)):
+                tail = True
+    return max((v for k, v in phase.items() if k.op in REDUCE), default=0), tail
+
+
+def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
+                 flops: float, dtype) -> tuple[int, str, bool]:
+    """(passes over the row, the recorded decision, whether splitting is cheaper)."""
+    r = next(n for n in nodes if n.op in REDUCE)
+    domain, axes = reduce_key(r)
+    row = math.prod(domain[a] for a in axes)
+    full_in = [i for i in inputs if i.shape == domain]
+    row_bytes = row * sum(i.dtype.itemsize for i in full_in)
+    nphase, tail = phases(nodes, order)
+    passes = nphase + (1 if tail else 0)
+    if passes <= 1 or row_bytes <= device.on_chip_bytes:
+        return 1, "", False
+    din = sum(i.nbytes for i in full_in)
+    small = sum(i.nbytes for i in inputs if i.shape != domain)
+    outb = sum(o.nbytes for o in outputs)
+    reread = roofline(din * passes + small, outb, flops * passes / max(nphase, 1), device, dtype)
+    outer = math.prod(s for d, s in enumerate(domain) if d not in axes) * r.dtype.itemsize
+    split = sum(roofline(din + small + outer * k, outer if k < passes - 1 else outb,
+                         flops / passes, device, dtype).seconds for k in range(passes))
+    choose_split = split < reread.seconds
+    text = (f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB: "
+            f"re-read {passes}x ({reread.seconds * 1e6:.1f} us) vs split into {passes} kernels "
+            f"({split * 1e6:.1f} us): {'split' if choose_split else 're-read'}")
+    return passes, text, choose_split

@@ -1,0 +1,247 @@
+"""Simplification passes over the IR: each a named pure function ``Graph -> Graph``.
+
+Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy on the original.
+* CSE is free (nodes are hash-consed); DCE is rebuilding from the outputs.
+* ``fold_constants``: CONST-only elementwise subtrees computed with NumPy in the node's dtypes;
+  an elementwise op over broadcast constants becomes the broadcast of the folded scalar.
+* ``identities``: ``x*1``, ``x/1``, ``x-0.0``, ``x+(-0.0)`` (ints: ``x+0``, ``x-0``) -> x;
+  ``x+0.0`` is NOT rewritten (it turns -0.0 into 0.0); ``x**1 -> x``, ``x**2 -> x*x``; integer
+  ``x**3``/``x**4`` -> products (wraparound is associative); ``-(-x) -> x``. Float ``x**3`` and
+  ``x**0.5`` are left alone (not bit-exact against NumPy's pow).
+* ``movement``: identity broadcasts/reshapes/permutes/slices dropped, chains merged.
+* ``casts``: identity casts dropped; ``cast(cast(x, a), b) -> cast(x, b)`` when the first is
+  lossless.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from ..ir.graph import Graph, Node
+from ..ir.ops import ELEMENTWISE, Op
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    name: str
+    run: Callable[[Graph], Graph]
+
+    def __call__(self, graph: Graph) -> Graph:
+        return self.run(graph)
+
+
+def rewrite(graph: Graph, fn: Callable[[Node], Node | None]) -> Graph:
+    """Rebuild ``graph`` bottom-up, replacing each node by ``fn(node)`` when that is not None.
+    ``fn`` sees the node with its inputs already rewritten; replacements keep dtype and shape."""
+    new: dict[Node, Node] = {}
+    for n in graph.nodes():
+        if n.op is Op.INPUT:
+            new[n] = n
+            continue
+        ins = tuple(new[i] for i in n.inputs)
+        m = n if ins == n.inputs else n.replace(inputs=ins)
+        r = fn(m)
+        if r is not None and r is not m:
+            assert r.dtype == n.dtype and r.shape == n.shape, (n, r)
+            m = r
+        new[n] = m
+    return graph.with_outputs(new[o] for o in graph.outputs)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def const_value(n: Node):
+    """The scalar of a CONST, or of a BROADCAST/RESHAPE chain over one; else None."""
+    while n.op in (Op.BROADCAST, Op.RESHAPE):
+        n = n.inputs[0]
+    if n.op is Op.CONST:
+        return n.attr("value")
+    return None
+
+
+def _is_const_like(n: Node) -> bool:
+    return const_value(n) is not None or _const_root(n) is not None
+
+
+def _const_root(n: Node) -> Node | None:
+    while n.op in (Op.BROADCAST, Op.RESHAPE):
+        n = n.inputs[0]
+    return n if n.op is Op.CONST else None
+
+
+def make_const(value, dtype, shape=(), loc=None) -> Node:
+    c = Node(Op.CONST, dtype, (), (), {"value": value}, loc)
+    if tuple(shape) != ():
+        c = Node(Op.BROADCAST, dtype, shape, (c,), {}, loc)
+    return c
+
+
+def _is_value(v, target: float) -> bool:
+    """``v == target`` with the sign of zero significant."""
+    if isinstance(v, bool):
+        return float(v) == target
+    if v != target:
+        return False
+    if target == 0:
+        return np.signbit(float(v)) == np.signbit(target)
+    return True
+
+
+def _np_eval(n: Node, values: list):
+    """Evaluate elementwise ``n`` on 0-d operands with NumPy; the Python scalar, or None."""
+    args = [np.array(v, dtype=i.dtype) for v, i in zip(values, n.inputs)]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if n.op is Op.CAST:
+                out = args[0].astype(n.dtype)
+            elif n.op is Op.WHERE:
+                out = np.where(*args)
+            else:
+                out = getattr(np, n.op.value)(*args)
+        except Exception:   # noqa: BLE001 - leave anything NumPy refuses to run time
+            return None
+    out = np.asarray(out)
+    if out.dtype != n.dtype or out.shape != ():
+        return None
+    return out.item()
+
+
+# -- passes ----------------------------------------------------------------------------------------
+
+def _fold(n: Node) -> Node | None:
+    if n.op not in ELEMENTWISE or not n.inputs:
+        return None
+    roots = [_const_root(i) for i in n.inputs]
+    if any(r is None for r in roots):
+        return None
+    val = _np_eval(n, [r.attr("value") for r in roots])
+    if val is None:
+        return None
+    return make_const(val, n.dtype, n.shape, n.loc)
+
+
+fold_constants = Pass("fold_constants", lambda g: rewrite(g, _fold))
+
+
+def _identity(n: Node) -> Node | None:
+    op = n.op
+    if op in (Op.MULTIPLY, Op.ADD, Op.SUBTRACT, Op.TRUE_DIVIDE, Op.POWER) and len(n.inputs) == 2:
+        a, b = n.inputs
+        va, vb = const_value(a), const_value(b)
+        isfloat = n.dtype.kind == "f"
+        if op is Op.MULTIPLY:
+            if vb is not None and _is_value(vb, 1.0) and a.dtype == n.dtype:
+                return a
+            if va is not None and _is_value(va, 1.0) and b.dtype == n.dtype:
+                return b
+        elif op is Op.ADD:
+            zero = -0.0 if isfloat else 0
+            if n.dtype.kind == "b":
+                return None
+            if vb is not None and _is_value(vb, zero) and a.dtype == n.dtype:
+                return a
+            if va is not None and _is_value(va, zero) and b.dtype == n.dtype:
+                return b
+        elif op is Op.SUBTRACT:
+            if vb is not None and _is_value(vb, 0.0) and a.dtype == n.dtype and n.dtype.kind != "b":
+                return a
+        elif op is Op.TRUE_DIVIDE:
+            if vb is not None and _is_value(vb, 1.0) and a.dtype == n.dtype:
+                return a
+        elif op is Op.POWER and vb is not None and a.dtype == n.dtype and not isinstance(vb, bool):
+            if vb == 1:
+                return a
+            if vb == 2:
+                return Node(Op.MULTIPLY, n.dtype, n.shape, (a, a), {}, n.loc)
+            if n.dtype.kind in "iu" and vb in (3, 4):
+                sq = Node(Op.MULTIPLY, n.dtype, n.shape, (a, a), {}, n.loc)
+                return Node(Op.MULTIPLY, n.dtype, n.shape, (sq, a if vb == 3 else sq), {}, n.loc)
+    if op is Op.NEGATIVE and n.inputs[0].op is Op.NEGATIVE:
+        inner = n.inputs[0].inputs[0]
+        if inner.dtype == n.dtype:
+            return inner
+    return None
+
+
+identities = Pass("identities", lambda g: rewrite(g, _identity))
+
+
+def _movement(n: Node) -> Node | None:
+    x = n.inputs[0] if n.inputs else None
+    if n.op is Op.BROADCAST:
+        if x.shape == n.shape:
+            return x
+        if x.op is Op.BROADCAST:
+            return n.replace(inputs=x.inputs)
+        if (x.op is Op.RESHAPE and x.size == 1 and x.inputs[0].size == 1
+                and x.inputs[0].ndim <= n.ndim):
+            # broadcast of a reshaped scalar: broadcast the scalar (right-aligned, all ones)
+            return n.replace(inputs=x.inputs)
+    elif n.op is Op.RESHAPE:
+        if x.shape == n.shape:
+            return x
+        if x.op is Op.RESHAPE:
+            return n.replace(inputs=x.inputs) if x.inputs[0].shape != n.shape else x.inputs[0]
+        if x.op is Op.CONST:
+            return Node(Op.BROADCAST, n.dtype, n.shape, (x,), {}, n.loc)
+    elif n.op is Op.PERMUTE:
+        perm = tuple(n.attr("perm"))
+        if perm == tuple(range(len(perm))):
+            return x
+        if x.op is Op.PERMUTE:
+            p1 = tuple(x.attr("perm"))
+            comp = tuple(p1[i] for i in perm)
+            inner = x.inputs[0]
+            if comp == tuple(range(len(comp))):
+                return inner
+            return n.replace(inputs=(inner,), attrs={"perm": comp})
+    elif n.op is Op.SLICE:
+        starts, steps = n.attr("starts"), n.attr("steps")
+        if x.shape == n.shape and all(s == 0 for s in starts) and all(s == 1 for s in steps):
+            return x
+    return None
+
+
+movement = Pass("movement", lambda g: rewrite(g, _movement))
+
+
+def _lossless(src: np.dtype, dst: np.dtype) -> bool:
+    """Every value of ``src`` is exactly representable in ``dst``."""
+    if src == dst or src.kind == "b":
+        return True
+    if dst.kind == "b":
+        return False
+    if src.kind == "f":
+        return dst.kind == "f" and dst.itemsize >= src.itemsize
+    if dst.kind == "f":
+        mant = {2: 11, 4: 24, 8: 53}[dst.itemsize]
+        bits = src.itemsize * 8 - (1 if src.kind == "i" else 0)
+        return bits <= mant
+    if src.kind == dst.kind:
+        return dst.itemsize >= src.itemsize
+    if src.kind == "u" and dst.kind == "i":
+        return dst.itemsize > src.itemsize
+    return False
+
+
+def _cast(n: Node) -> Node | None:
+    if n.op is not Op.CAST:
+        return None
+    x = n.inputs[0]
+    if x.dtype == n.dtype:
+        return x
+    if x.op is Op.CAST and _lossless(x.inputs[0].dtype, x.dtype):
+        inner = x.inputs[0]
+        return inner if inner.dtype == n.dtype else n.replace(inputs=(inner,))
+    return None
+
+
+casts = Pass("casts", lambda g: rewrite(g, _cast))
+
+dce = Pass("dce", lambda g: g.with_outputs(g.outputs))   # nodes live only if reachable
+
+PASSES: tuple[Pass, ...] = (fold_constants, identities, movement, casts, dce)

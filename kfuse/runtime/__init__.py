@@ -1,0 +1,1 @@
+"""Runtime: compile plans for a device, launch kernels, cache compiled code."""

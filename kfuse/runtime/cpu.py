@@ -1,0 +1,153 @@
+"""CPU runtime: compile a fusion Plan to Numba kernels and run them on NumPy arrays.
+
+``compile_plan(plan)`` lowers every group (``codegen.lower.lower_group``), emits its source
+(``codegen.cpu.emit``) and gets the compiled functions through :func:`_compile_source`, which
+memoises by source text (+ Numba/llvmlite versions): generated code never embeds sizes, so the same
+kernel at a new size never recompiles. The returned :class:`CpuProgram` allocates outputs and
+intermediates with NumPy, runs the kernels in plan order (skipping kernels whose outputs are all
+empty), computes ``matmul`` products with ``np.matmul`` (exact NumPy semantics, integer wraparound
+included) before their fused epilogue, and returns the graph outputs (``Plan.passthrough`` inputs
+are returned as the caller's arrays).
+
+Disk-cache hook: ``cache`` (``kfuse.runtime.cache``) may provide ``load_cpu(key)`` /
+``store_cpu(key, source)``; compilation of a source always goes through ``_compile_source``.
+"""
+from __future__ import annotations
+
+import linecache
+import threading
+
+import llvmlite
+import numba
+import numpy as np
+
+from ..codegen.cpu import FN_NAME, emit
+from ..codegen.lower import lower_group
+from ..errors import CompileError
+from ..ir.ops import Op
+
+PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded
+
+_COMPILED: dict[tuple, tuple] = {}
+_LOCK = threading.Lock()
+
+
+def source_key(source: str) -> tuple:
+    return (source, numba.__version__, llvmlite.__version__)
+
+
+def _compile_source(source: str, fn_name: str):
+    """Execute a generated kernel module once per distinct source; returns ``(seq, par)`` Numba
+    dispatchers (compiled lazily per argument types on first call)."""
+    key = source_key(source)
+    hit = _COMPILED.get(key)
+    if hit is not None:
+        return hit
+    with _LOCK:
+        hit = _COMPILED.get(key)
+        if hit is not None:
+            return hit
+        filename = f"<kfuse-cpu {fn_name} {abs(hash(source)) & 0xffffffff:08x}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        ns: dict = {}
+        try:
+            exec(compile(source, filename, "exec"), ns)
+        except Exception as e:          # a bug in the emitter: show the source
+            raise CompileError(f"kfuse: generated CPU source for {fn_name} does not load: {e}\n"
+                               f"{source}") from e
+        hit = (ns[f"{fn_name}_seq"], ns[f"{fn_name}_par"])
+        _COMPILED[key] = hit
+        return hit
+
+
+def _arg(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint16) if a.dtype == np.float16 else a
+
+
+class _Kernel:
+    __slots__ = ("group", "kir", "source", "fns", "sizes", "parallel")
+
+    def __init__(self, group, kir, source, fns):
+        self.group, self.kir, self.source, self.fns = group, kir, source, fns
+        self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
+        loops = kir.loop_dims(kir.outer)
+        n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
+        self.parallel = bool(loops) and n >= PARALLEL_MIN_ELEMENTS and group.domain[loops[0]] > 1
+
+
+class CpuProgram:
+    """A compiled plan: ``program(inputs) -> outputs`` (graph.inputs order in, graph.outputs out)."""
+
+    def __init__(self, plan, kernels: list[_Kernel]):
+        self.plan = plan
+        self.kernels = kernels
+        self.stages = {
+            "kernel": "\n\n".join(k.kir.as_text() for k in kernels),
+            "cpu": "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in kernels),
+        }
+
+    def __call__(self, arrays):
+        graph = self.plan.graph
+        if len(arrays) != len(graph.inputs):
+            raise TypeError(f"kfuse: {graph.name} takes {len(graph.inputs)} array(s), got {len(arrays)}")
+        env: dict = {}
+        for node, a in zip(graph.inputs, arrays):
+            a = np.asarray(a)
+            if a.shape != node.shape or a.dtype != node.dtype:
+                raise ValueError(f"kfuse: argument {node.attr('name')} is {a.dtype}{list(a.shape)}; "
+                                 f"this program was compiled for {node.dtype}{list(node.shape)}")
+            env[node] = a
+        for k in self.kernels:
+            self._run(k, env)
+        outs = []
+        for o in graph.outputs:
+            if o in env:
+                outs.append(env[o])
+            elif o.op is Op.CONST:
+                outs.append(np.full(o.shape, o.attr("value"), dtype=o.dtype))
+            else:
+                raise CompileError(f"kfuse: output {o!r} of {graph.name} is computed by no kernel")
+        return outs
+
+    def _run(self, k: _Kernel, env: dict) -> None:
+        g, kir = k.group, k.kir
+        ins = [env[n] for n in g.inputs]
+        outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
+        for n, a in zip(g.outputs, outs):
+            env[n] = a
+        if all(a.size == 0 for a in outs):
+            return
+        c = kir.contraction
+        if c is not None:
+            ins.append(_matmul(ins, c))
+        fn = k.fns[1] if k.parallel else k.fns[0]
+        fn(*[_arg(a) for a in ins], *[_arg(a) for a in outs], *k.sizes)
+
+
+def _matmul(ins, c) -> np.ndarray:
+    def operand(i, steps):
+        a = ins[i]
+        for kind, arg in steps:
+            a = a.astype(np.dtype(arg)) if kind == "cast" else a.transpose(arg)
+        return a
+    r = np.matmul(operand(c.lhs, c.lhs_steps), operand(c.rhs, c.rhs_steps))
+    return r.astype(np.dtype(c.dtype), copy=False)
+
+
+def compile_plan(plan, cache=None) -> CpuProgram:
+    """Lower, emit and compile (memoised by source) every kernel of ``plan``."""
+    from .. import config
+    threads = config.get().cpu_threads
+    if threads:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    kernels = []
+    for g in plan.groups:
+        kir = lower_group(g)
+        src = emit(kir)
+        if cache is not None and hasattr(cache, "store_cpu"):
+            try:
+                cache.store_cpu(source_key(src), src)
+            except Exception:       # the disk cache is best effort
+                pass
+        kernels.append(_Kernel(g, kir, src, _compile_source(src, FN_NAME)))
+    return CpuProgram(plan, kernels)

@@ -1,0 +1,233 @@
+"""The CUDA runtime: compile a fusion Plan to CUDA kernels and launch them on CuPy arrays.
+
+``compile_plan(plan)`` lowers every group to KernelIR (``codegen.lower``), emits CUDA C
+(``codegen.cuda``) and compiles it with NVRTC to a CUBIN for the device's exact arch (the PTX is
+kept for dumps only: a CUDA 13.0 driver cannot JIT NVRTC 13.5's PTX). Calling the program picks a
+kernel variant per call from the arrays' strides and alignment (vector width, 32/64-bit index
+math, row/column reduction, register caching), loads the module once per source text (memoised
+process-wide, so a new size never recompiles), and launches on the current CuPy stream.
+Matmul groups run their contraction through ``cupy.matmul`` (cuBLAS) and the epilogue as a kernel.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..codegen import cuda as cuda_emit
+from ..codegen import kernel_ir as K
+from ..codegen import nvrtc
+from ..codegen.cuda import lower_for_cuda as lower_group
+from ..errors import DeviceError
+from ..ir.graph import unflatten  # noqa: F401  (re-exported for callers building results)
+from ..ir.ops import Op
+from . import device as devmod
+from . import interop
+
+# Process-wide memo of compiled and loaded code: (source, arch) -> CompiledCuda and
+# (device, source) -> cupy Function. Caches only: dropping them changes nothing but speed.
+_COMPILED: dict = {}
+_LOADED: dict = {}
+INT32_LIMIT = 2 ** 31 - 1
+
+
+def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
+    key = (source, arch)
+    hit = _COMPILED.get(key)
+    if hit is None and cache is not None:
+        try:
+            hit = cache.get(key) if hasattr(cache, "get") else None
+        except Exception:
+            hit = None
+    if hit is None:
+        hit = nvrtc.compile(source, arch)
+        if cache is not None and hasattr(cache, "__setitem__"):
+            try:
+                cache[key] = hit
+            except Exception:
+                pass
+    _COMPILED[key] = hit
+    return hit
+
+
+def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
+    key = (dev_id, kernel.source)
+    f = _LOADED.get(key)
+    if f is None:
+        import cupy
+        compiled = compile_source(kernel.source, arch, cache)
+        mod = cupy.cuda.function.Module()
+        mod.load(compiled.cubin)
+        f = (mod, mod.get_function(kernel.name))
+        _LOADED[key] = f
+    return f[1]
+
+
+def _max_offset(arr) -> int:
+    return sum((s - 1) * abs(st) for s, st in zip(arr.shape, arr.strides)) // max(arr.itemsize, 1)
+
+
+class _Launcher:
+    """One group's kernel: picks a variant per stride/alignment pattern and launches it."""
+
+    def __init__(self, group, kir: K.KernelIR, arch: str, cache):
+        self.group, self.kir, self.arch, self.cache = group, kir, arch, cache
+        self.sizes = tuple(np.int64(s.value) for s in kir.sizes)
+        self.size_of = {s.name: s.value for s in kir.sizes}
+        self._variants: dict = {}
+        self.vec_ok = cuda_emit.vector_ok(kir)
+
+    def extent(self, d: int) -> int:
+        e = self.kir.domain[d]
+        return e.value if isinstance(e, K.ILit) else self.size_of[e.name]
+
+    def choose(self, ins, outs, props) -> tuple[cuda_emit.Variant, tuple, tuple]:
+        kir = self.kir
+        key = tuple((a.strides, a.data.ptr % 16) for a in ins) + tuple(a.strides for a in outs)
+        hit = self._variants.get(key)
+        if hit is not None:
+            return hit
+        sm = props["sm_count"]
+        big = bool(max([_max_offset(a) for a in ins + outs] + [math.prod(self.extent(d) for d in range(len(kir.domain)))]
+                  + [s.value for s in kir.sizes] + [0]) >= INT32_LIMIT // 2)
+        if kir.kind == "reduce":
+            variant, grid = self._reduce_variant(ins, big, sm)
+        else:
+            variant, grid = self._ew_variant(ins, outs, big, sm)
+        kernel = cuda_emit.emit_kernel(kir, variant)
+        func = _function(kernel, props["device_id"], self.arch, self.cache)
+        hit = (kernel, func, grid)
+        self._variants[key] = hit
+        return hit
+
+    def _ew_variant(self, ins, outs, big, sm):
+        kir = self.kir
+        dims = kir.loop_dims(range(len(kir.domain)))
+        vec = 1
+        if self.vec_ok and dims:
+            vec = max(1, 16 // cuda_emit.max_itemsize(kir))
+            last = f"i{dims[-1]}"
+            if self.extent(dims[-1]) % vec:
+                vec = 1
+            for s in kir.phases[0].pre:
+                if vec == 1:
+                    break
+                if isinstance(s, (K.Load, K.Store)) and cuda_emit.vector_access(s.index, last):
+                    a = ins[s.buf] if isinstance(s, K.Load) else outs[s.buf]
+                    st = [x // a.itemsize for x in a.strides]
+                    if st[-1] != 1 or any(x % vec for x in st[:-1]) or a.data.ptr % (vec * a.itemsize):
+                        vec = 1
+        total = math.prod(self.extent(d) for d in dims) if dims else 1
+        units = total // vec
+        grid = max(1, min(-(-units // 256), sm * 8))
+        return cuda_emit.Variant("elementwise", vec, big, 0, 256), grid
+
+    def _reduce_variant(self, ins, big, sm):
+        kir = self.kir
+        outer = kir.loop_dims(kir.outer)
+        inner = kir.loop_dims(kir.inner)
+        n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
+        L = math.prod(self.extent(d) for d in inner) if inner else 1
+        col = False
+        if outer and inner:
+            lo, li = f"i{outer[-1]}", f"i{inner[-1]}"
+            for ph in kir.phases:
+                loads = [s for s in ph.body if isinstance(s, K.Load)]
+                if loads:
+                    s = loads[0]
+                    a = ins[s.buf]
+                    st = {e.name: a.strides[d] // a.itemsize for d, e in enumerate(s.index) if isinstance(e, K.IVar)}
+                    col = abs(st.get(lo, 0)) == 1 and abs(st.get(li, 0)) != 1
+                    break
+        if col:
+            grid = max(1, min(-(-n_rows // 128), sm * 16))
+            return cuda_emit.Variant("col", 1, big, 0, 128), grid
+        block = 1024 if L > 4096 else max(32, min(1024, 1 << max(0, (L - 1) // 8).bit_length()))
+        kc = -(-L // block) if L <= 16 * block else 0
+        kc = 1 << (kc - 1).bit_length() if kc > 1 else kc   # few variants: 0, 1, 2, 4, 8, 16
+        grid = max(1, min(n_rows, sm * max(1, 2048 // block)))
+        return cuda_emit.Variant("row", 1, big, kc, block), grid
+
+    def __call__(self, ins, outs, props) -> None:
+        if any(o.size == 0 for o in outs):
+            return
+        kernel, func, grid = self.choose(ins, outs, props)
+        args = list(outs) + list(ins) + list(self.sizes)
+        for a in ins + outs:
+            args += [np.int64(st // a.itemsize) for st in a.strides]
+        func((grid,), (kernel.variant.block,), tuple(args))
+
+
+class CudaProgram:
+    """A compiled plan: ``program(list_of_arrays) -> list_of_arrays`` (graph order in and out)."""
+
+    def __init__(self, plan, cache=None, backend: str = "cuda", arch: str | None = None):
+        if backend != "cuda":
+            raise DeviceError(f"kfuse: runtime.cuda runs backend 'cuda', not {backend!r}")
+        self.plan, self.cache = plan, cache
+        self.arch = arch or (devmod.arch() if devmod.has_gpu() else "sm_90")
+        self.kirs = [lower_group(g) for g in plan.groups]
+        self.launchers = None
+        self._stages = None
+
+    @property
+    def stages(self) -> dict[str, str]:
+        """Printable stages: "kernel" (KernelIR), "cuda" (default variants), "ptx"."""
+        if self._stages is None:
+            kernels = [cuda_emit.emit_kernel(k) for k in self.kirs]
+            self._stages = {
+                "kernel": "\n\n".join(k.as_text() for k in self.kirs),
+                "cuda": "\n\n".join(k.source for k in kernels),
+                "ptx": "\n\n".join(compile_source(k.source, self.arch, self.cache).ptx for k in kernels),
+            }
+        return self._stages
+
+    def __call__(self, arrays):
+        import cupy
+        graph = self.plan.graph
+        if len(arrays) != len(graph.inputs):
+            raise ValueError(f"kfuse: expected {len(graph.inputs)} arrays, got {len(arrays)}")
+        arrs, kind, dev = interop.to_device_arrays(list(arrays))
+        for a, n in zip(arrs, graph.inputs):
+            if tuple(a.shape) != tuple(n.shape) or a.dtype != n.dtype:
+                raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
+                                 f"the program was compiled for {n.dtype}{list(n.shape)}")
+        with cupy.cuda.Device(dev):
+            props = devmod.device_properties(dev)
+            if self.launchers is None:
+                if props["arch"] != self.arch:
+                    self.arch = props["arch"]
+                self.launchers = [_Launcher(g, k, self.arch, self.cache)
+                                  for g, k in zip(self.plan.groups, self.kirs)]
+            env = {n: a for n, a in zip(graph.inputs, arrs)}
+            for g, kir, launch in zip(self.plan.groups, self.kirs, self.launchers):
+                ins = [env[n] for n in g.inputs]
+                if kir.contraction is not None:
+                    ins.append(_contract(kir.contraction, ins))
+                outs = [cupy.empty(o.shape, o.dtype) for o in g.outputs]
+                launch(ins, outs, props)
+                env.update(zip(g.outputs, outs))
+            results = []
+            for o in graph.outputs:
+                if o in env:
+                    results.append(env[o])
+                elif o.op is Op.CONST:
+                    results.append(cupy.asarray(np.asarray(o.attr("value"), dtype=o.dtype)))
+                else:
+                    raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
+        return interop.from_device_arrays(results, kind)
+
+
+def _contract(c: K.Contraction, ins):
+    import cupy
+
+    def side(a, steps):
+        for kind, arg in steps:
+            a = a.astype(arg) if kind == "cast" else cupy.transpose(a, arg)
+        return a
+    return cupy.matmul(side(ins[c.lhs], c.lhs_steps), side(ins[c.rhs], c.rhs_steps)).astype(c.dtype, copy=False)
+
+
+def compile_plan(plan, cache=None, backend: str = "cuda") -> CudaProgram:
+    """Compile every group of ``plan`` for the current GPU (or sm_90 without one, for dumps)."""
+    return CudaProgram(plan, cache=cache, backend=backend)

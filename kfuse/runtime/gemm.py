@@ -1,0 +1,283 @@
+"""Run GEMMs with fused epilogues on CuPy arrays: the generated kernel or cuBLAS + epilogue.
+
+``run_gemm(a, b, epilogue_inputs, spec, tile)`` reads the operands' layout (which dim has unit
+stride, whether 16-byte ``cp.async`` is possible) off the arrays, specialises ``spec`` to it,
+compiles with :func:`kfuse.codegen.nvrtc.compile` for the device's exact arch (the CUBIN is
+loaded; the PTX is kept for dumps), memoises modules by source text, and launches on the current
+CuPy stream. Two candidates per call: ``"generated"`` (one fused tensor-core kernel) and
+``"cublas"`` (``cupy.matmul`` + one generated epilogue kernel, in place when the dtypes allow).
+``backend="auto"`` times both once per shape bucket (powers of two of batch, M, N, K) and keeps
+the faster; :attr:`GemmRunner.choices` records every pick (the plan/explain can print it).
+bfloat16 arrays are CuPy ``uint16`` arrays holding the bits (``spec.dtype == "bf16"``); CuPy's
+matmul cannot take them, so bf16 always uses the generated kernel.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..codegen import nvrtc
+from ..codegen.gemm_cuda import (GemmEpilogue, GemmSpec, GemmTile, default_tile,
+                                 emit_epilogue_kernel, emit_gemm)
+from ..errors import DeviceError, UnsupportedError
+
+_NP_DT = {"f16": np.float16, "f32": np.float32, "bf16": np.uint16}
+
+
+def _dtype_name(arr, hint: str | None) -> str:
+    if hint == "bf16" or str(arr.dtype) == "bfloat16":
+        return "bf16"
+    name = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32"}.get(np.dtype(arr.dtype))
+    if name is None:
+        raise UnsupportedError(f"kfuse GEMM: operand dtype {arr.dtype} not supported (f16, bf16, f32)")
+    return name
+
+
+def _strides3(x):
+    """(batch, row, col) strides in elements of a 2-D or 3-D array."""
+    st = [s // x.itemsize for s in x.strides]
+    if x.ndim == 2:
+        return 0, st[0], st[1]
+    return st[0], st[1], st[2]
+
+
+@dataclasses.dataclass
+class GemmCall:
+    """Everything about one call that is not the arrays: shapes, strides and the chosen spec."""
+    spec: GemmSpec
+    batch: int
+    M: int
+    N: int
+    K: int
+    a_strides: tuple[int, int, int]   # (b, m, k)
+    b_strides: tuple[int, int, int]   # (b, k, n)
+
+    @property
+    def bucket(self) -> tuple[int, ...]:
+        return tuple(1 << max(0, math.ceil(math.log2(max(1, v)))) for v in (self.batch, self.M, self.N, self.K))
+
+
+def describe_operands(a, b, spec: GemmSpec, dtype: str | None = None) -> GemmCall:
+    """Shapes, strides and the spec specialised to the operands' layout and alignment."""
+    if a.ndim not in (2, 3) or b.ndim not in (2, 3):
+        raise UnsupportedError("kfuse GEMM: operands must be 2-D or 3-D (batched)")
+    M, K = a.shape[-2:]
+    K2, N = b.shape[-2:]
+    if K != K2:
+        raise ValueError(f"kfuse GEMM: inner dims differ: {a.shape} @ {b.shape}")
+    ba = a.shape[0] if a.ndim == 3 else 1
+    bb = b.shape[0] if b.ndim == 3 else 1
+    if ba != bb and 1 not in (ba, bb):
+        raise ValueError(f"kfuse GEMM: batch dims differ: {a.shape} @ {b.shape}")
+    batch = max(ba, bb)
+    da, db = _dtype_name(a, dtype), _dtype_name(b, dtype)
+    if da != db:
+        raise UnsupportedError(f"kfuse GEMM: operand dtypes differ ({da}, {db}); cast first")
+    sa, sb = list(_strides3(a)), list(_strides3(b))
+    if ba == 1:
+        sa[0] = 0
+    if bb == 1:
+        sb[0] = 0
+    # A is (m, k): k-major when k has unit stride (or K == 1); B is (k, n): k-major when k does.
+    def kmajor(sk, so, outer_size):        # unit stride on k? (size-1 outer dims don't count)
+        if sk == 1 and (so != 1 or outer_size == 1):
+            return True
+        if so == 1:
+            return False
+        return abs(sk) <= abs(so)
+
+    a_kmajor = kmajor(sa[2], sa[1], M)
+    b_kmajor = kmajor(sb[1], sb[2], N)
+
+    def ok(inner, outer, outer_size, bstride, ptr):
+        return (inner == 1 and (outer % 8 == 0 or outer_size == 1) and bstride % 8 == 0
+                and ptr % 16 == 0)
+
+    al_a = ok(sa[2], sa[1], M, sa[0], a.data.ptr) if a_kmajor else ok(sa[1], sa[2], K, sa[0], a.data.ptr)
+    al_b = ok(sb[1], sb[2], N, sb[0], b.data.ptr) if b_kmajor else ok(sb[2], sb[1], K, sb[0], b.data.ptr)
+    if da == "f32":
+        al_a = al_b = True          # the FMA kernel loads element by element anyway
+    spec = dataclasses.replace(spec, dtype=da, a_kmajor=bool(a_kmajor), b_kmajor=bool(b_kmajor),
+                               aligned=bool(al_a and al_b))
+    return GemmCall(spec, batch, int(M), int(N), int(K), tuple(sa), tuple(sb))
+
+
+class GemmRunner:
+    """Compiled-module cache and per-bucket backend choices (one per process is plenty)."""
+
+    def __init__(self):
+        self._modules: dict[tuple[str, str], object] = {}
+        self.choices: dict[tuple, str] = {}        # (spec key, tile, bucket) -> backend
+        self.timings: dict[tuple, dict[str, float]] = {}
+        self.last_choice: str | None = None
+        self.last_source: str | None = None
+
+    # -- compile + load -------------------------------------------------------------------
+    def _arch(self) -> str:
+        import cupy as cp
+        cc = cp.cuda.Device().compute_capability
+        return f"sm_{cc}"
+
+    def function(self, source: str, name: str):
+        import cupy as cp
+        arch = self._arch()
+        key = (source, arch)
+        fn = self._modules.get(key)
+        if fn is None:
+            compiled = nvrtc.compile(source, arch, name=name)
+            mod = cp.cuda.function.Module()
+            mod.load(compiled.cubin)
+            fn = (mod, mod.get_function(name), compiled)
+            self._modules[key] = fn
+        return fn[1]
+
+    # -- the two candidates ---------------------------------------------------------------
+    def run_generated(self, a, b, call: GemmCall, ep_args: list, params, tile: GemmTile | None, out):
+        import cupy as cp
+        spec = call.spec
+        tile = tile or default_tile(call.M, call.N, call.K, spec.dtype)
+        src = emit_gemm(spec, tile)
+        self.last_source = src
+        fn = self.function(src, "kfuse_gemm")
+        smem = tile.smem_bytes(spec)
+        if smem > 48 * 1024:
+            attr = getattr(cp.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+            cp.cuda.driver.funcSetAttribute(fn.ptr, attr, smem)
+        if spec.tensor_core:
+            tiles = math.ceil(call.M / tile.block_m) * math.ceil(call.N / tile.block_n)
+            threads = tile.threads
+        else:
+            tiles = math.ceil(call.M / 64) * math.ceil(call.N / 64)
+            threads = 256
+        sCb = out.strides[0] // out.itemsize if out.ndim == 3 else 0
+        sCm = out.strides[-2] // out.itemsize
+        args = [a, b, out, np.int32(call.M), np.int32(call.N), np.int32(call.K),
+                *map(np.int64, call.a_strides), np.int64(call.b_strides[0]),
+                np.int64(call.b_strides[1]), np.int64(call.b_strides[2]), np.int64(sCb), np.int64(sCm)]
+        args += ep_args + [np.float32(p) for p in params]
+        if tiles and call.batch:
+            fn((tiles, 1, call.batch), (threads, 1, 1), tuple(args), shared_mem=smem)
+        return out
+
+    def run_cublas(self, a, b, call: GemmCall, ep_args: list, params, out):
+        import cupy as cp
+        spec = call.spec
+        x = cp.matmul(a, b)
+        if x.ndim == 2:
+            x = x.reshape(1, *x.shape)
+        if not spec.epilogue.steps and spec.out_dtype == spec.dtype:
+            out[...] = x.reshape(out.shape)
+            return out
+        vec = 8 if call.N % 8 == 0 else 1
+        fn = self.function(emit_epilogue_kernel(spec, vec=vec), "kfuse_gemm_epilogue")
+        total = call.batch * call.M * call.N // vec
+        dev = cp.cuda.Device()
+        sms = dev.attributes["MultiProcessorCount"]
+        grid = max(1, min(math.ceil(total / 256), sms * 8))
+        o3 = out.reshape(call.batch, call.M, call.N)
+        args = [x, o3, np.int32(call.M), np.int32(call.N), np.int32(call.batch),
+                np.int64(call.M * call.N), np.int64(call.N), np.int64(o3.strides[0] // o3.itemsize),
+                np.int64(o3.strides[1] // o3.itemsize)] + ep_args + [np.float32(p) for p in params]
+        if total:
+            fn((grid, 1, 1), (256, 1, 1), tuple(args))
+        return out
+
+    # -- entry ----------------------------------------------------------------------------
+    def run(self, a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmTile | None = None,
+            *, params=(), backend: str = "auto", dtype: str | None = None, out=None):
+        import cupy as cp
+        if not isinstance(a, cp.ndarray) or not isinstance(b, cp.ndarray):
+            raise DeviceError("kfuse GEMM: operands must be CuPy arrays on the GPU")
+        spec = spec or GemmSpec(dtype=_dtype_name(a, dtype),
+                                epilogue=GemmEpilogue(out_dtype=_dtype_name(a, dtype)))
+        call = describe_operands(a, b, spec, dtype or (spec.dtype if spec.dtype == "bf16" else None))
+        spec = call.spec
+        ep = spec.epilogue
+        if len(epilogue_inputs) != len(ep.inputs) or len(params) != ep.n_params:
+            raise ValueError(f"kfuse GEMM: epilogue wants {len(ep.inputs)} inputs and "
+                             f"{ep.n_params} scalars, got {len(epilogue_inputs)} and {len(params)}")
+        shape3 = (call.batch, call.M, call.N)
+        ep_args = []
+        for x, desc in zip(epilogue_inputs, ep.inputs):
+            xb = cp.broadcast_to(x, shape3) if x.ndim <= 3 else None
+            if xb is None:
+                raise ValueError("kfuse GEMM: epilogue inputs must broadcast to the output shape")
+            sb_, sm_, sn_ = (s // x.itemsize for s in xb.strides)
+            if (desc.kind == "row" and sm_ != 0) or (desc.kind == "col" and sn_ != 0) or (
+                    desc.kind == "scalar" and x.size != 1):
+                raise ValueError(f"kfuse GEMM: epilogue input of shape {x.shape} is not a {desc.kind!r} input")
+            ep_args += [x, np.int64(sb_), np.int64(sm_), np.int64(sn_)]
+        out_shape = shape3 if (a.ndim == 3 or b.ndim == 3) else shape3[1:]
+        if out is None:
+            out = cp.empty(out_shape, dtype=_NP_DT[spec.out_dtype])
+        if call.M == 0 or call.N == 0 or call.batch == 0:
+            return out
+        cublas_ok = spec.dtype != "bf16" and not (spec.dtype == "f32" and spec.allow_tf32)
+        if backend == "auto":
+            backend = self._choose(a, b, call, ep_args, params, tile, out, cublas_ok)
+        self.last_choice = backend
+        if backend == "cublas":
+            if not cublas_ok:
+                raise UnsupportedError("kfuse GEMM: the cuBLAS candidate cannot take bf16 operands")
+            return self.run_cublas(a, b, call, ep_args, params, out)
+        if backend != "generated":
+            raise ValueError(f"backend {backend!r} (auto, generated, cublas)")
+        return self.run_generated(a, b, call, ep_args, params, tile, out)
+
+    def _choose(self, a, b, call, ep_args, params, tile, out, cublas_ok) -> str:
+        key = (call.spec.key(), tile.name() if tile else "default", call.bucket)
+        got = self.choices.get(key)
+        if got is not None:
+            return got
+        if not cublas_ok:
+            self.choices[key] = "generated"
+            return "generated"
+        t = {"generated": self._time(lambda: self.run_generated(a, b, call, ep_args, params, tile, out)),
+             "cublas": self._time(lambda: self.run_cublas(a, b, call, ep_args, params, out))}
+        self.timings[key] = t
+        self.choices[key] = min(t, key=t.get)
+        return self.choices[key]
+
+    @staticmethod
+    def _time(fn, reps: int = 3) -> float:
+        import cupy as cp
+        fn()                                  # compile + warm up
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(reps):
+            fn()
+        stop.record()
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) / reps
+
+    def describe_choices(self) -> str:
+        lines = []
+        for (k, t, bucket), v in self.choices.items():
+            ms = self.timings.get((k, t, bucket), {})
+            extra = ", ".join(f"{n} {x * 1e3:.1f} us" for n, x in ms.items())
+            lines.append(f"gemm {k} tile {t} bucket {bucket}: {v}" + (f" ({extra})" if extra else ""))
+        return "\n".join(lines)
+
+
+_DEFAULT: GemmRunner | None = None
+
+
+def default_runner() -> GemmRunner:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = GemmRunner()
+    return _DEFAULT
+
+
+def run_gemm(a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmTile | None = None,
+             *, params=(), backend: str = "auto", dtype: str | None = None, out=None, runner=None):
+    """``epilogue(a @ b)`` as a CuPy array (2-D, or 3-D when either operand is batched).
+
+    ``spec`` gives the operand dtype, the epilogue and allow_tf32; its layout fields are
+    recomputed from the arrays. ``params`` are the epilogue's run-time f32 scalars. ``backend``:
+    "auto" (time both candidates once per shape bucket), "generated" or "cublas". The pick is in
+    ``runner.last_choice`` / ``runner.choices``."""
+    return (runner or default_runner()).run(a, b, epilogue_inputs, spec, tile, params=params,
+                                            backend=backend, dtype=dtype, out=out)

@@ -1,0 +1,236 @@
+"""Cache keys: what makes two compiled kernels interchangeable, and how a key is hashed.
+
+A key is a plain dict of JSON-able values (str, int, float, bool, None, lists, dicts; tuples,
+sets, enums, dataclasses and NumPy dtypes are normalised). :func:`key_hash` is the sha256 of its
+canonical JSON form; it names the entry's folder in the disk store. :func:`build_kernel_key`
+adds everything outside the caller's knowledge that changes generated or compiled code:
+the kfuse version, a hash of the code generators' sources, and the toolchain versions.
+No ``repr()`` fallback: an object that cannot be written canonically is a ``TypeError``,
+because a repr holding a memory address would make a key that never hits.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+import os
+import platform
+import sys
+from typing import Any, Iterable
+
+KFUSE_FALLBACK_VERSION = "0.1.0.dev0"
+KEY_FORMAT = 1           # bump when the meaning of a key field changes
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------------------------------------
+# canonical form and hashing
+# ---------------------------------------------------------------------------------------------
+def _norm(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return repr(v)                   # JSON has no NaN/Inf: spell them
+        return v
+    if isinstance(v, enum.Enum):
+        return f"{type(v).__name__}.{v.name}"
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if not isinstance(k, str):
+                k = json.dumps(_norm(k), sort_keys=True, separators=(",", ":"))
+            out[k] = _norm(x)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [_norm(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted((_norm(x) for x in v), key=lambda x: json.dumps(x, sort_keys=True))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {"__type__": type(v).__name__,
+                **{f.name: _norm(getattr(v, f.name)) for f in dataclasses.fields(v)}}
+    mod = type(v).__module__ or ""
+    if mod.startswith("numpy"):
+        import numpy as np
+        if isinstance(v, np.dtype):
+            return v.str if v.names is None else str(v.descr)
+        if isinstance(v, type) and issubclass(v, np.generic):
+            return np.dtype(v).str
+        if isinstance(v, np.generic):
+            return _norm(v.item())
+    if isinstance(v, type):
+        try:
+            import numpy as np
+            if issubclass(v, np.generic):
+                return np.dtype(v).str
+        except Exception:   # pragma: no cover
+            pass
+    if isinstance(v, bytes):
+        return "bytes:" + hashlib.sha256(v).hexdigest()
+    raise TypeError(f"kfuse cache key: cannot canonicalise {type(v).__name__} value {v!r}")
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON text of ``obj`` (sorted keys, no spaces, ASCII)."""
+    return json.dumps(_norm(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def key_hash(key_dict: dict) -> str:
+    """sha256 (64 hex digits) of the canonical JSON of a key dict."""
+    return hashlib.sha256(canonical_json(key_dict).encode("ascii")).hexdigest()
+
+
+def normalise_key(key_dict: dict) -> dict:
+    """The key as it is stored in ``meta.json`` (what :func:`key_hash` hashes)."""
+    return json.loads(canonical_json(key_dict))
+
+
+# ---------------------------------------------------------------------------------------------
+# versions
+# ---------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def kfuse_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("kfuse")
+    except Exception:
+        return KFUSE_FALLBACK_VERSION
+
+
+@functools.lru_cache(maxsize=None)
+def _hash_dir_sources(folder: str) -> str:
+    h = hashlib.sha256()
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
+    except OSError:
+        names = []
+    for n in names:
+        with open(os.path.join(folder, n), "rb") as f:
+            data = f.read()
+        h.update(n.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()
+
+
+def codegen_hash() -> str:
+    """Hash of ``kfuse/codegen/*.py`` (computed once per process, on first use)."""
+    return _hash_dir_sources(os.path.join(_PKG_DIR, "codegen"))
+
+
+@functools.lru_cache(maxsize=None)
+def _module_version(name: str) -> str | None:
+    try:
+        mod = __import__(name)
+        return str(getattr(mod, "__version__", None))
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> str | None:
+    """``"13.5"`` from ``cuda.bindings.nvrtc.nvrtcVersion()``, or None when not importable."""
+    try:
+        from cuda.bindings import nvrtc
+        res = nvrtc.nvrtcVersion()
+        return f"{int(res[1])}.{int(res[2])}"
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def driver_version() -> int | None:
+    """The CUDA driver version (e.g. 13000), or None when no driver is present."""
+    try:
+        from cuda.bindings import driver
+        err, v = driver.cuDriverGetVersion()
+        return int(v) if int(err) == 0 else None
+    except Exception:
+        return None
+
+
+def _numba_code_knobs() -> dict:
+    """Numba settings (from NUMBA_* env vars, read by numba itself) that change machine code."""
+    try:
+        from numba.core import config as nc
+    except Exception:
+        return {}
+    return {"opt": str(getattr(nc, "OPT", None)), "cpu_name": getattr(nc, "CPU_NAME", None),
+            "cpu_features": getattr(nc, "CPU_FEATURES", None),
+            "boundscheck": getattr(nc, "BOUNDSCHECK", None),
+            "fastmath": bool(getattr(nc, "FASTMATH", False))}
+
+
+def toolchain_versions(backend: str, *, include_driver: bool = False) -> dict:
+    """Versions of everything that compiles code for ``backend`` ("cpu", "cuda", "numba-cuda")."""
+    out: dict[str, Any] = {"python": "%d.%d" % sys.version_info[:2],
+                           "machine": platform.machine(),
+                           "numpy": _module_version("numpy")}
+    if backend == "cpu" or backend.startswith("numba"):
+        out["numba"] = _module_version("numba")
+        out["llvmlite"] = _module_version("llvmlite")
+        out["numba_knobs"] = _numba_code_knobs()
+    if backend in ("cuda", "nvrtc"):
+        out["nvrtc"] = nvrtc_version()
+    if backend == "numba-cuda":
+        try:
+            from importlib.metadata import version
+            out["numba_cuda"] = version("numba-cuda")
+        except Exception:
+            out["numba_cuda"] = None
+    if include_driver:
+        out["driver"] = driver_version()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# key builders
+# ---------------------------------------------------------------------------------------------
+def graph_hash(graph) -> str:
+    """sha256 of a graph's printed form (ops, attrs, dtypes, shapes, outputs) and out_tree."""
+    text = graph.as_text() + "\nout_tree=" + canonical_json(graph.out_tree)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def shape_bucket(shape: Iterable[int]) -> list[int]:
+    """Each dim rounded up to a power of two (0 stays 0): tuning results are keyed by this."""
+    return [0 if int(d) <= 0 else 1 << (int(d) - 1).bit_length() for d in shape]
+
+
+def build_kernel_key(*, graph_hash: str, signature: Any, backend: str, arch: str | None = None,
+                     tile: Any = None, compile_options: Any = None, knobs: Any = None,
+                     include_driver: bool = False, extra: dict | None = None) -> dict:
+    """The complete key of one compiled kernel (or program).
+
+    ``signature``: per argument kind/dtype/rank/broadcast pattern/contiguity class (no sizes);
+    ``tile``: the TileConfig (dataclass or dict); ``arch``: e.g. "sm_90" or the CPU name;
+    ``compile_options``: flags given to the compiler; ``knobs``: config values that change code;
+    ``include_driver``: add the driver version (when PTX is JIT-compiled by the driver).
+    """
+    key = {
+        "format": KEY_FORMAT,
+        "kfuse": kfuse_version(),
+        "codegen": codegen_hash(),
+        "graph": graph_hash,
+        "signature": signature,
+        "backend": backend,
+        "arch": arch,
+        "tile": tile,
+        "compile_options": compile_options,
+        "knobs": knobs,
+        "toolchain": toolchain_versions(backend, include_driver=include_driver),
+    }
+    if extra:
+        key.update(extra)
+    return normalise_key(key)
+
+
+def tuning_key(kernel_key: dict | str, shape_bucket_: Iterable[int], arch: str | None) -> dict:
+    """Key of a tuning result: the kernel (key dict or its hash), the shape bucket, the arch."""
+    k = kernel_key if isinstance(kernel_key, str) else key_hash(kernel_key)
+    return {"format": KEY_FORMAT, "kernel": k, "shape_bucket": [int(d) for d in shape_bucket_],
+            "arch": arch}

@@ -1,0 +1,230 @@
+"""Core of the tracer: the :class:`Tracer` proxy's data, node creation stamped with the user's
+``file.py:line``, operand normalisation (tracers, Python/NumPy scalars, 0-d arrays) and the
+explicit CAST/BROADCAST helpers every builder uses.
+
+Operators and NumPy protocols are wired onto :class:`Tracer` by :mod:`kfuse.trace.tracer`; the
+builder modules (elementwise, reductions, movement, linalg) only use what is defined here.
+
+A tracer is *weak* (``weak`` is ``bool``/``int``/``float``) when it stands for a Python scalar
+(a :class:`~kfuse.ir.specs.ScalarSpec` argument, or Python arithmetic on one): NumPy 2 promotes
+it like a Python scalar (NEP 50). Everything else is strong (its node's dtype).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..errors import TraceError, UnsupportedError, at, user_location
+from ..ir.dtypes import SUPPORTED
+from ..ir.graph import Node
+from ..ir.ops import Op
+
+PYTYPES = (bool, int, float)
+
+
+def loc() -> str | None:
+    """The user's ``file.py:line`` (innermost frame outside kfuse and NumPy)."""
+    return user_location()
+
+
+def unsupported(what: str, detail: str = "") -> UnsupportedError:
+    return UnsupportedError(f"kfuse: {what} is not supported{(': ' + detail) if detail else ''}"
+                            f"{at(loc())}")
+
+
+def mk(op: Op, dtype, shape, inputs=(), attrs=None) -> Node:
+    """A new (interned) node whose ``loc`` is the user's current line."""
+    return Node(op, dtype, shape, inputs, attrs or {}, loc=loc())
+
+
+def pytype_of(dtype: np.dtype) -> type:
+    return {"b": bool, "i": int, "u": int, "f": float}[np.dtype(dtype).kind]
+
+
+class Tracer:
+    """Stands for one array (or weak scalar) value of the traced function: wraps an IR node."""
+
+    __slots__ = ("node", "weak")
+    __array_priority__ = 1000.0
+    __hash__ = None  # like ndarray: value equality is elementwise, so not hashable
+
+    def __init__(self, node: Node, weak: type | None = None):
+        self.node = node
+        self.weak = weak
+
+    # --- static properties (shapes are static while tracing) -------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.node.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.node.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.node.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def __len__(self) -> int:
+        if not self.node.shape:
+            raise TypeError("len() of unsized object")
+        return self.node.shape[0]
+
+    def __repr__(self) -> str:
+        kind = f" weak {self.weak.__name__}" if self.weak else ""
+        return f"Tracer({self.node!r}{kind})"
+
+    # --- Python control flow on values cannot be traced --------------------------------------
+    def _control_flow(self, what: str):
+        raise TraceError(
+            f"kfuse: {what} of a traced array{at(loc())}: the value is not known while tracing "
+            "(Python control flow such as `if`/`while`/`and`/`or` on array values cannot be "
+            "compiled). Use np.where(cond, a, b) for a data-dependent choice, or pass the argument "
+            "through static_argnames if it is a compile-time constant.")
+
+    def __bool__(self):
+        self._control_flow("bool()")
+
+    def __int__(self):
+        self._control_flow("int()")
+
+    def __float__(self):
+        self._control_flow("float()")
+
+    def __complex__(self):
+        self._control_flow("complex()")
+
+    def __index__(self):
+        self._control_flow("use as an index/int (__index__)")
+
+    def __array__(self, dtype=None, copy=None):
+        self._control_flow("np.asarray()/conversion to a NumPy array")
+
+    def item(self, *args):
+        self._control_flow(".item()")
+
+    def tolist(self):
+        self._control_flow(".tolist()")
+
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    """A normalised argument of an op: a node (from a tracer) or a constant scalar."""
+
+    node: Node | None
+    value: Any            # constant's Python value (None for nodes)
+    dtype: np.dtype       # the node's / constant's dtype (weak Python scalars: default dtype)
+    weak: type | None     # bool/int/float for weak (Python) scalars, else None
+
+    @property
+    def key(self):
+        """What ``np.<ufunc>.resolve_dtypes`` takes: the dtype, or the Python type if weak."""
+        if self.weak is None or self.weak is bool:   # Python bool behaves as np.bool_
+            return self.dtype
+        return self.weak
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.node.shape if self.node is not None else ()
+
+    @property
+    def is_const(self) -> bool:
+        return self.node is None
+
+
+_DEFAULT = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+
+
+def operand(x: Any, what: str = "operand") -> Operand:
+    """Normalise a tracer / Python scalar / NumPy scalar / 0-d array, or raise UnsupportedError."""
+    if isinstance(x, Tracer):
+        return Operand(x.node, None, x.node.dtype, x.weak)
+    if isinstance(x, PYTYPES) and not isinstance(x, np.generic):
+        t = bool if isinstance(x, bool) else int if isinstance(x, int) else float
+        return Operand(None, t(x), _DEFAULT[t], t)
+    if isinstance(x, (np.generic, np.ndarray)):
+        if x.dtype not in SUPPORTED:
+            raise unsupported(f"dtype {x.dtype} (a constant used as {what})",
+                              "supported: bool, int8-int64, uint8-uint64, float16/32/64")
+        if np.ndim(x) != 0:
+            raise unsupported(
+                f"a NumPy array constant of shape {np.shape(x)} (used as {what})",
+                "only scalars and 0-d arrays can be embedded; pass the array as an argument")
+        return Operand(None, np.asarray(x).item(), x.dtype, None)
+    if isinstance(x, complex):
+        raise unsupported(f"complex scalar {x!r} (used as {what})")
+    raise unsupported(f"a value of type {type(x).__name__} (used as {what})")
+
+
+def const_value(op: Operand, dtype: np.dtype, casting: str = "weak") -> Any:
+    """The constant converted to ``dtype`` as NumPy would: a weak Python int that does not fit
+    an integer dtype raises OverflowError (``casting="weak"``), else the cast is unsafe."""
+    dtype = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        if op.weak is not None and casting == "weak":
+            return np.array(op.value, dtype=dtype).item()
+        src = np.array(op.value, dtype=op.dtype)
+        return src.astype(dtype).item()
+
+
+def const_node(value: Any, dtype) -> Node:
+    dtype = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        value = np.array(value).astype(dtype).item()
+    return mk(Op.CONST, dtype, (), attrs={"value": value})
+
+
+def cast(node: Node, dtype) -> Node:
+    dtype = np.dtype(dtype)
+    if node.dtype == dtype:
+        return node
+    if node.op is Op.CONST:
+        return const_node(node.attr("value"), dtype)
+    return mk(Op.CAST, dtype, node.shape, [node])
+
+
+def broadcast(node: Node, shape) -> Node:
+    shape = tuple(shape)
+    if node.shape == shape:
+        return node
+    return mk(Op.BROADCAST, node.dtype, shape, [node])
+
+
+def materialize(op: Operand, dtype, shape, casting: str = "weak") -> Node:
+    """The operand as a node of exactly ``dtype`` and ``shape`` (explicit CAST and BROADCAST)."""
+    if op.node is None:
+        node = mk(Op.CONST, np.dtype(dtype), (), attrs={"value": const_value(op, dtype, casting)})
+    else:
+        node = cast(op.node, dtype)
+    return broadcast(node, shape)
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """np.broadcast_shapes, with NumPy's operand message naming every shape on failure."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        text = " ".join("(" + ",".join(str(s) for s in sh) + ("," if len(sh) == 1 else "") + ")"
+                        for sh in shapes)
+        raise ValueError(f"operands could not be broadcast together with shapes {text} "
+                         f"{at(loc()).strip()}") from None
+
+
+def as_node(x: Any, what: str = "operand") -> Node:
+    """A node for a tracer or constant (constants keep their own/default dtype)."""
+    o = operand(x, what)
+    return o.node if o.node is not None else materialize(o, o.dtype, ())

@@ -1,0 +1,172 @@
+"""Builders for elementwise ops: NumPy ufuncs (with NumPy 2 / NEP 50 dtype resolution through
+``np.<ufunc>.resolve_dtypes``), ``where``, ``clip``, ``astype``, ``round`` and a few ufunc aliases.
+
+Every node built here follows the IR convention: inputs explicitly CAST to the loop dtypes and
+BROADCAST to the output shape; constants are 0-d CONST nodes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy._core import umath as _umath
+
+from ..errors import at
+from ..ir.dtypes import check_supported
+from ..ir.ops import BY_UFUNC, Op
+from .core import (Operand, Tracer, broadcast_shapes, cast, loc, materialize, mk, operand,
+                   pytype_of, unsupported)
+
+_COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
+
+# ufuncs that are one IR op on the loop dtypes NumPy resolves for them.
+_ALIASES = {"fabs": Op.ABSOLUTE, "conjugate": Op.POSITIVE, "float_power": Op.POWER}
+# ufuncs that are a multiplication by a constant on their loop dtype.
+_SCALED = {"deg2rad": math.pi / 180.0, "radians": math.pi / 180.0,
+           "rad2deg": 180.0 / math.pi, "degrees": 180.0 / math.pi}
+
+
+_BOOL_KEEPING = _COMPARISONS | {"bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+def _bool_to_int(o: Operand) -> Operand:
+    if o.weak is not bool:
+        return o
+    if o.node is None:
+        return Operand(None, int(o.value), np.dtype(np.int64), int)
+    return Operand(cast(o.node, np.int64), None, np.dtype(np.int64), int)
+
+
+def supports_ufunc(name: str) -> bool:
+    return name in BY_UFUNC or name in _ALIASES or name in _SCALED
+
+
+def _fits(value: int, dtype: np.dtype) -> bool:
+    if dtype.kind not in "iu":
+        return True
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+def _resolve(ufunc: np.ufunc, ops: list[Operand]) -> tuple[np.dtype, ...]:
+    keys = [o.key for o in ops]
+    loop = ufunc.resolve_dtypes(tuple(keys) + (None,) * ufunc.nout)
+    if ufunc.__name__ in _COMPARISONS:
+        # NumPy 2 compares with out-of-range Python ints exactly (int8 < 1000 is True): compare
+        # in a dtype that holds both sides.
+        changed = False
+        for i, o in enumerate(ops):
+            if o.is_const and o.weak is int and not _fits(o.value, loop[i]):
+                keys[i] = np.dtype(np.int64) if _fits(o.value, np.dtype(np.int64)) \
+                    else np.dtype(np.float64)
+                changed = True
+        if changed:
+            loop = ufunc.resolve_dtypes(tuple(keys) + (None,) * ufunc.nout)
+    return loop
+
+
+def apply_ufunc(name: str, *args, python_op: bool = False) -> Tracer:
+    """Trace ``np.<name>(*args)``. ``python_op``: called through a Python operator, so that
+    weak (Python scalar) operands give a weak result, as Python arithmetic on scalars does."""
+    ufunc = getattr(np, name, None)
+    if not isinstance(ufunc, np.ufunc) or not supports_ufunc(name):
+        raise unsupported(f"np.{name}")
+    if len(args) != ufunc.nin:
+        raise TypeError(f"{name}() takes {ufunc.nin} positional arguments but {len(args)} were given")
+    ops = [operand(a, f"argument of np.{name}") for a in args]
+    if python_op and all(o.weak for o in ops) and name not in _BOOL_KEEPING:
+        ops = [_bool_to_int(o) for o in ops]   # Python: -True == -1, True + True == 2
+    loop = _resolve(ufunc, ops)
+    in_dts, out_dt = loop[:ufunc.nin], loop[ufunc.nin]
+    if name in ("power", "float_power") and in_dts[1].kind in "iu" and ops[1].is_const \
+            and ops[1].value < 0:
+        raise ValueError(f"Integers to negative integer powers are not allowed.{at(loc())}")
+    shape = broadcast_shapes(*[o.shape for o in ops])
+    nodes = [materialize(o, dt, shape) for o, dt in zip(ops, in_dts)]
+    if name in _SCALED:
+        c = materialize(operand(_SCALED[name]), in_dts[0], shape)
+        node = mk(Op.MULTIPLY, out_dt, shape, [nodes[0], c])
+    else:
+        node = mk(_ALIASES.get(name) or BY_UFUNC[name], out_dt, shape, nodes)
+    weak = pytype_of(out_dt) if python_op and all(o.weak for o in ops) else None
+    return Tracer(node, weak)
+
+
+def where(condition, x=None, y=None) -> Tracer:
+    if x is None or y is None:
+        raise unsupported("np.where with one argument (np.nonzero)", "data-dependent shape")
+    c, a, b = (operand(v, "argument of np.where") for v in (condition, x, y))
+    rep = {bool: False, int: 0, float: 0.0}
+    dt = np.result_type(*[rep[o.weak] if o.weak else o.dtype for o in (a, b)])
+    shape = broadcast_shapes(c.shape, a.shape, b.shape)
+    nodes = [materialize(c, np.bool_, shape, "unsafe"), materialize(a, dt, shape, "unsafe"),
+             materialize(b, dt, shape, "unsafe")]
+    return Tracer(mk(Op.WHERE, dt, shape, nodes))
+
+
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
+         max=np._NoValue, **kwargs) -> Tracer:
+    if out is not None or kwargs:
+        raise unsupported("np.clip with " + ("out=" if out is not None else ", ".join(kwargs)))
+    lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    x = operand(a, "argument of np.clip")
+    bounds = [operand(v, "bound of np.clip") for v in (lo, hi) if v is not None]
+    keys = [x.key] + [o.key for o in bounds]
+    # np.clip is the ufunc umath.clip (3 operands); resolve with both bounds present.
+    while len(keys) < 3:
+        keys.append(keys[1] if len(keys) == 2 else x.key)
+    dt = _umath.clip.resolve_dtypes(tuple(keys) + (None,))[-1]
+    result = Tracer(cast(x.node, dt) if x.node is not None else materialize(x, dt, ()))
+    for bound, fn in ((lo, "maximum"), (hi, "minimum")):
+        if bound is None:
+            continue
+        b = operand(bound)
+        if b.is_const and b.weak is int and dt.kind in "iu" and not _fits(b.value, dt):
+            info = np.iinfo(dt)
+            bound = int(np.clip(b.value, info.min, info.max))
+        elif b.node is not None:
+            bound = Tracer(cast(b.node, dt))
+        elif b.weak is None:
+            bound = np.array(b.value, b.dtype).astype(dt)[()]
+        result = apply_ufunc(fn, result, bound)
+        if result.dtype != dt:
+            result = Tracer(cast(result.node, dt))
+    return result
+
+
+def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True, *, device=None) -> Tracer:
+    dt = check_supported(dtype, "astype", loc())
+    o = operand(x, "argument of astype")
+    if casting != "unsafe" and not np.can_cast(o.dtype, dt, casting=casting):
+        raise TypeError(f"Cannot cast array data from {o.dtype!r} to {dt!r} according to the "
+                        f"rule {casting!r}")
+    node = o.node if o.node is not None else materialize(o, o.dtype, ())
+    return Tracer(cast(node, dt))
+
+
+def round_(a, decimals=0, out=None) -> Tracer:
+    if out is not None:
+        raise unsupported("np.round with out=")
+    o = operand(a, "argument of np.round")
+    if o.dtype.kind in "biu" and decimals >= 0:
+        return Tracer(o.node) if o.node is not None else Tracer(materialize(o, o.dtype, ()))
+    if o.dtype.kind != "f" or decimals != 0:
+        raise unsupported(f"np.round with decimals={decimals} on {o.dtype}")
+    return apply_ufunc("rint", a)
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    o = operand(a, "argument of full_like")
+    shp = tuple(np.atleast_1d(shape)) if shape is not None else o.shape
+    dt = check_supported(dtype if dtype is not None else o.dtype, "full_like", loc())
+    v = operand(fill_value, "fill value")
+    return Tracer(materialize(v, dt, shp, "unsafe"))
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full_like(a, 0, dtype, shape=shape)
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full_like(a, 1, dtype, shape=shape)

@@ -1,0 +1,106 @@
+"""The NumPy protocol tables: which ``np.*`` functions (``__array_function__``) and ufunc calls
+(``__array_ufunc__``) the tracer handles, and by which builder.
+
+Anything not listed raises :class:`kfuse.UnsupportedError` naming the function and the user's
+``file.py:line``. CuPy: ``cupy.*`` functions do not go through NumPy's protocols; calling them on
+a tracer is not supported (write the function with ``np.*``; kfuse runs it on CuPy arrays).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import elementwise as ew
+from . import linalg as la
+from . import movement as mv
+from . import reductions as rd
+from .core import Tracer, as_node, unsupported
+
+
+def _shape(a):
+    return as_node(a).shape
+
+
+def _ndim(a):
+    return as_node(a).ndim
+
+
+def _size(a, axis=None):
+    shape = as_node(a).shape
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    return shape[axis]
+
+
+def _copy(a, order="K", subok=False):
+    return Tracer(as_node(a, "argument of np.copy"))
+
+
+def _asarray_like(a, dtype=None, *args, **kwargs):
+    # np.ascontiguousarray / np.asfortranarray on a tracer: layout is the compiler's business.
+    return ew.astype(a, dtype) if dtype is not None else Tracer(as_node(a))
+
+
+def _atleast(n):
+    def f(*arys):
+        res = [mv.atleast_nd(a, n) for a in arys]
+        return res[0] if len(res) == 1 else tuple(res)
+    return f
+
+
+FUNCTIONS = {
+    np.sum: rd.sum, np.prod: rd.prod, np.mean: rd.mean,
+    np.max: rd.max, np.amax: rd.max, np.min: rd.min, np.amin: rd.min,
+    np.any: rd.any, np.all: rd.all, np.var: rd.var, np.std: rd.std,
+    np.argmax: rd.argmax, np.argmin: rd.argmin,
+    np.dot: la.dot, np.inner: la.inner, np.vdot: la.vdot, np.outer: la.outer,
+    np.reshape: mv.reshape, np.ravel: mv.ravel, np.transpose: mv.transpose,
+    np.swapaxes: mv.swapaxes, np.moveaxis: mv.moveaxis, np.expand_dims: mv.expand_dims,
+    np.squeeze: mv.squeeze, np.broadcast_to: mv.broadcast_to,
+    np.broadcast_arrays: mv.broadcast_arrays,
+    np.where: ew.where, np.clip: ew.clip, np.round: ew.round_, np.around: ew.round_,
+    np.zeros_like: ew.zeros_like, np.ones_like: ew.ones_like, np.full_like: ew.full_like,
+    np.shape: _shape, np.ndim: _ndim, np.size: _size, np.copy: _copy,
+    np.ascontiguousarray: _asarray_like, np.asfortranarray: _asarray_like,
+    np.atleast_1d: _atleast(1), np.atleast_2d: _atleast(2), np.atleast_3d: _atleast(3),
+}
+for _name, _fn in (("astype", ew.astype), ("permute_dims", mv.permute_dims),
+                   ("matrix_transpose", mv.matrix_transpose)):
+    if hasattr(np, _name):           # NumPy >= 2.0 array-API names
+        FUNCTIONS[getattr(np, _name)] = _fn
+
+
+def _name(func) -> str:
+    mod = getattr(func, "__module__", "") or ""
+    prefix = "np.linalg." if "linalg" in mod else "np.fft." if "fft" in mod else "np."
+    return prefix + getattr(func, "__name__", repr(func))
+
+
+def array_function(func, types, args, kwargs):
+    """``Tracer.__array_function__``."""
+    if not all(issubclass(t, (Tracer, np.ndarray)) for t in types):
+        return NotImplemented
+    handler = FUNCTIONS.get(func)
+    if handler is None:
+        raise unsupported(_name(func), "kfuse traces elementwise ufuncs, reductions, matmul/dot "
+                          "and movement functions (see kfuse.trace.numpy_api.FUNCTIONS)")
+    return handler(*args, **kwargs)
+
+
+def array_ufunc(ufunc, method, *inputs, **kwargs):
+    """``Tracer.__array_ufunc__``."""
+    name = ufunc.__name__
+    out = kwargs.pop("out", None)
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o is not None for o in outs):
+        raise unsupported(f"np.{name} with out=", "return the result instead")
+    if method == "reduce":
+        return rd.ufunc_reduce(ufunc, *inputs, **kwargs)
+    if method != "__call__":
+        raise unsupported(f"np.{name}.{method}")
+    if kwargs:
+        raise unsupported(f"np.{name} with {', '.join(k + '=' for k in kwargs)}")
+    if name == "matmul":
+        return la.matmul(*inputs)
+    if not ew.supports_ufunc(name):
+        raise unsupported(f"np.{name}")
+    return ew.apply_ufunc(name, *inputs)

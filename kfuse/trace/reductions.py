@@ -1,0 +1,244 @@
+"""Builders for reductions: sum prod max min any all mean var std argmax argmin (functions,
+methods and the ``reduce`` method of the matching ufuncs), with NumPy's exact dtype rules.
+
+Result dtypes are NumPy's own, taken from running the NumPy function on a tiny dummy array of the
+same rank and dtype. mean/var/std are built from SUM and elementwise ops exactly as NumPy's
+``_methods._mean/_var/_std`` compute them (sum in the accumulate dtype, divide by an intp count,
+cast back). Reductions over zero elements that NumPy rejects (max/min/argmax/argmin) raise the
+same ValueError while tracing (shapes are static).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.exceptions import AxisError
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from ..errors import at
+from ..ir.dtypes import check_supported
+from ..ir.graph import Node
+from ..ir.ops import Op
+from .core import Tracer, as_node, cast, loc, mk, unsupported
+from .elementwise import apply_ufunc
+from .movement import reshape_node
+
+_NV = np._NoValue
+
+
+def _axes(axis, ndim: int, ufunc_like: bool = True) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if ufunc_like and ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+        return ()   # ufunc.reduce accepts axis 0/-1 on a 0-d array (NumPy quirk)
+    try:
+        return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+    except AxisError as e:
+        raise AxisError(f"{e}{at(loc())}") from None
+
+
+def _check(fname: str, out=None, initial=_NV, where=_NV, **extra) -> None:
+    for key, val, default in (("out", out, None), ("initial", initial, _NV), ("where", where, _NV)):
+        if val is not default and not (key == "where" and val is True):
+            raise unsupported(f"np.{fname} with {key}=")
+    for key, val in extra.items():
+        if val is not _NV and val is not None:
+            raise unsupported(f"np.{fname} with {key}=")
+
+
+def _out_shape(shape, axes, keepdims) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if d in axes else s for d, s in enumerate(shape))
+    return tuple(s for d, s in enumerate(shape) if d not in axes)
+
+
+def _numpy_dtype(fname: str, dt: np.dtype, ndim: int, axes, **kw) -> np.dtype:
+    dummy = np.zeros((1,) * ndim, dt)
+    with np.errstate(all="ignore"):
+        res = getattr(np, fname)(dummy, axis=axes, **kw)
+    return check_supported(np.asarray(res).dtype, f"np.{fname}", loc())
+
+
+def _check_empty(fname: str, node: Node, axis, **kw) -> None:
+    """NumPy refuses some reductions over zero elements: raise its error at trace time."""
+    if node.size == 0:
+        try:
+            getattr(np, fname)(np.zeros(node.shape, node.dtype), axis=axis, **kw)
+        except ValueError as e:
+            raise type(e)(f"{e}{at(loc())}") from None
+
+
+def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype) -> Node:
+    """``op`` over ``axes`` of ``node`` (cast to the accumulate ``dtype`` first)."""
+    node = cast(node, dtype)
+    shape = _out_shape(node.shape, axes, keepdims)
+    if not axes:
+        return node
+    return mk(op, node.dtype, shape, [node], {"axes": tuple(axes), "keepdims": bool(keepdims)})
+
+
+def _count(shape, axes) -> int:
+    n = 1
+    for d in axes:
+        n *= shape[d]
+    return n
+
+
+def _div_count(node: Node, count) -> Node:
+    """``true_divide(node, intp(count))`` cast back to node's dtype, as NumPy's _mean/_var do."""
+    c = np.intp(count) if isinstance(count, (int, np.integer)) else np.float64(count)
+    q = apply_ufunc("divide", Tracer(node), c)
+    return cast(q.node, node.dtype)
+
+
+def _simple(fname: str, op: Op, a, axis, dtype, keepdims) -> Tracer:
+    node = as_node(a, f"argument of np.{fname}")
+    axes = _axes(axis, node.ndim)
+    kw = {"dtype": dtype} if dtype is not None else {}
+    acc = _numpy_dtype(fname, node.dtype, node.ndim, axes, **kw)
+    return Tracer(reduce_node(op, node, axes, keepdims, acc))
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NV, where=_NV):
+    _check("sum", out, initial, where)
+    return _simple("sum", Op.SUM, a, axis, dtype, keepdims)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NV, where=_NV):
+    _check("prod", out, initial, where)
+    return _simple("prod", Op.PROD, a, axis, dtype, keepdims)
+
+
+def _extremum(fname, op, a, axis, keepdims):
+    node = as_node(a, f"argument of np.{fname}")
+    axes = _axes(axis, node.ndim)
+    _check_empty(fname, node, axis)
+    return Tracer(reduce_node(op, node, axes, keepdims, node.dtype))
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=_NV, where=_NV):
+    _check("max", out, initial, where)
+    return _extremum("max", Op.MAX, a, axis, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=_NV, where=_NV):
+    _check("min", out, initial, where)
+    return _extremum("min", Op.MIN, a, axis, keepdims)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=_NV):
+    _check("any", out, where=where)
+    return _simple("any", Op.ANY, a, axis, None, keepdims)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=_NV):
+    _check("all", out, where=where)
+    return _simple("all", Op.ALL, a, axis, None, keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NV):
+    _check("mean", out, where=where)
+    node = as_node(a, "argument of np.mean")
+    axes = _axes(axis, node.ndim, False)
+    if dtype is not None:
+        acc = check_supported(dtype, "np.mean", loc())
+    elif node.dtype.kind in "biu":
+        acc = np.dtype(np.float64)
+    elif node.dtype == np.float16:
+        acc = np.dtype(np.float32)
+    else:
+        acc = node.dtype
+    kw = {"dtype": dtype} if dtype is not None else {}
+    res_dt = _numpy_dtype("mean", node.dtype, node.ndim, axes, **kw)
+    s = reduce_node(Op.SUM, node, axes, keepdims, acc)
+    return Tracer(cast(_div_count(s, _count(node.shape, axes)), res_dt))
+
+
+def _var_node(fname, a, axis, dtype, ddof, keepdims) -> tuple[Node, np.dtype]:
+    node = as_node(a, f"argument of np.{fname}")
+    axes = _axes(axis, node.ndim, False)
+    if dtype is None and node.dtype.kind in "biu":
+        dtype = np.dtype(np.float64)
+    kw = {"dtype": dtype} if dtype is not None else {}
+    acc = _numpy_dtype("sum", node.dtype, node.ndim, axes, **kw)
+    n = _count(node.shape, axes)
+    mean_k = _div_count(reduce_node(Op.SUM, node, axes, True, acc), n)
+    x = apply_ufunc("square", apply_ufunc("subtract", Tracer(node), Tracer(mean_k)))
+    sum_dt = _numpy_dtype("sum", x.dtype, node.ndim, axes, **kw)
+    ret = reduce_node(Op.SUM, x.node, axes, keepdims, sum_dt)
+    rcount = n - ddof
+    rcount = rcount if rcount > 0 else type(rcount)(0)
+    return _div_count(ret, rcount), node.dtype
+
+
+def _ddof(ddof, correction):
+    if correction is not _NV:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        return correction
+    return ddof
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
+        correction=_NV):
+    _check("var", out, where=where, mean=mean)
+    v, dt = _var_node("var", a, axis, dtype, _ddof(ddof, correction), keepdims)
+    ndim = as_node(a).ndim
+    kw = {"dtype": dtype} if dtype is not None else {}
+    res_dt = _numpy_dtype("var", dt, ndim, _axes(axis, ndim, False), **kw)
+    return Tracer(cast(v, res_dt))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
+        correction=_NV):
+    _check("std", out, where=where, mean=mean)
+    v, dt = _var_node("std", a, axis, dtype, _ddof(ddof, correction), keepdims)
+    ndim = as_node(a).ndim
+    kw = {"dtype": dtype} if dtype is not None else {}
+    res_dt = _numpy_dtype("std", dt, ndim, _axes(axis, ndim, False), **kw)
+    return Tracer(cast(apply_ufunc("sqrt", Tracer(v)).node, res_dt))
+
+
+def _arg(fname, op, a, axis, out, keepdims):
+    _check(fname, out)
+    node = as_node(a, f"argument of np.{fname}")
+    kw = {"keepdims": keepdims} if keepdims else {}
+    _check_empty(fname, node, axis, **kw)
+    if axis is None:
+        flat = reshape_node(node, (node.size,))
+        r = mk(op, np.int64, (), [flat], {"axes": (0,), "keepdims": False})
+        return Tracer(reshape_node(r, (1,) * node.ndim) if keepdims else r)
+    if node.ndim == 0:   # NumPy treats a 0-d array as 1-D here
+        r = _arg(fname, op, Tracer(reshape_node(node, (1,))), axis, None, False)
+        return Tracer(reshape_node(r.node, ()))
+    try:
+        ax = normalize_axis_index(axis, node.ndim)
+    except AxisError as e:
+        raise AxisError(f"{e}{at(loc())}") from None
+    shape = _out_shape(node.shape, (ax,), keepdims)
+    return Tracer(mk(op, np.int64, shape, [node], {"axes": (ax,), "keepdims": bool(keepdims)}))
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    return _arg("argmax", Op.ARGMAX, a, axis, out, keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    return _arg("argmin", Op.ARGMIN, a, axis, out, keepdims)
+
+
+_UFUNC_REDUCE = {"add": sum, "multiply": prod, "maximum": max, "minimum": min,
+                 "logical_and": all, "logical_or": any}
+
+
+def ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initial=_NV, where=_NV):
+    """``np.<ufunc>.reduce`` for the ufuncs that are a plain reduction."""
+    name = ufunc.__name__
+    fn = _UFUNC_REDUCE.get(name)
+    node = as_node(a, f"argument of np.{name}.reduce")
+    if fn is None or (fn in (all, any) and node.dtype != np.bool_):
+        raise unsupported(f"np.{name}.reduce")
+    _check(f"{name}.reduce", out, initial, where)
+    if fn in (sum, prod):
+        return fn(Tracer(node), axis, dtype, keepdims=keepdims)
+    if dtype is not None:
+        raise unsupported(f"np.{name}.reduce with dtype=")
+    return fn(Tracer(node), axis, keepdims=keepdims)

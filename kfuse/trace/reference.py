@@ -1,0 +1,86 @@
+"""A slow, obviously-correct NumPy interpreter of the IR: one NumPy call per node.
+
+``evaluate(graph, arrays)`` is the oracle other layers test against (fusion passes must not
+change its results; backends must match it within ``tests/tolerance.py``). Results have exactly
+each node's dtype and shape (checked).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..ir.graph import Graph, Node
+from ..ir.ops import BINARY, REDUCE, UNARY, Op
+
+
+def _slices(node: Node) -> tuple[slice, ...]:
+    out = []
+    for start, step, length in zip(node.attr("starts"), node.attr("steps"), node.shape):
+        if length == 0:
+            out.append(slice(0, 0))
+            continue
+        stop = start + length * step
+        out.append(slice(start, stop if stop >= 0 else None, step))
+    return tuple(out)
+
+
+_REDUCERS = {Op.SUM: np.sum, Op.PROD: np.prod, Op.MAX: np.max, Op.MIN: np.min,
+             Op.ANY: np.any, Op.ALL: np.all}
+
+
+def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
+    """Value of one non-INPUT node given its input values."""
+    op = node.op
+    if op is Op.CONST:
+        return np.array(node.attr("value"), dtype=node.dtype)
+    if op is Op.CAST:
+        return args[0].astype(node.dtype)
+    if op in UNARY or op in BINARY:
+        return np.asarray(getattr(np, op.value)(*args))
+    if op is Op.WHERE:
+        return np.where(*args)
+    if op in _REDUCERS:
+        kw = {"dtype": node.dtype} if op in (Op.SUM, Op.PROD) else {}
+        return np.asarray(_REDUCERS[op](args[0], axis=node.attr("axes"),
+                                        keepdims=node.attr("keepdims"), **kw))
+    if op in (Op.ARGMAX, Op.ARGMIN):
+        fn = np.argmax if op is Op.ARGMAX else np.argmin
+        return np.asarray(fn(args[0], axis=node.attr("axes")[0], keepdims=node.attr("keepdims")))
+    if op is Op.BROADCAST:
+        return np.broadcast_to(args[0], node.shape)
+    if op is Op.RESHAPE:
+        return args[0].reshape(node.shape)
+    if op is Op.PERMUTE:
+        return args[0].transpose(node.attr("perm"))
+    if op is Op.SLICE:
+        return args[0][_slices(node)]
+    if op is Op.MATMUL:
+        return np.asarray(np.matmul(*args))
+    raise NotImplementedError(f"reference: no rule for {op}")
+
+
+def evaluate(graph: Graph, arrays: Sequence) -> list[np.ndarray]:
+    """Run ``graph`` on ``arrays`` (one per ``graph.inputs``); returns the outputs in order."""
+    if len(arrays) != len(graph.inputs):
+        raise ValueError(f"{graph.name}: expected {len(graph.inputs)} inputs, got {len(arrays)}")
+    values: dict[Node, np.ndarray] = {}
+    for inp in graph.inputs:
+        a = np.asarray(arrays[inp.attr("index")])
+        if a.shape != inp.shape or a.dtype != inp.dtype:
+            a = np.asarray(a, dtype=inp.dtype)
+            if a.shape != inp.shape:
+                raise ValueError(f"input {inp.attr('name')}: shape {a.shape} != {inp.shape}")
+        values[inp] = a
+    with np.errstate(all="ignore"):
+        for node in graph.nodes():
+            if node in values:
+                continue
+            if node.op is Op.INPUT:
+                raise ValueError(f"input {node.attr('name')} is not in graph.inputs")
+            v = eval_node(node, [values[i] for i in node.inputs])
+            if v.dtype != node.dtype or v.shape != node.shape:
+                raise AssertionError(f"reference: {node.op.value} gave {v.dtype}{list(v.shape)}, "
+                                     f"node says {node.dtype}{list(node.shape)} (at {node.loc})")
+            values[node] = v
+    return [values[o] for o in graph.outputs]

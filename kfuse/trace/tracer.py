@@ -1,0 +1,223 @@
+"""The tracer: wires Python operators, ndarray-style methods and NumPy's ``__array_ufunc__`` /
+``__array_function__`` protocols onto :class:`~kfuse.trace.core.Tracer`, and
+:func:`trace_function`, which calls a function once on tracers and returns its ``ir.Graph``.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir.dtypes import check_supported
+from ..ir.graph import Graph, Node
+from ..ir.ops import Op
+from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
+from . import elementwise as ew
+from . import linalg as la
+from . import movement as mv
+from . import numpy_api
+from . import reductions as rd
+from .core import Tracer, mk, operand, unsupported
+
+__all__ = ["Tracer", "trace_function"]
+
+# --- operators --------------------------------------------------------------------------------
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "and": "bitwise_and",
+    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift",
+}
+_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
+
+
+def _binary(ufunc: str, reflected: bool):
+    def op(self, other):
+        if getattr(type(other), "__array_ufunc__", 0) is None:   # it opted out of NumPy ops
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        return ew.apply_ufunc(ufunc, a, b, python_op=True)
+    return op
+
+
+def _unary(ufunc: str):
+    def op(self):
+        return ew.apply_ufunc(ufunc, self, python_op=True)
+    return op
+
+
+def _pow(self, other):
+    """``x ** e``: NumPy's ndarray.__pow__ fast path computes ``x ** 2`` of bool as np.square
+    (int8 result) and ``x ** 0.5`` of floats as np.sqrt (``-0.0``/``-inf`` differ from power)."""
+    if self.weak is None and type(other) is int and other == 2 and self.dtype == np.bool_:
+        return ew.apply_ufunc("square", self)
+    if self.weak is None and type(other) is float and other == 0.5 and self.dtype.kind == "f":
+        return ew.apply_ufunc("sqrt", self)
+    return ew.apply_ufunc("power", self, other, python_op=True)
+
+
+def _divmod(self, other):
+    return (ew.apply_ufunc("floor_divide", self, other, python_op=True),
+            ew.apply_ufunc("remainder", self, other, python_op=True))
+
+
+def _rdivmod(self, other):
+    return (ew.apply_ufunc("floor_divide", other, self, python_op=True),
+            ew.apply_ufunc("remainder", other, self, python_op=True))
+
+
+def _inplace(name: str):
+    def op(self, other):
+        raise unsupported(f"in-place operator {name} on a traced array",
+                          "write `x = x + y` instead of `x += y` on arrays")
+    return op
+
+
+def _setitem(self, key, value):
+    raise unsupported("item assignment (x[...] = v) on a traced array", "use np.where")
+
+
+def _iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (mv.getitem(self, i) for i in range(self.shape[0]))
+
+
+def _method(fn: Callable) -> Callable:
+    def m(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    m.__name__ = fn.__name__
+    return m
+
+
+def _reshape_method(self, *shape, order="C", copy=None):
+    if len(shape) == 1 and (isinstance(shape[0], (tuple, list)) or shape[0] is None):
+        shape = shape[0]
+    return mv.reshape(self, shape, order)
+
+
+def _transpose_method(self, *axes):
+    if not axes or (len(axes) == 1 and axes[0] is None):
+        return mv.transpose(self)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return mv.transpose(self, tuple(axes))
+
+
+def _clip_method(self, min=None, max=None, out=None, **kwargs):
+    return ew.clip(self, min, max, out, **kwargs)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return numpy_api.array_ufunc(ufunc, method, *inputs, **kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return numpy_api.array_function(func, types, args, kwargs)
+
+
+def _install() -> None:
+    T = Tracer
+    for name, uf in _BINARY.items():
+        setattr(T, f"__{name}__", _binary(uf, False))
+        setattr(T, f"__r{name}__", _binary(uf, True))
+        setattr(T, f"__i{name}__", _inplace(f"__i{name}__"))
+    for name, uf in _COMPARE.items():
+        setattr(T, f"__{name}__", _binary(uf, False))
+    for name, uf in _UNARY.items():
+        setattr(T, f"__{name}__", _unary(uf))
+    T.__pow__ = _pow
+    T.__matmul__ = lambda self, other: la.matmul(self, other)
+    T.__rmatmul__ = lambda self, other: la.matmul(other, self)
+    T.__imatmul__ = _inplace("__imatmul__")
+    T.__divmod__, T.__rdivmod__ = _divmod, _rdivmod
+    T.__getitem__ = lambda self, key: mv.getitem(self, key)
+    T.__setitem__ = _setitem
+    T.__iter__ = _iter
+    T.__array_ufunc__ = _array_ufunc
+    T.__array_function__ = _array_function
+    for name, fn in (("sum", rd.sum), ("prod", rd.prod), ("mean", rd.mean), ("max", rd.max),
+                     ("min", rd.min), ("any", rd.any), ("all", rd.all), ("var", rd.var),
+                     ("std", rd.std), ("argmax", rd.argmax), ("argmin", rd.argmin),
+                     ("astype", ew.astype), ("swapaxes", mv.swapaxes), ("squeeze", mv.squeeze),
+                     ("dot", la.dot), ("ravel", mv.ravel), ("flatten", mv.ravel),
+                     ("round", ew.round_), ("copy", numpy_api._copy)):
+        setattr(T, name, _method(fn))
+    T.reshape = _reshape_method
+    T.transpose = _transpose_method
+    T.clip = _clip_method
+    T.T = property(lambda self: mv.transpose(self))
+    T.mT = property(lambda self: mv.matrix_transpose(self))
+
+
+_install()
+
+
+# --- tracing a function -----------------------------------------------------------------------
+def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
+    if isinstance(spec, ArraySpec):
+        dt = check_supported(spec.dtype, f"argument {pname!r}")
+        node = Node(Op.INPUT, dt, tuple(spec.shape), (), {"index": index, "name": pname},
+                    loc=None)
+        return Tracer(node)
+    if isinstance(spec, ScalarSpec):
+        if spec.pytype not in (bool, int, float):
+            raise unsupported(f"scalar argument {pname!r} of type {spec.pytype.__name__}")
+        node = Node(Op.INPUT, spec.dtype, (), (), {"index": index, "name": pname}, loc=None)
+        return Tracer(node, weak=spec.pytype)
+    raise TypeError(f"bad spec for argument {pname!r}: {spec!r}")
+
+
+def _flatten(value: Any, outputs: list[Node], path: str):
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return ("tuple", tuple(_flatten(v, outputs, f"{path}[{i}]") for i, v in enumerate(value)))
+    if isinstance(value, list):
+        return ("list", tuple(_flatten(v, outputs, f"{path}[{i}]") for i, v in enumerate(value)))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _flatten(v, outputs, f"{path}[{k!r}]"))
+                              for k, v in value.items()))
+    if isinstance(value, Tracer):
+        node = value.node
+    elif isinstance(value, (bool, int, float, np.generic, np.ndarray)):
+        o = operand(value, f"return value {path}")
+        node = mk(Op.CONST, o.dtype, (), attrs={"value": o.value})
+    else:
+        raise TraceError(f"kfuse: the traced function returned {type(value).__name__} at {path}; "
+                         "return arrays, scalars, or tuples/lists/dicts of them")
+    outputs.append(node)
+    return len(outputs) - 1
+
+
+def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = None) -> Graph:
+    """Trace ``fn`` once on abstract arguments and return its :class:`~kfuse.ir.Graph`.
+
+    ``specs`` maps every parameter name of ``fn``, in order, to an ArraySpec (an INPUT node), a
+    ScalarSpec (an INPUT node of shape () promoted weakly) or a StaticSpec (its value is passed).
+    """
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    kinds = {p.name: p.kind for p in params}
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    inputs: list[Node] = []
+    for pname, spec in specs.items():
+        if isinstance(spec, StaticSpec):
+            value = spec.value
+        else:
+            value = _input(spec, len(inputs), pname)
+            inputs.append(value.node)
+        if kinds.get(pname) == inspect.Parameter.KEYWORD_ONLY:
+            kwargs[pname] = value
+        else:
+            args.append(value)
+    with np.errstate(all="ignore"):
+        result = fn(*args, **kwargs)
+    outputs: list[Node] = []
+    tree = _flatten(result, outputs, "return")
+    gname = name or getattr(fn, "__name__", "fn")
+    return Graph(gname, tuple(inputs), tuple(outputs), tree)

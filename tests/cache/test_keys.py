@@ -1,0 +1,105 @@
+"""Keys: canonical hashing, and every key component flipped gives a miss."""
+import copy
+import enum
+
+import numpy as np
+import pytest
+
+from kfuse.runtime import keys
+
+
+def base_key():
+    return keys.build_kernel_key(
+        graph_hash="g" * 64,
+        signature=[["array", "float32", 2, [False, False], "C"], ["array", "float32", 1, [True], "C"]],
+        backend="cuda", arch="sm_90", tile={"threads": 256, "vec": 4},
+        compile_options=["-O3"], knobs={"fast_math": False})
+
+
+def test_hash_is_canonical_and_stable():
+    a = {"b": (1, 2), "a": np.dtype("float32"), "c": {2, 1}}
+    b = {"c": {1, 2}, "a": np.float32, "b": [1, 2]}
+    assert keys.key_hash(a) == keys.key_hash(b)
+    assert len(keys.key_hash(a)) == 64
+    assert keys.key_hash({"x": 1}) != keys.key_hash({"x": 1.5})
+
+
+def test_unhashable_objects_refused():
+    with pytest.raises(TypeError):
+        keys.canonical_json({"x": object()})
+
+
+def test_key_has_versions_and_codegen_hash():
+    k = base_key()
+    assert k["kfuse"] and len(k["codegen"]) == 64
+    assert k["toolchain"]["nvrtc"] == keys.nvrtc_version()
+    cpu = keys.build_kernel_key(graph_hash="g", signature=[], backend="cpu")
+    assert cpu["toolchain"]["numba"] and cpu["toolchain"]["llvmlite"]
+
+
+FLIPS = {
+    "graph": lambda k: k.__setitem__("graph", "h" * 64),
+    "dtype": lambda k: k["signature"][0].__setitem__(1, "float64"),
+    "rank": lambda k: k["signature"][0].__setitem__(2, 3),
+    "broadcast": lambda k: k["signature"][1].__setitem__(3, [False]),
+    "contiguity": lambda k: k["signature"][0].__setitem__(4, "A"),
+    "tile": lambda k: k["tile"].__setitem__("threads", 128),
+    "backend": lambda k: k.__setitem__("backend", "numba-cuda"),
+    "arch": lambda k: k.__setitem__("arch", "sm_80"),
+    "compile_options": lambda k: k.__setitem__("compile_options", ["-O2"]),
+    "knobs": lambda k: k["knobs"].__setitem__("fast_math", True),
+    "kfuse_version": lambda k: k.__setitem__("kfuse", "9.9.9"),
+    "codegen_hash": lambda k: k.__setitem__("codegen", "0" * 64),
+    "nvrtc": lambda k: k["toolchain"].__setitem__("nvrtc", "12.0"),
+    "numpy": lambda k: k["toolchain"].__setitem__("numpy", "1.0"),
+    "driver": lambda k: k["toolchain"].__setitem__("driver", 12000),
+}
+
+
+@pytest.mark.parametrize("component", sorted(FLIPS))
+def test_each_component_flipped_is_a_miss(store, component):
+    k = base_key()
+    store.put("kernels", k, {"kernel.cu": b"src"}, {"function": "f"})
+    assert store.get("kernels", k) is not None
+    k2 = copy.deepcopy(k)
+    FLIPS[component](k2)
+    assert k2 != k
+    assert store.get("kernels", k2) is None
+
+
+def test_cpu_toolchain_components(store):
+    k = keys.build_kernel_key(graph_hash="g", signature=[], backend="cpu", arch="x")
+    store.put("kernels", k, {"a": b"1"})
+    for field in ("numba", "llvmlite", "python"):
+        k2 = copy.deepcopy(k)
+        k2["toolchain"][field] = "0.0"
+        assert store.get("kernels", k2) is None
+    assert store.get("kernels", k) is not None
+
+
+def test_codegen_hash_follows_sources(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    h1 = keys._hash_dir_sources(str(tmp_path))
+    keys._hash_dir_sources.cache_clear()
+    (tmp_path / "a.py").write_text("x = 2\n")
+    h2 = keys._hash_dir_sources(str(tmp_path))
+    keys._hash_dir_sources.cache_clear()
+    assert h1 != h2
+
+
+def test_shape_bucket():
+    assert keys.shape_bucket((1, 3, 4, 1000, 0)) == [1, 4, 4, 1024, 0]
+
+
+def test_enum_and_dataclass_keys():
+    import dataclasses
+
+    class E(enum.Enum):
+        A = 1
+
+    @dataclasses.dataclass(frozen=True)
+    class Tile:
+        bm: int
+        bn: int
+
+    assert keys.key_hash({"t": Tile(64, 128), "e": E.A}) != keys.key_hash({"t": Tile(64, 64), "e": E.A})

@@ -1,0 +1,107 @@
+"""CPU-only checks of the GEMM emitters: the CUDA C compiles with NVRTC for sm_80 and sm_90
+(CUBIN: NVRTC runs ptxas internally, so a CUBIN proves the PTX assembles for that arch), and the
+PTX also passes the machine's ``ptxas`` when present. NVRTC 13.5 writes PTX ISA 9.5, which the
+CUDA 13.0 ptxas rejects (it reads ISA <= 9.0) and NVRTC has no option to pick an older ISA, so
+the PTX's ``.version`` line is lowered with ``nvrtc.ptx_for_ptxas`` first (valid: the kernels use
+no instruction newer than ISA 7.x: cp.async, ldmatrix, mma.sync need ISA 7.0-7.8 / sm_80)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kfuse.codegen.gemm_cuda import (EpInput, EpStep, GemmEpilogue, GemmSpec, GemmTile,
+                                     default_tile, emit_epilogue_kernel, emit_gemm, gemm_search_space)
+
+pytest.importorskip("cuda.bindings.nvrtc")
+from kfuse.codegen import nvrtc  # noqa: E402
+
+PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
+BIAS_GELU = GemmEpilogue.chain(("add", ("in", 0)), "gelu_tanh", inputs=(EpInput("f16", "row"),))
+RICH = GemmEpilogue(
+    (EpStep("mul", (("v", 0), ("p", 0))), EpStep("add", (("v", 1), ("in", 0))),
+     EpStep("add", (("v", 2), ("in", 1))), EpStep("gelu_erf", (("v", 3),)),
+     EpStep("max", (("v", 4), ("c", float("-inf")))), EpStep("silu", (("v", 5),)),
+     EpStep("round_f16", (("v", 6),)), EpStep("relu", (("v", 7),))),
+    (EpInput("bf16", "col"), EpInput("f32", "full")), 1, "bf16")
+
+
+def _compile(src, arch):
+    try:
+        res = nvrtc.compile(src, arch, name="gemm_test")
+    except Exception as e:
+        if "NVRTC is not available" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert len(res.cubin) > 1000
+    return res
+
+
+def _ptxas(ptx, arch, tmp_path):
+    if PTXAS is None:
+        return ""
+    p = tmp_path / "k.ptx"
+    p.write_text(nvrtc.ptx_for_ptxas(ptx))
+    r = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", os.devnull],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+CASES = [
+    (GemmSpec("f16", BIAS_GELU), GemmTile(128, 128, 32, 2, 2, 4)),
+    (GemmSpec("bf16", BIAS_GELU, a_kmajor=False, b_kmajor=True), GemmTile(128, 256, 32, 2, 4, 3)),
+    (GemmSpec("f16", RICH, a_kmajor=False, b_kmajor=False), GemmTile(64, 64, 32, 2, 2, 4)),
+    (GemmSpec("f16", BIAS_GELU, aligned=False, b_kmajor=True), GemmTile(128, 128, 64, 2, 2, 3)),
+    (GemmSpec("f32", GemmEpilogue.chain("relu", out_dtype="f32")), None),
+]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_gemm_compiles(case, arch, tmp_path):
+    spec, tile = CASES[case]
+    src = emit_gemm(spec, tile)
+    assert 'extern "C" __global__' in src and "kfuse_gemm" in src
+    res = _compile(src, arch)
+    if spec.tensor_core:
+        assert "mma.sync.aligned.m16n8k16" in res.ptx
+        assert ("cp.async.cg.shared.global" in res.ptx) == spec.aligned
+        assert "ldmatrix.sync.aligned" in res.ptx
+    log = _ptxas(res.ptx, arch, tmp_path)
+    assert "spill" not in log or "0 bytes spill stores" in log
+
+
+def test_no_sizes_in_source():
+    src = emit_gemm(GemmSpec("f16", BIAS_GELU), GemmTile())
+    assert "4096" not in src          # sizes are parameters, never baked in
+    assert src == emit_gemm(GemmSpec("f16", BIAS_GELU), GemmTile())   # deterministic (memo key)
+
+
+@pytest.mark.parametrize("vec", [1, 8])
+def test_epilogue_kernel_compiles(vec, tmp_path):
+    for spec in (GemmSpec("f16", BIAS_GELU), GemmSpec("f16", RICH)):
+        res = _compile(emit_epilogue_kernel(spec, vec=vec), "sm_90")
+        _ptxas(res.ptx, "sm_90", tmp_path)
+
+
+def test_search_space_and_default_tile():
+    spec = GemmSpec("f16", BIAS_GELU)
+    for t in gemm_search_space():
+        t.check(spec)
+        t.check(GemmSpec("f16", BIAS_GELU, a_kmajor=False, b_kmajor=True))
+    assert default_tile(4096, 4096, 4096) in gemm_search_space()
+    assert default_tile(1, 7, 33).block_m == 64
+    with pytest.raises(ValueError):
+        GemmTile(128, 128, 32, 3, 2, 4).check(spec)
+
+
+def test_epilogue_validation():
+    with pytest.raises(ValueError):
+        GemmEpilogue((EpStep("add", (("v", 0), ("in", 0))),), (), 0, "f16")   # no input 0
+    with pytest.raises(ValueError):
+        GemmEpilogue((EpStep("gelu", (("v", 0),)),))                         # unknown op
+    with pytest.raises(ValueError):
+        GemmEpilogue((EpStep("relu", (("v", 1),)),))                         # forward reference

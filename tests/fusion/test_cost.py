@@ -1,0 +1,76 @@
+"""The cost model: device specs by name and from live properties, and roofline predictions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusion_builders as fb
+from kfuse.fusion.cost import DEVICES, from_properties, get_device_spec, roofline
+from kfuse.fusion.pipeline import optimize, plan
+
+
+@pytest.mark.parametrize("name", ["h100", "h200", "a100-40gb", "a100-80gb", "l4", "rtx4090", "cpu"])
+def test_known_devices(name):
+    d = get_device_spec(name)
+    assert d.name == name and d.bandwidth > 0 and d.sms > 0 and d.launch_overhead > 0
+    assert d.peak(np.float32) > 0 and d.peak(np.float16, "tensor") > 0
+    if d.kind == "gpu":
+        assert d.peak(np.float16, "tensor") > d.peak(np.float32) and d.registers_per_sm == 65536
+        assert d.shared_mem_per_block > 0 and d.l2_bytes > 0
+
+
+def test_cpu_spec_is_the_ci_machine():
+    d = get_device_spec(None)
+    assert d.kind == "cpu" and 10e9 <= d.bandwidth <= 40e9 and 20e9 <= d.peak(np.float32) <= 100e9
+    assert get_device_spec("H100") is DEVICES["h100"]
+    with pytest.raises(ValueError, match="unknown device"):
+        get_device_spec("tpu")
+
+
+def test_from_properties_known_and_unknown():
+    props = {"name": b"NVIDIA H100 80GB HBM3", "multiProcessorCount": 132, "regsPerMultiprocessor":
+             65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472,
+             "l2CacheSize": 52428800, "major": 9, "minor": 0}
+    d = from_properties(props)
+    assert d.arch == "sm_90" and d.bandwidth == DEVICES["h100"].bandwidth
+    assert d.shared_mem_per_block == 232448 and d.name.startswith("NVIDIA H100")
+    u = from_properties({"name": "Mystery GPU", "multiProcessorCount": 40, "memoryClockRate": 1_000_000,
+                         "memoryBusWidth": 256, "major": 8, "minor": 6})
+    assert u.arch == "sm_86" and u.sms == 40 and 40e9 < u.bandwidth < 64e9
+
+
+def test_roofline_bound_and_launch():
+    d = get_device_spec("h100")
+    mem = roofline(1e9, 1e9, 1e6, d)
+    assert mem.bound == "memory" and mem.seconds == pytest.approx(2e9 / d.bandwidth + d.launch_overhead)
+    comp = roofline(1e3, 1e3, 1e13, d)
+    assert comp.bound == "compute" and comp.intensity > 1e9
+    assert roofline(8, 8, 1, d).bound == "launch"
+
+
+def test_group_cost_counts_bytes_and_flops():
+    p = plan(optimize(fb.p1(256, 128)), "h100")
+    (g,) = p.kernels
+    assert g.cost.bytes_read == 256 * 128 * 4 + 2 * 128 * 4
+    assert g.cost.bytes_written == 256 * 128 * 4
+    assert g.cost.flops > 10 * 256 * 128           # tanh and pow weighted
+    assert g.cost.intensity == pytest.approx(g.cost.flops / (g.cost.bytes_read + g.cost.bytes_written))
+
+
+def test_matmul_uses_tensor_peak_and_is_compute_bound_when_big():
+    p = plan(optimize(fb.matmul_bias_gelu(4096, 4096, 4096)), "h100")
+    (g,) = p.kernels
+    assert g.cost.bound == "compute"
+    assert g.cost.flops >= 2 * 4096 ** 3
+    assert g.cost.seconds < 2 * 4096 ** 3 / 300e12          # tensor cores, not SIMT f32
+
+
+def test_fusion_predicted_faster_than_unfused():
+    """The plan's predicted time beats one kernel per op (the point of fusing)."""
+    g = optimize(fb.layernorm(1024, 4096))
+    fused = sum(k.cost.seconds for k in plan(g, "h100").kernels)
+    d = get_device_spec("h100")
+    unfused = sum(roofline(sum(i.nbytes for i in n.inputs if i.op.value != "const"), n.nbytes,
+                           n.size, d).seconds for n in g.nodes() if n.op.value not in
+                  ("input", "const", "broadcast"))
+    assert fused < unfused / 3

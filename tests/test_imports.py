@@ -1,0 +1,124 @@
+"""Import hygiene: imports inside kfuse point one way (CONTRACTS.md), and ``import kfuse`` loads no
+GPU stack (cupy, torch, numba.cuda, jax) eagerly.
+
+Layers, lowest first: ``config/errors <- ir <- {trace, fusion} <- codegen <- runtime <- autotune
+<- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
+import each other. Modules outside the table (``cli``, ``demo``, ``cache_cli``, ``bench``,
+``__init__``) are front ends at the top: nothing inside the layers may import them.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "kfuse"
+
+LAYER = {
+    "config": 0, "errors": 0,
+    "ir": 1,
+    "trace": 2, "fusion": 2,
+    "codegen": 3,
+    "runtime": 4,
+    "autotune": 5,
+    "api": 6,
+}
+TOP = 7            # cli, demo, cache_cli, bench, the package __init__ and anything else new
+SIBLINGS_APART = {("trace", "fusion"), ("fusion", "trace")}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _unit(module: str) -> str:
+    """The layer name of a kfuse module: ``kfuse.ir.graph`` -> ``ir``; ``kfuse`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _rank(module: str) -> int:
+    return LAYER.get(_unit(module), TOP)
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int]]:
+    """Every kfuse module that ``module`` imports (at any depth of the file), with its line."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    package = module if is_pkg else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "kfuse" or alias.name.startswith("kfuse."):
+                    found.append((alias.name, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not (target == "kfuse" or target.startswith("kfuse.")):
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.append((sub if sub in MODULES else target, node.lineno))
+    return found
+
+
+def test_package_found():
+    assert "kfuse.ir.graph" in MODULES and "kfuse.errors" in MODULES
+
+
+def test_resolution_of_relative_imports():
+    # `from ..errors import UnsupportedError` in kfuse/ir/dtypes.py is an import of kfuse.errors
+    assert "kfuse.errors" in [m for m, _ in _imports("kfuse.ir.dtypes", MODULES["kfuse.ir.dtypes"])]
+
+
+def test_rule_catches_a_wrong_way_arrow(tmp_path):
+    """The checker itself must be able to fail: an ir module importing fusion is flagged."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from ..fusion import plan\nfrom .. import api\n")
+    targets = [m for m, _ in _imports("kfuse.ir.bad", bad)]
+    assert targets == ["kfuse.fusion.plan", "kfuse.api"]
+    assert all(_rank(t) > _rank("kfuse.ir.bad") for t in targets)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_one_way(module):
+    src_unit, src_rank = _unit(module), _rank(module)
+    wrong = []
+    for target, line in _imports(module, MODULES[module]):
+        dst_unit, dst_rank = _unit(target), _rank(target)
+        if dst_unit == src_unit:
+            continue
+        if (src_unit, dst_unit) in SIBLINGS_APART:
+            wrong.append(f"line {line}: {module} imports {target} ({src_unit} and {dst_unit} never import each other)")
+        elif dst_rank > src_rank or (dst_rank == TOP and src_rank < TOP):
+            wrong.append(f"line {line}: {module} (layer {src_unit}) imports {target} (layer {dst_unit}, higher)")
+    assert not wrong, "wrong-way imports (see docs/CONTRACTS.md):\n" + "\n".join(wrong)
+
+
+def test_import_kfuse_is_light():
+    code = ("import sys, kfuse\n"
+            "heavy = [m for m in ('cupy', 'torch', 'jax', 'numba.cuda') if m in sys.modules]\n"
+            "print(','.join(heavy))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=PKG.parent, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "", f"`import kfuse` imported {res.stdout.strip()} eagerly"

@@ -1,0 +1,150 @@
+"""Bad input while tracing: each error by type, and its message naming the op and this file's
+line (``test_trace_errors.py:N``)."""
+import numpy as np
+import pytest
+
+import kfuse.errors as ke
+from kfuse.ir.specs import ArraySpec, ScalarSpec, StaticSpec
+from kfuse.trace import trace_function
+
+F4 = ArraySpec(np.dtype("f4"), (3, 4))
+
+
+def trace(fn, *specs):
+    import inspect
+    names = list(inspect.signature(fn).parameters)
+    return trace_function(fn, dict(zip(names, specs or (F4,))))
+
+
+def line_of(fn) -> str:
+    return f"test_trace_errors.py:{fn.__code__.co_firstlineno}"
+
+
+UNSUPPORTED = [
+    (lambda x: np.sort(x), "np.sort"),
+    (lambda x: np.cumsum(x), "np.cumsum"),
+    (lambda x: np.concatenate([x, x]), "np.concatenate"),
+    (lambda x: np.add(x, 1, out=x), "out="),
+    (lambda x: np.exp(x, where=x > 0), "where="),
+    (lambda x: np.add(x, 1, dtype=np.float64), "dtype="),
+    (lambda x: np.add.accumulate(x), "np.add.accumulate"),
+    (lambda x: np.add.outer(x, x), "np.add.outer"),
+    (lambda x: np.subtract.reduce(x), "np.subtract.reduce"),
+    (lambda x: np.logaddexp(x, x), "np.logaddexp"),
+    (lambda x: np.fmod(x, 2), "np.fmod"),
+    (lambda x: x.sum(out=x), "np.sum with out="),
+    (lambda x: x.max(initial=0), "np.max with initial="),
+    (lambda x: x.mean(where=x > 0), "np.mean with where="),
+    (lambda x: x[np.array([0, 1])], "fancy"),
+    (lambda x: x[[0, 2]], "fancy"),
+    (lambda x: x[x > 0], "indexing with a traced array"),
+    (lambda x: x[np.array([True, False, True])], "boolean indexing"),
+    (lambda x: x[True], "boolean indexing"),
+    (lambda x: x + np.ones(4), "NumPy array constant of shape (4,)"),
+    (lambda x: np.ones((3, 4)) * x, "NumPy array constant of shape (3, 4)"),
+    (lambda x: x.astype(np.complex64), "complex64"),
+    (lambda x: x.astype(object), "object"),
+    (lambda x: x + 1j, "complex"),
+    (lambda x: x * np.complex128(2), "complex128"),
+    (lambda x: x.astype("U3"), "<U3"),
+    (lambda x: np.linalg.norm(x), "np.linalg.norm"),
+    (lambda x: (x > 0) @ (x.T > 0), "bool"),
+    (lambda x: np.dot(x.reshape(1, 3, 4), x.T), "more than 2 dimensions"),
+    (lambda x: x.reshape(12, order="F"), "order='F'"),
+    (lambda x: x.__iadd__(1), "in-place"),
+    (lambda x: x.__setitem__(0, 1.0), "item assignment"),
+    (lambda x: np.where(x > 0), "np.where with one argument"),
+    (lambda x: x + [1, 2, 3, 4], "list"),
+]
+
+
+@pytest.mark.parametrize("fn,text", UNSUPPORTED, ids=[t for _, t in UNSUPPORTED])
+def test_unsupported(fn, text):
+    with pytest.raises(ke.UnsupportedError) as info:
+        trace(fn)
+    msg = str(info.value)
+    assert text in msg, msg
+    assert line_of(fn) in msg, msg
+    assert isinstance(info.value, ke.KfuseError)
+
+
+def test_inplace_augmented_assignment():
+    def f(x):
+        x += 1
+        return x
+    with pytest.raises(ke.UnsupportedError, match=r"in-place.*test_trace_errors.py:\d+"):
+        trace(f)
+
+
+CONTROL_FLOW = [
+    lambda x: x if x.sum() > 0 else -x,
+    lambda x: float(x.max()),
+    lambda x: int(x[0, 0]),
+    lambda x: x * bool(x.min()),
+    lambda x: np.asarray(x),
+    lambda x: np.array(x) + 1,
+    lambda x: x[0, 0].item(),
+    lambda x: range(x[0, 0]),
+    lambda x: x and x,
+    lambda x: x.tolist(),
+]
+
+
+@pytest.mark.parametrize("fn", CONTROL_FLOW)
+def test_control_flow_is_a_trace_error(fn):
+    with pytest.raises(ke.TraceError) as info:
+        trace(fn)
+    msg = str(info.value)
+    assert line_of(fn) in msg, msg
+    assert "np.where" in msg and "static_argnames" in msg, msg
+
+
+def test_if_statement_points_at_the_if_line():
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:  # <- the line
+            return y
+        return -y
+    with pytest.raises(ke.TraceError) as info:
+        trace(f)
+    assert f"test_trace_errors.py:{f.__code__.co_firstlineno + 2}" in str(info.value)
+
+
+def test_broadcast_error_names_both_shapes():
+    with pytest.raises(ValueError) as info:
+        trace(lambda x, y: x + y, F4, ArraySpec(np.dtype("f4"), (5,)))
+    msg = str(info.value)
+    assert "(3,4)" in msg and "(5,)" in msg and "could not be broadcast" in msg
+    assert "test_trace_errors.py" in msg
+    with pytest.raises(ValueError, match=r"\(3,4\) \(2,1,5\)"):
+        trace(lambda x, y: np.where(x > 0, y, x), F4, ArraySpec(np.dtype("f4"), (2, 1, 5)))
+    with pytest.raises(ValueError, match="broadcast"):
+        trace(lambda x: np.broadcast_to(x, (4, 4)))
+
+
+@pytest.mark.parametrize("dtype", ["c8", "c16", "O", "U4", "M8[s]"])
+def test_unsupported_spec_dtypes(dtype):
+    with pytest.raises(ke.UnsupportedError, match="not supported|unsupported"):
+        trace(lambda x: x, ArraySpec(np.dtype(dtype), (3,)))
+
+
+def test_numpy_errors_keep_numpy_types():
+    with pytest.raises(TypeError):   # numpy: boolean negative is not supported
+        trace(lambda x: -x, ArraySpec(np.dtype("?"), (3,)))
+    with pytest.raises(TypeError):
+        trace(lambda x: ~x)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        trace(lambda x: x ** -2, ArraySpec(np.dtype("i4"), (3,)))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        trace(lambda x: x.reshape(5, 2))
+    with pytest.raises(IndexError, match="out of bounds"):
+        trace(lambda x: x[3])
+    with pytest.raises(TypeError, match="len"):
+        trace(lambda x: len(x.sum()))
+
+
+def test_bad_return_value():
+    with pytest.raises(ke.TraceError, match="returned NoneType"):
+        trace(lambda x: None)
+    with pytest.raises(ke.TraceError, match="returned str"):
+        trace(lambda x: (x, "a"))
