@@ -174,6 +174,8 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
         try:
             p.setup()
             peer_info[p.name] = {"available": True, "version": p.version()}
+            if getattr(p, "warmup_s", None) is not None:
+                peer_info[p.name]["process_warmup_s"] = p.warmup_s
             live.append(p)
         except PeerUnavailable as e:
             peer_info[p.name] = {"available": False, "reason": str(e)}
@@ -384,6 +386,7 @@ def _warm_load(peer: KfusePeer, device: str, quick: bool, workloads, rows: list[
     for row in rows:
         if row["impl"] == peer.name:
             row["warm_import_s"] = res.get("import_s")
+            row["warm_init_s"] = res.get("init_s")
 
 
 def _loadavg():

@@ -211,14 +211,15 @@ def _lit(x) -> str:
     return f"{x!r}f"
 
 
-def _unary(op: str, x: str) -> str:
+def _unary(op: str, x: str, fast: bool = False) -> str:
+    tanh = (lambda y: f"(1.f - 2.f / (__expf(2.f * ({y})) + 1.f))") if fast else (lambda y: f"tanhf({y})")
     return {
         "relu": f"(({x}) > 0.f || ({x}) != ({x}) ? ({x}) : 0.f)",
-        "gelu_tanh": f"(0.5f * ({x}) * (1.f + tanhf(0.7978845608028654f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
+        "gelu_tanh": f"(0.5f * ({x}) * (1.f + {tanh(f'0.7978845608028654f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x}))')}))",
         "gelu_erf": f"(0.5f * ({x}) * (1.f + erff(({x}) * 0.7071067811865476f)))",
         "silu": f"(({x}) / (1.f + expf(-({x}))))",
         "sigmoid": f"(1.f / (1.f + expf(-({x}))))",
-        "tanh": f"tanhf({x})", "exp": f"expf({x})", "log": f"logf({x})", "sqrt": f"sqrtf({x})",
+        "tanh": tanh(x), "exp": f"expf({x})", "log": f"logf({x})", "sqrt": f"sqrtf({x})",
         "erf": f"erff({x})", "neg": f"(-({x}))", "abs": f"fabsf({x})", "square": f"(({x}) * ({x}))",
         "recip": f"(1.f / ({x}))",
         "round_f16": f"kf_ld_f16(kf_st_f16({x}))", "round_bf16": f"kf_ld_bf16(kf_st_bf16({x}))",
@@ -261,7 +262,7 @@ def _epilogue_fn(ep: GemmEpilogue) -> str:
     for k, s in enumerate(ep.steps):
         xs = [arg(a) for a in s.args]
         if s.op in UNARY_OPS:
-            e = _unary(s.op, xs[0])
+            e = _unary(s.op, xs[0], fast=ep.out_dtype != "f32")
         elif s.op in BINARY_OPS:
             e = _binary(s.op, xs[0], xs[1])
         else:
@@ -412,39 +413,52 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
     if (s < KT) load_stage(s, s);
     kf_cp_commit();
   }}
-  for (int kt = 0; kt < KT; ++kt) {{
-    kf_cp_wait<STAGES - 2>();
-    __syncthreads();
-    {{
-      const int nk = kt + STAGES - 1;
-      if (nk < KT) load_stage(nk % STAGES, nk);
-      kf_cp_commit();
-    }}
-    const int st = kt % STAGES;
-    const unsigned abase = sA0 + st * (A_TILE * 2) + a_off, bbase = sB0 + st * (B_TILE * 2) + b_off;
+  // fragments are double-buffered in registers: step kk+1's ldmatrix is issued before step kk's
+  // mma; the wait for the next stage happens at the last kk of a tile (CUTLASS multistage order)
+  unsigned af[2][MI][4], bfr[2][NI][2];
+  auto load_frags = [&](int buf, int stage, int kk) {{
+    const unsigned abase = sA0 + stage * (A_TILE * 2) + a_off, bbase = sB0 + stage * (B_TILE * 2) + b_off;
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {{
-      unsigned af[MI][4], bfr[NI][2];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {{
+    for (int i = 0; i < MI; ++i) {{
 #if A_KMAJOR
-        kf_ldsm_x4(abase + (i * 16 * A_LD + kk * 16) * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+      kf_ldsm_x4(abase + (i * 16 * A_LD + kk * 16) * 2, af[buf][i][0], af[buf][i][1], af[buf][i][2], af[buf][i][3]);
 #else
-        kf_ldsm_x4_t(abase + (kk * 16 * A_LD + i * 16) * 2, af[i][0], af[i][1], af[i][2], af[i][3]);
+      kf_ldsm_x4_t(abase + (kk * 16 * A_LD + i * 16) * 2, af[buf][i][0], af[buf][i][1], af[buf][i][2], af[buf][i][3]);
 #endif
-      }}
+    }}
 #pragma unroll
-      for (int p = 0; p < NI / 2; ++p) {{
+    for (int p = 0; p < NI / 2; ++p) {{
 #if B_KMAJOR
-        kf_ldsm_x4(bbase + (p * 16 * B_LD + kk * 16) * 2, bfr[2 * p][0], bfr[2 * p][1], bfr[2 * p + 1][0], bfr[2 * p + 1][1]);
+      kf_ldsm_x4(bbase + (p * 16 * B_LD + kk * 16) * 2, bfr[buf][2 * p][0], bfr[buf][2 * p][1], bfr[buf][2 * p + 1][0], bfr[buf][2 * p + 1][1]);
 #else
-        kf_ldsm_x4_t(bbase + (kk * 16 * B_LD + p * 16) * 2, bfr[2 * p][0], bfr[2 * p][1], bfr[2 * p + 1][0], bfr[2 * p + 1][1]);
+      kf_ldsm_x4_t(bbase + (kk * 16 * B_LD + p * 16) * 2, bfr[buf][2 * p][0], bfr[buf][2 * p][1], bfr[buf][2 * p + 1][0], bfr[buf][2 * p + 1][1]);
 #endif
+    }}
+  }};
+  constexpr int KK = BK / 16;
+  kf_cp_wait<STAGES - 2>();
+  __syncthreads();
+  int rd = 0, wr = STAGES - 1;
+  load_frags(0, 0, 0);
+  for (int kt = 0; kt < KT; ++kt) {{
+#pragma unroll
+    for (int kk = 0; kk < KK; ++kk) {{
+      if (kk == KK - 1) {{
+        kf_cp_wait<STAGES - 2>();
+        __syncthreads();
+        rd = (rd + 1 == STAGES) ? 0 : rd + 1;
+      }}
+      load_frags((kk + 1) & 1, rd, (kk + 1) % KK);
+      if (kk == 0) {{
+        const int nk = kt + STAGES - 1;
+        if (nk < KT) load_stage(wr, nk);
+        kf_cp_commit();
+        wr = (wr + 1 == STAGES) ? 0 : wr + 1;
       }}
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) kf_mma(acc[i][j], af[i], bfr[j]);
+        for (int j = 0; j < NI; ++j) kf_mma(acc[i][j], af[kk & 1][i], bfr[kk & 1][j]);
     }}
   }}
   kf_cp_wait<0>();
@@ -606,19 +620,20 @@ def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
 
 _EPI_KERNEL = r"""
 #define VEC {vec}
-// out[b, m, n] = epilogue(X[b, m, n]); X is the cuBLAS result (rows contiguous); VEC elements per
-// thread along n (VEC > 1 needs N % VEC == 0 and aligned rows); grid-stride over VEC-groups.
+// out[b, m, n] = epilogue(X[b, m, n]); X is the cuBLAS result (rows contiguous). One block per
+// row (grid.x = batch * M: no divisions per element); VEC elements per thread along n (VEC > 1
+// needs N % VEC == 0 and aligned rows).
 extern "C" __global__ void __launch_bounds__(256) kfuse_gemm_epilogue(
     const {x_t}* __restrict__ X, {out_t}* C, int M, int N, int batch,
     i64 sXb, i64 sXm, i64 sCb, i64 sCm{ep_params}) {{
-  const i64 groups_per_row = N / VEC, total = (i64)batch * M * groups_per_row;
-  for (i64 g = (i64)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (i64)gridDim.x * blockDim.x) {{
-    const i64 row = g / groups_per_row;
-    const int n = (int)(g - row * groups_per_row) * VEC;
-    const i64 b = row / M;
-    const int m = (int)(row - b * M);
-    const {x_t}* x = X + b * sXb + (i64)m * sXm + n;
-    {out_t}* c = C + b * sCb + (i64)m * sCm + n;
+  const int row = blockIdx.x;
+  const i64 b = row / M;
+  const int m = row - (int)b * M;
+  const {x_t}* xrow = X + b * sXb + (i64)m * sXm;
+  {out_t}* crow = C + b * sCb + (i64)m * sCm;
+  for (int n = threadIdx.x * VEC; n < N; n += blockDim.x * VEC) {{
+    const {x_t}* x = xrow + n;
+    {out_t}* c = crow + n;
 {body}
   }}
 }}

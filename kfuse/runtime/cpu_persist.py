@@ -87,9 +87,10 @@ class NumbaDiskCache:
         # two different kernels from defining the same symbol in the process-wide JIT.
         self.enabled = self.py_func.__module__ == module_name_for(source)
         if not self.enabled:
-            warn_once("module", "cpu_persist", "kfuse cache: CPU kernels are not persisted: exec "
-                      "the generated source with globals {'__name__': cpu_persist.module_name_for"
-                      f"(source)} (got {self.py_func.__module__!r})")
+            warn_once("module", "cpu_persist",
+                      "kfuse cache: CPU kernels are not persisted: exec the generated source in "
+                      "globals whose __name__ is cpu_persist.module_name_for(source) "
+                      f"(got {self.py_func.__module__!r})")
         self.loads = 0
         self.saves = 0
 

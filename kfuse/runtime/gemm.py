@@ -172,16 +172,14 @@ class GemmRunner:
             return out
         vec = 8 if call.N % 8 == 0 else 1
         fn = self.function(emit_epilogue_kernel(spec, vec=vec), "kfuse_gemm_epilogue")
-        total = call.batch * call.M * call.N // vec
-        dev = cp.cuda.Device()
-        sms = dev.attributes["MultiProcessorCount"]
-        grid = max(1, min(math.ceil(total / 256), sms * 8))
+        rows = call.batch * call.M
+        threads = 256 if call.N // vec >= 256 else max(32, 32 * math.ceil(call.N / vec / 32))
         o3 = out.reshape(call.batch, call.M, call.N)
         args = [x, o3, np.int32(call.M), np.int32(call.N), np.int32(call.batch),
                 np.int64(call.M * call.N), np.int64(call.N), np.int64(o3.strides[0] // o3.itemsize),
                 np.int64(o3.strides[1] // o3.itemsize)] + ep_args + [np.float32(p) for p in params]
-        if total:
-            fn((grid, 1, 1), (256, 1, 1), tuple(args))
+        if rows:
+            fn((rows, 1, 1), (threads, 1, 1), tuple(args))
         return out
 
     # -- entry ----------------------------------------------------------------------------

@@ -85,8 +85,8 @@ def test_every_op(dtname):
         got, prog = run([xa, xb, xe], outs, [a, b, e])
     assert len(prog.kernels) == 1
     for g, r, name in zip(got, refs, names):
-        if dt.kind == "f" and name in ("power",):
-            r = np.asarray(r)
+        if name == "reciprocal" and dt.kind in "iu":    # 1/0 for ints is undefined in NumPy
+            g, r = g[a != 0], r[a != 0]
         assert_matches_numpy(g, r, err_msg=f"{name} {dtname}")
 
 
