@@ -107,6 +107,7 @@ def main():
             ta, tb, tbias = (torch.from_dlpack(x) for x in (a, b, bias))
             f = lambda: F.gelu(torch.addmm(tbias, ta, tb), approximate="tanh")
             r["torch_eager_ms"] = time_torch(f)
+            r["torch_mm_alone_ms"] = time_torch(lambda: ta @ tb)
             try:
                 fc = torch.compile(lambda x, y, z: F.gelu(x @ y + z, approximate="tanh"))
                 r["torch_compile_ms"] = time_torch(lambda: fc(ta, tb, tbias))
@@ -119,8 +120,8 @@ def main():
         rows.append(r)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     lines = [f"# P5 GEMM + bias + GELU(tanh), f16 — {name}, {stamp}", "",
-             "| shape | cuBLAS alone | generated (best tile) | cuBLAS+epilogue | auto pick | torch eager | torch.compile |",
-             "|---|---|---|---|---|---|---|"]
+             "| shape | cuBLAS alone (cupy.matmul) | generated (best tile) | cuBLAS+epilogue | auto pick | torch eager | torch.compile | torch matmul alone |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cb = r["cublas_tflops"]
         def cell(k):
@@ -128,7 +129,7 @@ def main():
             return f"{v:.0f} TF/s ({v / cb:.2f}x)" if v else "-"
         lines.append(f"| {'x'.join(map(str, r['shape']))} | {cb:.0f} TF/s | {cell('generated')} "
                      f"[{r['generated_best_tile']}] | {cell('cublas_epi')} | {r['auto_pick']} | "
-                     f"{cell('torch_eager')} | {cell('torch_compile')} |")
+                     f"{cell('torch_eager')} | {cell('torch_compile')} | {cell('torch_mm_alone')} |")
     lines.append("")
     for r in rows:
         lines.append(f"tiles {r['shape']}: " + ", ".join(

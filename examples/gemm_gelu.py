@@ -13,7 +13,7 @@ SQRT_2_OVER_PI = 0.7978845608028654
 @kfuse.jit
 def gemm_gelu(x, W, b):
     h = x @ W + b
-    return 0.5 * h * (1.0 + np.tanh(SQRT_2_OVER_PI * (h + 0.044715 * h ** 3)))
+    return 0.5 * h * (1.0 + np.tanh(SQRT_2_OVER_PI * (h + 0.044715 * (h * h * h))))
 
 
 def check(name, got, want, rtol=1e-4, atol=1e-4):

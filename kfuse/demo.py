@@ -24,7 +24,7 @@ SQRT_2_OVER_PI = 0.7978845608028654  # Python floats are weak scalars: float32 s
 
 def gelu_bias(x, w, b):
     h = x * w + b
-    return 0.5 * h * (1.0 + np.tanh(SQRT_2_OVER_PI * (h + 0.044715 * h ** 3)))
+    return 0.5 * h * (1.0 + np.tanh(SQRT_2_OVER_PI * (h + 0.044715 * (h * h * h))))
 
 
 def softmax(x):
@@ -44,7 +44,7 @@ def rownorm(x):
 
 def gemm_gelu(x, W, b):
     h = x @ W + b
-    return 0.5 * h * (1.0 + np.tanh(SQRT_2_OVER_PI * (h + 0.044715 * h ** 3)))
+    return 0.5 * h * (1.0 + np.tanh(SQRT_2_OVER_PI * (h + 0.044715 * (h * h * h))))
 
 
 def adam(param, grad, m, v):

@@ -104,7 +104,7 @@ def _gpu_ceilings_cupy(quick, gemm_shapes) -> dict:
             b = cp.random.standard_normal((s, s), dtype=cp.float32).astype(dt)
             t = timing.time_events(lambda i: cp.matmul(a, b), ev, warmup=3, budget_s=0.5, max_reps=20)
             out[key] = _entry(2.0 * s ** 3 / (t.median_ms * 1e-3), "FLOP/s",
-                              f"cuBLAS {cp.dtype(dt).name} GEMM {s}^3 (cupy.matmul)", t)
+                              f"cuBLAS {np.dtype(dt).name} GEMM {s}^3 (cupy.matmul)", t)
             del a, b
         except Exception as e:
             out["errors"][key] = f"{type(e).__name__}: {e}".splitlines()[0]

@@ -17,6 +17,8 @@ KFUSE_PREFIX = "kfuse["
 
 
 def _f(x, fmt="{:.3g}", dash="–"):
+    if isinstance(x, str):   # "inf" / "nan" from a reloaded JSON
+        return x
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return dash if x is None else str(x)
     return fmt.format(x)
@@ -53,10 +55,21 @@ def primary_kfuse(result: dict, case: str) -> str | None:
     return names[0] if names else None
 
 
+def _plain(x):
+    """JSON-safe copy: non-finite floats become the strings "inf" / "-inf" / "nan"."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
 def write_json(result: dict, path: str) -> None:
     _mkdir(path)
     with open(path, "w") as f:
-        json.dump(result, f, indent=1, default=str, allow_nan=True)
+        json.dump(_plain(result), f, indent=1, default=str, allow_nan=False)
 
 
 def _mkdir(path: str) -> None:
@@ -174,6 +187,12 @@ def markdown(result: dict, plot_path: str | None = None, heading: str = "#") -> 
              f"- Suite: {m['suite']} ({m['size']} sizes); wall time {m['wall_s']:.0f} s; "
              f"planner device `{m.get('planner_device')}`",
              f"- Command: `{' '.join(['kfuse', 'bench'] + [a for a in m['argv'][1:]])}`", ""]
+    load, cores = m.get("loadavg_start"), m["device_info"].get("cores") or m["device_info"].get("host_cpu", {}).get("cores")
+    if m["device"] == "cpu" and load and cores and max(load[0], (m.get("loadavg_end") or [0])[0]) > 0.5 * cores:
+        parts += [f"> **Busy machine:** the load average ({load[0]:.1f} at start) was above half the "
+                  f"{cores} hardware threads, so other processes shared the CPU during this run; "
+                  "multi-threaded implementations (kfuse's parallel loops, PyTorch, BLAS) suffer most. "
+                  "Compare the min column, and re-run on an idle machine.", ""]
     parts += [f"{heading}# Ceilings (measured in this run)", ""] + ceilings_lines(result) + [""]
     if plot_path:
         parts += [f"![roofline]({plot_path})", ""]
@@ -218,7 +237,7 @@ def _x_positions(cases: dict) -> dict:
         key = round(math.log10(c["intensity"]), 2)
         k = seen.get(key, 0)
         seen[key] = k + 1
-        pos[label] = c["intensity"] * (1.0 + 0.07 * ((k + 1) // 2) * (1 if k % 2 else -1))
+        pos[label] = c["intensity"] * (1.0 + 0.12 * ((k + 1) // 2) * (1 if k % 2 else -1))
     return pos
 
 
@@ -236,7 +255,7 @@ def write_roofline(result: dict, path: str) -> None:
     for r in ok_rows:
         if r["impl"] not in impls:
             impls.append(r["impl"])
-    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
+    fig, ax = plt.subplots(figsize=(13, 6.5), dpi=120)
     xs = [c["intensity"] for c in cases.values()] or [1.0]
     bw = ceil.get("bandwidth", {}).get("value")
     peaks = sorted(((ceil[k]["value"], ceil[k]["how"]) for k in ("peak_f16", "peak_f32") if ceil.get(k)),
@@ -248,11 +267,11 @@ def write_roofline(result: dict, path: str) -> None:
     if bw:
         top = peaks[0][0] if peaks else bw * xmax
         ax.plot(grid, [min(bw * x, top) for x in grid], color="black", lw=1.6,
-                label=f"bandwidth roof: {bw / 1e9:.0f} GB/s ({ceil['bandwidth']['how']})")
+                label=f"bandwidth roof: {bw / 1e9:.0f} GB/s\n({ceil['bandwidth']['how']})")
         for i, (p, how) in enumerate(peaks):
             xr = p / bw
             ax.plot([xr, xmax], [p, p], color="black", lw=1.0, ls=["--", ":"][i % 2],
-                    label=f"compute roof: {p / 1e12:.3g} TFLOP/s ({how})")
+                    label=f"compute roof: {p / 1e12:.3g} TFLOP/s\n({how})")
     cmap = plt.get_cmap("tab10")
     ymin = math.inf
     for i, impl in enumerate(impls):
@@ -285,7 +304,8 @@ def write_roofline(result: dict, path: str) -> None:
     ax.set_title(f"kfuse bench roofline — {m['device'].upper()}: {di.get('name', '?')}\n{m['date']}, public suite "
                  f"P1–P6 ({m['size']} sizes); roofs measured in the same run", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7.5, loc="upper left", framealpha=0.92)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.92,
+              title="roofs and implementations", title_fontsize=8)
     fig.tight_layout()
     _mkdir(path)
     fig.savefig(path)

@@ -130,7 +130,7 @@ class _Progress:
         if enabled:
             try:
                 from tqdm import tqdm
-                self.bar = tqdm(total=total, desc="kfuse bench", unit="run", dynamic_ncols=True,
+                self.bar = tqdm(total=total, desc="kfuse bench", unit="run", dynamic_ncols=True, mininterval=1.0,
                                 file=sys.stderr)
             except ImportError:
                 pass
@@ -197,7 +197,7 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
         ceil = {"errors": {"all": _err(e)}}
     prog.step()
 
-    dispatch_set = {w.strip() for w in dispatch.split(",")} if dispatch and dispatch != "all" else None
+    dispatch_set = None if dispatch == "all" else {w.strip().upper() for w in (dispatch or "").split(",") if w.strip()}
     rows: list[dict] = []
     case_meta: list[dict] = []
     for case in cases:

@@ -446,14 +446,24 @@ class _Gen:
         self.zero_dims([d for d in kir.outer if d not in outer], rb)
         self.zero_dims([d for d in kir.inner if d not in inner], rb)
         self.decompose("row_", outer, rb)
+        V = v.vec if row else 1
+        last = f"i{inner[-1]}" if inner else None
+        if V > 1:
+            rb.append(f"const IDX row_units = row_len / {V};")
+        units = "row_units" if V > 1 else "row_len"
         cache = {}   # (buf, index) -> cache array name
         kc = v.cache_k if row else 0
         if kc:
             for ph in kir.phases:
                 for s in ph.body:
                     if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
-                        cache[(s.buf, s.index)] = f"c{len(cache)}_"
-                        rb.append(f"{ctype(s.dtype)} c{len(cache) - 1}_[{kc}];")
+                        vec = V > 1 and vector_access(s.index, last)
+                        if V > 1 and not vec:
+                            continue
+                        name = f"c{len(cache)}_"
+                        cache[(s.buf, s.index)] = name
+                        st = _STYPE[s.dtype]
+                        rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
         filled = set()
         for ph in kir.phases:
             for s in ph.pre:
@@ -469,30 +479,70 @@ class _Gen:
             if kc:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
                 loop.append("const IDX j_ = (IDX)tid_ + (IDX)k_ * blockDim.x;")
-                loop.append("if (j_ < row_len) {")
+                loop.append(f"if (j_ < {units}) {{")
             elif row:
-                rb.append("for (IDX j_ = tid_; j_ < row_len; j_ += blockDim.x) {")
+                rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += blockDim.x) {{")
             else:
                 rb.append("for (IDX j_ = 0; j_ < row_len; ++j_) {")
             dec = []
-            self.decompose("j_", inner, dec)
+            self.decompose("j_", inner, dec, V)
             loop += dec
             newly = set()
-            for s in ph.body:
-                if kc and isinstance(s, K.Load):
-                    c = cache[(s.buf, s.index)]
-                    self.dt[s.dst] = s.dtype
-                    if (s.buf, s.index) in filled:
-                        loop.append(f"const {ctype(s.dtype)} {s.dst} = {c}[k_];")
+            if V == 1:
+                for s in ph.body:
+                    if kc and isinstance(s, K.Load):
+                        c = cache[(s.buf, s.index)]
+                        self.dt[s.dst] = s.dtype
+                        if (s.buf, s.index) in filled:
+                            loop.append(f"const {ctype(s.dtype)} {s.dst} = {c}[k_];")
+                        else:
+                            loop.append(self.stmt(s))
+                            loop.append(f"{c}[k_] = {s.dst};")
+                            newly.add((s.buf, s.index))
                     else:
                         loop.append(self.stmt(s))
-                        loop.append(f"{c}[k_] = {s.dst};")
-                        newly.add((s.buf, s.index))
-                else:
-                    loop.append(self.stmt(s))
+                for a in ph.accs:
+                    loop += self.acc_step(a)
+            else:
+                lanes, loads, stores = [], {}, []
+                for s in ph.body:
+                    if isinstance(s, K.Load):
+                        st = _STYPE[s.dtype]
+                        off = self.offset("in", s.buf, s.index)
+                        key = (s.buf, s.index)
+                        if key in cache:
+                            c = cache[key]
+                            if key not in filled and key not in newly:
+                                loop.append(f"{c}[k_] = *reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}));")
+                                newly.add(key)
+                            loads[s.dst] = load_expr(f"{c}[k_].v", "e_", s.dtype)
+                        elif vector_access(s.index, last):
+                            loop.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
+                                        f"*reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}));")
+                            loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
+                        else:
+                            loop.append(f"const {st} w_{s.dst} = in{s.buf}[{off}];")
+                            loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
+                        lanes.append(self.stmt(s, loads))
+                    elif isinstance(s, K.Store):
+                        b = kir.outputs[s.buf]
+                        st = _STYPE[b.dtype]
+                        loop.append(f"KfVec<{st}, {V}> o_{len(stores)};")
+                        lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+                        stores.append((s, st))
+                    else:
+                        lanes.append(self.stmt(s))
+                for a in ph.accs:
+                    lanes += self.acc_step(a)
+                loop.append(f"const IDX ib_ = {last};")
+                loop.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
+                loop.append(f"  const IDX {last} = ib_ + e_; (void){last};")
+                loop += ["  " + x for x in lanes]
+                loop.append("}")
+                for k, (s, st) in enumerate(stores):
+                    off = self.offset("out", s.buf, s.index)
+                    loop.append(f"*reinterpret_cast<KfVec<{st}, {V}>*>(out{s.buf} + ({off})) = o_{k};")
             filled |= newly
-            for a in ph.accs:
-                loop += self.acc_step(a)
             if kc:
                 loop.append("}")
             rb += ["  " + x for x in "\n".join(loop).split("\n")]
@@ -576,6 +626,29 @@ def vector_access(index, last: str) -> bool:
     return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
 
 
+def vector_accesses(kir: K.KernelIR):
+    """(last loop var, the Loads/Stores that would use vector accesses), or None when some access
+    uses the innermost loop variable in another way (then only the scalar variant fits).
+    Elementwise: the innermost domain dim; reduce: the innermost reduced dim (row mode)."""
+    if kir.kind == "reduce":
+        dims = kir.loop_dims(kir.inner)
+        stmts = [s for ph in kir.phases for s in ph.body]
+    else:
+        dims = kir.loop_dims(range(len(kir.domain)))
+        stmts = list(kir.phases[0].pre)
+    if not dims:
+        return None
+    last = f"i{dims[-1]}"
+    vec = []
+    for s in stmts:
+        if isinstance(s, (K.Load, K.Store)):
+            if vector_access(s.index, last):
+                vec.append(s)
+            elif isinstance(s, K.Store) or any(last in K.expr_vars(e) for e in s.index):
+                return None
+    return last, vec
+
+
 def vector_ok(kir: K.KernelIR) -> bool:
     """Whether the elementwise IR admits the vector variant (every access is contiguous along the
     innermost loop variable or independent of it)."""
@@ -608,11 +681,25 @@ def default_variant(kir: K.KernelIR) -> Variant:
         for d in kir.inner:
             e = kir.domain[d]
             L *= e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
-        block = 1024 if L > 4096 else max(32, min(1024, 1 << max(0, (L - 1) // 8).bit_length()))
-        kc = -(-L // block) if L <= 16 * block else 0
-        return Variant("row", 1, bool(big), kc, block)
+        vec = max(1, 16 // max_itemsize(kir)) if vector_accesses(kir) else 1
+        last = kir.domain[kir.loop_dims(kir.inner)[-1]] if kir.loop_dims(kir.inner) else K.lit(1)
+        lv = last.value if isinstance(last, K.ILit) else next(s.value for s in kir.sizes if s.name == last.name)
+        if lv % vec:
+            vec = 1
+        block, kc = row_shape(L // vec)
+        return Variant("row", vec, bool(big), kc, block)
     vec = max(1, 16 // max_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
+
+
+def row_shape(units: int) -> tuple[int, int]:
+    """(threads a block, register slots a thread) for a row of ``units`` vector units: about 4
+    units a thread, 32..1024 threads; rows longer than 16 slots a thread are re-read from L2."""
+    block = max(32, min(1024, 1 << max(0, (units - 1) // 4).bit_length()))
+    kc = -(-units // block)
+    if kc > 16:
+        return 1024, 0
+    return block, (1 << (kc - 1).bit_length()) if kc > 1 else kc
 
 
 def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:

@@ -170,10 +170,10 @@ def gemm_search_space(dtype: str = "f16") -> list[GemmTile]:
     """Candidate tiles for the autotuner (every one passes ``check`` for aligned layouts)."""
     if dtype == "f32":
         return [FMA_TILE]
-    return [GemmTile(128, 128, 32, 2, 2, 4), GemmTile(128, 256, 32, 2, 4, 3),
-            GemmTile(256, 128, 32, 4, 2, 3), GemmTile(128, 128, 64, 2, 2, 3),
-            GemmTile(128, 64, 32, 2, 2, 4), GemmTile(64, 64, 32, 2, 2, 4),
-            GemmTile(128, 256, 64, 2, 4, 3)]
+    return [GemmTile(128, 128, 32, 2, 2, 4), GemmTile(128, 128, 32, 2, 4, 4),
+            GemmTile(128, 256, 32, 2, 4, 3), GemmTile(256, 128, 32, 4, 2, 3),
+            GemmTile(128, 128, 64, 2, 4, 3), GemmTile(256, 128, 64, 4, 2, 3),
+            GemmTile(128, 64, 32, 2, 2, 4), GemmTile(64, 64, 32, 2, 2, 4)]
 
 
 def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132) -> GemmTile:
@@ -677,12 +677,95 @@ def _copy_vec(dst: str, src: str, nbytes: int, store: bool = False) -> list[str]
 
 
 # ---------------------------------------------------------------- IR -> epilogue
+_IR_UNARY = {"negative": "neg", "absolute": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt",
+             "square": "square", "reciprocal": "recip", "tanh": "tanh"}
+_IR_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
+              "maximum": "max", "minimum": "min", "fmax": "fmax", "fmin": "fmin", "power": "pow",
+              "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
+              "equal": "eq", "not_equal": "ne"}
+_IR_DT = {"float16": "f16", "float32": "f32"}
+
+
 def epilogue_from_group(group):
     """Translate a fusion plan's ``"matmul"`` group into ``(GemmEpilogue, input_nodes)``, or None
-    when its epilogue has something the generated GEMM cannot apply in registers.
+    when the epilogue holds something the generated GEMM cannot apply in registers.
 
-    ``input_nodes[i]`` is the IR node whose array feeds epilogue input ``i`` (the runtime
-    broadcasts it to the output shape and passes its strides). Operand-side ``CAST`` nodes and
-    movement nodes on epilogue inputs are allowed; the group must have one output."""
-    from .gemm_ir import translate_group   # kept apart: IR pattern matching is not CUDA text
-    return translate_group(group)
+    ``input_nodes[i]`` is the node whose array feeds epilogue input ``i`` (a group input; the
+    runtime broadcasts it to the output shape and passes its strides). Operand-side ``CAST``s are
+    skipped (the runtime casts operands); bool/int intermediates, f64, several outputs -> None."""
+    from ..ir.ops import Op
+    mm = group.anchor
+    if mm is None or mm.op is not Op.MATMUL or len(group.outputs) != 1:
+        return None
+    out = group.outputs[0]
+    if out.shape != mm.shape or out.dtype.name not in _IR_DT:
+        return None
+    vals, steps, inputs, in_nodes = {mm: ("v", 0)}, [], [], []
+    rank = len(mm.shape)
+
+    def leaf(n):                                   # a value not computed from the matmul
+        if n.op is Op.CONST:
+            return ("c", float(n.attr("value")))
+        src = n
+        while src.op in (Op.BROADCAST, Op.RESHAPE) or (src.op is Op.CAST and src.dtype.kind == "f"):
+            src = src.inputs[0]
+        if src.op is Op.CONST:
+            return ("c", float(src.attr("value")))
+        if src not in group.inputs or src.dtype.name not in _IR_DT:
+            return None
+        shp = (1,) * (rank - src.ndim) + tuple(src.shape)
+        if len(shp) != rank:
+            return None
+        m_b, n_b = shp[-2] == 1, shp[-1] == 1
+        kind = ("scalar" if src.size == 1 else "row" if m_b and not n_b else "col" if n_b and not m_b
+                else "full")
+        if src in in_nodes:
+            return ("in", in_nodes.index(src))
+        inputs.append(EpInput(_IR_DT[src.dtype.name], kind))
+        in_nodes.append(src)
+        return ("in", len(in_nodes) - 1)
+
+    def emit(op, args):
+        steps.append(EpStep(op, tuple(args)))
+        return ("v", len(steps))
+
+    for n in group.nodes:
+        if n is mm or n in vals or not _depends_on(n, mm):
+            continue
+        if n.shape != mm.shape or n.dtype.kind != "f" or n.dtype.name not in _IR_DT:
+            return None
+        args = []
+        for x in n.inputs:
+            a = vals.get(x) if _depends_on(x, mm) else leaf(x)
+            if a is None:
+                return None
+            args.append(a)
+        name = n.op.value
+        if n.op is Op.CAST:
+            vals[n] = emit("round_f16", args) if n.dtype.name == "float16" and n is not out else args[0]
+        elif name in _IR_UNARY and len(args) == 1:
+            vals[n] = emit(_IR_UNARY[name], args)
+        elif name in _IR_BINARY and len(args) == 2:
+            vals[n] = emit(_IR_BINARY[name], args)
+        elif n.op is Op.POSITIVE:
+            vals[n] = args[0]
+        else:
+            return None
+    if out not in vals:
+        return None
+    if vals[out] != ("v", len(steps)):            # the output must be the last value
+        emit("add", [vals[out], ("c", 0.0)])
+    return GemmEpilogue(tuple(steps), tuple(inputs), 0, _IR_DT[out.dtype.name]), tuple(in_nodes)
+
+
+def _depends_on(n, root) -> bool:
+    stack, seen = [n], set()
+    while stack:
+        x = stack.pop()
+        if x is root:
+            return True
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        stack.extend(x.inputs)
+    return False

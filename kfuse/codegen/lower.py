@@ -257,6 +257,10 @@ class _Lowerer:
         contraction = None
         inputs = [K.Buffer(f"in{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(self.inputs)]
         if g.kind in ("elementwise", "matmul"):
+            for o in g.outputs:
+                if tuple(o.shape) != self.domain_shape:
+                    raise CompileError(f"kfuse: output {o!r} of {g.kind} kernel {g.id} does not have "
+                                       f"the kernel's domain shape {self.domain_shape}")
             if g.kind == "matmul":
                 contraction = self.contraction(inputs)
             self.store_outputs(g.outputs, True)

@@ -91,7 +91,7 @@ class _Launcher:
         big = bool(max([_max_offset(a) for a in ins + outs] + [math.prod(self.extent(d) for d in range(len(kir.domain)))]
                   + [s.value for s in kir.sizes] + [0]) >= INT32_LIMIT // 2)
         if kir.kind == "reduce":
-            variant, grid = self._reduce_variant(ins, big, sm)
+            variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             variant, grid = self._ew_variant(ins, outs, big, sm)
         kernel = cuda_emit.emit_kernel(kir, variant)
@@ -122,7 +122,7 @@ class _Launcher:
         grid = max(1, min(-(-units // 256), sm * 8))
         return cuda_emit.Variant("elementwise", vec, big, 0, 256), grid
 
-    def _reduce_variant(self, ins, big, sm):
+    def _reduce_variant(self, ins, outs, big, sm):
         kir = self.kir
         outer = kir.loop_dims(kir.outer)
         inner = kir.loop_dims(kir.inner)
@@ -142,11 +142,22 @@ class _Launcher:
         if col:
             grid = max(1, min(-(-n_rows // 128), sm * 16))
             return cuda_emit.Variant("col", 1, big, 0, 128), grid
-        block = 1024 if L > 4096 else max(32, min(1024, 1 << max(0, (L - 1) // 8).bit_length()))
-        kc = -(-L // block) if L <= 16 * block else 0
-        kc = 1 << (kc - 1).bit_length() if kc > 1 else kc   # few variants: 0, 1, 2, 4, 8, 16
+        vec = 1
+        va = cuda_emit.vector_accesses(kir)
+        if va is not None and inner:
+            vec = max(1, 16 // cuda_emit.max_itemsize(kir))
+            if self.extent(inner[-1]) % vec:
+                vec = 1
+            for st_ in va[1]:
+                if vec == 1:
+                    break
+                a = ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf]
+                st = [x // a.itemsize for x in a.strides]
+                if st[-1] != 1 or any(x % vec for x in st[:-1]) or a.data.ptr % (vec * a.itemsize):
+                    vec = 1
+        block, kc = cuda_emit.row_shape(L // vec)
         grid = max(1, min(n_rows, sm * max(1, 2048 // block)))
-        return cuda_emit.Variant("row", 1, big, kc, block), grid
+        return cuda_emit.Variant("row", vec, big, kc, block), grid
 
     def __call__(self, ins, outs, props) -> None:
         if any(o.size == 0 for o in outs):

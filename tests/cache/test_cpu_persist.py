@@ -110,7 +110,6 @@ def test_in_process_api_uncached_and_cached(tmp_path):
 def test_loaded_and_fresh_kernels_mix_in_one_process(tmp_path):
     import importlib.util
     from kfuse.runtime.cpu_persist import load_or_compile
-    from kfuse.runtime.keys import build_kernel_key
     cache = str(tmp_path / "c")
     child(cache, "layernorm", "float64", tmp_path / "a.npy")       # on disk: layernorm f64
     spec = importlib.util.spec_from_file_location("numba_child", CHILD)
@@ -123,7 +122,7 @@ def test_loaded_and_fresh_kernels_mix_in_one_process(tmp_path):
     # in the JIT: it compiles afresh instead of loading twice)
     for name, loads in (("layernorm", 1), ("gelu", 0), ("layernorm", 0)):
         src, fn = mod.KERNELS[name]
-        key = build_kernel_key(graph_hash=name, signature=["float64"], backend="cpu")
+        key = {"graph": name, "signature": ["float64"], "backend": "cpu"}   # as numba_child
         d = load_or_compile(store, key, src, fn)
         out = np.empty_like(x)
         d(x, g, b, out, 33, 65)

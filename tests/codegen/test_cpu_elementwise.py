@@ -22,12 +22,12 @@ def _values(dt: np.dtype, n: int = 24):
         info = np.iinfo(dt)
         special = [0, 1, 2, 3, 7, info.max, info.min, info.max - 1, 100 % (int(info.max) + 1)]
         if dt.kind == "i":
-            special += [-1, -2, -7, info.min + 1, -100 % (int(info.min) - 1) - 1 if False else -50]
+            special += [-1, -2, -7, info.min + 1, -50]
         a = np.array((special * 3)[:n], dtype=dt)
         bvals = [1, 2, 3, 0, 5, 7, info.max, 9] + ([-1, -3, -8, info.min] if dt.kind == "i" else [11, 13, 200 % (int(info.max) + 1), 4])
         b = np.array((bvals * 3)[:n], dtype=dt)
         e = np.array(([0, 1, 2, 3, 5, 7, 8, 9, 15, 31, 63, 64] * 2)[:n], dtype=np.int64)
-        e = (e % (int(info.max) + 1)).astype(dt)
+        e = np.array([int(v) % (int(info.max) + 1) for v in e]).astype(dt)
         return a, b, e
     special = [0.0, -0.0, 1.5, -2.5, 0.5, 2.5, np.nan, np.inf, -np.inf, 3.0, -3.0, 1e-3,
                7.25, -0.75, 100.0, 1e4, -1e-4, 0.9, 2.0, -1.0, 4.5, 65000.0, 0.25, -8.0]
@@ -95,9 +95,9 @@ def test_casts(src):
     sdt = np.dtype(src)
     if sdt.kind == "f":   # float -> int of NaN/out-of-range is undefined: stay in range
         a = np.array([0.0, 1.5, 2.5, 100.9, 126.99, 3.49, -0.0, 0.5, 65.5, 1e-3], dtype=sdt)
-        neg = np.array([-1.5, -100.25, -0.0, 7.75], dtype=sdt)
+        neg = np.array([-1.5, -100.25, -0.0, 7.75, -3.5, -0.5, 2.5, -126.9, 1.0, -2.0], dtype=sdt)
     elif sdt.kind == "b":
-        a, neg = np.array([True, False, True]), np.array([False])
+        a, neg = np.array([True, False, True]), np.array([False, True, True])
     else:
         info = np.iinfo(sdt)
         a = np.array([0, 1, 2, info.max, info.min, 100, 255 % (int(info.max) + 1)], dtype=sdt)

@@ -90,7 +90,7 @@ def _variants(kir):
     v = cuda.default_variant(kir)
     vs = [v, cuda.Variant(v.mode, 1, True, 0, v.block)]
     if kir.kind == "reduce":
-        vs.append(cuda.Variant("col", 1, False, 0, 128))
+        vs += [cuda.Variant("col", 1, False, 0, 128), cuda.Variant("row", 1, False, 0, 1024)]
     return vs
 
 
@@ -116,7 +116,9 @@ def test_reduction_uses_warp_shuffle_and_registers():
     src = cuda.emit(_kir("softmax"))
     assert "__shfl_xor_sync" in src and "__syncthreads" in src
     assert "c0_[k_]" in src            # the row is cached in registers across phases
-    assert src.count("in0[") == 1      # one global load site: the row is read once
+    assert src.count("in0 + (") == 1   # one global (16-byte) load site: the row is read once
+    scalar = cuda.emit(_kir("softmax"), cuda.Variant("row", 1, False, 8, 512))
+    assert scalar.count("in0[") == 1
     ln = cuda.emit(_kir("layernorm"))
     assert "sqrtf" in ln
 

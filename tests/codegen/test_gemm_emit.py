@@ -105,3 +105,31 @@ def test_epilogue_validation():
         GemmEpilogue((EpStep("gelu", (("v", 0),)),))                         # unknown op
     with pytest.raises(ValueError):
         GemmEpilogue((EpStep("relu", (("v", 1),)),))                         # forward reference
+
+
+def test_epilogue_from_group_bias_gelu():
+    import numpy as np
+    from kfuse.codegen.gemm_cuda import epilogue_from_group
+    from kfuse.fusion.plan import KernelGroup
+    from kfuse.ir.graph import Node
+    from kfuse.ir.ops import Op
+    f16 = np.float16
+    a = Node(Op.INPUT, f16, (64, 32), attrs={"index": 0, "name": "a"})
+    w = Node(Op.INPUT, f16, (32, 48), attrs={"index": 1, "name": "w"})
+    b = Node(Op.INPUT, f16, (48,), attrs={"index": 2, "name": "b"})
+    mm = Node(Op.MATMUL, f16, (64, 48), (a, w))
+    y = Node(Op.ADD, f16, (64, 48), (mm, Node(Op.BROADCAST, f16, (64, 48), (b,))))
+    half = Node(Op.CONST, f16, (), attrs={"value": 0.5})
+    z = Node(Op.MULTIPLY, f16, (64, 48), (y, Node(Op.BROADCAST, f16, (64, 48), (half,))))
+    t = Node(Op.TANH, f16, (64, 48), (y,))
+    out = Node(Op.MULTIPLY, f16, (64, 48), (z, t))
+    g = KernelGroup(0, "matmul", (a, w, b, mm, y, half, z, t, out), (a, w, b), (out,), (64, 48), anchor=mm)
+    ep, nodes = epilogue_from_group(g)
+    assert nodes == (b,) and ep.inputs[0].kind == "row" and ep.out_dtype == "f16"
+    assert [s.op for s in ep.steps] == ["add", "mul", "tanh", "mul"]
+    assert ep.steps[1].args[1] == ("c", 0.5)
+    res = _compile(emit_gemm(GemmSpec("f16", ep)), "sm_90")
+    assert "mma.sync" in res.ptx
+    # something the GEMM cannot do in registers -> None
+    bad = Node(Op.SIN, f16, (64, 48), (mm,))
+    assert epilogue_from_group(KernelGroup(1, "matmul", (a, w, mm, bad), (a, w), (bad,), (64, 48), anchor=mm)) is None

@@ -32,11 +32,11 @@ def one_group_plan(graph) -> Plan:
     return Plan(graph, (g,), passthrough=tuple(o for o in graph.outputs if o.op is Op.INPUT))
 
 
-def plan_for(fn, *specs) -> Plan:
-    """The real planner's plan if it exists, else a one-kernel hand plan."""
+def plan_for(fn, *specs, device=None) -> tuple[Plan, str]:
+    """(the real planner's plan, "pipeline") if it works, else (a one-kernel hand plan, "hand")."""
     g = trace(fn, *specs)
     try:
         from kfuse.fusion import pipeline
-        return pipeline.plan(pipeline.optimize(g))
-    except ImportError:
-        return one_group_plan(g)
+        return pipeline.plan(pipeline.optimize(g), device=device), "pipeline"
+    except Exception:   # noqa: BLE001 - planner missing or failing: fall back
+        return one_group_plan(g), "hand"

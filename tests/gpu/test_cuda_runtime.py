@@ -10,7 +10,7 @@ if not device.has_gpu():
 
 import cupy as cp  # noqa: E402
 
-from handplan import one_group_plan, trace  # noqa: E402
+from handplan import one_group_plan, plan_for, trace  # noqa: E402
 from kfuse.errors import DeviceError  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 from tolerance import assert_matches_numpy  # noqa: E402
@@ -21,11 +21,12 @@ RNG = np.random.default_rng(0)
 def run(fn, *arrays, reductions=False, views=None):
     specs = [(a.dtype.str, a.shape) for a in arrays]
     specs = [(np.dtype(s[0]).name, s[1]) for s in specs]
-    prog = compile_plan(one_group_plan(trace(fn, *specs)))
     dev = [cp.asarray(a) for a in arrays]
     if views:
         dev = views(dev)
         arrays = [cp.asnumpy(d) for d in dev]
+        specs = [(d.dtype.name, d.shape) for d in dev]
+    prog = compile_plan(one_group_plan(trace(fn, *specs)))
     outs = prog(dev)
     with np.errstate(all="ignore"):
         exp = fn(*arrays)
@@ -85,8 +86,11 @@ def test_column_and_arg_reductions_nan():
     x[3, 5] = np.nan
     x[10, 5] = np.nan
     x[7, 9] = x[100, 9] = 50.0
-    run(lambda x: (x.sum(axis=0), x.max(axis=0), x.argmax(axis=0), x.argmin(axis=1), x.min(axis=1)),
-        x, reductions=True)
+    run(lambda x: (x.sum(axis=0), x.max(axis=0), x.argmax(axis=0)), x, reductions=True)
+    run(lambda x: (x.argmin(axis=1), x.min(axis=1), x.argmax(axis=1)), x, reductions=True)
+    run(lambda x: (x.argmax(axis=1), x.sum(axis=1)), x[:, :63].copy(), reductions=True)   # odd rows: scalar
+    run(lambda x: x.sum(), RNG.standard_normal((100003,)).astype(np.float32), reductions=True)
+    run(softmax, x, views=lambda d: [d[0][:, 1:33]], reductions=True)   # unaligned view
 
 
 def test_integer_semantics():
@@ -139,3 +143,16 @@ def test_more_than_2_31_elements():
     assert int(out[-1]) == 11 and int(out[0]) == 3 and int(out[n // 2]) == 3
     assert prog.launchers[0]._variants and all(v[0].variant.idx64 for v in prog.launchers[0]._variants.values())
     del x, out
+
+
+@pytest.mark.parametrize("fn", [gelu, layernorm, lambda x, w, b: (np.exp(x - x.max(axis=0)) * w).sum(axis=-1) + b[0]])
+def test_through_the_real_planner(fn):
+    x = RNG.standard_normal((96, 160)).astype(np.float32)
+    w = RNG.standard_normal((160,)).astype(np.float32)
+    b = RNG.standard_normal((160,)).astype(np.float32)
+    plan, how = plan_for(fn, ("float32", x.shape), ("float32", w.shape), ("float32", b.shape), device="h100")
+    outs = compile_plan(plan)([cp.asarray(a) for a in (x, w, b)])
+    exp = fn(x, w, b)
+    exp = exp if isinstance(exp, tuple) else (exp,)
+    for o, e in zip(outs, exp):
+        assert_matches_numpy(cp.asnumpy(o), np.asarray(e), reductions=True)

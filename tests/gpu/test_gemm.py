@@ -38,8 +38,9 @@ def operand(shape, dtype, transposed=False):
         bits = to_bf16_bits(x)
         host, dev = from_bf16_bits(bits).astype(np.float64), cp.asarray(bits)
     else:
-        host = x.astype(dtype).astype(np.float64)
-        dev = cp.asarray(x.astype(dtype))
+        npd = {"f16": np.float16, "f32": np.float32}[dtype]
+        host = x.astype(npd).astype(np.float64)
+        dev = cp.asarray(x.astype(npd))
     if transposed:
         host, dev = np.swapaxes(host, -1, -2), cp.swapaxes(dev, -1, -2)
     return dev, host

@@ -186,3 +186,13 @@ def test_module_entry_point_help():
     assert res.returncode == 0, res.stderr
     for cmd in ("dump-ir", "dump-cuda", "dump-ptx", "explain", "demo", "bench", "cache"):
         assert cmd in res.stdout
+
+
+# ---- examples ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("script", sorted(p.name for p in EX.glob("*.py")))
+def test_example_checks_itself(capsys, script):
+    import runpy
+    runpy.run_path(str(EX / script), run_name="__main__")
+    out = capsys.readouterr().out
+    assert out.startswith("OK ") and "FAIL" not in out, out

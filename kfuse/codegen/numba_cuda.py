@@ -1,0 +1,864 @@
+"""KernelIR -> the Python source of a ``numba.cuda.jit`` kernel, and its PTX via ``numba.cuda.compile_ptx``.
+
+The kernel has the same parameters as :mod:`kfuse.codegen.cuda`'s (so both GPU backends share one
+launch convention): output pointers, input pointers, the KernelIR's int64 size parameters, the
+strides (in elements) of every input dim, then of every output dim. Pointers are typed
+``CPointer(storage type)`` (bool as uint8), so nothing about a size or a stride is compiled in: a
+new size reuses the compiled kernel. The source is self-contained: it defines the kernel
+``kfuse_kernel``, its signature ``SIG`` and ``LAUNCH_BOUNDS``; the source text is the memo key.
+
+Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's ``Variant``):
+* elementwise: grid-stride over the flattened domain, ``ilp`` elements a thread per step (all loads
+  of the ``ilp`` elements are issued before any compute, then the stores), then a scalar tail;
+* row (reduce): one block per outer index, threads stride over the reduced dims, warp shuffles then
+  a shared-memory combine in a fixed order (deterministic); with ``cache_k > 0`` the row's loads are
+  kept in registers (``cache_k`` unrolled slots a thread), so each row is read once (softmax, layernorm);
+* col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced).
+Semantics follow NumPy: integer results wrap to the node dtype, ``//``/``%``/shifts/powers follow
+NumPy's integer loops (0 for a zero divisor), ``maximum``/``minimum`` propagate NaN, reductions follow
+``kernel_ir.ACC_KINDS``. float16 values live in float32 registers and are rounded on store and at
+explicit casts (as the CUDA backend; see tests/tolerance.py). Math uses libdevice (``numba.cuda.libdevice``).
+
+numba-cuda 0.30 does not import with NumPy >= 2.5: :func:`import_numba_cuda` is the one place that
+imports it, turning a failure into one :class:`~kfuse.errors.DeviceError` naming the versions and
+the fix; :func:`numba_cuda_available` says whether it imports (``backend="auto"`` checks it).
+libNVVM: numba-cuda finds it through ``cuda-pathfinder`` (a CUDA toolkit under /usr/local/cuda*,
+``CUDA_HOME``, or the ``nvidia-cuda-nvcc`` wheel); ``compile_ptx`` needs no GPU or driver.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import threading
+
+import numpy as np
+
+from ..errors import CompileError, DeviceError, UnsupportedError
+from . import kernel_ir as K
+
+FN_NAME = "kfuse_kernel"
+
+# --------------------------------------------------------------------------- importing numba-cuda
+
+
+def _versions() -> str:
+    try:
+        from importlib.metadata import version
+        nc = version("numba-cuda")
+    except Exception:
+        nc = "not installed"
+    return f"numpy {np.__version__}, numba-cuda {nc}"
+
+
+@functools.lru_cache(maxsize=None)
+def _import():
+    try:
+        from numba import cuda
+        from numba.cuda import libdevice, types  # noqa: F401
+        return cuda, None
+    except Exception as e:      # ImportError, AttributeError (np.row_stack), ...
+        fix = ("pip install 'numpy<2.5'" if "row_stack" in str(e) or np.lib.NumpyVersion(np.__version__) >= "2.5.0"
+               else "pip install numba-cuda 'numpy<2.5'")
+        return None, (f"kfuse: the numba-cuda backend cannot import numba.cuda ({type(e).__name__}: {e}); "
+                      f"installed: {_versions()}. numba-cuda 0.30 needs NumPy < 2.5 (np.row_stack was "
+                      f"removed in 2.5). Fix: {fix}")
+
+
+def import_numba_cuda():
+    """The ``numba.cuda`` module, or one :class:`DeviceError` naming the versions and the fix."""
+    mod, reason = _import()
+    if mod is None:
+        raise DeviceError(reason)
+    return mod
+
+
+def numba_cuda_available() -> tuple[bool, str]:
+    """``(True, "")`` when numba.cuda imports, else ``(False, reason)``."""
+    mod, reason = _import()
+    return (mod is not None), (reason or "")
+
+
+# --------------------------------------------------------------------------- variants
+
+
+@dataclasses.dataclass(frozen=True)
+class NVariant:
+    mode: str = "elementwise"   # "elementwise" | "row" | "col"
+    ilp: int = 4                # elementwise: elements a thread per grid-stride step
+    cache_k: int = 0            # row: register slots a thread (0: re-read every phase)
+    block: int = 256            # threads per block (also the launch bound)
+
+    @property
+    def tag(self) -> str:
+        return f"{self.mode[0]}i{self.ilp}k{self.cache_k}b{self.block}"
+
+
+def default_variant(kir: K.KernelIR) -> NVariant:
+    """The variant for contiguous buffers at the sizes the IR was lowered for."""
+    if kir.kind == "reduce":
+        L = 1
+        for d in kir.inner:
+            e = kir.domain[d]
+            L *= e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
+        return row_variant(L)
+    return NVariant("elementwise", 4, 0, 256)
+
+
+def row_variant(L: int) -> NVariant:
+    block = 1024 if L > 4096 else max(32, min(1024, 1 << max(0, (L - 1) // 8).bit_length()))
+    kc = -(-L // block) if L <= 16 * block else 0
+    kc = 1 << (kc - 1).bit_length() if kc > 1 else kc
+    return NVariant("row", 1, kc, block)
+
+
+# --------------------------------------------------------------------------- scalar rules
+
+_STORE = {"bool": "uint8", "float16": "float16"}
+_MATH1 = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "cbrt", "sin", "cos", "tan",
+          "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint"}
+_MATH1_RENAME = {"arcsin": "asin", "arccos": "acos", "arctan": "atan"}
+_CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+        "greater_equal": ">="}
+
+_HELPERS: dict[str, str] = {}
+
+
+def _helper(name: str, src: str) -> None:
+    _HELPERS[name] = src.strip("\n")
+
+
+for _T, _f in (("float32", "f"), ("float64", "")):
+    _helper(f"_floordiv_{_T}", f'''
+@cuda.jit(device=True, inline=True)
+def _floordiv_{_T}(a, b):
+    """np.floor_divide for {_T} (npy_divmod)."""
+    if b == 0:
+        return np.{_T}(a / b)
+    m = ld.fmod{_f}(a, b)
+    d = np.{_T}((a - m) / b)
+    if m != 0:
+        if (b < 0) != (m < 0):
+            d = np.{_T}(d - np.{_T}(1.0))
+    if d != 0:
+        fl = ld.floor{_f}(d)
+        if d - fl > np.{_T}(0.5):
+            fl = np.{_T}(fl + np.{_T}(1.0))
+        return fl
+    return ld.copysign{_f}(np.{_T}(0.0), np.{_T}(a / b))
+''')
+    _helper(f"_remainder_{_T}", f'''
+@cuda.jit(device=True, inline=True)
+def _remainder_{_T}(a, b):
+    """np.remainder for {_T} (sign of the divisor)."""
+    m = ld.fmod{_f}(a, b)
+    if b == 0:
+        return m
+    if m != 0:
+        if (b < 0) != (m < 0):
+            m = np.{_T}(m + b)
+        return m
+    return ld.copysign{_f}(np.{_T}(0.0), b)
+''')
+_helper("_sfloordiv", '''
+@cuda.jit(device=True, inline=True)
+def _sfloordiv(a, b):
+    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return np.int64(0) - a
+    return a // b
+''')
+_helper("_sremainder", '''
+@cuda.jit(device=True, inline=True)
+def _sremainder(a, b):
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+''')
+_helper("_ufloordiv", '''
+@cuda.jit(device=True, inline=True)
+def _ufloordiv(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a // b
+''')
+_helper("_uremainder", '''
+@cuda.jit(device=True, inline=True)
+def _uremainder(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a % b
+''')
+_helper("_ipow", '''
+@cuda.jit(device=True, inline=True)
+def _ipow(a, b, zero, one):
+    """integer power by squaring, wrapping (negative exponents give 0)."""
+    r = one
+    if b < zero:
+        return zero
+    while b > zero:
+        if (b & one) != zero:
+            r = r * a
+        a = a * a
+        b = b >> one
+    return r
+''')
+_helper("_slshift", '''
+@cuda.jit(device=True, inline=True)
+def _slshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(0)
+    return a << b
+''')
+_helper("_srshift", '''
+@cuda.jit(device=True, inline=True)
+def _srshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(-1) if a < 0 else np.int64(0)
+    return a >> b
+''')
+_helper("_ulshift", '''
+@cuda.jit(device=True, inline=True)
+def _ulshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a << b
+''')
+_helper("_urshift", '''
+@cuda.jit(device=True, inline=True)
+def _urshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a >> b
+''')
+for _kind, _cmp in (("max", ">"), ("min", "<")):
+    _helper(f"_arg{_kind}", f'''
+@cuda.jit(device=True, inline=True)
+def _arg{_kind}(av, ai, bv, bi):
+    """combine two (value, position) pairs: first NaN wins, else the extreme, ties -> lower position;
+    position < 0 marks an empty pair."""
+    if ai < 0:
+        return bv, bi
+    if bi < 0:
+        return av, ai
+    an = av != av
+    bn = bv != bv
+    if an or bn:
+        if an and bn:
+            return (av, ai) if ai < bi else (bv, bi)
+        return (av, ai) if an else (bv, bi)
+    if av {_cmp} bv:
+        return av, ai
+    if bv {_cmp} av:
+        return bv, bi
+    return (av, ai) if ai < bi else (bv, bi)
+''')
+
+
+def _vt(dt: str) -> str:
+    """Register type of a dtype (float16 values live in float32)."""
+    return "float32" if dt == "float16" else dt
+
+
+def _is_f(dt: str) -> bool:
+    return dt.startswith("float")
+
+
+def _lf(dt: str) -> str:
+    """libdevice suffix: float16/float32 use the ``f`` functions."""
+    return "" if dt == "float64" else "f"
+
+
+def _const_value(value, dt: str) -> str:
+    """A Python expression evaluating (at module load) to the exact typed constant."""
+    if dt == "bool":
+        return "np.bool_(True)" if value else "np.bool_(False)"
+    if _is_f(dt):
+        v = float(np.dtype(dt).type(value))
+        if math.isnan(v):
+            s = "np.nan"
+        elif math.isinf(v):
+            s = "np.inf" if v > 0 else "-np.inf"
+        else:
+            s = f"float.fromhex({float.hex(v)!r})"
+        return f"np.{_vt(dt)}({s})"
+    return f"np.{dt}({int(value)})"
+
+
+# --------------------------------------------------------------------------- the emitter
+
+
+class _Gen:
+    def __init__(self, kir: K.KernelIR, variant: NVariant):
+        self.kir, self.v = kir, variant
+        self.used: list[str] = []
+        self.dt: dict[str, str] = {}       # var -> dtype name
+        self.consts: dict[str, tuple] = {}  # var -> (value, dtype)
+        self.globals: list[str] = []
+        self.sfx = ""                       # name suffix of per-lane copies (ilp / cache slots)
+        self.local: set[str] = set()        # names that get the suffix
+        for ph in kir.phases:
+            for s in ph.pre + ph.body:
+                if isinstance(s, K.Const):
+                    self.consts[s.dst] = (s.value, s.dtype)
+                    self.dt[s.dst] = s.dtype
+
+    def use(self, name: str) -> str:
+        if name not in self.used:
+            self.used.append(name)
+        return name
+
+    # -- names and index math
+    def n(self, var: str) -> str:
+        return var + self.sfx if var in self.local else var
+
+    def ix(self, e: K.Expr) -> str:
+        if isinstance(e, K.ILit):
+            return str(e.value)
+        if isinstance(e, K.IVar):
+            return self.n(e.name)
+        return f"({self.ix(e.lhs)} {e.op} {self.ix(e.rhs)})"
+
+    def offset(self, kind: str, k: int, index) -> str:
+        terms = [f"{self.ix(e)} * st_{kind}{k}_{d}" for d, e in enumerate(index)
+                 if not (isinstance(e, K.ILit) and e.value == 0)]
+        return " + ".join(terms) if terms else "0"
+
+    # -- statements
+    def stmt(self, s) -> str:
+        if isinstance(s, K.Load):
+            self.dt[s.dst] = s.dtype
+            ref = f"in{s.buf}[{self.offset('in', s.buf, s.index)}]"
+            if s.dtype == "float16":
+                ref = f"np.float32({ref})"
+            elif s.dtype == "bool":
+                ref = f"({ref} != 0)"
+            return f"{self.n(s.dst)} = {ref}"
+        if isinstance(s, K.Const):
+            return ""                       # hoisted to the kernel's top
+        if isinstance(s, K.Op):
+            self.dt[s.dst] = s.dtype
+            return f"{self.n(s.dst)} = {self.op_expr(s)}"
+        if isinstance(s, K.Store):
+            b = self.kir.outputs[s.buf]
+            return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
+                    f"{self.store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype)}")
+        raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+
+    def store_value(self, v: str, vdt: str, dt: str) -> str:
+        if dt == "bool":
+            return f"np.uint8(1 if {v} else 0)" if vdt == "bool" else f"np.uint8(1 if {v} != 0 else 0)"
+        return f"np.{dt}({v})"
+
+    def op_expr(self, st: K.Op) -> str:
+        op, dt = st.op, st.dtype
+        a = [self.n(x) for x in st.args]
+        t = st.arg_dtypes[0] if st.arg_dtypes else dt
+        if op == "cast":
+            return self.cast(a[0], t, dt)
+        if op == "where":
+            return f"{a[1]} if {a[0]} else {a[2]}"
+        if op in _CMP:
+            return f"{a[0]} {_CMP[op]} {a[1]}"
+        if op in ("logical_and", "logical_or", "logical_xor"):
+            sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[op]
+            return f"({a[0]} != 0) {sym} ({a[1]} != 0)"
+        if op == "logical_not":
+            return f"{a[0]} == 0"
+        if op in ("isnan", "isinf", "isfinite"):
+            if not _is_f(t):
+                return "True" if op == "isfinite" else "False"
+            if op == "isnan":
+                return f"{a[0]} != {a[0]}"
+            inf = "INF64" if t == "float64" else "INF32"
+            return f"ld.fabs{_lf(t)}({a[0]}) {'==' if op == 'isinf' else '<'} {inf}"
+        if _is_f(t):
+            return f"np.{_vt(dt)}({self.float_expr(op, t, a, st.args)})"
+        if t == "bool":
+            return self.bool_expr(op, a)
+        return f"np.{dt}({self.int_expr(op, t, a)})"
+
+    def float_expr(self, op: str, t: str, a, raw) -> str:
+        vt, f = _vt(t), _lf(t)
+        ar = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
+        if op in ar:
+            return f"{a[0]} {ar[op]} {a[1]}"
+        if op in _MATH1 or op in _MATH1_RENAME:
+            return f"ld.{_MATH1_RENAME.get(op, op)}{f}({a[0]})"
+        if op == "power":
+            c = self.consts.get(raw[1])
+            if c is not None and float(c[0]) in (1.0, 2.0, 3.0):
+                return " * ".join([a[0]] * int(float(c[0])))
+            return f"ld.pow{f}({a[0]}, {a[1]})"
+        if op == "floor_divide":
+            return f"{self.use('_floordiv_' + vt)}({a[0]}, {a[1]})"
+        if op == "remainder":
+            return f"{self.use('_remainder_' + vt)}({a[0]}, {a[1]})"
+        if op == "arctan2":
+            return f"ld.atan2{f}({a[0]}, {a[1]})"
+        if op == "hypot":
+            return f"ld.hypot{f}({a[0]}, {a[1]})"
+        if op == "maximum":
+            return f"{a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        if op == "minimum":
+            return f"{a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        if op in ("fmax", "fmin"):
+            return f"ld.{op}{f}({a[0]}, {a[1]})"
+        if op == "negative":
+            return f"-{a[0]}"
+        if op == "positive":
+            return a[0]
+        if op == "absolute":
+            return f"ld.fabs{f}({a[0]})"
+        if op == "square":
+            return f"{a[0]} * {a[0]}"
+        if op == "reciprocal":
+            return f"np.{vt}(1.0) / {a[0]}"
+        if op == "sign":
+            return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
+                    f"else {a[0]} * np.{vt}(0.0))")
+        raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}({t})")
+
+    def bool_expr(self, op: str, a) -> str:
+        if op in ("add", "maximum", "fmax", "bitwise_or", "logical_or"):
+            return f"{a[0]} | {a[1]}"
+        if op in ("multiply", "minimum", "fmin", "bitwise_and"):
+            return f"{a[0]} & {a[1]}"
+        if op in ("bitwise_xor", "not_equal"):
+            return f"{a[0]} != {a[1]}"
+        if op == "invert":
+            return f"not {a[0]}"
+        if op in ("positive", "absolute", "square", "rint", "floor", "ceil", "trunc"):
+            return a[0]
+        raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}(bool)")
+
+    def int_expr(self, op: str, t: str, a) -> str:
+        u = t.startswith("uint")
+        w = "np.uint64" if u else "np.int64"
+        x, y = f"{w}({a[0]})", (f"{w}({a[1]})" if len(a) > 1 else None)
+        ar = {"add": "+", "subtract": "-", "multiply": "*"}
+        if op in ar:
+            return f"{x} {ar[op]} {y}"
+        if op in ("true_divide", "divide"):
+            return f"np.float64({a[0]}) / np.float64({a[1]})"
+        if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            return f"{x} {({'bitwise_and': '&', 'bitwise_or': '|', 'bitwise_xor': '^'})[op]} {y}"
+        if op == "invert":
+            return f"~{x}"
+        if op == "negative":
+            return f"{w}(0) - {x}"
+        if op in ("positive", "floor", "ceil", "trunc", "rint"):
+            return a[0]
+        if op == "absolute":
+            return a[0] if u else f"{x} if {x} >= 0 else np.int64(0) - {x}"
+        if op == "square":
+            return f"{x} * {x}"
+        if op in ("maximum", "fmax"):
+            return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
+        if op in ("minimum", "fmin"):
+            return f"{a[0]} if {a[0]} <= {a[1]} else {a[1]}"
+        if op == "sign":
+            return (f"1 if {a[0]} > 0 else 0" if u else
+                    f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)")
+        if op == "floor_divide":
+            return f"{self.use('_ufloordiv' if u else '_sfloordiv')}({x}, {y})"
+        if op == "remainder":
+            return f"{self.use('_uremainder' if u else '_sremainder')}({x}, {y})"
+        if op == "power":
+            return f"{self.use('_ipow')}({x}, {y}, {w}(0), {w}(1))"
+        if op == "left_shift":
+            return f"{self.use('_ulshift' if u else '_slshift')}({x}, {y})"
+        if op == "right_shift":
+            return f"{self.use('_urshift' if u else '_srshift')}({x}, {y})"
+        if op == "reciprocal":
+            return f"0 if {a[0]} == 0 else np.int64(1.0 / np.float64({a[0]}))"
+        raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}({t})")
+
+    def cast(self, a: str, src: str, dst: str) -> str:
+        if src == dst:
+            return a
+        if dst == "bool":
+            return f"{a} != 0"
+        if src == "bool":
+            one, zero = ("1.0", "0.0") if _is_f(dst) else ("1", "0")
+            return f"np.{_vt(dst)}({one} if {a} else {zero})"
+        if dst == "float16":              # round once to float16 precision (as astype)
+            return f"np.float32(np.float16({a if _is_f(src) else f'np.float64({a})'}))"
+        return f"np.{_vt(dst)}({a})"
+
+    # -- common pieces
+    def signature(self) -> tuple[list[str], list[str]]:
+        kir = self.kir
+        names, types = [], []
+        for pre, bufs in (("out", kir.outputs), ("in", kir.inputs)):
+            for k, b in enumerate(bufs):
+                names.append(f"{pre}{k}")
+                types.append(f"T.CPointer(T.{_STORE.get(b.dtype, b.dtype)})")
+        for s in kir.sizes:
+            names.append(s.name)
+            types.append("T.int64")
+        for pre, bufs in (("in", kir.inputs), ("out", kir.outputs)):
+            for k, b in enumerate(bufs):
+                for d in range(b.ndim):
+                    names.append(f"st_{pre}{k}_{d}")
+                    types.append("T.int64")
+        return names, types
+
+    def decompose(self, lin: str, dims: list[int], out: list[str]) -> None:
+        """Unravel linear index ``lin`` over loop dims ``dims`` (C order) into ``i<d>``."""
+        if not dims:
+            return
+        if len(dims) == 1:
+            out.append(f"{self.n(f'i{dims[0]}')} = {lin}")
+            return
+        r = self.n("r_")
+        out.append(f"{r} = {lin}")
+        for pos in range(len(dims) - 1, 0, -1):
+            d = dims[pos]
+            ext = self.ix(self.kir.domain[d])
+            out.append(f"{self.n(f'i{d}')} = {r} % {ext}")
+            out.append(f"{r} = {r} // {ext}")
+        out.append(f"{self.n(f'i{dims[0]}')} = {r}")
+
+    def const_lines(self) -> list[str]:
+        lines = []
+        for var, (value, dt) in self.consts.items():
+            self.globals.append(f"_K_{var} = {_const_value(value, dt)}")
+            lines.append(f"{var} = _K_{var}")
+        return lines
+
+    # -- elementwise
+    def elementwise(self) -> list[str]:
+        kir, ilp = self.kir, max(1, self.v.ilp)
+        stmts = [s for s in kir.phases[0].pre if not isinstance(s, K.Const)]
+        dims = kir.loop_dims(range(len(kir.domain)))
+        self.local = {s.dst for s in stmts if hasattr(s, "dst")} | {f"i{d}" for d in dims} | {"r_", "u_"}
+        body = self.const_lines()
+        total = " * ".join(self.ix(kir.domain[d]) for d in dims) or "1"
+        body.append(f"n_ = {total}")
+        body.append("step_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
+        body.append("u_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
+        order = ([s for s in stmts if isinstance(s, K.Load)] + [s for s in stmts if isinstance(s, K.Op)]
+                 + [s for s in stmts if isinstance(s, K.Store)])
+
+        def lanes(n: int) -> list[str]:
+            out = []
+            for k in range(n):
+                self.sfx = f"_{k}" if n > 1 else ""
+                if n > 1:
+                    out.append(f"{self.n('u_')} = u_ + {k} * step_" if k else f"{self.n('u_')} = u_")
+                self.decompose(self.n("u_"), dims, out)
+            for s in order:
+                for k in range(n):
+                    self.sfx = f"_{k}" if n > 1 else ""
+                    out.append(self.stmt(s))
+            self.sfx = ""
+            return out
+        if ilp > 1:
+            body.append(f"while u_ + {ilp - 1} * step_ < n_:")
+            body += ["    " + x for x in lanes(ilp)]
+            body.append(f"    u_ += {ilp} * step_")
+        body.append("while u_ < n_:")
+        body += ["    " + x for x in lanes(1)]
+        body.append("    u_ += step_")
+        return body
+
+    # -- reductions
+    def acc_vt(self, a: K.Acc) -> str:
+        return "int32" if a.acc_dtype == "bool" and a.kind in ("argmax", "argmin") else _vt(a.acc_dtype)
+
+    def reduce(self) -> list[str]:
+        kir, v = self.kir, self.v
+        row = v.mode == "row"
+        outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
+        kc = v.cache_k if row else 0
+        body_defs = {s.dst for ph in kir.phases for s in ph.body if hasattr(s, "dst")}
+        self.local = body_defs | {f"i{d}" for d in inner} | {"r_", "j_"}
+        L = self.const_lines()
+        L.append(f"n_rows_ = {' * '.join(self.ix(kir.domain[d]) for d in outer) or '1'}")
+        L.append(f"row_len_ = {' * '.join(self.ix(kir.domain[d]) for d in inner) or '1'}")
+        if row:
+            for ph in kir.phases:
+                for a in ph.accs:
+                    st = "uint8" if self.acc_vt(a) == "bool" else self.acc_vt(a)
+                    L.append(f"sm_{a.dst} = cuda.shared.array(32, T.{st})")
+                    if a.kind in ("argmax", "argmin"):
+                        L.append(f"smi_{a.dst} = cuda.shared.array(32, T.int64)")
+            L.append("tid_ = np.int64(cuda.threadIdx.x)")
+            L.append("bdim_ = np.int64(cuda.blockDim.x)")
+            L.append("lane_ = tid_ & 31")
+            L.append("warp_ = tid_ >> 5")
+            L.append("nwarps_ = (bdim_ + 31) >> 5")
+            L.append("row_ = np.int64(cuda.blockIdx.x)")
+            L.append("rstep_ = np.int64(cuda.gridDim.x)")
+        else:
+            L.append("row_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
+            L.append("rstep_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
+        L.append("while row_ < n_rows_:")
+        rb: list[str] = []
+        self.decompose("row_", outer, rb)
+        cache: dict = {}
+        filled: set = set()
+        if kc:
+            for ph in kir.phases:
+                for s in ph.body:
+                    if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
+                        c = f"c{len(cache)}_"
+                        cache[(s.buf, s.index)] = c
+                        zero = "False" if s.dtype == "bool" else f"np.{_vt(s.dtype)}(0)"
+                        rb += [f"{c}{k} = {zero}" for k in range(kc)]
+        for ph in kir.phases:
+            for s in ph.pre:
+                line = self.stmt(s)
+                if not line:
+                    continue
+                if isinstance(s, K.Store) and row:
+                    rb += ["if tid_ == 0:", "    " + line]
+                else:
+                    rb.append(line)
+            if not ph.has_loop:
+                continue
+            for a in ph.accs:
+                rb.append(f"A{a.dst} = {self.acc_init(a)}")
+                if a.kind in ("argmax", "argmin"):
+                    rb.append(f"P{a.dst} = np.int64(-1)")
+            if kc:
+                newly = set()
+                for k in range(kc):
+                    self.sfx = f"_{k}"
+                    rb.append(f"{self.n('j_')} = tid_ + {k} * bdim_")
+                    rb.append(f"if {self.n('j_')} < row_len_:")
+                    lp: list[str] = []
+                    self.decompose(self.n("j_"), inner, lp)
+                    for s in ph.body:
+                        if isinstance(s, K.Load):
+                            self.dt[s.dst] = s.dtype
+                            c = cache[(s.buf, s.index)] + str(k)
+                            if (s.buf, s.index) in filled:
+                                lp.append(f"{self.n(s.dst)} = {c}")
+                            else:
+                                lp.append(self.stmt(s))
+                                lp.append(f"{c} = {self.n(s.dst)}")
+                                newly.add((s.buf, s.index))
+                        else:
+                            x = self.stmt(s)
+                            if x:
+                                lp.append(x)
+                    for a in ph.accs:
+                        lp += self.acc_step(a)
+                    rb += ["    " + x for x in lp]
+                self.sfx = ""
+                filled |= newly
+            else:
+                rb.append("j_ = tid_" if row else "j_ = np.int64(0)")
+                rb.append("while j_ < row_len_:")
+                lp = []
+                self.decompose("j_", inner, lp)
+                lp += [x for x in (self.stmt(s) for s in ph.body) if x]
+                for a in ph.accs:
+                    lp += self.acc_step(a)
+                lp.append("j_ += bdim_" if row else "j_ += 1")
+                rb += ["    " + x for x in lp]
+            for a in ph.accs:
+                rb += self.acc_final(a, row)
+        rb.append("row_ += rstep_")
+        L += ["    " + x for x in rb]
+        return L
+
+    def acc_init(self, a: K.Acc) -> str:
+        vt = self.acc_vt(a)
+        if vt == "bool":
+            return "True" if a.init else "False"
+        if vt == "int32" and a.acc_dtype == "bool":
+            return f"np.int32({int(bool(a.init))})"
+        return f"_I{a.dst}"
+
+    def combine(self, a: K.Acc, x: str, y: str) -> str:
+        vt = self.acc_vt(a)
+        if a.kind in ("any", "all"):
+            return f"{x} {'|' if a.kind == 'any' else '&'} {y}"
+        if a.kind in ("max", "min"):
+            if vt == "bool":
+                return f"{x} {'|' if a.kind == 'max' else '&'} {y}"
+            cmp = ">=" if a.kind == "max" else "<="
+            if _is_f(vt):
+                return f"{x} if ({x} {cmp} {y} or {x} != {x}) else {y}"
+            return f"{x} if {x} {cmp} {y} else {y}"
+        if vt == "bool":
+            return f"{x} {'|' if a.kind == 'sum' else '&'} {y}"
+        sym = "+" if a.kind == "sum" else "*"
+        return f"{x} {sym} {y}"
+
+    def acc_step(self, a: K.Acc) -> list[str]:
+        vt = self.acc_vt(a)
+        s = self.n(a.src)
+        A = f"A{a.dst}"
+        if a.kind in ("argmax", "argmin"):
+            val = f"np.int32(1 if {s} else 0)" if a.acc_dtype == "bool" else s
+            pos = f"np.int64({self.ix(a.pos)})"
+            return [f"{A}, P{a.dst} = {self.use('_' + a.kind)}({A}, P{a.dst}, {val}, {pos})"]
+        if a.kind in ("any", "all"):
+            src = s if a.src_dtype == "bool" else f"({s} != 0)"
+        elif vt == "bool":
+            src = s if a.src_dtype == "bool" else f"({s} != 0)"
+        elif a.src_dtype == "bool":
+            src = f"np.{vt}(1 if {s} else 0)"
+        else:
+            src = f"np.{vt}({s})"
+        return [f"{A} = {self.combine(a, A, src)}"]
+
+    def shfl(self, var: str, vt: str, m: str) -> str:
+        """``var`` of register type ``vt`` from lane ``lane ^ m``."""
+        if vt in ("float32", "float64", "int64", "int32"):
+            return f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}, {m})"
+        if vt == "bool":
+            return f"(cuda.shfl_xor_sync(0xFFFFFFFF, np.int32(1 if {var} else 0), {m}) != 0)"
+        wide = "int64" if vt in ("uint64",) else "int32"
+        return f"np.{vt}(cuda.shfl_xor_sync(0xFFFFFFFF, np.{wide}({var}), {m}))"
+
+    def acc_final(self, a: K.Acc, row: bool) -> list[str]:
+        out = []
+        vt = self.acc_vt(a)
+        A = f"A{a.dst}"
+        arg = a.kind in ("argmax", "argmin")
+        if row:
+            out.append("m_ = 16")
+            out.append("while m_ > 0:")
+            if arg:
+                P = f"P{a.dst}"
+                out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
+                out.append(f"    oi_ = cuda.shfl_xor_sync(0xFFFFFFFF, {P}, m_)")
+                out.append(f"    {A}, {P} = {self.use('_' + a.kind)}({A}, {P}, ov_, oi_)")
+            else:
+                out.append(f"    {A} = {self.combine(a, A, self.shfl(A, vt, 'm_'))}")
+            out.append("    m_ >>= 1")
+            out.append("if lane_ == 0:")
+            out.append(f"    sm_{a.dst}[warp_] = {A}" if vt != "bool" else f"    sm_{a.dst}[warp_] = np.uint8(1 if {A} else 0)")
+            if arg:
+                out.append(f"    smi_{a.dst}[warp_] = P{a.dst}")
+            out.append("cuda.syncthreads()")
+            rd = (lambda i: f"(sm_{a.dst}[{i}] != 0)") if vt == "bool" else (lambda i: f"sm_{a.dst}[{i}]")
+            out.append(f"{A} = {rd(0)}")
+            if arg:
+                out.append(f"P{a.dst} = smi_{a.dst}[0]")
+            out.append("w_ = 1")
+            out.append("while w_ < nwarps_:")
+            if arg:
+                out.append(f"    {A}, P{a.dst} = {self.use('_' + a.kind)}({A}, P{a.dst}, {rd('w_')}, smi_{a.dst}[w_])")
+            else:
+                out.append(f"    {A} = {self.combine(a, A, rd('w_'))}")
+            out.append("    w_ += 1")
+            out.append("cuda.syncthreads()")
+        self.dt[a.dst] = a.dtype
+        if arg:
+            out.append(f"{a.dst} = P{a.dst} if P{a.dst} >= 0 else np.int64(0)")
+        elif a.dtype == "bool":
+            out.append(f"{a.dst} = {A}" if vt == "bool" else f"{a.dst} = {A} != 0")
+        elif a.dtype == "float16":
+            out.append(f"{a.dst} = np.float32(np.float16({A}))")
+        else:
+            out.append(f"{a.dst} = np.{_vt(a.dtype)}({A})")
+        return out
+
+    # -- the module
+    def source(self) -> str:
+        kir, v = self.kir, self.v
+        names, types = self.signature()
+        if kir.kind in ("elementwise", "matmul"):
+            if v.mode != "elementwise":
+                raise CompileError(f"kfuse: variant {v} does not fit a {kir.kind} kernel")
+            body = self.elementwise()
+        elif kir.kind == "reduce":
+            if v.mode not in ("row", "col"):
+                raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
+            body = self.reduce()
+            for ph in kir.phases:
+                for a in ph.accs:
+                    if self.acc_vt(a) not in ("bool",) and not (a.acc_dtype == "bool"):
+                        self.globals.append(f"_I{a.dst} = {_const_value(a.init, a.acc_dtype)}")
+        else:
+            raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
+        ins = ", ".join(f"in{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.inputs))
+        outs = ", ".join(f"out{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.outputs))
+        head = [f'"""kfuse Numba-CUDA kernel {kir.name} [{kir.kind}] variant {v.tag}, generated by '
+                'kfuse.codegen.numba_cuda."""',
+                "import numpy as np", "from numba import cuda", "from numba.cuda import libdevice as ld",
+                "from numba.cuda import types as T", "",
+                "INF32 = np.float32(np.inf)", "INF64 = np.float64(np.inf)"]
+        head += self.globals + [""]
+        for h in self.used:
+            head += [_HELPERS[h], ""]
+        head += ["SIG = (" + ", ".join(types) + ("," if len(types) == 1 else "") + ")",
+                 f"LAUNCH_BOUNDS = {v.block}", "VARIANT = " + repr(dataclasses.astuple(v)), "", ""]
+        fn = [f"def {FN_NAME}({', '.join(names)}):",
+              f'    """({ins}) -> ({outs}); outer={list(kir.outer)} inner={list(kir.inner)}"""']
+        fn += ["    " + x for x in body if x != ""]
+        return "\n".join(head + fn) + "\n"
+
+
+def emit(kir: K.KernelIR, variant: NVariant | None = None) -> str:
+    """KernelIR -> Python source of a numba.cuda kernel ``kfuse_kernel`` (+ ``SIG``, ``LAUNCH_BOUNDS``)."""
+    return _Gen(kir, variant or default_variant(kir)).source()
+
+
+# --------------------------------------------------------------------------- PTX
+
+_MODULES: dict = {}
+_PTX: dict = {}
+_LOCK = threading.Lock()
+
+
+def load_source(source: str):
+    """Execute generated source once per distinct text; returns its namespace."""
+    ns = _MODULES.get(source)
+    if ns is None:
+        import_numba_cuda()
+        import hashlib
+        import linecache
+        h = hashlib.sha256(source.encode()).hexdigest()[:12]
+        filename = f"<kfuse-numba-cuda {h}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        ns = {"__name__": f"kfuse_numba_cuda_{h}"}
+        try:
+            exec(compile(source, filename, "exec"), ns)
+        except Exception as e:
+            raise CompileError(f"kfuse: generated numba-cuda source does not load: {e}\n{source}") from e
+        _MODULES[source] = ns
+    return ns
+
+
+def _cc(arch: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)(\d)[a-z]?", str(arch).strip().lower())
+    if not m:
+        raise ValueError(f"bad CUDA arch {arch!r} (expected e.g. sm_90)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def compile_ptx(source: str, fn_name: str = FN_NAME, arch: str = "sm_90") -> str:
+    """PTX of ``fn_name`` in generated ``source`` for ``arch`` (needs libNVVM, not a GPU)."""
+    key = (source, fn_name, arch)
+    hit = _PTX.get(key)
+    if hit is not None:
+        return hit
+    cuda = import_numba_cuda()
+    ns = load_source(source)
+    with _LOCK:
+        try:
+            ptx, _ = cuda.compile_ptx(ns[fn_name], ns["SIG"], cc=_cc(arch), fastmath=False,
+                                      launch_bounds=ns.get("LAUNCH_BOUNDS"))
+        except Exception as e:
+            raise CompileError(f"kfuse: numba.cuda.compile_ptx failed for {fn_name} ({arch}): "
+                               f"{type(e).__name__}: {e}\n{source}") from e
+    _PTX[key] = ptx
+    return ptx
+
+
+def entry_name(ptx: str) -> str:
+    """The (mangled) name of the PTX's kernel entry."""
+    m = re.search(r"\.entry\s+([A-Za-z0-9_$]+)\s*\(", ptx)
+    if not m:
+        raise CompileError("kfuse: no .entry in numba-cuda PTX")
+    return m.group(1)

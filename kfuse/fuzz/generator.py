@@ -1,0 +1,505 @@
+"""Seeded random programs over the ops kfuse traces.
+
+A :class:`Program` is a small printable description: input arrays (dtype, base shape, literal
+values, and the view taken of them: step slices incl. negative steps, then a transpose) and a list
+of steps ``vK = <NumPy expression over earlier names>``; :meth:`Program.source` renders the Python
+function, :meth:`Program.inputs` builds the arrays. ``generate(seed, index)`` is deterministic.
+
+The generator evaluates every candidate step with NumPy while it builds (so it knows dtypes and
+shapes), and keeps programs out of the domains NumPy leaves undefined: integer divisors and
+reciprocals are made non-zero and never -1 (no ``INT_MIN // -1``), integer exponents are ``& 3``,
+shift counts ``& (bits - 1)``, float->int casts go through ``isfinite``/``clip`` into range, and
+max/min/argmax/argmin never reduce zero elements. These guards live inside the step's own
+expression, so dropping a step while shrinking can never expose an undefined operation.
+A few programs end with a step NumPy rejects (``-bool``, bad broadcast, ...): kfuse must raise
+the same exception type.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import warnings
+
+import numpy as np
+
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64")
+_DTYPE_W = np.array([2, 1, 1, 1.5, 1.5, 1, 0.5, 0.5, 1, 1.5, 3, 3], dtype=float)
+
+UNARY = ("negative", "positive", "absolute", "exp", "exp2", "log", "log2", "log10", "log1p",
+         "expm1", "sqrt", "cbrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos",
+         "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint", "sign", "isnan",
+         "isinf", "isfinite", "logical_not", "invert", "fabs", "deg2rad", "rad2deg")
+UNARY_OPERATORS = {"negative": "-{}", "positive": "+{}", "absolute": "abs({})", "invert": "~{}"}
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
+          "float_power", "arctan2", "hypot", "maximum", "minimum", "fmax", "fmin", "equal",
+          "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+          "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+          "right_shift")
+BINARY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
+                    "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
+                    "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+                    "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+                    "greater": ">", "greater_equal": ">="}
+REDUCTIONS = ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std", "argmax", "argmin")
+_NONEMPTY = ("max", "min", "argmax", "argmin")
+MAX_ELEMENTS = 256          # no intermediate grows past this
+NAME_RE = re.compile(r"\b([av]\d+)\b")
+
+
+def _fmt_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(float(x))
+
+
+def _fmt_value(x) -> str:
+    return _fmt_float(x) if isinstance(x, float) else repr(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    """One array argument: literal values of a base array, then ``base[slices].transpose(perm)``."""
+
+    name: str
+    dtype: str
+    base_shape: tuple[int, ...]
+    values: tuple                      # flat, C order, Python scalars
+    slices: tuple | None = None        # per base dim: (start, step); start None for negative steps
+    perm: tuple[int, ...] | None = None
+
+    def view_suffix(self) -> str:
+        s = ""
+        if self.slices is not None:
+            parts = []
+            for start, step in self.slices:
+                parts.append(f"{'' if start is None else start}::{step}")
+            s += "[" + ", ".join(parts) + "]"
+        if self.perm is not None:
+            s += f".transpose({self.perm!r})"
+        return s
+
+    def source(self) -> str:
+        vals = "[" + ", ".join(_fmt_value(v) for v in self.values) + "]"
+        return (f"np.array({vals}, dtype=np.{self.dtype}).reshape({self.base_shape!r})"
+                f"{self.view_suffix()}")
+
+    def build(self, xp=np) -> np.ndarray:
+        a = np.array(list(self.values), dtype=self.dtype).reshape(self.base_shape)
+        if xp is not np:
+            a = xp.asarray(a)
+        if self.slices is not None:
+            a = a[tuple(slice(st, None, sp) for st, sp in self.slices)]
+        if self.perm is not None:
+            a = a.transpose(self.perm)
+        return a
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    out: str
+    expr: str
+
+    def uses(self) -> list[str]:
+        return NAME_RE.findall(self.expr)
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    seed: int
+    index: int
+    inputs: tuple[InputSpec, ...]
+    steps: tuple[Step, ...]
+    outputs: tuple[str, ...]
+    tuple_out: bool = True
+    fn_name: str = "fuzz_fn"
+
+    def source(self) -> str:
+        lines = [f"def {self.fn_name}({', '.join(i.name for i in self.inputs)}):"]
+        lines += [f"    {s.out} = {s.expr}" for s in self.steps]
+        if self.tuple_out or len(self.outputs) != 1:
+            lines.append(f"    return ({', '.join(self.outputs)},)")
+        else:
+            lines.append(f"    return {self.outputs[0]}")
+        return "\n".join(lines) + "\n"
+
+    def function(self):
+        """The program as a Python function (its source registered with linecache)."""
+        import linecache
+        src = self.source()
+        filename = f"<kfuse-fuzz seed={self.seed} program={self.index} {abs(hash(src)) & 0xffffffff:08x}>"
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+        ns = {"np": np, "nan": float("nan"), "inf": float("inf")}
+        exec(compile(src, filename, "exec"), ns)
+        return ns[self.fn_name]
+
+    def inputs_arrays(self, xp=np) -> list[np.ndarray]:
+        return [i.build(xp) for i in self.inputs]
+
+    def ops(self) -> set[str]:
+        """Names of the NumPy functions/methods the program calls (for reports)."""
+        names = set()
+        for s in self.steps:
+            names.update(re.findall(r"np\.([a-z_0-9]+)\(", s.expr))
+            names.update(re.findall(r"\.([a-z_]+)\(", s.expr))
+        return names - {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                        "uint64", "float16", "float32", "float64", "bool"}
+
+    def has_reduction(self) -> bool:
+        return any(re.search(r"\b(sum|mean|prod|var|std|matmul|dot)\b|@", s.expr)
+                   for s in self.steps)
+
+    def describe(self) -> str:
+        head = [f"# seed={self.seed} index={self.index}"]
+        head += [f"{i.name} = {i.source()}" for i in self.inputs]
+        return "\n".join(head) + "\n" + self.source()
+
+
+# ----------------------------------------------------------------------------- generation
+def _evaluate(expr: str, env: dict):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            return eval(expr, {"np": np, "nan": float("nan"), "inf": float("inf")}, dict(env))
+
+
+class _Gen:
+    def __init__(self, seed: int, index: int, max_steps: int):
+        self.rng = np.random.default_rng([seed & 0xFFFFFFFF, index])
+        self.seed, self.index, self.max_steps = seed, index, max_steps
+        self.env: dict[str, np.ndarray] = {}
+        self.inputs: list[InputSpec] = []
+        self.steps: list[Step] = []
+
+    # --- random helpers
+    def chance(self, p: float) -> bool:
+        return bool(self.rng.random() < p)
+
+    def choice(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def dtype(self) -> str:
+        return DTYPES[int(self.rng.choice(len(DTYPES), p=_DTYPE_W / _DTYPE_W.sum()))]
+
+    # --- inputs
+    def program_shape(self) -> tuple[int, ...]:
+        rank = int(self.rng.choice(4, p=[0.1, 0.3, 0.4, 0.2]))
+        dims = [int(self.choice((1, 2, 3, 4, 5, 7))) for _ in range(rank)]
+        while int(np.prod(dims)) > 48:
+            dims[int(self.rng.integers(rank))] = 2
+        if rank and self.chance(0.06):
+            dims[int(self.rng.integers(rank))] = 0
+        return tuple(dims)
+
+    def values(self, dtype: str, n: int) -> tuple:
+        dt = np.dtype(dtype)
+        rng = self.rng
+        if dt.kind == "b":
+            return tuple(bool(v) for v in rng.random(n) < 0.5)
+        out = []
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            extremes = [info.min, info.max, info.min + 1, info.max - 1, 0]
+            for _ in range(n):
+                r = rng.random()
+                if r < 0.7:
+                    v = int(rng.integers(-6, 7))
+                    v = v if info.min <= v <= info.max else abs(v)
+                elif r < 0.85:
+                    v = int(self.choice(extremes))
+                else:
+                    v = int(rng.integers(info.min, int(info.max) + 1, dtype=np.uint64
+                                         if dt.kind == "u" else np.int64))
+                out.append(v)
+            return tuple(out)
+        specials = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0]
+        p_special = 0.0 if self.chance(0.4) else 0.12
+        for _ in range(n):
+            r = rng.random()
+            if r < p_special:
+                v = self.choice(specials)
+            elif r < 0.55:
+                v = float(rng.integers(-8, 9)) / float(self.choice((1, 2, 4)))
+            elif r < 0.93:
+                v = float(rng.uniform(-3, 3))
+            else:
+                v = float(rng.uniform(-1, 1) * 10 ** rng.uniform(1, 4))
+            out.append(float(np.array(v, dtype=dt)))
+        return tuple(out)
+
+    def make_input(self, name: str, shape: tuple[int, ...]) -> InputSpec:
+        dtype = self.dtype()
+        if not shape or not self.chance(0.35):
+            n = int(np.prod(shape)) if shape else 1
+            return InputSpec(name, dtype, shape, self.values(dtype, n))
+        rank = len(shape)
+        perm = None
+        logical = shape
+        if rank >= 2 and self.chance(0.6):
+            q = tuple(int(i) for i in self.rng.permutation(rank))
+            base = [0] * rank
+            for i in range(rank):
+                base[q[i]] = shape[i]     # base.transpose(q).shape == shape
+            logical, perm = tuple(base), q
+        slices = None
+        base_shape = logical
+        if self.chance(0.7) or perm is None:
+            slices, base_shape = [], []
+            for d in logical:
+                step = int(self.choice((1, 2, -1, -2, 3)))
+                if step > 0:
+                    start = int(self.choice((0, 1)))
+                    length = start + (d - 1) * step + 1 if d else start
+                    slices.append((start, step))
+                else:
+                    length = (d - 1) * -step + 1 if d else 0
+                    slices.append((None, step))
+                base_shape.append(length)
+            slices, base_shape = tuple(slices), tuple(base_shape)
+        n = int(np.prod(base_shape)) if base_shape else 1
+        spec = InputSpec(name, dtype, base_shape, self.values(dtype, n), slices, perm)
+        assert spec.build().shape == shape, (spec, shape)
+        return spec
+
+    # --- steps
+    def vars(self, pred=None) -> list[str]:
+        return [k for k, v in self.env.items() if pred is None or pred(v)]
+
+    def var(self, pred=None) -> str | None:
+        vs = self.vars(pred)
+        if not vs:
+            return None
+        if self.steps and self.chance(0.5):     # prefer recent values: deeper chains
+            recent = [v for v in vs if v.startswith("v")]
+            if recent:
+                return recent[-1] if self.chance(0.5) else self.choice(recent)
+        return self.choice(vs)
+
+    def const(self, dtype_hint=None, small=False) -> str:
+        r = self.rng.random()
+        if r < 0.45:
+            v = int(self.rng.integers(-3 if not small else 1, 6))
+            return f"({v})" if v < 0 else str(v)
+        if r < 0.8:
+            v = float(self.choice((0.5, -1.5, 2.0, 0.25, -0.0, 3.0, 1e3)))
+            return f"({_fmt_float(v)})" if v < 0 or str(v).startswith("-") else _fmt_float(v)
+        if r < 0.85:
+            return self.choice(("True", "False"))
+        dt = self.choice(("int8", "uint8", "int32", "float32", "float16", "float64", "int64"))
+        v = int(self.rng.integers(1 if small else -3, 6))
+        if dt.startswith("u"):
+            v = abs(v) or 1
+        return f"np.{dt}({v})"
+
+    def gen_unary(self) -> str | None:
+        a = self.var()
+        name = self.choice(UNARY)
+        arr = self.env[a]
+        if name == "reciprocal" and arr.dtype.kind in "biu":
+            a = self._safe_divisor(a, np.reciprocal(np.ones(1, arr.dtype)).dtype)
+            return f"np.reciprocal({a})"
+        if name in UNARY_OPERATORS and self.chance(0.5):
+            return UNARY_OPERATORS[name].format(a)
+        return f"np.{name}({a})"
+
+    def _safe_divisor(self, b: str, loop) -> str:
+        loop = np.dtype(loop)
+        if loop.kind not in "iu":
+            return b
+        d = b if self.env[b].dtype == loop else f"{b}.astype(np.{loop.name})"
+        if loop.kind == "u":
+            return f"np.where({d} == 0, 3, {d})"
+        return f"np.where(({d} == 0) | ({d} == -1), 3, {d})"
+
+    def gen_binary(self) -> str | None:
+        name = self.choice(BINARY)
+        a = self.var()
+        use_const = self.chance(0.25)
+        b = self.const(small=name in ("floor_divide", "remainder", "power", "left_shift",
+                                      "right_shift")) if use_const else self.var()
+        if use_const and self.chance(0.3):
+            a, b = b, a                              # constant on the left
+            if name in ("floor_divide", "remainder", "power", "left_shift", "right_shift"):
+                a, b = b, a
+        raw = (f"({a} {BINARY_OPERATORS[name]} {b})" if name in BINARY_OPERATORS and self.chance(0.6)
+               else f"np.{name}({a}, {b})")
+        try:
+            res = _evaluate(raw, self.env)
+        except Exception:
+            return raw                               # may become an error program
+        loop = np.asarray(res).dtype
+        if name in ("floor_divide", "remainder", "power", "left_shift", "right_shift") \
+                and loop.kind in "iu" and b in self.env:
+            if name in ("floor_divide", "remainder"):
+                b = self._safe_divisor(b, loop)
+            else:
+                bits = 3 if name == "power" else loop.itemsize * 8 - 1
+                cast = b if self.env[b].dtype == loop else f"{b}.astype(np.{loop.name})"
+                b = f"({cast} & {bits})"
+        if name in BINARY_OPERATORS and raw.startswith("("):
+            return f"({a} {BINARY_OPERATORS[name]} {b})"
+        return f"np.{name}({a}, {b})"
+
+    def _axis(self, ndim: int, single=False):
+        if ndim == 0 or self.chance(0.25):
+            return None
+        if single or self.chance(0.6):
+            ax = int(self.rng.integers(ndim))
+            return ax - ndim if self.chance(0.3) else ax
+        k = int(self.rng.integers(1, ndim + 1))
+        return tuple(sorted(int(x) for x in self.rng.choice(ndim, k, replace=False)))
+
+    def gen_reduction(self) -> str | None:
+        name = self.choice(REDUCTIONS)
+        a = self.var()
+        arr = self.env[a]
+        axis = self._axis(arr.ndim, single=name.startswith("arg"))
+        if name in _NONEMPTY and arr.size == 0 and not self.chance(0.1):
+            return None
+        kw = []
+        if axis is not None:
+            kw.append(f"axis={axis!r}")
+        if self.chance(0.4):
+            kw.append("keepdims=True")
+        if name in ("sum", "prod") and self.chance(0.1):
+            kw.append(f"dtype=np.{self.choice(('int64', 'float64', 'float32'))}")
+        if name in ("var", "std") and self.chance(0.15):
+            kw.append("ddof=1")
+        args = ", ".join([a] + kw) if self.chance(0.5) else ", ".join(kw)
+        if args == ", ".join(kw):
+            return f"{a}.{name}({args})"
+        return f"np.{name}({args})"
+
+    def gen_movement(self) -> str | None:
+        a = self.var()
+        arr = self.env[a]
+        nd = arr.ndim
+        opts = ["{x}[None]", "np.expand_dims({x}, 0)", "{x}.reshape(-1)",
+                "np.broadcast_to({x}, (2,) + SHAPE)"]
+        if nd >= 1:
+            opts += ["{x}[::-1]", "{x}[1:]", "{x}[::2]", "{x}[..., ::-2]", "{x}[-1]", "{x}[:, None]"]
+        if nd >= 2:
+            perm = tuple(int(i) for i in self.rng.permutation(nd))
+            opts += ["{x}.T", "np.swapaxes({x}, 0, -1)", f"np.transpose({{x}}, {perm!r})",
+                     "{x}[1:, ::-1]", "{x}.reshape(SHAPE0, -1)", "np.moveaxis({x}, 0, -1)"]
+        if 1 in arr.shape:
+            opts.append("np.squeeze({x})")
+        if nd >= 1 and arr.shape[-1] % 2 == 0 and arr.shape[-1]:
+            opts.append("{x}.reshape(SHAPEM1 + (2, -1))")
+        expr = self.choice(opts)
+        expr = expr.replace("SHAPE0", repr(arr.shape[0]) if nd else "1")
+        expr = expr.replace("SHAPEM1", repr(arr.shape[:-1])).replace("SHAPE", repr(arr.shape))
+        return expr.replace("{x}", a)
+
+    def gen_matmul(self) -> str | None:
+        cands = self.vars(lambda v: v.ndim >= 1 and v.dtype.kind != "b")
+        if not cands:
+            return None
+        a = self.choice(cands)
+        forms = ["{a} @ {b}", "{a} @ {b}.T", "{a}.T @ {b}", "np.matmul({a}, {b})", "np.dot({a}, {b})",
+                 "{a} @ np.swapaxes({b}, -1, -2)"]
+        self.rng.shuffle(forms)
+        bs = list(cands)
+        self.rng.shuffle(bs)
+        for form in forms:
+            for b in bs:
+                expr = form.format(a=a, b=b)
+                try:
+                    r = _evaluate(expr, self.env)
+                except Exception:
+                    continue
+                if np.asarray(r).size <= MAX_ELEMENTS:
+                    return expr
+        return None
+
+    def gen_other(self) -> str | None:
+        kind = self.choice(("where", "clip", "astype", "astype", "where"))
+        a = self.var()
+        arr = self.env[a]
+        if kind == "where":
+            c = self.var()
+            b = self.var() if self.chance(0.7) else self.const()
+            cond = c if self.env[c].dtype == bool or self.chance(0.3) else f"({c} > 0)"
+            return f"np.where({cond}, {a}, {b})"
+        if kind == "clip":
+            lo, hi = sorted(int(x) for x in self.rng.integers(-4, 5, 2))
+            if self.chance(0.3):
+                return f"{a}.clip({lo}, None)" if self.chance(0.5) else f"np.clip({a}, None, {hi})"
+            if self.chance(0.3):
+                return f"np.clip({a}, {float(lo) - 0.5}, {float(hi) + 0.5})"
+            return f"np.clip({a}, {lo}, {hi})"
+        dst = np.dtype(self.dtype())
+        if arr.dtype.kind == "f" and dst.kind in "iu":
+            bits = dst.itemsize * 8
+            lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 2)) if dst.kind == "i" else (0, 2 ** (bits - 1))
+            return (f"np.clip(np.where(np.isfinite({a}), {a}, 0), {float(lo)!r}, {float(hi)!r})"
+                    f".astype(np.{dst.name})")
+        return f"{a}.astype(np.{dst.name})"
+
+    def step(self) -> bool:
+        """Add one step; False when the program ended with an expected NumPy error."""
+        kinds = (self.gen_unary, self.gen_binary, self.gen_reduction, self.gen_movement,
+                 self.gen_matmul, self.gen_other)
+        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09])
+        for _ in range(30):
+            gen = kinds[int(self.rng.choice(len(kinds), p=weights / weights.sum()))]
+            expr = gen()
+            if expr is None:
+                continue
+            name = f"v{len(self.steps)}"
+            try:
+                val = _evaluate(expr, self.env)
+            except Exception:
+                if self.chance(0.04):
+                    self.steps.append(Step(name, expr))
+                    return False
+                continue
+            val = np.asarray(val)
+            if val.dtype.name not in DTYPES or val.size > MAX_ELEMENTS:
+                continue
+            self.steps.append(Step(name, expr))
+            self.env[name] = val
+            return True
+        return True
+
+    def build(self) -> Program:
+        shape = self.program_shape()
+        n_in = int(self.rng.choice([1, 2, 3], p=[0.3, 0.45, 0.25]))
+        for i in range(n_in):
+            s = list(shape)
+            if s and self.chance(0.3):
+                s = s[int(self.rng.integers(1, len(s) + 1)):]
+            s = [1 if (d and self.chance(0.15)) else d for d in s]
+            spec = self.make_input(f"a{i}", tuple(s))
+            self.inputs.append(spec)
+            self.env[spec.name] = spec.build()
+        n_steps = int(self.rng.integers(1, self.max_steps + 1))
+        ok = True
+        for _ in range(n_steps):
+            if not self.step():
+                ok = False
+                break
+        if not self.steps:
+            self.steps.append(Step("v0", f"np.negative({self.inputs[0].name}.astype(np.float64))"))
+        last = self.steps[-1].out
+        outs = [last]
+        if ok:
+            others = [s.out for s in self.steps[:-1]]
+            for _ in range(int(self.rng.choice([0, 1, 2], p=[0.45, 0.4, 0.15]))):
+                if others:
+                    o = self.choice(others)
+                    if o not in outs:
+                        outs.append(o)
+            if self.chance(0.04):
+                outs.append(self.inputs[0].name)
+        tuple_out = len(outs) > 1 or self.chance(0.3)
+        return Program(self.seed, self.index, tuple(self.inputs), tuple(self.steps), tuple(outs),
+                       tuple_out)
+
+
+def generate(seed: int, index: int, max_steps: int = 5) -> Program:
+    """The ``index``-th program of the run seeded ``seed`` (deterministic)."""
+    return _Gen(seed, index, max_steps).build()

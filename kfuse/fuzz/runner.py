@@ -1,0 +1,108 @@
+"""Run one fuzz program through ``kfuse.jit`` and through NumPy, and classify the outcome.
+
+Outcomes: ``ok``; ``mismatch`` (dtype, shape, values or signed zeros differ, per the tolerance
+table; or kfuse changed an input); ``crash`` (kfuse raised where NumPy did not, raised another
+exception type than NumPy, or returned where NumPy raised); ``unsupported``
+(:class:`kfuse.UnsupportedError`, with the op name taken from its message).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import traceback
+import warnings
+
+import numpy as np
+
+from .compare import compare, flatten_outputs
+from .generator import Program
+
+_UNSUPPORTED_RE = re.compile(r"kfuse: (.*?) (?:is|are) not supported")
+
+
+@dataclasses.dataclass
+class Result:
+    status: str                   # ok | mismatch | crash | unsupported
+    detail: str = ""
+    op: str | None = None         # unsupported: the op's name
+    exc_type: str | None = None   # crash: the exception kfuse raised (or "returned")
+
+    @property
+    def signature(self) -> tuple:
+        """What must stay the same while shrinking."""
+        if self.status == "crash":
+            return (self.status, self.exc_type)
+        return (self.status,)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("mismatch", "crash")
+
+
+def unsupported_name(exc: BaseException) -> str:
+    msg = str(exc)
+    m = _UNSUPPORTED_RE.search(msg)
+    name = m.group(1) if m else msg.splitlines()[0][:60]
+    return re.sub(r"\s*\(at [^)]*\)", "", name).strip()
+
+
+def _to_device(backend: str):
+    if backend == "cpu":
+        return np, lambda a: a
+    import cupy
+    return cupy, lambda a: cupy.asnumpy(a) if hasattr(a, "__cuda_array_interface__") else a
+
+
+def run_numpy(program: Program):
+    """NumPy's result as ``(outputs, None)`` or ``(None, exception)``."""
+    fn = program.function()
+    args = program.inputs_arrays()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                return fn(*args), None
+            except Exception as e:      # noqa: BLE001 - any NumPy error is an expected outcome
+                return None, e
+
+
+def run_program(program: Program, backend: str = "cpu") -> Result:
+    import kfuse
+    from kfuse.errors import UnsupportedError
+
+    expected, np_exc = run_numpy(program)
+    xp, to_host = _to_device(backend)
+    args = program.inputs_arrays(xp)
+    before = [np.array(to_host(a), copy=True) for a in args]
+    fn = program.function()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            actual = kfuse.jit(fn, backend=backend)(*args)
+    except UnsupportedError as e:
+        if np_exc is not None and isinstance(e, type(np_exc)):
+            return Result("ok")
+        return Result("unsupported", str(e), op=unsupported_name(e))
+    except Exception as e:              # noqa: BLE001 - classify everything
+        if np_exc is not None and isinstance(e, type(np_exc)):
+            return Result("ok")
+        what = (f"NumPy raised {type(np_exc).__name__}: {np_exc}; kfuse raised "
+                if np_exc is not None else "kfuse raised ")
+        tb = traceback.format_exc(limit=-4)
+        return Result("crash", f"{what}{type(e).__name__}: {e}\n{tb}", exc_type=type(e).__name__)
+    if np_exc is not None:
+        return Result("crash", f"NumPy raised {type(np_exc).__name__}: {np_exc}; kfuse returned "
+                      f"{actual!r}", exc_type="returned")
+    outs_a = flatten_outputs(actual)
+    outs_e = flatten_outputs(expected)
+    if len(outs_a) != len(outs_e):
+        return Result("mismatch", f"{len(outs_a)} outputs, NumPy has {len(outs_e)}")
+    red = program.has_reduction()
+    for i, (a, e) in enumerate(zip(outs_a, outs_e)):
+        why = compare(to_host(a), e, reductions=red)
+        if why:
+            return Result("mismatch", f"output {i}: {why}")
+    for spec, b, a in zip(program.inputs, before, args):
+        if not np.array_equal(b, to_host(a), equal_nan=True):
+            return Result("mismatch", f"kfuse modified input {spec.name}")
+    return Result("ok")

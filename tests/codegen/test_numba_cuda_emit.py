@@ -1,0 +1,151 @@
+"""Numba-CUDA emitter without a GPU: emit numba.cuda source for hand-built plans, compile it to PTX for
+sm_90 with numba.cuda.compile_ptx (libNVVM; skipped when numba-cuda or libNVVM is missing) and
+assemble the PTX with ptxas where it is installed."""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
+
+from handplan import one_group_plan, trace  # noqa: E402
+from kfuse.codegen import kernel_ir as K  # noqa: E402
+from kfuse.codegen import numba_cuda as nc  # noqa: E402
+from kfuse.codegen.cuda import lower_for_cuda  # noqa: E402
+from kfuse.errors import DeviceError  # noqa: E402
+
+PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
+
+
+def gelu(x, w, b):
+    y = x * w + b
+    return 0.5 * y * (1 + np.tanh(0.7978845608 * (y + 0.044715 * y ** 3)))
+
+
+def softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def mixed(a, b):
+    return a // b, a % b, a << 3, a >> 2, np.maximum(a, b), (a * b - a).astype(np.float16)
+
+
+def argred(x):
+    return x.argmax(axis=1), x.min(axis=1), (x > 0).any(axis=1)
+
+
+CASES = {
+    "gelu": (gelu, [("f32", (64, 128)), ("f32", (128,)), ("f32", (128,))]),
+    "softmax": (softmax, [("f32", (64, 128))]),
+    "int8": (mixed, [("i8", (16, 8)), ("i8", (8,))]),
+    "argred": (argred, [("f16", (16, 40))]),
+}
+
+
+def _kir(name, shapes=None):
+    fn, specs = CASES[name]
+    return lower_for_cuda(one_group_plan(trace(fn, *specs)).groups[0])
+
+
+def _variants(kir):
+    v = nc.default_variant(kir)
+    return [v, nc.NVariant("col", 1, 0, 128)] if kir.kind == "reduce" else [v]
+
+
+def test_source_is_valid_python_and_size_free():
+    for name in CASES:
+        kir = _kir(name)
+        for v in _variants(kir):
+            src = nc.emit(kir, v)
+            compile(src, name, "exec")
+            assert "def kfuse_kernel(" in src and "SIG = (" in src
+            body = src.split("def kfuse_kernel")[1]
+            for s in kir.sizes:                     # no extent is baked into the kernel
+                if s.value > 40:
+                    assert str(s.value) not in body, (name, s)
+    a = nc.emit(_kir("gelu"))
+    fn, _ = CASES["gelu"]
+    b = nc.emit(lower_for_cuda(one_group_plan(trace(fn, ("f32", (32, 256)), ("f32", (256,)),
+                                                    ("f32", (256,)))).groups[0]))
+    assert a == b                                   # a new size reuses the compiled kernel
+
+
+def test_reduction_shapes():
+    src = nc.emit(_kir("softmax"))
+    assert "cuda.shfl_xor_sync" in src and "cuda.syncthreads()" in src and "cuda.shared.array" in src
+    assert src.count("in0[") == 1                   # row cached in registers: one load site per slot
+    kir = _kir("softmax")
+    assert src.count("c0_") >= 2 * nc.default_variant(kir).cache_k
+    col = nc.emit(kir, nc.NVariant("col", 1, 0, 128))
+    assert "shfl" not in col.split("def kfuse_kernel")[1]
+    assert "_argmax" in nc.emit(_kir("argred"))
+
+
+def test_hand_built_kernel_ir():
+    kir = K.KernelIR(
+        name="k0", kind="elementwise",
+        inputs=(K.Buffer("in0", "float32", 1, (10,)),), outputs=(K.Buffer("out0", "float16", 1, (10,)),),
+        sizes=(K.SizeParam("s0", 10, "extent of i0"),), domain=(K.IVar("s0"),), outer=(0,), inner=(),
+        phases=(K.Phase(pre=(K.Load("v0", "float32", 0, (K.IVar("i0"),)), K.Const("v1", "float32", float("nan")),
+                             K.Op("v2", "maximum", "float32", ("v0", "v1"), ("float32", "float32")),
+                             K.Op("v3", "cast", "float16", ("v2",), ("float32",)),
+                             K.Store(0, (K.IVar("i0"),), "v3"))),))
+    src = nc.emit(kir, nc.NVariant("elementwise", 1, 0, 64))
+    assert "np.float32(np.nan)" in src and "np.float16(" in src and "T.CPointer(T.float16)" in src
+    assert "LAUNCH_BOUNDS = 64" in src
+
+
+def test_import_failure_is_one_clear_error(monkeypatch):
+    def broken():
+        return None, "kfuse: the numba-cuda backend cannot import numba.cuda (AttributeError: row_stack); Fix: pip install 'numpy<2.5'"
+    monkeypatch.setattr(nc, "_import", broken)
+    ok, why = nc.numba_cuda_available()
+    assert not ok and "numpy<2.5" in why
+    with pytest.raises(DeviceError, match="numpy<2.5"):
+        nc.import_numba_cuda()
+    from kfuse.runtime import numba_cuda as rt
+    with pytest.raises(DeviceError):
+        rt.compile_plan(one_group_plan(trace(gelu, *CASES["gelu"][1])))
+
+
+def _nvvm_or_skip():
+    ok, why = nc.numba_cuda_available()
+    if not ok:
+        pytest.skip(why)
+    try:
+        nc.compile_ptx(nc.emit(_kir("gelu")), arch="sm_90")
+    except Exception as e:  # noqa: BLE001
+        if "NVVM" in str(e) or "nvvm" in str(e):
+            pytest.skip(f"libNVVM not found: {e}")
+        raise
+
+
+@pytest.fixture(scope="module")
+def ptxs():
+    _nvvm_or_skip()
+    out = {}
+    for name in CASES:
+        kir = _kir(name)
+        for v in _variants(kir):
+            out[(name, v.tag)] = nc.compile_ptx(nc.emit(kir, v), arch="sm_90")
+    return out
+
+
+def test_compile_ptx_sm90(ptxs):
+    for key, ptx in ptxs.items():
+        assert ".target sm_90" in ptx and nc.entry_name(ptx), key
+        assert ".version 9.0" in ptx or ".version 8" in ptx, key   # a CUDA 13.0 driver can JIT it
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not installed")
+def test_ptxas_accepts_ptx(ptxs, tmp_path):
+    for (name, tag), ptx in ptxs.items():
+        p = tmp_path / f"{name}-{tag}.ptx"
+        p.write_text(ptx)
+        r = subprocess.run([PTXAS, "-arch=sm_90", str(p), "-o", str(p) + ".o"], capture_output=True, text=True)
+        assert r.returncode == 0, f"{name} {tag}: {r.stderr}"
