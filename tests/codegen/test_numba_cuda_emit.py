@@ -2,6 +2,7 @@
 sm_90 with numba.cuda.compile_ptx (libNVVM; skipped when numba-cuda or libNVVM is missing) and
 assemble the PTX with ptxas where it is installed."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def test_source_is_valid_python_and_size_free():
             body = src.split("def kfuse_kernel")[1]
             for s in kir.sizes:                     # no extent is baked into the kernel
                 if s.value > 40:
-                    assert str(s.value) not in body, (name, s)
+                    assert not re.search(rf"(?<![\w.]){s.value}(?![\w.])", body), (name, s)
     a = nc.emit(_kir("gelu"))
     fn, _ = CASES["gelu"]
     b = nc.emit(lower_for_cuda(one_group_plan(trace(fn, ("f32", (32, 256)), ("f32", (256,)),
@@ -78,8 +79,9 @@ def test_source_is_valid_python_and_size_free():
 def test_reduction_shapes():
     src = nc.emit(_kir("softmax"))
     assert "cuda.shfl_xor_sync" in src and "cuda.syncthreads()" in src and "cuda.shared.array" in src
-    assert src.count("in0[") == 1                   # row cached in registers: one load site per slot
     kir = _kir("softmax")
+    kc = nc.default_variant(kir).cache_k
+    assert kc > 0 and src.count("in0[") == kc       # row cached in registers: one load per slot, 3 phases
     assert src.count("c0_") >= 2 * nc.default_variant(kir).cache_k
     col = nc.emit(kir, nc.NVariant("col", 1, 0, 128))
     assert "shfl" not in col.split("def kfuse_kernel")[1]
