@@ -73,6 +73,30 @@ def bench(f, reps=15, inner=10):
     return float(np.median(ts))
 
 
+def launch_sweep(copy_bw):
+    """Time P1/P6 at several elementwise grid caps and P2/P3/P4 at several row shapes."""
+    from kfuse.runtime import cuda as rc
+    out = []
+    for name, (fn, shapes) in CASES.items():
+        knob, values = (("EW_BLOCKS_PER_SM", (4, 8, 16, 64, 100000)) if fn in (p1, p6)
+                        else ("ROW_UNITS_PER_THREAD", (1, 2, 4, 8)))
+        args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
+        plan = one_group_plan(trace(fn, *[("float32", s) for s in shapes]))
+        default = getattr(rc, knob)
+        for val in values:
+            setattr(rc, knob, val)
+            prog = compile_plan(plan)
+            outs = prog(args)
+            nbytes = sum(a.nbytes for a in args) + sum(o.nbytes for o in outs)
+            t = bench(lambda: prog(args))
+            out.append({"case": name, "knob": knob, "value": val, "ms": t * 1e3, "frac_copy": nbytes / t / copy_bw})
+            print(json.dumps(out[-1]), flush=True)
+        setattr(rc, knob, default)
+        del args, outs
+        cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 def host_overhead():
     """Host time of one cached call on a 1024-element input: kfuse program vs CuPy ElementwiseKernel."""
     x = cp.random.standard_normal(1024, dtype=cp.float32)
@@ -140,9 +164,10 @@ def main():
         print(json.dumps(row), flush=True)
         del args, outs
         cp.get_default_memory_pool().free_all_blocks()
+    sweep = launch_sweep(copy_bw) if "--sweep" in sys.argv else []
     ho = host_overhead()
     print(json.dumps(ho))
-    meta = {"host_overhead": ho, "gpu": props["name"], "arch": props["arch"], "sm_count": props["sm_count"],
+    meta = {"sweep": sweep, "host_overhead": ho, "gpu": props["name"], "arch": props["arch"], "sm_count": props["sm_count"],
             "copy_TBps": copy_bw / 1e12, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "driver": cp.cuda.runtime.driverGetVersion(), "cupy": cp.__version__}
     with open(os.path.join(out_dir, "gpu_quick.json"), "w") as f:
@@ -156,6 +181,10 @@ def main():
         lines.append(f"| {r['case']} | {r['kfuse_ms']:.3f} | {100 * r['kfuse_frac_copy']:.1f} | "
                      f"{r.get('torch_compile_ms', float('nan')):.3f} | {100 * r.get('torch_compile_frac_copy', float('nan')):.1f} | "
                      f"{r.get('kfuse_speedup_vs_torch_compile', float('nan')):.2f} | {r['rel_err']:.1e} |")
+    if sweep:
+        lines += ["", "launch-shape sweep (fraction of copy):", ""]
+        lines += [f"- {r['case'].split()[0]} {r['knob']}={r['value']}: {r['ms']:.3f} ms, "
+                  f"{100 * r['frac_copy']:.1f}%" for r in sweep]
     text = "\n".join(lines)
     with open(os.path.join(out_dir, "gpu_quick.md"), "w") as f:
         f.write(text + "\n")

@@ -692,10 +692,11 @@ def default_variant(kir: K.KernelIR) -> Variant:
     return Variant("elementwise", vec, bool(big), 0, 256)
 
 
-def row_shape(units: int) -> tuple[int, int]:
-    """(threads a block, register slots a thread) for a row of ``units`` vector units: about 4
-    units a thread, 32..1024 threads; rows longer than 16 slots a thread are re-read from L2."""
-    block = max(32, min(1024, 1 << max(0, (units - 1) // 4).bit_length()))
+def row_shape(units: int, per_thread: int = 4) -> tuple[int, int]:
+    """(threads a block, register slots a thread) for a row of ``units`` vector units: about
+    ``per_thread`` units a thread, 32..1024 threads; rows longer than 16 slots a thread are
+    re-read from L2."""
+    block = max(32, min(1024, 1 << max(0, (units - 1) // per_thread).bit_length()))
     kc = -(-units // block)
     if kc > 16:
         return 1024, 0

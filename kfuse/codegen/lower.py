@@ -267,7 +267,6 @@ class _Lowerer:
             phases.append(self.end_phase())
             outer, inner = tuple(range(len(self.domain_shape))), ()
         elif g.kind == "reduce":
-            nd = len(self.domain_shape)
             for node in g.nodes:
                 if node.op in REDUCE:
                     if tuple(node.inputs[0].shape) != self.domain_shape or tuple(node.attr("axes")) != self.axes:
@@ -275,14 +274,14 @@ class _Lowerer:
                                            f"domain {self.domain_shape} / axes {self.axes}")
                     acc = self.acc_for(node)
                     phases.append(self.end_phase([acc]))
-            full = [o for o in g.outputs if tuple(o.shape) == self.domain_shape
-                    and o not in self.acc_vars and not self._is_outer_level(o)]
+            # a value of the domain's shape is full-level (if the reduced extents are all 1 the
+            # keepdims and full-level indices coincide anyway)
+            full = [o for o in g.outputs if tuple(o.shape) == self.domain_shape]
             rest = [o for o in g.outputs if o not in full]
             self.store_outputs(rest, False)
             self.store_outputs(full, True)
             phases.append(self.end_phase())
             outer, inner = self.outer, self.axes
-            del nd
         else:
             raise CompileError(f"kfuse: unknown kernel kind {g.kind!r}")
         outputs = [K.Buffer(f"out{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(g.outputs)]
@@ -292,19 +291,6 @@ class _Lowerer:
         return K.KernelIR(name=f"k{g.id}", kind=g.kind, inputs=tuple(inputs), outputs=tuple(outputs),
                           sizes=tuple(self.sizes), domain=self.domain, outer=outer, inner=inner,
                           phases=tuple(phases), contraction=contraction, tile=self.tile)
-
-    def _is_outer_level(self, node: Node) -> bool:
-        """True if ``node`` depends on a reduction of this group (then it has the reduced shape)."""
-        stack, seen = [node], set()
-        while stack:
-            n = stack.pop()
-            if n in self.acc_vars:
-                return True
-            if n in seen or n in self.in_index:
-                continue
-            seen.add(n)
-            stack.extend(n.inputs)
-        return False
 
     def contraction(self, inputs) -> K.Contraction:
         mm = self.group.anchor

@@ -14,7 +14,7 @@ import time
 
 from .generator import generate
 from .runner import Result, run_program
-from .shrink import shrink
+from .shrink import renumber, shrink
 from .writer import write
 
 
@@ -55,8 +55,19 @@ def fuzz(n: int, seed: int, backend: str = "cpu", out: str | None = None, start:
                 s.crashes += 1
             sig = r.signature
             if do_shrink:
-                p = shrink(p, lambda c: run_program(c, backend).signature == sig)
-                r = run_program(p, backend)
+                # keep the failing Result of the accepted candidate: a re-run may pass when the
+                # bug reads uninitialised memory that happens to hold the right values
+                last = {}
+
+                def still_fails(c, sig=sig, last=last):
+                    rc = run_program(c, backend)
+                    if rc.signature == sig:
+                        last[(c.inputs, c.steps, c.outputs, c.tuple_out)] = rc
+                        return True
+                    return False
+                p = shrink(p, still_fails)
+                r = last.get((p.inputs, p.steps, p.outputs, p.tuple_out), r)
+                p = renumber(p)
             path = write(p, r, out, backend) if out else None
             s.failures.append((i, r, path))
             first = r.detail.strip().splitlines()[0] if r.detail.strip() else ""

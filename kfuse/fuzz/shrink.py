@@ -95,7 +95,8 @@ def _simpler_values(spec: InputSpec):
 
 
 def shrink(p: Program, still_fails, max_attempts: int = 80) -> Program:
-    """Greedy fixpoint: take any candidate for which ``still_fails(candidate)`` is true."""
+    """Greedy fixpoint: take any candidate for which ``still_fails(candidate)`` is true.
+    Returns the last accepted candidate as tested (call :func:`renumber` for display)."""
     p = dce(p)
     attempts = 0
     progress = True
@@ -115,4 +116,4 @@ def shrink(p: Program, still_fails, max_attempts: int = 80) -> Program:
                 break
             if attempts >= max_attempts:
                 break
-    return renumber(p)
+    return p

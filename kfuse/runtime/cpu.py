@@ -9,8 +9,9 @@ empty), computes ``matmul`` products with ``np.matmul`` (exact NumPy semantics, 
 included) before their fused epilogue, and returns the graph outputs (``Plan.passthrough`` inputs
 are returned as the caller's arrays).
 
-Disk-cache hook: ``cache`` (``kfuse.runtime.cache``) may provide ``load_cpu(key)`` /
-``store_cpu(key, source)``; compilation of a source always goes through ``_compile_source``.
+Disk cache: every source is compiled through :func:`_compile_source` (the one place to wrap);
+given a ``kfuse.runtime.cache.CacheStore`` it hands the dispatchers to
+``kfuse.runtime.cpu_persist.load_or_compile`` so machine code is reloaded instead of recompiled.
 """
 from __future__ import annotations
 
@@ -36,9 +37,11 @@ def source_key(source: str) -> tuple:
     return (source, numba.__version__, llvmlite.__version__)
 
 
-def _compile_source(source: str, fn_name: str):
+def _compile_source(source: str, fn_name: str, cache=None):
     """Execute a generated kernel module once per distinct source; returns ``(seq, par)`` Numba
-    dispatchers (compiled lazily per argument types on first call)."""
+    dispatchers (compiled lazily per argument types on first call). With a disk ``cache``
+    (a ``kfuse.runtime.cache.CacheStore``) the dispatchers load/save machine code through
+    ``kfuse.runtime.cpu_persist``; without one they compile in memory."""
     key = source_key(source)
     hit = _COMPILED.get(key)
     if hit is not None:
@@ -47,17 +50,33 @@ def _compile_source(source: str, fn_name: str):
         hit = _COMPILED.get(key)
         if hit is not None:
             return hit
-        filename = f"<kfuse-cpu {fn_name} {abs(hash(source)) & 0xffffffff:08x}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        ns: dict = {}
         try:
-            exec(compile(source, filename, "exec"), ns)
+            hit = _build(source, fn_name, cache)
+        except CompileError:
+            raise
         except Exception as e:          # a bug in the emitter: show the source
             raise CompileError(f"kfuse: generated CPU source for {fn_name} does not load: {e}\n"
                                f"{source}") from e
-        hit = (ns[f"{fn_name}_seq"], ns[f"{fn_name}_par"])
         _COMPILED[key] = hit
         return hit
+
+
+def _build(source: str, fn_name: str, cache):
+    from . import cpu_persist
+    modname = cpu_persist.module_name_for(source)
+    filename = f"<kfuse:{modname}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    if cache is not None and hasattr(cache, "get") and hasattr(cache, "put"):
+        opts = dict(error_model="numpy", nogil=True)
+        key = {"backend": "cpu", "kernel": fn_name}
+        seq = cpu_persist.load_or_compile(cache, dict(key, parallel=False), source, fn_name,
+                                          parallel=False, **opts)
+        par = cpu_persist.load_or_compile(cache, dict(key, parallel=True), source, fn_name,
+                                          parallel=True, **opts)
+        return seq, par
+    ns: dict = {"__name__": modname}
+    exec(compile(source, filename, "exec"), ns)
+    return ns[f"{fn_name}_seq"], ns[f"{fn_name}_par"]
 
 
 def _arg(a: np.ndarray) -> np.ndarray:
@@ -144,10 +163,5 @@ def compile_plan(plan, cache=None) -> CpuProgram:
     for g in plan.groups:
         kir = lower_group(g)
         src = emit(kir)
-        if cache is not None and hasattr(cache, "store_cpu"):
-            try:
-                cache.store_cpu(source_key(src), src)
-            except Exception:       # the disk cache is best effort
-                pass
-        kernels.append(_Kernel(g, kir, src, _compile_source(src, FN_NAME)))
+        kernels.append(_Kernel(g, kir, src, _compile_source(src, FN_NAME, cache)))
     return CpuProgram(plan, kernels)

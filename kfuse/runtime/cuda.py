@@ -29,6 +29,9 @@ from . import interop
 _COMPILED: dict = {}
 _LOADED: dict = {}
 INT32_LIMIT = 2 ** 31 - 1
+# Launch-shape knobs (benchmarks/gpu_quick.py --sweep measures them; autotune may set them later).
+EW_BLOCKS_PER_SM = 8          # elementwise grid cap (grid-stride beyond it)
+ROW_UNITS_PER_THREAD = 4      # row reductions: vector units a thread holds
 
 
 def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
@@ -119,7 +122,7 @@ class _Launcher:
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         units = total // vec
-        grid = max(1, min(-(-units // 256), sm * 8))
+        grid = max(1, min(-(-units // 256), sm * EW_BLOCKS_PER_SM))
         return cuda_emit.Variant("elementwise", vec, big, 0, 256), grid
 
     def _reduce_variant(self, ins, outs, big, sm):
@@ -155,7 +158,7 @@ class _Launcher:
                 st = [x // a.itemsize for x in a.strides]
                 if st[-1] != 1 or any(x % vec for x in st[:-1]) or a.data.ptr % (vec * a.itemsize):
                     vec = 1
-        block, kc = cuda_emit.row_shape(L // vec)
+        block, kc = cuda_emit.row_shape(L // vec, ROW_UNITS_PER_THREAD)
         grid = max(1, min(n_rows, sm * max(1, 2048 // block)))
         return cuda_emit.Variant("row", vec, big, kc, block), grid
 

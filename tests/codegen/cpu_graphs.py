@@ -51,12 +51,13 @@ def one_group_plan(inputs, outputs, kind="elementwise", domain=None, axes=(), an
     """A plan with one kernel computing every non-input node reachable from ``outputs``."""
     inputs, outputs = tuple(inputs), tuple(outputs)
     nodes = tuple(n for n in toposort(outputs) if n.op is not Op.INPUT)
-    if domain is None:
-        domain = outputs[0].shape if kind != "reduce" else anchor.inputs[0].shape
     if kind == "reduce" and anchor is None:
         anchor = next(n for n in nodes if n.op.value in ("sum", "prod", "max", "min", "any", "all",
                                                           "argmax", "argmin"))
+    if kind == "reduce" and not axes:
         axes = anchor.attr("axes")
+    if domain is None:
+        domain = outputs[0].shape if kind != "reduce" else anchor.inputs[0].shape
     g = KernelGroup(0, kind, nodes, tuple(i for i in inputs if i in set(toposort(outputs))),
                     outputs, tuple(domain), tuple(axes), anchor)
     graph = Graph("test", inputs, outputs)

