@@ -1,6 +1,18 @@
 """Quick GPU bandwidth check of kfuse's CUDA backend on P1-P4, P6 vs a device-to-device copy and
 torch.compile (all measured in this one run). Writes gpu_quick.md / gpu_quick.json under $OUT
-(or the current directory). Usage: PYTHONPATH=. python3 benchmarks/gpu_quick.py [--no-torch]"""
+(or the current directory). Usage: PYTHONPATH=. python3 benchmarks/gpu_quick.py [--no-torch] [--sweep]
+
+Last GPU run (NVIDIA H200, driver 580.159.04, CUDA 13.0 driver, NVRTC 13.5 CUBIN, 2026-11-21 23:19 UTC;
+tests/gpu/test_cuda_runtime.py: 17 passed). Copy 4.25 TB/s. Times are per call, 10 calls queued
+between two events, median of 15:
+| case | kfuse ms | % copy | torch.compile ms | % copy |
+| P1 gelu 8192^2      | 0.150 (0.136 at EW_BLOCKS_PER_SM>=64, now the default) | 84.3 (93.0-93.7) | 0.136 | 92.8 |
+| P2 softmax          | 0.165 | 76.5 | 0.208 | 60.8 |
+| P3 layernorm        | 0.161 | 78.5 | 0.132 | 96.0 |
+| P4 row L2 normalize | 0.150 | 84.4 | 0.130 | 97.1 |
+| P6 adam 2^26        | 0.479 (0.444 uncapped grid, now the default) | 92.4 (99.5) | 0.444 | 99.6 |
+Host time of a cached call on 1024 elements: kfuse 17.7 us, CuPy ElementwiseKernel 7.0 us.
+"""
 import json
 import os
 import sys

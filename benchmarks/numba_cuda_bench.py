@@ -110,7 +110,8 @@ def main():
                 err = max(float(np.linalg.norm(cp.asnumpy(o).astype(np.float64) - r) / np.linalg.norm(r))
                           for o, r in zip(outs, ref))
                 t = bench(lambda: prog(args))
-                variants = [str(next(iter(l._variants.values()))[0]) for l in prog.launchers if l._variants]
+                variants = [str(getattr(v[0], "variant", v[0])) for l in prog.launchers
+                            for v in list(l._variants.values())[:1]]
                 row.update({f"{tag}_ms": t * 1e3, f"{tag}_frac_copy": nbytes / t / copy_bw,
                             f"{tag}_compile_s": t_compile, f"{tag}_rel_err": err, f"{tag}_variants": variants})
                 del outs, prog

@@ -56,7 +56,10 @@ def _rank(module: str) -> int:
 
 def _imports(module: str, path: Path) -> list[tuple[str, int]]:
     """Every kfuse module that ``module`` imports (at any depth of the file), with its line."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as e:
+        pytest.fail(f"{path}: cannot parse ({e})")
     is_pkg = path.name == "__init__.py"
     package = module if is_pkg else module.rpartition(".")[0]
     found = []

@@ -732,8 +732,9 @@ class _Gen:
                 out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
                 out.append(f"    oi_ = cuda.shfl_xor_sync(0xFFFFFFFF, {P}, m_)")
                 out.append(f"    {A}, {P} = {self.use('_' + a.kind)}({A}, {P}, ov_, oi_)")
-            else:
-                out.append(f"    {A} = {self.combine(a, A, self.shfl(A, vt, 'm_'))}")
+            else:   # shuffle first: every lane of the warp must execute it (no shuffle in a branch)
+                out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
+                out.append(f"    {A} = {self.combine(a, A, 'ov_')}")
             out.append("    m_ >>= 1")
             out.append("if lane_ == 0:")
             out.append(f"    sm_{a.dst}[warp_] = {A}" if vt != "bool" else f"    sm_{a.dst}[warp_] = np.uint8(1 if {A} else 0)")
