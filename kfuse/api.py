@@ -60,7 +60,7 @@ def _array_kind(a: Any) -> str | None:
     if mod.startswith("cupy"):
         return "cupy"
     if mod.startswith("torch") and hasattr(a, "is_cuda"):
-        return "torch"
+        return "torch" if a.is_cuda else "torch-cpu"
     return None
 
 
@@ -180,16 +180,17 @@ class JitFunction:
 
 
 def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
-    if len(kinds) > 1 and "numpy" in kinds:
+    if len(kinds) > 1 and kinds & {"numpy", "torch-cpu"}:
         raise DeviceError(f"{fname}(): host (NumPy) arrays mixed with device arrays ({sorted(kinds)}); "
                           "move them to one device first")
     on_gpu = bool(kinds & {"cupy"}) or ("torch" in kinds)
     if requested == "auto":
-        if not on_gpu:
-            return "cpu"
-        return "cuda"
+        return "cuda" if on_gpu else "cpu"   # NVRTC is always importable with the cuda extra
     if requested == "cpu" and on_gpu and "cupy" in kinds:
         raise DeviceError(f"{fname}(): backend='cpu' was requested but the arguments are CuPy arrays")
+    if requested == "numba-cuda":
+        from .codegen.numba_cuda import import_numba_cuda
+        import_numba_cuda()  # one clear DeviceError when numba-cuda can't import (NumPy >= 2.5)
     if requested in ("cuda", "numba-cuda") and not on_gpu:
         raise DeviceError(f"{fname}(): backend={requested!r} needs device arrays (CuPy or torch CUDA "
                           "tensors); got NumPy arrays")
@@ -199,7 +200,7 @@ def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
 class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
-    __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes")
+    __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -208,15 +209,26 @@ class _Entry:
         self.specs = specs
         self.backend = backend
         self._scalar_dtypes = [s.dtype if isinstance(s, ScalarSpec) else None for s in specs]
+        self._torch_cpu = False
 
     def run(self, args: tuple):
         arrays = []
+        on_host = self.backend == "cpu"
         for pos, sdt in zip(self.positions, self._scalar_dtypes):
             a = args[pos]
             if sdt is not None or isinstance(a, np.generic):
                 a = np.asarray(a, dtype=sdt)
+                if not on_host:
+                    import cupy
+                    a = cupy.asarray(a)
+            elif on_host and type(a) is not np.ndarray and _array_kind(a) == "torch-cpu":
+                a = a.detach().numpy()          # zero-copy view of a CPU tensor
+                self._torch_cpu = True
             arrays.append(a)
         outs = self.program(arrays)
+        if self._torch_cpu:
+            import torch
+            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
         return unflatten(self.graph.out_tree, outs)
 
 
@@ -248,8 +260,12 @@ class Lowered:
             self._plan = plan(self.optimized, device)
         return self._plan
 
-    def kernels(self):
-        from .codegen.lower import lower_group
+    def kernels(self, for_gpu: bool = False):
+        """KernelIR of every non-matmul group (matmul groups run a GEMM plus an epilogue)."""
+        if for_gpu:
+            from .codegen.cuda import lower_for_cuda as lower_group
+        else:
+            from .codegen.lower import lower_group
         return [lower_group(g) for g in self.plan.groups]
 
     def as_text(self, stage: str = "fused") -> str:
@@ -266,23 +282,34 @@ class Lowered:
             return "\n\n".join(cpu.emit(k) for k in self.kernels())
         if stage == "cuda":
             from .codegen import cuda
-            return "\n\n".join(cuda.emit(k) for k in self.kernels())
+            return "\n\n".join(cuda.emit(k) for k in self.kernels(for_gpu=True))
         if stage == "numba":
             from .codegen import numba_cuda
-            return "\n\n".join(numba_cuda.emit(k) for k in self.kernels())
+            return "\n\n".join(numba_cuda.emit(k) for k in self.kernels(for_gpu=True))
         if stage == "ptx":
-            from .codegen import cuda, nvrtc
-            arch = "sm_90"
-            return "\n\n".join(nvrtc.compile(cuda.emit(k), arch=arch).ptx for k in self.kernels())
+            return self.ptx()
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+    def ptx(self, arch: str = "sm_90") -> str:
+        """PTX of every kernel for ``arch``, from this Lowered's backend (no GPU needed)."""
+        if self.backend == "numba-cuda":
+            from .codegen import numba_cuda
+            return "\n\n".join(numba_cuda.compile_ptx(numba_cuda.emit(k), arch=arch)
+                               for k in self.kernels(for_gpu=True))
+        from .codegen import cuda, nvrtc
+        return "\n\n".join(nvrtc.compile(cuda.emit(k), arch=arch).ptx
+                           for k in self.kernels(for_gpu=True))
 
     def compile(self):
         if self.backend == "cpu":
             from .runtime import cpu
             return cpu.compile_plan(self.plan, cache=_open_cache())
-        if self.backend in ("cuda", "numba-cuda"):
+        if self.backend == "cuda":
             from .runtime import cuda
-            return cuda.compile_plan(self.plan, cache=_open_cache(), backend=self.backend)
+            return cuda.compile_plan(self.plan, backend=self.backend)
+        if self.backend == "numba-cuda":
+            from .runtime import numba_cuda
+            return numba_cuda.compile_plan(self.plan)
         raise KfuseError(f"unknown backend {self.backend!r}")
 
 

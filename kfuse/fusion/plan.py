@@ -92,4 +92,6 @@ class Plan:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        return self.as_text()
+        """The explain table: per kernel ops, bytes, FLOPs, intensity, predicted time, refusals."""
+        from .explain import format_plan
+        return format_plan(self)

@@ -1,0 +1,315 @@
+"""The tuner: choose a TileConfig per kernel group, by mode, within budgets, persisted.
+
+Modes (``JitOptions.autotune`` / ``KFUSE_AUTOTUNE``):
+  ``off``     the heuristic (``prune.heuristic``: what the runtime does untuned); no disk access.
+  ``cached``  a stored result for (kernel, shape bucket, arch), else the heuristic (the default).
+  ``on``      a stored result, else tune now: space -> prune (resource limits, top-k by the cost
+              model) -> compile -> measure (the heuristic first: its outputs are the reference)
+              -> store the fastest. At most ``config.autotune_budget`` seconds a kernel and
+              ``config.autotune_total_budget`` seconds a process (:class:`Budget`).
+
+Results are kept in the disk store's tuning namespace (``CacheStore.put_tuning``) keyed by
+``keys.tuning_key(kernel_key, shape_bucket(domain), arch)``, where the kernel key is
+``keys.build_kernel_key`` over the kernel's generated source and input layouts (so a change of
+code generator or toolchain invalidates it), and in a process memo. Tuning never fails the call:
+any error falls back to the heuristic. ``config.print_autotuning`` prints every candidate's time
+to stderr; a tqdm bar appears when tuning lasts more than about a second.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+import threading
+import time
+
+from .. import config as _config
+from ..fusion import cost as costmod
+from ..runtime import keys
+from . import bench, prune as P, space as S
+from .targets import CpuTarget, apply, cpu_arch  # noqa: F401  (apply re-exported)
+
+MODES = ("off", "cached", "on")
+TOP_K = 8
+
+
+class Budget:
+    """Seconds of tuning left in this process (``autotune_total_budget``)."""
+
+    def __init__(self, total: float | None = None):
+        self.total = total
+        self.spent = 0.0
+        self._lock = threading.Lock()
+
+    def left(self, total: float) -> float:
+        total = self.total if self.total is not None else total
+        return max(0.0, total - self.spent)
+
+    def charge(self, seconds: float) -> None:
+        with self._lock:
+            self.spent += max(0.0, seconds)
+
+
+PROCESS_BUDGET = Budget()
+_MEMO: dict = {}                # (kernel key hash, bucket, arch) -> TileConfig; a cache only
+STATS = {"measured": 0, "tuned_kernels": 0, "store_hits": 0, "memo_hits": 0}
+
+
+@dataclasses.dataclass
+class GroupReport:
+    group_id: int
+    kind: str
+    source: str                 # "heuristic" | "memo" | "stored" | "tuned" | "fallback"
+    config: S.TileConfig
+    heuristic: S.TileConfig
+    measurements: list = dataclasses.field(default_factory=list)
+    dropped: list = dataclasses.field(default_factory=list)
+    seconds: float = 0.0        # tuning time spent
+    stopped_early: bool = False
+    note: str = ""
+
+
+def _say(msg: str) -> None:
+    print(f"kfuse autotune: {msg}", file=sys.stderr, flush=True)
+
+
+def _fmt(sec: float) -> str:
+    if sec == float("inf"):
+        return "inf"
+    return f"{sec * 1e6:.1f} us" if sec < 1e-3 else f"{sec * 1e3:.3f} ms"
+
+
+def _plan_of(lowered_or_plan):
+    return getattr(lowered_or_plan, "plan", lowered_or_plan)
+
+
+def kernel_key(source: str, signature, backend: str, arch: str) -> dict:
+    return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
+                                 signature=signature, backend=backend, arch=arch,
+                                 extra={"purpose": "tuning"})
+
+
+def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str | None = None,
+                 store=None, *, program=None, device=None, budget: float | None = None,
+                 total_budget: float | None = None, top_k: int = TOP_K, progress: bool | None = None,
+                 print_autotuning: bool | None = None, max_threads: int | None = None,
+                 reports: list | None = None, process_budget: Budget | None = None) -> dict:
+    """``{group_id: TileConfig}`` for every group of the plan (a ``Lowered`` or a ``Plan``).
+
+    ``arrays``: the program's inputs (graph.inputs order; needed only to tune); ``program``: the
+    compiled program (``runtime.cpu.compile_plan(plan)``; built here when tuning needs it);
+    ``store``: a ``runtime.cache.CacheStore`` or None. ``budget``/``total_budget`` default to the
+    config's. ``reports`` (a list) receives one :class:`GroupReport` a group. Never raises for
+    tuning reasons: anything going wrong yields the heuristic."""
+    cfg = _config.get()
+    mode = (mode or cfg.autotune or "cached").lower()
+    if mode not in MODES:
+        raise ValueError(f"kfuse autotune: mode must be one of {MODES}, got {mode!r}")
+    plan = _plan_of(lowered_or_plan)
+    if backend == "cpu":
+        device = costmod.get_device_spec(device or "cpu")
+        if device.kind != "cpu":
+            device = costmod.get_device_spec("cpu")
+    else:
+        device = costmod.get_device_spec(device or plan.device or cfg.device or "h100")
+    budget = cfg.autotune_budget if budget is None else float(budget)
+    total_budget = cfg.autotune_total_budget if total_budget is None else float(total_budget)
+    printing = cfg.print_autotuning if print_autotuning is None else bool(print_autotuning)
+    pbudget = process_budget or PROCESS_BUDGET
+    heur = {g.id: P.heuristic(g, backend, device) for g in plan.groups}
+    out = dict(heur)
+    if mode == "off" or not plan.groups:
+        for g in plan.groups:
+            _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id]))
+        return out
+    if backend != "cpu":
+        # GPU: spaces and pruning exist (space.py/prune.py); the CUDA runtime has no hook yet to
+        # launch a chosen variant, so the heuristic is used (see the module report).
+        for g in plan.groups:
+            _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id],
+                                         note="GPU tuning needs the runtime hook"))
+        return out
+    try:
+        if program is None:
+            from ..runtime.cpu import compile_plan
+            program = compile_plan(plan, cache=store)
+        sources = {k.group.id: k.source for k in program.kernels}
+    except Exception as e:             # tuning never fails the call
+        if printing:
+            _say(f"cannot prepare tuning ({type(e).__name__}: {e}); using heuristics")
+        return out
+    arch = cpu_arch()
+    target = None
+    bar = None
+    try:
+        for g in plan.groups:
+            rep = GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id])
+            try:
+                bucket = keys.shape_bucket(g.domain)
+                sig = [[str(n.dtype), len(n.shape)] for n in g.inputs]
+                kkey = kernel_key(sources[g.id], sig, backend, arch)
+                khash = keys.key_hash(kkey)
+                memo_key = (khash, tuple(bucket), arch)
+                hit = _MEMO.get(memo_key)
+                if hit is not None:
+                    rep.source, rep.config = "memo", hit
+                    STATS["memo_hits"] += 1
+                else:
+                    stored = _load(store, khash, bucket, arch, g, device, max_threads)
+                    if stored is not None:
+                        rep.source, rep.config = "stored", stored
+                        STATS["store_hits"] += 1
+                        _MEMO[memo_key] = stored
+                    elif mode == "on":
+                        if arrays is None:
+                            rep.note = "no arrays given: cannot tune"
+                        else:
+                            if target is None:
+                                target = CpuTarget(program, arrays, heur)
+                            if bar is None:
+                                bar = _progress(progress, len(plan.groups))
+                            _tune_group(target, g, heur[g.id], device, rep, budget, total_budget,
+                                        pbudget, top_k, printing, max_threads)
+                            if rep.source == "tuned":
+                                _MEMO[memo_key] = rep.config
+                                _save(store, khash, bucket, arch, rep, plan, backend)
+                if printing and rep.source in ("memo", "stored"):
+                    _say(f"kernel {g.id} [{g.kind}] bucket {bucket}: {rep.source} {rep.config}")
+            except Exception as e:        # tuning never fails the call
+                rep.source, rep.config = "fallback", heur[g.id]
+                rep.note = f"{type(e).__name__}: {e}"
+                if printing:
+                    _say(f"kernel {g.id}: tuning failed ({rep.note}); using the heuristic")
+            out[g.id] = rep.config
+            _report(reports, rep)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def _report(reports, rep) -> None:
+    if reports is not None:
+        reports.append(rep)
+
+
+def _progress(progress, total):
+    if progress is False:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="kfuse autotune", unit="kernel", delay=1.0, file=sys.stderr,
+                leave=False)
+
+
+def _load(store, khash, bucket, arch, group, device, max_threads):
+    if store is None or not hasattr(store, "get_tuning"):
+        return None
+    try:
+        body = store.get_tuning(khash, bucket, arch)
+        if not body:
+            return None
+        cfg = S.TileConfig.from_dict(body.get("config"))
+    except Exception:
+        return None
+    if P.check(cfg, group, device, max_threads=max_threads) is not None:
+        return None                         # stale (e.g. fewer threads now): ignore it
+    return cfg
+
+
+def _save(store, khash, bucket, arch, rep, plan, backend) -> None:
+    if store is None or not hasattr(store, "put_tuning"):
+        return
+    timings = {m.config.name: (m.seconds if m.ok else None) for m in rep.measurements}
+    try:
+        store.put_tuning(khash, bucket, arch, rep.config.as_dict(), timings,
+                         meta={"function": plan.graph.name, "kernel_kind": rep.kind,
+                               "backend": backend, "group": rep.group_id,
+                               "heuristic": rep.heuristic.as_dict(),
+                               "complete": not rep.stopped_early,
+                               "tuning_seconds": round(rep.seconds, 4)})
+    except Exception:                       # the store is best effort
+        pass
+
+
+def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top_k, printing,
+                max_threads) -> None:
+    i = target.group_index(g.id)
+    if target.empty(i):
+        rep.note = "empty outputs: nothing to tune"
+        return
+    left = min(budget, pbudget.left(total_budget))
+    if left <= 0:
+        rep.note = "autotune budget spent"
+        if printing:
+            _say(f"kernel {g.id}: budget spent, using the heuristic {heur}")
+        return
+    t0 = time.perf_counter()
+    deadline = t0 + left
+    try:
+        cands = P.prune(S.space_for(g, "cpu", max_threads=max_threads) + [heur], g, device,
+                        top_k=top_k, keep=heur, max_threads=max_threads, dropped=rep.dropped)
+        if not cands or cands[0] != heur:
+            rep.note = "the heuristic config does not fit; no reference to check against"
+            return
+        if printing:
+            for c, why in rep.dropped:
+                _say(f"kernel {g.id}: pruned {c} ({why})")
+        compiled: dict = {}
+        if target.compile_workers > 1:        # compile up front, concurrently
+            compiled = bench.compile_all(cands, lambda c: target.prepare(i, c),
+                                         workers=target.compile_workers, deadline=deadline)
+        reductions = g.kind == "reduce"
+        reference = None
+        for c in cands:
+            if time.perf_counter() >= deadline:
+                rep.stopped_early = True
+                break
+            run = compiled.get(c)
+            if run is None and target.compile_workers > 1:
+                rep.stopped_early = True
+                break
+            if run is None:                     # compile this one now (one at a time)
+                run = bench.compile_all([c], lambda c: target.prepare(i, c))[c]
+                if time.perf_counter() >= deadline and c != heur:
+                    rep.stopped_early = True
+                    break
+            if isinstance(run, Exception):
+                m = bench.Measurement(c, error=f"compile: {type(run).__name__}: {run}".splitlines()[0])
+            else:
+                m = bench.measure(c, run, reference, deadline=deadline, reductions=reductions)
+                STATS["measured"] += 1
+            if c == heur:
+                if not m.ok:
+                    rep.note = f"the heuristic config failed ({m.error}); not tuning"
+                    rep.measurements.append(m)
+                    return
+                reference = [o.copy() for o in run(0)]
+            rep.measurements.append(m)
+            if printing:
+                _say(f"kernel {g.id} [{g.kind}] {c}: {_fmt(m.seconds)}"
+                     + (f"  ({m.error})" if m.error else ""))
+        ok = [m for m in rep.measurements if m.ok]
+        if ok:
+            best = min(ok, key=lambda m: m.seconds)
+            rep.source, rep.config = "tuned", best.config
+            STATS["tuned_kernels"] += 1
+            if printing:
+                _say(f"kernel {g.id}: chose {best.config} ({_fmt(best.seconds)}; heuristic "
+                     f"{heur}) in {time.perf_counter() - t0:.2f} s"
+                     + ("  [budget reached]" if rep.stopped_early else ""))
+    finally:
+        rep.seconds = time.perf_counter() - t0
+        pbudget.charge(rep.seconds)
+
+
+def reset() -> None:
+    """Forget the process memo, counters and spent budget (tests)."""
+    _MEMO.clear()
+    for k in STATS:
+        STATS[k] = 0
+    PROCESS_BUDGET.spent = 0.0
