@@ -97,6 +97,8 @@ class JitFunction:
                 raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
         self._static = frozenset(options.static_argnames)
         self._programs: dict[tuple, "_Entry"] = {}
+        self._compiled_sigs: set[tuple] = set()   # (dtype, rank, broadcast pattern) per argument
+        self._recompiles = None
         self.compile_count = 0
 
     # ---- argument handling -------------------------------------------------------------
@@ -170,13 +172,38 @@ class JitFunction:
         graph = trace_function(self.fn, specs, self.fn.__name__)
         lowered = Lowered(graph, self.options.device, backend, self.options)
         program = lowered.compile()
-        self.compile_count += 1
+        self._count_compile(specs)
         dynamic = [n for n in self._params if n not in self._static]
         return _Entry(program, graph, [self._params.index(n) for n in dynamic],
                       [specs[n] for n in dynamic], backend)
 
+    def _count_compile(self, specs: dict[str, ArgSpec]) -> None:
+        """Count a compile per new kernel signature (sizes don't count: they don't recompile);
+        past the limit warn once, naming the argument that keeps changing."""
+        sigs = tuple(_compile_signature(s) for s in specs.values())
+        if sigs in self._compiled_sigs:
+            return
+        self._compiled_sigs.add(sigs)
+        self.compile_count += 1
+        if self._recompiles is None:
+            from .runtime.cache import RecompileCounter
+            self._recompiles = RecompileCounter()
+        msg = self._recompiles.record(self.fn.__qualname__, sigs, list(specs))
+        if msg:
+            import warnings
+            from .runtime.cache import RecompileWarning
+            warnings.warn(msg, RecompileWarning, stacklevel=4)
+
     def __repr__(self) -> str:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
+
+
+def _compile_signature(spec: ArgSpec) -> tuple:
+    if isinstance(spec, ArraySpec):
+        return ("array", spec.dtype.name, len(spec.shape), tuple(d == 1 for d in spec.shape))
+    if isinstance(spec, ScalarSpec):
+        return ("scalar", spec.pytype.__name__)
+    return ("static", repr(spec.value))
 
 
 def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:

@@ -6,7 +6,7 @@ from kfuse.autotune import space as S
 from kfuse.autotune.space import TileConfig
 from kfuse.fusion.cost import get_device_spec
 
-from .conftest import ew, make_plan
+from tests.autotune.helpers import ew, make_plan
 
 
 def softmax(x):
