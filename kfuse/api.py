@@ -29,19 +29,19 @@ STAGES = ("traced", "optimized", "fused", "kernel", "cpu", "cuda", "numba", "ptx
 class JitOptions:
     backend: str = "auto"
     static_argnames: tuple[str, ...] = ()
-    autotune: str = "cached"
+    autotune: str | None = None     # None: config.autotune (KFUSE_AUTOTUNE, default "cached")
     device: str | None = None       # DeviceSpec name used for planning ("h100", "cpu", ...)
     allow_tf32: bool = False
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise ValueError(f"kfuse.jit: backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.autotune not in AUTOTUNE_MODES:
+        if self.autotune is not None and self.autotune not in AUTOTUNE_MODES:
             raise ValueError(f"kfuse.jit: autotune must be one of {AUTOTUNE_MODES}, got {self.autotune!r}")
 
 
 def jit(fn: Callable | None = None, *, backend: str = "auto", static_argnames=(),
-        autotune: str = "cached", device: str | None = None, allow_tf32: bool = False):
+        autotune: str | None = None, device: str | None = None, allow_tf32: bool = False):
     """Compile a NumPy-style function into fused kernels: ``@kfuse.jit`` or ``@kfuse.jit(...)``."""
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
@@ -174,8 +174,15 @@ class JitFunction:
         program = lowered.compile()
         self._count_compile(specs)
         dynamic = [n for n in self._params if n not in self._static]
-        return _Entry(program, graph, [self._params.index(n) for n in dynamic],
-                      [specs[n] for n in dynamic], backend)
+        entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
+                       [specs[n] for n in dynamic], backend)
+        mode = self.options.autotune or _config.get().autotune
+        if mode != "off" and backend == "cpu":
+            from .autotune import apply, tune_program
+            tiles = tune_program(lowered, entry.arrays(args), backend, mode, _open_cache(),
+                                 program=program)
+            apply(program, tiles)
+        return entry
 
     def _count_compile(self, specs: dict[str, ArgSpec]) -> None:
         """Count a compile per new kernel signature (sizes don't count: they don't recompile);
@@ -239,6 +246,14 @@ class _Entry:
         self._torch_cpu = False
 
     def run(self, args: tuple):
+        outs = self.program(self.arrays(args))
+        if self._torch_cpu:
+            import torch
+            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+        return unflatten(self.graph.out_tree, outs)
+
+    def arrays(self, args: tuple) -> list:
+        """The program's inputs (graph.inputs order) from the caller's arguments."""
         arrays = []
         on_host = self.backend == "cpu"
         for pos, sdt in zip(self.positions, self._scalar_dtypes):
@@ -252,11 +267,7 @@ class _Entry:
                 a = a.detach().numpy()          # zero-copy view of a CPU tensor
                 self._torch_cpu = True
             arrays.append(a)
-        outs = self.program(arrays)
-        if self._torch_cpu:
-            import torch
-            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
-        return unflatten(self.graph.out_tree, outs)
+        return arrays
 
 
 class Lowered:

@@ -100,6 +100,8 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
             if row_bytes > device.shared_mem_per_block:
                 return f"row of {row_bytes} B > shared memory {device.shared_mem_per_block} B"
             return _regs_ok(BASE_REGS + 8, block, device)
+        if cfg.get("storage") == "reread":
+            return _regs_ok(BASE_REGS + 8, block, device)
         slots = math.ceil(L / block) * max(1, size // 4) * max(1, len(group.inputs))
         return _regs_ok(BASE_REGS + slots, block, device)
     if cfg.kind == "reduction":
@@ -163,7 +165,7 @@ def model_seconds(cfg: S.TileConfig, group, device) -> float:
     rows = S.outer_rows(group)
     if cfg.kind == "row":
         idle = max(1.0, block * vec / max(L, 1))                 # lanes with nothing to do
-        reread = 1.0 if cfg.get("storage") == "registers" else 1.15
+        reread = {"registers": 1.0, "shared": 1.1}.get(cfg.get("storage"), 1.0 + 0.5 * _phases(group))
         fill = min(1.0, rows / (sms * max(1, 2048 // block)))
         return body * narrow * min(idle, 4.0) * reread / max(fill, 0.25) + device.launch_overhead
     # reduction
@@ -172,6 +174,12 @@ def model_seconds(cfg: S.TileConfig, group, device) -> float:
     fill = min(1.0, blocks / (sms * max(1, 2048 // block)))
     extra = device.launch_overhead if split > 1 else 0.0        # second pass combines the splits
     return body / max(fill, 0.1) + device.launch_overhead + extra
+
+
+def _phases(group) -> int:
+    """Reductions after the first re-read the row (softmax: 1, layernorm: 1-2)."""
+    from ..ir.ops import REDUCE
+    return max(0, sum(1 for n in group.nodes if n.op in REDUCE) - 1)
 
 
 # --------------------------------------------------------------------------- heuristic + prune
@@ -202,7 +210,7 @@ def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None =
         vec = max(1, 16 // size) if _inner_extent(group) % max(1, 16 // size) == 0 else 1
         if S.is_rowwise(group):
             block, kc = row_shape(max(1, L // vec))
-            return S.TileConfig.make("row", block=block, storage="registers" if kc else "shared", vec=vec)
+            return S.TileConfig.make("row", block=block, storage="registers" if kc else "reread", vec=vec)
         return S.TileConfig.make("reduction", block=128, rows=1, split=1)
     vec = max(1, 16 // size)
     if _inner_extent(group) % vec:

@@ -11,7 +11,7 @@ Kinds and their parameters:
                  The CPU emitter has no chunk / inner-block knob yet, so nothing else is tuned.
 ``elementwise``  ``block`` (threads a block), ``ept`` (elements a thread), ``vec`` (vector width).
 ``reduction``    ``block`` (threads), ``rows`` (rows a block), ``split`` (split factor of long rows).
-``row``          ``block`` (threads a row), ``storage`` ("registers" | "shared"), ``vec``.
+``row``          ``block`` (threads a row), ``storage`` ("registers" | "shared" | "reread"), ``vec``.
 ``gemm``         ``block_m, block_n, block_k, warps_m, warps_n, stages, group_m`` (a GemmTile).
 ``cublas+epilogue``  no parameters: cuBLAS product + one elementwise epilogue kernel.
 
@@ -28,6 +28,9 @@ import numpy as np
 
 KINDS = ("cpu", "elementwise", "reduction", "row", "gemm", "cublas+epilogue")
 THREADS_PER_BLOCK = (64, 128, 256, 512, 1024)
+# where a row-wise kernel keeps its row between phases: registers (the CUDA emitter's cache_k > 0),
+# shared memory (not in the emitter yet), or nowhere: re-read through L2 (cache_k = 0)
+ROW_STORAGE = ("registers", "shared", "reread")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +164,7 @@ def reduction_space(length: int | None = None) -> list[TileConfig]:
 def rowwise_space(itemsize: int = 4) -> list[TileConfig]:
     vmax = max(1, 16 // itemsize)
     return [TileConfig.make("row", block=b, storage=st, vec=v)
-            for b in (32,) + THREADS_PER_BLOCK for st in ("registers", "shared")
+            for b in (32,) + THREADS_PER_BLOCK for st in ROW_STORAGE
             for v in _pow2_upto(vmax)]
 
 

@@ -62,7 +62,7 @@ class CpuTarget:
         for i, k in enumerate(self.kernels):
             ins = [env[n] for n in k.group.inputs]
             if k.kir.contraction is not None:
-                from ..runtime.cpu import _matmul
+                from ..runtime.cpu import matmul as _matmul
                 ins.append(_matmul(ins, k.kir.contraction))
             self.ins[i] = ins
             outs = [np.empty(n.shape, dtype=n.dtype) for n in k.group.outputs]

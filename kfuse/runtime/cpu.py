@@ -84,7 +84,7 @@ def _arg(a: np.ndarray) -> np.ndarray:
 
 
 class _Kernel:
-    __slots__ = ("group", "kir", "source", "fns", "sizes", "parallel")
+    __slots__ = ("group", "kir", "source", "fns", "sizes", "parallel", "threads")
 
     def __init__(self, group, kir, source, fns):
         self.group, self.kir, self.source, self.fns = group, kir, source, fns
@@ -92,6 +92,7 @@ class _Kernel:
         loops = kir.loop_dims(kir.outer)
         n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
         self.parallel = bool(loops) and n >= PARALLEL_MIN_ELEMENTS and group.domain[loops[0]] > 1
+        self.threads = 0  # 0: Numba's current thread count
 
 
 class CpuProgram:
@@ -104,6 +105,13 @@ class CpuProgram:
             "kernel": "\n\n".join(k.kir.as_text() for k in kernels),
             "cpu": "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in kernels),
         }
+
+    def set_variant(self, group_id: int, variant: str, threads: int = 0) -> None:
+        """Use the parallel ("par") or sequential ("seq") kernel of a group (the autotuner's knob)."""
+        for k in self.kernels:
+            if k.group.id == group_id:
+                k.parallel = variant == "par"
+                k.threads = int(threads)
 
     def __call__(self, arrays):
         graph = self.plan.graph
@@ -138,12 +146,21 @@ class CpuProgram:
             return
         c = kir.contraction
         if c is not None:
-            ins.append(_matmul(ins, c))
+            ins.append(matmul(ins, c))
         fn = k.fns[1] if k.parallel else k.fns[0]
-        fn(*[_arg(a) for a in ins], *[_arg(a) for a in outs], *k.sizes)
+        args = [_arg(a) for a in ins] + [_arg(a) for a in outs]
+        if k.parallel and k.threads and k.threads != numba.get_num_threads():
+            old = numba.get_num_threads()
+            numba.set_num_threads(k.threads)
+            try:
+                fn(*args, *k.sizes)
+            finally:
+                numba.set_num_threads(old)
+        else:
+            fn(*args, *k.sizes)
 
 
-def _matmul(ins, c) -> np.ndarray:
+def matmul(ins, c) -> np.ndarray:
     def operand(i, steps):
         a = ins[i]
         for kind, arg in steps:
