@@ -344,10 +344,12 @@ class Lowered:
             return cpu.compile_plan(self.plan, cache=_open_cache())
         if self.backend == "cuda":
             from .runtime import cuda
-            return cuda.compile_plan(self.plan, backend=self.backend)
+            from .runtime.gpu_store import open_gpu_store
+            return cuda.compile_plan(self.plan, cache=open_gpu_store(_open_cache()), backend=self.backend)
         if self.backend == "numba-cuda":
             from .runtime import numba_cuda
-            return numba_cuda.compile_plan(self.plan)
+            from .runtime.gpu_store import open_gpu_store
+            return numba_cuda.compile_plan(self.plan, cache=open_gpu_store(_open_cache()))
         raise KfuseError(f"unknown backend {self.backend!r}")
 
 
