@@ -76,7 +76,9 @@ def check_conventions(graph) -> None:
             assert a.shape[:-2] == b.shape[:-2] == n.shape[:-2] and a.shape[-1] == b.shape[-2]
             assert n.shape[-2:] == (a.shape[-2], b.shape[-1])
         if n.op is not Op.INPUT and not (n.op is Op.CONST and n in graph.outputs):
-            assert n.loc is not None and n.loc.startswith("test_trace_"), (n, n.loc)
+            # Nodes are interned: a subgraph equal to one of an earlier trace (a broadcast
+            # constant, say) keeps that trace's loc, so only presence is checked here.
+            assert n.loc is not None, (n, n.loc)
 
 
 def check(fn, *args, static=(), reductions=False):  # noqa: C901
