@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import config as _config
-from .errors import DeviceError, KfuseError, UnsupportedError
+from .errors import DeviceError, KfuseError
 from .ir.graph import Graph, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
 

@@ -164,14 +164,8 @@ def _lower_text(target: str, specs: Sequence[str], stage: str, backend: str | No
     args, kwargs = parse_specs(specs, fn)
     jf = _jitted(fn, _default_backend(stage, backend))
     lowered = jf.lower(*args, device=device, **kwargs)
-    if arch is not None and arch != "sm_90":
-        try:
-            accepts_arch = "arch" in inspect.signature(lowered.as_text).parameters
-        except (TypeError, ValueError):
-            accepts_arch = False
-        if not accepts_arch:
-            raise CLIError(f"this kfuse build emits PTX for sm_90 only (asked for {arch})")
-        return lowered.as_text(stage, arch=arch)
+    if stage == "ptx":
+        return lowered.ptx(arch or "sm_90")   # NVRTC or numba-cuda per backend; no GPU needed
     return lowered.as_text(stage)
 
 
@@ -208,41 +202,8 @@ def _cmd_demo(args) -> int:
     return run_demo(device=args.device, out_dir=args.out, quick=args.quick)
 
 
-def _find_benchmarks() -> Path | None:
-    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
-        if (base / "benchmarks").is_dir():
-            return base / "benchmarks"
-    return None
-
-
-def _load_by_path(path: Path):
-    spec = importlib.util.spec_from_file_location(f"kfuse_bench_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        try:
-            sys.path.remove(str(path.parent))
-        except ValueError:
-            pass
-    return module
-
-
-def _call_main(module, argv: list[str], path: Path | None = None) -> int:
+def _call_main(module, argv: list[str]) -> int:
     main = getattr(module, "main", None)
-    if main is None and path is not None:
-        import runpy
-        old = sys.argv
-        sys.argv = [str(path), *argv]
-        try:
-            runpy.run_path(str(path), run_name="__main__")
-        except SystemExit as e:
-            return int(e.code or 0) if not isinstance(e.code, str) else 1
-        finally:
-            sys.argv = old
-        return 0
     if main is None:
         raise CLIError(f"{module.__name__} has no main()")
     try:
@@ -252,30 +213,22 @@ def _call_main(module, argv: list[str], path: Path | None = None) -> int:
     return int(rc or 0)
 
 
-def _cmd_bench(args) -> int:
-    argv = list(args.bench_args)
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
-    import importlib
-    # a package-level benchmark driver (kfuse/bench/), when one exposing main(argv) exists
-    for name in ("kfuse.bench", "kfuse.bench.cli", "kfuse.bench.main", "kfuse.bench.suite",
-                 "kfuse.bench.run"):
-        try:
-            if importlib.util.find_spec(name) is None:
-                continue
-        except (ImportError, ValueError):
-            continue
-        module = importlib.import_module(name)
-        if callable(getattr(module, "main", None)):
-            return _call_main(module, argv)
-    root = _find_benchmarks()
-    if root is not None:
-        for name in ("__main__.py", "run.py", "suite.py", "cpu_quick.py"):
-            path = root / name
-            if path.is_file():
-                return _call_main(_load_by_path(path), argv, path)
-    raise CLIError("no benchmark suite found: `kfuse bench` runs from a source checkout "
-                   "(it needs the benchmarks/ folder); run it from the repository root")
+def _passthrough(module_name: str):
+    """A subcommand whose arguments all belong to another module's ``main(argv)``."""
+    def run(args) -> int:
+        import importlib
+        argv = list(args.rest)
+        if argv[:1] == ["--"]:
+            argv = argv[1:]
+        return _call_main(importlib.import_module(module_name), argv)
+    return run
+
+
+PASSTHROUGH = {  # subcommand -> (module with main(argv), help)
+    "bench": ("kfuse.bench.cli", "run the benchmark suite against the peers (issue 9)"),
+    "tune": ("kfuse.autotune.cli", "autotune a function's kernels for argument specs and store the result"),
+    "fuzz": ("kfuse.fuzz.cli", "differential fuzzing against NumPy"),
+}
 
 
 def _add_cache(sub) -> None:
@@ -348,12 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="tiny sizes, one repetition (for tests)")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("bench", help="run the benchmark suite (arguments are passed on to it)",
-                       description="Run the benchmark suite from benchmarks/ (source checkout); "
-                                   "every argument after `bench` is passed on, e.g. "
-                                   "--suite public --device cpu --json out.json.")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARGS")
-    p.set_defaults(func=_cmd_bench)
+    for name, (module, help_) in PASSTHROUGH.items():
+        p = sub.add_parser(name, help=help_, add_help=False,
+                           description=f"{help_}; `kfuse {name} --help` lists its options.")
+        p.add_argument("rest", nargs=argparse.REMAINDER, metavar="ARGS")
+        p.set_defaults(func=_passthrough(module))
 
     _add_cache(sub)
     return parser
@@ -364,8 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .errors import KfuseError
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    if argv and argv[0] == "bench":  # everything after `bench` belongs to the suite, flags included
-        args = argparse.Namespace(command="bench", bench_args=argv[1:], func=_cmd_bench)
+    if argv and argv[0] in PASSTHROUGH:  # every argument after it belongs to that module, flags too
+        args = argparse.Namespace(command=argv[0], rest=argv[1:],
+                                  func=_passthrough(PASSTHROUGH[argv[0]][0]))
     else:
         args = parser.parse_args(argv)
     try:

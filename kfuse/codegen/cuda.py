@@ -161,8 +161,21 @@ def const_literal(value, dt: str) -> str:
 
 
 def cast_expr(a: str, src: str, dst: str) -> str:
-    if src == dst or (src in ("float16", "float32") and dst in ("float16", "float32")):
+    """An explicit CAST is a rounding point: float16 values (held unrounded in float32 registers)
+    are rounded to float16 before they are widened or converted, and a cast *to* float16 rounds
+    once from the source (float64 directly, not through float32), as ``astype`` does."""
+    if src == dst:
         return a
+    if dst == "float16":
+        if src == "float64":
+            return f"kf_h2f(kf_d2h({a}))"
+        if src in ("bool", "int8", "uint8"):      # exact in float16: nothing to round
+            return f"((float){a})"
+        return f"kf_h2f(kf_f2h({a if src == 'float32' else f'((float){a})'}))"
+    if src == "float16":
+        a = f"kf_h2f(kf_f2h({a}))"
+        if dst == "float32":
+            return a
     if dst == "bool":
         return f"({a} != 0)"
     return f"(({ctype(dst)}){a})"

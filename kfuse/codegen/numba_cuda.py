@@ -480,6 +480,10 @@ class _Gen:
     def cast(self, a: str, src: str, dst: str) -> str:
         if src == dst:
             return a
+        if src == "float16" and dst != "float16":   # an f16 value (unrounded in f32) rounds first
+            a = f"np.float32(np.float16({a}))"
+            if dst == "float32":
+                return a
         if dst == "bool":
             return f"{a} != 0"
         if src == "bool":

@@ -326,13 +326,16 @@ class _Gen:
                 a, b = b, a
         raw = (f"({a} {BINARY_OPERATORS[name]} {b})" if name in BINARY_OPERATORS and self.chance(0.6)
                else f"np.{name}({a}, {b})")
+        guarded = name in ("floor_divide", "remainder", "power", "left_shift", "right_shift")
         try:
-            res = _evaluate(raw, self.env)
+            # the loop dtype, probed with a harmless divisor/exponent: NumPy's own errors for
+            # negative integer powers depend on values, which kfuse cannot see
+            res = _evaluate(f"np.{name}({a}, np.ones_like({b}))" if guarded and b in self.env
+                            else raw, self.env)
         except Exception:
             return raw                               # may become an error program
         loop = np.asarray(res).dtype
-        if name in ("floor_divide", "remainder", "power", "left_shift", "right_shift") \
-                and loop.kind in "iu" and b in self.env:
+        if guarded and loop.kind in "iu" and b in self.env:
             if name in ("floor_divide", "remainder"):
                 b = self._safe_divisor(b, loop)
             else:

@@ -84,12 +84,15 @@ class _Launcher:
         e = self.kir.domain[d]
         return e.value if isinstance(e, K.ILit) else self.size_of[e.name]
 
-    def choose(self, ins, outs, props) -> tuple[cuda_emit.Variant, tuple, tuple]:
-        kir = self.kir
+    def choose(self, ins, outs, props) -> tuple:
+        """``(kernel, func, grid, block, tail)`` for this stride/alignment pattern, memoised: the
+        pattern fixes the variant, the grid and the launch's scalar tail (sizes, then strides in
+        elements, as int64), so a hot call only builds the key and launches."""
         key = tuple((a.strides, a.data.ptr % 16) for a in ins) + tuple(a.strides for a in outs)
         hit = self._variants.get(key)
         if hit is not None:
             return hit
+        kir = self.kir
         sm = props["sm_count"]
         big = bool(max([_max_offset(a) for a in ins + outs] + [math.prod(self.extent(d) for d in range(len(kir.domain)))]
                   + [s.value for s in kir.sizes] + [0]) >= INT32_LIMIT // 2)
@@ -99,7 +102,10 @@ class _Launcher:
             variant, grid = self._ew_variant(ins, outs, big, sm)
         kernel = cuda_emit.emit_kernel(kir, variant)
         func = _function(kernel, props["device_id"], self.arch, self.cache)
-        hit = (kernel, func, grid)
+        tail = list(self.sizes)
+        for a in ins + outs:
+            tail += [np.int64(st // a.itemsize) for st in a.strides]
+        hit = (kernel, func, (grid,), (variant.block,), tuple(tail))
         self._variants[key] = hit
         return hit
 
@@ -163,13 +169,12 @@ class _Launcher:
         return cuda_emit.Variant("row", vec, big, kc, block), grid
 
     def __call__(self, ins, outs, props) -> None:
-        if any(o.size == 0 for o in outs):
+        # nothing to write only when every output is empty: a reduction over an empty axis still
+        # writes its identity (any() of a (0,) array is False), so it must launch
+        if all(o.size == 0 for o in outs):
             return
-        kernel, func, grid = self.choose(ins, outs, props)
-        args = list(outs) + list(ins) + list(self.sizes)
-        for a in ins + outs:
-            args += [np.int64(st // a.itemsize) for st in a.strides]
-        func((grid,), (kernel.variant.block,), tuple(args))
+        _, func, grid, block, tail = self.choose(ins, outs, props)
+        func(grid, block, (*outs, *ins, *tail))
 
 
 class CudaProgram:
@@ -183,6 +188,10 @@ class CudaProgram:
         self.kirs = [lower_group(g) for g in plan.groups]
         self.launchers = None
         self._stages = None
+        # what the hot path checks / allocates, computed once per program
+        self._in_sig = [(tuple(n.shape), n.dtype, n) for n in plan.graph.inputs]
+        self._out_sig = [[(tuple(o.shape), o.dtype) for o in g.outputs] for g in plan.groups]
+        self._props: dict = {}
 
     @property
     def stages(self) -> dict[str, str]:
@@ -201,35 +210,56 @@ class CudaProgram:
         graph = self.plan.graph
         if len(arrays) != len(graph.inputs):
             raise ValueError(f"kfuse: expected {len(graph.inputs)} arrays, got {len(arrays)}")
-        arrs, kind, dev = interop.to_device_arrays(list(arrays))
-        for a, n in zip(arrs, graph.inputs):
-            if tuple(a.shape) != tuple(n.shape) or a.dtype != n.dtype:
+        nd = cupy.ndarray
+        if arrays and all(type(a) is nd for a in arrays):
+            # hot path (all CuPy): no classification, device read off the memory pointers
+            arrs, kind = list(arrays), "cupy"
+            dev = arrays[0].data.device_id
+            for a in arrays:
+                if a.data.device_id != dev:
+                    raise DeviceError(f"kfuse: arrays on different GPUs {sorted({x.data.device_id for x in arrays})} "
+                                      "in one call")
+        else:
+            arrs, kind, dev = interop.to_device_arrays(list(arrays))
+        for a, (shape, dtype, n) in zip(arrs, self._in_sig):
+            if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
-        with cupy.cuda.Device(dev):
-            props = devmod.device_properties(dev)
-            if self.launchers is None:
-                if props["arch"] != self.arch:
-                    self.arch = props["arch"]
-                self.launchers = [_Launcher(g, k, self.arch, self.cache)
-                                  for g, k in zip(self.plan.groups, self.kirs)]
-            env = {n: a for n, a in zip(graph.inputs, arrs)}
-            for g, kir, launch in zip(self.plan.groups, self.kirs, self.launchers):
-                ins = [env[n] for n in g.inputs]
-                if kir.contraction is not None:
-                    ins.append(_contract(kir.contraction, ins))
-                outs = [cupy.empty(o.shape, o.dtype) for o in g.outputs]
-                launch(ins, outs, props)
-                env.update(zip(g.outputs, outs))
-            results = []
-            for o in graph.outputs:
-                if o in env:
-                    results.append(env[o])
-                elif o.op is Op.CONST:
-                    results.append(cupy.asarray(np.asarray(o.attr("value"), dtype=o.dtype)))
-                else:
-                    raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
-        return interop.from_device_arrays(results, kind)
+        if dev == cupy.cuda.runtime.getDevice():
+            results = self._run(cupy, arrs, dev)
+        else:
+            with cupy.cuda.Device(dev):
+                results = self._run(cupy, arrs, dev)
+        return results if kind == "cupy" else interop.from_device_arrays(results, kind)
+
+    def _run(self, cupy, arrs, dev) -> list:
+        graph = self.plan.graph
+        props = self._props.get(dev)
+        if props is None:
+            props = self._props[dev] = devmod.device_properties(dev)
+        if self.launchers is None:
+            if props["arch"] != self.arch:
+                self.arch = props["arch"]
+            self.launchers = [_Launcher(g, k, self.arch, self.cache)
+                              for g, k in zip(self.plan.groups, self.kirs)]
+        env = dict(zip(graph.inputs, arrs))
+        empty = cupy.empty
+        for g, kir, launch, out_sig in zip(self.plan.groups, self.kirs, self.launchers, self._out_sig):
+            ins = [env[n] for n in g.inputs]
+            if kir.contraction is not None:
+                ins.append(_contract(kir.contraction, ins))
+            outs = [empty(shape, dtype) for shape, dtype in out_sig]
+            launch(ins, outs, props)
+            env.update(zip(g.outputs, outs))
+        results = []
+        for o in graph.outputs:
+            if o in env:
+                results.append(env[o])
+            elif o.op is Op.CONST:
+                results.append(cupy.asarray(np.asarray(o.attr("value"), dtype=o.dtype)))
+            else:
+                raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
+        return results
 
 
 def _contract(c: K.Contraction, ins):

@@ -130,7 +130,9 @@ class _Launcher:
         return v, max(1, min(n_rows, sm * max(1, 2048 // v.block)))
 
     def __call__(self, ins, outs, props) -> None:
-        if any(o.size == 0 for o in outs):
+        # nothing to write only when every output is empty: a reduction over an empty axis still
+        # writes its identity (any() of a (0,) array is False), so it must launch
+        if all(o.size == 0 for o in outs):
             return
         variant, func, grid, _ = self.choose(ins, outs, props)
         args = list(outs) + list(ins) + list(self.sizes)
