@@ -86,24 +86,34 @@ def bench(f, reps=15, inner=10):
 
 
 def launch_sweep(copy_bw):
-    """Time P1/P6 at several elementwise grid caps and P2/P3/P4 at several row shapes."""
+    """Time P2/P3/P4 at several row shapes (ROW_UNITS_PER_THREAD: block = units/that, 4096-wide
+    f32 rows are 1024 float4 units) and barrier schemes (ROW_BARRIERS 1: one __syncthreads per
+    block reduce with double-buffered smem; 2: the old two); P1/P6 with --sweep-ew only."""
     from kfuse.runtime import cuda as rc
     out = []
     for name, (fn, shapes) in CASES.items():
-        knob, values = (("EW_BLOCKS_PER_SM", (4, 8, 16, 64, 100000)) if fn in (p1, p6)
-                        else ("ROW_UNITS_PER_THREAD", (1, 2, 4, 8)))
+        if fn in (p1, p6):
+            if "--sweep-ew" not in sys.argv:
+                continue
+            points = [{"EW_BLOCKS_PER_SM": v} for v in (4, 8, 16, 64, 100000)]
+        else:
+            points = [{"ROW_UNITS_PER_THREAD": u, "ROW_BARRIERS": nb}
+                      for u, nb in ((2, 1), (4, 1), (8, 1), (16, 1), (4, 2), (8, 2))]
         args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
         plan = one_group_plan(trace(fn, *[("float32", s) for s in shapes]))
-        default = getattr(rc, knob)
-        for val in values:
-            setattr(rc, knob, val)
+        for point in points:
+            defaults = {k: getattr(rc, k) for k in point}
+            for k, v in point.items():
+                setattr(rc, k, v)
             prog = compile_plan(plan)
             outs = prog(args)
             nbytes = sum(a.nbytes for a in args) + sum(o.nbytes for o in outs)
             t = bench(lambda: prog(args))
-            out.append({"case": name, "knob": knob, "value": val, "ms": t * 1e3, "frac_copy": nbytes / t / copy_bw})
+            out.append({"case": name, "knob": ",".join(point), "value": ",".join(map(str, point.values())),
+                        "ms": t * 1e3, "frac_copy": nbytes / t / copy_bw})
             print(json.dumps(out[-1]), flush=True)
-        setattr(rc, knob, default)
+            for k, v in defaults.items():
+                setattr(rc, k, v)
         del args, outs
         cp.get_default_memory_pool().free_all_blocks()
     return out
@@ -115,7 +125,10 @@ def host_overhead():
     prog = compile_plan(one_group_plan(trace(lambda x: x * 2.0 + 1.0, ("float32", (1024,)))))
     ek = cp.ElementwiseKernel("float32 x", "float32 y", "y = x * 2.0f + 1.0f", "kf_ref")
     res = {}
-    for name, f in (("kfuse_program_us", lambda: prog([x])), ("cupy_elementwise_us", lambda: ek(x))):
+    import kfuse
+    jf = kfuse.jit(lambda x: x * 2.0 + 1.0)
+    for name, f in (("kfuse_program_us", lambda: prog([x])), ("kfuse_jit_us", lambda: jf(x)),
+                    ("cupy_elementwise_us", lambda: ek(x))):
         for _ in range(50):
             f()
         cp.cuda.Device().synchronize()
@@ -186,7 +199,7 @@ def main():
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     lines = [f"# kfuse CUDA quick bench: {meta['gpu']} ({meta['arch']}), {meta['date']}",
              f"device-to-device copy: {meta['copy_TBps']:.2f} TB/s; host time of a cached call on 1024 "
-             f"elements: kfuse {ho['kfuse_program_us']:.1f} us, CuPy ElementwiseKernel {ho['cupy_elementwise_us']:.1f} us", "",
+             f"elements: kfuse.jit {ho['kfuse_jit_us']:.1f} us (program alone {ho['kfuse_program_us']:.1f} us), CuPy ElementwiseKernel {ho['cupy_elementwise_us']:.1f} us", "",
              "| case | kfuse ms | kfuse % copy | torch.compile ms | tc % copy | kfuse/tc speedup | rel err |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:

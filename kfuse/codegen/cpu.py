@@ -306,13 +306,13 @@ class _Emitter:
         if op in ("arctan2", "hypot"):
             return f"np.{op}({a[0]}, {a[1]})"
         if op == "maximum":
-            return f"{a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+            return f"{a[0]} if ({a[0]} > {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
         if op == "minimum":
-            return f"{a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+            return f"{a[0]} if ({a[0]} < {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
         if op == "fmax":
-            return f"{a[0]} if ({a[0]} >= {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
+            return f"{a[0]} if ({a[0]} > {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
         if op == "fmin":
-            return f"{a[0]} if ({a[0]} <= {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
+            return f"{a[0]} if ({a[0]} < {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
         if op == "negative":
             return f"-{a[0]}"
         if op == "positive":
@@ -325,7 +325,7 @@ class _Emitter:
             return f"np.{vt}(1.0) / {a[0]}"
         if op == "sign":
             return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
-                    f"else {a[0]} * np.{vt}(0.0))")
+                    f"else {a[0]} * np.{vt}(0.0) + np.{vt}(0.0))")  # sign(-0.0) is +0.0, NaN stays
         raise NotImplementedError(f"kfuse cpu: no float rule for {op}")
 
     def bool_expr(self, op: str, dt: str, a) -> str:

@@ -43,10 +43,12 @@ class Variant:
     idx64: bool = False         # 64-bit index math
     cache_k: int = 0            # row mode: register slots a thread (0: re-read from L2)
     block: int = 256            # threads per block
+    barriers: int = 1           # row mode: __syncthreads per block reduction (1: double-buffered smem)
 
     @property
     def tag(self) -> str:
-        return f"{self.mode[0]}v{self.vec}{'l' if self.idx64 else 'i'}k{self.cache_k}b{self.block}"
+        t = f"{self.mode[0]}v{self.vec}{'l' if self.idx64 else 'i'}k{self.cache_k}b{self.block}"
+        return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -447,11 +449,19 @@ class _Gen:
         n_inner = " * ".join(index_c(kir.domain[d]) for d in inner) or "(IDX)1"
         body.append(f"const IDX n_rows = {n_outer};")
         body.append(f"const IDX row_len = {n_inner}; (void)row_len;")
+        self._acc_q = 0
         if row:
-            body.append("__shared__ double red_smem_[64];")
+            # one 64-double slot (32 warps x up to 16 bytes) per reduction, two per reduction when
+            # barriers == 1: slots alternate with the row's parity, so the barrier after the
+            # warps' reads can go (a slot is rewritten two rows later, after every warp has
+            # passed the next row's barrier, hence after it finished reading)
+            n_acc = sum(len(ph.accs) for ph in kir.phases) if v.barriers == 1 else 0
+            body.append(f"__shared__ double red_smem_[{64 * max(1, 2 * n_acc)}];")
+            body.append("int par_ = 1; (void)par_;")
             body.append("const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5, nwarps_ = (blockDim.x + 31) >> 5;")
             body.append("(void)lane_; (void)warp_; (void)nwarps_;")
             body.append("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
+            body.append("  par_ ^= 1;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
                         "row_ += (IDX)gridDim.x * blockDim.x) {")
@@ -605,19 +615,25 @@ class _Gen:
         T = self.acc_types(a)
         arg = a.kind in ("argmax", "argmin")
         if row:
+            if self.v.barriers == 1:
+                smem = f"red_smem_ + {128 * self._acc_q} + 64 * par_"
+                self._acc_q += 1
+            else:
+                smem = "red_smem_"
             if arg:
                 out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
                            f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
-                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>(red_smem_);")
+                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             else:
                 out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) A{a.dst} = "
                            f"{self.combine(a, f'A{a.dst}', f'kf_shfl(A{a.dst}, m_)')};")
-                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>(red_smem_);")
+                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")
             out.append(f"A{a.dst} = sm_{a.dst}[0];")
             out.append(f"for (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
-            out.append("__syncthreads();")
+            if self.v.barriers != 1:
+                out.append("__syncthreads();")
         self.dt[a.dst] = a.dtype
         if arg:
             out.append(f"const long long {a.dst} = A{a.dst}.i < 0 ? 0 : A{a.dst}.i;")

@@ -32,6 +32,7 @@ INT32_LIMIT = 2 ** 31 - 1
 # Launch-shape knobs (benchmarks/gpu_quick.py --sweep measures them; autotune may set them later).
 EW_BLOCKS_PER_SM = 1024       # elementwise grid cap (grid-stride beyond it); 8 was 7-10 points slower (sweep, H200)
 ROW_UNITS_PER_THREAD = 4      # row reductions: vector units a thread holds
+ROW_BARRIERS = 1              # row reductions: __syncthreads per block reduce (2: the pre-2026-11-22 code)
 
 
 def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
@@ -166,7 +167,7 @@ class _Launcher:
                     vec = 1
         block, kc = cuda_emit.row_shape(L // vec, ROW_UNITS_PER_THREAD)
         grid = max(1, min(n_rows, sm * max(1, 2048 // block)))
-        return cuda_emit.Variant("row", vec, big, kc, block), grid
+        return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS), grid
 
     def __call__(self, ins, outs, props) -> None:
         # nothing to write only when every output is empty: a reduction over an empty axis still

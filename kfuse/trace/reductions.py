@@ -17,7 +17,7 @@ from ..errors import at
 from ..ir.dtypes import check_supported
 from ..ir.graph import Node
 from ..ir.ops import Op
-from .core import Tracer, as_node, cast, loc, mk, unsupported
+from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, unsupported
 from .elementwise import apply_ufunc
 from .movement import reshape_node
 
@@ -71,6 +71,8 @@ def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype) -> Node:
     node = cast(node, dtype)
     shape = _out_shape(node.shape, axes, keepdims)
     if not axes:
+        if op is Op.SUM and node.dtype.kind == "f":   # NumPy adds the identity: -0.0 -> +0.0
+            return mk(Op.ADD, node.dtype, node.shape, [node, broadcast(const_node(0.0, node.dtype), node.shape)])
         return node
     return mk(op, node.dtype, shape, [node], {"axes": tuple(axes), "keepdims": bool(keepdims)})
 
