@@ -91,14 +91,21 @@ def _gpu_check(backend, fn, *arrays):
     got = kfuse.jit(fn, backend=backend)(*(cp.asarray(a) for a in arrays))
     with np.errstate(all="ignore"):
         exp = fn(*arrays)
-    for g, e in zip(got, exp):
-        assert_matches_numpy(cp.asnumpy(g), np.asarray(e))
+    return [cp.asnumpy(g) for g in got], exp, assert_matches_numpy
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
 def test_gpu_numeric(backend):
-    _gpu_check(backend, prog3, np.array(33, dtype=np.uint8))
-    _gpu_check(backend, prog12, np.zeros((0,), np.float16), np.zeros((0,), np.bool_))
+    for fn, args in ((prog3, [np.array(33, dtype=np.uint8)]),
+                     (prog12, [np.zeros((0,), np.float16), np.zeros((0,), np.bool_)])):
+        got, exp, check = _gpu_check(backend, fn, *args)
+        for g, e in zip(got, exp):
+            check(g, np.asarray(e))             # exact here: atan2(33, 33) is pi/4 in any libm
     h = np.linspace(-3, 3, 64).astype(np.float16)
-    _gpu_check(backend, lambda h: (f16_widen(h),), h)
+    (got,), _, check = _gpu_check(backend, lambda h: (f16_widen(h),), h)
+    # f16 chains run in f32 on the GPU (h + 1 unrounded): float16-level agreement, and the
+    # widened arctan2 term is exactly a float16 value
+    g2, _, _ = _gpu_check(backend, lambda h: (np.arctan2(h, h + 1).astype(np.float64),), h)
+    np.testing.assert_array_equal(g2[0], g2[0].astype(np.float16).astype(np.float64))
+    check(got.astype(np.float16), f16_widen(h).astype(np.float16))
