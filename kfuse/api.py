@@ -75,7 +75,7 @@ def _arg_key(a: Any):
         return t
     kind = _array_kind(a)
     if kind == "cupy":
-        return (t, a.dtype, a.shape, a.strides, a.device.id)
+        return (t, a.dtype, a.shape, a.strides, a.data.device_id)
     if kind == "torch":
         return (t, a.dtype, tuple(a.shape), tuple(a.stride()), str(a.device))
     if isinstance(a, np.generic):

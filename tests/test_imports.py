@@ -18,7 +18,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "kfuse"
 
 LAYER = {
-    "config": 0, "errors": 0,
+    "config": 0, "errors": 0, "testing": 0,
     "ir": 1,
     "trace": 2, "fusion": 2,
     "codegen": 3,

@@ -23,15 +23,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..testing import assert_matches_numpy
+
 INF = float("inf")
-
-# The same table as tests/tolerance.py (kfuse may not import tests): dtype -> (rtol, atol).
-TOLERANCE: dict[str, tuple[float, float]] = {
-    "float16": (5e-3, 1e-3),
-    "float32": (2e-5, 1e-6),
-    "float64": (1e-12, 1e-14),
-}
-
 
 @dataclasses.dataclass
 class Measurement:
@@ -52,18 +46,9 @@ def same_result(actual: Sequence, expected: Sequence, *, reductions: bool = Fals
     if len(actual) != len(expected):
         return f"{len(actual)} outputs, expected {len(expected)}"
     for k, (a, e) in enumerate(zip(actual, expected)):
-        a, e = _host(a), _host(e)
-        if a.dtype != e.dtype or a.shape != e.shape:
-            return f"output {k}: {a.dtype}{list(a.shape)} != {e.dtype}{list(e.shape)}"
-        if e.dtype.kind == "f":
-            rtol, atol = TOLERANCE.get(e.dtype.name, (0.0, 0.0))
-            if reductions:
-                rtol, atol = rtol * 10, atol * 10
-            if not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
-                return f"output {k} differs from the default config's result"
-            if np.any(np.isnan(a) != np.isnan(e)):
-                return f"output {k}: NaN pattern differs"
-        elif not np.array_equal(a, e):
+        try:
+            assert_matches_numpy(_host(a), _host(e), reductions=reductions)
+        except AssertionError:
             return f"output {k} differs from the default config's result"
     return None
 

@@ -17,7 +17,7 @@ Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's 
 Semantics follow NumPy: integer results wrap to the node dtype, ``//``/``%``/shifts/powers follow
 NumPy's integer loops (0 for a zero divisor), ``maximum``/``minimum`` propagate NaN, reductions follow
 ``kernel_ir.ACC_KINDS``. float16 values live in float32 registers and are rounded on store and at
-explicit casts (as the CUDA backend; see tests/tolerance.py). Math uses libdevice (``numba.cuda.libdevice``).
+explicit casts (as the CUDA backend; see kfuse/testing.py). Math uses libdevice (``numba.cuda.libdevice``).
 
 numba-cuda 0.30 does not import with NumPy >= 2.5: :func:`import_numba_cuda` is the one place that
 imports it, turning a failure into one :class:`~kfuse.errors.DeviceError` naming the versions and

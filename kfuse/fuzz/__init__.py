@@ -2,5 +2,5 @@
 NumPy, compared with the project's tolerance table; failures are shrunk and written as pytest files.
 
 ``generator`` (programs), ``runner`` (run + classify), ``compare`` (the tolerance table, loaded
-from ``tests/tolerance.py``), ``shrink``, ``writer``, ``cli`` (``kfuse fuzz``).
+from ``kfuse/testing.py``), ``shrink``, ``writer``, ``cli`` (``kfuse fuzz``).
 """

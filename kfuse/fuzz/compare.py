@@ -1,33 +1,13 @@
 """Comparison of kfuse's results with NumPy's, through the project's one tolerance table.
 
-The table stays single-sourced in ``tests/tolerance.py``; this module loads that file by path
-(it is not part of the installed package) and adds the one rule the table's helper does not
-check: a float zero must have NumPy's sign (``-0.0`` vs ``0.0``).
+The table is :mod:`kfuse.testing` (the same one the tests use); this module adds the one rule
+the table's helper does not check: a float zero must have NumPy's sign (``-0.0`` vs ``0.0``).
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 
-_TOL = None
-TOLERANCE_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "tests", "tolerance.py")
-
-
-def tolerance_module():
-    """``tests/tolerance.py`` loaded by path (cached)."""
-    global _TOL
-    if _TOL is None:
-        if not os.path.exists(TOLERANCE_PATH):
-            raise RuntimeError(f"kfuse fuzz: the tolerance table {TOLERANCE_PATH} is missing "
-                               "(the fuzzer runs from a source checkout)")
-        spec = importlib.util.spec_from_file_location("_kfuse_fuzz_tolerance", TOLERANCE_PATH)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _TOL = mod
-    return _TOL
+from .. import testing
 
 
 def signed_zero_mismatch(actual, expected) -> str | None:
@@ -45,9 +25,8 @@ def signed_zero_mismatch(actual, expected) -> str | None:
 
 def compare(actual, expected, *, reductions: bool = False) -> str | None:
     """None when ``actual`` matches ``expected`` (dtype, shape, values, signed zeros); else why."""
-    tol = tolerance_module()
     try:
-        tol.assert_matches_numpy(actual, expected, reductions=reductions)
+        testing.assert_matches_numpy(actual, expected, reductions=reductions)
     except AssertionError as e:
         return str(e).strip()
     return signed_zero_mismatch(actual, expected)

@@ -1,7 +1,7 @@
 """Write a (shrunk) failing program as a standalone pytest file, ready for ``tests/regressions/``.
 
 The file holds the function, the literal inputs (with the same views), and a test that runs it
-through ``kfuse.jit`` and NumPy and compares with ``tests/tolerance.py`` (plus signed zeros), or
+through ``kfuse.jit`` and NumPy and compares with ``kfuse/testing.py`` (plus signed zeros), or
 expects NumPy's exception type when NumPy raises.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import kfuse
-from tests.tolerance import assert_matches_numpy
+from kfuse.testing import assert_matches_numpy
 
 nan, inf = float("nan"), float("inf")
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..codegen import kernel_ir as K
 from ..codegen import numba_cuda as nc
 from ..codegen.cuda import lower_for_cuda as lower_group
-from ..errors import DeviceError
+from ..errors import DeviceError, UnsupportedError
 from ..ir.ops import Op
 from . import device as devmod
 from . import interop
@@ -150,7 +150,7 @@ class NumbaCudaProgram:
         self.arch = arch or (devmod.arch() if devmod.has_gpu() else "sm_90")
         for g in plan.groups:
             if g.kind == "matmul":
-                raise DeviceError("kfuse: the numba-cuda backend has no matmul kernels; use backend='cuda'")
+                raise UnsupportedError("kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'")
         self.kirs = [lower_group(g) for g in plan.groups]
         self.launchers = None
         self._stages = None

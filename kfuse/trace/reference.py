@@ -1,7 +1,7 @@
 """A slow, obviously-correct NumPy interpreter of the IR: one NumPy call per node.
 
 ``evaluate(graph, arrays)`` is the oracle other layers test against (fusion passes must not
-change its results; backends must match it within ``tests/tolerance.py``). Results have exactly
+change its results; backends must match it within ``kfuse/testing.py``). Results have exactly
 each node's dtype and shape (checked).
 """
 from __future__ import annotations

@@ -1,0 +1,37 @@
+"""The one per-dtype tolerance table, and the comparison every test (and `kfuse fuzz`, and the
+autotuner's result check) uses against NumPy.
+
+float16: kfuse may compute float16 chains in float32 and round once on store (GPU backends do);
+NumPy rounds after every op, so results can differ by a few float16 ulps.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+TOLERANCE: dict[str, tuple[float, float]] = {   # dtype name -> (rtol, atol)
+    "float16": (5e-3, 1e-3),
+    "float32": (2e-5, 1e-6),
+    "float64": (1e-12, 1e-14),
+}
+
+
+def tolerance(dtype) -> tuple[float, float]:
+    dt = np.dtype(dtype)
+    return TOLERANCE.get(dt.name, (0.0, 0.0))   # ints and bools are exact
+
+
+def assert_matches_numpy(actual, expected, *, reductions: bool = False, err_msg: str = "") -> None:
+    """dtype and shape exact; values within the dtype's tolerance (exact for ints/bools);
+    NaN where NumPy has NaN, same-signed infinities. ``reductions`` loosens float tolerances
+    by 10x for long sums whose summation order differs from NumPy's pairwise order."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != numpy's {expected.dtype} {err_msg}"
+    assert actual.shape == expected.shape, f"shape {actual.shape} != numpy's {expected.shape} {err_msg}"
+    rtol, atol = tolerance(expected.dtype)
+    if reductions:
+        rtol, atol = rtol * 10, atol * 10
+    if expected.dtype.kind == "f":
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=err_msg)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=err_msg)
