@@ -146,6 +146,19 @@ def test_tanh_float32_accuracy():
     assert np.max(np.abs(got[0][ok] - exact[ok]) / np.abs(exact[ok])) < 1e-6
 
 
+def test_exp_float32_accuracy():
+    xs = np.concatenate([np.linspace(-110, 90, 200001), [88.7, 88.72, 88.73, -87.0, -87.3, -103.9],
+                         [np.inf, -np.inf, np.nan, 0.0, -0.0]]).astype(np.float32)
+    x = inp(0, np.float32, xs.shape)
+    with np.errstate(over="ignore"):
+        want = np.exp(xs)
+    got, _ = run([x], [ew(Op.EXP, x)], [xs])
+    assert_matches_numpy(got[0], want)
+    exact = np.exp(xs.astype(np.float64))
+    ok = np.isfinite(want) & (exact > 1.2e-38)
+    assert np.max(np.abs(got[0][ok] - exact[ok]) / exact[ok]) < 1e-6
+
+
 def test_negative_zero_and_nan_rules():
     a = np.array([-0.0, 0.0, np.nan, 1.0, np.nan, -np.inf], dtype=np.float64)
     b = np.array([0.0, -0.0, 1.0, np.nan, np.nan, np.inf], dtype=np.float64)

@@ -1,0 +1,269 @@
+"""Scalar CUDA C rules for :mod:`kfuse.codegen.cuda`: C types, literals, casts, NumPy-semantics
+ufunc expressions, loads/stores of storage types, index expressions, and the device prelude
+(helper templates) every generated kernel starts with."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from . import kernel_ir as K
+
+_CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+          "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+          "uint64": "unsigned long long", "float16": "float", "float32": "float", "float64": "double"}
+_STYPE = dict(_CTYPE, bool="unsigned char", float16="unsigned short")   # storage types
+_UTYPE = {"int8": "unsigned int", "int16": "unsigned int", "int32": "unsigned int",
+          "int64": "unsigned long long", "uint8": "unsigned int", "uint16": "unsigned int",
+          "uint32": "unsigned int", "uint64": "unsigned long long"}
+_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+
+
+PRELUDE = r"""
+// ---- kfuse CUDA prelude
+typedef long long i64;
+typedef unsigned long long u64;
+template <typename T, int N> struct __align__(sizeof(T) * N) KfVec { T v[N]; };
+__device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(f)); return h; }
+#define KF_INFF __int_as_float(0x7f800000)
+#define KF_NANF __int_as_float(0x7fc00000)
+#define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
+#define KF_NAND __longlong_as_double(0x7ff8000000000000LL)
+template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a <= b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_imax(T a, T b) { return a > b ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_imin(T a, T b) { return a < b ? a : b; }
+// NumPy npy_divmod for floats
+template <typename T> __device__ __forceinline__ T kf_fmod_py(T a, T b) {
+  T m = fmod(a, b);
+  if (b == (T)0) return m;
+  if (m != (T)0) { if ((b < (T)0) != (m < (T)0)) m += b; } else { m = copysign((T)0, b); }
+  return m;
+}
+template <typename T> __device__ __forceinline__ T kf_floordiv_f(T a, T b) {
+  if (b == (T)0) return a / b;
+  T m = fmod(a, b);
+  T d = (a - m) / b;
+  if (m != (T)0) { if ((b < (T)0) != (m < (T)0)) d -= (T)1; }
+  T fd;
+  if (d != (T)0) { fd = floor(d); if (d - fd > (T)0.5) fd += (T)1; } else { fd = copysign((T)0, a / b); }
+  return fd;
+}
+template <typename T, typename U> __device__ __forceinline__ T kf_floordiv_i(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)((U)0 - (U)a);     // MIN // -1 wraps
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+template <typename T> __device__ __forceinline__ T kf_mod_i(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+template <typename T, typename U> __device__ __forceinline__ T kf_pow_i(T a, T b) {
+  if ((T)-1 < (T)0 && b < (T)0) return (T)0;   // NumPy raises; unreachable on device
+  U r = 1, x = (U)a; u64 e = (u64)b;
+  while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
+  return (T)r;
+}
+template <typename T> __device__ __forceinline__ T kf_shfl(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ bool kf_shfl(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
+__device__ __forceinline__ signed char kf_shfl(signed char v, int m) { return (signed char)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+__device__ __forceinline__ unsigned char kf_shfl(unsigned char v, int m) { return (unsigned char)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+__device__ __forceinline__ short kf_shfl(short v, int m) { return (short)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+__device__ __forceinline__ unsigned short kf_shfl(unsigned short v, int m) { return (unsigned short)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+// arg-reduction pair: (value, position); position < 0 marks "empty"
+template <typename T> struct KfArg { T v; i64 i; };
+template <typename T, bool MAX> __device__ __forceinline__ KfArg<T> kf_argcomb(KfArg<T> a, KfArg<T> b) {
+  if (a.i < 0) return b;
+  if (b.i < 0) return a;
+  bool an = a.v != a.v, bn = b.v != b.v;
+  if (an || bn) { if (an && bn) return a.i < b.i ? a : b; return an ? a : b; }
+  if (MAX ? (a.v > b.v) : (a.v < b.v)) return a;
+  if (MAX ? (b.v > a.v) : (b.v < a.v)) return b;
+  return a.i < b.i ? a : b;
+}
+"""
+
+
+# ----------------------------------------------------------------------------- scalar code
+
+def ctype(dt: str) -> str:
+    return _CTYPE[dt]
+
+
+def _is_f(dt):
+    return dt.startswith("float")
+
+
+def _fn(name: str, dt: str) -> str:
+    """C math function for a register type: float16/float32 use the ``f`` versions."""
+    return name if dt == "float64" else name + "f"
+
+
+def const_literal(value, dt: str) -> str:
+    if dt == "bool":
+        return "true" if value else "false"
+    if _is_f(dt):
+        v = float(np.dtype(dt).type(value))
+        d = dt == "float64"
+        if math.isnan(v):
+            return "KF_NAND" if d else "KF_NANF"
+        if math.isinf(v):
+            return ("-" if v < 0 else "") + ("KF_INFD" if d else "KF_INFF")
+        return float.hex(v) + ("" if d else "f")
+    v = int(value)
+    bits = _BITS[dt]
+    u = v & ((1 << bits) - 1)
+    return f"(({ctype(dt)}){u}ULL)" if v < 0 else f"(({ctype(dt)}){v}ULL)"
+
+
+def cast_expr(a: str, src: str, dst: str) -> str:
+    """An explicit CAST is a rounding point: float16 values (held unrounded in float32 registers)
+    are rounded to float16 before they are widened or converted, and a cast *to* float16 rounds
+    once from the source (float64 directly, not through float32), as ``astype`` does."""
+    if src == dst:
+        return a
+    if dst == "float16":
+        if src == "float64":
+            return f"kf_h2f(kf_d2h({a}))"
+        if src in ("bool", "int8", "uint8"):      # exact in float16: nothing to round
+            return f"((float){a})"
+        return f"kf_h2f(kf_f2h({a if src == 'float32' else f'((float){a})'}))"
+    if src == "float16":
+        a = f"kf_h2f(kf_f2h({a}))"
+        if dst == "float32":
+            return a
+    if dst == "bool":
+        return f"({a} != 0)"
+    return f"(({ctype(dst)}){a})"
+
+
+def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
+    """A C expression with NumPy semantics for ufunc ``op`` on register values ``args``."""
+    a = args[0]
+    b = args[1] if len(args) > 1 else None
+    t = adts[0] if adts else dt
+    T = ctype(t)
+    isf, isb = _is_f(t), t == "bool"
+    U = _UTYPE.get(t)
+    wrap = lambda e: f"(({T})({e}))"  # noqa: E731
+    if op == "cast":
+        return cast_expr(a, t, dt)
+    if op == "where":
+        return f"({a} ? {b} : {args[2]})"
+    if op in ("add", "subtract", "multiply") and not isf:
+        if isb:
+            return f"({a} || {b})" if op == "add" else f"({a} && {b})" if op == "multiply" else f"({a} != {b})"
+        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
+        return wrap(f"({U}){a} {sym} ({U}){b}")
+    simple = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+    if op in simple:
+        return f"({a} {simple[op]} {b})"
+    cmp = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+    if op in cmp:
+        return f"({a} {cmp[op]} {b})"
+    if op == "logical_and":
+        return f"(({a} != 0) && ({b} != 0))"
+    if op == "logical_or":
+        return f"(({a} != 0) || ({b} != 0))"
+    if op == "logical_xor":
+        return f"(({a} != 0) != ({b} != 0))"
+    if op == "logical_not":
+        return f"(!({a} != 0))"
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        sym = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[op]
+        return f"(({a} {sym} {b}) != 0)" if isb else wrap(f"{a} {sym} {b}")
+    if op == "invert":
+        return f"(!{a})" if isb else wrap(f"~{a}")
+    if op == "left_shift":
+        return f"((u64){b} < {_BITS[t]} ? {wrap(f'({U}){a} << {b}')} : ({T})0)"
+    if op == "right_shift":
+        neg = f"({a} < 0 ? ({T})-1 : ({T})0)" if t.startswith("int") else f"({T})0"
+        return f"((u64){b} < {_BITS[t]} ? {wrap(f'{a} >> {b}')} : {neg})"
+    if op in ("maximum", "minimum", "fmax", "fmin"):
+        hi = op in ("maximum", "fmax")
+        if isb:
+            return f"({a} || {b})" if hi else f"({a} && {b})"
+        if not isf:
+            return f"kf_i{'max' if hi else 'min'}<{T}>({a}, {b})"
+        if op in ("fmax", "fmin"):
+            return f"{_fn(op, t)}({a}, {b})"
+        return f"kf_{'max' if hi else 'min'}nan<{T}>({a}, {b})"
+    if op == "floor_divide":
+        return f"kf_floordiv_f<{T}>({a}, {b})" if isf else f"kf_floordiv_i<{T}, {U}>({a}, {b})"
+    if op == "remainder":
+        return f"kf_fmod_py<{T}>({a}, {b})" if isf else f"kf_mod_i<{T}>({a}, {b})"
+    if op == "power":
+        return f"{_fn('pow', t)}({a}, {b})" if isf else f"kf_pow_i<{T}, {U}>({a}, {b})"
+    if op in ("arctan2", "hypot"):
+        return f"{_fn({'arctan2': 'atan2', 'hypot': 'hypot'}[op], t)}({a}, {b})"
+    # unary
+    if op == "negative":
+        return f"(-{a})" if isf else wrap(f"({U})0 - ({U}){a}")
+    if op == "positive":
+        return a
+    if op == "absolute":
+        if isf:
+            return f"{_fn('fabs', t)}({a})"
+        if isb or t.startswith("uint"):
+            return a
+        return f"({a} < 0 ? {wrap(f'({U})0 - ({U}){a}')} : {a})"
+    if op == "square":
+        return f"({a} * {a})" if isf else (f"({a})" if isb else wrap(f"({U}){a} * ({U}){a}"))
+    if op == "reciprocal":
+        if isf:
+            return f"(({T})1 / {a})"
+        return f"({a} == 0 ? ({T})0 : ({T})(1 / {a}))"
+    if op == "sign":
+        if isf:
+            return f"({a} > 0 ? ({T})1 : ({a} < 0 ? ({T})-1 : ({a} == 0 ? ({T})0 : {a})))"
+        return f"(({T})(({a} > 0) - ({a} < 0)))"
+    if op == "isnan":
+        return f"({a} != {a})" if isf else "false"
+    if op == "isinf":
+        return f"({_fn('fabs', t)}({a}) == {'KF_INFD' if t == 'float64' else 'KF_INFF'})" if isf else "false"
+    if op == "isfinite":
+        return f"({_fn('fabs', t)}({a}) < {'KF_INFD' if t == 'float64' else 'KF_INFF'})" if isf else "true"
+    if op in ("floor", "ceil", "trunc", "rint") and not isf:
+        return a
+    math1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+             "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin",
+             "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+             "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+             "trunc": "trunc", "rint": "rint"}
+    if op in math1 and isf:
+        return f"{_fn(math1[op], t)}({a})"
+    raise UnsupportedError(f"kfuse: the CUDA backend has no rule for {op}({', '.join(adts)})")
+
+
+def load_expr(ptr: str, off: str, dt: str) -> str:
+    if dt == "float16":
+        return f"kf_h2f({ptr}[{off}])"
+    if dt == "bool":
+        return f"({ptr}[{off}] != 0)"
+    return f"{ptr}[{off}]"
+
+
+def store_value(v: str, vdt: str, dt: str) -> str:
+    """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
+    if dt == "float16":
+        return f"kf_d2h({v})" if vdt == "float64" else f"kf_f2h({v})"
+    if dt == "bool":
+        return f"(unsigned char)({v} != 0)"
+    return f"({_STYPE[dt]})({v})"
+
+
+def index_c(e: K.Expr) -> str:
+    if isinstance(e, K.ILit):
+        return f"(IDX){e.value}"
+    if isinstance(e, K.IVar):
+        return e.name
+    op = {"//": "/"}.get(e.op, e.op)
+    return f"({index_c(e.lhs)} {op} {index_c(e.rhs)})"
