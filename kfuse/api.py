@@ -173,6 +173,8 @@ class JitFunction:
         lowered = Lowered(graph, self.options.device, backend, self.options)
         program = lowered.compile()
         self._count_compile(specs)
+        if _config.get().dump_dir:
+            _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
         dynamic = [n for n in self._params if n not in self._static]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend)
@@ -203,6 +205,25 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
+
+
+def _dump_stages(root: str, name: str, specs: dict, program) -> None:
+    """KFUSE_DUMP_DIR: every stage of this compile in ``root/<fn>-<signature hash>/``."""
+    import hashlib
+    import os
+    sig = ", ".join(f"{k}: {v}" for k, v in specs.items())
+    d = os.path.join(root, f"{name}-{hashlib.sha256(sig.encode()).hexdigest()[:12]}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "signature.txt"), "w") as f:
+        f.write(sig + "\n")
+    with open(os.path.join(d, "fused.txt"), "w") as f:
+        f.write(str(program.plan) + "\n")
+    with open(os.path.join(d, "optimized.txt"), "w") as f:
+        f.write(program.plan.graph.as_text() + "\n")
+    for stage, text in getattr(program, "stages", {}).items():
+        ext = {"cpu": "py", "cuda": "cu", "numba": "py", "ptx": "ptx"}.get(stage, "txt")
+        with open(os.path.join(d, f"{stage}.{ext}"), "w") as f:
+            f.write(text + "\n")
 
 
 def _compile_signature(spec: ArgSpec) -> tuple:

@@ -1,0 +1,342 @@
+"""Scalar rules of the Numba-CUDA emitter (:mod:`kfuse.codegen.numba_cuda`): the device-helper
+templates a kernel may pull in (``HELPERS``: floor-divide/remainder, integer power, shifts,
+arg-reduction combine), register/storage types, typed constants, and the NumPy-semantics Python
+expressions for ufuncs, casts and stores."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from . import kernel_ir as K
+
+# --------------------------------------------------------------------------- scalar rules
+
+_STORE = {"bool": "uint8", "float16": "float16"}
+_MATH1 = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "cbrt", "sin", "cos", "tan",
+          "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint"}
+_MATH1_RENAME = {"arcsin": "asin", "arccos": "acos", "arctan": "atan"}
+_CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+        "greater_equal": ">="}
+
+_HELPERS: dict[str, str] = {}
+
+
+def _helper(name: str, src: str) -> None:
+    _HELPERS[name] = src.strip("\n")
+
+
+for _T, _f in (("float32", "f"), ("float64", "")):
+    _helper(f"_floordiv_{_T}", f'''
+@cuda.jit(device=True, inline=True)
+def _floordiv_{_T}(a, b):
+    """np.floor_divide for {_T} (npy_divmod)."""
+    if b == 0:
+        return np.{_T}(a / b)
+    m = ld.fmod{_f}(a, b)
+    d = np.{_T}((a - m) / b)
+    if m != 0:
+        if (b < 0) != (m < 0):
+            d = np.{_T}(d - np.{_T}(1.0))
+    if d != 0:
+        fl = ld.floor{_f}(d)
+        if d - fl > np.{_T}(0.5):
+            fl = np.{_T}(fl + np.{_T}(1.0))
+        return fl
+    return ld.copysign{_f}(np.{_T}(0.0), np.{_T}(a / b))
+''')
+    _helper(f"_remainder_{_T}", f'''
+@cuda.jit(device=True, inline=True)
+def _remainder_{_T}(a, b):
+    """np.remainder for {_T} (sign of the divisor)."""
+    m = ld.fmod{_f}(a, b)
+    if b == 0:
+        return m
+    if m != 0:
+        if (b < 0) != (m < 0):
+            m = np.{_T}(m + b)
+        return m
+    return ld.copysign{_f}(np.{_T}(0.0), b)
+''')
+_helper("_sfloordiv", '''
+@cuda.jit(device=True, inline=True)
+def _sfloordiv(a, b):
+    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return np.int64(0) - a
+    return a // b
+''')
+_helper("_sremainder", '''
+@cuda.jit(device=True, inline=True)
+def _sremainder(a, b):
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+''')
+_helper("_ufloordiv", '''
+@cuda.jit(device=True, inline=True)
+def _ufloordiv(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a // b
+''')
+_helper("_uremainder", '''
+@cuda.jit(device=True, inline=True)
+def _uremainder(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a % b
+''')
+_helper("_ipow", '''
+@cuda.jit(device=True, inline=True)
+def _ipow(a, b, zero, one):
+    """integer power by squaring, wrapping (negative exponents give 0)."""
+    r = one
+    if b < zero:
+        return zero
+    while b > zero:
+        if (b & one) != zero:
+            r = r * a
+        a = a * a
+        b = b >> one
+    return r
+''')
+_helper("_slshift", '''
+@cuda.jit(device=True, inline=True)
+def _slshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(0)
+    return a << b
+''')
+_helper("_srshift", '''
+@cuda.jit(device=True, inline=True)
+def _srshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(-1) if a < 0 else np.int64(0)
+    return a >> b
+''')
+_helper("_ulshift", '''
+@cuda.jit(device=True, inline=True)
+def _ulshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a << b
+''')
+_helper("_urshift", '''
+@cuda.jit(device=True, inline=True)
+def _urshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a >> b
+''')
+for _kind, _cmp in (("max", ">"), ("min", "<")):
+    _helper(f"_arg{_kind}", f'''
+@cuda.jit(device=True, inline=True)
+def _arg{_kind}(av, ai, bv, bi):
+    """combine two (value, position) pairs: first NaN wins, else the extreme, ties -> lower position;
+    position < 0 marks an empty pair."""
+    if ai < 0:
+        return bv, bi
+    if bi < 0:
+        return av, ai
+    an = av != av
+    bn = bv != bv
+    if an or bn:
+        if an and bn:
+            return (av, ai) if ai < bi else (bv, bi)
+        return (av, ai) if an else (bv, bi)
+    if av {_cmp} bv:
+        return av, ai
+    if bv {_cmp} av:
+        return bv, bi
+    return (av, ai) if ai < bi else (bv, bi)
+''')
+
+
+def _vt(dt: str) -> str:
+    """Register type of a dtype (float16 values live in float32)."""
+    return "float32" if dt == "float16" else dt
+
+
+def _is_f(dt: str) -> bool:
+    return dt.startswith("float")
+
+
+def _lf(dt: str) -> str:
+    """libdevice suffix: float16/float32 use the ``f`` functions."""
+    return "" if dt == "float64" else "f"
+
+
+def _const_value(value, dt: str) -> str:
+    """A Python expression evaluating (at module load) to the exact typed constant."""
+    if dt == "bool":
+        return "np.bool_(True)" if value else "np.bool_(False)"
+    if _is_f(dt):
+        v = float(np.dtype(dt).type(value))
+        if math.isnan(v):
+            s = "np.nan"
+        elif math.isinf(v):
+            s = "np.inf" if v > 0 else "-np.inf"
+        else:
+            s = f"float.fromhex({float.hex(v)!r})"
+        return f"np.{_vt(dt)}({s})"
+    return f"np.{dt}({int(value)})"
+
+
+# --------------------------------------------------------------------------- op rules
+
+
+def store_value(v: str, vdt: str, dt: str) -> str:
+    """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
+    if dt == "bool":
+        return f"np.uint8(1 if {v} else 0)" if vdt == "bool" else f"np.uint8(1 if {v} != 0 else 0)"
+    return f"np.{dt}({v})"
+
+
+def op_expr(st: K.Op, a: list[str], use, consts) -> str:
+    """A Python expression with NumPy semantics for ``st`` on register names ``a``; ``use(name)``
+    records (and returns) a helper from ``HELPERS``; ``consts`` maps var -> (value, dtype)."""
+    op, dt = st.op, st.dtype
+    t = st.arg_dtypes[0] if st.arg_dtypes else dt
+    if op == "cast":
+        return cast(a[0], t, dt)
+    if op == "where":
+        return f"{a[1]} if {a[0]} else {a[2]}"
+    if op in _CMP:
+        return f"{a[0]} {_CMP[op]} {a[1]}"
+    if op in ("logical_and", "logical_or", "logical_xor"):
+        sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[op]
+        return f"({a[0]} != 0) {sym} ({a[1]} != 0)"
+    if op == "logical_not":
+        return f"{a[0]} == 0"
+    if op in ("isnan", "isinf", "isfinite"):
+        if not _is_f(t):
+            return "True" if op == "isfinite" else "False"
+        if op == "isnan":
+            return f"{a[0]} != {a[0]}"
+        inf = "INF64" if t == "float64" else "INF32"
+        return f"ld.fabs{_lf(t)}({a[0]}) {'==' if op == 'isinf' else '<'} {inf}"
+    if _is_f(t):
+        return f"np.{_vt(dt)}({float_expr(op, t, a, st.args, use, consts)})"
+    if t == "bool":
+        return bool_expr(op, a)
+    return f"np.{dt}({int_expr(op, t, a, use)})"
+
+
+def float_expr(op: str, t: str, a, raw, use, consts) -> str:
+    vt, f = _vt(t), _lf(t)
+    ar = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
+    if op in ar:
+        return f"{a[0]} {ar[op]} {a[1]}"
+    if op in _MATH1 or op in _MATH1_RENAME:
+        return f"ld.{_MATH1_RENAME.get(op, op)}{f}({a[0]})"
+    if op == "power":
+        c = consts.get(raw[1])
+        if c is not None and float(c[0]) in (1.0, 2.0, 3.0):
+            return " * ".join([a[0]] * int(float(c[0])))
+        return f"ld.pow{f}({a[0]}, {a[1]})"
+    if op == "floor_divide":
+        return f"{use('_floordiv_' + vt)}({a[0]}, {a[1]})"
+    if op == "remainder":
+        return f"{use('_remainder_' + vt)}({a[0]}, {a[1]})"
+    if op == "arctan2":
+        return f"ld.atan2{f}({a[0]}, {a[1]})"
+    if op == "hypot":
+        return f"ld.hypot{f}({a[0]}, {a[1]})"
+    if op == "maximum":
+        return f"{a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+    if op == "minimum":
+        return f"{a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+    if op in ("fmax", "fmin"):
+        return f"ld.{op}{f}({a[0]}, {a[1]})"
+    if op == "negative":
+        return f"-{a[0]}"
+    if op == "positive":
+        return a[0]
+    if op == "absolute":
+        return f"ld.fabs{f}({a[0]})"
+    if op == "square":
+        return f"{a[0]} * {a[0]}"
+    if op == "reciprocal":
+        return f"np.{vt}(1.0) / {a[0]}"
+    if op == "sign":
+        return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
+                f"else {a[0]} * np.{vt}(0.0))")
+    raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}({t})")
+
+
+def bool_expr(op: str, a) -> str:
+    if op in ("add", "maximum", "fmax", "bitwise_or", "logical_or"):
+        return f"{a[0]} | {a[1]}"
+    if op in ("multiply", "minimum", "fmin", "bitwise_and"):
+        return f"{a[0]} & {a[1]}"
+    if op in ("bitwise_xor", "not_equal"):
+        return f"{a[0]} != {a[1]}"
+    if op == "invert":
+        return f"not {a[0]}"
+    if op in ("positive", "absolute", "square", "rint", "floor", "ceil", "trunc"):
+        return a[0]
+    raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}(bool)")
+
+
+def int_expr(op: str, t: str, a, use) -> str:
+    u = t.startswith("uint")
+    w = "np.uint64" if u else "np.int64"
+    x, y = f"{w}({a[0]})", (f"{w}({a[1]})" if len(a) > 1 else None)
+    ar = {"add": "+", "subtract": "-", "multiply": "*"}
+    if op in ar:
+        return f"{x} {ar[op]} {y}"
+    if op in ("true_divide", "divide"):
+        return f"np.float64({a[0]}) / np.float64({a[1]})"
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return f"{x} {({'bitwise_and': '&', 'bitwise_or': '|', 'bitwise_xor': '^'})[op]} {y}"
+    if op == "invert":
+        return f"~{x}"
+    if op == "negative":
+        return f"{w}(0) - {x}"
+    if op in ("positive", "floor", "ceil", "trunc", "rint"):
+        return a[0]
+    if op == "absolute":
+        return a[0] if u else f"{x} if {x} >= 0 else np.int64(0) - {x}"
+    if op == "square":
+        return f"{x} * {x}"
+    if op in ("maximum", "fmax"):
+        return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
+    if op in ("minimum", "fmin"):
+        return f"{a[0]} if {a[0]} <= {a[1]} else {a[1]}"
+    if op == "sign":
+        return (f"1 if {a[0]} > 0 else 0" if u else
+                f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)")
+    if op == "floor_divide":
+        return f"{use('_ufloordiv' if u else '_sfloordiv')}({x}, {y})"
+    if op == "remainder":
+        return f"{use('_uremainder' if u else '_sremainder')}({x}, {y})"
+    if op == "power":
+        return f"{use('_ipow')}({x}, {y}, {w}(0), {w}(1))"
+    if op == "left_shift":
+        return f"{use('_ulshift' if u else '_slshift')}({x}, {y})"
+    if op == "right_shift":
+        return f"{use('_urshift' if u else '_srshift')}({x}, {y})"
+    if op == "reciprocal":
+        return f"0 if {a[0]} == 0 else np.int64(1.0 / np.float64({a[0]}))"
+    raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}({t})")
+
+
+def cast(a: str, src: str, dst: str) -> str:
+    if src == dst:
+        return a
+    if src == "float16" and dst != "float16":   # an f16 value (unrounded in f32) rounds first
+        a = f"np.float32(np.float16({a}))"
+        if dst == "float32":
+            return a
+    if dst == "bool":
+        return f"{a} != 0"
+    if src == "bool":
+        one, zero = ("1.0", "0.0") if _is_f(dst) else ("1", "0")
+        return f"np.{_vt(dst)}({one} if {a} else {zero})"
+    if dst == "float16":              # round once to float16 precision (as astype)
+        return f"np.float32(np.float16({a if _is_f(src) else f'np.float64({a})'}))"
+    return f"np.{_vt(dst)}({a})"
