@@ -57,6 +57,7 @@ def _import():
     try:
         from numba import cuda
         from numba.cuda import libdevice, types  # noqa: F401
+        del libdevice, types                     # imported only to check that they load
         return cuda, None
     except Exception as e:      # ImportError, AttributeError (np.row_stack), ...
         fix = ("pip install 'numpy<2.5'" if "row_stack" in str(e) or np.lib.NumpyVersion(np.__version__) >= "2.5.0"
@@ -166,13 +167,13 @@ class _Gen:
             return ""                       # hoisted to the kernel's top
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
-            return f"{self.n(s.dst)} = {op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)}"
+            expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
+            return f"{self.n(s.dst)} = {expr}"
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
                     f"{store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype)}")
         raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
-
 
     # -- common pieces
     def signature(self) -> tuple[list[str], list[str]]:

@@ -129,7 +129,7 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
             bound = Tracer(cast(b.node, dt))
         elif b.weak is None:
             bound = np.array(b.value, b.dtype).astype(dt)[()]
-        result = apply_ufunc(fn, result, bound)
+        result = apply_ufunc(fn, bound, result)   # on ties maximum/minimum return the 2nd operand: x, as np.clip does
         if result.dtype != dt:
             result = Tracer(cast(result.node, dt))
     return result
