@@ -15,6 +15,7 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
 float16 values live in float32 registers and are rounded once on store.
+Scalar rules (C types, literals, casts, op expressions) and the prelude: :mod:`kfuse.codegen.cuda_ops`.
 """
 from __future__ import annotations
 

@@ -13,46 +13,22 @@ every shape with the spec's layout/alignment class. The kernel parameter list, i
 ``ptr, sb, sm, sn`` then the epilogue's f32 run-time scalars (strides in elements, int64; C's
 column stride is 1). The epilogue kernel takes ``X, C, M, N, batch, sXb, sXm, sCb, sCm`` + the same
 epilogue tail. No headers are included (conversions are inline PTX), so NVRTC needs no include path.
+The GEMM description (GemmSpec, GemmEpilogue, ``epilogue_from_group``) is in :mod:`kfuse.codegen.gemm_ir`.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 
-from .gemm_ir import (BINARY_OPS, DTYPES, INPUT_KINDS, TERNARY_OPS, UNARY_OPS, EpInput, EpStep,  # noqa: F401
-                      GemmEpilogue, epilogue_from_group)  # re-exported: imported from here elsewhere
+from .gemm_ir import (BINARY_OPS, DTYPES, INPUT_KINDS, TERNARY_OPS, UNARY_OPS, EpInput, EpStep, GemmEpilogue,
+                      GemmSpec, epilogue_from_group)
+
+# the GEMM description types live in gemm_ir; they stay importable from here
+__all__ = ["BINARY_OPS", "DTYPES", "FMA_TILE", "INPUT_KINDS", "TERNARY_OPS", "UNARY_OPS", "EpInput", "EpStep",
+           "GemmEpilogue", "GemmSpec", "GemmTile", "default_tile", "emit_epilogue_kernel", "emit_gemm",
+           "epilogue_from_group", "gemm_search_space"]
 
 _STORE_T = {"f16": "unsigned short", "bf16": "unsigned short", "f32": "float"}
-
-
-
-@dataclasses.dataclass(frozen=True)
-class GemmSpec:
-    """What a generated GEMM kernel is specialised on (never sizes).
-
-    ``a_kmajor``: A's unit-stride dim is K (row-major M x K); else M (column-major).
-    ``b_kmajor``: B's unit-stride dim is K (column-major K x N, e.g. a transposed row-major
-    weight); else N (row-major K x N). ``aligned``: inner stride 1, outer/batch strides multiples
-    of 8 elements and 16-byte-aligned bases, so tiles load with 16-byte ``cp.async``; otherwise
-    elements load one by one through arbitrary strides (any view works, slower)."""
-    dtype: str = "f16"                      # A and B
-    epilogue: GemmEpilogue = GemmEpilogue()
-    a_kmajor: bool = True
-    b_kmajor: bool = False
-    aligned: bool = True
-    allow_tf32: bool = False                # f32 only; not implemented yet: falls back to FMA
-
-    @property
-    def out_dtype(self) -> str:
-        return self.epilogue.out_dtype
-
-    @property
-    def tensor_core(self) -> bool:
-        return self.dtype in ("f16", "bf16")
-
-    def key(self) -> str:
-        return (f"{self.dtype}_{'k' if self.a_kmajor else 'm'}{'k' if self.b_kmajor else 'n'}"
-                f"_{'al' if self.aligned else 'gen'}_{self.epilogue.describe()}")
 
 
 @dataclasses.dataclass(frozen=True)

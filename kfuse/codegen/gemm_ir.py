@@ -1,7 +1,8 @@
-"""The GEMM epilogue description shared by the GEMM emitter and the runtime: ``GemmEpilogue``
-(SSA ``EpStep``s over the f32 accumulator, extra ``EpInput`` arrays, run-time scalars, output
-dtype, validated on construction), and ``epilogue_from_group``, which translates a fusion plan's
-``"matmul"`` group into one (or None when the generated GEMM cannot apply it in registers)."""
+"""The description of a generated GEMM, shared by the GEMM emitter and the runtime: the epilogue
+(``GemmEpilogue``: SSA ``EpStep``s over the f32 accumulator, extra ``EpInput`` arrays, run-time
+scalars, output dtype, validated on construction), ``GemmSpec`` (what a kernel is specialised on),
+and ``epilogue_from_group``, which translates a fusion plan's ``"matmul"`` group into an epilogue
+(or None when the generated GEMM cannot apply it in registers)."""
 from __future__ import annotations
 
 import dataclasses
@@ -75,6 +76,35 @@ class GemmEpilogue:
 
     def describe(self) -> str:
         return "/".join(s.op for s in self.steps) + f"->{self.out_dtype}" if self.steps else f"store->{self.out_dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmSpec:
+    """What a generated GEMM kernel is specialised on (never sizes).
+
+    ``a_kmajor``: A's unit-stride dim is K (row-major M x K); else M (column-major).
+    ``b_kmajor``: B's unit-stride dim is K (column-major K x N, e.g. a transposed row-major
+    weight); else N (row-major K x N). ``aligned``: inner stride 1, outer/batch strides multiples
+    of 8 elements and 16-byte-aligned bases, so tiles load with 16-byte ``cp.async``; otherwise
+    elements load one by one through arbitrary strides (any view works, slower)."""
+    dtype: str = "f16"                      # A and B
+    epilogue: GemmEpilogue = GemmEpilogue()
+    a_kmajor: bool = True
+    b_kmajor: bool = False
+    aligned: bool = True
+    allow_tf32: bool = False                # f32 only; not implemented yet: falls back to FMA
+
+    @property
+    def out_dtype(self) -> str:
+        return self.epilogue.out_dtype
+
+    @property
+    def tensor_core(self) -> bool:
+        return self.dtype in ("f16", "bf16")
+
+    def key(self) -> str:
+        return (f"{self.dtype}_{'k' if self.a_kmajor else 'm'}{'k' if self.b_kmajor else 'n'}"
+                f"_{'al' if self.aligned else 'gen'}_{self.epilogue.describe()}")
 
 
 # ---------------------------------------------------------------- IR -> epilogue

@@ -24,6 +24,7 @@ imports it, turning a failure into one :class:`~kfuse.errors.DeviceError` naming
 the fix; :func:`numba_cuda_available` says whether it imports (``backend="auto"`` checks it).
 libNVVM: numba-cuda finds it through ``cuda-pathfinder`` (a CUDA toolkit under /usr/local/cuda*,
 ``CUDA_HOME``, or the ``nvidia-cuda-nvcc`` wheel); ``compile_ptx`` needs no GPU or driver.
+The scalar rules and device-helper templates are in :mod:`kfuse.codegen.numba_cuda_ops`.
 """
 from __future__ import annotations
 
