@@ -189,7 +189,7 @@ def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None =
     if backend == "cpu":
         from ..runtime.cpu import PARALLEL_MIN_ELEMENTS
         par = S.cpu_has_parallel_loop(group) and _elements(group) >= PARALLEL_MIN_ELEMENTS
-        if not par:
+        if not par or group.kind == "matmul":    # matmul epilogues run sequentially (runtime/cpu.py)
             return S.TileConfig.make("cpu", variant="seq", threads=1)
         if threads is None:
             import numba

@@ -92,6 +92,11 @@ class _Kernel:
         loops = kir.loop_dims(kir.outer)
         n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
         self.parallel = bool(loops) and n >= PARALLEL_MIN_ELEMENTS and group.domain[loops[0]] > 1
+        if kir.contraction is not None:
+            # the BLAS product is multithreaded already; a parallel epilogue leaves Numba's
+            # threads spinning while the next call's BLAS threads start (measured: P5 512^3
+            # 8.5 ms with a parallel epilogue, 3.1 ms sequential). The autotuner may still pick par.
+            self.parallel = False
         self.threads = 0  # 0: Numba's current thread count
 
 
