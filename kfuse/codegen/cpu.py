@@ -94,11 +94,12 @@ def _tanhf(x):
 _helper("_expf", '''
 @numba.njit(error_model="numpy")
 def _expf(x):
-    """float32 exp: Cody-Waite reduction x = n ln2 + r, Cephes' degree-6 polynomial for e^r,
-    2^n built in the exponent bits (max error ~2 ulp); branch-free, so LLVM vectorises the loop
-    (Numba's scalar expf is a libm call that blocks it). Overflow gives inf, NaN propagates;
-    results below ~1e-38 flush to 0 (NumPy returns subnormals there: within every atol)."""
-    xc = np.float32(88.72283) if x > np.float32(88.72283) else (np.float32(-87.0) if x < np.float32(-87.0) else x)
+    """float32 exp: Cody-Waite reduction x = n ln2 + r, Cephes' degree-6 polynomial for e^r, and
+    2^n applied as two normal powers of two built in the exponent bits (so subnormal results are
+    rounded once, as libm does); max error ~2 ulp. Branch-free and call-free, so LLVM vectorises
+    the loop (Numba's scalar expf is a libm call that blocks it: 16M elements 68 ms -> 9 ms).
+    Overflow gives inf, NaN propagates, below the smallest subnormal gives 0."""
+    xc = np.float32(88.72283) if x > np.float32(88.72283) else (np.float32(-104.0) if x < np.float32(-104.0) else x)
     n = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
     n = np.float32(127.0) if n > np.float32(127.0) else n
     r = xc - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
@@ -108,11 +109,13 @@ def _expf(x):
     p = p * r + np.float32(1.6666665459e-1)
     p = p * r + np.float32(5.0000001201e-1)
     y = p * r * r + r + np.float32(1.0)
-    e = y * np.int32((np.int32(n) + np.int32(127)) << np.int32(23)).view(np.float32)
-    if x > np.float32(88.72283):
-        e = np.float32(np.inf)
-    if x < np.float32(-87.0):
-        e = np.float32(0.0) if x < np.float32(-103.97) else np.float32(np.exp(np.float64(x)))
+    n1 = np.floor(n * np.float32(0.5))
+    n2 = n - n1
+    s1 = np.int32((np.int32(n1) + np.int32(127)) << np.int32(23)).view(np.float32)
+    s2 = np.int32((np.int32(n2) + np.int32(127)) << np.int32(23)).view(np.float32)
+    e = (y * s1) * s2
+    e = np.float32(np.inf) if x > np.float32(88.72283) else e
+    e = np.float32(0.0) if x < np.float32(-104.0) else e
     return x if x != x else e
 ''')
 for _T in ("float32", "float64"):
