@@ -225,7 +225,7 @@ def _passthrough(module_name: str):
 
 
 PASSTHROUGH = {  # subcommand -> (module with main(argv), help)
-    "bench": ("kfuse.bench.cli", "run the benchmark suite against the peers (issue 9)"),
+    "bench": ("kfuse.bench.cli", "run the public benchmark suite against NumPy, CuPy, torch.compile, jax.jit"),
     "tune": ("kfuse.autotune.cli", "autotune a function's kernels for argument specs and store the result"),
     "fuzz": ("kfuse.fuzz.cli", "differential fuzzing against NumPy"),
 }
