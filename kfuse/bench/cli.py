@@ -15,7 +15,7 @@ import tempfile
 
 
 def build_parser(prog: str = "kfuse bench") -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=prog, description="Benchmark kfuse against its peers (issue 9).")
+    ap = argparse.ArgumentParser(prog=prog, description="Benchmark kfuse against its peers (NumPy, CuPy, cupy.fuse, torch, torch.compile, jax.jit).")
     ap.add_argument("--suite", default="public", choices=("public",))
     ap.add_argument("--device", default="auto", choices=("auto", "gpu", "cpu"))
     ap.add_argument("--json", metavar="OUT.json")
