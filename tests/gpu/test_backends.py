@@ -9,7 +9,7 @@ reductions over different axes are separate programs here.
 import numpy as np
 import pytest
 
-from handplan import one_group_plan, trace
+from handplan import compile_for, gelu, layernorm, one_group_plan, run, softmax, trace
 from tolerance import assert_matches_numpy
 
 
@@ -37,54 +37,6 @@ def backend(request):
         if why:
             pytest.skip(why)
     return request.param
-
-
-def _compile(backend, plan):
-    if backend == "cpu":
-        from kfuse.runtime.cpu import compile_plan
-    elif backend == "cuda":
-        from kfuse.runtime.cuda import compile_plan
-    else:
-        from kfuse.runtime.numba_cuda import compile_plan
-    return compile_plan(plan)
-
-
-def run(backend, fn, *arrays, reductions=False, views=None):
-    if backend == "cpu":
-        dev, to_np = [np.asarray(a) for a in arrays], np.asarray
-    else:
-        import cupy as cp
-        dev, to_np = [cp.asarray(a) for a in arrays], cp.asnumpy
-    if views:
-        dev = views(dev)
-        arrays = [to_np(d) for d in dev]
-    specs = [(d.dtype.name, d.shape) for d in dev]
-    prog = _compile(backend, one_group_plan(trace(fn, *specs)))
-    outs = prog(dev)
-    with np.errstate(all="ignore"):
-        exp = fn(*arrays)
-    exp = exp if isinstance(exp, tuple) else (exp,)
-    assert len(outs) == len(exp)
-    for o, e in zip(outs, exp):
-        assert_matches_numpy(to_np(o), np.asarray(e), reductions=reductions)
-    return prog, outs
-
-
-def gelu(x, w, b):
-    y = x * w + b
-    return 0.5 * y * (1 + np.tanh(0.7978845608 * (y + 0.044715 * y ** 3)))
-
-
-def softmax(x):
-    m = x.max(axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
 
 
 def rng():
@@ -165,7 +117,7 @@ def test_float_nan_rules_and_f16(backend):
     # a cast out of float16 rounds to float16 first: the float64 result holds float16 values.
     # GPU backends compute f16 chains in f32 (h + 1 is not rounded; tests/tolerance.py), and a
     # libm ulp may flip an f16 rounding, so compare at float16 tolerance, not float64's
-    widened = _compile(backend, one_group_plan(trace(lambda h: np.arctan2(h, h + 1).astype(np.float64),
+    widened = compile_for(backend, one_group_plan(trace(lambda h: np.arctan2(h, h + 1).astype(np.float64),
                                                      ("float16", h.shape))))
     got = widened([h if backend == "cpu" else __import__("cupy").asarray(h)])[0]
     got = np.asarray(got) if backend == "cpu" else got.get()
@@ -195,11 +147,11 @@ def test_through_the_real_planner(backend, fn):
                          device=None if backend == "cpu" else "h100")
     assert how == "pipeline"
     if backend == "cpu":
-        outs = _compile(backend, plan)([x, w, b])
+        outs = compile_for(backend, plan)([x, w, b])
         to_np = np.asarray
     else:
         import cupy as cp
-        outs = _compile(backend, plan)([cp.asarray(a) for a in (x, w, b)])
+        outs = compile_for(backend, plan)([cp.asarray(a) for a in (x, w, b)])
         to_np = cp.asnumpy
     exp = fn(x, w, b)
     exp = exp if isinstance(exp, tuple) else (exp,)

@@ -13,48 +13,14 @@ _ok, _why = nc.numba_cuda_available()
 if not _ok:
     pytest.skip(_why, allow_module_level=True)
 
-import cupy as cp  # noqa: E402
-
-from handplan import one_group_plan, trace  # noqa: E402
-from kfuse.runtime.numba_cuda import compile_plan  # noqa: E402
-from tolerance import assert_matches_numpy  # noqa: E402
+import handplan  # noqa: E402
+from handplan import gelu  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
 
 def run(fn, *arrays, reductions=False, views=None):
-    specs = [(a.dtype.name, a.shape) for a in arrays]
-    dev = [cp.asarray(a) for a in arrays]
-    if views:
-        dev = views(dev)
-        arrays = [cp.asnumpy(d) for d in dev]
-        specs = [(d.dtype.name, d.shape) for d in dev]
-    prog = compile_plan(one_group_plan(trace(fn, *specs)))
-    outs = prog(dev)
-    with np.errstate(all="ignore"):
-        exp = fn(*arrays)
-    exp = exp if isinstance(exp, tuple) else (exp,)
-    assert len(outs) == len(exp)
-    for o, e in zip(outs, exp):
-        assert_matches_numpy(cp.asnumpy(o), np.asarray(e), reductions=reductions)
-    return prog, outs
-
-
-def gelu(x, w, b):
-    y = x * w + b
-    return 0.5 * y * (1 + np.tanh(0.7978845608 * (y + 0.044715 * y ** 3)))
-
-
-def softmax(x):
-    m = x.max(axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+    return handplan.run("numba-cuda", fn, *arrays, reductions=reductions, views=views)
 
 
 def test_stages_and_launch():
