@@ -187,9 +187,8 @@ def _phases(group) -> int:
 def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None = None) -> S.TileConfig:
     """The untuned choice (what the runtime does by itself)."""
     if backend == "cpu":
-        from ..runtime.cpu import PARALLEL_MIN_ELEMENTS
-        par = S.cpu_has_parallel_loop(group) and _elements(group) >= PARALLEL_MIN_ELEMENTS
-        if not par or group.kind == "matmul":    # matmul epilogues run sequentially (runtime/cpu.py)
+        from ..runtime.cpu import default_parallel
+        if not default_parallel(group):
             return S.TileConfig.make("cpu", variant="seq", threads=1)
         if threads is None:
             import numba

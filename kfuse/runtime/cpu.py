@@ -83,20 +83,25 @@ def _arg(a: np.ndarray) -> np.ndarray:
     return a.view(np.uint16) if a.dtype == np.float16 else a
 
 
+def default_parallel(group) -> bool:
+    """The untuned choice of the parallel (``prange``) variant: an outer loop exists and the
+    kernel is large enough. Matmul epilogues stay sequential: the BLAS product is multithreaded
+    already, and a parallel epilogue leaves Numba's threads spinning while the next call's BLAS
+    threads start (measured: P5 512^3 8.5 ms with a parallel epilogue, 3.1 ms sequential)."""
+    if group.kind == "matmul":
+        return False
+    outer = [d for d in range(len(group.domain)) if d not in group.axes and group.domain[d] != 1]
+    n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
+    return bool(outer) and n >= PARALLEL_MIN_ELEMENTS
+
+
 class _Kernel:
     __slots__ = ("group", "kir", "source", "fns", "sizes", "parallel", "threads")
 
     def __init__(self, group, kir, source, fns):
         self.group, self.kir, self.source, self.fns = group, kir, source, fns
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
-        loops = kir.loop_dims(kir.outer)
-        n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
-        self.parallel = bool(loops) and n >= PARALLEL_MIN_ELEMENTS and group.domain[loops[0]] > 1
-        if kir.contraction is not None:
-            # the BLAS product is multithreaded already; a parallel epilogue leaves Numba's
-            # threads spinning while the next call's BLAS threads start (measured: P5 512^3
-            # 8.5 ms with a parallel epilogue, 3.1 ms sequential). The autotuner may still pick par.
-            self.parallel = False
+        self.parallel = default_parallel(group)
         self.threads = 0  # 0: Numba's current thread count
 
 
