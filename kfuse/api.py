@@ -138,16 +138,15 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if not kwargs and len(args) == len(self._params):
             try:
-                key = tuple(a if n in self._static else _arg_key(a) for n, a in zip(self._params, args))
-                entry = self._programs.get(key)
+                entry = self._programs.get(self._key(args))
             except TypeError:  # unhashable static value
-                key, entry = None, None
+                entry = None
             if entry is not None:
                 return entry.run(args)
         values = self._bind(args, kwargs)
         args = tuple(values[p] for p in self._params)
         try:
-            key = tuple(a if n in self._static else _arg_key(a) for n, a in zip(self._params, args))
+            key = self._key(args)
             hash(key)
         except TypeError:
             raise TypeError(f"{self.fn.__name__}(): static arguments must be hashable") from None
@@ -158,6 +157,11 @@ class JitFunction:
             if cacheable:
                 self._programs[key] = entry
         return entry.run(args)
+
+    def _key(self, args: tuple) -> tuple:
+        """The dispatch key: static arguments by value, the rest by ``_arg_key``."""
+        static = self._static
+        return tuple(a if n in static else _arg_key(a) for n, a in zip(self._params, args))
 
     def _build(self, args: tuple) -> "_Entry":
         values = dict(zip(self._params, args))
@@ -171,7 +175,8 @@ class JitFunction:
         from .trace import trace_function
         graph = trace_function(self.fn, specs, self.fn.__name__)
         lowered = Lowered(graph, self.options.device, backend, self.options)
-        program = lowered.compile()
+        store = _open_cache()
+        program = lowered.compile(store)
         self._count_compile(specs)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
@@ -181,8 +186,7 @@ class JitFunction:
         mode = self.options.autotune or _config.get().autotune
         if mode != "off" and backend == "cpu":
             from .autotune import apply, tune_program
-            tiles = tune_program(lowered, entry.arrays(args), backend, mode, _open_cache(),
-                                 program=program)
+            tiles = tune_program(lowered, entry.arrays(args), backend, mode, store, program=program)
             apply(program, tiles)
         return entry
 
@@ -359,18 +363,18 @@ class Lowered:
         return "\n\n".join(nvrtc.compile(cuda.emit(k), arch=arch).ptx
                            for k in self.kernels(for_gpu=True))
 
-    def compile(self):
+    def compile(self, store=None):
+        """The runnable program; ``store`` is the disk cache (``_open_cache()``), or None."""
         if self.backend == "cpu":
             from .runtime import cpu
-            return cpu.compile_plan(self.plan, cache=_open_cache())
+            return cpu.compile_plan(self.plan, cache=store)
+        from .runtime.gpu_store import open_gpu_store
         if self.backend == "cuda":
             from .runtime import cuda
-            from .runtime.gpu_store import open_gpu_store
-            return cuda.compile_plan(self.plan, cache=open_gpu_store(_open_cache()), backend=self.backend)
+            return cuda.compile_plan(self.plan, cache=open_gpu_store(store), backend=self.backend)
         if self.backend == "numba-cuda":
             from .runtime import numba_cuda
-            from .runtime.gpu_store import open_gpu_store
-            return numba_cuda.compile_plan(self.plan, cache=open_gpu_store(_open_cache()))
+            return numba_cuda.compile_plan(self.plan, cache=open_gpu_store(store))
         raise KfuseError(f"unknown backend {self.backend!r}")
 
 
