@@ -101,3 +101,29 @@ def test_optimize_matches_reference_interpreter(fn, specs, kind, nout):
     for x, y in zip(before, after):
         assert x.dtype == y.dtype and x.shape == y.shape
         assert x.tobytes() == y.tobytes()          # exact rewrites only
+
+
+def diamond(x, w):
+    e = np.exp(x)          # read by the matmul and by its epilogue: fusing both would be a cycle
+    return e @ w + e
+
+
+@pytest.mark.parametrize("fn,specs", [(c[0], c[1]) for c in CASES] + [(diamond, dict(x=A(32, 32), w=A(32, 32)))],
+                         ids=[c[0].__name__ for c in CASES] + ["diamond"])
+def test_cpu_backend_matches_numpy_on_planned_workloads(fn, specs):
+    """Issue 3: the CPU backend still matches NumPy on every plan above (and the diamond)."""
+    import kfuse
+    from kfuse.testing import assert_matches_numpy
+    rng = np.random.default_rng(1)
+    args = {}
+    for name, s in specs.items():
+        if isinstance(s, ScalarSpec):
+            args[name] = {float: 1e-3, int: 10}[s.pytype]
+        else:
+            args[name] = (rng.standard_normal(s.shape) * 0.5).astype(s.dtype)
+    got = kfuse.jit(fn, backend="cpu")(**args)
+    want = fn(**args)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_matches_numpy(g, w, reductions=True)
