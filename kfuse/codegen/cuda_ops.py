@@ -32,8 +32,8 @@ __device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; a
 #define KF_NANF __int_as_float(0x7fc00000)
 #define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
 #define KF_NAND __longlong_as_double(0x7ff8000000000000LL)
-template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a > b || a != a) ? a : b; }
-template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a < b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a <= b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_imax(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_imin(T a, T b) { return a < b ? a : b; }
 // NumPy npy_divmod for floats

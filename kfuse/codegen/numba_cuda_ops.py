@@ -247,9 +247,9 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
     if op == "hypot":
         return f"ld.hypot{f}({a[0]}, {a[1]})"
     if op == "maximum":
-        return f"{a[0]} if ({a[0]} > {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        return f"{a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
     if op == "minimum":
-        return f"{a[0]} if ({a[0]} < {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        return f"{a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
     if op in ("fmax", "fmin"):
         return f"ld.{op}{f}({a[0]}, {a[1]})"
     if op == "negative":
@@ -264,7 +264,7 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
         return f"np.{vt}(1.0) / {a[0]}"
     if op == "sign":
         return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
-                f"else {a[0]} * np.{vt}(0.0) + np.{vt}(0.0))")  # sign(-0.0) is +0.0, NaN stays
+                f"else {a[0]} * np.{vt}(0.0))")
     raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}({t})")
 
 
