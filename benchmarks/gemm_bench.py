@@ -1,13 +1,17 @@
 """P5 benchmark: GEMM + bias + GELU(tanh) in f16 at 4096x4096x4096 and 8192x1024x4096.
 
-Per shape: cuBLAS GEMM alone (cupy.matmul), kfuse's generated fused kernel (every tile of the
-search space, best kept), the cuBLAS + generated-epilogue candidate, the runtime's auto pick,
-torch eager and torch.compile when importable. Prints a table; writes gemm_bench.json and
-gemm_bench.md under $OUT (or ./bench_out). Times: median of per-call CUDA-event times after
-warm-up. Run on a GPU machine: ``python3 benchmarks/gemm_bench.py [--quick]``.
+Per shape: cuBLAS GEMM alone (cupy.matmul); kfuse.jit of the P5 function (the planner's pick, shown
+by the plan, run by the runtime: "jit"); the generated fused kernel (tiles of the search space, best
+kept); the cuBLAS + epilogue candidate (epilogue in place over cuBLAS's result, rows last-first; and
+two ablations: rows first-first, and out of place); torch eager, torch.compile and torch matmul
+alone when importable. Every TFLOP/s is also given as a ratio to cuBLAS alone from the same run.
+Prints a table; writes gemm_bench.json and gemm_bench.md under the out dir (``--out DIR``, else
+$OUT, else ./bench_out). Times: median over trials of (CUDA events around 20 back-to-back calls)/20.
+Run on a GPU machine: ``python3 benchmarks/gemm_bench.py [--quick] [--out DIR]`` (~1-2 min on an H200).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -77,10 +81,21 @@ def rel(got, ref):
     return float(cp.linalg.norm(got.astype(cp.float32) - ref) / cp.linalg.norm(ref))
 
 
+BENCH_TILES = ("256x128x32_w4x2_s3", "128x256x32_w2x4_s3", "128x128x32_w2x2_s4", "128x128x64_w2x4_s3")
+
+
+def p5_fn(a, w, bias):
+    import numpy as _np
+    y = a @ w + bias
+    return 0.5 * y * (1.0 + _np.tanh(0.7978845608028654 * (y + 0.044715 * (y * y * y))))
+
+
 def main():
     quick = "--quick" in sys.argv
-    out_dir = os.environ.get("OUT") or "bench_out"
+    out_dir = (sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv
+               else os.environ.get("OUT") or "bench_out")
     os.makedirs(out_dir, exist_ok=True)
+    import kfuse
     dev = cp.cuda.Device()
     name = cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode()
     ep = GemmEpilogue.chain(("add", ("in", 0)), "gelu_tanh", inputs=(EpInput("f16", "row"),))
@@ -88,6 +103,7 @@ def main():
     runner = GemmRunner()
     rows = []
     rng = cp.random.default_rng(0)
+    space = [t for t in gemm_search_space() if t.name() in BENCH_TILES]
     for M, N, K in SHAPES:
         a = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
         b = rng.standard_normal((K, N), dtype=cp.float32).astype(cp.float16)
@@ -95,9 +111,44 @@ def main():
         flops = 2.0 * M * N * K
         ref = ref_f32(a, b, bias)
         r = {"shape": [M, N, K], "gpu": name}
-        r["cublas_ms"] = time_cupy(lambda: cp.matmul(a, b))
+        # the jit path: what kfuse.jit runs for P5 (plan -> pick -> runtime); cuBLAS alone timed
+        # right before and right after it (the ratio uses their mean: the device's clocks drift)
+        f = kfuse.jit(p5_fn)
+        out = f(a, b, bias)
+        r["jit_err"] = rel(out, ref)
+        c0 = time_cupy(lambda: cp.matmul(a, b), trials=9)
+        r["jit_ms"] = time_cupy(lambda: f(a, b, bias), trials=9)
+        c1 = time_cupy(lambda: cp.matmul(a, b), trials=9)
+        r["cublas_ms"] = (c0 + c1) / 2
+        r["cublas_before_after_ms"] = [c0, c1]
+        prog = next(iter(f._programs.values())).program
+        # ablation: the cuBLAS path with the group's own elementwise epilogue kernel (in place)
+        from kfuse.runtime import gpu_launch
+        gpu_launch.CUBLAS_EPILOGUE = "group"
+        try:
+            fq = kfuse.jit(p5_fn)
+            fq(a, b, bias)
+            r["jit_group_epi_ms"] = time_cupy(lambda: fq(a, b, bias), trials=9)
+        finally:
+            gpu_launch.CUBLAS_EPILOGUE = "gemm"
+        # the other candidate through the same runtime: the plan's pick overridden to "generated"
+        fg = kfuse.jit(p5_fn)
+        fg(a, b, bias)
+        pg = next(iter(fg._programs.values())).program
+        gg = pg.plan.groups[0]
+        object.__setattr__(gg, "cost", dataclasses.replace(gg.cost, impl="generated"))
+        pg._mm_info.clear()
+        out = fg(a, b, bias)
+        r["jit_generated_err"] = rel(out, ref)
+        r["jit_generated_ms"] = time_cupy(lambda: fg(a, b, bias))
+        r["jit_generated_ran"] = pg._mm_info[gg.id][0] is not None
+        g = prog.plan.groups[0]
+        r["planner_pick"] = getattr(g.cost, "impl", "?")
+        r["planner_predicted_us"] = {k: v * 1e6 for k, v in getattr(g.cost, "candidates", ())}
+        r["jit_in_place"] = prog._mm_info.get(g.id, (None, None))[1] is not None
+        r["plan"] = str(prog.plan)
         tiles = {}
-        for t in (gemm_search_space()[:3] if quick else gemm_search_space()):
+        for t in (space[:1] if quick else space):
             try:
                 out = runner.run(a, b, [bias], spec, t, backend="generated")
                 err = rel(out, ref)
@@ -109,22 +160,24 @@ def main():
         r["generated_tiles"] = tiles
         r["generated_best_tile"] = best
         r["generated_ms"] = tiles[best]["ms"]
-        r["generated_host_us"] = host_us(lambda: runner.run(a, b, [bias], spec, tiles_best(tiles), backend="generated"))
         plain = GemmSpec("f16", GemmEpilogue(out_dtype="f16"))
         runner.run(a, b, [], plain, tiles_best(tiles), backend="generated")
         r["generated_noepi_ms"] = time_cupy(lambda: runner.run(a, b, [], plain, tiles_best(tiles), backend="generated"))
         out = runner.run(a, b, [bias], spec, backend="cublas")
         r["cublas_epi_err"] = rel(out, ref)
         r["cublas_epi_ms"] = time_cupy(lambda: runner.run(a, b, [bias], spec, backend="cublas"))
-        runner.run(a, b, [bias], spec, backend="auto")
-        r["auto_pick"] = runner.last_choice
-        r["auto_timings_ms"] = runner.timings.get(next(iter(k for k in runner.choices if k[2] == runner_bucket(M, N, K))), {})
+        r["cublas_epi_rev_ms"] = time_cupy(lambda: runner.run(a, b, [bias], spec, backend="cublas", reverse=True))
+        o2 = cp.empty((M, N), cp.float16)
+        r["cublas_epi_outofplace_ms"] = time_cupy(lambda: runner.run(a, b, [bias], spec, backend="cublas", out=o2))
+        x = cp.matmul(a, b)
+        r["epilogue_alone_ms"] = time_cupy(lambda: runner.run_cublas_epilogue_only(x, bias, spec, M, N))
+        r["host_us_jit"] = host_us(lambda: f(a, b, bias))
         try:
             import torch
             import torch.nn.functional as F
             ta, tb, tbias = (torch.from_dlpack(x) for x in (a, b, bias))
-            f = lambda: F.gelu(torch.addmm(tbias, ta, tb), approximate="tanh")
-            r["torch_eager_ms"] = time_torch(f)
+            fe = lambda: F.gelu(torch.addmm(tbias, ta, tb), approximate="tanh")
+            r["torch_eager_ms"] = time_torch(fe)
             r["torch_mm_alone_ms"] = time_torch(lambda: ta @ tb)
             try:
                 fc = torch.compile(lambda x, y, z: F.gelu(x @ y + z, approximate="tanh"))
@@ -135,31 +188,41 @@ def main():
             pass
         for k in [k for k in list(r) if k.endswith("_ms") and isinstance(r[k], float)]:
             r[k.replace("_ms", "_tflops")] = flops / (r[k] * 1e-3) / 1e12
+            r[k.replace("_ms", "_ratio")] = r["cublas_ms"] / r[k]
         rows.append(r)
+        print(json.dumps({k: v for k, v in r.items() if k not in ("plan", "generated_tiles")}, default=str), flush=True)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     lines = [f"# P5 GEMM + bias + GELU(tanh), f16 — {name}, {stamp}", "",
-             "| shape | cuBLAS alone (cupy.matmul) | generated (best tile) | cuBLAS+epilogue | auto pick | torch eager | torch.compile | torch matmul alone |",
-             "|---|---|---|---|---|---|---|---|"]
+             "TFLOP/s (ratio to cuBLAS GEMM alone, same run). jit = kfuse.jit(P5) running the planner's pick.", "",
+             "| shape | cuBLAS alone | jit: planner pick | jit: cuBLAS + group's elementwise epilogue | jit: generated forced | generated, best tile (runner) | "
+             "runner cuBLAS+epi (in place) | runner cuBLAS+epi rows reversed | runner cuBLAS+epi out of place | "
+             "torch eager | torch.compile | torch matmul alone |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cb = r["cublas_tflops"]
+
         def cell(k):
             v = r.get(k + "_tflops")
-            return f"{v:.0f} TF/s ({v / cb:.2f}x)" if v else "-"
-        lines.append(f"| {'x'.join(map(str, r['shape']))} | {cb:.0f} TF/s | {cell('generated')} "
-                     f"[{r['generated_best_tile']}] | {cell('cublas_epi')} | {r['auto_pick']} | "
+            return f"{v:.0f} ({v / cb:.3f}x)" if v else "-"
+        lines.append(f"| {'x'.join(map(str, r['shape']))} | {cb:.0f} | {cell('jit')} **{r['planner_pick']}** | "
+                     f"{cell('jit_group_epi')} | {cell('jit_generated')} | {cell('generated')} [{r['generated_best_tile']}] | {cell('cublas_epi')} | "
+                     f"{cell('cublas_epi_rev')} | {cell('cublas_epi_outofplace')} | "
                      f"{cell('torch_eager')} | {cell('torch_compile')} | {cell('torch_mm_alone')} |")
     lines.append("")
     for r in rows:
         lines.append(f"tiles {r['shape']}: " + ", ".join(
             f"{k} {flops_of(r) / (v['ms'] * 1e-3) / 1e12:.0f} TF/s err {v['err']:.1e}" if v.get("err") is not None
             else f"{k} failed: {v.get('error')}" for k, v in r["generated_tiles"].items()))
-        lines.append(f"errors {r['shape']}: cublas+epi {r['cublas_epi_err']:.1e}; generated without epilogue "
-                     f"{r['generated_noepi_tflops']:.0f} TF/s; host time of one generated call {r['generated_host_us']:.0f} us")
+        lines.append(f"{r['shape']}: errors vs f32 ref: jit {r['jit_err']:.1e}, cublas+epi {r['cublas_epi_err']:.1e}; "
+                     f"generated without epilogue {r['generated_noepi_tflops']:.0f} TF/s; epilogue kernel alone "
+                     f"{r['epilogue_alone_ms'] * 1e3:.1f} us; jit in place: {r['jit_in_place']}; "
+                     f"jit host time/call {r['host_us_jit']:.0f} us; planner predicted (us): "
+                     + ", ".join(f"{k} {v:.1f}" for k, v in r["planner_predicted_us"].items()))
     text = "\n".join(lines)
-    with open(os.path.join(out_dir, "gemm_bench.md"), "w") as f:
-        f.write(text + "\n")
-    with open(os.path.join(out_dir, "gemm_bench.json"), "w") as f:
-        json.dump({"date": stamp, "gpu": name, "rows": rows}, f, indent=1, default=str)
+    with open(os.path.join(out_dir, "gemm_bench.md"), "w") as f_:
+        f_.write(text + "\n")
+    with open(os.path.join(out_dir, "gemm_bench.json"), "w") as f_:
+        json.dump({"date": stamp, "gpu": name, "rows": rows}, f_, indent=1, default=str)
     print(text)
 
 
@@ -173,9 +236,6 @@ def flops_of(r):
     return 2.0 * M * N * K
 
 
-def runner_bucket(M, N, K):
-    import math
-    return tuple(1 << max(0, math.ceil(math.log2(max(1, v)))) for v in (1, M, N, K))
 
 
 if __name__ == "__main__":

@@ -101,10 +101,11 @@ def launch_sweep(copy_bw):
         if fn in (p1, p6):
             if "--sweep-ew" not in sys.argv:
                 continue
-            points = [{"EW_BLOCKS_PER_SM": v} for v in (4, 8, 16, 64, 100000)]
+            points = [{"EW_UNITS_PER_THREAD": u, "STREAM": c} for u in (1, 2, 4) for c in (False, True)]
         else:
-            points = [{"ROW_UNITS_PER_THREAD": u, "ROW_BARRIERS": nb}
-                      for u, nb in ((2, 1), (4, 1), (8, 1), (16, 1), (4, 2), (8, 2))]
+            points = [{"ROW_BARRIERS": b, "STREAM": c} for b in (1, 2) for c in (False, True)]
+            points += [{"ROW_REREAD": True, "ROW_UNITS_PER_THREAD": u, "ROW_BARRIERS": b}
+                       for u in (1, 2, 4, 8) for b in (1, 2)]
         args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
         plan = one_group_plan(trace(fn, *[("float32", s) for s in shapes]))
         for point in points:

@@ -184,10 +184,9 @@ class JitFunction:
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend)
         mode = self.options.autotune or _config.get().autotune
-        if mode != "off" and backend == "cpu":
-            from .autotune import apply, tune_program
-            tiles = tune_program(lowered, entry.arrays(args), backend, mode, store, program=program)
-            apply(program, tiles)
+        if mode != "off" and backend in ("cpu", "cuda"):
+            from .autotune.tuner import tune_and_apply
+            tune_and_apply(lowered, entry.arrays(args), backend, mode, store, program)
         return entry
 
     def _count_compile(self, specs: dict[str, ArgSpec]) -> None:

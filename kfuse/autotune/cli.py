@@ -83,6 +83,16 @@ def random_array(dtype, shape, rng) -> np.ndarray:
     return rng.integers(-100, 100, size=shape).astype(dt)
 
 
+def _gpu_spec_name(name: str) -> str:
+    """The DeviceSpec name planning uses for a live GPU (h100 when none matches)."""
+    low = name.lower()
+    for pat, key in (("h200", "h200"), ("h100", "h100"), ("a100", "a100-80gb"), ("l4", "l4"),
+                     ("4090", "rtx4090")):
+        if pat in low:
+            return key
+    return "h100"
+
+
 def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = None) -> int:
     ap = argparse.ArgumentParser(prog="kfuse tune", description="tune a function's kernels and "
                                  "store the results in the kfuse cache")
@@ -104,20 +114,22 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
     fn, static = _unwrap((load_function or _load)(args.target))
     specs = _specs(fn, static, args.specs)
     graph = trace_function(fn, specs, getattr(fn, "__name__", None))
-    plan = pipeline.plan(pipeline.optimize(graph), "cpu" if args.backend == "cpu" else
-                         (_config.get().device or "h100"))
+    device = "cpu"
+    if args.backend != "cpu":
+        from ..runtime import device as devmod
+        if not devmod.has_gpu():
+            print("kfuse tune: --backend cuda needs a CUDA GPU and CuPy", file=sys.stderr)
+            return 1
+        device = _config.get().device or _gpu_spec_name(devmod.device_properties()["name"])
+    plan = pipeline.plan(pipeline.optimize(graph), device)
     rng = np.random.default_rng(args.seed)
     arrays = [random_array(n.dtype, n.shape, rng) for n in graph.inputs]
-    if args.backend != "cpu":
-        print("kfuse tune: GPU tuning is not wired into the CUDA runtime yet "
-              "(search spaces and pruning exist); nothing stored", file=sys.stderr)
-        return 1
     store = CacheStore.open(_config.get())
     if store is None:
         print("kfuse tune: the disk cache is disabled or unusable; results will not be stored",
               file=sys.stderr)
     reports: list = []
-    tiles = tuner.tune_program(plan, arrays, "cpu", "on", store, budget=args.budget,
+    tiles = tuner.tune_program(plan, arrays, args.backend, "on", store, budget=args.budget,
                                total_budget=args.budget, top_k=args.top_k,
                                print_autotuning=not args.quiet, reports=reports,
                                process_budget=tuner.Budget())

@@ -8,6 +8,10 @@ Modes (``JitOptions.autotune`` / ``KFUSE_AUTOTUNE``):
               -> store the fastest. At most ``config.autotune_budget`` seconds a kernel and
               ``config.autotune_total_budget`` seconds a process (:class:`Budget`).
 
+Backends: "cpu" (``targets.CpuTarget``) and "cuda" (``gpu_targets.CudaTarget``: the CUDA C
+runtime; its heuristic is read back from the launcher, so "heuristic" means exactly the untuned
+runtime; chosen tiles reach it through ``CudaProgram.set_tile``). Other backends get heuristics.
+
 Results are kept in the disk store's tuning namespace (``CacheStore.put_tuning``) keyed by
 ``keys.tuning_key(kernel_key, shape_bucket(domain), arch)``, where the kernel key is
 ``keys.build_kernel_key`` over the kernel's generated source and input layouts (so a change of
@@ -31,6 +35,8 @@ from .targets import CpuTarget, apply, cpu_arch  # noqa: F401  (apply re-exporte
 
 MODES = ("off", "cached", "on")
 TOP_K = 8
+TUNABLE = ("cpu", "cuda")
+CHOSEN = ("tuned", "stored", "memo")      # report sources that differ from "use the heuristic"
 
 
 class Budget:
@@ -122,23 +128,20 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
         for g in plan.groups:
             _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id]))
         return out
-    if backend != "cpu":
-        # GPU: spaces and pruning exist (space.py/prune.py); the CUDA runtime has no hook yet to
-        # launch a chosen variant, so the heuristic is used (see the module report).
+    if backend not in TUNABLE:
         for g in plan.groups:
             _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id],
-                                         note="GPU tuning needs the runtime hook"))
+                                         note=f"no tuning hook in the {backend} runtime"))
         return out
     try:
-        if program is None:
-            from ..runtime.cpu import compile_plan
-            program = compile_plan(plan, cache=store)
-        sources = {k.group.id: k.source for k in program.kernels}
+        program, sources, arch = _prepare(plan, backend, program, store)
     except Exception as e:             # tuning never fails the call
         if printing:
             _say(f"cannot prepare tuning ({type(e).__name__}: {e}); using heuristics")
+        for g in plan.groups:
+            _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id],
+                                         note=f"cannot prepare tuning: {type(e).__name__}: {e}"))
         return out
-    arch = cpu_arch()
     target = None
     bar = None
     try:
@@ -155,7 +158,7 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
                     rep.source, rep.config = "memo", hit
                     STATS["memo_hits"] += 1
                 else:
-                    stored = _load(store, khash, bucket, arch, g, device, max_threads)
+                    stored = _load(store, khash, bucket, arch, g, device, max_threads, backend)
                     if stored is not None:
                         rep.source, rep.config = "stored", stored
                         STATS["store_hits"] += 1
@@ -165,10 +168,12 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
                             rep.note = "no arrays given: cannot tune"
                         else:
                             if target is None:
-                                target = CpuTarget(program, arrays, heur)
+                                target = _make_target(backend, program, arrays, heur)
                             if bar is None:
                                 bar = _progress(progress, len(plan.groups))
-                            _tune_group(target, g, heur[g.id], device, rep, budget, total_budget,
+                            if hasattr(target, "heuristic"):
+                                rep.heuristic = rep.config = target.heuristic(target.group_index(g.id))
+                            _tune_group(target, g, rep.heuristic, device, rep, budget, total_budget,
                                         pbudget, top_k, printing, max_threads)
                             if rep.source == "tuned":
                                 _MEMO[memo_key] = rep.config
@@ -187,7 +192,47 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
     finally:
         if bar is not None:
             bar.close()
+        if target is not None and hasattr(target, "release"):
+            target.release()
     return out
+
+
+def _prepare(plan, backend, program, store):
+    """(program, {group id: kernel source for the key}, arch) for a tunable backend."""
+    if backend == "cpu":
+        if program is None:
+            from ..runtime.cpu import compile_plan
+            program = compile_plan(plan, cache=store)
+        return program, {k.group.id: k.source for k in program.kernels}, cpu_arch()
+    from .gpu_targets import gpu_arch, kernel_source
+    arch = gpu_arch()
+    if program is None:
+        from ..runtime.cuda import compile_plan
+        program = compile_plan(plan)
+    return program, {g.id: kernel_source(k) for g, k in zip(plan.groups, program.kirs)}, arch
+
+
+def _make_target(backend, program, arrays, heur):
+    if backend == "cpu":
+        return CpuTarget(program, arrays, heur)
+    from .gpu_targets import CudaTarget
+    return CudaTarget(program, arrays, heur)
+
+
+def tune_and_apply(lowered_or_plan, arrays, backend: str, mode: str | None, store, program,
+                   **kw) -> dict:
+    """What ``kfuse.jit`` calls after compiling: tune (by ``mode``) and set the chosen configs on
+    ``program``. On a GPU only configs that differ from "the heuristic" (tuned, stored, memo) are
+    set, so mode ``off`` and cache misses leave the runtime's own choice untouched."""
+    reports: list = []
+    tiles = tune_program(lowered_or_plan, arrays, backend, mode, store, program=program,
+                         reports=reports, **kw)
+    if backend == "cpu":
+        apply(program, tiles)
+    else:
+        from .gpu_targets import apply_gpu
+        apply_gpu(program, {r.group_id: r.config for r in reports if r.source in CHOSEN})
+    return tiles
 
 
 def _report(reports, rep) -> None:
@@ -206,7 +251,7 @@ def _progress(progress, total):
                 leave=False)
 
 
-def _load(store, khash, bucket, arch, group, device, max_threads):
+def _load(store, khash, bucket, arch, group, device, max_threads, backend="cpu"):
     if store is None or not hasattr(store, "get_tuning"):
         return None
     try:
@@ -216,8 +261,12 @@ def _load(store, khash, bucket, arch, group, device, max_threads):
         cfg = S.TileConfig.from_dict(body.get("config"))
     except Exception:
         return None
-    if P.check(cfg, group, device, max_threads=max_threads) is not None:
+    if backend == "cpu" and P.check(cfg, group, device, max_threads=max_threads) is not None:
         return None                         # stale (e.g. fewer threads now): ignore it
+    if backend != "cpu":
+        from ..runtime.cuda_tiles import unsupported
+        if cfg.kind == "cpu" or unsupported(cfg) is not None:
+            return None                     # the launcher also ignores a tile that does not fit
     return cfg
 
 
@@ -251,8 +300,14 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
     t0 = time.perf_counter()
     deadline = t0 + left
     try:
-        cands = P.prune(S.space_for(g, "cpu", max_threads=max_threads) + [heur], g, device,
-                        top_k=top_k, keep=heur, max_threads=max_threads, dropped=rep.dropped)
+        if hasattr(target, "space"):
+            space = target.space(g, rep.dropped)
+        else:
+            space = S.space_for(g, "cpu", max_threads=max_threads)
+        cands = P.prune(space + [heur], g, device, top_k=top_k, keep=heur,
+                        max_threads=max_threads, dropped=rep.dropped)
+        if (not cands or cands[0] != heur) and getattr(target, "trust_heuristic", False):
+            cands = [heur] + [c for c in cands if c != heur][:max(0, top_k - 1)]
         if not cands or cands[0] != heur:
             rep.note = "the heuristic config does not fit; no reference to check against"
             return
@@ -261,18 +316,20 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
                 _say(f"kernel {g.id}: pruned {c} ({why})")
         compiled: dict = {}
         if target.compile_workers > 1:        # compile up front, concurrently
-            compiled = bench.compile_all(cands, lambda c: target.prepare(i, c),
+            compiled = bench.compile_all(cands, lambda c: target.precompile(i, c),
                                          workers=target.compile_workers, deadline=deadline)
         reductions = g.kind == "reduce"
         reference = None
         for c in cands:
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= deadline and c != heur:     # the reference always runs
                 rep.stopped_early = True
                 break
             run = compiled.get(c)
             if run is None and target.compile_workers > 1:
                 rep.stopped_early = True
                 break
+            if run is not None and not isinstance(run, Exception):
+                run = None                      # compiled in the pool: load it here
             if run is None:                     # compile this one now (one at a time)
                 run = bench.compile_all([c], lambda c: target.prepare(i, c))[c]
                 if time.perf_counter() >= deadline and c != heur:
@@ -281,7 +338,9 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
             if isinstance(run, Exception):
                 m = bench.Measurement(c, error=f"compile: {type(run).__name__}: {run}".splitlines()[0])
             else:
-                m = bench.measure(c, run, reference, deadline=deadline, reductions=reductions)
+                m = bench.measure(c, run, reference, deadline=deadline, reductions=reductions,
+                                  gpu=target.gpu, warmup=getattr(target, "warmup", 1),
+                                  reps=getattr(target, "reps", 5))
                 STATS["measured"] += 1
             if c == heur:
                 if not m.ok:
@@ -296,6 +355,10 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
         ok = [m for m in rep.measurements if m.ok]
         if ok:
             best = min(ok, key=lambda m: m.seconds)
+            margin = getattr(target, "keep_heuristic_within", 0.0)
+            h = next((m for m in ok if m.config == heur), None)
+            if h is not None and h.seconds <= best.seconds * (1.0 + margin):
+                best = h                        # not measurably faster: keep the heuristic
             rep.source, rep.config = "tuned", best.config
             STATS["tuned_kernels"] += 1
             if printing:

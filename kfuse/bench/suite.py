@@ -356,20 +356,30 @@ def _ratios(rows: list[dict]) -> dict:
 
 
 # ---- warm disk load (a new process) -------------------------------------------------------------
+def first_call_in_new_process(device: str, backend: str, labels, *, quick: bool = False,
+                              env: dict | None = None, timeout: float = 300) -> dict:
+    """Run ``python -m kfuse.bench.warm`` for the cases ``labels`` of ``backend`` in a new process
+    (environment ``env``, default this one's) and return its JSON: ``{"import_s", "init_s",
+    "cases": {label: {"first_s", "hot_ms", ...} or {"error"}}}``. With ``KFUSE_CACHE_DIR`` filled
+    this measures a warm disk load; with a fresh one, a cold compile. Raises when the process fails."""
+    cmd = [sys.executable, "-m", "kfuse.bench.warm", "--device", device, "--backend", backend,
+           "--cases", ",".join(sorted(labels))]
+    if quick:
+        cmd.append("--quick")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ) if env is None else env)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError((r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"])
+    return json.loads(lines[-1])
+
+
 def _warm_load(peer: KfusePeer, device: str, quick: bool, workloads, rows: list[dict]) -> None:
     labels = {r["case"] for r in rows if r["impl"] == peer.name and r.get("ok")}
     if not labels:
         return
-    cmd = [sys.executable, "-m", "kfuse.bench.warm", "--device", device, "--backend", peer.backend,
-           "--cases", ",".join(sorted(labels))]
-    if quick:
-        cmd.append("--quick")
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ))
-        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-        if r.returncode != 0 or not lines:
-            raise RuntimeError((r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"])
-        res = json.loads(lines[-1])
+        res = first_call_in_new_process(device, peer.backend, labels, quick=quick)
     except Exception as e:
         for row in rows:
             if row["impl"] == peer.name and row.get("ok"):

@@ -334,10 +334,11 @@ class _Emitter:
             return f"np.power({a[0]}, {a[1]})"
         if op in ("arctan2", "hypot"):
             return f"np.{op}({a[0]}, {a[1]})"
-        if op == "maximum":
-            return f"{a[0]} if ({a[0]} > {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
-        if op == "minimum":
-            return f"{a[0]} if ({a[0]} < {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        if op in ("maximum", "minimum"):
+            # ties (+0.0/-0.0): NumPy's float32/64 loops keep the second operand, its float16
+            # loop (npy_half_ge/le) the first
+            cmp = (">" if op == "maximum" else "<") + ("=" if dt == "float16" else "")
+            return f"{a[0]} if ({a[0]} {cmp} {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
         if op == "fmax":
             return f"{a[0]} if ({a[0]} > {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
         if op == "fmin":
@@ -371,10 +372,12 @@ class _Emitter:
         raise NotImplementedError(f"kfuse cpu: no bool rule for {op}")
 
     def int_expr(self, op: str, src: str, a) -> str:
+        # Numba emits signed add/sub/mul with LLVM's nsw flag (overflow = undefined), so LLVM may
+        # assume int64 x*x >= 0; wrapping arithmetic is done in uint64 (plain mul) and truncated
         unsigned = np.dtype(src).kind == "u"
         w = "np.uint64" if unsigned else "np.int64"
-        if op in _ARITH and op not in ("true_divide", "divide"):
-            return f"{a[0]} {_ARITH[op]} {a[1]}"
+        if op in ("add", "subtract", "multiply"):
+            return f"np.uint64({a[0]}) {_ARITH[op]} np.uint64({a[1]})"
         if op in ("true_divide", "divide"):
             return f"np.float64({a[0]}) / np.float64({a[1]})"
         if op in _BITS:
@@ -382,13 +385,14 @@ class _Emitter:
         if op == "invert":
             return f"~{a[0]}"
         if op == "negative":
-            return f"np.uint64(0) - np.uint64({a[0]})" if unsigned else f"-np.int64({a[0]})"
+            return f"np.uint64(0) - np.uint64({a[0]})"
         if op in ("positive", "floor", "ceil", "trunc", "rint"):
             return a[0]
         if op == "absolute":
-            return a[0] if unsigned else f"abs(np.int64({a[0]}))"
+            return a[0] if unsigned else \
+                f"np.int64(np.uint64(0) - np.uint64({a[0]})) if {a[0]} < 0 else np.int64({a[0]})"
         if op == "square":
-            return f"{w}({a[0]}) * {w}({a[0]})"
+            return f"np.uint64({a[0]}) * np.uint64({a[0]})"
         if op in ("maximum", "fmax"):
             return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
         if op in ("minimum", "fmin"):
@@ -403,7 +407,8 @@ class _Emitter:
             h = self.use("_uremainder" if unsigned else "_sremainder")
             return f"{h}({w}({a[0]}), {w}({a[1]}))"
         if op == "power":
-            return f"{self.use('_ipow')}({w}({a[0]}), {w}({a[1]}), {w}(0), {w}(1))"
+            b = a[1] if unsigned else f"max(np.int64({a[1]}), 0)"   # wrapping: in uint64 (see above)
+            return f"{self.use('_ipow')}(np.uint64({a[0]}), np.uint64({b}), np.uint64(0), np.uint64(1))"
         if op == "left_shift":
             h = self.use("_ulshift" if unsigned else "_slshift")
             return f"{h}({w}({a[0]}), {w}({a[1]}))"

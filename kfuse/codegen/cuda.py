@@ -14,7 +14,8 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   row is read from memory once across all phases (softmax, layernorm).
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
-float16 values live in float32 registers and are rounded once on store.
+float16 values live in float32 registers; every float16 op result is rounded to float16, as NumPy's
+float16 loops do (so a chain overflows to inf where NumPy's does).
 Scalar rules (C types, literals, casts, op expressions) and the prelude: :mod:`kfuse.codegen.cuda_ops`.
 """
 from __future__ import annotations
@@ -36,11 +37,17 @@ class Variant:
     idx64: bool = False         # 64-bit index math
     cache_k: int = 0            # row mode: register slots a thread (0: re-read from L2)
     block: int = 256            # threads per block
-    barriers: int = 1           # row mode: __syncthreads per block reduction (1: double-buffered smem)
+    barriers: int = 2           # row mode: __syncthreads per block reduction (1: double-buffered smem)
+    ept: int = 1                # elementwise: vector units a thread handles per loop trip (loads in flight)
+    stream: bool = False        # evict-first vector loads/stores of data touched once (full-domain buffers)
+    min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
 
     @property
     def tag(self) -> str:
         t = f"{self.mode[0]}v{self.vec}{'l' if self.idx64 else 'i'}k{self.cache_k}b{self.block}"
+        t += f"u{self.ept}" if self.ept > 1 and self.mode == "elementwise" else ""
+        t += "c" if self.stream else ""
+        t += f"m{self.min_blocks}" if self.min_blocks else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -68,7 +75,8 @@ class _Gen:
         ps += [f"i64 {s.name}_" for s in kir.sizes]
         ps += [f"i64 st_in{k}_{d}" for k, b in enumerate(kir.inputs) for d in range(b.ndim)]
         ps += [f"i64 st_out{k}_{d}" for k, b in enumerate(kir.outputs) for d in range(b.ndim)]
-        return (f'extern "C" __global__ void __launch_bounds__({self.v.block}) {self.name}(\n    '
+        bounds = f"{self.v.block}, {self.v.min_blocks}" if self.v.min_blocks else f"{self.v.block}"
+        return (f'extern "C" __global__ void __launch_bounds__({bounds}) {self.name}(\n    '
                 + ",\n    ".join(ps) + ")")
 
     def setup(self) -> list[str]:
@@ -103,8 +111,12 @@ class _Gen:
             if s.op == "power" and _is_f(s.dtype) and self.consts.get(args[1]) in (1.0, 2.0, 3.0):
                 a, e = args[0], self.consts[args[1]]
                 ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
+                ex = f"kf_h2f(kf_f2h({ex}))" if s.dtype == "float16" else ex
                 return f"const {ctype(s.dtype)} {s.dst} = {ex};"
-            return f"const {ctype(s.dtype)} {s.dst} = {op_expr(s.op, s.dtype, args, s.arg_dtypes)};"
+            ex = op_expr(s.op, s.dtype, args, s.arg_dtypes)
+            if s.dtype == "float16" and s.op not in ("cast", "where"):
+                ex = f"kf_h2f(kf_f2h({ex}))"     # NumPy's float16 loops round every op's result
+            return f"const {ctype(s.dtype)} {s.dst} = {ex};"
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
@@ -128,6 +140,19 @@ class _Gen:
             else:
                 out.append(f"const IDX i{d} = (r_ % {ext}){scale}; r_ /= {ext};")
 
+    def vload(self, s, V: int, off: str, dims) -> str:
+        """A ``V``-wide vector load expression; streaming when the access walks every loop dim."""
+        st = _STYPE[s.dtype]
+        if self.v.stream and {f"i{d}" for d in dims} <= set().union(*map(K.expr_vars, s.index)):
+            return f"kf_ldcs<{st}, {V}>(in{s.buf} + ({off}))"
+        return f"*reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}))"
+
+    def vstore(self, s, st: str, V: int, val: str) -> str:
+        off = self.offset("out", s.buf, s.index)
+        if self.v.stream:
+            return f"kf_stcs<{st}, {V}>(out{s.buf} + ({off}), {val});"
+        return f"*reinterpret_cast<KfVec<{st}, {V}>*>(out{s.buf} + ({off})) = {val};"
+
     def zero_dims(self, dims, out):
         for d in dims:
             if isinstance(self.kir.domain[d], K.ILit):
@@ -141,9 +166,19 @@ class _Gen:
         body = self.setup()
         total = " * ".join(index_c(kir.domain[d]) for d in dims) or "(IDX)1"
         body.append(f"const IDX n_units = ({total}) / {V};")
-        body.append("const IDX step = (IDX)gridDim.x * blockDim.x;")
-        body.append("for (IDX u = (IDX)blockIdx.x * blockDim.x + threadIdx.x; u < n_units; u += step) {")
+        U = self.v.ept
         inner = []
+        if U > 1:
+            # U units a thread per trip, blockDim apart (coalesced); __restrict__ lets the
+            # compiler issue all U trips' loads before the first store
+            body.append(f"const IDX step = (IDX)gridDim.x * blockDim.x * {U};")
+            body.append(f"for (IDX t_ = (IDX)blockIdx.x * blockDim.x * {U} + threadIdx.x; t_ < n_units; t_ += step) {{")
+            body.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{")
+            body.append("const IDX u = t_ + (IDX)k_ * blockDim.x;")
+            body.append("if (u < n_units) {")
+        else:
+            body.append("const IDX step = (IDX)gridDim.x * blockDim.x;")
+            body.append("for (IDX u = (IDX)blockIdx.x * blockDim.x + threadIdx.x; u < n_units; u += step) {")
         self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], inner)
         self.decompose("u", dims, inner, V)
         if V == 1:
@@ -157,8 +192,7 @@ class _Gen:
                     off = self.offset("in", s.buf, s.index)
                     st = _STYPE[s.dtype]
                     if vec:
-                        inner.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
-                                     f"*reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}));")
+                        inner.append(f"const KfVec<{st}, {V}> w_{s.dst} = {self.vload(s, V, off, dims)};")
                         loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
                     else:
                         inner.append(f"const {st} w_{s.dst} = in{s.buf}[{off}];")
@@ -176,10 +210,9 @@ class _Gen:
             inner += ["  " + x for x in lanes]
             inner.append("}")
             for k, (s, st) in enumerate(stores):
-                off = self.offset("out", s.buf, s.index)
-                inner.append(f"*reinterpret_cast<KfVec<{st}, {V}>*>(out{s.buf} + ({off})) = o_{k};")
+                inner.append(self.vstore(s, st, V, f"o_{k}"))
         body += ["  " + x for x in "\n".join(inner).split("\n")]
-        body.append("}")
+        body.append("}}}" if U > 1 else "}")
         return self.wrap(body)
 
     # -- reductions
@@ -280,7 +313,7 @@ class _Gen:
                         if key in cache:
                             c = cache[key]
                             if key not in filled and key not in newly:
-                                loop.append(f"{c}[k_] = *reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}));")
+                                loop.append(f"{c}[k_] = {self.vload(s, V, off, outer + inner)};")
                                 newly.add(key)
                             loads[s.dst] = load_expr(f"{c}[k_].v", "e_", s.dtype)
                         elif vector_access(s.index, last):
@@ -307,8 +340,7 @@ class _Gen:
                 loop += ["  " + x for x in lanes]
                 loop.append("}")
                 for k, (s, st) in enumerate(stores):
-                    off = self.offset("out", s.buf, s.index)
-                    loop.append(f"*reinterpret_cast<KfVec<{st}, {V}>*>(out{s.buf} + ({off})) = o_{k};")
+                    loop.append(self.vstore(s, st, V, f"o_{k}"))
             filled |= newly
             if kc:
                 loop.append("}")

@@ -25,6 +25,19 @@ PRELUDE = r"""
 typedef long long i64;
 typedef unsigned long long u64;
 template <typename T, int N> struct __align__(sizeof(T) * N) KfVec { T v[N]; };
+// streaming (evict-first) vector load/store for data touched once: keeps L2 for reused operands
+template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldcs(const T* p) {
+  KfVec<T, N> r;
+  if constexpr (sizeof(r) == 16) *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
+  else if constexpr (sizeof(r) == 8) *reinterpret_cast<int2*>(&r) = __ldcs(reinterpret_cast<const int2*>(p));
+  else r = *reinterpret_cast<const KfVec<T, N>*>(p);
+  return r;
+}
+template <typename T, int N> __device__ __forceinline__ void kf_stcs(T* p, const KfVec<T, N>& v) {
+  if constexpr (sizeof(v) == 16) __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
+  else if constexpr (sizeof(v) == 8) __stcs(reinterpret_cast<int2*>(p), *reinterpret_cast<const int2*>(&v));
+  else *reinterpret_cast<KfVec<T, N>*>(p) = v;
+}
 __device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(f)); return h; }
@@ -32,8 +45,12 @@ __device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; a
 #define KF_NANF __int_as_float(0x7fc00000)
 #define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
 #define KF_NAND __longlong_as_double(0x7ff8000000000000LL)
-template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a >= b || a != a) ? a : b; }
-template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a <= b || a != a) ? a : b; }
+// NumPy's maximum/minimum: NaN propagates; equal operands (+0.0/-0.0) give the second one in the
+// float32/float64 loops, the first one in the float16 loop (npy_half_ge/le): the _h forms
+template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a < b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_maxnan_h(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T kf_minnan_h(T a, T b) { return (a <= b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_imax(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_imin(T a, T b) { return a < b ? a : b; }
 // NumPy npy_divmod for floats
@@ -195,7 +212,8 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
             return f"kf_i{'max' if hi else 'min'}<{T}>({a}, {b})"
         if op in ("fmax", "fmin"):
             return f"{_fn(op, t)}({a}, {b})"
-        return f"kf_{'max' if hi else 'min'}nan<{T}>({a}, {b})"
+        h = "_h" if t == "float16" else ""     # NumPy's float16 loop keeps the first on ties
+        return f"kf_{'max' if hi else 'min'}nan{h}<{T}>({a}, {b})"
     if op == "floor_divide":
         return f"kf_floordiv_f<{T}>({a}, {b})" if isf else f"kf_floordiv_i<{T}, {U}>({a}, {b})"
     if op == "remainder":

@@ -108,6 +108,7 @@ __device__ __forceinline__ float kf_ld_f32(float f) { return f; }
 __device__ __forceinline__ u16 kf_st_f16(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ u16 kf_st_bf16(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float kf_st_f32(float f) { return f; }
+__device__ __forceinline__ float kf_tanh_fast(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float kf_max(float a, float b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ float kf_min(float a, float b) { return (a != a || a < b) ? a : b; }
 """
@@ -123,7 +124,9 @@ def _lit(x) -> str:
 
 
 def _unary(op: str, x: str, fast: bool = False) -> str:
-    tanh = (lambda y: f"(1.f - 2.f / (__expf(2.f * ({y})) + 1.f))") if fast else (lambda y: f"tanhf({y})")
+    # 16-bit outputs: the hardware tanh (MUFU, one instruction, max rel. error ~2^-11, below
+    # f16's rounding); f32 outputs keep the libm tanhf
+    tanh = (lambda y: f"kf_tanh_fast({y})") if fast else (lambda y: f"tanhf({y})")
     return {
         "relu": f"(({x}) > 0.f || ({x}) != ({x}) ? ({x}) : 0.f)",
         "gelu_tanh": f"(0.5f * ({x}) * (1.f + {tanh(f'0.7978845608028654f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x}))')}))",
@@ -531,17 +534,22 @@ def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
 
 _EPI_KERNEL = r"""
 #define VEC {vec}
-// out[b, m, n] = epilogue(X[b, m, n]); X is the cuBLAS result (rows contiguous). One block per
-// row (grid.x = batch * M: no divisions per element); VEC elements per thread along n (VEC > 1
-// needs N % VEC == 0 and aligned rows).
+// out[b, m, n] = epilogue(X[b, m, n]); X is the cuBLAS result (rows contiguous). blockDim.y rows per
+// block (short rows share a block), blockDim.x threads along a row, VEC elements per thread (VEC > 1
+// needs N % VEC == 0 and aligned rows); 32-bit row arithmetic, no division when batch == 1.
+// REVERSE: rows last-first. X and C may be the same buffer (in place): every element is loaded,
+// then stored, by one thread, so X carries no __restrict__ / non-coherent loads.
 extern "C" __global__ void __launch_bounds__(256) kfuse_gemm_epilogue(
-    const {x_t}* __restrict__ X, {out_t}* C, int M, int N, int batch,
+    const {x_t}* X, {out_t}* C, int M, int N, int batch,
     i64 sXb, i64 sXm, i64 sCb, i64 sCm{ep_params}) {{
-  const int row = blockIdx.x;
-  const i64 b = row / M;
-  const int m = row - (int)b * M;
-  const {x_t}* xrow = X + b * sXb + (i64)m * sXm;
-  {out_t}* crow = C + b * sCb + (i64)m * sCm;
+  const long long rows = (long long)batch * M;
+  const long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+  if (r >= rows) return;
+  const int row = (int){row};
+  const int b = batch == 1 ? 0 : row / M;
+  const int m = row - b * M;
+  const {x_t}* xrow = X + (i64)b * sXb + (i64)m * sXm;
+  {out_t}* crow = C + (i64)b * sCb + (i64)m * sCm;
   for (int n = threadIdx.x * VEC; n < N; n += blockDim.x * VEC) {{
     const {x_t}* x = xrow + n;
     {out_t}* c = crow + n;
@@ -551,10 +559,13 @@ extern "C" __global__ void __launch_bounds__(256) kfuse_gemm_epilogue(
 """
 
 
-def emit_epilogue_kernel(spec: GemmSpec, vec: int = 8, x_dtype: str | None = None) -> str:
+def emit_epilogue_kernel(spec: GemmSpec, vec: int = 8, x_dtype: str | None = None,
+                         reverse: bool = False) -> str:
     """CUDA C of ``kfuse_gemm_epilogue``: the epilogue as its own elementwise kernel over a GEMM
     result ``X`` of ``x_dtype`` (default: the operands' dtype, as cuBLAS returns). ``vec`` = 8
-    (16-byte accesses for 16-bit data) when N is a multiple of 8, else 1. May run in place."""
+    (16-byte accesses for 16-bit data) when N is a multiple of 8, else 1. May run in place
+    (``X`` == ``C``). Launch: ``block = (tx, ty)``, ``grid = ceil(batch * M / ty)`` (``ty`` rows a
+    block). ``reverse``: rows last-first."""
     x_dtype = x_dtype or spec.dtype
     ep = spec.epilogue
     if vec not in (1, 2, 4, 8):
@@ -564,8 +575,10 @@ def emit_epilogue_kernel(spec: GemmSpec, vec: int = 8, x_dtype: str | None = Non
         body = f"    c[0] = kf_st_{spec.out_dtype}(kf_epi(kf_ld_{x_dtype}(x[0]), b, m, n{_epi_call_args(ep)}));"
     else:
         body = _vec_body(x_dtype, spec.out_dtype, vec, ep)
-    return (f"// kfuse GEMM epilogue {spec.key()} vec {vec}\n" + _PRELUDE + _epilogue_fn(ep)
-            + _EPI_KERNEL.format(vec=vec, x_t=xt, out_t=ot, ep_params=_epilogue_params(ep), body=body))
+    row = "(rows - 1 - r)" if reverse else "r"
+    return (f"// kfuse GEMM epilogue {spec.key()} vec {vec}{' reverse' if reverse else ''}\n" + _PRELUDE
+            + _epilogue_fn(ep) + _EPI_KERNEL.format(vec=vec, x_t=xt, out_t=ot, ep_params=_epilogue_params(ep),
+                                                    body=body, row=row))
 
 
 def _vec_body(x_dtype: str, out_dtype: str, vec: int, ep: GemmEpilogue) -> str:

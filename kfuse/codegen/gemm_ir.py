@@ -92,7 +92,7 @@ class GemmSpec:
     a_kmajor: bool = True
     b_kmajor: bool = False
     aligned: bool = True
-    allow_tf32: bool = False                # f32 only; not implemented yet: falls back to FMA
+    allow_tf32: bool = False                # f32: the cuBLAS candidate may use TF32; the generated kernel stays FMA
 
     @property
     def out_dtype(self) -> str:
@@ -139,6 +139,8 @@ def epilogue_from_group(group):
             return ("c", float(n.attr("value")))
         src = n
         while src.op in (Op.BROADCAST, Op.RESHAPE) or (src.op is Op.CAST and src.dtype.kind == "f"):
+            if src.op is Op.RESHAPE and _squeeze_lead(src.shape) != _squeeze_lead(src.inputs[0].shape):
+                return None        # a reshape that moves dims ((N,) -> (N, 1)): not plain broadcasting
             src = src.inputs[0]
         if src.op is Op.CONST:
             return ("c", float(src.attr("value")))
@@ -187,6 +189,13 @@ def epilogue_from_group(group):
     if vals[out] != ("v", len(steps)):            # the output must be the last value
         emit("add", [vals[out], ("c", 0.0)])
     return GemmEpilogue(tuple(steps), tuple(inputs), 0, _IR_DT[out.dtype.name]), tuple(in_nodes)
+
+
+def _squeeze_lead(shape) -> tuple:
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 def _depends_on(n, root) -> bool:

@@ -16,8 +16,8 @@ Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's 
 * col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced).
 Semantics follow NumPy: integer results wrap to the node dtype, ``//``/``%``/shifts/powers follow
 NumPy's integer loops (0 for a zero divisor), ``maximum``/``minimum`` propagate NaN, reductions follow
-``kernel_ir.ACC_KINDS``. float16 values live in float32 registers and are rounded on store and at
-explicit casts (as the CUDA backend; see kfuse/testing.py). Math uses libdevice (``numba.cuda.libdevice``).
+``kernel_ir.ACC_KINDS``. float16 values live in float32 registers and every float16 op result is
+rounded to float16, as NumPy's float16 loops do (and the CUDA backend). Math uses libdevice (``numba.cuda.libdevice``).
 
 numba-cuda 0.30 does not import with NumPy >= 2.5: :func:`import_numba_cuda` is the one place that
 imports it, turning a failure into one :class:`~kfuse.errors.DeviceError` naming the versions and
@@ -169,6 +169,8 @@ class _Gen:
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
             expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
+            if s.dtype == "float16" and s.op not in ("cast", "where"):
+                expr = f"np.float32(np.float16({expr}))"     # NumPy's float16 loops round every op
             return f"{self.n(s.dst)} = {expr}"
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]

@@ -246,10 +246,11 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
         return f"ld.atan2{f}({a[0]}, {a[1]})"
     if op == "hypot":
         return f"ld.hypot{f}({a[0]}, {a[1]})"
-    if op == "maximum":
-        return f"{a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
-    if op == "minimum":
-        return f"{a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+    if op in ("maximum", "minimum"):
+        # NaN propagates; equal operands (+0.0/-0.0): the second in NumPy's float32/float64
+        # loops, the first in its float16 loop (npy_half_ge/le)
+        cmp = (">" if op == "maximum" else "<") + ("=" if t == "float16" else "")
+        return f"{a[0]} if ({a[0]} {cmp} {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
     if op in ("fmax", "fmin"):
         return f"ld.{op}{f}({a[0]}, {a[1]})"
     if op == "negative":
@@ -264,7 +265,7 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
         return f"np.{vt}(1.0) / {a[0]}"
     if op == "sign":
         return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
-                f"else {a[0]} * np.{vt}(0.0))")
+                f"else {a[0]} * np.{vt}(0.0) + np.{vt}(0.0))")  # sign(-0.0) is +0.0, NaN stays
     raise UnsupportedError(f"kfuse: the numba-cuda backend has no rule for {op}({t})")
 
 
@@ -286,9 +287,12 @@ def int_expr(op: str, t: str, a, use) -> str:
     u = t.startswith("uint")
     w = "np.uint64" if u else "np.int64"
     x, y = f"{w}({a[0]})", (f"{w}({a[1]})" if len(a) > 1 else None)
+    # Numba emits signed add/sub/mul with LLVM's nsw flag (overflow undefined: LLVM may assume
+    # int64 x*x >= 0), so wrapping arithmetic runs in uint64 and is truncated to the result dtype
+    ux, uy = f"np.uint64({a[0]})", (f"np.uint64({a[1]})" if len(a) > 1 else None)
     ar = {"add": "+", "subtract": "-", "multiply": "*"}
     if op in ar:
-        return f"{x} {ar[op]} {y}"
+        return f"{ux} {ar[op]} {uy}"
     if op in ("true_divide", "divide"):
         return f"np.float64({a[0]}) / np.float64({a[1]})"
     if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
@@ -296,13 +300,13 @@ def int_expr(op: str, t: str, a, use) -> str:
     if op == "invert":
         return f"~{x}"
     if op == "negative":
-        return f"{w}(0) - {x}"
+        return f"np.uint64(0) - {ux}"
     if op in ("positive", "floor", "ceil", "trunc", "rint"):
         return a[0]
     if op == "absolute":
-        return a[0] if u else f"{x} if {x} >= 0 else np.int64(0) - {x}"
+        return a[0] if u else f"{x} if {x} >= 0 else np.int64(np.uint64(0) - {ux})"
     if op == "square":
-        return f"{x} * {x}"
+        return f"{ux} * {ux}"
     if op in ("maximum", "fmax"):
         return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
     if op in ("minimum", "fmin"):
@@ -315,7 +319,8 @@ def int_expr(op: str, t: str, a, use) -> str:
     if op == "remainder":
         return f"{use('_uremainder' if u else '_sremainder')}({x}, {y})"
     if op == "power":
-        return f"{use('_ipow')}({x}, {y}, {w}(0), {w}(1))"
+        b = y if u else f"max({y}, 0)"
+        return f"{use('_ipow')}({ux}, np.uint64({b}), np.uint64(0), np.uint64(1))"
     if op == "left_shift":
         return f"{use('_ulshift' if u else '_slshift')}({x}, {y})"
     if op == "right_shift":

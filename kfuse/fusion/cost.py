@@ -168,6 +168,11 @@ class Cost:
     passes: int = 1                 # reduce groups whose row does not fit on chip re-read it
     memory_seconds: float = 0.0
     compute_seconds: float = 0.0
+    # matmul groups: the implementation the planner picked ("cublas+epilogue" or "generated") and
+    # every candidate's predicted seconds, ((name, seconds), ...); the runtime follows ``impl``
+    impl: str = ""
+    candidates: tuple = ()
+    impl_note: str = ""             # the shape bucket of the pick; why a candidate is unavailable
 
     @property
     def bytes(self) -> int:
@@ -247,6 +252,120 @@ def estimate(kind: str, nodes: Iterable[Node], inputs: Iterable[Node], outputs: 
     bw = sum(o.nbytes for o in outputs)
     flops = sum(node_flops(n, evals.get(n), device.special_scale) for n in nodes)
     if kind == "matmul":
-        mm = next(n for n in nodes if n.op is Op.MATMUL)
-        return roofline(br, bw, flops, device, mm.inputs[0].dtype, "tensor")
+        return _matmul_cost(nodes, list(inputs), list(outputs), br, bw, flops, device)
     return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes)
+
+
+# -- matmul groups: two candidates ---------------------------------------------------------------
+# The generated mma.sync kernel's throughput as a fraction of cuBLAS's on the same GEMM, measured on
+# an H200 (benchmarks/GEMM_NOTES.md, run 3: 0.35x with the bias+GELU epilogue, 0.48x without; cuBLAS
+# uses wgmma there). f32 operands: the generated kernel is a plain-FMA SIMT kernel (no TF32), cuBLAS
+# SGEMM the same unit: assumed 0.5x until measured.
+GENERATED_EFFICIENCY = {"f16": 0.35, "f32": 0.5}
+# cuBLAS's fixed cost per call beyond a kernel launch (host-side heuristics, handle, argument
+# checks: ~5-10 us measured per cupy.matmul call on small shapes), charged to the cuBLAS candidate.
+CUBLAS_CALL_OVERHEAD = 4e-6
+
+
+def gemm_dims(mm: Node) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of a MATMUL node (1-D operands count as M = 1 / N = 1)."""
+    a, b = mm.inputs[0], mm.inputs[1]
+    K = int(a.shape[-1]) if a.shape else 1
+    M = int(a.shape[-2]) if len(a.shape) >= 2 else 1
+    N = int(b.shape[-1]) if len(b.shape) >= 2 else 1
+    batch = int(np.prod(mm.shape[:-2])) if len(mm.shape) > 2 else 1
+    return batch, M, N, K
+
+
+def gemm_bucket(batch: int, M: int, N: int, K: int) -> tuple[int, int, int, int]:
+    """The shape bucket a GEMM's implementation is picked for: each dim rounded up to a power of 2
+    (one pick per bucket, so nearby shapes run the same implementation)."""
+    return tuple(1 << max(0, int(np.ceil(np.log2(max(1, v))))) for v in (batch, M, N, K))
+
+
+def generated_gemm_ok(nodes, outputs) -> str:
+    """Why the generated fused GEMM cannot run this matmul group ("" when it can): operand dtype
+    f16/f32, no operand casts (the kernel reads the operands as they are), 2-D or 3-D operands,
+    one output, an epilogue the kernel applies in registers."""
+    mm = next(n for n in nodes if n.op is Op.MATMUL)
+    a, b = mm.inputs
+    if a.op is Op.CAST or b.op is Op.CAST or a.dtype != b.dtype:
+        return "operand casts"
+    if np.dtype(a.dtype).name not in ("float16", "float32"):
+        return f"operand dtype {np.dtype(a.dtype).name}"
+    if a.ndim not in (2, 3) or b.ndim not in (2, 3) or mm.ndim not in (2, 3):
+        return "operands not 2-D/3-D"
+    if len(outputs) != 1:
+        return "several outputs"
+    from ..codegen.gemm_ir import epilogue_from_group
+
+    class _G:        # the duck-typed group epilogue_from_group reads
+        pass
+    g = _G()
+    inside = set(nodes)
+    ins = {x for n in nodes for x in n.inputs if x not in inside}
+    g.anchor, g.outputs, g.nodes, g.inputs = mm, tuple(outputs), tuple(nodes), tuple(ins)
+    if epilogue_from_group(g) is None:
+        return "epilogue not expressible in registers"
+    return ""
+
+
+def choose_gemm(batch: int, M: int, N: int, K: int, dtype, epi_bytes: float, epi_flops: float,
+                out_bytes: float, device: DeviceSpec, generated_ok: bool = True,
+                allow_tf32: bool = False, bucket: bool = True) -> tuple[str, dict[str, float]]:
+    """Pick the implementation of one matmul group for its shape bucket: ``"cublas+epilogue"``
+    (cuBLAS product, then the epilogue as one elementwise pass over it, in place) or
+    ``"generated"`` (one fused kernel). Returns (pick, {candidate: predicted seconds}); with
+    ``bucket`` the predictions are made at the bucket's shape (:func:`gemm_bucket`), so every
+    shape of a bucket gets the same pick. ``epi_bytes``/``out_bytes``/``epi_flops``: the epilogue's
+    extra inputs, its output and its FLOPs at the real shape (scaled to the bucket)."""
+    bb, bm, bn, bk = gemm_bucket(batch, M, N, K) if bucket else (batch, M, N, K)
+    scale = (bb * bm * bn) / max(1, batch * M * N)        # epilogue bytes/flops scale with the output
+    key = _dkey(dtype)
+    unit = "tensor" if key == "f16" or (key == "f32" and allow_tf32) else "simt"
+    gemm_flops = 2.0 * bb * bm * bn * bk
+    peak = device.peak(dtype, unit)
+    isz = np.dtype(dtype).itemsize
+    op_bytes = isz * bb * (bm * bk + bk * bn)
+    prod_bytes = isz * bb * bm * bn
+    gemm_s = max(gemm_flops / peak, (op_bytes + prod_bytes) / device.bandwidth)
+    # the epilogue pass reads the product and the epilogue inputs and writes the output (in place
+    # over the product when dtypes match: the lines are L2-warm, the DRAM estimate is an upper bound)
+    epi_s = max((prod_bytes + (epi_bytes + out_bytes) * scale) / device.bandwidth,
+                epi_flops * scale / device.peak(np.float32))
+    t = {"cublas+epilogue": gemm_s + epi_s + 2 * device.launch_overhead + CUBLAS_CALL_OVERHEAD}
+    if generated_ok:
+        # the generated kernel never uses TF32 (f32: plain FMA), whatever allow_tf32 says
+        gen_peak = (device.peak(dtype, "tensor") * GENERATED_EFFICIENCY["f16"] if key == "f16"
+                    else device.peak(np.float32) * GENERATED_EFFICIENCY["f32"])
+        gen_s = max(gemm_flops / gen_peak, (op_bytes + (epi_bytes + out_bytes) * scale) / device.bandwidth)
+        t["generated"] = gen_s + device.launch_overhead
+    return min(t, key=t.get), t
+
+
+def _matmul_cost(nodes, inputs, outputs, br, bw, flops, device: DeviceSpec,
+                 allow_tf32: bool = False) -> Cost:
+    mm = next(n for n in nodes if n.op is Op.MATMUL)
+    dtype = mm.dtype
+    key = _dkey(dtype)
+    # f16 on tensor cores; f32 on SIMT FMA unless TF32 is allowed (then cuBLAS uses tensor cores)
+    unit = "tensor" if key == "f16" or (key == "f32" and allow_tf32) else "simt"
+    base = roofline(br, bw, flops, device, dtype, unit)
+    if device.kind != "gpu":
+        return base
+    batch, M, N, K = gemm_dims(mm)
+    op_nodes = set(mm.inputs) | {x.inputs[0] for x in mm.inputs if x.op is Op.CAST}
+    epi_bytes = sum(i.nbytes for i in inputs if i not in op_nodes)
+    out_bytes = sum(o.nbytes for o in outputs)
+    epi_flops = max(0.0, flops - node_flops(mm))
+    why = generated_gemm_ok(nodes, outputs) if key in ("f16", "f32") else f"operand dtype {np.dtype(dtype).name}"
+    args = (batch, M, N, K, dtype, epi_bytes, epi_flops, out_bytes, device, not why, allow_tf32)
+    pick, _ = choose_gemm(*args)
+    _, t_real = choose_gemm(*args, bucket=False)      # explain prints predictions at the real shape
+    note = f"bucket {'x'.join(map(str, gemm_bucket(batch, M, N, K)))}"
+    if why:
+        note += f"; generated kernel not applicable: {why}"
+    body = t_real[pick] - device.launch_overhead
+    return dataclasses.replace(base, seconds=t_real[pick], impl=pick,
+                               candidates=tuple(t_real.items()), impl_note=note,
+                               bound="launch" if device.launch_overhead > body else base.bound)

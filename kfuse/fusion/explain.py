@@ -38,6 +38,9 @@ def format_kernel(g: KernelGroup) -> list[str]:
         lines.append(f"    flops:  {c.flops:.4g}   intensity {c.intensity:.3g} FLOP/B")
         lines.append(f"    time:   {c.seconds * 1e6:.2f} us predicted, {c.bound}-bound "
                      f"(memory {c.memory_seconds * 1e6:.2f} us, compute {c.compute_seconds * 1e6:.2f} us)")
+    if c is not None and getattr(c, "impl", ""):
+        lines.append(f"    impl:   {c.impl} (" + ", ".join(f"{k} {v * 1e6:.2f} us" for k, v in c.candidates)
+                     + (f"; {c.impl_note}" if c.impl_note else "") + ")")
     if g.reason:
         lines.append(f"    why:    {g.reason}")
     return lines

@@ -7,23 +7,34 @@ from .legality import Clustering
 
 name = "gemm_epilogue"
 
-# Movement on matmul operands (x.T @ w) is materialised by a copy kernel: the matmul contract
-# only promises CAST nodes on operands. Flip when codegen reads strided operands.
-OPERAND_MOVEMENT = False
+# Movement on matmul operands: a PERMUTE chain over a graph input (``x.T @ w``) stays free index
+# math and is folded into the matmul group (the contraction's ``permute`` steps: a transposed view
+# that cuBLAS reads through its trans flag, or strides for the generated kernel; no copy). Any other
+# movement (slices, broadcasts, reshapes) is materialised by a copy kernel: the matmul contract
+# promises only CAST and PERMUTE steps on operands. False: materialise every operand movement.
+OPERAND_MOVEMENT = True
+
+
+def _permute_of_input(x) -> bool:
+    while x.op is Op.PERMUTE:
+        x = x.inputs[0]
+    return x.op is Op.INPUT
 
 
 def keep_clustered(graph) -> set:
-    """Nodes that must not be treated as free index math: movement feeding a matmul operand."""
+    """Nodes that must not be treated as free index math: movement feeding a matmul operand
+    (except a PERMUTE chain over an input, when OPERAND_MOVEMENT)."""
     out = set()
-    if OPERAND_MOVEMENT:
-        return out
     for n in graph.nodes():
         if n.op is Op.MATMUL:
             for x in n.inputs:
                 if x.op is Op.CAST:
                     x = x.inputs[0]
-                if x.op is not Op.INPUT and x.op is not Op.CONST:
-                    out.add(x)
+                if x.op is Op.INPUT or x.op is Op.CONST:
+                    continue
+                if OPERAND_MOVEMENT and _permute_of_input(x):
+                    continue
+                out.add(x)
     return out
 
 

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .compare import compare, flatten_outputs
+from .compare import ZERO_SIGN_UNSPECIFIED, compare, flatten_outputs
 from .generator import Program
 
 _UNSUPPORTED_RE = re.compile(r"kfuse: (.*?) (?:is|are) not supported")
@@ -113,10 +113,11 @@ def run_program(program: Program, backend: str = "cpu") -> Result:
     if len(outs_a) != len(outs_e):
         return Result("mismatch", f"{len(outs_a)} outputs, NumPy has {len(outs_e)}")
     red = program.has_reduction()
+    zs = not (program.ops() & ZERO_SIGN_UNSPECIFIED)
     loosest = None
     for i, (a, e) in enumerate(zip(outs_a, outs_e)):
         a = to_host(a)
-        why = compare(a, e, reductions=red)
+        why = compare(a, e, reductions=red, zero_sign=zs)
         if why and np.asarray(a).dtype == np.asarray(e).dtype and np.asarray(a).shape == np.shape(e):
             # a float64 output computed from float32/float16 intermediates carries their
             # rounding: compare at the least precise float dtype the program went through
@@ -125,7 +126,7 @@ def run_program(program: Program, backend: str = "cpu") -> Result:
                     and loosest.itemsize < np.asarray(e).dtype.itemsize:
                 with np.errstate(all="ignore"):
                     why = compare(np.asarray(a).astype(loosest), np.asarray(e).astype(loosest),
-                                  reductions=red)
+                                  reductions=red, zero_sign=zs)
         if why:
             return Result("mismatch", f"output {i}: {why}")
     for spec, b, a in zip(program.inputs, before, args):

@@ -10,6 +10,7 @@ import os
 import textwrap
 
 from .generator import Program
+from .compare import ZERO_SIGN_UNSPECIFIED
 from .runner import Result, run_numpy
 
 _TEMPLATE = '''\
@@ -47,7 +48,7 @@ _EXPECT_VALUES = '''\
     for a, e in zip(actual, expected):
         assert_matches_numpy(a, e, reductions={red})
         a, e = np.asarray(a), np.asarray(e)
-        if e.dtype.kind == "f":   # zeros keep NumPy's sign
+        if {zs} and e.dtype.kind == "f":   # zeros keep NumPy's sign
             zero = (a == 0) & (e == 0)
             np.testing.assert_array_equal(np.signbit(a)[zero], np.signbit(e)[zero])'''
 
@@ -68,7 +69,8 @@ def render(p: Program, result: Result, backend: str = "cpu") -> str:
         expect = _EXPECT_RAISES.format(exc=type(np_exc).__name__, fn=p.fn_name, backend=backend)
     else:
         expect = _EXPECT_VALUES.format(fn=p.fn_name, backend=backend,
-                                       red=p.has_reduction())
+                                       red=p.has_reduction(),
+                                       zs=not (p.ops() & ZERO_SIGN_UNSPECIFIED))
     inputs = "\n".join(f"    {i.name} = {i.source()}" for i in p.inputs)
     inputs += f"\n    return [{', '.join(i.name for i in p.inputs)}]"
     detail = textwrap.indent(result.detail.strip()[:1200], "    ").replace('"""', "'''")

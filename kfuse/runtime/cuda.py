@@ -18,6 +18,7 @@ from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import DeviceError
+from . import cuda_tiles
 from .gpu_launch import GpuProgram, LauncherBase
 
 # Process-wide memo of compiled and loaded code: (source, arch) -> CompiledCuda and
@@ -28,7 +29,15 @@ INT32_LIMIT = 2 ** 31 - 1
 # Launch-shape knobs (benchmarks/gpu_quick.py --sweep measures them; autotune may set them later).
 EW_BLOCKS_PER_SM = 1024       # elementwise grid cap (grid-stride beyond it); 8 was 7-10 points slower (sweep, H200)
 ROW_UNITS_PER_THREAD = 4      # row reductions: vector units a thread holds
-ROW_BARRIERS = 1              # row reductions: __syncthreads per block reduce (2: the pre-2026-11-22 code)
+ROW_BARRIERS = 2              # row reductions: __syncthreads per block reduce (1: double-buffered smem;
+                              # with a block per row 2 was as fast or faster and uses fewer registers)
+EW_UNITS_PER_THREAD = 2       # elementwise: vector units a thread handles per loop trip (sweep 2026-11-22:
+                              # P1 95.0% of copy at 2, 93.5% at 1)
+ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
+                              # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
+STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
+MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
+# Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
 
 
 def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
@@ -82,7 +91,16 @@ class _Launcher(LauncherBase):
         super().__init__(group, kir, arch, cache)
         self.vec_ok = cuda_emit.vector_ok(kir)
 
+    tile = None         # an autotune tile (CudaProgram.set_tile; runtime.cuda_tiles); None: heuristic
+    tile_note = None    # why the last build ignored ``tile`` (None: applied, or no tile)
+
     def _build(self, ins, outs, props) -> tuple:
+        variant, grid = self.variant_for(ins, outs, props)
+        kernel = cuda_emit.emit_kernel(self.kir, variant)
+        return kernel, _function(kernel, props["device_id"], self.arch, self.cache), grid, variant.block
+
+    def variant_for(self, ins, outs, props) -> tuple:
+        """``(Variant, grid)`` for these arrays: the heuristic's, overridden by ``self.tile``."""
         kir = self.kir
         sm = props["sm_count"]
         big = bool(max([_max_offset(a) for a in ins + outs] + [math.prod(self.extent(d) for d in range(len(kir.domain)))]
@@ -91,8 +109,10 @@ class _Launcher(LauncherBase):
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             variant, grid = self._ew_variant(ins, outs, big, sm)
-        kernel = cuda_emit.emit_kernel(kir, variant)
-        return kernel, _function(kernel, props["device_id"], self.arch, self.cache), grid, variant.block
+        if self.tile is not None:
+            variant, grid, self.tile_note = cuda_tiles.apply_tile(
+                self.tile, variant, grid, cuda_tiles.geometry(self, sm))
+        return variant, grid
 
     def _ew_variant(self, ins, outs, big, sm):
         kir = self.kir
@@ -111,8 +131,10 @@ class _Launcher(LauncherBase):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         units = total // vec
-        grid = max(1, min(-(-units // 256), sm * EW_BLOCKS_PER_SM))
-        return cuda_emit.Variant("elementwise", vec, big, 0, 256), grid
+        ept = EW_UNITS_PER_THREAD if units >= 256 * EW_UNITS_PER_THREAD * sm else 1
+        grid = max(1, min(-(-units // (256 * ept)), sm * EW_BLOCKS_PER_SM))
+        return cuda_emit.Variant("elementwise", vec, big, 0, 256, ept=ept, stream=STREAM and vec > 1,
+                                  min_blocks=MIN_BLOCKS), grid
 
     def _reduce_variant(self, ins, outs, big, sm):
         kir = self.kir
@@ -135,8 +157,10 @@ class _Launcher(LauncherBase):
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
         block, kc = cuda_emit.row_shape(L // vec, ROW_UNITS_PER_THREAD)
-        grid = max(1, min(n_rows, sm * max(1, 2048 // block)))
-        return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS), grid
+        cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
+        grid = max(1, min(n_rows, cap))
+        return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
+                                  min_blocks=MIN_BLOCKS * 256 // block), grid
 
 
 class CudaProgram(GpuProgram):
@@ -148,7 +172,22 @@ class CudaProgram(GpuProgram):
         super().__init__(plan, [lower_group(g) for g in plan.groups], cache, arch)
 
     def _launcher(self, group, kir) -> _Launcher:
-        return _Launcher(group, kir, self.arch, self.cache)
+        launcher = _Launcher(group, kir, self.arch, self.cache)
+        launcher.tile = getattr(self, "_tiles", {}).get(group.id)
+        return launcher
+
+    def set_tile(self, group_id: int, tile) -> None:
+        """Launch group ``group_id`` with an autotune ``tile`` (``runtime.cuda_tiles``); None
+        restores the heuristic. A tile that does not fit a call is ignored for that call."""
+        tiles = self.__dict__.setdefault("_tiles", {})
+        if tile is None:
+            tiles.pop(group_id, None)
+        else:
+            tiles[group_id] = tile
+        for launcher in self.launchers or ():
+            if launcher.group.id == group_id:
+                launcher.tile, launcher.tile_note = tile, None
+                launcher._variants.clear()
 
     @property
     def stages(self) -> dict[str, str]:

@@ -104,6 +104,23 @@ def describe_operands(a, b, spec: GemmSpec, dtype: str | None = None) -> GemmCal
     return GemmCall(spec, batch, int(M), int(N), int(K), tuple(sa), tuple(sb))
 
 
+def epilogue_args(epilogue_inputs, ep: GemmEpilogue, shape3) -> list:
+    """The kernels' epilogue-input tail: per input its array and (batch, m, n) element strides
+    of its broadcast to ``shape3`` (checked against the input's kind)."""
+    import cupy as cp
+    ep_args = []
+    for x, desc in zip(epilogue_inputs, ep.inputs):
+        if x.ndim > 3:
+            raise ValueError("kfuse GEMM: epilogue inputs must broadcast to the output shape")
+        xb = cp.broadcast_to(x, shape3)
+        sb_, sm_, sn_ = (s // x.itemsize for s in xb.strides)
+        if (desc.kind == "row" and sm_ != 0) or (desc.kind == "col" and sn_ != 0) or (
+                desc.kind == "scalar" and x.size != 1):
+            raise ValueError(f"kfuse GEMM: epilogue input of shape {x.shape} is not a {desc.kind!r} input")
+        ep_args += [x, np.int64(sb_), np.int64(sm_), np.int64(sn_)]
+    return ep_args
+
+
 class GemmRunner:
     """Compiled-module cache and per-bucket backend choices (one per process is plenty)."""
 
@@ -119,7 +136,8 @@ class GemmRunner:
         key = (kind, spec, extra)
         src = self._sources.get(key)
         if src is None:
-            src = emit_gemm(spec, extra) if kind == "gemm" else emit_epilogue_kernel(spec, vec=extra)
+            src = (emit_gemm(spec, extra) if kind == "gemm"
+                   else emit_epilogue_kernel(spec, vec=extra[0], reverse=extra[1]))
             self._sources[key] = src
         return src
 
@@ -170,30 +188,60 @@ class GemmRunner:
             fn((tiles, 1, call.batch), (threads, 1, 1), tuple(args), shared_mem=smem)
         return out
 
-    def run_cublas(self, a, b, call: GemmCall, ep_args: list, params, out):
+    def run_cublas(self, a, b, call: GemmCall, ep_args: list, params, out, allow_tf32: bool = False,
+                   reverse: bool = False):
+        """cuBLAS product, then the epilogue kernel over it. ``out=None``: the epilogue writes in
+        place into the product's buffer when the output dtype is the product's (no second
+        allocation; the lines the epilogue rewrites are the ones cuBLAS just wrote, L2-warm), and
+        that buffer is returned. ``reverse``: the epilogue walks rows last-first (meant to start on
+        the rows cuBLAS wrote last; measured no faster on an H200, 2026-11-22: off by default)."""
         import cupy as cp
+        from .gpu_launch import _matmul, _tf32
         spec = call.spec
-        x = cp.matmul(a, b)
-        if x.ndim == 2:
-            x = x.reshape(1, *x.shape)
+        if allow_tf32 and spec.dtype == "f32":
+            with _tf32():
+                x = _matmul(a, b)
+        else:
+            x = _matmul(a, b)
+        x3 = x.reshape(call.batch, call.M, call.N)
+        in_place = out is None and np.dtype(x.dtype) == np.dtype(_NP_DT[spec.out_dtype]) and x.flags.c_contiguous
+        if out is None:
+            out = x if in_place else cp.empty(x.shape, dtype=_NP_DT[spec.out_dtype])
         if not spec.epilogue.steps and spec.out_dtype == spec.dtype:
-            out[...] = x.reshape(out.shape)
+            if out is not x:
+                out[...] = x.reshape(out.shape)
             return out
-        vec = 8 if call.N % 8 == 0 else 1
-        fn = self.function(self.source("epi", spec, vec), "kfuse_gemm_epilogue")
-        rows = call.batch * call.M
-        threads = 256 if call.N // vec >= 256 else max(32, 32 * math.ceil(call.N / vec / 32))
-        o3 = out.reshape(call.batch, call.M, call.N)
-        args = [x, o3, np.int32(call.M), np.int32(call.N), np.int32(call.batch),
-                np.int64(call.M * call.N), np.int64(call.N), np.int64(o3.strides[0] // o3.itemsize),
-                np.int64(o3.strides[1] // o3.itemsize)] + ep_args + [np.float32(p) for p in params]
-        if rows:
-            fn((rows, 1, 1), (threads, 1, 1), tuple(args))
+        self.launch_epilogue(x3, out.reshape(call.batch, call.M, call.N), spec, ep_args, params, reverse)
         return out
+
+    def launch_epilogue(self, x3, o3, spec: GemmSpec, ep_args: list, params=(), reverse: bool = False):
+        """The cuBLAS candidate's epilogue kernel: ``o3 = epilogue(x3)`` over (batch, M, N) views
+        (``o3`` may be ``x3``: in place). One block per row; 16-byte accesses when rows allow."""
+        batch, M, N = x3.shape
+        vec = 8 if N % 8 == 0 and x3.data.ptr % 16 == 0 and o3.data.ptr % 16 == 0 and \
+            x3.strides[-1] == x3.itemsize and o3.strides[-1] == o3.itemsize and \
+            all((s // x3.itemsize) % 8 == 0 for s in x3.strides[:-1]) and \
+            all((s // o3.itemsize) % 8 == 0 for s in o3.strides[:-1]) else 1
+        fn = self.function(self.source("epi", spec, (vec, reverse)), "kfuse_gemm_epilogue")
+        rows = batch * M
+        tx = 256 if N // vec >= 256 else max(32, 32 * math.ceil(N / vec / 32))
+        ty = max(1, 256 // tx)                  # short rows: several per block
+        args = [x3, o3, np.int32(M), np.int32(N), np.int32(batch),
+                np.int64(x3.strides[0] // x3.itemsize), np.int64(x3.strides[1] // x3.itemsize),
+                np.int64(o3.strides[0] // o3.itemsize),
+                np.int64(o3.strides[1] // o3.itemsize)] + list(ep_args) + [np.float32(p) for p in params]
+        if rows:
+            fn((math.ceil(rows / ty), 1, 1), (tx, ty, 1), tuple(args))
+        return o3
+
+    def run_cublas_epilogue_only(self, x, bias, spec: GemmSpec, M: int, N: int, reverse: bool = False):
+        """Benchmark helper: the bias-epilogue kernel alone, in place over a (M, N) product ``x``."""
+        x3 = x.reshape(1, M, N)
+        return self.launch_epilogue(x3, x3, spec, [bias, np.int64(0), np.int64(0), np.int64(1)], (), reverse)
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmTile | None = None,
-            *, params=(), backend: str = "auto", dtype: str | None = None, out=None):
+            *, params=(), backend: str = "auto", dtype: str | None = None, out=None, reverse: bool = False):
         import cupy as cp
         if not isinstance(a, cp.ndarray) or not isinstance(b, cp.ndarray):
             raise DeviceError("kfuse GEMM: operands must be CuPy arrays on the GPU")
@@ -206,31 +254,25 @@ class GemmRunner:
             raise ValueError(f"kfuse GEMM: epilogue wants {len(ep.inputs)} inputs and "
                              f"{ep.n_params} scalars, got {len(epilogue_inputs)} and {len(params)}")
         shape3 = (call.batch, call.M, call.N)
-        ep_args = []
-        for x, desc in zip(epilogue_inputs, ep.inputs):
-            xb = cp.broadcast_to(x, shape3) if x.ndim <= 3 else None
-            if xb is None:
-                raise ValueError("kfuse GEMM: epilogue inputs must broadcast to the output shape")
-            sb_, sm_, sn_ = (s // x.itemsize for s in xb.strides)
-            if (desc.kind == "row" and sm_ != 0) or (desc.kind == "col" and sn_ != 0) or (
-                    desc.kind == "scalar" and x.size != 1):
-                raise ValueError(f"kfuse GEMM: epilogue input of shape {x.shape} is not a {desc.kind!r} input")
-            ep_args += [x, np.int64(sb_), np.int64(sm_), np.int64(sn_)]
+        ep_args = epilogue_args(epilogue_inputs, ep, shape3)
         out_shape = shape3 if (a.ndim == 3 or b.ndim == 3) else shape3[1:]
-        if out is None:
-            out = cp.empty(out_shape, dtype=_NP_DT[spec.out_dtype])
         if call.M == 0 or call.N == 0 or call.batch == 0:
-            return out
-        cublas_ok = spec.dtype != "bf16" and not (spec.dtype == "f32" and spec.allow_tf32)
+            return out if out is not None else cp.empty(out_shape, dtype=_NP_DT[spec.out_dtype])
+        # the cuBLAS candidate: CuPy's matmul takes f16/f32 (bf16 is uint16 bits to CuPy); f32
+        # with allow_tf32 runs cuBLAS with TF32 compute (the generated kernel stays plain FMA)
+        cublas_ok = spec.dtype != "bf16"
         if backend == "auto":
             backend = self._choose(a, b, call, ep_args, params, tile, out, cublas_ok)
         self.last_choice = backend
         if backend == "cublas":
             if not cublas_ok:
                 raise UnsupportedError("kfuse GEMM: the cuBLAS candidate cannot take bf16 operands")
-            return self.run_cublas(a, b, call, ep_args, params, out)
+            res = self.run_cublas(a, b, call, ep_args, params, out, spec.allow_tf32, reverse)
+            return res.reshape(out_shape)
         if backend != "generated":
             raise ValueError(f"backend {backend!r} (auto, generated, cublas)")
+        if out is None:
+            out = cp.empty(out_shape, dtype=_NP_DT[spec.out_dtype])
         return self.run_generated(a, b, call, ep_args, params, tile, out)
 
     def _choose(self, a, b, call, ep_args, params, tile, out, cublas_ok) -> str:
@@ -241,8 +283,13 @@ class GemmRunner:
         if not cublas_ok:
             self.choices[key] = "generated"
             return "generated"
-        t = {"generated": self._time(lambda: self.run_generated(a, b, call, ep_args, params, tile, out)),
-             "cublas": self._time(lambda: self.run_cublas(a, b, call, ep_args, params, out))}
+        import cupy as cp
+        o = out if out is not None else cp.empty(
+            (call.batch, call.M, call.N) if (a.ndim == 3 or b.ndim == 3) else (call.M, call.N),
+            dtype=_NP_DT[call.spec.out_dtype])
+        t = {"generated": self._time(lambda: self.run_generated(a, b, call, ep_args, params, tile, o)),
+             "cublas": self._time(lambda: self.run_cublas(a, b, call, ep_args, params, out,
+                                                          call.spec.allow_tf32))}
         self.timings[key] = t
         self.choices[key] = min(t, key=t.get)
         return self.choices[key]
@@ -281,6 +328,7 @@ def default_runner() -> GemmRunner:
 
 def run_gemm(a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmTile | None = None,
              *, params=(), backend: str = "auto", dtype: str | None = None, out=None, runner=None):
+    # out=None lets the cuBLAS candidate run its epilogue in place over cuBLAS's result
     """``epilogue(a @ b)`` as a CuPy array (2-D, or 3-D when either operand is batched).
 
     ``spec`` gives the operand dtype, the epilogue and allow_tf32; its layout fields are
@@ -289,3 +337,71 @@ def run_gemm(a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmT
     ``runner.last_choice`` / ``runner.choices``."""
     return (runner or default_runner()).run(a, b, epilogue_inputs, spec, tile, params=params,
                                             backend=backend, dtype=dtype, out=out)
+
+
+def group_runner(group, kir):
+    """For a plan's matmul group that picked ``"generated"``: a callable
+    ``(ins, out, allow_tf32) -> out`` running the one fused kernel on the group's input arrays
+    (``ins`` in ``group.inputs`` order), or None when the group's operands or epilogue are outside
+    what the generated kernel takes (the caller then runs cuBLAS + the epilogue kernel)."""
+    from ..codegen.gemm_ir import epilogue_from_group
+    c = kir.contraction
+    if c is None or any(k == "cast" for k, _ in c.lhs_steps + c.rhs_steps):
+        return None
+    got = epilogue_from_group(group)
+    if got is None:
+        return None
+    ep, in_nodes = got
+    try:
+        slots = [list(group.inputs).index(n) for n in in_nodes]
+    except ValueError:
+        return None
+    spec0 = GemmSpec(dtype={"float16": "f16", "float32": "f32"}.get(str(group.anchor.inputs[0].dtype), "f16"),
+                     epilogue=ep)
+    runner = default_runner()
+
+    def side(x, steps):
+        import cupy as cp
+        for _, perm in steps:
+            x = cp.transpose(x, perm)
+        return x
+
+    def run(ins, out, allow_tf32=False):
+        a, b = side(ins[c.lhs], c.lhs_steps), side(ins[c.rhs], c.rhs_steps)
+        if a.ndim not in (2, 3) or b.ndim not in (2, 3):
+            raise UnsupportedError("kfuse GEMM: generated kernel takes 2-D/3-D operands")
+        return runner.run(a, b, [ins[k] for k in slots], spec0, None, backend="generated", out=out)
+    return run
+
+
+def group_epilogue(group, kir):
+    """For a plan's matmul group on the cuBLAS path: a callable ``(ins, prod) -> prod`` applying
+    the group's epilogue **in place** over cuBLAS's product ``prod`` with the GEMM epilogue kernel
+    (16-byte accesses, hardware tanh for 16-bit outputs), or None when the epilogue is not
+    expressible (the caller then runs the group's own elementwise kernel) or its output dtype is
+    not the product's."""
+    from ..codegen.gemm_ir import epilogue_from_group
+    c = kir.contraction
+    if c is None:
+        return None
+    got = epilogue_from_group(group)
+    if got is None:
+        return None
+    ep, in_nodes = got
+    pdt = {"float16": "f16", "float32": "f32"}.get(str(c.dtype))
+    if pdt is None or ep.out_dtype != pdt:
+        return None
+    try:
+        slots = [list(group.inputs).index(n) for n in in_nodes]
+    except ValueError:
+        return None
+    spec = GemmSpec(dtype=pdt, epilogue=ep)
+    runner = default_runner()
+
+    def run(ins, prod):
+        if prod.ndim not in (2, 3) or not prod.flags.c_contiguous:
+            raise UnsupportedError("kfuse GEMM epilogue: a 2-D/3-D contiguous product")
+        x3 = prod.reshape((1,) * (3 - prod.ndim) + prod.shape)
+        runner.launch_epilogue(x3, x3, spec, epilogue_args([ins[k] for k in slots], ep, x3.shape))
+        return prod
+    return run

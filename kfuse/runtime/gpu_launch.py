@@ -86,6 +86,7 @@ class GpuProgram:
         self._in_sig = [(tuple(n.shape), n.dtype, n) for n in plan.graph.inputs]
         self._out_sig = [[(tuple(o.shape), o.dtype) for o in g.outputs] for g in plan.groups]
         self._props: dict = {}
+        self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
 
     def _launcher(self, group, kir) -> LauncherBase:
         raise NotImplementedError
@@ -130,9 +131,10 @@ class GpuProgram:
         for g, kir, launch, out_sig in zip(self.plan.groups, self.kirs, self.launchers, self._out_sig):
             ins = [env[n] for n in g.inputs]
             if kir.contraction is not None:
-                ins.append(contract(kir.contraction, ins))
-            outs = [empty(shape, dtype) for shape, dtype in out_sig]
-            launch(ins, outs, props)
+                outs = self._matmul(g, kir, launch, ins, out_sig, props)
+            else:
+                outs = [empty(shape, dtype) for shape, dtype in out_sig]
+                launch(ins, outs, props)
             env.update(zip(g.outputs, outs))
         results = []
         for o in graph.outputs:
@@ -145,12 +147,190 @@ class GpuProgram:
         return results
 
 
-def contract(c: K.Contraction, ins):
-    """A matmul group's product through ``cupy.matmul`` (cuBLAS), read by its epilogue kernel."""
+    # -- matmul groups ------------------------------------------------------------------------
+    allow_tf32 = False      # kfuse.jit(allow_tf32=True): f32 products through cuBLAS may use TF32
+
+    def _matmul(self, g, kir, launch, ins, out_sig, props) -> list:
+        """A matmul group, as the plan picked (``g.cost.impl``): ``"generated"`` runs the one
+        fused GEMM kernel (kfuse.runtime.gemm); otherwise the cuBLAS product, then the group's
+        epilogue kernel over it, writing in place into the product's buffer when that is safe."""
+        import cupy
+        info = self._mm_info.get(g.id)
+        if info is None:
+            info = self._mm_info[g.id] = matmul_plan(g, kir)
+        gen, donor, epi = info
+        if gen is not None:
+            return [gen(ins, cupy.empty(*out_sig[0]), self.allow_tf32)]
+        prod = contract(kir.contraction, ins, self.allow_tf32)
+        if (epi is not None and donor is not None and len(out_sig) == 1 and prod.shape == out_sig[0][0]
+                and prod.dtype == out_sig[0][1] and prod.flags.c_contiguous and prod.ndim in (2, 3)):
+            return [epi(ins, prod)]      # the GEMM epilogue kernel, in place over the product
+        ins.append(prod)
+        outs = []
+        for k, (shape, dtype) in enumerate(out_sig):
+            if (k == donor and prod.shape == shape and prod.dtype == dtype
+                    and prod.flags.c_contiguous):
+                outs.append(prod)        # in place: each element is read, then written, by one thread
+            else:
+                outs.append(cupy.empty(shape, dtype))
+        launch(ins, outs, props)
+        return outs
+
+
+
+# The cuBLAS path's epilogue: "gemm" = runtime.gemm's epilogue kernel in place over the product when
+# the group's epilogue translates (measured faster than the group's elementwise kernel on an H200,
+# 2026-11-22: benchmarks/GEMM_NOTES.md run 5); "group" = always the group's own kernel.
+CUBLAS_EPILOGUE = "gemm"
+
+
+def matmul_plan(g, kir) -> tuple:
+    """``(generated, donor, epilogue)`` for one matmul group: ``generated`` is a callable
+    ``(ins, out, allow_tf32) -> out`` when the plan picked the generated kernel (and it applies),
+    else None; ``donor`` is the index of the output that may be written in place into the cuBLAS
+    product's buffer, or None (see :func:`in_place_output`); ``epilogue`` a callable
+    ``(ins, prod) -> prod`` running the epilogue in place with the GEMM epilogue kernel, or None."""
+    impl = getattr(getattr(g, "cost", None), "impl", "")
+    gen = epi = None
+    if impl == "generated":
+        from .gemm import group_runner
+        gen = group_runner(g, kir)
+    donor = in_place_output(g, kir)
+    if gen is None and donor is not None and CUBLAS_EPILOGUE == "gemm":
+        from .gemm import group_epilogue
+        epi = group_epilogue(g, kir)
+    return gen, donor, epi
+
+
+def in_place_output(g, kir) -> int | None:
+    """The output the epilogue kernel may write over the product it reads, or None. Safe when
+    the product is read only at the output element's own index (an elementwise epilogue: each
+    element is loaded, then stored, by the same thread; no other thread touches it), the product
+    is not itself a group output, and exactly one output has the product's shape and dtype."""
+    c = kir.contraction
+    if c is None or g.anchor in g.outputs:
+        return None
+    rank = len(kir.domain)
+    ident = tuple(K.IVar(f"i{d}") for d in range(rank))
+    prod = kir.inputs[c.result]
+    for ph in kir.phases:
+        for st in tuple(ph.pre) + tuple(ph.body):
+            if isinstance(st, K.Load) and st.buf == c.result and tuple(st.index) != ident:
+                return None
+        if ph.accs:
+            return None
+    cands = [k for k, o in enumerate(kir.outputs)
+             if o.dtype == prod.dtype and tuple(o.shape) == tuple(prod.shape)]
+    if len(cands) != 1:
+        return None
+    k = cands[0]
+    for ph in kir.phases:
+        for st in tuple(ph.pre) + tuple(ph.body):
+            if isinstance(st, K.Store) and st.buf == k and tuple(st.index) != ident:
+                return None
+    return k
+
+def contract(c: K.Contraction, ins, allow_tf32: bool = False):
+    """A matmul group's product through cuBLAS, read by its epilogue kernel.
+
+    No copies beyond what the contraction says: operand casts (``astype``) only when the group
+    has them; transposes are views (cuBLAS reads a transposed 2-D operand through its trans flag).
+    3-D f16/f32 products of equal-batch operands go through one strided-batched cuBLAS call
+    (``cupy.matmul`` would convert batched f16 operands to f32 copies). f32 with ``allow_tf32``:
+    cuBLAS may use TF32 tensor cores (CuPy's compute type switched for this call only)."""
     import cupy
 
     def side(a, steps):
         for kind, arg in steps:
             a = a.astype(arg) if kind == "cast" else cupy.transpose(a, arg)
         return a
-    return cupy.matmul(side(ins[c.lhs], c.lhs_steps), side(ins[c.rhs], c.rhs_steps)).astype(c.dtype, copy=False)
+    a, b = side(ins[c.lhs], c.lhs_steps), side(ins[c.rhs], c.rhs_steps)
+    if allow_tf32 and a.dtype == np.float32 and b.dtype == np.float32:
+        with _tf32():
+            r = _matmul(a, b)
+    else:
+        r = _matmul(a, b)
+    return r.astype(c.dtype, copy=False)
+
+
+def _matmul(a, b):
+    import cupy
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and a.dtype == b.dtype \
+            and a.dtype in (np.float16, np.float32) and a.shape[0] > 1:
+        try:
+            return _batched(a, b)
+        except _NoBatched:
+            pass
+    return cupy.matmul(a, b)
+
+
+class _NoBatched(Exception):
+    pass
+
+
+def _batched(a, b):
+    """(B, M, K) @ (B, K, N) with one cublasGemmStridedBatchedEx, f32 accumulation. Each operand
+    must have, per batch, a row- or column-major matrix with a uniform batch stride (else
+    _NoBatched: the caller falls back to cupy.matmul)."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+    from cupy_backends.cuda.api import runtime as rt
+
+    def layout(x):
+        """(trans_flag_for_row_major_view, ld, batch_stride) in elements, or None."""
+        sb, sr, sc = (s // x.itemsize for s in x.strides)
+        r, cdim = x.shape[1], x.shape[2]
+        if sc == 1 and sr >= max(1, cdim):
+            return "n", sr, sb
+        if sr == 1 and sc >= max(1, r):
+            return "t", sc, sb
+        return None
+    B, M, K = a.shape
+    N = b.shape[2]
+    la, lb = layout(a), layout(b)
+    if la is None or lb is None or min(M, N, K) == 0:
+        raise _NoBatched()
+    out = cupy.empty((B, M, N), a.dtype)
+    # cuBLAS is column-major: C^T (N x M) = B^T (N x K) @ A^T (K x M). A row-major operand is its
+    # column-major transpose already ("n"); a column-major one needs the trans flag ("t").
+    op_n, op_t = cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_T
+    tb = op_n if lb[0] == "n" else op_t
+    ta = op_n if la[0] == "n" else op_t
+    dt = rt.CUDA_R_16F if a.dtype == np.float16 else rt.CUDA_R_32F
+    compute = cublas.CUBLAS_COMPUTE_32F
+    if a.dtype == np.float32 and _tf32_state.on:
+        compute = getattr(cublas, "CUBLAS_COMPUTE_32F_FAST_TF32", compute)
+    one, zero = np.array(1.0, np.float32), np.array(0.0, np.float32)
+    handle = cupy.cuda.device.get_cublas_handle()
+    sa, sb_ = la[2], lb[2]
+    if sa < 0 or sb_ < 0:
+        raise _NoBatched()
+    cublas.gemmStridedBatchedEx(
+        handle, tb, ta, N, M, K, one.ctypes.data,
+        b.data.ptr, dt, lb[1], sb_, a.data.ptr, dt, la[1], sa,
+        zero.ctypes.data, out.data.ptr, dt, N, M * N, B, compute, cublas.CUBLAS_GEMM_DEFAULT)
+    return out
+
+
+class _TF32State:
+    on = False
+
+
+_tf32_state = _TF32State()
+
+
+class _tf32:
+    """CuPy's f32 matmul compute type set to TF32 for the duration (restored after)."""
+
+    def __enter__(self):
+        from cupy._core import _routines_linalg as L
+        self.L = L
+        self.old = L.get_compute_type(np.float32)
+        L.set_compute_type(np.float32, getattr(L, "COMPUTE_TYPE_TF32", 7))
+        _tf32_state.on = True
+        return self
+
+    def __exit__(self, *exc):
+        self.L.set_compute_type(np.float32, self.old)
+        _tf32_state.on = False
+        return False

@@ -133,3 +133,15 @@ def test_epilogue_from_group_bias_gelu():
     # something the GEMM cannot do in registers -> None
     bad = Node(Op.SIN, f16, (64, 48), (mm,))
     assert epilogue_from_group(KernelGroup(1, "matmul", (a, w, mm, bad), (a, w), (bad,), (64, 48), anchor=mm)) is None
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("vec", [1, 8])
+def test_epilogue_kernel_in_place_variants_compile(vec, reverse, tmp_path):
+    """The cuBLAS candidate's epilogue kernel (may run in place: X carries no __restrict__),
+    rows first-first or last-first, scalar or 16-byte accesses: NVRTC CUBIN + ptxas."""
+    src = emit_epilogue_kernel(GemmSpec("f16", BIAS_GELU), vec=vec, reverse=reverse)
+    assert ("(rows - 1 - r)" in src) == reverse
+    assert "const unsigned short* X," in src
+    res = _compile(src, "sm_90")
+    _ptxas(res.ptx, "sm_90", tmp_path)

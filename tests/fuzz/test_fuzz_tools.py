@@ -50,3 +50,18 @@ def test_writer_renders_a_test(tmp_path):
     src = open(path).read()
     compile(src, path, "exec")
     assert "def test_fuzz_cpu_s1_p34" in src and "kfuse.jit(fuzz_fn" in src
+
+
+def test_zero_sign_is_not_checked_where_numpy_leaves_it_open(tmp_path):
+    # np.fmax(-0.0, 0.0) is -0.0 in NumPy's scalar loop and +0.0 in its SIMD loop (one array can
+    # hold both): programs with fmax/fmin or max/min reductions compare values, not zero signs
+    a = np.array([0.0, 1.0], np.float32)
+    assert compare.compare(a, np.array([-0.0, 1.0], np.float32), zero_sign=False) is None
+    assert "fmax" in compare.ZERO_SIGN_UNSPECIFIED and "maximum" not in compare.ZERO_SIGN_UNSPECIFIED
+    p = generator.Program(0, 0, (generator.InputSpec("a0", "float32", (2,), (-0.0, 0.0)),),
+                          (generator.Step("v0", "np.fmax(a0, np.float32(0.0))"),), ("v0",))
+    assert p.ops() & compare.ZERO_SIGN_UNSPECIFIED
+    src = open(writer.write(p, Result("mismatch", "x"), str(tmp_path))).read()
+    assert "if False and e.dtype.kind" in src
+    q = generator.Program(0, 1, p.inputs, (generator.Step("v0", "np.maximum(a0, np.float32(0.0))"),), ("v0",))
+    assert "if True and e.dtype.kind" in open(writer.write(q, Result("mismatch", "x"), str(tmp_path))).read()

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 10: the differential fuzzer on the GPU backends, N programs each, spread over JOBS worker
+# processes (program i is the same program as in a serial run of the seed). NumPy 2.4.6 (the
+# CPU runs' version; numba-cuda needs NumPy < 2.5) comes from the wheel carried in .whl.
+# Usage on the lent machine, repo root:
+#   bash benchmarks/gpu_fuzz.sh                 # cuda, then numba-cuda
+#   bash benchmarks/gpu_fuzz.sh numba-cuda      # one backend (one 600 s device call each)
+# Env: N (2000), JOBS (12), SEED_CUDA (21), SEED_NUMBA_CUDA (22), LIMIT (seconds of programs per
+# backend; default 500 for one backend, 270 each for both), START (0).
+# Results in $OUT: device.txt, fuzz_<backend>.txt (the log and the summary line),
+# fuzz_<backend>/ (each shrunk failure as a pytest file). Exit status: 0 only if every run
+# finished all N programs with 0 mismatches and 0 crashes.
+set -u
+OUT=${OUT:-/tmp/kfuse-out}; mkdir -p "$OUT"
+N=${N:-2000}; JOBS=${JOBS:-12}; START=${START:-0}
+BACKENDS=${*:-cuda numba-cuda}
+set -- $BACKENDS
+if [ $# -gt 1 ]; then LIMIT=${LIMIT:-270}; else LIMIT=${LIMIT:-500}; fi
+export PYTHONUNBUFFERED=1 KFUSE_CACHE_DIR=${KFUSE_CACHE_DIR:-/tmp/kfuse-cache}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  date -u +"%Y-%m-%d %H:%M:%S UTC"; nproc; } | tee -a "$OUT/device.txt"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD
+python3 -c "import numpy, numba, cupy; print('numpy', numpy.__version__, 'numba', numba.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/device.txt"
+rc=0
+for b in "$@"; do
+  case $b in cuda) seed=${SEED_CUDA:-21};; numba-cuda) seed=${SEED_NUMBA_CUDA:-22};; *) echo "unknown backend $b"; exit 2;; esac
+  echo "== $b: seed $seed, programs $START-$((START + N - 1)), jobs $JOBS, limit ${LIMIT}s, $(date -u +%H:%M:%S)" | tee "$OUT/fuzz_$b.txt"
+  # --time-limit stops starting programs (the summary still prints); timeout is the hard guard
+  timeout -k 10 $((LIMIT + 60)) python3 -m kfuse.fuzz.cli --backend "$b" --seed "$seed" --start "$START" \
+    --n "$N" --jobs "$JOBS" --time-limit "$LIMIT" --out "$OUT/fuzz_$b" 2>&1 | tee -a "$OUT/fuzz_$b.txt"
+  st=${PIPESTATUS[0]}
+  echo "== $b exit $st, $(date -u +%H:%M:%S)" | tee -a "$OUT/fuzz_$b.txt"
+  [ "$st" = 0 ] || rc=1
+done
+exit $rc

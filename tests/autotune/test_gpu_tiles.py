@@ -1,0 +1,216 @@
+"""TileConfig -> CUDA C launch shape (runtime.cuda_tiles) and the GPU tuner's wiring, without a
+GPU: launchers see stand-in arrays (shape, strides, a data pointer); NVRTC compiles if present."""
+import dataclasses
+import types
+
+import numpy as np
+import pytest
+
+from kfuse.autotune import prune as P
+from kfuse.autotune import space as S
+from kfuse.autotune import tuner
+from kfuse.autotune.space import TileConfig
+from kfuse.codegen.cuda import emit_kernel, lower_for_cuda
+from kfuse.fusion.cost import get_device_spec
+from kfuse.runtime import cuda_tiles as T
+from kfuse.runtime.cuda import CudaProgram, _Launcher
+
+from tests.autotune.helpers import ew, make_plan
+
+PROPS = {"sm_count": 132, "device_id": 0}
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def colsum(x):
+    return x.sum(axis=0)
+
+
+class Arr:
+    """What a launcher reads of an array: shape, strides, itemsize, data.ptr."""
+
+    def __init__(self, shape, dtype=np.float32, ptr=0, strides=None):
+        a = np.empty(shape, dtype) if strides is None else None
+        self.shape, self.itemsize = tuple(shape), np.dtype(dtype).itemsize
+        self.strides = a.strides if a is not None else tuple(strides)
+        self.size = int(np.prod(shape))
+        self.data = types.SimpleNamespace(ptr=ptr)
+
+
+def launcher_for(fn, *arrays, ptr=0):
+    plan = make_plan(fn, *arrays, device="h100")
+    g = plan.groups[0]
+    lau = _Launcher(g, lower_for_cuda(g), "sm_90", None)
+    ins = [Arr(n.shape, n.dtype, ptr) for n in g.inputs]
+    outs = [Arr(n.shape, n.dtype) for n in g.outputs]
+    return g, lau, ins, outs
+
+
+def _with(lau, tile, ins, outs):
+    lau.tile, lau.tile_note = tile, None
+    v, grid = lau.variant_for(ins, outs, PROPS)
+    return v, grid, lau.tile_note
+
+
+CASES = [
+    (ew, (np.zeros((512, 1024), np.float32), np.zeros((512, 1024), np.float32))),
+    (ew, (np.zeros((4096, 4096), np.float32), np.zeros((4096, 4096), np.float32))),
+    (softmax, (np.zeros((256, 4096), np.float32),)),
+    (softmax, (np.zeros((64, 65536), np.float32),)),
+    (colsum, (np.zeros((1024, 512), np.float32),)),
+]
+
+
+@pytest.mark.parametrize("fn,arrays", CASES)
+def test_heuristic_is_a_tile_and_round_trips(fn, arrays):
+    g, lau, ins, outs = launcher_for(fn, *arrays)
+    base = lau.variant_for(ins, outs, PROPS)
+    kind, params = T.tile_params(*base, T.geometry(lau, 132))
+    tile = TileConfig.make(kind, **params)
+    assert T.unsupported(tile) is None
+    v, grid, note = _with(lau, tile, ins, outs)
+    assert note is None and (v, grid) == base
+
+
+def test_elementwise_mapping():
+    g, lau, ins, outs = launcher_for(ew, np.zeros((512, 1024), np.float32), np.zeros((512, 1024), np.float32))
+    v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=4, vec=2), ins, outs)
+    assert note is None and (v.mode, v.block, v.vec) == ("elementwise", 128, 2)
+    if hasattr(v, "ept"):
+        assert v.ept == 4
+    assert grid == -(-512 * 1024 // 2 // (128 * 4))
+    # a misaligned pointer makes vector access illegal: the tile's vec falls back to 1
+    g, lau, ins, outs = launcher_for(ew, np.zeros((512, 1024), np.float32), np.zeros((512, 1024), np.float32), ptr=4)
+    v, grid, note = _with(lau, TileConfig.make("elementwise", block=256, ept=1, vec=4), ins, outs)
+    assert note is None and v.vec == 1 and grid == -(-512 * 1024 // 256)
+
+
+def test_row_mapping_storage_and_grid():
+    g, lau, ins, outs = launcher_for(softmax, np.zeros((256, 4096), np.float32))
+    base_v, base_grid = lau.variant_for(ins, outs, PROPS)
+    assert base_v.mode == "row" and base_v.vec == 4
+    v, grid, note = _with(lau, TileConfig.make("row", block=128, storage="registers", vec=4), ins, outs)
+    assert note is None and (v.block, v.cache_k, v.vec) == (128, 8, 4)      # 1024 units / 128
+    assert 1 <= grid <= 256
+    v, grid, note = _with(lau, TileConfig.make("row", block=512, storage="reread", vec=2), ins, outs)
+    assert note is None and (v.block, v.cache_k, v.vec) == (512, 0, 2)
+    # the same threads in flight as the heuristic's grid, at most one block a row
+    assert grid == min(256, -(-base_grid * base_v.block // 512))
+    # too long for registers: the launcher's own choice, with a note
+    v, grid, note = _with(lau, TileConfig.make("row", block=32, storage="registers", vec=1), ins, outs)
+    assert note and "register slots" in note and (v, grid) == (base_v, base_grid)
+
+
+def test_mismatched_or_unsupported_tiles_are_ignored():
+    g, lau, ins, outs = launcher_for(softmax, np.zeros((256, 4096), np.float32))
+    base = lau.variant_for(ins, outs, PROPS)
+    for tile in (TileConfig.make("elementwise", block=256, ept=1, vec=4),
+                 TileConfig.make("row", block=256, storage="shared", vec=4),
+                 TileConfig.make("reduction", block=128, rows=2, split=1),
+                 TileConfig("cublas+epilogue")):
+        v, grid, note = _with(lau, tile, ins, outs)
+        assert note and (v, grid) == base
+    g, lau, ins, outs = launcher_for(colsum, np.zeros((1024, 512), np.float32))
+    base_v, base_grid = lau.variant_for(ins, outs, PROPS)
+    assert base_v.mode == "col"
+    v, grid, note = _with(lau, TileConfig.make("reduction", block=256, rows=1, split=1), ins, outs)
+    assert note is None and v.block == 256 and grid == 2          # 512 outputs, one a thread
+
+
+def test_gpu_space_after_unsupported_and_prune():
+    h100 = get_device_spec("h100")
+    plan = make_plan(softmax, np.zeros((256, 4096), np.float32), device="h100")
+    g = plan.groups[0]
+    ok = [c for c in S.space_for(g, "cuda") if T.unsupported(c) is None]
+    assert ok and {c["storage"] for c in ok} == {"registers", "reread"}
+    kept = P.prune(ok, g, h100, top_k=6)
+    assert 1 <= len(kept) <= 6 and all(P.check(c, g, h100) is None for c in kept)
+    plan = make_plan(colsum, np.zeros((1024, 512), np.float32), device="h100")
+    ok = [c for c in S.space_for(plan.groups[0], "cuda") if T.unsupported(c) is None]
+    assert ok and all(c["rows"] == 1 and c["split"] == 1 for c in ok)
+
+
+def test_set_tile_reaches_launchers_without_gpu():
+    plan = make_plan(ew, np.zeros((64, 128), np.float32), np.zeros((64, 128), np.float32), device="h100")
+    prog = CudaProgram(plan, arch="sm_90")
+    tile = TileConfig.make("elementwise", block=512, ept=2, vec=4)
+    prog.set_tile(0, tile)
+    lau = prog._launcher(plan.groups[0], prog.kirs[0])
+    assert lau.tile == tile
+    prog.launchers = [lau]
+    lau._variants["k"] = "stale"
+    prog.set_tile(0, None)
+    assert lau.tile is None and not lau._variants
+
+
+def test_tuned_variants_compile():
+    nvrtc = pytest.importorskip("kfuse.codegen.nvrtc")
+    try:
+        nvrtc.compile('extern "C" __global__ void k(float* a) { a[0] = 1; }', "sm_90")
+    except Exception as e:           # no NVRTC on this machine
+        pytest.skip(f"NVRTC unavailable: {e}")
+    for fn, arrays, tile in (
+            (ew, CASES[0][1], TileConfig.make("elementwise", block=512, ept=4, vec=2)),
+            (softmax, CASES[2][1], TileConfig.make("row", block=128, storage="registers", vec=4)),
+            (softmax, CASES[2][1], TileConfig.make("row", block=1024, storage="reread", vec=1))):
+        g, lau, ins, outs = launcher_for(fn, *arrays)
+        v, grid, note = _with(lau, tile, ins, outs)
+        assert note is None
+        nvrtc.compile(emit_kernel(lau.kir, v).source, "sm_90")
+
+
+def test_cuda_tuning_without_gpu_falls_back(monkeypatch):
+    from kfuse.runtime import device
+    if device.has_gpu():
+        pytest.skip("a GPU is present")
+    plan = make_plan(ew, np.zeros((64, 128), np.float32), np.zeros((64, 128), np.float32), device="h100")
+    reports = []
+    tiles = tuner.tune_program(plan, [np.zeros((64, 128), np.float32)] * 2, "cuda", "on", None,
+                               reports=reports, progress=False)
+    assert set(tiles) == {0} and reports[0].source == "heuristic"
+    assert "cannot prepare tuning" in reports[0].note
+
+
+def test_tune_and_apply_gpu_sets_only_chosen(monkeypatch):
+    calls = []
+    prog = types.SimpleNamespace(set_tile=lambda gid, t: calls.append((gid, t)))
+    heur = TileConfig.make("elementwise", block=256, ept=1, vec=4)
+    tuned = TileConfig.make("elementwise", block=128, ept=2, vec=4)
+
+    def fake_tune(plan, arrays, backend, mode, store, program=None, reports=None, **kw):
+        reports.append(tuner.GroupReport(0, "elementwise", "heuristic", heur, heur))
+        reports.append(tuner.GroupReport(1, "elementwise", "stored", tuned, heur))
+        return {0: heur, 1: tuned}
+    monkeypatch.setattr(tuner, "tune_program", fake_tune)
+    tuner.tune_and_apply(None, None, "cuda", "cached", None, prog)
+    assert calls == [(1, tuned)]
+
+
+def test_tile_params_without_ept_field():
+    @dataclasses.dataclass(frozen=True)
+    class OldVariant:                       # an emitter without the ept field
+        mode: str = "elementwise"
+        vec: int = 4
+        idx64: bool = False
+        cache_k: int = 0
+        block: int = 256
+    geom = T.Geometry(units=1 << 20)
+    kind, params = T.tile_params(OldVariant(), 256, geom)
+    assert params["ept"] == 4                      # 2^18 units over 256 x 256 threads
+    v, grid, note = T.apply_tile(TileConfig.make(kind, **params), OldVariant(), 256, geom)
+    assert (v, grid, note) == (OldVariant(), 256, None)
+    v, grid, note = T.apply_tile(TileConfig.make("elementwise", block=128, ept=1, vec=4), OldVariant(), 256, geom)
+    assert v.block == 128 and grid == (1 << 18) // 128
+
+
+def test_row_register_slots_prefilter():
+    from kfuse.autotune.gpu_targets import row_registers_unfit
+    plan = make_plan(softmax, np.zeros((256, 4096), np.float32), device="h100")
+    g = plan.groups[0]
+    assert T.row_slots(4096, 128, 4) == 8 and T.row_slots(4096, 64, 1) == 64
+    assert row_registers_unfit(TileConfig.make("row", block=64, storage="registers", vec=1), g)
+    assert row_registers_unfit(TileConfig.make("row", block=64, storage="reread", vec=1), g) is None
+    assert row_registers_unfit(TileConfig.make("row", block=128, storage="registers", vec=4), g) is None
