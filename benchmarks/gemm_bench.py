@@ -1,10 +1,12 @@
 """P5 benchmark: GEMM + bias + GELU(tanh) in f16 at 4096x4096x4096 and 8192x1024x4096.
 
-Per shape: cuBLAS GEMM alone (cupy.matmul); kfuse.jit of the P5 function (the planner's pick, shown
-by the plan, run by the runtime: "jit"); the generated fused kernel (tiles of the search space, best
-kept); the cuBLAS + epilogue candidate (epilogue in place over cuBLAS's result, rows last-first; and
-two ablations: rows first-first, and out of place); torch eager, torch.compile and torch matmul
-alone when importable. Every TFLOP/s is also given as a ratio to cuBLAS alone from the same run.
+Per shape: cuBLAS GEMM alone (cupy.matmul, timed right before and after the jit row); kfuse.jit of
+the P5 function (the planner's pick, shown by the plan, run by the runtime: "jit"), the same with
+the cuBLAS path's epilogue from the group's own elementwise kernel, and with the pick overridden to
+the generated kernel; the generated fused kernel through the runner (tiles of the search space,
+best kept; and without epilogue); the runner's cuBLAS + epilogue candidate (in place; ablations:
+rows reversed, out of place; the epilogue kernel alone); torch eager, torch.compile and torch
+matmul alone when importable. Every TFLOP/s also as a ratio to cuBLAS alone from the same run.
 Prints a table; writes gemm_bench.json and gemm_bench.md under the out dir (``--out DIR``, else
 $OUT, else ./bench_out). Times: median over trials of (CUDA events around 20 back-to-back calls)/20.
 Run on a GPU machine: ``python3 benchmarks/gemm_bench.py [--quick] [--out DIR]`` (~1-2 min on an H200).

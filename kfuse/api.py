@@ -370,11 +370,14 @@ class Lowered:
         from .runtime.gpu_store import open_gpu_store
         if self.backend == "cuda":
             from .runtime import cuda
-            return cuda.compile_plan(self.plan, cache=open_gpu_store(store), backend=self.backend)
-        if self.backend == "numba-cuda":
+            prog = cuda.compile_plan(self.plan, cache=open_gpu_store(store), backend=self.backend)
+        elif self.backend == "numba-cuda":
             from .runtime import numba_cuda
-            return numba_cuda.compile_plan(self.plan, cache=open_gpu_store(store))
-        raise KfuseError(f"unknown backend {self.backend!r}")
+            prog = numba_cuda.compile_plan(self.plan, cache=open_gpu_store(store))
+        else:
+            raise KfuseError(f"unknown backend {self.backend!r}")
+        prog.allow_tf32 = bool(self.options.allow_tf32)     # f32 products through cuBLAS only
+        return prog
 
 
 def _open_cache():

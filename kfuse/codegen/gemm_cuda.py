@@ -13,14 +13,14 @@ every shape with the spec's layout/alignment class. The kernel parameter list, i
 ``ptr, sb, sm, sn`` then the epilogue's f32 run-time scalars (strides in elements, int64; C's
 column stride is 1). The epilogue kernel takes ``X, C, M, N, batch, sXb, sXm, sCb, sCm`` + the same
 epilogue tail. No headers are included (conversions are inline PTX), so NVRTC needs no include path.
-The GEMM description (GemmSpec, GemmEpilogue, ``epilogue_from_group``) is in :mod:`kfuse.codegen.gemm_ir`.
+The GEMM description (GemmSpec, GemmEpilogue, ``epilogue_from_group``) is in :mod:`kfuse.fusion.gemm_ir` (the planner reads it to decide whether the generated kernel applies).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 
-from .gemm_ir import (BINARY_OPS, DTYPES, INPUT_KINDS, TERNARY_OPS, UNARY_OPS, EpInput, EpStep, GemmEpilogue,
+from ..fusion.gemm_ir import (BINARY_OPS, DTYPES, INPUT_KINDS, TERNARY_OPS, UNARY_OPS, EpInput, EpStep, GemmEpilogue,
                       GemmSpec, epilogue_from_group)
 
 # the GEMM description types live in gemm_ir; they stay importable from here

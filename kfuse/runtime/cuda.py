@@ -191,13 +191,18 @@ class CudaProgram(GpuProgram):
 
     @property
     def stages(self) -> dict[str, str]:
-        """Printable stages: "kernel" (KernelIR), "cuda" (default variants), "ptx"."""
+        """Printable stages: "kernel" (KernelIR), "cuda" (default variants; for a matmul group the
+        fused GEMM or GEMM-epilogue kernel the plan runs, when it has one), "ptx"."""
         if self._stages is None:
-            kernels = [cuda_emit.emit_kernel(k) for k in self.kirs]
+            from .gemm import group_sources
+            sources = []
+            for g, k in zip(self.plan.groups, self.kirs):
+                gemm = group_sources(g, k) if k.contraction is not None else []
+                sources += gemm or [cuda_emit.emit_kernel(k).source]
             self._stages = {
                 "kernel": "\n\n".join(k.as_text() for k in self.kirs),
-                "cuda": "\n\n".join(k.source for k in kernels),
-                "ptx": "\n\n".join(compile_source(k.source, self.arch, self.cache).ptx for k in kernels),
+                "cuda": "\n\n".join(sources),
+                "ptx": "\n\n".join(compile_source(src, self.arch, self.cache).ptx for src in sources),
             }
         return self._stages
 

@@ -344,7 +344,7 @@ def group_runner(group, kir):
     ``(ins, out, allow_tf32) -> out`` running the one fused kernel on the group's input arrays
     (``ins`` in ``group.inputs`` order), or None when the group's operands or epilogue are outside
     what the generated kernel takes (the caller then runs cuBLAS + the epilogue kernel)."""
-    from ..codegen.gemm_ir import epilogue_from_group
+    from ..fusion.gemm_ir import epilogue_from_group
     c = kir.contraction
     if c is None or any(k == "cast" for k, _ in c.lhs_steps + c.rhs_steps):
         return None
@@ -380,7 +380,7 @@ def group_epilogue(group, kir):
     (16-byte accesses, hardware tanh for 16-bit outputs), or None when the epilogue is not
     expressible (the caller then runs the group's own elementwise kernel) or its output dtype is
     not the product's."""
-    from ..codegen.gemm_ir import epilogue_from_group
+    from ..fusion.gemm_ir import epilogue_from_group
     c = kir.contraction
     if c is None:
         return None
@@ -405,3 +405,25 @@ def group_epilogue(group, kir):
         runner.launch_epilogue(x3, x3, spec, epilogue_args([ins[k] for k in slots], ep, x3.shape))
         return prod
     return run
+
+
+def group_sources(group, kir) -> list[str]:
+    """The CUDA C a matmul group runs besides cuBLAS, for stage dumps (``dump-ptx``): the generated
+    fused GEMM (plan picked ``"generated"``) or the GEMM epilogue kernel (cuBLAS path); [] when the
+    group's epilogue does not translate (the group's own elementwise kernel runs then)."""
+    from ..fusion.gemm_ir import epilogue_from_group
+    got = epilogue_from_group(group)
+    if got is None or kir.contraction is None:
+        return []
+    ep, _ = got
+    dt = {"float16": "f16", "float32": "f32"}.get(str(group.anchor.inputs[0].dtype))
+    if dt is None:
+        return []
+    if getattr(getattr(group, "cost", None), "impl", "") == "generated":
+        a = group.anchor
+        M, N, K = a.shape[-2], a.shape[-1], a.inputs[0].shape[-1]
+        return [emit_gemm(GemmSpec(dt, ep), default_tile(M, N, K, dt))]
+    pdt = {"float16": "f16", "float32": "f32"}.get(str(kir.contraction.dtype))
+    if pdt is None or ep.out_dtype != pdt:
+        return []
+    return [emit_epilogue_kernel(GemmSpec(pdt, ep))]
