@@ -285,8 +285,8 @@ class _Entry:
             if sdt is not None or isinstance(a, np.generic):
                 a = np.asarray(a, dtype=sdt)
                 if not on_host:
-                    import cupy
-                    a = cupy.asarray(a)
+                    from .runtime.interop import host_to_device
+                    a = host_to_device(a)
             elif on_host and type(a) is not np.ndarray and _array_kind(a) == "torch-cpu":
                 a = a.detach().numpy()          # zero-copy view of a CPU tensor
                 self._torch_cpu = True

@@ -401,8 +401,11 @@ class _Gen:
                            f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
                 out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             else:
-                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) A{a.dst} = "
-                           f"{self.combine(a, f'A{a.dst}', f'kf_shfl(A{a.dst}, m_)')};")
+                # shuffle into a temporary first: a short-circuit combine (any/all: ``||``/``&&``)
+                # would skip __shfl_xor_sync on some lanes, and a full-mask shuffle that not every
+                # lane reaches never completes (the kernel hangs)
+                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
                 out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")

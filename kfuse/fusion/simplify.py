@@ -11,6 +11,7 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``movement``: identity broadcasts/reshapes/permutes/slices dropped, chains merged.
 * ``casts``: identity casts dropped; ``cast(cast(x, a), b) -> cast(x, b)`` when the first is
   lossless.
+* ``empty``: a computed node with no elements becomes a broadcast constant.
 """
 from __future__ import annotations
 
@@ -242,6 +243,16 @@ def _cast(n: Node) -> Node | None:
 
 casts = Pass("casts", lambda g: rewrite(g, _cast))
 
+def _empty(n: Node) -> Node | None:
+    """A computed value with no elements is a broadcast constant: nothing to compute, and index
+    maps through empty shapes (a reshape of (2, 0, 1) to (2, 0)) never reach the code generators."""
+    if n.size == 0 and n.op is not Op.BROADCAST and n.op is not Op.CONST:
+        return make_const(0, n.dtype, n.shape, n.loc)
+    return None
+
+
+empty = Pass("empty", lambda g: rewrite(g, _empty))
+
 dce = Pass("dce", lambda g: g.with_outputs(g.outputs))   # nodes live only if reachable
 
-PASSES: tuple[Pass, ...] = (fold_constants, identities, movement, casts, dce)
+PASSES: tuple[Pass, ...] = (empty, fold_constants, identities, movement, casts, dce)

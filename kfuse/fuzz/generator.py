@@ -89,8 +89,8 @@ class InputSpec:
 
     def build(self, xp=np) -> np.ndarray:
         a = np.array(list(self.values), dtype=self.dtype).reshape(self.base_shape)
-        if xp is not np:
-            a = xp.asarray(a)
+        if xp is not np:      # (not xp.asarray: CuPy's 0-d copy drops the sign of -0.0)
+            a = xp.asarray(a.reshape(-1)).reshape(a.shape)
         if self.slices is not None:
             a = a[tuple(slice(st, None, sp) for st, sp in self.slices)]
         if self.perm is not None:

@@ -141,7 +141,7 @@ class GpuProgram:
             if o in env:
                 results.append(env[o])
             elif o.op is Op.CONST:
-                results.append(cupy.asarray(np.asarray(o.attr("value"), dtype=o.dtype)))
+                results.append(interop.host_to_device(np.asarray(o.attr("value"), dtype=o.dtype)))
             else:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results

@@ -67,6 +67,17 @@ def classify(arrays) -> tuple[str, int | None]:
     return kind, devices.pop()
 
 
+def host_to_device(a):
+    """``cupy.asarray`` of a NumPy array or scalar, keeping the sign of a zero: CuPy fills a 0-d
+    (or one-value) array with ``memset`` when the value == 0, which turns -0.0 into +0.0; a
+    one-element 1-D copy followed by a reshape goes through memcpy instead."""
+    import cupy
+    a = np.asarray(a)
+    if a.size == 1:
+        return cupy.asarray(np.ascontiguousarray(a).reshape(1)).reshape(a.shape)
+    return cupy.asarray(a)
+
+
 def to_cupy(x):
     """A CuPy view of a CuPy array or torch CUDA tensor (zero-copy through DLPack)."""
     if _is_cupy(x):

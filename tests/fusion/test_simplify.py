@@ -157,7 +157,7 @@ def test_lossy_cast_chain_kept():
 
 
 def test_passes_are_named_and_pure():
-    assert [p.name for p in simplify.PASSES] == ["fold_constants", "identities", "movement",
+    assert [p.name for p in simplify.PASSES] == ["empty", "fold_constants", "identities", "movement",
                                                   "casts", "dce"]
     g = fb.layernorm(8, 16)
     text = g.as_text()
@@ -203,3 +203,11 @@ def test_reference_interpreter_agrees_if_present():
     got = got if isinstance(got, (list, tuple)) else [got]
     for a, e in zip(got, fb.evaluate(g, arrays)):
         np.testing.assert_allclose(a, e, rtol=1e-5)
+
+
+def test_empty_values_become_broadcast_constants():
+    b = fb.B()
+    x = b.inp("x", "f4", (3, 0, 7))
+    g = b.graph("empty", b.reduce(Op.SUM, b.ew(Op.EXP, x), (2,)))
+    out = optimize(g).outputs[0]
+    assert out.op is Op.BROADCAST and out.inputs[0].op is Op.CONST and out.shape == (3, 0)
