@@ -293,6 +293,9 @@ class _Emitter:
         src = adts[0] if adts else dt
         kind = np.dtype(src).kind
         if op in _CMP:
+            mixed = K.mixed_sign_compare(op, args, adts)
+            if mixed is not None:  # int64 vs uint64: exact, as NumPy (Numba would go through float64)
+                return f"({mixed[1]} if {mixed[0]} < 0 else np.uint64({args[0]}) {_CMP[op]} np.uint64({args[1]}))"
             return f"{args[0]} {_CMP[op]} {args[1]}"
         if op in ("logical_and", "logical_or", "logical_xor"):
             sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[op]

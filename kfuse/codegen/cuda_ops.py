@@ -185,6 +185,10 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         return f"({a} {simple[op]} {b})"
     cmp = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
     if op in cmp:
+        mixed = K.mixed_sign_compare(op, args, adts)
+        if mixed is not None:      # int64 vs uint64: exact, as NumPy
+            neg, when_neg = mixed
+            return f"({neg} < 0 ? {'true' if when_neg else 'false'} : ((u64){a} {cmp[op]} (u64){b}))"
         return f"({a} {cmp[op]} {b})"
     if op == "logical_and":
         return f"(({a} != 0) && ({b} != 0))"

@@ -295,3 +295,21 @@ class KernelIR:
 
     __str__ = as_text
 # KERNEL_IR_READY
+
+
+_CMP_FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+             "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
+
+
+def mixed_sign_compare(op: str, args, dtypes) -> tuple[str, bool] | None:
+    """NumPy compares int64 with uint64 exactly (no float64 detour). For such a comparison,
+    ``(signed operand, result when it is negative)``: a negative signed value is below every
+    unsigned one; otherwise both operands compare as uint64. None for any other comparison."""
+    if op not in _CMP_FLIP or len(dtypes) != 2:
+        return None
+    kinds = [str(d)[0] for d in dtypes]
+    if sorted(kinds) != ["i", "u"]:
+        return None
+    s = 0 if kinds[0] == "i" else 1
+    eff = op if s == 0 else _CMP_FLIP[op]          # as "signed OP unsigned"
+    return args[s], eff in ("less", "less_equal", "not_equal")

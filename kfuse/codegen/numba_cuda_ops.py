@@ -206,6 +206,9 @@ def op_expr(st: K.Op, a: list[str], use, consts) -> str:
     if op == "where":
         return f"{a[1]} if {a[0]} else {a[2]}"
     if op in _CMP:
+        mixed = K.mixed_sign_compare(op, a, st.arg_dtypes)
+        if mixed is not None:      # int64 vs uint64: exact, as NumPy (Numba would go through float64)
+            return f"({mixed[1]} if {mixed[0]} < 0 else np.uint64({a[0]}) {_CMP[op]} np.uint64({a[1]}))"
         return f"{a[0]} {_CMP[op]} {a[1]}"
     if op in ("logical_and", "logical_or", "logical_xor"):
         sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[op]

@@ -145,6 +145,8 @@ class Program:
         for s in self.steps:
             names.update(re.findall(r"np\.([a-z_0-9]+)\(", s.expr))
             names.update(re.findall(r"\.([a-z_]+)\(", s.expr))
+            if "@" in s.expr:
+                names.add("matmul")
         return names - {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                         "uint64", "float16", "float32", "float64", "bool"}
 
