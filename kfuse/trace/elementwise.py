@@ -123,7 +123,11 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
             continue
         b = operand(bound)
         if b.is_const and b.weak is int and dt.kind in "iu" and not _fits(b.value, dt):
+            # NumPy accepts a Python-int bound outside the dtype only on the side where clipping
+            # to it is a no-op (a_min below the range, a_max above it)
             info = np.iinfo(dt)
+            if (fn == "maximum") != (b.value < info.min):
+                raise OverflowError(f"Python integer {b.value} out of bounds for {dt}")
             bound = int(np.clip(b.value, info.min, info.max))
         elif b.node is not None:
             bound = Tracer(cast(b.node, dt))
