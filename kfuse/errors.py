@@ -35,7 +35,12 @@ def user_location(skip_pkg: str = _PKG_DIR) -> str | None:
     """Return ``"file.py:line"`` of the innermost stack frame outside the kfuse package, if any."""
     frame = sys._getframe(1)
     while frame is not None:
-        fname = os.path.abspath(frame.f_code.co_filename)
+        fname = frame.f_code.co_filename
+        if not os.path.isabs(fname) and not fname.startswith("<"):
+            try:
+                fname = os.path.abspath(fname)
+            except OSError:             # the working directory is gone: keep the name as it is
+                pass
         if not fname.startswith(skip_pkg + os.sep) and "importlib" not in fname and not fname.startswith("<frozen"):
             if os.sep + "numpy" + os.sep not in fname and os.sep + "cupy" + os.sep not in fname:
                 return f"{os.path.basename(fname)}:{frame.f_lineno}"
