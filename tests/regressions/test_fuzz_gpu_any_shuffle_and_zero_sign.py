@@ -24,22 +24,10 @@ def test_cuda_warp_reduce_shuffles_before_combining():
     assert "|| kf_shfl" not in src and "&& kf_shfl" not in src
 
 
-def _gpu(backend):
-    from kfuse.runtime import device
-    if not device.has_gpu():
-        pytest.skip("no GPU")
-    if backend == "numba-cuda":
-        from kfuse.codegen import numba_cuda as nc
-        if not nc.numba_cuda_available()[0]:
-            pytest.skip("no numba-cuda")
-    import cupy
-    return cupy
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu_any_all_with_mixed_lanes(backend):
-    cupy = _gpu(backend)
+def test_gpu_any_all_with_mixed_lanes(backend, cupy_for):
+    cupy = cupy_for(backend)
     x = (np.arange(3 * 100).reshape(3, 100) % 7 == 0).astype(np.float32)
     fn = lambda a: ((a > 0).any(axis=-1), (a > 0).all(axis=-1), (a == 0).any(), np.any(a, axis=0))  # noqa: E731
     for got, exp in zip(kfuse.jit(fn, backend=backend)(cupy.asarray(x)), fn(x)):
@@ -48,8 +36,8 @@ def test_gpu_any_all_with_mixed_lanes(backend):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu_negative_zero_scalars_keep_their_sign(backend):
-    cupy = _gpu(backend)
+def test_gpu_negative_zero_scalars_keep_their_sign(backend, cupy_for):
+    cupy = cupy_for(backend)
     from kfuse.runtime.interop import host_to_device
     for dt in (np.float16, np.float32, np.float64):
         assert np.signbit(cupy.asnumpy(host_to_device(np.array(-0.0, dt))))

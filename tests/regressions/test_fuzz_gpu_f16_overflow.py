@@ -34,13 +34,6 @@ def test_cpu():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu(backend):
-    from kfuse.runtime import device
-    if not device.has_gpu():
-        pytest.skip("no GPU")
-    if backend == "numba-cuda":
-        from kfuse.codegen import numba_cuda as nc
-        if not nc.numba_cuda_available()[0]:
-            pytest.skip("no numba-cuda")
-    import cupy
+def test_gpu(backend, cupy_for):
+    cupy = cupy_for(backend)
     _check(backend, cupy, cupy.asnumpy)

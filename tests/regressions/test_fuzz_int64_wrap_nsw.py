@@ -28,15 +28,8 @@ def test_cpu_int64_wraps_like_numpy(fn):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu_int64_wraps_like_numpy(backend):
-    from kfuse.runtime import device
-    if not device.has_gpu():
-        pytest.skip("no GPU")
-    if backend == "numba-cuda":
-        from kfuse.codegen import numba_cuda as nc
-        if not nc.numba_cuda_available()[0]:
-            pytest.skip("no numba-cuda")
-    import cupy
+def test_gpu_int64_wraps_like_numpy(backend, cupy_for):
+    cupy = cupy_for(backend)
     fn = lambda a: (np.clip(np.square(a), 0.5, 4.5), (a * a) < 0, np.abs(a) < 0,  # noqa: E731
                     np.power(a, 3) >= 0, -a > 0)
     with np.errstate(all="ignore"):

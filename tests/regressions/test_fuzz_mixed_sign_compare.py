@@ -38,13 +38,6 @@ def test_cuda_source_compares_exactly():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu_mixed_sign_compare(backend):
-    from kfuse.runtime import device
-    if not device.has_gpu():
-        pytest.skip("no GPU")
-    if backend == "numba-cuda":
-        from kfuse.codegen import numba_cuda as nc
-        if not nc.numba_cuda_available()[0]:
-            pytest.skip("no numba-cuda")
-    import cupy
+def test_gpu_mixed_sign_compare(backend, cupy_for):
+    cupy = cupy_for(backend)
     _check(backend, cupy, cupy.asnumpy)
