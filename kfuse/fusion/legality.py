@@ -183,8 +183,10 @@ class Clustering:
         first = min(self.members[cid], key=self.order.__getitem__)
         return f"[{txt}]" + (f" ({first.loc})" if first.loc else "")
 
-    def refuse(self, what: str, reason: str) -> None:
-        r = Refusal(what, reason)
+    def refuse(self, what: str, reason: str, between: tuple[int, int] | None = None) -> None:
+        """Record a refused fusion; ``between``: the two clusters it would have joined."""
+        nodes = tuple(min(self.members[c], key=self.order.__getitem__) for c in between) if between else ()
+        r = Refusal(what, reason, nodes)
         if r not in self.refused:
             self.refused.append(r)
 
@@ -217,7 +219,7 @@ class Clustering:
         hull, why = self.can_merge(a, b, dag)
         if hull is None:
             if record:
-                self.refuse(f"fuse {self.describe(a)} with {self.describe(b)}", why)
+                self.refuse(f"fuse {self.describe(a)} with {self.describe(b)}", why, (a, b))
             return False
         keep = min(hull, key=lambda c: min(self.order[n] for n in self.members[c]))
         for c in hull:

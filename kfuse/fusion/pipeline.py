@@ -123,6 +123,42 @@ def cluster(graph: Graph, device: DeviceSpec, no_rowwise: frozenset = frozenset(
     return state
 
 
+def final_refusals(refused, groups) -> tuple[Refusal, ...]:
+    """The planner's refusals restated between the plan's kernels: a refusal recorded while the
+    clusters were still growing names the final kernels holding its two sides; one whose sides
+    ended up in the same kernel is dropped, and each (pair of kernels, reason) is said once."""
+    where: dict = {}
+    for g in groups:                    # a recomputed node: the first kernel that computes it
+        for n in g.nodes:
+            where.setdefault(n, g)
+    out, seen = [], set()
+    for r in refused:
+        if not r.between:
+            if r not in out:
+                out.append(r)
+            continue
+        a, b = (where.get(n) for n in r.between)
+        if a is None or b is None:
+            key = (r.what, r.reason)
+        elif a is b:
+            continue
+        else:
+            key = (frozenset((a.id, b.id)), r.reason)
+        if key in seen:
+            continue
+        seen.add(key)
+        what = r.what if a is None or b is None else f"fuse kernel {a.id} {_brief(a)} with kernel {b.id} {_brief(b)}"
+        out.append(Refusal(what, r.reason))
+    return tuple(out)
+
+
+def _brief(g: KernelGroup) -> str:
+    ops = g.ops
+    first = g.nodes[0] if g.nodes else None
+    loc = f" ({first.loc})" if first is not None and first.loc else ""
+    return "[" + "/".join(ops[:6]) + ("/..." if len(ops) > 6 else "") + "]" + loc
+
+
 def plan(graph: Graph, device=None) -> Plan:
     """Group the (optimized) graph's nodes into kernels under the device's roofline model."""
     device = _resolve_device(device)
@@ -134,7 +170,7 @@ def plan(graph: Graph, device=None) -> Plan:
             break
         no_rowwise = no_rowwise | split
     passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
-    p = Plan(graph=graph, groups=tuple(groups), refused=tuple(state.refused), device=device,
+    p = Plan(graph=graph, groups=tuple(groups), refused=final_refusals(state.refused, groups), device=device,
              passthrough=passthrough)
     check_plan(p)
     return p

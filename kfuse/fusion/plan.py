@@ -67,9 +67,12 @@ class KernelGroup:
 
 @dataclasses.dataclass(frozen=True)
 class Refusal:
-    """A fusion the planner considered and refused, with the reason (cycle, budget, cost)."""
+    """A fusion the planner considered and refused, with the reason (cycle, budget, cost).
+    ``between``: a node of each side, while planning (the plan restates the refusal in terms of
+    its final kernels, see ``pipeline.final_refusals``); empty when not a pair of clusters."""
     what: str
     reason: str
+    between: tuple = dataclasses.field(default=(), compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

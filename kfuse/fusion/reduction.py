@@ -36,7 +36,7 @@ def run(state: Clustering, device=None, no_rowwise: frozenset = frozenset()) -> 
                 other = [n for n in state.members[c] if n.op in REDUCE]
                 if other and reduce_key(r) in no_rowwise and reduce_key(other[0]) == reduce_key(r):
                     state.refuse(f"fuse {state.describe(cid)} with {state.describe(c)}",
-                                 "row does not fit on chip and splitting is cheaper than re-reading")
+                                 "row does not fit on chip and splitting is cheaper than re-reading", (cid, c))
                     continue
                 if any(n.op.value == "matmul" for n in state.members[c]):
                     continue        # gemm_epilogue already decided about matmuls

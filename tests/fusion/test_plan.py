@@ -190,3 +190,19 @@ def test_plan_accepts_device_names_and_specs():
     assert plan(g, "h200").device.name == "h200"
     assert plan(g, get_device_spec("a100-40gb")).device.name == "a100-40gb"
     assert plan(g).device.name == "cpu"
+
+
+def test_refusals_are_stated_once_between_final_kernels():
+    # three reductions over different domains: while clusters grow, each refusal is considered
+    # again from both sides; the plan says each (pair of kernels, reason) once, by kernel id
+    b = fb.B()
+    x = b.inp("x", "f4", (4, 2, 3))
+    s1 = b.reduce(Op.SUM, b.ew(Op.EXP, x), 0)
+    s2 = b.reduce(Op.SUM, b.ew(Op.SIN, s1), 0)
+    s3 = b.reduce(Op.MAXIMUM, b.ew(Op.COS, s2), 0)
+    p = _plan(b.graph("chain", s3))
+    assert len(p.kernels) == 3
+    pairs = [r for r in p.refused if r.what.startswith("fuse kernel")]
+    assert pairs and len({(r.what, r.reason) for r in pairs}) == len(pairs)
+    assert all("kernel 0" in r.what or "kernel 1" in r.what or "kernel 2" in r.what for r in pairs)
+    assert len(pairs) <= 2
