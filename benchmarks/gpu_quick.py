@@ -92,36 +92,42 @@ def bench(f, reps=15, inner=10):
 
 
 def launch_sweep(copy_bw):
-    """Time P2/P3/P4 at several row shapes (ROW_UNITS_PER_THREAD: block = units/that, 4096-wide
-    f32 rows are 1024 float4 units) and barrier schemes (ROW_BARRIERS 1: one __syncthreads per
-    block reduce with double-buffered smem; 2: the old two); P1/P6 with --sweep-ew only."""
+    """Time P2/P3/P4 at several row shapes (the row-kernel knobs of kfuse.runtime.cuda: rows a
+    block, launch bounds, barriers) and, with --sweep-ew, P1/P6 at several elementwise shapes.
+    Every point's output is compared bit for bit with the default's, on the case and on an odd
+    row count (a partly live last block)."""
     from kfuse.runtime import cuda as rc
     out = []
     for name, (fn, shapes) in CASES.items():
         if fn in (p1, p6):
             if "--sweep-ew" not in sys.argv:
                 continue
-            points = [{"EW_UNITS_PER_THREAD": u, "STREAM": c} for u in (1, 2, 4) for c in (False, True)]
+            points = [{"EW_UNITS_PER_THREAD": u} for u in (1, 2, 4)]
         else:
-            points = [{"ROW_BARRIERS": b, "STREAM": c} for b in (1, 2) for c in (False, True)]
-            points += [{"ROW_REREAD": True, "ROW_UNITS_PER_THREAD": u, "ROW_BARRIERS": b}
-                       for u in (1, 2, 4, 8) for b in (1, 2)]
+            points = [{"ROW_ROWS_PER_BLOCK": r, "MIN_BLOCKS": m, "ROW_BARRIERS": b}
+                      for r in (1, 2, 4) for m in (0, 6) for b in (1, 2)]
         args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
+        odd = [a[:1057] if a.ndim == 2 else a for a in args]
         plan = one_group_plan(trace(fn, *[("float32", s) for s in shapes]))
+        plan_odd = one_group_plan(trace(fn, *[("float32", a.shape) for a in odd]))
+        ref = [compile_plan(plan)(args), compile_plan(plan_odd)(odd)]
         for point in points:
             defaults = {k: getattr(rc, k) for k in point}
             for k, v in point.items():
                 setattr(rc, k, v)
             prog = compile_plan(plan)
             outs = prog(args)
+            same = all(bool(cp.array_equal(o, r, equal_nan=True)) for o, r in zip(outs, ref[0]))
+            same = same and all(bool(cp.array_equal(o, r, equal_nan=True))
+                                for o, r in zip(compile_plan(plan_odd)(odd), ref[1]))
             nbytes = sum(a.nbytes for a in args) + sum(o.nbytes for o in outs)
             t = bench(lambda: prog(args))
             out.append({"case": name, "knob": ",".join(point), "value": ",".join(map(str, point.values())),
-                        "ms": t * 1e3, "frac_copy": nbytes / t / copy_bw})
+                        "ms": t * 1e3, "frac_copy": nbytes / t / copy_bw, "same_as_default": same})
             print(json.dumps(out[-1]), flush=True)
             for k, v in defaults.items():
                 setattr(rc, k, v)
-        del args, outs
+        del args, outs, odd, ref
         cp.get_default_memory_pool().free_all_blocks()
     return out
 
@@ -216,7 +222,8 @@ def main():
     if sweep:
         lines += ["", "launch-shape sweep (fraction of copy):", ""]
         lines += [f"- {r['case'].split()[0]} {r['knob']}={r['value']}: {r['ms']:.3f} ms, "
-                  f"{100 * r['frac_copy']:.1f}%" for r in sweep]
+                  f"{100 * r['frac_copy']:.1f}%" + ("" if r.get("same_as_default", True) else " **DIFFERS**")
+                  for r in sweep]
     text = "\n".join(lines)
     with open(os.path.join(out_dir, "gpu_quick.md"), "w") as f:
         f.write(text + "\n")

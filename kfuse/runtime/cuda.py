@@ -37,6 +37,7 @@ ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
+ROW_ROWS_PER_BLOCK = 1        # row reductions: rows a block works on at once (blocks of rows x row threads)
 # Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
 
 
@@ -157,10 +158,11 @@ class _Launcher(LauncherBase):
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
         block, kc = cuda_emit.row_shape(L // vec, ROW_UNITS_PER_THREAD)
-        cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
-        grid = max(1, min(n_rows, cap))
-        return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
-                                  min_blocks=MIN_BLOCKS * 256 // block), grid
+        R = ROW_ROWS_PER_BLOCK if block * ROW_ROWS_PER_BLOCK <= 1024 and n_rows >= ROW_ROWS_PER_BLOCK * sm else 1
+        cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // (block * R)) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
+        grid = max(1, min(-(-n_rows // R), cap))
+        return cuda_emit.Variant("row", vec, big, kc, block * R, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
+                                  min_blocks=MIN_BLOCKS * 256 // (block * R), rows=R), grid
 
 
 class CudaProgram(GpuProgram):
