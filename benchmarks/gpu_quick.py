@@ -92,10 +92,10 @@ def bench(f, reps=15, inner=10):
 
 
 def launch_sweep(copy_bw):
-    """Time P2/P3/P4 at several row shapes (the row-kernel knobs of kfuse.runtime.cuda: rows a
-    block, launch bounds, barriers) and, with --sweep-ew, P1/P6 at several elementwise shapes.
+    """Time P2/P3/P4 at several row shapes (the row-kernel knobs of kfuse.runtime.cuda: units a
+    thread, launch bounds, barriers) and, with --sweep-ew, P1/P6 at several elementwise shapes.
     Every point's output is compared bit for bit with the default's, on the case and on an odd
-    row count (a partly live last block)."""
+    row count."""
     from kfuse.runtime import cuda as rc
     out = []
     for name, (fn, shapes) in CASES.items():
@@ -104,8 +104,8 @@ def launch_sweep(copy_bw):
                 continue
             points = [{"EW_UNITS_PER_THREAD": u} for u in (1, 2, 4)]
         else:
-            points = [{"ROW_ROWS_PER_BLOCK": r, "MIN_BLOCKS": m, "ROW_BARRIERS": b}
-                      for r in (1, 2, 4) for m in (0, 6) for b in (1, 2)]
+            points = [{"ROW_UNITS_PER_THREAD": u, "MIN_BLOCKS": m, "ROW_BARRIERS": b}
+                      for u in (2, 4, 8) for m in (0, 6) for b in (1, 2)]
         args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
         odd = [a[:1057] if a.ndim == 2 else a for a in args]
         plan = one_group_plan(trace(fn, *[("float32", s) for s in shapes]))

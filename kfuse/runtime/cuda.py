@@ -37,6 +37,8 @@ ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
+# Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
+# within 1% of one row, 4 rows: 64-88% of copy); re-reading the row from L2 per phase (78-87%).
 ROW_ROWS_PER_BLOCK = 1        # row reductions: rows a block works on at once (blocks of rows x row threads)
 # Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
 
