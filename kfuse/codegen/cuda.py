@@ -41,7 +41,6 @@ class Variant:
     ept: int = 1                # elementwise: vector units a thread handles per loop trip (loads in flight)
     stream: bool = False        # evict-first vector loads/stores of data touched once (full-domain buffers)
     min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
-    rows: int = 1               # row mode: rows a block works on at once (block / rows threads a row)
 
     @property
     def tag(self) -> str:
@@ -49,7 +48,6 @@ class Variant:
         t += f"u{self.ept}" if self.ept > 1 and self.mode == "elementwise" else ""
         t += "c" if self.stream else ""
         t += f"m{self.min_blocks}" if self.min_blocks else ""
-        t += f"r{self.rows}" if self.rows > 1 and self.mode == "row" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -221,9 +219,6 @@ class _Gen:
     def reduce(self) -> str:
         kir, v = self.kir, self.v
         row = v.mode == "row"
-        R = v.rows if row else 1
-        stride = "blockDim.x" if R == 1 else f"{v.block // R}"      # threads a row
-        live = "" if R == 1 else "live_ && "
         outer = kir.loop_dims(kir.outer)
         inner = kir.loop_dims(kir.inner)
         body = self.setup()
@@ -240,20 +235,9 @@ class _Gen:
             n_acc = sum(len(ph.accs) for ph in kir.phases) if v.barriers == 1 else 0
             body.append(f"__shared__ double red_smem_[{64 * max(1, 2 * n_acc)}];")
             body.append("int par_ = 1; (void)par_;")
-            if R == 1:
-                body.append("const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5, nwarps_ = (blockDim.x + 31) >> 5;")
-                body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-                body.append("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
-            else:
-                # R rows a block, blockDim.x / R threads each: a block's last rows past the end
-                # recompute row n_rows-1 (loads stay in bounds) and store nothing (live_)
-                body.append(f"const int tid_ = threadIdx.x % {v.block // R}, sub_ = threadIdx.x / {v.block // R};")
-                body.append(f"const int lane_ = tid_ & 31, warp_ = tid_ >> 5, nwarps_ = {max(1, v.block // R // 32)}, "
-                            "wbase_ = sub_ * nwarps_;")
-                body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-                body.append(f"for (IDX rb_ = (IDX)blockIdx.x * {R}; rb_ < n_rows; rb_ += (IDX)gridDim.x * {R}) {{")
-                body.append("  const bool live_ = rb_ + sub_ < n_rows;")
-                body.append("  const IDX row_ = live_ ? rb_ + sub_ : n_rows - 1;")
+            body.append("const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5, nwarps_ = (blockDim.x + 31) >> 5;")
+            body.append("(void)lane_; (void)warp_; (void)nwarps_;")
+            body.append("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
@@ -284,7 +268,7 @@ class _Gen:
         for ph in kir.phases:
             for s in ph.pre:
                 if isinstance(s, K.Store) and row:
-                    rb.append(f"if ({live}tid_ == 0) " + self.stmt(s))
+                    rb.append("if (tid_ == 0) " + self.stmt(s))
                 else:
                     rb.append(self.stmt(s))
             if not ph.has_loop:
@@ -294,11 +278,10 @@ class _Gen:
             loop = []
             if kc:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
-                loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)k_ * {stride};")
-                loop.append(f"if ({live}j_ < {units}) {{")
+                loop.append("const IDX j_ = (IDX)tid_ + (IDX)k_ * blockDim.x;")
+                loop.append(f"if (j_ < {units}) {{")
             elif row:
-                bound = units if R == 1 else f"(live_ ? {units} : 0)"
-                rb.append(f"for (IDX j_ = tid_; j_ < {bound}; j_ += {stride}) {{")
+                rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += blockDim.x) {{")
             else:
                 rb.append("for (IDX j_ = 0; j_ < row_len; ++j_) {")
             dec = []
@@ -424,11 +407,10 @@ class _Gen:
                 out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
                            f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
                 out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
-            wb = "" if self.v.rows == 1 else "wbase_ + "
-            out.append(f"if (lane_ == 0) sm_{a.dst}[{wb}warp_] = A{a.dst};")
+            out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")
-            out.append(f"A{a.dst} = sm_{a.dst}[{wb}0];")
-            out.append(f"for (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[{wb}w_]')};")
+            out.append(f"A{a.dst} = sm_{a.dst}[0];")
+            out.append(f"for (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
             if self.v.barriers != 1:
                 out.append("__syncthreads();")
         self.dt[a.dst] = a.dtype

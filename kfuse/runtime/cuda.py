@@ -39,7 +39,6 @@ STREAM = False                # evict-first loads/stores of data touched once (n
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
 # within 1% of one row, 4 rows: 64-88% of copy); re-reading the row from L2 per phase (78-87%).
-ROW_ROWS_PER_BLOCK = 1        # row reductions: rows a block works on at once (blocks of rows x row threads)
 # Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
 
 
@@ -160,11 +159,10 @@ class _Launcher(LauncherBase):
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
         block, kc = cuda_emit.row_shape(L // vec, ROW_UNITS_PER_THREAD)
-        R = ROW_ROWS_PER_BLOCK if block * ROW_ROWS_PER_BLOCK <= 1024 and n_rows >= ROW_ROWS_PER_BLOCK * sm else 1
-        cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // (block * R)) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
-        grid = max(1, min(-(-n_rows // R), cap))
-        return cuda_emit.Variant("row", vec, big, kc, block * R, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
-                                  min_blocks=MIN_BLOCKS * 256 // (block * R), rows=R), grid
+        cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
+        grid = max(1, min(n_rows, cap))
+        return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
+                                  min_blocks=MIN_BLOCKS * 256 // block), grid
 
 
 class CudaProgram(GpuProgram):
