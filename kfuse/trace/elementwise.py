@@ -21,9 +21,16 @@ _COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater",
 
 # ufuncs that are one IR op on the loop dtypes NumPy resolves for them.
 _ALIASES = {"fabs": Op.ABSOLUTE, "conjugate": Op.POSITIVE, "float_power": Op.POWER}
-# ufuncs that are a multiplication by a constant on their loop dtype.
-_SCALED = {"deg2rad": math.pi / 180.0, "radians": math.pi / 180.0,
-           "rad2deg": 180.0 / math.pi, "degrees": 180.0 / math.pi}
+# ufuncs that are a multiplication by a constant on their loop dtype: NumPy's C constants, e.g.
+# float32 rad2deg multiplies by 180.0f / NPY_PIf (a float32 division: 57.295776, not 57.29578)
+_TO_DEG = {"rad2deg", "degrees"}
+_SCALED = {n: None for n in ("deg2rad", "radians", "rad2deg", "degrees")}
+
+
+def _scale(name: str, dtype: np.dtype) -> float:
+    """The factor NumPy's ``name`` loop multiplies by, in ``dtype`` (float32 or float64)."""
+    pi, k = dtype.type(math.pi), dtype.type(180.0)
+    return float(k / pi if name in _TO_DEG else pi / k)
 
 
 _BOOL_KEEPING = _COMPARISONS | {"bitwise_and", "bitwise_or", "bitwise_xor"}
@@ -84,8 +91,11 @@ def apply_ufunc(name: str, *args, python_op: bool = False) -> Tracer:
     shape = broadcast_shapes(*[o.shape for o in ops])
     nodes = [materialize(o, dt, shape) for o, dt in zip(ops, in_dts)]
     if name in _SCALED:
-        c = materialize(operand(_SCALED[name]), in_dts[0], shape)
-        node = mk(Op.MULTIPLY, out_dt, shape, [nodes[0], c])
+        # the float16 loop computes in float32 (its float32 constant) and rounds once
+        dt = np.dtype(np.float32) if in_dts[0] == np.float16 else in_dts[0]
+        c = materialize(operand(_scale(name, dt)), dt, shape)
+        node = mk(Op.MULTIPLY, dt, shape, [cast(nodes[0], dt), c])
+        node = cast(node, out_dt) if dt != out_dt else node
     else:
         node = mk(_ALIASES.get(name) or BY_UFUNC[name], out_dt, shape, nodes)
     weak = pytype_of(out_dt) if python_op and all(o.weak for o in ops) else None
