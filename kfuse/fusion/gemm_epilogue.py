@@ -44,7 +44,9 @@ def run(state: Clustering, device=None) -> None:
         for x in mm.inputs:
             if x.op is Op.CAST and x in state.home and state.home[x] != state.home[mm]:
                 users = {u for u in state.order_list if x in u.inputs}
-                if users == {mm} and len(state.members[state.home[x]]) == 1:
+                # (a cast the caller also gets back is written by its own kernel: a matmul
+                # kernel writes only arrays of its output's shape)
+                if users == {mm} and x not in state.outputs and len(state.members[state.home[x]]) == 1:
                     state.merge(state.home[mm], state.home[x])
         # the epilogue: absorb consumers until nothing more joins
         changed = True
