@@ -52,15 +52,8 @@ def test_16_processes_50_rounds_real_kernels(tmp_path):
         p.join(60)
     assert all(r[0] == "ok" and r[2] == 0 for r in results), results
 
-    from kfuse import cache_cli
-    import argparse
-    parser = argparse.ArgumentParser()
-    cache_cli.add_subparser(parser.add_subparsers(dest="command"))
-    out = []
-
-    class _Out:
-        def write(self, s):
-            out.append(s)
-    assert cache_cli.run(parser.parse_args(["cache", "--cache-dir", root, "verify"]), out=_Out()) == 0, "".join(out)
+    from tests.cache.cli_helpers import verify_cli
+    rc, text = verify_cli(root)
+    assert rc == 0, text
     entries = [d for d in os.listdir(os.path.join(root, "kernels"))]
     assert len(entries) >= 1 + PROCS   # the shared kernel and one per process, stored once each

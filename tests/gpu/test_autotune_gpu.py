@@ -19,6 +19,7 @@ from kfuse.fusion import pipeline  # noqa: E402
 from kfuse.ir.specs import spec_of_value  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 from kfuse.trace import trace_function  # noqa: E402
+from tests.autotune.helpers import FakeStore  # noqa: E402
 from tolerance import assert_matches_numpy  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -31,19 +32,6 @@ def ew(x, y):
 def softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
-
-
-class Store:
-    def __init__(self):
-        self.data, self.gets, self.puts = {}, 0, 0
-
-    def get_tuning(self, k, bucket, arch):
-        self.gets += 1
-        return self.data.get((k, tuple(bucket), arch))
-
-    def put_tuning(self, k, bucket, arch, cfg, timings=None, meta=None):
-        self.puts += 1
-        self.data[(k, tuple(bucket), arch)] = {"config": cfg, "timings": timings}
 
 
 def _plan(fn, *arrays):
@@ -68,7 +56,7 @@ def _fresh():
 def test_tune_check_and_reuse(fn, arrays, red):
     plan = _plan(fn, *arrays)
     prog = compile_plan(plan)
-    store, reports = Store(), []
+    store, reports = FakeStore(), []
     tiles = tuner.tune_program(plan, arrays, "cuda", "on", store, program=prog, budget=4.0,
                                total_budget=20.0, top_k=4, reports=reports, progress=False,
                                process_budget=tuner.Budget())

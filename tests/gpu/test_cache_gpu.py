@@ -15,7 +15,6 @@ tests/cache/test_concurrency*.py, test_store.py and test_cpu_persist.py.
 Marked ``gpu``; skipped without a GPU and CuPy, the numba-cuda rows without an importable
 numba-cuda (NumPy >= 2.5 breaks numba-cuda 0.30: see benchmarks/gpu_run.sh for the NumPy 2.4 wheel).
 """
-import argparse
 import contextlib
 import glob
 import multiprocessing as mp
@@ -230,17 +229,7 @@ def _const_worker(backend, root, n_fns, q, pause_file=None):
 
 
 # ---- parent-side helpers ----------------------------------------------------------------------
-def _verify_cli(root):
-    from kfuse import cache_cli
-    parser = argparse.ArgumentParser()
-    cache_cli.add_subparser(parser.add_subparsers(dest="command"))
-    out = []
-
-    class _Out:
-        def write(self, s):
-            out.append(s)
-    rc = cache_cli.run(parser.parse_args(["cache", "--cache-dir", root, "verify"]), out=_Out())
-    return rc, "".join(out)
+from tests.cache.cli_helpers import verify_cli as _verify_cli  # noqa: E402
 
 
 def _collect(q, n, deadline, procs):
