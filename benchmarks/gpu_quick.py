@@ -1,6 +1,6 @@
 """Quick GPU bandwidth check of kfuse's CUDA backend on P1-P4, P6 vs a device-to-device copy and
 torch.compile (all measured in this one run). Writes gpu_quick.md / gpu_quick.json under $OUT
-(or the current directory). Usage: PYTHONPATH=. python3 benchmarks/gpu_quick.py [--no-torch] [--sweep]
+(or the current directory). Usage: PYTHONPATH=. python3 benchmarks/gpu_quick.py [--no-torch] [--sweep] [--sweep-ew]
 
 Last GPU run (NVIDIA H200, driver 580.159.04, CUDA 13.0 driver, NVRTC 13.5 CUBIN, 2026-11-21 23:19 UTC;
 tests/gpu/test_cuda_runtime.py: 17 passed). Copy 4.25 TB/s. Times are per call, 10 calls queued
@@ -102,7 +102,9 @@ def launch_sweep(copy_bw):
         if fn in (p1, p6):
             if "--sweep-ew" not in sys.argv:
                 continue
-            points = [{"EW_UNITS_PER_THREAD": u} for u in (1, 2, 4)]
+            points = [{"EW_UNITS_PER_THREAD": u, "EW_BLOCK": b} for u in (1, 2, 4) for b in (128, 256, 512)]
+        elif "--sweep" not in sys.argv:
+            continue
         else:
             points = [{"ROW_UNITS_PER_THREAD": u, "MIN_BLOCKS": m, "ROW_BARRIERS": b}
                       for u in (2, 4, 8) for m in (0, 6) for b in (1, 2)]
@@ -202,7 +204,7 @@ def main():
         print(json.dumps(row), flush=True)
         del args, outs
         cp.get_default_memory_pool().free_all_blocks()
-    sweep = launch_sweep(copy_bw) if "--sweep" in sys.argv else []
+    sweep = launch_sweep(copy_bw) if {"--sweep", "--sweep-ew"} & set(sys.argv) else []
     ho = host_overhead()
     print(json.dumps(ho))
     meta = {"sweep": sweep, "host_overhead": ho, "gpu": props["name"], "arch": props["arch"], "sm_count": props["sm_count"],

@@ -56,6 +56,9 @@ class CudaKernel:
     name: str
     source: str
     variant: Variant
+    # index divisors the host passes as (multiplier, shift) pairs after the strides, in order:
+    # (domain dim, vector width): divide by extent(dim) // width (runtime.cuda.fast_divisor)
+    divisors: tuple = ()
 
 
 # ----------------------------------------------------------------------------- kernel shapes
@@ -66,6 +69,7 @@ class _Gen:
         self.dt = {}                    # var -> dtype name
         self.consts = {}                # var -> constant value
         self.name = f"kfuse_{kir.name}_{variant.tag}"
+        self.divisors: list = []        # (dim, vec) of each fast division (CudaKernel.divisors)
 
     # -- signature
     def signature(self) -> str:
@@ -75,6 +79,7 @@ class _Gen:
         ps += [f"i64 {s.name}_" for s in kir.sizes]
         ps += [f"i64 st_in{k}_{d}" for k, b in enumerate(kir.inputs) for d in range(b.ndim)]
         ps += [f"i64 st_out{k}_{d}" for k, b in enumerate(kir.outputs) for d in range(b.ndim)]
+        ps += [f"unsigned dv{k}_{p}" for k in range(len(self.divisors)) for p in ("m", "s")]
         bounds = f"{self.v.block}, {self.v.min_blocks}" if self.v.min_blocks else f"{self.v.block}"
         return (f'extern "C" __global__ void __launch_bounds__({bounds}) {self.name}(\n    '
                 + ",\n    ".join(ps) + ")")
@@ -137,8 +142,16 @@ class _Gen:
             scale = f" * {vec_last}" if (pos == len(dims) - 1 and vec_last > 1) else ""
             if pos == 0:
                 out.append(f"const IDX i{d} = r_{scale};")
-            else:
+            elif self.v.idx64:
                 out.append(f"const IDX i{d} = (r_ % {ext}){scale}; r_ /= {ext};")
+            else:
+                # 32-bit index math: a multiply-high by a host-computed constant, not a division
+                key = (d, vec_last if pos == len(dims) - 1 else 1)
+                if key not in self.divisors:
+                    self.divisors.append(key)
+                k = self.divisors.index(key)
+                out.append(f"const IDX q{d}_ = kf_udiv(r_, dv{k}_m, dv{k}_s); "
+                           f"const IDX i{d} = (r_ - q{d}_ * {ext}){scale}; r_ = q{d}_;")
 
     def vload(self, s, V: int, off: str, dims) -> str:
         """A ``V``-wide vector load expression; streaming when the access walks every loop dim."""
@@ -235,7 +248,10 @@ class _Gen:
             n_acc = sum(len(ph.accs) for ph in kir.phases) if v.barriers == 1 else 0
             body.append(f"__shared__ double red_smem_[{64 * max(1, 2 * n_acc)}];")
             body.append("int par_ = 1; (void)par_;")
-            body.append("const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5, nwarps_ = (blockDim.x + 31) >> 5;")
+            # the block size is the variant's (the launcher launches ``v.block`` threads): a constant,
+            # so the cross-warp combine unrolls and its shared-memory loads issue together
+            body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5; "
+                        f"constexpr int nwarps_ = {(v.block + 31) // 32};")
             body.append("(void)lane_; (void)warp_; (void)nwarps_;")
             body.append("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
@@ -278,10 +294,10 @@ class _Gen:
             loop = []
             if kc:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
-                loop.append("const IDX j_ = (IDX)tid_ + (IDX)k_ * blockDim.x;")
+                loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
                 loop.append(f"if (j_ < {units}) {{")
             elif row:
-                rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += blockDim.x) {{")
+                rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
                 rb.append("for (IDX j_ = 0; j_ < row_len; ++j_) {")
             dec = []
@@ -410,7 +426,7 @@ class _Gen:
             out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")
             out.append(f"A{a.dst} = sm_{a.dst}[0];")
-            out.append(f"for (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
+            out.append(f"#pragma unroll\nfor (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
             if self.v.barriers != 1:
                 out.append("__syncthreads();")
         self.dt[a.dst] = a.dtype
@@ -526,7 +542,7 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
         code = g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
-    return CudaKernel(g.name, PRELUDE + "\n" + code, variant)
+    return CudaKernel(g.name, PRELUDE + "\n" + code, variant, tuple(g.divisors))
 
 
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:

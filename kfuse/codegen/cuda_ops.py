@@ -89,6 +89,11 @@ template <typename T, typename U> __device__ __forceinline__ T kf_pow_i(T a, T b
   while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
   return (T)r;
 }
+// r / d for 0 <= r < 2^31, with (m, s) computed on the host for d (runtime.cuda.fast_divisor):
+// (umulhi(r, m) + r) >> s, exact on that range (Granlund-Montgomery, as PyTorch's IntDivider)
+__device__ __forceinline__ int kf_udiv(int r, unsigned m, unsigned s) {
+  return (int)((__umulhi((unsigned)r, m) + (unsigned)r) >> s);
+}
 template <typename T> __device__ __forceinline__ T kf_shfl(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 __device__ __forceinline__ bool kf_shfl(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
 __device__ __forceinline__ signed char kf_shfl(signed char v, int m) { return (signed char)__shfl_xor_sync(0xffffffffu, (int)v, m); }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 
 from ..codegen import cuda as cuda_emit
 from ..codegen import kernel_ir as K
@@ -31,8 +32,12 @@ EW_BLOCKS_PER_SM = 1024       # elementwise grid cap (grid-stride beyond it); 8 
 ROW_UNITS_PER_THREAD = 4      # row reductions: vector units a thread holds
 ROW_BARRIERS = 2              # row reductions: __syncthreads per block reduce (1: double-buffered smem;
                               # with a block per row 2 was as fast or faster and uses fewer registers)
+EW_BLOCK = 128                # elementwise: threads a block (sweep 2026-11-22 04:25: P1 96.7% of copy at
+                              # 128, 95.7% at 256, 93.6% at 512; Inductor's pick is 128 too)
 EW_UNITS_PER_THREAD = 2       # elementwise: vector units a thread handles per loop trip (sweep 2026-11-22:
-                              # P1 95.0% of copy at 2, 93.5% at 1)
+                              # P1 95.0% of copy at 2, 93.5% at 1) ...
+EW_STREAMS_ONE_UNIT = 3       # ... but 1 where this many full-size inputs stream (P6, 4 inputs: 46 registers
+                              # and 52% occupancy at 2 units; 100.5% of copy at 1 unit x 128 threads)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
@@ -74,6 +79,16 @@ def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
     return f[1]
 
 
+def fast_divisor(d: int) -> tuple[int, int]:
+    """``(m, s)`` such that ``r // d == (((r * m) >> 32) + r) >> s`` for ``0 <= r < 2**31``
+    (the kernels' ``kf_udiv``; Granlund-Montgomery round-up, as PyTorch's IntDivider)."""
+    d = max(1, int(d))
+    if d >= 2 ** 31:
+        raise ValueError(f"kfuse: 32-bit index divisor {d} out of range")
+    s = (d - 1).bit_length()
+    return ((1 << 32) * ((1 << s) - d)) // d + 1, s
+
+
 def _max_offset(arr) -> int:
     return sum((s - 1) * abs(st) for s, st in zip(arr.shape, arr.strides)) // max(arr.itemsize, 1)
 
@@ -100,6 +115,13 @@ class _Launcher(LauncherBase):
         variant, grid = self.variant_for(ins, outs, props)
         kernel = cuda_emit.emit_kernel(self.kir, variant)
         return kernel, _function(kernel, props["device_id"], self.arch, self.cache), grid, variant.block
+
+    def extra_args(self, kernel) -> list:
+        """The (multiplier, shift) pair of each of ``kernel``'s 32-bit index divisors."""
+        out = []
+        for d, vec in kernel.divisors:
+            out += [np.uint32(x) for x in fast_divisor(self.extent(d) // vec)]
+        return out
 
     def variant_for(self, ins, outs, props) -> tuple:
         """``(Variant, grid)`` for these arrays: the heuristic's, overridden by ``self.tile``."""
@@ -133,9 +155,11 @@ class _Launcher(LauncherBase):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         units = total // vec
-        ept = EW_UNITS_PER_THREAD if units >= 256 * EW_UNITS_PER_THREAD * sm else 1
-        grid = max(1, min(-(-units // (256 * ept)), sm * EW_BLOCKS_PER_SM))
-        return cuda_emit.Variant("elementwise", vec, big, 0, 256, ept=ept, stream=STREAM and vec > 1,
+        streams = sum(1 for a in ins if a.size == total)
+        ept = EW_UNITS_PER_THREAD if units >= EW_BLOCK * EW_UNITS_PER_THREAD * sm else 1
+        ept = 1 if streams >= EW_STREAMS_ONE_UNIT else ept
+        grid = max(1, min(-(-units // (EW_BLOCK * ept)), sm * EW_BLOCKS_PER_SM))
+        return cuda_emit.Variant("elementwise", vec, big, 0, EW_BLOCK, ept=ept, stream=STREAM and vec > 1,
                                   min_blocks=MIN_BLOCKS), grid
 
     def _reduce_variant(self, ins, outs, big, sm):

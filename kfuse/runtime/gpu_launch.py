@@ -58,11 +58,16 @@ class LauncherBase:
             tail = list(self.sizes)
             for a in ins + outs:
                 tail += [np.int64(st // a.itemsize) for st in a.strides]
+            tail += self.extra_args(info)
             hit = self._variants[key] = (info, func, (grid,), (block,), tuple(tail))
         return hit
 
     def _build(self, ins, outs, props) -> tuple:
         raise NotImplementedError
+
+    def extra_args(self, info) -> list:
+        """Scalars the variant ``info`` takes after the strides (none by default)."""
+        return []
 
     def __call__(self, ins, outs, props) -> None:
         # nothing to write only when every output is empty: a reduction over an empty axis still

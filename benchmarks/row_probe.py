@@ -1,0 +1,248 @@
+"""Probe of the P3 (layernorm 16384x4096 f32) row kernel: source-level variants of kfuse's
+generated kernel timed side by side with torch.compile, and Inductor's generated code for the
+public workloads (what the peer does, to compare with ours). An experiment tool, not a test:
+each variant's output is compared bit for bit with the generated kernel's.
+
+Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/row_probe.py  (writes row_probe.md,
+inductor_code.txt under $OUT or the current directory)."""
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu_quick import CASES, bench, p3  # noqa: E402
+from handplan import plan_for  # noqa: E402
+
+import kfuse.codegen.cuda as cuda_emit  # noqa: E402
+from kfuse.bench import workloads  # noqa: E402
+from kfuse.runtime.cuda import compile_plan  # noqa: E402
+
+DIVR = r"""
+// a / b with r = __frcp_rn(b): q0 = a*r is within 2 ulps, one correction brings it within 1 ulp,
+// a second one rounds it correctly (Markstein); outside a safe exponent range, the division.
+__device__ __forceinline__ float kf_divr(float a, float b, float r) {
+  const unsigned ea = (__float_as_uint(a) >> 23) & 0xffu;
+  if (ea - 67u > 120u) return a / b;   // |a| outside [2^-60, 2^61): the division
+  float q = a * r;
+  q = fmaf(fmaf(-q, b, a), r, q);
+  return fmaf(fmaf(-q, b, a), r, q);
+}
+"""
+
+
+def _loops(src):
+    """Split at each register-tile loop (``#pragma unroll\\n    for (int k_``)."""
+    return re.split(r"(?=    #pragma unroll\n    for \(int k_)", src)
+
+
+def move_affine_loads(src, to_loop):
+    """Move the gamma/beta loads (c1_, c2_) of the last phase into loop ``to_loop``."""
+    loads = re.findall(r"\n\s*c[12]_\[k_\] = [^\n]*;", src)
+    for ld in loads:
+        src = src.replace(ld, "")
+    parts = _loops(src)
+    anchor = "const IDX i1 = r_ * 4;"
+    i = parts[to_loop + 1].index(anchor) + len(anchor)
+    parts[to_loop + 1] = parts[to_loop + 1][:i] + "".join(loads) + parts[to_loop + 1][i:]
+    return "".join(parts)
+
+
+def div_patch(src, how):
+    m = re.search(r"const float (v\d+) = sqrtf\((v\d+)\);", src)
+    den = m.group(1)
+    num = re.search(r"\((v\d+) / " + den + r"\)", src)
+    if how == "mul":  # inexact: an upper bound of what the division costs
+        src = src.replace(m.group(0), m.group(0) + f" const float rr_ = 1.0f / {den};")
+        return src.replace(num.group(0), f"({num.group(1)} * rr_)")
+    src = src.replace("// ---- kfuse CUDA prelude", "// ---- kfuse CUDA prelude" + DIVR)
+    src = src.replace(m.group(0), m.group(0) + f" const float rr_ = __frcp_rn({den});"
+                      f" const bool rok_ = fabsf(rr_) >= 0x1p-60f && fabsf(rr_) <= 0x1p60f;")
+    return src.replace(num.group(0), f"(rok_ ? kf_divr({num.group(1)}, {den}, rr_) : {num.group(1)} / {den})")
+
+
+def float_accum(src):
+    src = re.sub(r"double (Av\d+)", r"float \1", src)
+    src = re.sub(r"\(\(double\)(v\d+)\)\)", r"(\1))", src)
+    src = src.replace("const double o_", "const float o_")
+    return re.sub(r"double\* (sm_v\d+) = reinterpret_cast<double\*>", r"float* \1 = reinterpret_cast<float*>", src)
+
+
+VARIANTS = {
+    "generated": lambda s: s,
+    "affine loads in phase 1": lambda s: move_affine_loads(s, 0),
+    "affine loads in phase 2": lambda s: move_affine_loads(s, 1),
+    "div -> exact rcp+2fma": lambda s: div_patch(s, "exact"),
+    "div -> x*rcp (inexact)": lambda s: div_patch(s, "mul"),
+    "float accumulators (inexact)": float_accum,
+    "affine ph2 + exact rcp": lambda s: div_patch(move_affine_loads(s, 1), "exact"),
+    "launch bounds 6 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
+    "launch bounds 8 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
+    "float acc + bounds 8": lambda s: float_accum(s).replace("__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
+}
+
+
+def build(plan, patch, args):
+    """The program of ``plan`` with ``patch`` applied to its kernel source (built on a first call)."""
+    orig = cuda_emit.emit_kernel
+
+    def patched(kir, variant=None):
+        k = orig(kir, variant)
+        return dataclasses.replace(k, source=patch(k.source))
+    cuda_emit.emit_kernel = patched
+    try:
+        prog = compile_plan(plan)
+        prog(args)
+        return prog
+    finally:
+        cuda_emit.emit_kernel = orig
+
+
+def inductor_code(out_dir):
+    """Inductor's generated code (Triton kernels and launch wrapper) for the suite's P1-P4, P6."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+    texts = []
+    for w in workloads.WORKLOADS:
+        if w.name == "P5":
+            continue
+        case = w.cases("gpu", "full")[0]
+        args = [torch.from_dlpack(cp.asarray(a)) for a in case.make_inputs()]
+        _, codes = run_and_get_code(torch.compile(w.make(workloads.TorchNamespace(torch))), *args)
+        texts.append(f"##### {case}\n" + "\n".join(codes))
+        del args
+    with open(os.path.join(out_dir, "inductor_code.txt"), "w") as f:
+        f.write("\n\n".join(texts))
+
+
+def ncu_targets():
+    """A few calls of the generated kernel, one variant and torch.compile's, for ``ncu``."""
+    import torch
+    shapes = CASES["P3 layernorm 16384x4096"][1]
+    args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
+    plan, _ = plan_for(p3, *[("float32", s) for s in shapes], device="h200")
+    f = torch.compile(p3_torch)
+    targs = [torch.from_dlpack(a) for a in args]
+    for _ in range(3):
+        f(*targs)
+    torch.cuda.synchronize()
+    for name in ("generated", "affine ph2 + exact rcp"):
+        prog = build(plan, VARIANTS[name], args)
+        for _ in range(3):
+            prog(args)
+    cp.cuda.Device().synchronize()
+
+
+def _regs(func):
+    try:
+        return cp.cuda.driver.funcGetAttribute(4, func.ptr)   # CU_FUNC_ATTRIBUTE_NUM_REGS
+    except Exception as e:  # noqa: BLE001
+        return f"? {type(e).__name__}"
+
+
+def ncu_elementwise():
+    """A few calls of kfuse.jit and torch.compile on the suite's P1, P4, P6 (full sizes), for ``ncu``."""
+    import torch
+
+    import kfuse
+    for name in ("P1", "P4", "P6"):
+        w = workloads.BY_NAME[name]
+        args = [cp.asarray(a) for a in w.cases("gpu", "full")[0].make_inputs()]
+        targs = [torch.from_dlpack(a) for a in args]
+        f, g = kfuse.jit(w.make(np)), torch.compile(w.make(workloads.TorchNamespace(torch)))
+        for _ in range(3):
+            f(*args)
+            g(*targs)
+        cp.cuda.Device().synchronize()
+
+
+def main():
+    if "--ncu-ew" in sys.argv:
+        return ncu_elementwise()
+    if "--ncu" in sys.argv:
+        return ncu_targets()
+    out_dir = os.environ.get("OUT", ".")
+    shapes = CASES["P3 layernorm 16384x4096"][1]
+    args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
+    # edge rows: zeros, huge and tiny magnitudes, a constant row (var 0), denormals
+    edge = [args[0][:64].copy()] + args[1:]
+    edge[0][0] = 0
+    edge[0][1] *= 1e30
+    edge[0][2] *= 1e-30
+    edge[0][3] = 7.0
+    edge[0][4, ::2] = 1e-40
+    edge[0][5] = cp.float32(3e38) * cp.sign(edge[0][5])
+    nbytes = sum(a.nbytes for a in args) + args[0].nbytes
+    src = cp.random.standard_normal(256 << 20, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    copy_bw = 2 * src.nbytes / bench(lambda: cp.copyto(dst, src))
+    del src, dst
+    plan, _ = plan_for(p3, *[("float32", s) for s in shapes], device="h200")
+    plan_e, _ = plan_for(p3, *[("float32", a.shape) for a in edge], device="h200")
+    progs = {}
+    for name, patch in VARIANTS.items():
+        try:
+            progs[name] = (build(plan, patch, args), build(plan_e, patch, edge))
+        except Exception as e:  # noqa: BLE001
+            print(name, "failed:", type(e).__name__, str(e)[:2000])
+    ref = progs["generated"][0](args)[0]
+    ref_e = progs["generated"][1](edge)[0]
+    import torch
+    targs = [torch.from_dlpack(a) for a in args]
+    peers = {"torch.compile F.layer_norm": torch.compile(
+        lambda x, g, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5)),
+        "torch.compile p3 body": torch.compile(p3_torch)}
+    res = {k: [] for k in list(progs) + list(peers)}
+    for rnd in range(5):
+        for name, (prog, _) in progs.items():
+            res[name].append(bench(lambda: prog(args)))
+        for name, f in peers.items():
+            res[name].append(bench(lambda: f(*targs)))
+    rows = []
+    for name, ts in res.items():
+        t = float(np.median(ts))
+        row = {"variant": name, "ms": t * 1e3, "frac_copy": nbytes / t / copy_bw,
+               "spread_ms": [min(ts) * 1e3, max(ts) * 1e3]}
+        if name in progs:
+            prog, prog_e = progs[name]
+            o, oe = prog(args)[0], prog_e(edge)[0]
+            row["bit_equal"] = bool(cp.array_equal(o, ref, equal_nan=True))
+            row["bit_equal_edge"] = bool(cp.array_equal(oe, ref_e, equal_nan=True))
+            row["max_abs_diff"] = float(cp.max(cp.abs(o - ref)))
+            row["regs"] = [_regs(v[1]) for v in prog.launchers[0]._variants.values()]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    lines = [f"# P3 row-kernel probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, copy {copy_bw / 1e12:.2f} TB/s",
+             "", "| variant | ms (median of 5 rounds) | % copy | bit-equal (case, edge rows) | regs |", "|---|---|---|---|---|"]
+    for r in rows:
+        eq = f"{r.get('bit_equal', '')} {r.get('bit_equal_edge', '')}"
+        lines.append(f"| {r['variant']} | {r['ms']:.4f} ({r['spread_ms'][0]:.4f}-{r['spread_ms'][1]:.4f}) | "
+                     f"{100 * r['frac_copy']:.1f} | {eq} | {r.get('regs', '')} |")
+    with open(os.path.join(out_dir, "row_probe.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out_dir, "row_probe_sources.cu"), "w") as f:
+        for name, patch in VARIANTS.items():
+            k = cuda_emit.emit_kernel(progs["generated"][0].launchers[0].kir)
+            f.write(f"// ===== {name}\n{patch(k.source)}\n")
+    print("\n".join(lines))
+    try:
+        inductor_code(out_dir)
+    except Exception as e:  # noqa: BLE001
+        print("inductor code failed:", type(e).__name__, str(e)[:500])
+
+
+def p3_torch(x, g, b):
+    import torch
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + 1e-5) * g + b
+
+
+if __name__ == "__main__":
+    main()
