@@ -74,34 +74,75 @@ def float_accum(src):
     return re.sub(r"double\* (sm_v\d+) = reinterpret_cast<double\*>", r"float* \1 = reinterpret_cast<float*>", src)
 
 
+LDLAST = r"""
+// L2 evict-last vector load (as Triton's eviction_policy='evict_last'): the row stays in L2 for
+// the next pass
+__device__ __forceinline__ KfVec<float, 4> kf_ldlast4(const float* p) {
+  KfVec<float, 4> r; unsigned long long pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p), "l"(pol));
+  return r;
+}
+"""
+
+
+def reread(block, hints):
+    """The re-reading row kernel (cache_k = 0) at ``block`` threads, a block per row; with
+    ``hints``, evict-last loads of the row in all passes but the last, evict-first in the last."""
+    def patch(src):
+        if not hints:
+            return src
+        src = src.replace("// kfuse kernel", LDLAST + "// kfuse kernel", 1)
+        pat = re.compile(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in0 \+ [^;]*)\);")
+        hits = list(pat.finditer(src))
+        for i, m in reversed(list(enumerate(hits))):
+            call = "kf_ldcs<float, 4>" if i == len(hits) - 1 else "kf_ldlast4"
+            src = src[:m.start()] + f"{call}({m.group(1)});" + src[m.end():]
+        return src
+    patch.variant = {"cache_k": 0, "block": block}
+    return patch
+
+
 VARIANTS = {
     "generated": lambda s: s,
-    "affine loads in phase 1": lambda s: move_affine_loads(s, 0),
     "affine loads in phase 2": lambda s: move_affine_loads(s, 1),
     "div -> exact rcp+2fma": lambda s: div_patch(s, "exact"),
     "div -> x*rcp (inexact)": lambda s: div_patch(s, "mul"),
     "float accumulators (inexact)": float_accum,
-    "affine ph2 + exact rcp": lambda s: div_patch(move_affine_loads(s, 1), "exact"),
+    "reread b256": reread(256, False),
+    "reread b512": reread(512, False),
+    "reread b256 + evict hints": reread(256, True),
+    "reread b512 + evict hints": reread(512, True),
+    "reread b1024 + evict hints": reread(1024, True),
     "launch bounds 6 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
-    "launch bounds 8 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
-    "float acc + bounds 8": lambda s: float_accum(s).replace("__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
 }
 
 
 def build(plan, patch, args):
-    """The program of ``plan`` with ``patch`` applied to its kernel source (built on a first call)."""
-    orig = cuda_emit.emit_kernel
+    """The program of ``plan`` with ``patch`` applied to its kernel source (built on a first call);
+    a patch with a ``variant`` attribute (dict of Variant fields) also overrides the launch shape,
+    with a block per row."""
+    from kfuse.runtime import cuda as rc
+    orig, orig_vf = cuda_emit.emit_kernel, rc._Launcher.variant_for
 
     def patched(kir, variant=None):
         k = orig(kir, variant)
         return dataclasses.replace(k, source=patch(k.source))
-    cuda_emit.emit_kernel = patched
+
+    def variant_for(self, ins, outs, props):
+        v, grid = orig_vf(self, ins, outs, props)
+        if getattr(patch, "variant", None) and v.mode == "row":
+            n_rows = ins[0].shape[0]
+            return dataclasses.replace(v, **patch.variant), n_rows
+        return v, grid
+    cuda_emit.emit_kernel, rc._Launcher.variant_for = patched, variant_for
     try:
         prog = compile_plan(plan)
         prog(args)
         return prog
     finally:
-        cuda_emit.emit_kernel = orig
+        cuda_emit.emit_kernel, rc._Launcher.variant_for = orig, orig_vf
 
 
 def inductor_code(out_dir):
@@ -132,7 +173,7 @@ def ncu_targets():
     for _ in range(3):
         f(*targs)
     torch.cuda.synchronize()
-    for name in ("generated", "affine ph2 + exact rcp"):
+    for name in ("generated", "reread b256 + evict hints", "reread b512 + evict hints", "reread b1024 + evict hints"):
         prog = build(plan, VARIANTS[name], args)
         for _ in range(3):
             prog(args)
