@@ -3,8 +3,9 @@ generated kernel timed side by side with torch.compile, and Inductor's generated
 public workloads (what the peer does, to compare with ours). An experiment tool, not a test:
 each variant's output is compared bit for bit with the generated kernel's.
 
-Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/row_probe.py  (writes row_probe.md,
-inductor_code.txt under $OUT or the current directory)."""
+Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/row_probe.py [--p1]  (writes probe_p3.md
+or probe_p1.md, the variants' sources, inductor_code.txt under $OUT or the current directory);
+``--ncu`` / ``--ncu-ew``: a few calls only, to run under Nsight Compute."""
 import dataclasses
 import json
 import os
@@ -17,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_quick import CASES, bench, p3  # noqa: E402
+from gpu_quick import CASES, _t_p1, bench, p1, p3  # noqa: E402
 from handplan import plan_for  # noqa: E402
 
 import kfuse.codegen.cuda as cuda_emit  # noqa: E402
@@ -87,10 +88,13 @@ __device__ __forceinline__ KfVec<float, 4> kf_ldlast4(const float* p) {
 """
 
 
-def reread(block, hints):
+def reread(block, hints, unroll=None):
     """The re-reading row kernel (cache_k = 0) at ``block`` threads, a block per row; with
-    ``hints``, evict-last loads of the row in all passes but the last, evict-first in the last."""
+    ``hints``, evict-last loads of the row in all passes but the last, evict-first in the last;
+    ``unroll``: a ``#pragma unroll`` count on the passes' loops."""
     def patch(src):
+        if unroll is not None:
+            src = src.replace("    for (IDX j_ = tid_;", f"    #pragma unroll {unroll}\n    for (IDX j_ = tid_;")
         if not hints:
             return src
         src = src.replace("// kfuse kernel", LDLAST + "// kfuse kernel", 1)
@@ -104,18 +108,61 @@ def reread(block, hints):
     return patch
 
 
+def tree_combine(src):
+    """The cross-warp combine as a shuffle tree over the warps' partials (as Triton's), not a
+    serial sum (changes the summation order)."""
+    pat = re.compile(r"(\w+) = (sm_\w+)\[0\];\n(\s*)#pragma unroll\n\s*for \(int w_ = 1; w_ < nwarps_; \+\+w_\) "
+                     r"\1 = \(\1 \+ \2\[w_\]\);")
+    return pat.sub(lambda m: f"{m[1]} = {m[2]}[lane_ & (nwarps_ - 1)];\n{m[3]}#pragma unroll\n{m[3]}"
+                   f"for (int m_ = nwarps_ / 2; m_ > 0; m_ >>= 1) {{ const auto o_ = kf_shfl({m[1]}, m_); "
+                   f"{m[1]} = ({m[1]} + o_); }}", src)
+
+
+def shape(**fields):
+    """The generated source at another launch shape (Variant fields), a block per row."""
+    def patch(src):
+        for f in patches:
+            src = f(src)
+        return src
+    patches = fields.pop("patches", ())
+    patch.variant = fields
+    return patch
+
+
 VARIANTS = {
     "generated": lambda s: s,
-    "affine loads in phase 2": lambda s: move_affine_loads(s, 1),
-    "div -> exact rcp+2fma": lambda s: div_patch(s, "exact"),
     "div -> x*rcp (inexact)": lambda s: div_patch(s, "mul"),
     "float accumulators (inexact)": float_accum,
-    "reread b256": reread(256, False),
-    "reread b512": reread(512, False),
-    "reread b256 + evict hints": reread(256, True),
-    "reread b512 + evict hints": reread(512, True),
-    "reread b1024 + evict hints": reread(1024, True),
+    "reread b512 + evict hints, unroll 1": reread(512, True, 1),
+    "reread b256 + evict hints, unroll 1": reread(256, True, 1),
+    "b512, 2 units a thread": shape(block=512, cache_k=2),
+    "b512 u2, tree combine": shape(block=512, cache_k=2, patches=(tree_combine,)),
+    "b512 u2, tree, float acc (inexact)": shape(block=512, cache_k=2, patches=(tree_combine, float_accum)),
+    "tree combine": tree_combine,
+    "tree, float acc (inexact)": lambda s: float_accum(tree_combine(s)),
     "launch bounds 6 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
+}
+
+
+def evict_hints(last_bufs, first_bufs=()):
+    """Elementwise loads of inputs ``last_bufs`` with the L2 evict-last policy (Triton's choice for
+    broadcast operands), of ``first_bufs`` evict-first (ld.global.cs)."""
+    def patch(src):
+        src = src.replace("// kfuse kernel", LDLAST + "// kfuse kernel", 1)
+        for b in last_bufs:
+            src = re.sub(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in%d \+ [^;]*)\);" % b, r"kf_ldlast4(\1);", src)
+        for b in first_bufs:
+            src = re.sub(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in%d \+ [^;]*)\);" % b,
+                         r"kf_ldcs<float, 4>(\1);", src)
+        return src
+    return patch
+
+
+VARIANTS_P1 = {
+    "generated": lambda s: s,
+    "w, b evict-last": evict_hints((1, 2)),
+    "w, b evict-last, x evict-first": evict_hints((1, 2), (0,)),
+    "x evict-first": evict_hints((), (0,)),
 }
 
 
@@ -163,18 +210,25 @@ def inductor_code(out_dir):
 
 
 def ncu_targets():
-    """A few calls of the generated kernel, one variant and torch.compile's, for ``ncu``."""
+    """A few calls of torch.compile's kernel and of kfuse's variants (all of them with --p1; else
+    the P3 ones named here), for ``ncu``."""
     import torch
-    shapes = CASES["P3 layernorm 16384x4096"][1]
+    if "--p1" in sys.argv:
+        case, fn, variants, names = "P1 gelu(x*w+b) 8192x8192", p1, VARIANTS_P1, list(VARIANTS_P1)
+        f = torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))
+    else:
+        case, fn, variants = "P3 layernorm 16384x4096", p3, VARIANTS
+        names = ("generated", "b512 u2, tree combine", "b512 u2, tree, float acc (inexact)", "tree combine")
+        f = torch.compile(p3_torch)
+    shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
-    plan, _ = plan_for(p3, *[("float32", s) for s in shapes], device="h200")
-    f = torch.compile(p3_torch)
+    plan, _ = plan_for(fn, *[("float32", s) for s in shapes], device="h200")
     targs = [torch.from_dlpack(a) for a in args]
     for _ in range(3):
         f(*targs)
     torch.cuda.synchronize()
-    for name in ("generated", "reread b256 + evict hints", "reread b512 + evict hints", "reread b1024 + evict hints"):
-        prog = build(plan, VARIANTS[name], args)
+    for name in names:
+        prog = build(plan, variants[name], args)
         for _ in range(3):
             prog(args)
     cp.cuda.Device().synchronize()
@@ -209,7 +263,16 @@ def main():
     if "--ncu" in sys.argv:
         return ncu_targets()
     out_dir = os.environ.get("OUT", ".")
-    shapes = CASES["P3 layernorm 16384x4096"][1]
+    import torch
+    if "--p1" in sys.argv:
+        case, fn, variants = "P1 gelu(x*w+b) 8192x8192", p1, VARIANTS_P1
+        peers = {"torch.compile p1": torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))}
+    else:
+        case, fn, variants = "P3 layernorm 16384x4096", p3, VARIANTS
+        peers = {"torch.compile F.layer_norm": torch.compile(
+            lambda x, g, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5)),
+            "torch.compile p3 body": torch.compile(p3_torch)}
+    shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
     # edge rows: zeros, huge and tiny magnitudes, a constant row (var 0), denormals
     edge = [args[0][:64].copy()] + args[1:]
@@ -224,21 +287,17 @@ def main():
     dst = cp.empty_like(src)
     copy_bw = 2 * src.nbytes / bench(lambda: cp.copyto(dst, src))
     del src, dst
-    plan, _ = plan_for(p3, *[("float32", s) for s in shapes], device="h200")
-    plan_e, _ = plan_for(p3, *[("float32", a.shape) for a in edge], device="h200")
+    plan, _ = plan_for(fn, *[("float32", s) for s in shapes], device="h200")
+    plan_e, _ = plan_for(fn, *[("float32", a.shape) for a in edge], device="h200")
     progs = {}
-    for name, patch in VARIANTS.items():
+    for name, patch in variants.items():
         try:
             progs[name] = (build(plan, patch, args), build(plan_e, patch, edge))
         except Exception as e:  # noqa: BLE001
             print(name, "failed:", type(e).__name__, str(e)[:2000])
     ref = progs["generated"][0](args)[0]
     ref_e = progs["generated"][1](edge)[0]
-    import torch
     targs = [torch.from_dlpack(a) for a in args]
-    peers = {"torch.compile F.layer_norm": torch.compile(
-        lambda x, g, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5)),
-        "torch.compile p3 body": torch.compile(p3_torch)}
     res = {k: [] for k in list(progs) + list(peers)}
     for rnd in range(5):
         for name, (prog, _) in progs.items():
@@ -259,21 +318,23 @@ def main():
             row["regs"] = [_regs(v[1]) for v in prog.launchers[0]._variants.values()]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    lines = [f"# P3 row-kernel probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, copy {copy_bw / 1e12:.2f} TB/s",
+    lines = [f"# {case} kernel probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, copy {copy_bw / 1e12:.2f} TB/s",
              "", "| variant | ms (median of 5 rounds) | % copy | bit-equal (case, edge rows) | regs |", "|---|---|---|---|---|"]
     for r in rows:
         eq = f"{r.get('bit_equal', '')} {r.get('bit_equal_edge', '')}"
         lines.append(f"| {r['variant']} | {r['ms']:.4f} ({r['spread_ms'][0]:.4f}-{r['spread_ms'][1]:.4f}) | "
                      f"{100 * r['frac_copy']:.1f} | {eq} | {r.get('regs', '')} |")
-    with open(os.path.join(out_dir, "row_probe.md"), "w") as f:
+    tag = case.split()[0].lower()
+    with open(os.path.join(out_dir, f"probe_{tag}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    with open(os.path.join(out_dir, "row_probe_sources.cu"), "w") as f:
-        for name, patch in VARIANTS.items():
+    with open(os.path.join(out_dir, f"probe_{tag}_sources.cu"), "w") as f:
+        for name, patch in variants.items():
             k = cuda_emit.emit_kernel(progs["generated"][0].launchers[0].kir)
             f.write(f"// ===== {name}\n{patch(k.source)}\n")
     print("\n".join(lines))
     try:
-        inductor_code(out_dir)
+        if "--p1" not in sys.argv:
+            inductor_code(out_dir)
     except Exception as e:  # noqa: BLE001
         print("inductor code failed:", type(e).__name__, str(e)[:500])
 

@@ -44,6 +44,10 @@ STREAM = False                # evict-first loads/stores of data touched once (n
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
 # within 1% of one row, 4 rows: 64-88% of copy); re-reading the row from L2 per phase (78-87%).
+# And on P3 (benchmarks/row_probe.py; probe_p3_runs.md, ncu_summary.md): rows in shared memory
+# (with launch bounds for 8 blocks: 32 registers, 88% occupancy, no faster), re-reading with L2
+# evict-last/evict-first hints as Triton does (74-88%), 512-thread rows (80-88%), a shuffle-tree
+# cross-warp combine, division by a per-row reciprocal with exact correction: none gained.
 # Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
 
 
