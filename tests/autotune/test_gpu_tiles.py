@@ -214,3 +214,27 @@ def test_row_register_slots_prefilter():
     assert row_registers_unfit(TileConfig.make("row", block=64, storage="registers", vec=1), g)
     assert row_registers_unfit(TileConfig.make("row", block=64, storage="reread", vec=1), g) is None
     assert row_registers_unfit(TileConfig.make("row", block=128, storage="registers", vec=4), g) is None
+
+
+def _p1_like(x, w, b):
+    return np.tanh(x * w + b)
+
+
+def _p6_like(p, g, m, v):
+    m2 = 0.9 * m + 0.1 * g
+    return p - 1e-3 * m2 / (np.sqrt(0.999 * v + 0.001 * g * g) + 1e-8), m2
+
+
+def test_elementwise_heuristic_units_a_thread():
+    """Blocks of EW_BLOCK threads; 2 vector units a thread where one full-size input streams and
+    the rest broadcast (P1), 1 where 3+ full-size inputs stream (P6: registers, occupancy)."""
+    from kfuse.runtime import cuda as rc
+    x = np.zeros((1024, 1024), np.float32)
+    _, lau, ins, outs = launcher_for(_p1_like, x, x[0], x[0])
+    v, grid = lau.variant_for(ins, outs, PROPS)
+    assert (v.block, v.ept, v.vec) == (rc.EW_BLOCK, rc.EW_UNITS_PER_THREAD, 4)
+    assert grid == -(-x.size // 4 // (v.block * v.ept))
+    y = np.zeros(1 << 20, np.float32)
+    _, lau, ins, outs = launcher_for(_p6_like, y, y, y, y)
+    v, grid = lau.variant_for(ins, outs, PROPS)
+    assert (v.block, v.ept, v.vec) == (rc.EW_BLOCK, 1, 4) and grid == y.size // 4 // v.block
