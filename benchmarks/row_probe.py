@@ -118,6 +118,77 @@ def tree_combine(src):
                    f"{m[1]} = ({m[1]} + o_); }}", src)
 
 
+HAND_P3 = r"""
+// Hand-written P3 in the shape of Triton's best configuration: 512 threads a row, 2 x 16-byte
+// units a thread, block reduce = butterfly in the warp + butterfly over the warps' partials (one
+// barrier each, separate shared slots), the row re-read from L2 in the last pass (evict-first)
+// when REREAD, else kept in registers. Same arithmetic as the generated kernel (float64 sums of the
+// float32 x and (x - mu)^2, NumPy's division) unless FLOATACC.
+template <typename T> __device__ __forceinline__ T kf_blocksum(T v, T* sm) {
+  #pragma unroll
+  for (int m = 16; m > 0; m >>= 1) v += kf_shfl(v, m);
+  if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = sm[threadIdx.x & 15];
+  #pragma unroll
+  for (int m = 8; m > 0; m >>= 1) v += kf_shfl(v, m);
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(512) NAME(
+    float* __restrict__ out0, const float* __restrict__ in0, const float* __restrict__ in1,
+    const float* __restrict__ in2, i64 s0_, i64 s1_, i64 st_in0_0, i64 st_in0_1, i64 st_in1_0,
+    i64 st_in2_0, i64 st_out0_0, i64 st_out0_1)
+{
+  __shared__ ACC sm1[16], sm2[16];
+  const int t = threadIdx.x;
+  const float* xr = in0 + (long long)blockIdx.x * st_in0_0;
+  KfVec<float, 4> a = LOAD1(xr + 4 * t), b = LOAD1(xr + 2048 + 4 * t);
+  ACC s = 0;
+  #pragma unroll
+  for (int e = 0; e < 4; ++e) s += (ACC)a.v[e];
+  #pragma unroll
+  for (int e = 0; e < 4; ++e) s += (ACC)b.v[e];
+  s = kf_blocksum(s, sm1);
+  const float mu = (float)((double)(float)s / 4096.0);
+  ACC q = 0;
+  #pragma unroll
+  for (int e = 0; e < 4; ++e) { const float d = a.v[e] - mu; q += (ACC)(d * d); }
+  #pragma unroll
+  for (int e = 0; e < 4; ++e) { const float d = b.v[e] - mu; q += (ACC)(d * d); }
+  q = kf_blocksum(q, sm2);
+  const float var = (float)((double)(float)q / 4096.0);
+  const float sd = sqrtf(var + 0x1.4f8b580000000p-17f);
+#if REREAD
+  a = kf_ldcs<float, 4>(xr + 4 * t); b = kf_ldcs<float, 4>(xr + 2048 + 4 * t);
+#endif
+  const KfVec<float, 4> g0 = *reinterpret_cast<const KfVec<float, 4>*>(in1 + 4 * t);
+  const KfVec<float, 4> g1 = *reinterpret_cast<const KfVec<float, 4>*>(in1 + 2048 + 4 * t);
+  const KfVec<float, 4> c0 = *reinterpret_cast<const KfVec<float, 4>*>(in2 + 4 * t);
+  const KfVec<float, 4> c1 = *reinterpret_cast<const KfVec<float, 4>*>(in2 + 2048 + 4 * t);
+  KfVec<float, 4> o0, o1;
+  #pragma unroll
+  for (int e = 0; e < 4; ++e) { o0.v[e] = (a.v[e] - mu) / sd * g0.v[e] + c0.v[e]; o1.v[e] = (b.v[e] - mu) / sd * g1.v[e] + c1.v[e]; }
+  float* orow = out0 + (long long)blockIdx.x * st_out0_0;
+  *reinterpret_cast<KfVec<float, 4>*>(orow + 4 * t) = o0;
+  *reinterpret_cast<KfVec<float, 4>*>(orow + 2048 + 4 * t) = o1;
+}
+"""
+
+
+def hand_p3(reread=False, float_acc=False, min_blocks=0):
+    """Replace the generated kernel with HAND_P3 (same name and parameters; 4096-wide rows only)."""
+    def patch(src):
+        name = re.search(r"void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(", src).group(1)
+        head = src[:src.index("// kfuse kernel")]
+        body = (HAND_P3.replace("NAME", name).replace("ACC", "float" if float_acc else "double")
+                .replace("LOAD1", "kf_ldlast4" if reread else "*reinterpret_cast<const KfVec<float, 4>*>")
+                .replace("#if REREAD", "#if " + ("1" if reread else "0"))
+                .replace("__launch_bounds__(512)", f"__launch_bounds__(512, {min_blocks})" if min_blocks else "__launch_bounds__(512)"))
+        return head + (LDLAST if reread else "") + body
+    patch.variant = {"block": 512, "cache_k": 2}
+    return patch
+
+
 def shape(**fields):
     """The generated source at another launch shape (Variant fields), a block per row."""
     def patch(src):
@@ -131,15 +202,13 @@ def shape(**fields):
 
 VARIANTS = {
     "generated": lambda s: s,
-    "div -> x*rcp (inexact)": lambda s: div_patch(s, "mul"),
-    "float accumulators (inexact)": float_accum,
-    "reread b512 + evict hints, unroll 1": reread(512, True, 1),
-    "reread b256 + evict hints, unroll 1": reread(256, True, 1),
-    "b512, 2 units a thread": shape(block=512, cache_k=2),
-    "b512 u2, tree combine": shape(block=512, cache_k=2, patches=(tree_combine,)),
-    "b512 u2, tree, float acc (inexact)": shape(block=512, cache_k=2, patches=(tree_combine, float_accum)),
     "tree combine": tree_combine,
-    "tree, float acc (inexact)": lambda s: float_accum(tree_combine(s)),
+    "hand 512 thr, registers": hand_p3(),
+    "hand 512 thr, registers, bounds 4": hand_p3(min_blocks=4),
+    "hand 512 thr, L2 re-read + hints, bounds 4": hand_p3(reread=True, min_blocks=4),
+    "hand 512 thr, float acc (inexact), bounds 4": hand_p3(float_acc=True, min_blocks=4),
+    "b512 u2, bounds 4": shape(block=512, cache_k=2, min_blocks=4),
+    "b512 u2, tree, bounds 4": shape(block=512, cache_k=2, min_blocks=4, patches=(tree_combine,)),
     "launch bounds 6 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
 }
 
@@ -218,7 +287,8 @@ def ncu_targets():
         f = torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))
     else:
         case, fn, variants = "P3 layernorm 16384x4096", p3, VARIANTS
-        names = ("generated", "b512 u2, tree combine", "b512 u2, tree, float acc (inexact)", "tree combine")
+        names = ("generated", "hand 512 thr, registers, bounds 4", "hand 512 thr, L2 re-read + hints, bounds 4",
+                 "hand 512 thr, float acc (inexact), bounds 4", "b512 u2, bounds 4", "b512 u2, tree, bounds 4")
         f = torch.compile(p3_torch)
     shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
