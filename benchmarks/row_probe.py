@@ -68,6 +68,17 @@ def div_patch(src, how):
     return src.replace(num.group(0), f"(rok_ ? kf_divr({num.group(1)}, {den}, rr_) : {num.group(1)} / {den})")
 
 
+def rdiv_patch(src):
+    """The generated kernel with its division by the row's sqrt computed as (float)((double)a * rd),
+    rd = 1.0 / (double)sd once a row: correctly rounded (the double product is within 2^-52 of
+    a / sd, float midpoints are at least 2^-49 away from any float quotient)."""
+    m = re.search(r"const float (v\d+) = sqrtf\((v\d+)\);", src)
+    den = m.group(1)
+    src = src.replace(m.group(0), m.group(0) + f" const double rd_ = 1.0 / (double){den};")
+    num = re.search(r"\((v\d+) / " + den + r"\)", src)
+    return src.replace(num.group(0), f"((float)((double){num.group(1)} * rd_))")
+
+
 def float_accum(src):
     src = re.sub(r"double (Av\d+)", r"float \1", src)
     src = re.sub(r"\(\(double\)(v\d+)\)\)", r"(\1))", src)
@@ -175,6 +186,80 @@ extern "C" __global__ void __launch_bounds__(512) NAME(
 """
 
 
+HAND_P3_TRITON = r"""
+// Hand-written P3 as Triton's 32-register configuration: 512 threads a row, 2 units a thread, the
+// row loaded in every pass (L2 evict-last in the first two, evict-first in the last), nothing kept
+// across passes; SPLIT: the last pass writes each half before loading the next.
+template <typename T> __device__ __forceinline__ T kf_blocksum(T v, T* sm) {
+  #pragma unroll
+  for (int m = 16; m > 0; m >>= 1) v += kf_shfl(v, m);
+  if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = sm[threadIdx.x & 15];
+  #pragma unroll
+  for (int m = 8; m > 0; m >>= 1) v += kf_shfl(v, m);
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(BOUNDS) NAME(
+    float* __restrict__ out0, const float* __restrict__ in0, const float* __restrict__ in1,
+    const float* __restrict__ in2, i64 s0_, i64 s1_, i64 st_in0_0, i64 st_in0_1, i64 st_in1_0,
+    i64 st_in2_0, i64 st_out0_0, i64 st_out0_1)
+{
+  __shared__ ACC sm1[16], sm2[16];
+  const int t = threadIdx.x;
+  const float* xr = in0 + (long long)blockIdx.x * st_in0_0 + 4 * t;
+  ACC s = 0;
+  {
+    const KfVec<float, 4> a = kf_ldlast4(xr), b = kf_ldlast4(xr + 2048);
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) s += (ACC)a.v[e];
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) s += (ACC)b.v[e];
+  }
+  s = kf_blocksum(s, sm1);
+  const float mu = (float)((double)(float)s / 4096.0);
+  ACC q = 0;
+  {
+    const KfVec<float, 4> a = kf_ldlast4(xr), b = kf_ldlast4(xr + 2048);
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) { const float d = a.v[e] - mu; q += (ACC)(d * d); }
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) { const float d = b.v[e] - mu; q += (ACC)(d * d); }
+  }
+  q = kf_blocksum(q, sm2);
+  const float var = (float)((double)(float)q / 4096.0);
+  const float sd = sqrtf(var + 0x1.4f8b580000000p-17f);
+  float* orow = out0 + (long long)blockIdx.x * st_out0_0 + 4 * t;
+  #pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const KfVec<float, 4> a = kf_ldcs<float, 4>(xr + 2048 * h);
+    const KfVec<float, 4> g = kf_ldlast4(in1 + 4 * t + 2048 * h);
+    const KfVec<float, 4> c = kf_ldlast4(in2 + 4 * t + 2048 * h);
+    KfVec<float, 4> o;
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) o.v[e] = (a.v[e] - mu) / sd * g.v[e] + c.v[e];
+    *reinterpret_cast<KfVec<float, 4>*>(orow + 2048 * h) = o;
+  }
+}
+"""
+
+
+def hand_triton(float_acc=False, min_blocks=0, rdiv=False):
+    """Replace the generated kernel with HAND_P3_TRITON (4096-wide rows only)."""
+    def patch(src):
+        name = re.search(r"void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(", src).group(1)
+        head = src[:src.index("// kfuse kernel")]
+        body = (HAND_P3_TRITON.replace("NAME", name).replace("ACC", "float" if float_acc else "double")
+                .replace("BOUNDS", f"512, {min_blocks}" if min_blocks else "512"))
+        if rdiv:
+            body = body.replace("const float sd = sqrtf(var + 0x1.4f8b580000000p-17f);",
+                                "const float sd = sqrtf(var + 0x1.4f8b580000000p-17f); const double rsd = 1.0 / (double)sd;")
+            body = body.replace("(a.v[e] - mu) / sd", "(float)((double)(a.v[e] - mu) * rsd)")
+        return head + LDLAST + body
+    patch.variant = {"block": 512, "cache_k": 2}
+    return patch
+
+
 def hand_p3(reread=False, float_acc=False, min_blocks=0):
     """Replace the generated kernel with HAND_P3 (same name and parameters; 4096-wide rows only)."""
     def patch(src):
@@ -202,14 +287,11 @@ def shape(**fields):
 
 VARIANTS = {
     "generated": lambda s: s,
-    "tree combine": tree_combine,
+    "div -> double reciprocal (exact)": rdiv_patch,
+    "div -> double reciprocal, tree combine": lambda s: tree_combine(rdiv_patch(s)),
+    "hand Triton-shaped, double reciprocal (exact)": hand_triton(rdiv=True),
+    "hand Triton-shaped (IEEE division)": hand_triton(),
     "hand 512 thr, registers": hand_p3(),
-    "hand 512 thr, registers, bounds 4": hand_p3(min_blocks=4),
-    "hand 512 thr, L2 re-read + hints, bounds 4": hand_p3(reread=True, min_blocks=4),
-    "hand 512 thr, float acc (inexact), bounds 4": hand_p3(float_acc=True, min_blocks=4),
-    "b512 u2, bounds 4": shape(block=512, cache_k=2, min_blocks=4),
-    "b512 u2, tree, bounds 4": shape(block=512, cache_k=2, min_blocks=4, patches=(tree_combine,)),
-    "launch bounds 6 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
 }
 
 
@@ -287,8 +369,7 @@ def ncu_targets():
         f = torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))
     else:
         case, fn, variants = "P3 layernorm 16384x4096", p3, VARIANTS
-        names = ("generated", "hand 512 thr, registers, bounds 4", "hand 512 thr, L2 re-read + hints, bounds 4",
-                 "hand 512 thr, float acc (inexact), bounds 4", "b512 u2, bounds 4", "b512 u2, tree, bounds 4")
+        names = ("generated", "div -> double reciprocal (exact)", "hand Triton-shaped, double reciprocal (exact)")
         f = torch.compile(p3_torch)
     shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
