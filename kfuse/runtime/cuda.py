@@ -47,7 +47,8 @@ MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 
 # And on P3 (benchmarks/row_probe.py; probe_p3_runs.md, ncu_summary.md): rows in shared memory
 # (with launch bounds for 8 blocks: 32 registers, 88% occupancy, no faster), re-reading with L2
 # evict-last/evict-first hints as Triton does (74-88%), 512-thread rows (80-88%), a shuffle-tree
-# cross-warp combine, division by a per-row reciprocal with exact correction: none gained.
+# cross-warp combine, division by a per-row reciprocal with exact correction or by a float64
+# reciprocal (exact, 6-8 fewer registers), a hand-written kernel in Triton's shape: none gained.
 # Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
 
 
