@@ -23,6 +23,13 @@ from . import kernel_ir as K
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
+# Floating-point sums over one inner dim run in LANES interleaved partial sums combined by a
+# pairwise tree (as NumPy's pairwise sum does within a block): independent chains LLVM can keep in
+# flight or vectorise, where one running sum is a serial dependency it may not reorder (4096x4096
+# f32 on the 2-core VM: row L2 norm 7.5 -> 2.9 ms, layernorm 20.4 -> 13.9 ms). max/min keep one
+# running value: lanes measured no faster there (softmax), and they would change which zero wins
+# a +0/-0 tie.
+LANES = 8
 
 # --------------------------------------------------------------------------- helpers (source)
 
@@ -501,6 +508,9 @@ class _Emitter:
             lines += ["    " * ind + self.stmt(s) for s in ph.pre]
             if not ph.has_loop:
                 continue
+            if self.lane_split(ph, inner):
+                lines += ["    " * ind + x for x in self.lane_reduce(ph, inner[0], len(lines))]
+                continue
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "init")]
             j = ind
@@ -515,6 +525,35 @@ class _Emitter:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "result")]
         if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
             lines.append("    " * ind + "pass")
+        return lines
+
+    @staticmethod
+    def lane_split(ph, inner) -> bool:
+        """Whether the phase's loop is one inner dim whose accumulators are all float sums."""
+        return len(inner) == 1 and bool(ph.accs) and all(
+            a.kind == "sum" and a.acc_dtype in ("float32", "float64") for a in ph.accs)
+
+    def lane_reduce(self, ph, d: int, tag: int) -> list[str]:
+        """The phase as LANES interleaved partial sums a loop trip, a remainder loop into lane 0,
+        and a pairwise tree over the lanes; then the accumulators' results."""
+        n, ext = LANES, self.kir.domain[d]
+        body = [self.stmt(s) for s in ph.body]
+        lines = [f"acc_{a.dst}_{k} = {_literal(a.init, a.acc_dtype)}" for a in ph.accs for k in range(n)]
+        lines.append(f"nl{tag}_ = ({ext}) - ({ext}) % {n}")
+        lines.append(f"for i{d}b_ in range(0, nl{tag}_, {n}):")
+        for k in range(n):
+            lines.append(f"    i{d} = i{d}b_ + {k}")
+            lines += ["    " + x for x in body]
+            lines += [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}({a.src})" for a in ph.accs]
+        lines.append(f"for i{d} in range(nl{tag}_, {ext}):")
+        lines += ["    " + x for x in body]
+        lines += [f"    acc_{a.dst}_0 += np.{_vt(a.acc_dtype)}({a.src})" for a in ph.accs]
+        for a in ph.accs:
+            terms = [f"acc_{a.dst}_{k}" for k in range(n)]
+            while len(terms) > 1:
+                terms = [f"({x} + {y})" for x, y in zip(terms[::2], terms[1::2])]
+            lines.append(f"acc_{a.dst} = {terms[0]}")
+            lines += self.acc_lines(a, "result")
         return lines
 
     def source(self) -> str:
