@@ -221,3 +221,34 @@ def test_passthrough_and_stage_text():
     kir = lower_group(g)
     assert "negative" in kir.as_text() and "numba.prange" in emit(kir)
     assert set(prog.stages) >= {"kernel", "cpu"}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 16, 17, 1000])
+def test_lane_split_sums_match_numpy(dtype, n):
+    """Float sums over one inner dim run in interleaved lanes (codegen.cpu.LANES) plus a remainder
+    loop: every length around the lane count, a mean, a two-phase layernorm, rows of -0.0."""
+    import kfuse
+    from kfuse.codegen import cpu as cpu_emit
+
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((5, n)) * 3 + 1).astype(dtype)
+    x[4] = -0.0
+
+    def rowstats(x):
+        mu = x.mean(axis=-1, keepdims=True)
+        d = x - mu
+        return x.sum(axis=-1), np.sqrt((x * x).sum(axis=1)), (d * d).mean(axis=-1)
+    with np.errstate(all="ignore"):
+        want = rowstats(x)
+        got = kfuse.jit(rowstats, backend="cpu")(x)
+    for g, w in zip(got, want):
+        assert_matches_numpy(g, w)
+        if n:
+            np.testing.assert_array_equal(np.signbit(g[4]), np.signbit(w[4]))   # the -0.0 row
+    # the lanes are there for float sums (rows longer than 1 have an inner loop), not for an
+    # integer sum or a max
+    if n > 1:
+        assert f"_{cpu_emit.LANES - 1} = " in kfuse.jit(rowstats, backend="cpu").lower(x).as_text("cpu")
+    other = kfuse.jit(lambda y: (y.max(axis=-1), y.astype(np.int64).sum(axis=-1)), backend="cpu")
+    assert f"_{cpu_emit.LANES - 1} = " not in other.lower(np.ones((2, 20), dtype)).as_text("cpu")
