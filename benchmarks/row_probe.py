@@ -3,9 +3,10 @@ generated kernel timed side by side with torch.compile, and Inductor's generated
 public workloads (what the peer does, to compare with ours). An experiment tool, not a test:
 each variant's output is compared bit for bit with the generated kernel's.
 
-Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/row_probe.py [--p1]  (writes probe_p3.md
-or probe_p1.md, the variants' sources, inductor_code.txt under $OUT or the current directory);
-``--ncu`` / ``--ncu-ew``: a few calls only, to run under Nsight Compute."""
+Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/row_probe.py [--p1 | --all] (writes
+probe_p3.md or probe_p1.md, the variants' sources, inductor_code.txt under $OUT or the current
+directory); ``--all``: the earlier runs' P3 variants too; ``--ncu`` / ``--ncu-ew``: a few calls
+only, to run under Nsight Compute."""
 import dataclasses
 import json
 import os
@@ -129,12 +130,8 @@ def tree_combine(src):
                    f"{m[1]} = ({m[1]} + o_); }}", src)
 
 
-HAND_P3 = r"""
-// Hand-written P3 in the shape of Triton's best configuration: 512 threads a row, 2 x 16-byte
-// units a thread, block reduce = butterfly in the warp + butterfly over the warps' partials (one
-// barrier each, separate shared slots), the row re-read from L2 in the last pass (evict-first)
-// when REREAD, else kept in registers. Same arithmetic as the generated kernel (float64 sums of the
-// float32 x and (x - mu)^2, NumPy's division) unless FLOATACC.
+BLOCKSUM = r"""
+// block sum of 16 warps: butterfly in the warp, then over the warps' partials (one barrier)
 template <typename T> __device__ __forceinline__ T kf_blocksum(T v, T* sm) {
   #pragma unroll
   for (int m = 16; m > 0; m >>= 1) v += kf_shfl(v, m);
@@ -145,6 +142,15 @@ template <typename T> __device__ __forceinline__ T kf_blocksum(T v, T* sm) {
   for (int m = 8; m > 0; m >>= 1) v += kf_shfl(v, m);
   return v;
 }
+"""
+
+
+HAND_P3 = r"""
+// Hand-written P3 in the shape of Triton's best configuration: 512 threads a row, 2 x 16-byte
+// units a thread, block reduce = butterfly in the warp + butterfly over the warps' partials (one
+// barrier each, separate shared slots), the row re-read from L2 in the last pass (evict-first)
+// when REREAD, else kept in registers. Same arithmetic as the generated kernel (float64 sums of the
+// float32 x and (x - mu)^2, NumPy's division) unless FLOATACC.
 extern "C" __global__ void __launch_bounds__(512) NAME(
     float* __restrict__ out0, const float* __restrict__ in0, const float* __restrict__ in1,
     const float* __restrict__ in2, i64 s0_, i64 s1_, i64 st_in0_0, i64 st_in0_1, i64 st_in1_0,
@@ -189,17 +195,7 @@ extern "C" __global__ void __launch_bounds__(512) NAME(
 HAND_P3_TRITON = r"""
 // Hand-written P3 as Triton's 32-register configuration: 512 threads a row, 2 units a thread, the
 // row loaded in every pass (L2 evict-last in the first two, evict-first in the last), nothing kept
-// across passes; SPLIT: the last pass writes each half before loading the next.
-template <typename T> __device__ __forceinline__ T kf_blocksum(T v, T* sm) {
-  #pragma unroll
-  for (int m = 16; m > 0; m >>= 1) v += kf_shfl(v, m);
-  if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = sm[threadIdx.x & 15];
-  #pragma unroll
-  for (int m = 8; m > 0; m >>= 1) v += kf_shfl(v, m);
-  return v;
-}
+// across passes; the last pass writes each half before loading the next.
 extern "C" __global__ void __launch_bounds__(BOUNDS) NAME(
     float* __restrict__ out0, const float* __restrict__ in0, const float* __restrict__ in1,
     const float* __restrict__ in2, i64 s0_, i64 s1_, i64 st_in0_0, i64 st_in0_1, i64 st_in1_0,
@@ -244,18 +240,22 @@ extern "C" __global__ void __launch_bounds__(BOUNDS) NAME(
 """
 
 
+def _hand_kernel(src, body, loads=""):
+    """``src``'s prelude followed by ``body``, a hand-written kernel under the generated one's name."""
+    name = re.search(r"void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(", src).group(1)
+    return src[:src.index("// kfuse kernel")] + loads + BLOCKSUM + body.replace("NAME", name)
+
+
 def hand_triton(float_acc=False, min_blocks=0, rdiv=False):
     """Replace the generated kernel with HAND_P3_TRITON (4096-wide rows only)."""
     def patch(src):
-        name = re.search(r"void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(", src).group(1)
-        head = src[:src.index("// kfuse kernel")]
-        body = (HAND_P3_TRITON.replace("NAME", name).replace("ACC", "float" if float_acc else "double")
+        body = (HAND_P3_TRITON.replace("ACC", "float" if float_acc else "double")
                 .replace("BOUNDS", f"512, {min_blocks}" if min_blocks else "512"))
         if rdiv:
             body = body.replace("const float sd = sqrtf(var + 0x1.4f8b580000000p-17f);",
                                 "const float sd = sqrtf(var + 0x1.4f8b580000000p-17f); const double rsd = 1.0 / (double)sd;")
             body = body.replace("(a.v[e] - mu) / sd", "(float)((double)(a.v[e] - mu) * rsd)")
-        return head + LDLAST + body
+        return _hand_kernel(src, body, LDLAST)
     patch.variant = {"block": 512, "cache_k": 2}
     return patch
 
@@ -263,13 +263,11 @@ def hand_triton(float_acc=False, min_blocks=0, rdiv=False):
 def hand_p3(reread=False, float_acc=False, min_blocks=0):
     """Replace the generated kernel with HAND_P3 (same name and parameters; 4096-wide rows only)."""
     def patch(src):
-        name = re.search(r"void __launch_bounds__\(\d+(?:, \d+)?\) (\w+)\(", src).group(1)
-        head = src[:src.index("// kfuse kernel")]
-        body = (HAND_P3.replace("NAME", name).replace("ACC", "float" if float_acc else "double")
+        body = (HAND_P3.replace("ACC", "float" if float_acc else "double")
                 .replace("LOAD1", "kf_ldlast4" if reread else "*reinterpret_cast<const KfVec<float, 4>*>")
                 .replace("#if REREAD", "#if " + ("1" if reread else "0"))
                 .replace("__launch_bounds__(512)", f"__launch_bounds__(512, {min_blocks})" if min_blocks else "__launch_bounds__(512)"))
-        return head + (LDLAST if reread else "") + body
+        return _hand_kernel(src, body, LDLAST if reread else "")
     patch.variant = {"block": 512, "cache_k": 2}
     return patch
 
@@ -292,6 +290,21 @@ VARIANTS = {
     "hand Triton-shaped, double reciprocal (exact)": hand_triton(rdiv=True),
     "hand Triton-shaped (IEEE division)": hand_triton(),
     "hand 512 thr, registers": hand_p3(),
+}
+# The variants of the earlier runs in benchmarks/gpu-2026-11-22/probe_p3_runs.md (--all runs them
+# too); the shared-memory rows of 04:50 were an emitter option, removed.
+EARLIER = {
+    "affine loads in phase 2": lambda s: move_affine_loads(s, 1),
+    "div -> exact rcp+2fma": lambda s: div_patch(s, "exact"),
+    "div -> x*rcp (inexact)": lambda s: div_patch(s, "mul"),
+    "float accumulators (inexact)": float_accum,
+    "tree combine": tree_combine,
+    "reread b256 + evict hints": reread(256, True),
+    "reread b512 + evict hints, unroll 1": reread(512, True, 1),
+    "b512, 2 units a thread": shape(block=512, cache_k=2),
+    "b512 u2, bounds 4": shape(block=512, cache_k=2, min_blocks=4),
+    "hand 512 thr, L2 re-read + hints, bounds 4": hand_p3(reread=True, min_blocks=4),
+    "launch bounds 6 blocks": lambda s: s.replace("__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
 }
 
 
@@ -360,17 +373,26 @@ def inductor_code(out_dir):
         f.write("\n\n".join(texts))
 
 
+def _case(torch):
+    """(case key, NumPy body, variants, torch.compile peers) for --p1 or P3."""
+    if "--p1" in sys.argv:
+        return ("P1 gelu(x*w+b) 8192x8192", p1, VARIANTS_P1,
+                {"torch.compile p1": torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))})
+    variants = {**VARIANTS, **EARLIER} if "--all" in sys.argv else VARIANTS
+    return ("P3 layernorm 16384x4096", p3, variants,
+            {"torch.compile F.layer_norm": torch.compile(
+                lambda x, g, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5)),
+             "torch.compile p3 body": torch.compile(p3_torch)})
+
+
 def ncu_targets():
     """A few calls of torch.compile's kernel and of kfuse's variants (all of them with --p1; else
     the P3 ones named here), for ``ncu``."""
     import torch
-    if "--p1" in sys.argv:
-        case, fn, variants, names = "P1 gelu(x*w+b) 8192x8192", p1, VARIANTS_P1, list(VARIANTS_P1)
-        f = torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))
-    else:
-        case, fn, variants = "P3 layernorm 16384x4096", p3, VARIANTS
-        names = ("generated", "div -> double reciprocal (exact)", "hand Triton-shaped, double reciprocal (exact)")
-        f = torch.compile(p3_torch)
+    case, fn, variants, peers = _case(torch)
+    names = list(variants) if "--p1" in sys.argv else \
+        ("generated", "div -> double reciprocal (exact)", "hand Triton-shaped, double reciprocal (exact)")
+    f = list(peers.values())[-1]
     shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
     plan, _ = plan_for(fn, *[("float32", s) for s in shapes], device="h200")
@@ -415,14 +437,7 @@ def main():
         return ncu_targets()
     out_dir = os.environ.get("OUT", ".")
     import torch
-    if "--p1" in sys.argv:
-        case, fn, variants = "P1 gelu(x*w+b) 8192x8192", p1, VARIANTS_P1
-        peers = {"torch.compile p1": torch.compile(lambda x, w, b: _t_p1(torch, x, w, b))}
-    else:
-        case, fn, variants = "P3 layernorm 16384x4096", p3, VARIANTS
-        peers = {"torch.compile F.layer_norm": torch.compile(
-            lambda x, g, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5)),
-            "torch.compile p3 body": torch.compile(p3_torch)}
+    case, fn, variants, peers = _case(torch)
     shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]
     # edge rows: zeros, huge and tiny magnitudes, a constant row (var 0), denormals
