@@ -538,16 +538,18 @@ class _Emitter:
         and a pairwise tree over the lanes; then the accumulators' results."""
         n, ext = LANES, self.kir.domain[d]
         body = [self.stmt(s) for s in ph.body]
+
+        def step(k):        # the loop body, then each sum's lane k
+            return ["    " + x for x in body] + [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}({a.src})"
+                                                  for a in ph.accs]
         lines = [f"acc_{a.dst}_{k} = {_literal(a.init, a.acc_dtype)}" for a in ph.accs for k in range(n)]
         lines.append(f"nl{tag}_ = ({ext}) - ({ext}) % {n}")
         lines.append(f"for i{d}b_ in range(0, nl{tag}_, {n}):")
         for k in range(n):
             lines.append(f"    i{d} = i{d}b_ + {k}")
-            lines += ["    " + x for x in body]
-            lines += [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}({a.src})" for a in ph.accs]
+            lines += step(k)
         lines.append(f"for i{d} in range(nl{tag}_, {ext}):")
-        lines += ["    " + x for x in body]
-        lines += [f"    acc_{a.dst}_0 += np.{_vt(a.acc_dtype)}({a.src})" for a in ph.accs]
+        lines += step(0)
         for a in ph.accs:
             terms = [f"acc_{a.dst}_{k}" for k in range(n)]
             while len(terms) > 1:

@@ -23,8 +23,8 @@ _COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater",
 _ALIASES = {"fabs": Op.ABSOLUTE, "conjugate": Op.POSITIVE, "float_power": Op.POWER}
 # ufuncs that are a multiplication by a constant on their loop dtype: NumPy's C constants, e.g.
 # float32 rad2deg multiplies by 180.0f / NPY_PIf (a float32 division: 57.295776, not 57.29578)
-_TO_DEG = {"rad2deg", "degrees"}
-_SCALED = {n: None for n in ("deg2rad", "radians", "rad2deg", "degrees")}
+_TO_DEG = frozenset({"rad2deg", "degrees"})
+_SCALED = _TO_DEG | {"deg2rad", "radians"}
 
 
 def _scale(name: str, dtype: np.dtype) -> float:
