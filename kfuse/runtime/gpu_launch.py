@@ -9,6 +9,8 @@ through DLPack); subclasses say how a group's launcher is made and what their st
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..codegen import kernel_ir as K
@@ -116,14 +118,19 @@ class GpuProgram:
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
-        if dev == cupy.cuda.runtime.getDevice():
-            results = self._run(cupy, arrs, dev)
-        else:
-            with cupy.cuda.Device(dev):
-                results = self._run(cupy, arrs, dev)
-        return results if kind == "cupy" else interop.from_device_arrays(results, kind)
+        if kind == "cupy" and dev == cupy.cuda.runtime.getDevice():
+            return self._run(cupy, arrs, dev, cupy.empty)
+        with cupy.cuda.Device(dev):
+            if kind == "cupy":
+                return self._run(cupy, arrs, dev, cupy.empty)
+            outs = interop.TorchOutputs(dev)
+            stream = interop.launch_stream(dev)
+            with stream if stream is not None else contextlib.nullcontext():
+                results = self._run(cupy, arrs, dev, outs.empty)
+            return [outs.result(r) for r in results]
 
-    def _run(self, cupy, arrs, dev) -> list:
+    def _run(self, cupy, arrs, dev, empty) -> list:
+        """Run the groups in order; ``empty(shape, dtype)`` allocates the kernels' outputs."""
         graph = self.plan.graph
         props = self._props.get(dev)
         if props is None:
@@ -132,7 +139,6 @@ class GpuProgram:
             self.arch = props["arch"]
             self.launchers = [self._launcher(g, k) for g, k in zip(self.plan.groups, self.kirs)]
         env = dict(zip(graph.inputs, arrs))
-        empty = cupy.empty
         for g, kir, launch, out_sig in zip(self.plan.groups, self.kirs, self.launchers, self._out_sig):
             ins = [env[n] for n in g.inputs]
             if kir.contraction is not None:

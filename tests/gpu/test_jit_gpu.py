@@ -67,10 +67,59 @@ def test_torch_in_torch_out():
     assert_matches_numpy(out.cpu().numpy(), softmax(x.cpu().numpy()), reductions=True)
 
 
+def test_torch_side_stream_bool_and_strided():
+    """A torch caller's kernels run on torch's current stream: inputs made on a side stream are
+    read after they are written, and the outputs are complete for the work queued after the call
+    on that stream (no synchronisation in between). Bool and strided tensors cross zero-copy."""
+    torch = pytest.importorskip("torch")
+    f = kfuse.jit(lambda x, m: np.where(m, x * 2.0, -x).sum(axis=0))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)                    # keep the side stream busy (~tens of ms)
+        x = torch.arange(4096 * 64, device="cuda", dtype=torch.float32).reshape(4096, 64)[:, ::2]
+        m = (torch.arange(4096 * 32, device="cuda") % 3 == 0).reshape(4096, 32)
+        out = f(x, m)
+        after = out + 1                                  # queued behind the kernel on s
+    s.synchronize()
+    xh, mh = x.cpu().numpy(), m.cpu().numpy()
+    want = np.where(mh, xh * 2.0, -xh).sum(axis=0)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
+    assert_matches_numpy(out.cpu().numpy(), want, reductions=True)
+    assert_matches_numpy(after.cpu().numpy(), want + 1, reductions=True)
+
+
+def test_torch_exchange_is_zero_copy():
+    torch = pytest.importorskip("torch")
+    from kfuse.runtime.interop import from_cupy, to_cupy
+    x = torch.ones(1000, device="cuda")[::2]
+    c = to_cupy(x)
+    assert c.data.ptr == x.data_ptr() and c.shape == (500,) and c.strides == (8,)
+    back = from_cupy(c, "torch")
+    assert back.data_ptr() == x.data_ptr() and back.stride() == (2,)
+    mask = from_cupy(to_cupy(torch.tensor([True, False], device="cuda")), "torch")
+    assert mask.dtype == torch.bool and mask.tolist() == [True, False]
+
+
 def test_host_mixed_with_device_is_an_error():
     f = kfuse.jit(lambda x, y: x + y)
     with pytest.raises(kfuse.DeviceError):
         f(np.ones(4, np.float32), cp.ones(4, cp.float32))
+
+
+def _torch_call_us(f, n):
+    """Host µs of a cached kfuse call on a 1024-element torch tensor (None without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    t = torch.ones(1024, device="cuda")
+    f(t)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f(t)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
 
 
 def test_hot_call_overhead_reported(capsys):
@@ -91,6 +140,8 @@ def test_hot_call_overhead_reported(capsys):
         k(x)
     cp.cuda.Device().synchronize()
     ref = (time.perf_counter() - t) / n * 1e6
+    torch_us = _torch_call_us(f, n)
     with capsys.disabled():
-        print(f"\n[hot call, 1024 f32] kfuse.jit {ours:.1f} us/call; cupy.ElementwiseKernel {ref:.1f} us/call")
+        print(f"\n[hot call, 1024 f32] kfuse.jit {ours:.1f} us/call; cupy.ElementwiseKernel {ref:.1f} us/call"
+              + (f"; kfuse.jit on a torch tensor {torch_us:.1f} us/call" if torch_us else ""))
     assert_matches_numpy(cp.asnumpy(f(x)), np.full(1024, 3, np.float32))
