@@ -11,7 +11,15 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
 * row (reduce, reduced dims contiguous): one block per outer index, threads stride over the
   reduced dims; warp shuffles + a shared-memory block combine (fixed order: deterministic);
   with ``cache_k > 0`` every body load is kept in registers (``cache_k`` slots a thread), so each
-  row is read from memory once across all phases (softmax, layernorm).
+  row is read from memory once across all phases (softmax, layernorm); with ``reload`` too, later
+  phases load the row again with L1/L2 evict-last hints (evict-first at its last read), so it comes
+  from the SM's L1 while registers stay free for occupancy, and float32 sums accumulate in float32
+  (a thread's few terms, then pairwise trees over the warp and the warps: within the error bound
+  of NumPy's pairwise float32 sum), as
+  Triton's best layernorm does. A float32 division by a row-level value is computed as
+  ``(float)((double)a * (1.0 / (double)b))`` with the reciprocal once a row: correctly rounded
+  (the product is within 2^-52 of a / b, which is never within 2^-49 of a float midpoint), and free
+  of the IEEE division's slow path.
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
 float16 values live in float32 registers; every float16 op result is rounded to float16, as NumPy's
@@ -41,6 +49,8 @@ class Variant:
     ept: int = 1                # elementwise: vector units a thread handles per loop trip (loads in flight)
     stream: bool = False        # evict-first vector loads/stores of data touched once (full-domain buffers)
     min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
+    reload: bool = False        # row mode with cache_k: later phases re-load the row (L1/L2 hints) instead
+                                # of holding it in registers; float32 sums then accumulate in float32
 
     @property
     def tag(self) -> str:
@@ -48,6 +58,7 @@ class Variant:
         t += f"u{self.ept}" if self.ept > 1 and self.mode == "elementwise" else ""
         t += "c" if self.stream else ""
         t += f"m{self.min_blocks}" if self.min_blocks else ""
+        t += "r" if self.reload else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -269,9 +280,14 @@ class _Gen:
         units = "row_units" if V > 1 else "row_len"
         cache = {}   # (buf, index) -> cache array name
         kc = v.cache_k if row else 0
+        reload = bool(kc and v.reload and V > 1)
+        phases = [self.acc32_phase(ph) for ph in kir.phases] if reload else list(kir.phases)
+        last_read = {}   # (buf, index) -> the last phase that loads it
         if kc:
-            for ph in kir.phases:
+            for pi, ph in enumerate(phases):
                 for s in ph.body:
+                    if isinstance(s, K.Load):
+                        last_read[(s.buf, s.index)] = pi
                     if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
                         vec = V > 1 and vector_access(s.index, last)
                         if V > 1 and not vec:
@@ -279,18 +295,24 @@ class _Gen:
                         name = f"c{len(cache)}_"
                         cache[(s.buf, s.index)] = name
                         st = _STYPE[s.dtype]
-                        rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
+                        if not reload:
+                            rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
+        row_vars = {f"i{d}" for d in kir.outer}
+        row_level = set()   # values computed once a row (outside the phases' loops)
         filled = set()
-        for ph in kir.phases:
+        for pi, ph in enumerate(phases):
             for s in ph.pre:
                 if isinstance(s, K.Store) and row:
                     rb.append("if (tid_ == 0) " + self.stmt(s))
                 else:
                     rb.append(self.stmt(s))
+                    row_level.add(getattr(s, "dst", None))
             if not ph.has_loop:
                 continue
             for a in ph.accs:
                 rb += self.acc_init(a)
+            loop_at = len(rb)
+            recips = {}   # row-level divisor -> its float64 reciprocal's name
             loop = []
             if kc:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
@@ -326,7 +348,12 @@ class _Gen:
                         st = _STYPE[s.dtype]
                         off = self.offset("in", s.buf, s.index)
                         key = (s.buf, s.index)
-                        if key in cache:
+                        if key in cache and reload:
+                            again = pi < last_read[key] or not row_vars & set().union(*map(K.expr_vars, s.index))
+                            loop.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
+                                        f"{'kf_ldlast' if again else 'kf_ldfirst'}<{st}, {V}>(in{s.buf} + ({off}));")
+                            loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
+                        elif key in cache:
                             c = cache[key]
                             if key not in filled and key not in newly:
                                 loop.append(f"{c}[k_] = {self.vload(s, V, off, outer + inner)};")
@@ -346,6 +373,11 @@ class _Gen:
                         loop.append(f"KfVec<{st}, {V}> o_{len(stores)};")
                         lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
                         stores.append((s, st))
+                    elif (isinstance(s, K.Op) and s.op == "divide" and s.dtype == "float32"
+                          and s.arg_dtypes == ("float32", "float32") and s.args[1] in row_level):
+                        rd = recips.setdefault(s.args[1], f"rd_{s.args[1]}")
+                        self.dt[s.dst] = s.dtype
+                        lanes.append(f"const float {s.dst} = (float)((double){s.args[0]} * {rd});")
                     else:
                         lanes.append(self.stmt(s))
                 for a in ph.accs:
@@ -360,13 +392,23 @@ class _Gen:
             filled |= newly
             if kc:
                 loop.append("}")
+            rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()]
             rb += ["  " + x for x in "\n".join(loop).split("\n")]
             rb.append("}")
             for a in ph.accs:
                 rb += self.acc_final(a, row)
+                row_level.add(a.dst)
         body += ["  " + x for x in "\n".join(rb).split("\n")]
         body.append("}")
         return self.wrap(body)
+
+    @staticmethod
+    def acc32_phase(ph: K.Phase) -> K.Phase:
+        """``ph`` with its float32 sums accumulated in float32 (Variant.reload)."""
+        accs = tuple(dataclasses.replace(a, acc_dtype="float32")
+                     if a.kind == "sum" and a.acc_dtype == "float64" and a.src_dtype == "float32" else a
+                     for a in ph.accs)
+        return dataclasses.replace(ph, accs=accs)
 
     def acc_types(self, a: K.Acc):
         if a.kind in ("argmax", "argmin"):
@@ -425,8 +467,14 @@ class _Gen:
                 out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")
-            out.append(f"A{a.dst} = sm_{a.dst}[0];")
-            out.append(f"#pragma unroll\nfor (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
+            if self.v.reload and a.kind == "sum" and a.acc_dtype == "float32":
+                # float32 sums: a pairwise tree over the warps' partials too (nwarps_ is a power of two)
+                out.append(f"A{a.dst} = sm_{a.dst}[lane_ & (nwarps_ - 1)];")
+                out.append(f"#pragma unroll\nfor (int m_ = nwarps_ / 2; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+            else:
+                out.append(f"A{a.dst} = sm_{a.dst}[0];")
+                out.append(f"#pragma unroll\nfor (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
             if self.v.barriers != 1:
                 out.append("__syncthreads();")
         self.dt[a.dst] = a.dtype
@@ -514,6 +562,17 @@ def default_variant(kir: K.KernelIR) -> Variant:
         return Variant("row", vec, bool(big), kc, block)
     vec = max(1, 16 // max_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
+
+
+def rereads_rows(kir: K.KernelIR) -> bool:
+    """Whether a later phase loads what an earlier phase loaded (a row read by several passes)."""
+    seen = set()
+    for ph in kir.phases:
+        keys = {(s.buf, s.index) for s in ph.body if isinstance(s, K.Load)}
+        if keys & seen:
+            return True
+        seen |= keys
+    return False
 
 
 def row_shape(units: int, per_thread: int = 4) -> tuple[int, int]:

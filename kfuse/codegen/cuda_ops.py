@@ -33,6 +33,25 @@ template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldcs(cons
   else r = *reinterpret_cast<const KfVec<T, N>*>(p);
   return r;
 }
+// vector loads with L1 and L2 eviction priorities (sm_80+; a plain load elsewhere): "last" for
+// data read again (a row a later phase re-loads, operands every row reads), "first" for a row's
+// last read; row kernels with Variant.reload re-load rows this way instead of holding them
+#define KF_LDHINT(NAME, POL)                                                                          \
+template <typename T, int N> __device__ __forceinline__ KfVec<T, N> NAME(const T* p) {               \
+  KfVec<T, N> r;                                                                                      \
+  if constexpr (sizeof(r) == 16 && __CUDA_ARCH__ >= 800) {                                            \
+    unsigned long long pol; int4 v;                                                                   \
+    asm volatile("createpolicy.fractional.L2::" POL ".b64 %0, 1.0;" : "=l"(pol));                    \
+    asm volatile("ld.global.L1::" POL ".L2::cache_hint.v4.b32 {%0,%1,%2,%3}, [%4], %5;"              \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));                  \
+    *reinterpret_cast<int4*>(&r) = v;                                                                 \
+  } else {                                                                                            \
+    r = *reinterpret_cast<const KfVec<T, N>*>(p);                                                     \
+  }                                                                                                   \
+  return r;                                                                                           \
+}
+KF_LDHINT(kf_ldlast, "evict_last")
+KF_LDHINT(kf_ldfirst, "evict_first")
 template <typename T, int N> __device__ __forceinline__ void kf_stcs(T* p, const KfVec<T, N>& v) {
   if constexpr (sizeof(v) == 16) __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
   else if constexpr (sizeof(v) == 8) __stcs(reinterpret_cast<int2*>(p), *reinterpret_cast<const int2*>(&v));

@@ -91,6 +91,8 @@ def _variants(kir):
     vs = [v, cuda.Variant(v.mode, 1, True, 0, v.block)]
     if kir.kind == "reduce":
         vs += [cuda.Variant("col", 1, False, 0, 128), cuda.Variant("row", 1, False, 0, 1024)]
+        if v.vec > 1 and cuda.rereads_rows(kir):
+            vs.append(cuda.Variant("row", v.vec, False, 1, 32, reload=True))
     return vs
 
 
@@ -121,6 +123,25 @@ def test_reduction_uses_warp_shuffle_and_registers():
     assert scalar.count("in0[") == 1
     ln = cuda.emit(_kir("layernorm"))
     assert "sqrtf" in ln
+
+
+def test_reload_variant_rereads_rows_through_l1_and_sums_in_float32():
+    kir = _kir("layernorm")
+    assert cuda.rereads_rows(kir) and cuda.rereads_rows(_kir("softmax"))
+    assert not cuda.rereads_rows(cuda.lower_for_cuda(one_group_plan(trace(
+        lambda x: np.sqrt((x * x).sum(axis=1)), ("f32", (64, 128)))).groups[0]))
+    src = cuda.emit(kir, cuda.Variant("row", 4, False, 2, 512, reload=True))
+    body = src.split("// kfuse kernel")[1]
+    assert "c0_" not in body                                  # nothing held across phases
+    assert body.count("kf_ldlast<float, 4>(in0") == 2         # the mean's and the variance's passes
+    assert body.count("kf_ldfirst<float, 4>(in0") == 1        # the output pass: the row's last read
+    assert "kf_ldlast<float, 4>(in1" in body and "kf_ldlast<float, 4>(in2" in body   # gamma, beta: every row
+    assert "float Av" in body and "double Av" not in body     # float32 sums in float32
+    assert "nwarps_ / 2" in body                              # pairwise over the warps' partials
+    # the division by the row's sqrt: a float64 reciprocal once a row, one multiply an element
+    assert "const double rd_v" in body and "(float)((double)v" in body and " / v17" not in body
+    held = cuda.emit(kir, cuda.Variant("row", 4, False, 4, 256))
+    assert "double Av" in held and "c0_[k_]" in held and "kf_ldlast" not in held.split("// kfuse kernel")[1]
 
 
 def test_same_structure_same_source():
