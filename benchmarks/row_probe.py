@@ -428,11 +428,19 @@ def bounds5(src):
     return src.replace("__launch_bounds__(256)", "__launch_bounds__(256, 5)")
 
 
+def plain_loads(src):
+    """The reload kernel's hinted loads as plain vector loads (the compiler may predicate them)."""
+    return re.sub(r"kf_ld(?:last|first)<(\w+), (\d+)>\(", r"*reinterpret_cast<const KfVec<\1, \2>*>(", src)
+
+
 VARIANTS = {
     "generated": lambda s: s,
-    "div -> double reciprocal (exact)": rdiv_patch,
-    "hand Triton-shaped, rdiv, L1+L2 hints": hand_triton(rdiv=True, l1=True),
+    "held rows (the previous default)": shape(block=256, cache_k=4, reload=False),
+    "1 barrier a reduction": shape(barriers=1),
+    "reload, plain loads": plain_loads,
     "hand Triton-shaped, rdiv, L1+L2 hints, float acc (inexact)": hand_triton(rdiv=True, l1=True, float_acc=True),
+}
+PARTIALS_RUN = {   # 07:2x (run 11)
     "hand Triton-shaped, rdiv, L1+L2, float unit partials": hand_triton(rdiv=True, l1=True, partials="unit"),
     "hand Triton-shaped, rdiv, L1+L2, float thread partials": hand_triton(rdiv=True, l1=True, partials="thread"),
     "hand Triton-shaped, rdiv, L1+L2, float warp partials": hand_triton(rdiv=True, l1=True, partials="warp"),
@@ -475,6 +483,7 @@ EARLIER = {
     **PREFETCH_RUN,
     **L1_RUN,
     **FF_RUN,
+    **PARTIALS_RUN,
     "affine loads in phase 2": lambda s: move_affine_loads(s, 1),
     "div -> exact rcp+2fma": lambda s: div_patch(s, "exact"),
     "div -> x*rcp (inexact)": lambda s: div_patch(s, "mul"),

@@ -295,8 +295,7 @@ class _Gen:
                         name = f"c{len(cache)}_"
                         cache[(s.buf, s.index)] = name
                         st = _STYPE[s.dtype]
-                        if not reload:
-                            rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
+                        rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
         row_vars = {f"i{d}" for d in kir.outer}
         row_level = set()   # values computed once a row (outside the phases' loops)
         filled = set()
@@ -311,6 +310,10 @@ class _Gen:
                 continue
             for a in ph.accs:
                 rb += self.acc_init(a)
+            if reload:   # a reduction pass loads its row slots up front; other passes load as they go
+                rb += self.reload_loads(ph, pi, cache, last_read, row_vars, units, inner) if ph.accs else []
+                filled = {(s.buf, s.index) for s in ph.body if isinstance(s, K.Load) and (s.buf, s.index) in cache
+                          and ph.accs}
             loop_at = len(rb)
             recips = {}   # row-level divisor -> its float64 reciprocal's name
             loop = []
@@ -348,10 +351,9 @@ class _Gen:
                         st = _STYPE[s.dtype]
                         off = self.offset("in", s.buf, s.index)
                         key = (s.buf, s.index)
-                        if key in cache and reload:
-                            again = pi < last_read[key] or not row_vars & set().union(*map(K.expr_vars, s.index))
+                        if key in cache and reload and key not in filled:
                             loop.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
-                                        f"{'kf_ldlast' if again else 'kf_ldfirst'}<{st}, {V}>(in{s.buf} + ({off}));")
+                                        f"{self.hinted(pi, key, last_read, row_vars)}<{st}, {V}>(in{s.buf} + ({off}), true);")
                             loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
                         elif key in cache:
                             c = cache[key]
@@ -401,6 +403,32 @@ class _Gen:
         body += ["  " + x for x in "\n".join(rb).split("\n")]
         body.append("}")
         return self.wrap(body)
+
+    def reload_loads(self, ph, pi, cache, last_read, row_vars, units, inner) -> list[str]:
+        """Variant.reload, a reduction pass: its row loads, all issued before its compute loop
+        (predicated, so they go out back to back), into the register slots the loop reads."""
+        v, V = self.v, self.v.vec
+        lines, done = [], set()
+        for s in ph.body:
+            key = (s.buf, s.index) if isinstance(s, K.Load) else None
+            if key not in cache or key in done:
+                continue
+            done.add(key)
+            fn = self.hinted(pi, key, last_read, row_vars)
+            lines.append(f"{cache[key]}[k_] = {fn}<{_STYPE[s.dtype]}, {V}>(in{s.buf} + ({self.offset('in', s.buf, s.index)}), "
+                         f"j_ < {units});")
+        if not lines:
+            return []
+        dec = []
+        self.decompose("j_", inner, dec, V)
+        body = [f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});"] + dec + lines
+        return [f"#pragma unroll\nfor (int k_ = 0; k_ < {v.cache_k}; ++k_) {{"] + ["  " + x for x in body] + ["}"]
+
+    @staticmethod
+    def hinted(pi, key, last_read, row_vars) -> str:
+        """The load for ``key`` in phase ``pi``: evict-first at a row's last read, else evict-last."""
+        again = pi < last_read[key] or not row_vars & set().union(*map(K.expr_vars, key[1]))
+        return "kf_ldlast" if again else "kf_ldfirst"
 
     @staticmethod
     def acc32_phase(ph: K.Phase) -> K.Phase:

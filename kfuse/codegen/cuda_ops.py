@@ -33,20 +33,24 @@ template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldcs(cons
   else r = *reinterpret_cast<const KfVec<T, N>*>(p);
   return r;
 }
-// vector loads with L1 and L2 eviction priorities (sm_80+; a plain load elsewhere): "last" for
-// data read again (a row a later phase re-loads, operands every row reads), "first" for a row's
-// last read; row kernels with Variant.reload re-load rows this way instead of holding them
+// predicated vector loads with L1 and L2 eviction priorities (sm_80+; a plain load elsewhere):
+// "last" for data read again (a row a later phase re-loads, operands every row reads), "first" for
+// a row's last read. The predicate is inside the asm, so a phase's loads issue back to back
+// (a guarded asm load would be a branch the compiler cannot if-convert); r is zero where !ok.
 #define KF_LDHINT(NAME, POL)                                                                          \
-template <typename T, int N> __device__ __forceinline__ KfVec<T, N> NAME(const T* p) {               \
+template <typename T, int N> __device__ __forceinline__ KfVec<T, N> NAME(const T* p, bool ok) {      \
   KfVec<T, N> r;                                                                                      \
   if constexpr (sizeof(r) == 16 && __CUDA_ARCH__ >= 800) {                                            \
-    unsigned long long pol; int4 v;                                                                   \
+    unsigned long long pol; int4 v = make_int4(0, 0, 0, 0);                                           \
     asm volatile("createpolicy.fractional.L2::" POL ".b64 %0, 1.0;" : "=l"(pol));                    \
-    asm volatile("ld.global.L1::" POL ".L2::cache_hint.v4.b32 {%0,%1,%2,%3}, [%4], %5;"              \
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));                  \
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n"                                       \
+                 " @q ld.global.L1::" POL ".L2::cache_hint.v4.b32 {%0,%1,%2,%3}, [%4], %6;\n}"         \
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w) : "l"(p), "r"((int)ok), "l"(pol));    \
     *reinterpret_cast<int4*>(&r) = v;                                                                 \
-  } else {                                                                                            \
+  } else if (ok) {                                                                                    \
     r = *reinterpret_cast<const KfVec<T, N>*>(p);                                                     \
+  } else {                                                                                            \
+    for (int e = 0; e < N; ++e) r.v[e] = T();                                                         \
   }                                                                                                   \
   return r;                                                                                           \
 }

@@ -132,9 +132,10 @@ def test_reload_variant_rereads_rows_through_l1_and_sums_in_float32():
         lambda x: np.sqrt((x * x).sum(axis=1)), ("f32", (64, 128)))).groups[0]))
     src = cuda.emit(kir, cuda.Variant("row", 4, False, 2, 512, reload=True))
     body = src.split("// kfuse kernel")[1]
-    assert "c0_" not in body                                  # nothing held across phases
-    assert body.count("kf_ldlast<float, 4>(in0") == 2         # the mean's and the variance's passes
+    # every pass loads the row again (predicated, before its compute loop), nothing held across phases
+    assert body.count("c0_[k_] = kf_ldlast<float, 4>(in0") == 2   # the mean's and the variance's passes
     assert body.count("kf_ldfirst<float, 4>(in0") == 1        # the output pass: the row's last read
+    assert "if (j_ < row_units) {\n      IDX r_ = j_;\n      const IDX i1 = r_ * 4;\n      c0_" not in body
     assert "kf_ldlast<float, 4>(in1" in body and "kf_ldlast<float, 4>(in2" in body   # gamma, beta: every row
     assert "float Av" in body and "double Av" not in body     # float32 sums in float32
     assert "nwarps_ / 2" in body                              # pairwise over the warps' partials
