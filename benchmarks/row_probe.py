@@ -428,16 +428,14 @@ def bounds5(src):
     return src.replace("__launch_bounds__(256)", "__launch_bounds__(256, 5)")
 
 
-def plain_loads(src):
-    """The reload kernel's hinted loads as plain vector loads (the compiler may predicate them)."""
-    return re.sub(r"kf_ld(?:last|first)<(\w+), (\d+)>\(", r"*reinterpret_cast<const KfVec<\1, \2>*>(", src)
-
-
 VARIANTS = {
     "generated": lambda s: s,
     "held rows (the previous default)": shape(block=256, cache_k=4, reload=False),
-    "1 barrier a reduction": shape(barriers=1),
-    "reload, plain loads": plain_loads,
+    "no unit guards": lambda s: s.replace("if (j_ < row_units) {", "if (true) {"),
+    "no row loop": lambda s: s.replace("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {",
+                                       "{ const IDX row_ = blockIdx.x;"),
+    "no unit guards, no row loop": lambda s: s.replace("if (j_ < row_units) {", "if (true) {").replace(
+        "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {", "{ const IDX row_ = blockIdx.x;"),
     "hand Triton-shaped, rdiv, L1+L2 hints, float acc (inexact)": hand_triton(rdiv=True, l1=True, float_acc=True),
 }
 PARTIALS_RUN = {   # 07:2x (run 11)

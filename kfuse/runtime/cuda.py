@@ -38,7 +38,8 @@ EW_UNITS_PER_THREAD = 2       # elementwise: vector units a thread handles per l
                               # P1 95.0% of copy at 2, 93.5% at 1) ...
 EW_STREAMS_ONE_UNIT = 3       # ... but 1 where this many full-size inputs stream (P6, 4 inputs: 46 registers
                               # and 52% occupancy at 2 units; 100.5% of copy at 1 unit x 128 threads)
-ROW_RELOAD = True             # rows read by several phases: re-loaded through L1 (Variant.reload), not held
+ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded through L1 (Variant.reload;
+                              # codegen.cuda.reload_pays says where), not held
 ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 512 threads, 32 registers, as
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
@@ -190,7 +191,7 @@ class _Launcher(LauncherBase):
                     break
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
-        reload = ROW_RELOAD and vec > 1 and cuda_emit.rereads_rows(kir)
+        reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
         cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2

@@ -128,6 +128,7 @@ def test_reduction_uses_warp_shuffle_and_registers():
 def test_reload_variant_rereads_rows_through_l1_and_sums_in_float32():
     kir = _kir("layernorm")
     assert cuda.rereads_rows(kir) and cuda.rereads_rows(_kir("softmax"))
+    assert cuda.reload_pays(kir) and not cuda.reload_pays(_kir("softmax"))   # a max pass: held rows
     assert not cuda.rereads_rows(cuda.lower_for_cuda(one_group_plan(trace(
         lambda x: np.sqrt((x * x).sum(axis=1)), ("f32", (64, 128)))).groups[0]))
     src = cuda.emit(kir, cuda.Variant("row", 4, False, 2, 512, reload=True))
