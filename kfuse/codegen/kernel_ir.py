@@ -199,7 +199,8 @@ class Store:
 Stmt = Union[Load, Const, Op, Store]
 
 # Reduction kinds and their combine rules (emitters implement exactly these):
-#   sum/prod: acc op= src (ints wrap; float16/float32 accumulate in acc_dtype = float64)
+#   sum/prod: acc op= src (ints wrap; float16/float32 accumulate in acc_dtype = float64; the CUDA
+#             emitter's Variant.reload rows sum float32 in float32, see codegen.cuda)
 #   max/min: NaN propagates (once NaN, stays NaN); init -inf/+inf or the int limits
 #   any/all: logical or/and of (src != 0)
 #   argmax/argmin: first occurrence of the extreme value; the first NaN wins (NumPy rules);
