@@ -428,14 +428,20 @@ def bounds5(src):
     return src.replace("__launch_bounds__(256)", "__launch_bounds__(256, 5)")
 
 
+def unpredicated(src):
+    """The reload kernel's predicated hinted loads as the hand kernel's unpredicated ones (valid
+    when every unit is in the row, as at 4096 columns)."""
+    i = src.index('extern "C"')
+    body = re.sub(r"kf_ld(last|first)<float, 4>\((.*?), (?:j_ < row_units|true)\);",
+                  lambda m: f"kf_ld4_{m[1]}({m[2]});", src[i:])
+    return src[:i] + LDL1 + body
+
+
 VARIANTS = {
     "generated": lambda s: s,
     "held rows (the previous default)": shape(block=256, cache_k=4, reload=False),
-    "no unit guards": lambda s: s.replace("if (j_ < row_units) {", "if (true) {"),
-    "no row loop": lambda s: s.replace("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {",
-                                       "{ const IDX row_ = blockIdx.x;"),
-    "no unit guards, no row loop": lambda s: s.replace("if (j_ < row_units) {", "if (true) {").replace(
-        "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {", "{ const IDX row_ = blockIdx.x;"),
+    "unpredicated loads": unpredicated,
+    "unpredicated loads, no unit guards": lambda s: unpredicated(s).replace("if (j_ < row_units) {", "if (true) {"),
     "hand Triton-shaped, rdiv, L1+L2 hints, float acc (inexact)": hand_triton(rdiv=True, l1=True, float_acc=True),
 }
 PARTIALS_RUN = {   # 07:2x (run 11)

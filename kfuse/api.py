@@ -77,7 +77,7 @@ def _arg_key(a: Any):
     if kind == "cupy":
         return (t, a.dtype, a.shape, a.strides, a.data.device_id)
     if kind == "torch":
-        return (t, a.dtype, tuple(a.shape), tuple(a.stride()), str(a.device))
+        return (t, a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device())
     if isinstance(a, np.generic):
         return (t, a.dtype)
     return _UNCACHEABLE

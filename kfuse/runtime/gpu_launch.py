@@ -118,9 +118,10 @@ class GpuProgram:
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
-        if kind == "cupy" and dev == cupy.cuda.runtime.getDevice():
+        here = dev == cupy.cuda.runtime.getDevice()
+        if kind == "cupy" and here:
             return self._run(cupy, arrs, dev, cupy.empty)
-        with cupy.cuda.Device(dev):
+        with contextlib.nullcontext() if here else cupy.cuda.Device(dev):
             if kind == "cupy":
                 return self._run(cupy, arrs, dev, cupy.empty)
             outs = interop.TorchOutputs(dev)

@@ -47,7 +47,7 @@ def device_of(x) -> int | None:
     if k == "cupy":
         return int(x.device.id)
     if k == "torch":
-        return int(x.device.index if x.device.index is not None else 0)
+        return x.get_device()          # the CUDA ordinal, without building a torch.device
     return None
 
 
@@ -129,7 +129,7 @@ class TorchOutputs:
 
     def __init__(self, dev: int):
         import torch
-        self.torch, self.device, self.made = torch, torch.device("cuda", dev), {}
+        self.torch, self.device, self.made = torch, dev, {}    # torch reads an int device as CUDA's
 
     def empty(self, shape, dtype):
         import cupy
@@ -152,7 +152,8 @@ def launch_stream(dev: int):
     queues next), or None when that is CuPy's current stream already."""
     import cupy
     import torch
-    ptr = torch.cuda.current_stream(dev).cuda_stream
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)   # what Inductor's launches use
+    ptr = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
     if ptr == cupy.cuda.get_current_stream().ptr:
         return None
     return cupy.cuda.ExternalStream(ptr, dev)
