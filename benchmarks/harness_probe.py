@@ -19,6 +19,17 @@ import kfuse
 from kfuse.bench import timing, workloads
 
 
+def _suite_case(name):
+    """Two copies of the suite's inputs for ``name`` as CuPy arrays and torch views of them,
+    kfuse.jit and torch.compile of its body."""
+    case = workloads.BY_NAME[name].cases("gpu", "full")[0]
+    host = case.make_inputs()
+    c_sets = [[cp.asarray(a) for a in host] for _ in range(2)]
+    t_sets = [[torch.from_dlpack(a) for a in s_] for s_ in c_sets]
+    return (c_sets, t_sets, kfuse.jit(case.body(np)),
+            torch.compile(case.body(workloads.TorchNamespace(torch))))
+
+
 def queued(call, reps=15, inner=10):
     """``row_probe``'s timer: ``inner`` calls queued between two events, median over ``reps``."""
     for i in range(3):
@@ -129,12 +140,7 @@ def trace():
     prof = profile(activities=[ProfilerActivity.CUDA])
     prof.start()
     for name in ("P3", "P1"):
-        case = workloads.BY_NAME[name].cases("gpu", "full")[0]
-        host = case.make_inputs()
-        c_sets = [[cp.asarray(a) for a in host] for _ in range(2)]
-        t_sets = [[torch.from_dlpack(a) for a in s_] for s_ in c_sets]
-        kf = kfuse.jit(case.body(np))
-        tc = torch.compile(case.body(workloads.TorchNamespace(torch)))
+        c_sets, t_sets, kf, tc = _suite_case(name)
         for f, sets in ((kf, c_sets), (tc, t_sets)):
             f(*sets[0])
         cp.cuda.Device().synchronize()
@@ -233,12 +239,7 @@ def modes():
              "| case | runner | suite timer (2 copies) | suite timer, 1 copy | queued 10, 1 copy |", "|---|---|---|---|---|"]
     ev = timing.EventAPI.cupy()
     for name in ("P1", "P3"):
-        case = workloads.BY_NAME[name].cases("gpu", "full")[0]
-        host = case.make_inputs()
-        c_sets = [[cp.asarray(a) for a in host] for _ in range(2)]
-        t_sets = [[torch.from_dlpack(a) for a in s_] for s_ in c_sets]
-        kf = kfuse.jit(case.body(np))
-        tc_fn = torch.compile(case.body(workloads.TorchNamespace(torch)))
+        c_sets, t_sets, kf, tc_fn = _suite_case(name)
 
         def tc(*a):
             with torch.no_grad():

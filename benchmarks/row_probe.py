@@ -109,37 +109,25 @@ def float_accum(src):
     return re.sub(r"double\* (sm_v\d+) = reinterpret_cast<double\*>", r"float* \1 = reinterpret_cast<float*>", src)
 
 
-LDLAST = r"""
-// L2 evict-last vector load (as Triton's eviction_policy='evict_last'): the row stays in L2 for
-// the next pass
-__device__ __forceinline__ KfVec<float, 4> kf_ldlast4(const float* p) {
-  KfVec<float, 4> r; unsigned long long pol;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p), "l"(pol));
-  return r;
-}
-"""
+def _hinted_load(name, policy, l1=False):
+    """A 16-byte float load with an L2 eviction policy (and the same L1 one with ``l1``)."""
+    q = f"L1::{policy}." if l1 else ""
+    return (f"__device__ __forceinline__ KfVec<float, 4> {name}(const float* p) {{\n"
+            "  KfVec<float, 4> r; unsigned long long pol;\n"
+            f'  asm volatile("createpolicy.fractional.L2::{policy}.b64 %0, 1.0;" : "=l"(pol));\n'
+            f'  asm volatile("ld.global.{q}L2::cache_hint.v4.f32 {{%0,%1,%2,%3}}, [%4], %5;"\n'
+            '               : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p), "l"(pol));\n'
+            "  return r;\n}\n")
 
 
-LDL1 = r"""
-// Triton's loads for P3 (config_32regs.ptx): L1 and L2 evict-last for the passes that re-read the
-// row (it stays in the SM's L1, not only in L2), L1 and L2 evict-first for the last pass
-__device__ __forceinline__ KfVec<float, 4> kf_ld4_last(const float* p) {
-  KfVec<float, 4> r; unsigned long long pol;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p), "l"(pol));
-  return r;
-}
-__device__ __forceinline__ KfVec<float, 4> kf_ld4_first(const float* p) {
-  KfVec<float, 4> r; unsigned long long pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p), "l"(pol));
-  return r;
-}
-"""
+# L2 evict-last vector load (as Triton's eviction_policy='evict_last'): the row stays in L2 for
+# the next pass
+LDLAST = "\n" + _hinted_load("kf_ldlast4", "evict_last")
+
+
+# Triton's loads for P3 (config_32regs.ptx): L1 and L2 evict-last for the passes that re-read the
+# row (it stays in the SM's L1, not only in L2), L1 and L2 evict-first for the last pass
+LDL1 = "\n" + _hinted_load("kf_ld4_last", "evict_last", True) + _hinted_load("kf_ld4_first", "evict_first", True)
 
 
 def l1_hints(src):
