@@ -11,12 +11,13 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
 * row (reduce, reduced dims contiguous): one block per outer index, threads stride over the
   reduced dims; warp shuffles + a shared-memory block combine (fixed order: deterministic);
   with ``cache_k > 0`` every body load is kept in registers (``cache_k`` slots a thread), so each
-  row is read from memory once across all phases (softmax, layernorm); with ``reload`` too, later
-  phases load the row again with L1/L2 evict-last hints (evict-first at its last read), so it comes
-  from the SM's L1 while registers stay free for occupancy, and float32 sums accumulate in float32
-  (a thread's few terms, then pairwise trees over the warp and the warps: within the error bound
-  of NumPy's pairwise float32 sum), as
-  Triton's best layernorm does. A float32 division by a row-level value is computed as
+  row is read from memory once across all phases (softmax, layernorm); with ``reload`` too, each
+  reduction pass loads the row again (all its loads issued up front) with L1/L2 evict-last hints,
+  evict-first at its last read, so re-reads come from the SM's L1 while registers stay free for
+  occupancy, and float32 sums accumulate in float32 (a thread's few terms, then pairwise trees over
+  the warp and the warps: within the error bound of NumPy's pairwise float32 sum), as Triton's best
+  layernorm does (``reload_pays`` says where the runtime picks it). In every row kernel a float32
+  division by a row-level value is computed as
   ``(float)((double)a * (1.0 / (double)b))`` with the reciprocal once a row: correctly rounded
   (the product is within 2^-52 of a / b, which is never within 2^-49 of a float midpoint), and free
   of the IEEE division's slow path.
