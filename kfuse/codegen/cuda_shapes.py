@@ -1,0 +1,140 @@
+"""Launch shapes for the CUDA emitter (:mod:`kfuse.codegen.cuda`): the :class:`Variant` a kernel is
+emitted for, which accesses can be 16-byte vectors, the row kernels' block and register slots,
+and where re-loading rows through L1 beats holding them (``reload_pays``). The runtime
+(:mod:`kfuse.runtime.cuda`) picks a variant from these per call; the emitter only reads it."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import kernel_ir as K
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    mode: str = "elementwise"   # "elementwise" | "row" | "col"
+    vec: int = 1                # elements per vector access (elementwise)
+    idx64: bool = False         # 64-bit index math
+    cache_k: int = 0            # row mode: register slots a thread (0: re-read from L2)
+    block: int = 256            # threads per block
+    barriers: int = 2           # row mode: __syncthreads per block reduction (1: double-buffered smem)
+    ept: int = 1                # elementwise: vector units a thread handles per loop trip (loads in flight)
+    stream: bool = False        # evict-first vector loads/stores of data touched once (full-domain buffers)
+    min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
+    reload: bool = False        # row mode with cache_k: later phases re-load the row (L1/L2 hints) instead
+                                # of holding it in registers; float32 sums then accumulate in float32
+
+    @property
+    def tag(self) -> str:
+        t = f"{self.mode[0]}v{self.vec}{'l' if self.idx64 else 'i'}k{self.cache_k}b{self.block}"
+        t += f"u{self.ept}" if self.ept > 1 and self.mode == "elementwise" else ""
+        t += "c" if self.stream else ""
+        t += f"m{self.min_blocks}" if self.min_blocks else ""
+        t += "r" if self.reload else ""
+        return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
+
+
+def vector_access(index, last: str) -> bool:
+    """True when an access's last index is exactly the innermost loop variable and no other
+    component uses it (a contiguous run along the vector); False means it ignores that var."""
+    if not index:
+        return False
+    uses = [last in K.expr_vars(e) for e in index]
+    return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
+
+
+def vector_accesses(kir: K.KernelIR):
+    """(last loop var, the Loads/Stores that would use vector accesses), or None when some access
+    uses the innermost loop variable in another way (then only the scalar variant fits).
+    Elementwise: the innermost domain dim; reduce: the innermost reduced dim (row mode)."""
+    if kir.kind == "reduce":
+        dims = kir.loop_dims(kir.inner)
+        stmts = [s for ph in kir.phases for s in ph.body]
+    else:
+        dims = kir.loop_dims(range(len(kir.domain)))
+        stmts = list(kir.phases[0].pre)
+    if not dims:
+        return None
+    last = f"i{dims[-1]}"
+    vec = []
+    for s in stmts:
+        if isinstance(s, (K.Load, K.Store)):
+            if vector_access(s.index, last):
+                vec.append(s)
+            elif isinstance(s, K.Store) or any(last in K.expr_vars(e) for e in s.index):
+                return None
+    return last, vec
+
+
+def vector_ok(kir: K.KernelIR) -> bool:
+    """Whether the elementwise IR admits the vector variant (every access is contiguous along the
+    innermost loop variable or independent of it)."""
+    if kir.kind == "reduce":
+        return False
+    dims = kir.loop_dims(range(len(kir.domain)))
+    if not dims:
+        return False
+    last = f"i{dims[-1]}"
+    for s in kir.phases[0].pre:
+        if isinstance(s, (K.Load, K.Store)):
+            used = any(last in K.expr_vars(e) for e in s.index)
+            if isinstance(s, K.Store) and not vector_access(s.index, last):
+                return False
+            if used and not vector_access(s.index, last):
+                return False
+    return True
+
+
+def max_itemsize(kir: K.KernelIR) -> int:
+    return max([np.dtype(b.dtype).itemsize for b in kir.inputs + kir.outputs] or [1])
+
+
+def default_variant(kir: K.KernelIR) -> Variant:
+    """The variant for contiguous, aligned buffers at the sizes the IR was lowered for."""
+    vals = [s.value for s in kir.sizes]
+    big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
+    if kir.kind == "reduce":
+        L = 1
+        for d in kir.inner:
+            e = kir.domain[d]
+            L *= e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
+        vec = max(1, 16 // max_itemsize(kir)) if vector_accesses(kir) else 1
+        last = kir.domain[kir.loop_dims(kir.inner)[-1]] if kir.loop_dims(kir.inner) else K.lit(1)
+        lv = last.value if isinstance(last, K.ILit) else next(s.value for s in kir.sizes if s.name == last.name)
+        if lv % vec:
+            vec = 1
+        block, kc = row_shape(L // vec)
+        return Variant("row", vec, bool(big), kc, block)
+    vec = max(1, 16 // max_itemsize(kir)) if vector_ok(kir) else 1
+    return Variant("elementwise", vec, bool(big), 0, 256)
+
+
+def rereads_rows(kir: K.KernelIR) -> bool:
+    """Whether a later phase loads what an earlier phase loaded (a row read by several passes)."""
+    seen = set()
+    for ph in kir.phases:
+        keys = {(s.buf, s.index) for s in ph.body if isinstance(s, K.Load)}
+        if keys & seen:
+            return True
+        seen |= keys
+    return False
+
+
+def reload_pays(kir: K.KernelIR) -> bool:
+    """Whether Variant.reload is the faster row kernel: rows read by several passes whose
+    reductions are all float32 sums (layernorm, RMSNorm: P3 0.1319 vs 0.1352 ms held in
+    registers); not with a max/min pass (softmax: 0.1456 vs 0.134 ms), H200, 2026-11-22."""
+    accs = [a for ph in kir.phases for a in ph.accs]
+    return bool(accs) and rereads_rows(kir) and all(a.kind == "sum" and a.src_dtype == "float32" for a in accs)
+
+
+def row_shape(units: int, per_thread: int = 4) -> tuple[int, int]:
+    """(threads a block, register slots a thread) for a row of ``units`` vector units: about
+    ``per_thread`` units a thread, 32..1024 threads; rows longer than 16 slots a thread are
+    re-read from L2."""
+    block = max(32, min(1024, 1 << max(0, (units - 1) // per_thread).bit_length()))
+    kc = -(-units // block)
+    if kc > 16:
+        return 1024, 0
+    return block, (1 << (kc - 1).bit_length()) if kc > 1 else kc
