@@ -425,11 +425,26 @@ def unpredicated(src):
     return src[:i] + LDL1 + body
 
 
+def one_row(src):
+    """The reload kernel for a grid of a block per row: no row loop, each reduction its own
+    shared slots, so the barrier after the warps' partials are read goes."""
+    src = src.replace("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {", "{ const IDX row_ = blockIdx.x;")
+    k = iter(range(100))
+    src = re.sub(r"reinterpret_cast<float\*>\(red_smem_\)", lambda m: f"reinterpret_cast<float*>(red_smem_ + {16 * next(k)})", src)
+    lines = src.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip() == "__syncthreads();" and i and "nwarps_ / 2" in lines[i - 1]:
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
 VARIANTS = {
     "generated": lambda s: s,
     "held rows (the previous default)": shape(block=256, cache_k=4, reload=False),
-    "unpredicated loads": unpredicated,
-    "unpredicated loads, no unit guards": lambda s: unpredicated(s).replace("if (j_ < row_units) {", "if (true) {"),
+    "a block one row: no loop, a slot per reduction, 1 barrier": one_row,
+    "one row + unpredicated loads": lambda s: one_row(unpredicated(s)),
     "hand Triton-shaped, rdiv, L1+L2 hints, float acc (inexact)": hand_triton(rdiv=True, l1=True, float_acc=True),
 }
 PARTIALS_RUN = {   # 07:2x (run 11)

@@ -176,14 +176,18 @@ class _Gen:
         if U > 1:
             # U units a thread per trip, blockDim apart (coalesced); __restrict__ lets the
             # compiler issue all U trips' loads before the first store
-            body.append(f"const IDX step = (IDX)gridDim.x * blockDim.x * {U};")
-            body.append(f"for (IDX t_ = (IDX)blockIdx.x * blockDim.x * {U} + threadIdx.x; t_ < n_units; t_ += step) {{")
+            body += [] if self.v.exact else [f"const IDX step = (IDX)gridDim.x * blockDim.x * {U};"]
+            start = f"(IDX)blockIdx.x * blockDim.x * {U} + threadIdx.x"
+            body.append(f"{{ const IDX t_ = {start};" if self.v.exact else
+                        f"for (IDX t_ = {start}; t_ < n_units; t_ += step) {{")
             body.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{")
             body.append("const IDX u = t_ + (IDX)k_ * blockDim.x;")
-            body.append("if (u < n_units) {")
+            body.append("{" if self.v.exact else "if (u < n_units) {")
         else:
-            body.append("const IDX step = (IDX)gridDim.x * blockDim.x;")
-            body.append("for (IDX u = (IDX)blockIdx.x * blockDim.x + threadIdx.x; u < n_units; u += step) {")
+            body += [] if self.v.exact else ["const IDX step = (IDX)gridDim.x * blockDim.x;"]
+            start = "(IDX)blockIdx.x * blockDim.x + threadIdx.x"
+            body.append(f"{{ const IDX u = {start};" if self.v.exact else
+                        f"for (IDX u = {start}; u < n_units; u += step) {{")
         self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], inner)
         self.decompose("u", dims, inner, V)
         if V == 1:
@@ -237,15 +241,17 @@ class _Gen:
             # barriers == 1: slots alternate with the row's parity, so the barrier after the
             # warps' reads can go (a slot is rewritten two rows later, after every warp has
             # passed the next row's barrier, hence after it finished reading)
-            n_acc = sum(len(ph.accs) for ph in kir.phases) if v.barriers == 1 else 0
-            body.append(f"__shared__ double red_smem_[{64 * max(1, 2 * n_acc)}];")
+            n_acc = sum(len(ph.accs) for ph in kir.phases)
+            slots = 2 * n_acc if v.barriers == 1 else n_acc if v.exact else 1
+            body.append(f"__shared__ double red_smem_[{64 * max(1, slots)}];")
             body.append("int par_ = 1; (void)par_;")
             # the block size is the variant's (the launcher launches ``v.block`` threads): a constant,
             # so the cross-warp combine unrolls and its shared-memory loads issue together
             body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5; "
                         f"constexpr int nwarps_ = {(v.block + 31) // 32};")
             body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-            body.append("for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
+            body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
+                        "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
@@ -301,7 +307,7 @@ class _Gen:
             if kc:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
                 loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
-                loop.append(f"if (j_ < {units}) {{")
+                loop.append("{" if v.exact else f"if (j_ < {units}) {{")
             elif row:
                 rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
@@ -334,7 +340,7 @@ class _Gen:
                         key = (s.buf, s.index)
                         if key in cache and reload and key not in filled:
                             loop.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
-                                        f"{self.hinted(pi, key, last_read, row_vars)}<{st}, {V}>(in{s.buf} + ({off}), true);")
+                                        f"{self.hinted(pi, key, last_read, row_vars)}<{st}, {V}>(in{s.buf} + ({off}));")
                             loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
                         elif key in cache:
                             c = cache[key]
@@ -396,8 +402,8 @@ class _Gen:
                 continue
             done.add(key)
             fn = self.hinted(pi, key, last_read, row_vars)
-            lines.append(f"{cache[key]}[k_] = {fn}<{_STYPE[s.dtype]}, {V}>(in{s.buf} + ({self.offset('in', s.buf, s.index)}), "
-                         f"j_ < {units});")
+            ok = "" if v.exact else f", j_ < {units}"
+            lines.append(f"{cache[key]}[k_] = {fn}<{_STYPE[s.dtype]}, {V}>(in{s.buf} + ({self.offset('in', s.buf, s.index)}){ok});")
         if not lines:
             return []
         dec = []
@@ -461,6 +467,9 @@ class _Gen:
             if self.v.barriers == 1:
                 smem = f"red_smem_ + {128 * self._acc_q} + 64 * par_"
                 self._acc_q += 1
+            elif self.v.exact:     # one row a block: a slot per reduction, never rewritten
+                smem = f"red_smem_ + {64 * self._acc_q}"
+                self._acc_q += 1
             else:
                 smem = "red_smem_"
             if arg:
@@ -484,7 +493,7 @@ class _Gen:
             else:
                 out.append(f"A{a.dst} = sm_{a.dst}[0];")
                 out.append(f"#pragma unroll\nfor (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
-            if self.v.barriers != 1:
+            if self.v.barriers != 1 and not self.v.exact:
                 out.append("__syncthreads();")
         self.dt[a.dst] = a.dtype
         if arg:

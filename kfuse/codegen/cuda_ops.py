@@ -53,6 +53,19 @@ template <typename T, int N> __device__ __forceinline__ KfVec<T, N> NAME(const T
     for (int e = 0; e < N; ++e) r.v[e] = T();                                                         \
   }                                                                                                   \
   return r;                                                                                           \
+}                                                                                                     \
+template <typename T, int N> __device__ __forceinline__ KfVec<T, N> NAME(const T* p) {               \
+  KfVec<T, N> r;                                                                                      \
+  if constexpr (sizeof(r) == 16 && __CUDA_ARCH__ >= 800) {                                            \
+    unsigned long long pol; int4 v;                                                                   \
+    asm volatile("createpolicy.fractional.L2::" POL ".b64 %0, 1.0;" : "=l"(pol));                    \
+    asm volatile("ld.global.L1::" POL ".L2::cache_hint.v4.b32 {%0,%1,%2,%3}, [%4], %5;"              \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));                  \
+    *reinterpret_cast<int4*>(&r) = v;                                                                 \
+  } else {                                                                                            \
+    r = *reinterpret_cast<const KfVec<T, N>*>(p);                                                     \
+  }                                                                                                   \
+  return r;                                                                                           \
 }
 KF_LDHINT(kf_ldlast, "evict_last")
 KF_LDHINT(kf_ldfirst, "evict_first")

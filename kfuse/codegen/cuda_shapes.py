@@ -24,6 +24,9 @@ class Variant:
     min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
     reload: bool = False        # row mode with cache_k: later phases re-load the row (L1/L2 hints) instead
                                 # of holding it in registers; float32 sums then accumulate in float32
+    exact: bool = False         # the grid covers the domain once, exactly: elementwise, grid x block x ept
+                                # units; row, a block per row of cache_k x block units (no loop, no guards,
+                                # a shared slot per reduction and no barrier after reading it)
 
     @property
     def tag(self) -> str:
@@ -32,6 +35,7 @@ class Variant:
         t += "c" if self.stream else ""
         t += f"m{self.min_blocks}" if self.min_blocks else ""
         t += "r" if self.reload else ""
+        t += "x" if self.exact else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 

@@ -10,6 +10,7 @@ Matmul groups run their contraction through ``cupy.matmul`` (cuBLAS) and the epi
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -145,7 +146,21 @@ class _Launcher(LauncherBase):
         if self.tile is not None:
             variant, grid, self.tile_note = cuda_tiles.apply_tile(
                 self.tile, variant, grid, cuda_tiles.geometry(self, sm))
-        return variant, grid
+        return dataclasses.replace(variant, exact=self._covers(variant, grid)), grid
+
+    def _covers(self, v, grid) -> bool:
+        """Whether ``grid`` blocks of ``v`` cover the domain once, exactly (Variant.exact)."""
+        kir = self.kir
+        if v.mode == "elementwise":
+            dims = kir.loop_dims(range(len(kir.domain)))
+            total = math.prod(self.extent(d) for d in dims) if dims else 1
+            return total % v.vec == 0 and grid * v.block * v.ept == total // v.vec
+        if v.mode == "row" and v.cache_k:
+            outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
+            n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
+            L = math.prod(self.extent(d) for d in inner) if inner else 1
+            return grid == n_rows and L % v.vec == 0 and L // v.vec == v.cache_k * v.block
+        return False
 
     def _ew_variant(self, ins, outs, big, sm):
         kir = self.kir

@@ -104,6 +104,22 @@ def test_row_mapping_storage_and_grid():
     assert note and "register slots" in note and (v, grid) == (base_v, base_grid)
 
 
+def test_exact_cover_only_where_the_grid_covers_the_domain_once():
+    z = np.zeros
+    for fn, arrays, exact in [(ew, (z((512, 1024), np.float32),) * 2, True),
+                              (ew, (z((511, 1000), np.float32),) * 2, False),       # a partial last tile
+                              (softmax, (z((256, 4096), np.float32),), True),         # 1024 units = 4 x 256
+                              (softmax, (z((64, 4000), np.float32),), False),         # 1000 units in 4 x 256 slots
+                              (colsum, (z((1024, 512), np.float32),), False)]:
+        g, lau, ins, outs = launcher_for(fn, *arrays)
+        v, grid = lau.variant_for(ins, outs, PROPS)
+        assert v.exact is exact, (fn.__name__, arrays[0].shape, v, grid)
+    # a tile that changes the grid is checked again
+    g, lau, ins, outs = launcher_for(ew, z((512, 1024), np.float32), z((512, 1024), np.float32))
+    v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=4, vec=2), ins, outs)
+    assert v.exact is (grid * 128 * 4 == 512 * 1024 // 2)
+
+
 def test_mismatched_or_unsupported_tiles_are_ignored():
     g, lau, ins, outs = launcher_for(softmax, np.zeros((256, 4096), np.float32))
     base = lau.variant_for(ins, outs, PROPS)

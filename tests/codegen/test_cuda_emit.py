@@ -4,6 +4,7 @@ and CUBIN for sm_80 and sm_90, and assemble the PTX with ptxas where it is insta
 NVRTC 13.5 emits PTX ISA 9.5, which ptxas 13.0 rejects; the PTX is validated after lowering its
 ``.version`` line to 9.0 (``nvrtc.ptx_for_ptxas``); the CUBIN is NVRTC's own assembly of it.
 """
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -93,6 +94,8 @@ def _variants(kir):
         vs += [cuda.Variant("col", 1, False, 0, 128), cuda.Variant("row", 1, False, 0, 1024)]
         if v.vec > 1 and cuda.rereads_rows(kir):
             vs.append(cuda.Variant("row", v.vec, False, 1, 32, reload=True))
+            vs.append(cuda.Variant("row", v.vec, False, 1, 32, reload=True, exact=True))
+    vs.append(dataclasses.replace(v, exact=True))
     return vs
 
 
@@ -144,6 +147,19 @@ def test_reload_variant_rereads_rows_through_l1_and_sums_in_float32():
     assert "const double rd_v" in body and "(float)((double)v" in body and " / v17" not in body
     held = cuda.emit(kir, cuda.Variant("row", 4, False, 4, 256))
     assert "double Av" in held and "c0_[k_]" in held and "kf_ldlast" not in held.split("// kfuse kernel")[1]
+
+
+def test_exact_variants_have_no_loop_guards_or_trailing_barriers():
+    ew = cuda.emit(_kir("gelu"), cuda.Variant("elementwise", 4, False, 0, 128, ept=2, exact=True))
+    assert "t_ < n_units" not in ew and "u < n_units" not in ew and "step" not in ew.split("kfuse kernel")[1]
+    ln = cuda.emit(_kir("layernorm"), cuda.Variant("row", 4, False, 2, 512, reload=True, exact=True))
+    body = ln.split("// kfuse kernel")[1]
+    assert "row_ += gridDim.x" not in body and "j_ < row_units" not in body
+    assert body.count("__syncthreads();") == 2                 # one a reduction: each has its own slot
+    assert "red_smem_ + 0" in body and "red_smem_ + 64" in body
+    assert "kf_ldlast<float, 4>(in0 + (i0 * (IDX)st_in0_0 + i1 * (IDX)st_in0_1));" in body   # unpredicated
+    looped = cuda.emit(_kir("layernorm"), cuda.Variant("row", 4, False, 2, 512, reload=True))
+    assert "row_ += gridDim.x" in looped and looped.count("__syncthreads();") == 4
 
 
 def test_same_structure_same_source():
