@@ -24,7 +24,7 @@ class Variant:
     min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
     reload: bool = False        # row mode with cache_k: later phases re-load the row (L1/L2 hints) instead
                                 # of holding it in registers; float32 sums then accumulate in float32
-    exact: bool = False         # the grid covers the domain once, exactly: elementwise, grid x block x ept
+    exact: bool = False         # the grid covers the domain once, exactly: elementwise (2+ units a thread), grid x block x ept
                                 # units; row, a block per row of cache_k x block units (no loop, no guards,
                                 # a shared slot per reduction and no barrier after reading it)
 

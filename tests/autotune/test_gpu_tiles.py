@@ -118,6 +118,8 @@ def test_exact_cover_only_where_the_grid_covers_the_domain_once():
     g, lau, ins, outs = launcher_for(ew, z((512, 1024), np.float32), z((512, 1024), np.float32))
     v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=4, vec=2), ins, outs)
     assert v.exact is (grid * 128 * 4 == 512 * 1024 // 2)
+    v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=1, vec=4), ins, outs)
+    assert grid * 128 == 512 * 1024 // 4 and not v.exact        # one unit a thread: the looped kernel (P6)
 
 
 def test_mismatched_or_unsupported_tiles_are_ignored():
