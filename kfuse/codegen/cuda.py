@@ -299,8 +299,8 @@ class _Gen:
                 rb += self.acc_init(a)
             if reload:   # a reduction pass loads its row slots up front; other passes load as they go
                 rb += self.reload_loads(ph, pi, cache, last_read, row_vars, units, inner) if ph.accs else []
-                filled = {(s.buf, s.index) for s in ph.body if isinstance(s, K.Load) and (s.buf, s.index) in cache
-                          and ph.accs}
+                filled = {(s.buf, s.index) for s in ph.body
+                          if isinstance(s, K.Load) and (s.buf, s.index) in cache} if ph.accs else set()
             loop_at = len(rb)
             recips = {}   # row-level divisor -> its float64 reciprocal's name
             loop = []

@@ -150,18 +150,13 @@ class _Launcher(LauncherBase):
 
     def _covers(self, v, grid) -> bool:
         """Whether ``grid`` blocks of ``v`` cover the domain once, exactly (Variant.exact)."""
-        kir = self.kir
+        g = cuda_tiles.geometry(self, 1)   # elementwise: units = elements; reduce: units = rows
         if v.mode == "elementwise":
             if v.ept == 1:   # P6 (1 unit a thread) ran 0.4431/0.4430 ms exact vs 0.4410 looped (H200, 08:13/08:22)
                 return False
-            dims = kir.loop_dims(range(len(kir.domain)))
-            total = math.prod(self.extent(d) for d in dims) if dims else 1
-            return total % v.vec == 0 and grid * v.block * v.ept == total // v.vec
+            return g.units % v.vec == 0 and grid * v.block * v.ept == g.units // v.vec
         if v.mode == "row" and v.cache_k:
-            outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
-            n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
-            L = math.prod(self.extent(d) for d in inner) if inner else 1
-            return grid == n_rows and L % v.vec == 0 and L // v.vec == v.cache_k * v.block
+            return grid == g.units and g.row_len % v.vec == 0 and g.row_len // v.vec == v.cache_k * v.block
         return False
 
     def _ew_variant(self, ins, outs, big, sm):
