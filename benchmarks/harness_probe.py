@@ -156,17 +156,42 @@ def trace():
     return summarize(path)
 
 
+def kernel_events(trace_path):
+    """The kernels of a chrome trace (torch.profiler's), in time order, each with ``gap``: the µs
+    the GPU sat idle since the previous kernel ended (None for the first)."""
+    evs = sorted((e for e in json.load(open(trace_path))["traceEvents"] if e.get("cat") == "kernel"),
+                 key=lambda e: e["ts"])
+    prev_end = None
+    for e in evs:
+        e["gap"] = None if prev_end is None else float(e["ts"]) - prev_end
+        prev_end = float(e["ts"]) + float(e["dur"])
+    return evs
+
+
+def profiled_medians(ways, events, trace_path, rounds=2, budget_s=0.3, grouped=False):
+    """Each of ``ways`` (name -> call(i)) timed ``rounds`` times with the suite's timer under
+    torch.profiler, round by round (``grouped``: a way's rounds back to back, in the order given):
+    ({name: [median ms a round]}, the kernels it saw, as ``kernel_events``)."""
+    from torch.profiler import ProfilerActivity, profile
+    order = ([(n, f) for n, f in ways.items() for _ in range(rounds)] if grouped
+             else [(n, f) for _ in range(rounds) for n, f in ways.items()])
+    prof = profile(activities=[ProfilerActivity.CUDA])
+    prof.start()
+    med = {}
+    for name, f in order:
+        med.setdefault(name, []).append(timing.time_events(f, events, budget_s=budget_s).median_ms)
+    cp.cuda.Device().synchronize()
+    prof.stop()
+    prof.export_chrome_trace(trace_path)
+    return med, kernel_events(trace_path)
+
+
 def summarize(trace_path):
     """Per kernel name in a chrome trace: count, duration percentiles, and the idle gap before
     each launch of it (µs)."""
-    evs = sorted((e for e in json.load(open(trace_path))["traceEvents"] if e.get("cat") == "kernel"),
-                 key=lambda e: e["ts"])
-    by, prev_end = {}, None
-    for e in evs:
-        t0, d = float(e["ts"]), float(e["dur"])
-        gap = None if prev_end is None else t0 - prev_end
-        prev_end = t0 + d
-        by.setdefault(e["name"][:70], []).append((d, gap))
+    by = {}
+    for e in kernel_events(trace_path):
+        by.setdefault(e["name"][:70], []).append((float(e["dur"]), e["gap"]))
     lines = ["", "| kernel | n | dur p10 / p50 / p90 µs | gap before p50 / p90 µs |", "|---|---|---|---|"]
     for k, v in by.items():
         if len(v) < 20:

@@ -1,26 +1,21 @@
 """Where does the idle gap between back-to-back kernels come from? One 256 MiB float32 copy kernel
 launched in the suite's per-call timing loop several ways (CuPy RawKernel with 2 or 14
-parameters, the same cubin through ``cuda.bindings.driver.cuLaunchKernel``, torch's own copy),
-under torch.profiler; per way: kernel duration and the gap before it (µs). An experiment tool.
+parameters; torch's own copy, a cudaMemcpy and no kernel), under torch.profiler; per kernel:
+duration and the gap before it (µs). An experiment tool.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/launch_gap_probe.py (writes
 launch_gap.md under $OUT or the current directory)."""
-import json
 import os
 
 import cupy as cp
 import numpy as np
 import torch
-from torch.profiler import ProfilerActivity, profile
+from harness_probe import profiled_medians
 
 from kfuse.bench import timing
 
 SRC = r"""
 extern "C" __global__ void __launch_bounds__(128) copy2(float* __restrict__ o, const float* __restrict__ x) {
-  const long long i = ((long long)blockIdx.x * 128 + threadIdx.x) * 4;
-  *reinterpret_cast<float4*>(o + i) = *reinterpret_cast<const float4*>(x + i);
-}
-extern "C" __global__ void __launch_bounds__(128) copy2b(float* __restrict__ o, const float* __restrict__ x) {
   const long long i = ((long long)blockIdx.x * 128 + threadIdx.x) * 4;
   *reinterpret_cast<float4*>(o + i) = *reinterpret_cast<const float4*>(x + i);
 }
@@ -40,46 +35,22 @@ def main():
     txs = [torch.from_dlpack(x) for x in xs]
     touts = [torch.from_dlpack(o) for o in outs]
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
-    k2, k2b, k14 = (mod.get_function(k) for k in ("copy2", "copy2b", "copy14"))
+    k2, k14 = (mod.get_function(k) for k in ("copy2", "copy14"))
     grid = n // 512
     tail = tuple(np.int64(i) for i in range(10)) + (np.uint32(1), np.uint32(2))
-    from cuda.bindings import driver
-
-    def raw(i):
-        o, x = outs[i % 3], xs[i % 2]
-        args = (np.array([o.data.ptr], np.uint64), np.array([x.data.ptr], np.uint64))
-        ptrs = np.array([a.ctypes.data for a in args], np.uint64)
-        driver.cuLaunchKernel(driver.CUfunction(k2b.ptr), grid, 1, 1, 128, 1, 1, 0, 0, ptrs.ctypes.data, 0)
     ways = {
         "cupy RawKernel, 2 params": lambda i: k2((grid,), (128,), (outs[i % 3], xs[i % 2])),
         "cupy RawKernel, 14 params": lambda i: k14((grid,), (128,), (outs[i % 3], xs[i % 2]) + tail),
-        "cuda.bindings cuLaunchKernel, 2 params": raw,
         "torch copy_": lambda i: touts[i % 3].copy_(txs[i % 2]),
     }
-    ev = timing.EventAPI.cupy()
-    for name, f in list(ways.items()):
-        try:
-            f(0)
-        except Exception as e:  # noqa: BLE001
-            print(name, "failed:", type(e).__name__, e)
-            ways.pop(name)
+    for f in ways.values():
+        f(0)
     cp.cuda.Device().synchronize()
-    prof = profile(activities=[ProfilerActivity.CUDA])
-    prof.start()
-    med = {}
-    for _ in range(2):
-        for name, f in ways.items():
-            med.setdefault(name, []).append(timing.time_events(f, ev, budget_s=0.3).median_ms)
-    cp.cuda.Device().synchronize()
-    prof.stop()
-    prof.export_chrome_trace("/tmp/gap.json")
-    evs = sorted((e for e in json.load(open("/tmp/gap.json"))["traceEvents"] if e.get("cat") == "kernel"),
-                 key=lambda e: e["ts"])
-    by, prev = {}, None
+    med, evs = profiled_medians(ways, timing.EventAPI.cupy(), "/tmp/gap.json")
+    by = {}
     for e in evs:
-        if prev is not None:
-            by.setdefault(e["name"][:60], []).append((e["dur"], e["ts"] - prev))
-        prev = e["ts"] + e["dur"]
+        if e["gap"] is not None:
+            by.setdefault(e["name"][:60], []).append((e["dur"], e["gap"]))
     lines = ["| way | suite median ms (2 rounds) |", "|---|---|"]
     lines += [f"| {k} | {' '.join(f'{x:.4f}' for x in v)} |" for k, v in med.items()]
     lines += ["", "| kernel | n | dur p50 µs | gap before p10 / p50 / p90 µs |", "|---|---|---|---|"]

@@ -10,7 +10,7 @@ import re
 import cupy as cp
 import numpy as np
 import torch
-from torch.profiler import ProfilerActivity, profile
+from harness_probe import profiled_medians
 
 import kfuse
 from kfuse.bench import timing, workloads
@@ -53,19 +53,11 @@ def main():
     ev = timing.EventAPI.cupy()
     ways = {"torch.compile": lambda i: tc(*t_sets[i % 2]), "Triton cubin via CuPy": raw,
             "kfuse": lambda i: kf(*c_sets[i % 2])}
-    prof = profile(activities=[ProfilerActivity.CUDA])
-    prof.start()
-    med = {k: [timing.time_events(f, ev, budget_s=0.3).median_ms for _ in range(2)] for k, f in ways.items()}
-    cp.cuda.Device().synchronize()
-    prof.stop()
-    prof.export_chrome_trace("/tmp/tg.json")
-    evs = sorted((e for e in json.load(open("/tmp/tg.json"))["traceEvents"] if e.get("cat") == "kernel"),
-                 key=lambda e: e["ts"])
-    gaps, prev = {}, None
-    for k, e in enumerate(evs):
-        if prev is not None:
-            gaps.setdefault(re.sub(r"\W.*", "", e["name"])[:40], []).append((e["dur"], e["ts"] - prev))
-        prev = e["ts"] + e["dur"]
+    med, evs = profiled_medians(ways, ev, "/tmp/tg.json", grouped=True)   # the halves below need it
+    gaps = {}
+    for e in evs:
+        if e["gap"] is not None:
+            gaps.setdefault(re.sub(r"\W.*", "", e["name"])[:40], []).append((e["dur"], e["gap"]))
     lines += ["", "| way | suite median ms (2 rounds) |", "|---|---|"]
     lines += [f"| {k} | {' '.join(f'{x:.4f}' for x in v)} |" for k, v in med.items()]
     lines += ["", "| kernel (launches of both Triton ways share a name) | n | dur p50 µs | gap p50 µs |", "|---|---|---|---|"]
@@ -76,11 +68,7 @@ def main():
     tri = [x for x in evs if x["name"] == name]
     half = len(tri) // 2
     for label, part in (("torch.compile launches", tri[:half]), ("CuPy launches of the cubin", tri[half:])):
-        g = []
-        for e in part:
-            i = evs.index(e)
-            if i:
-                g.append(e["ts"] - evs[i - 1]["ts"] - evs[i - 1]["dur"])
+        g = [e["gap"] for e in part if e["gap"] is not None]
         lines.append(f"| {label} | {len(part)} | {np.median([e['dur'] for e in part]):.1f} | {np.median(g):.1f} |")
     with open(os.path.join(os.environ.get("OUT", "."), "triton_gap.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
