@@ -93,7 +93,7 @@ def ncu_targets():
     import torch
     case, fn, variants, peers = _case(torch)
     names = list(variants) if "--p1" in sys.argv else \
-        ("generated", "div -> double reciprocal (exact)", "hand Triton-shaped, double reciprocal (exact)")
+        ("generated", "generated, 64-bit index math", "hand Triton-shaped, rdiv, L1+L2 hints, float acc")
     f = list(peers.values())[-1]
     shapes = CASES[case][1]
     args = [cp.random.standard_normal(s, dtype=cp.float32) for s in shapes]

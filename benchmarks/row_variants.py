@@ -388,10 +388,14 @@ def one_row(src):
 
 VARIANTS = {
     "generated": lambda s: s,
+    "generated, 64-bit index math": shape(idx64=True),
+    "generated, 32-bit index math": shape(idx64=False),
+    "hand Triton-shaped, rdiv, L1+L2 hints, float acc": hand_triton(rdiv=True, l1=True, float_acc=True),
+}
+EXACT_RUN = {   # run 25 (fourth/probe_p3_run25.md), on the looped reload kernel -> Variant.exact
     "held rows (the previous default)": shape(block=256, cache_k=4, reload=False),
     "a block one row: no loop, a slot per reduction, 1 barrier": one_row,
     "one row + unpredicated loads": lambda s: one_row(unpredicated(s)),
-    "hand Triton-shaped, rdiv, L1+L2 hints, float acc (inexact)": hand_triton(rdiv=True, l1=True, float_acc=True),
 }
 PARTIALS_RUN = {   # 07:2x (run 11)
     "hand Triton-shaped, rdiv, L1+L2, float unit partials": hand_triton(rdiv=True, l1=True, partials="unit"),
@@ -429,6 +433,7 @@ HISTORY = {
 # too); the shared-memory rows of 04:50 were an emitter option, removed.
 EARLIER = {
     **HISTORY,
+    **EXACT_RUN,
     **PREFETCH_RUN,
     **L1_RUN,
     **FF_RUN,

@@ -7,7 +7,8 @@ No extent, stride or shape is embedded, so a new size reuses the compiled module
 A :class:`Variant` picks the code shape for a call (chosen on the host from the run-time strides):
 * elementwise: grid-stride over ``V``-element units of the flattened domain; loads/stores whose
   last index is the innermost loop variable use ``V``-wide vector accesses (16 bytes), loads that
-  do not depend on it are read once per unit (broadcast); 32- or 64-bit index math.
+  do not depend on it are read once per unit (broadcast); 32- or 64-bit index math, with no
+  stride multiply along the vector (the runtime vectorizes only unit-stride accesses).
 * row (reduce, reduced dims contiguous): one block per outer index, threads stride over the
   reduced dims; warp shuffles + a shared-memory block combine (fixed order: deterministic);
   with ``cache_k > 0`` every body load is kept in registers (``cache_k`` slots a thread), so each
@@ -20,7 +21,8 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   division by a row-level value is computed as
   ``(float)((double)a * (1.0 / (double)b))`` with the reciprocal once a row: correctly rounded
   (the product is within 2^-52 of a / b, which is never within 2^-49 of a float midpoint), and free
-  of the IEEE division's slow path.
+  of the IEEE division's slow path; so is a float32 division by a finite nonzero constant in any
+  kernel (the reciprocal computed on the host).
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
 float16 values live in float32 registers; every float16 op result is rounded to float16, as NumPy's
@@ -31,6 +33,9 @@ the Variant and the launch-shape rules: :mod:`kfuse.codegen.cuda_shapes`.
 from __future__ import annotations
 
 import dataclasses
+import math
+
+import numpy as np
 
 from ..errors import CompileError
 from . import kernel_ir as K
@@ -62,6 +67,11 @@ class _Gen:
         self.consts = {}                # var -> constant value
         self.name = f"kfuse_{kir.name}_{variant.tag}"
         self.divisors: list = []        # (dim, vec) of each fast division (CudaKernel.divisors)
+        # the vector loop variable: with vec > 1 the runtime launches only where every access
+        # along it has unit stride (runtime.cuda._vector_aligned), so its stride is left out of
+        # the index math (a constant offset a register tile, as in a contiguous kernel)
+        va = vector_accesses(kir) if variant.vec > 1 else None
+        self.unit_var = va[0] if va else None
 
     # -- signature
     def signature(self) -> str:
@@ -84,10 +94,11 @@ class _Gen:
 
     def offset(self, kind: str, k: int, index) -> str:
         terms = []
+        unit = self.unit_var is not None and vector_access(index, self.unit_var)
         for d, e in enumerate(index):
             if isinstance(e, K.ILit) and e.value == 0:
                 continue
-            terms.append(f"{index_c(e)} * (IDX)st_{kind}{k}_{d}")
+            terms.append(index_c(e) if unit and d == len(index) - 1 else f"{index_c(e)} * (IDX)st_{kind}{k}_{d}")
         return " + ".join(terms) if terms else "(IDX)0"
 
     # -- statements (scalar)
@@ -110,7 +121,8 @@ class _Gen:
                 ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
                 ex = f"kf_h2f(kf_f2h({ex}))" if s.dtype == "float16" else ex
                 return f"const {ctype(s.dtype)} {s.dst} = {ex};"
-            ex = op_expr(s.op, s.dtype, args, s.arg_dtypes)
+            rd = self.const_reciprocal(s)
+            ex = f"(float)((double){args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, args, s.arg_dtypes)
             if s.dtype == "float16" and s.op not in ("cast", "where"):
                 ex = f"kf_h2f(kf_f2h({ex}))"     # NumPy's float16 loops round every op's result
             return f"const {ctype(s.dtype)} {s.dst} = {ex};"
@@ -119,6 +131,17 @@ class _Gen:
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
                     f"{store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
         raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+
+    def const_reciprocal(self, s) -> str | None:
+        """A float32 division by a finite nonzero constant: the literal of the constant's float64
+        reciprocal, which the quotient is computed through as a row-level divisor's is (correctly
+        rounded, see the module docstring; no IEEE division sequence a element); else None."""
+        if not (s.op == "divide" and s.dtype == "float32" and s.arg_dtypes == ("float32", "float32")):
+            return None
+        c = self.consts.get(s.args[1])
+        if c is None or not math.isfinite(c) or c == 0:
+            return None
+        return const_literal(1.0 / float(np.float32(c)), "float64")
 
     def decompose(self, lin: str, dims: list[int], out: list[str], vec_last: int = 1) -> None:
         """Unravel linear index ``lin`` over loop dims ``dims`` (C order) into ``i<d>``."""

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One device call for a change to the CUDA emitter: every gpu-marked test, the P3 row-kernel probe
+# (benchmarks/row_probe.py: the generated kernel beside its variants and torch.compile), the
+# suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole public suite with its
+# RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
+#   REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh      (results under $OUT; ~8 minutes on an H200)
+set -u
+OUT=${OUT:-/tmp/kfuse-out}; mkdir -p "$OUT/x"
+export PYTHONUNBUFFERED=1 KFUSE_CACHE_DIR=/tmp/kfuse-cache
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } | tee "$OUT/log.txt"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD
+step() { echo "== $1 $(date -u +%T)" | tee -a "$OUT/log.txt"; }
+step tests
+timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs -x 2>&1 | tail -40 > "$OUT/tests.txt"
+tail -3 "$OUT/tests.txt" | tee -a "$OUT/log.txt"
+step probe
+(cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" > probe.log 2>&1)
+cp "$OUT/x/probe_p3.md" "$OUT/" 2>/dev/null; cat "$OUT/x/probe_p3.md" >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe.log" >> "$OUT/log.txt"
+for i in $(seq 1 "${REPEAT:-2}"); do
+  step "subset $i"
+  timeout 150 python3 -m kfuse.bench.cli --device gpu --budget 60 --no-progress --peers kfuse,torch.compile \
+    --workloads P1,P3,P6 --json "$OUT/x/subset$i.json" > "$OUT/x/subset$i.log" 2>&1
+  grep -E "^\| *P[136]" "$OUT/x/subset$i.log" | tee -a "$OUT/log.txt" || tail -5 "$OUT/x/subset$i.log" >> "$OUT/log.txt"
+done
+if [ "${FULL:-1}" = 1 ]; then
+  step suite
+  cp benchmarks/RESULTS.md "$OUT/RESULTS.md"
+  timeout 260 python3 -m kfuse.bench.cli --device gpu --budget 170 --no-progress --json "$OUT/gpu.json" \
+    --results "$OUT/RESULTS.md" > "$OUT/x/suite.log" 2>&1; tail -12 "$OUT/x/suite.log" >> "$OUT/log.txt"
+fi
+step done
+tar czf "$OUT/extra.tar.gz" -C "$OUT" x
