@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One device call for a change to the CUDA emitter: every gpu-marked test, the P3 row-kernel probe
-# (benchmarks/row_probe.py: the generated kernel beside its variants and torch.compile), the
-# suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole public suite with its
-# RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
-#   REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh      (results under $OUT; ~8 minutes on an H200)
+# One device call for a change to the CUDA emitter: every gpu-marked test, the kernel probes named
+# in PROBES (p3, p1: benchmarks/row_probe.py, the generated kernel beside its variants and
+# torch.compile), the suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole
+# public suite with its RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
+#   PROBES='p3 p1' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh      (results under $OUT; ~8 minutes on an H200)
 set -u
 OUT=${OUT:-/tmp/kfuse-out}; mkdir -p "$OUT/x"
 export PYTHONUNBUFFERED=1 KFUSE_CACHE_DIR=/tmp/kfuse-cache
@@ -14,9 +14,11 @@ step() { echo "== $1 $(date -u +%T)" | tee -a "$OUT/log.txt"; }
 step tests
 timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs -x 2>&1 | tail -40 > "$OUT/tests.txt"
 tail -3 "$OUT/tests.txt" | tee -a "$OUT/log.txt"
-step probe
-(cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" > probe.log 2>&1)
-cp "$OUT/x/probe_p3.md" "$OUT/" 2>/dev/null; cat "$OUT/x/probe_p3.md" >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe.log" >> "$OUT/log.txt"
+for p in ${PROBES:-p3}; do   # p3 and/or p1: row_probe.py (--p1: P1's elementwise kernel)
+  step "probe $p"
+  (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" $([ $p = p1 ] && echo --p1) > probe_$p.log 2>&1)
+  cat "$OUT/x/probe_$p.md" >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe_$p.log" >> "$OUT/log.txt"
+done
 for i in $(seq 1 "${REPEAT:-2}"); do
   step "subset $i"
   timeout 150 python3 -m kfuse.bench.cli --device gpu --budget 60 --no-progress --peers kfuse,torch.compile \

@@ -478,8 +478,41 @@ def prefetch_tile(ahead):
     return patch
 
 
+PLAIN_LD4 = r"""
+// a 16-byte float load through ld.global (not ld.global.nc, the read-only path the compiler picks
+// for a const __restrict__ pointer), as Triton's loads of a streamed operand
+__device__ __forceinline__ KfVec<float, 4> kf_ld4_plain(const float* p) {
+  KfVec<float, 4> r;
+  asm("ld.global.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p));
+  return r;
+}
+"""
+
+
+def p1_loads(x_plain, wb=None):
+    """P1's loads as Triton's: x (in0) through ld.global with ``x_plain``; w and b (in1, in2) with
+    the L2 evict-last hint (``wb="l2"``) or the L1 and L2 ones (``wb="l1"``)."""
+    def patch(src):
+        src = src.replace("// kfuse kernel", PLAIN_LD4 + LDLAST + LDL1 + "// kfuse kernel", 1)
+        i = src.index('extern "C"')
+        body = src[i:]
+        if x_plain:
+            body = re.sub(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in0 \+ [^;]*)\);", r"kf_ld4_plain(\1);", body)
+        if wb:
+            fn = "kf_ld4_last" if wb == "l1" else "kf_ldlast4"
+            body = re.sub(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in[12] \+ [^;]*)\);", fn + r"(\1);", body)
+        return src[:i] + body
+    return patch
+
+
 VARIANTS_P1 = {
     "generated": lambda s: s,
+    "x through ld.global": p1_loads(True),
+    "x through ld.global, w b L1+L2 evict-last": p1_loads(True, "l1"),
+    "w b L2 evict-last": p1_loads(False, "l2"),
+    "w b L1+L2 evict-last": p1_loads(False, "l1"),
+}
+P1_EARLIER = {   # 2026-11-22 06:40 (fourth/probe_p1.md), on the looped kernel; the prefetches need its loop
     "prefetch tile +2112": prefetch_tile(2112),
     "prefetch tile +4224": prefetch_tile(4224),
     "prefetch tile +1056": prefetch_tile(1056),
