@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for a change to the CUDA emitter: every gpu-marked test, the kernel probes named
 # in PROBES (p3, p1: benchmarks/row_probe.py, the generated kernel beside its variants and
-# torch.compile), the suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole
+# torch.compile; tiles: benchmarks/tile_probe.py, P6 and P1 under several launch shapes), the suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole
 # public suite with its RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
 #   PROBES='p3 p1' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh      (results under $OUT; ~8 minutes on an H200)
 set -u
@@ -14,10 +14,15 @@ step() { echo "== $1 $(date -u +%T)" | tee -a "$OUT/log.txt"; }
 step tests
 timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs -x 2>&1 | tail -40 > "$OUT/tests.txt"
 tail -3 "$OUT/tests.txt" | tee -a "$OUT/log.txt"
-for p in ${PROBES:-p3}; do   # p3 and/or p1: row_probe.py (--p1: P1's elementwise kernel)
+for p in ${PROBES:-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kernel); tiles: tile_probe.py P6 P1
   step "probe $p"
-  (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" $([ $p = p1 ] && echo --p1) > probe_$p.log 2>&1)
-  cat "$OUT/x/probe_$p.md" >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe_$p.log" >> "$OUT/log.txt"
+  case $p in
+    tiles) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/tile_probe.py" P6 P1 > probe_$p.log 2>&1)
+           f="$OUT/x/tile_probe.md" ;;
+    *) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" $([ $p = p1 ] && echo --p1) > probe_$p.log 2>&1)
+       f="$OUT/x/probe_$p.md" ;;
+  esac
+  cat "$f" >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe_$p.log" >> "$OUT/log.txt"
 done
 for i in $(seq 1 "${REPEAT:-2}"); do
   step "subset $i"

@@ -1,0 +1,81 @@
+"""Probe of launch shapes for the suite's elementwise workloads: kfuse's CUDA C program for P1 or
+P6 (full size) under several elementwise tiles (``CudaProgram.set_tile``: threads a block, vector
+units a thread; a grid that covers the domain once makes the kernel ``exact``), timed as the suite
+times (per-call events, median of 5 rounds, two rotating input copies) beside torch.compile. Each
+tile's outputs are compared bit for bit with the heuristic's. An experiment tool, not a test.
+
+Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 ...]
+(writes tile_probe.md under $OUT or the current directory)."""
+import os
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+from handplan import plan_for  # noqa: E402
+
+from kfuse.autotune.space import TileConfig  # noqa: E402
+from kfuse.bench import timing, workloads  # noqa: E402
+from kfuse.runtime.cuda import compile_plan  # noqa: E402
+
+TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
+    "heuristic": None,
+    "128 threads, 1 unit": TileConfig.make("elementwise", block=128, ept=1),
+    "128 threads, 2 units": TileConfig.make("elementwise", block=128, ept=2),
+    "256 threads, 2 units": TileConfig.make("elementwise", block=256, ept=2),
+    "128 threads, 4 units": TileConfig.make("elementwise", block=128, ept=4),
+}
+
+
+def probe(name, rows):
+    import torch
+    w = workloads.BY_NAME[name]
+    case = w.cases("gpu", "full")[0]
+    args = [cp.asarray(a) for a in case.make_inputs()]
+    sets = [args, [a.copy() for a in args]]
+    plan, _ = plan_for(w.make(np), *[("float32", a.shape) for a in args], device="h200")
+    progs = {}
+    for tname, tile in TILES.items():
+        prog = compile_plan(plan)
+        if tile is not None:
+            prog.set_tile(plan.groups[0].id, tile)
+        prog(args)
+        progs[tname] = prog
+    ref = progs["heuristic"](args)
+    ev = timing.EventAPI.cupy()
+    tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
+    tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
+    res = {k: [] for k in list(progs) + ["torch.compile"]}
+    with torch.no_grad():
+        for _ in range(5):
+            for tname, prog in progs.items():
+                res[tname].append(timing.time_events(lambda k: prog(sets[k % 2]), ev, budget_s=0.4).median_ms)
+            res["torch.compile"].append(timing.time_events(lambda k: tc(*tsets[k % 2]), ev, budget_s=0.4).median_ms)
+    for tname, ts in res.items():
+        row = {"workload": name, "tile": tname, "ms": float(np.median(ts)), "spread": (min(ts), max(ts))}
+        if tname in progs:
+            prog = progs[tname]
+            row["bit_equal"] = all(bool(cp.array_equal(o, r, equal_nan=True)) for o, r in zip(prog(args), ref))
+            row["variant"] = ", ".join(f"{h[0].variant.tag} grid {h[2][0]}" for h in prog.launchers[0]._variants.values())
+        rows.append(row)
+        print(row, flush=True)
+
+
+def main():
+    rows = []
+    for name in sys.argv[1:] or ["P6"]:
+        probe(name, rows)
+    lines = [f"# elementwise tile probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             "| workload | tile | ms (median of 5 rounds, suite timer; min-max) | bit-equal | variants |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['workload']} | {r['tile']} | {r['ms']:.4f} ({r['spread'][0]:.4f}-{r['spread'][1]:.4f}) | "
+              f"{r.get('bit_equal', '')} | {r.get('variant', '')} |" for r in rows]
+    with open(os.path.join(os.environ.get("OUT", "."), "tile_probe.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
