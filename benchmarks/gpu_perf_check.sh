@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One device call for a change to the CUDA emitter: every gpu-marked test, the kernel probes named
 # in PROBES (p3, p1: benchmarks/row_probe.py, the generated kernel beside its variants and
-# torch.compile; tiles: benchmarks/tile_probe.py, P6 and P1 under several launch shapes), the suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole
-# public suite with its RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
-#   PROBES='p3 p1' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh      (results under $OUT; ~8 minutes on an H200)
+# torch.compile; tiles: benchmarks/tile_probe.py, P6 and P1 under several launch shapes), the
+# suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole public suite with its
+# RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
+#   PROBES='p3 tiles' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh   (results under $OUT; ~8 min, H200)
 set -u
 OUT=${OUT:-/tmp/kfuse-out}; mkdir -p "$OUT/x"
 export PYTHONUNBUFFERED=1 KFUSE_CACHE_DIR=/tmp/kfuse-cache
