@@ -35,10 +35,10 @@ ROW_BARRIERS = 2              # row reductions: __syncthreads per block reduce (
                               # with a block per row 2 was as fast or faster and uses fewer registers)
 EW_BLOCK = 128                # elementwise: threads a block (sweep 2026-11-22 04:25: P1 96.7% of copy at
                               # 128, 95.7% at 256, 93.6% at 512; Inductor's pick is 128 too)
-EW_UNITS_PER_THREAD = 2       # elementwise: vector units a thread handles per loop trip (sweep 2026-11-22:
-                              # P1 95.0% of copy at 2, 93.5% at 1) ...
-EW_STREAMS_ONE_UNIT = 3       # ... but 1 where this many full-size inputs stream (P6, 4 inputs: 46 registers
-                              # and 52% occupancy at 2 units; 100.5% of copy at 1 unit x 128 threads)
+EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread handles per loop trip (tile_probe.py,
+                              # H200 2026-11-24 01:15, unit-stride index math: P1 0.1291 ms at 1, 0.1304 at
+                              # 2 (exact), 0.1331 at 4; P6 0.4411 at 1, 0.4465 at 2; the 2026-11-22 sweep,
+                              # on the strided index math, had P1 95.0% of copy at 2, 93.5% at 1)
 ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded through L1 (Variant.reload;
                               # codegen.cuda.reload_pays says where), not held
 ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 512 threads, 32 registers, as
@@ -176,9 +176,7 @@ class _Launcher(LauncherBase):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         units = total // vec
-        streams = sum(1 for a in ins if a.size == total)
         ept = EW_UNITS_PER_THREAD if units >= EW_BLOCK * EW_UNITS_PER_THREAD * sm else 1
-        ept = 1 if streams >= EW_STREAMS_ONE_UNIT else ept
         grid = max(1, min(-(-units // (EW_BLOCK * ept)), sm * EW_BLOCKS_PER_SM))
         return cuda_emit.Variant("elementwise", vec, big, 0, EW_BLOCK, ept=ept, stream=STREAM and vec > 1,
                                   min_blocks=MIN_BLOCKS), grid

@@ -106,7 +106,7 @@ def test_row_mapping_storage_and_grid():
 
 def test_exact_cover_only_where_the_grid_covers_the_domain_once():
     z = np.zeros
-    for fn, arrays, exact in [(ew, (z((512, 1024), np.float32),) * 2, True),
+    for fn, arrays, exact in [(ew, (z((512, 1024), np.float32),) * 2, False),      # 1 unit a thread: looped
                               (ew, (z((511, 1000), np.float32),) * 2, False),       # a partial last tile
                               (softmax, (z((256, 4096), np.float32),), True),         # 1024 units = 4 x 256
                               (softmax, (z((64, 4000), np.float32),), False),         # 1000 units in 4 x 256 slots
@@ -118,6 +118,8 @@ def test_exact_cover_only_where_the_grid_covers_the_domain_once():
     g, lau, ins, outs = launcher_for(ew, z((512, 1024), np.float32), z((512, 1024), np.float32))
     v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=4, vec=2), ins, outs)
     assert v.exact is (grid * 128 * 4 == 512 * 1024 // 2)
+    v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=2, vec=4), ins, outs)
+    assert v.exact and grid * 128 * 2 == 512 * 1024 // 4
     v, grid, note = _with(lau, TileConfig.make("elementwise", block=128, ept=1, vec=4), ins, outs)
     assert grid * 128 == 512 * 1024 // 4 and not v.exact        # one unit a thread: the looped kernel (P6)
 
@@ -244,15 +246,14 @@ def _p6_like(p, g, m, v):
 
 
 def test_elementwise_heuristic_units_a_thread():
-    """Blocks of EW_BLOCK threads; 2 vector units a thread where one full-size input streams and
-    the rest broadcast (P1), 1 where 3+ full-size inputs stream (P6: registers, occupancy)."""
+    """Blocks of EW_BLOCK threads with EW_UNITS_PER_THREAD vector units a thread, one full-size
+    input streaming (P1) or four (P6); a grid that covers the domain up to the cap."""
     from kfuse.runtime import cuda as rc
     x = np.zeros((1024, 1024), np.float32)
-    _, lau, ins, outs = launcher_for(_p1_like, x, x[0], x[0])
-    v, grid = lau.variant_for(ins, outs, PROPS)
-    assert (v.block, v.ept, v.vec) == (rc.EW_BLOCK, rc.EW_UNITS_PER_THREAD, 4)
-    assert grid == -(-x.size // 4 // (v.block * v.ept))
     y = np.zeros(1 << 20, np.float32)
-    _, lau, ins, outs = launcher_for(_p6_like, y, y, y, y)
-    v, grid = lau.variant_for(ins, outs, PROPS)
-    assert (v.block, v.ept, v.vec) == (rc.EW_BLOCK, 1, 4) and grid == y.size // 4 // v.block
+    for fn, args in ((_p1_like, (x, x[0], x[0])), (_p6_like, (y, y, y, y))):
+        _, lau, ins, outs = launcher_for(fn, *args)
+        v, grid = lau.variant_for(ins, outs, PROPS)
+        assert (v.block, v.ept, v.vec) == (rc.EW_BLOCK, rc.EW_UNITS_PER_THREAD, 4)
+        assert grid == -(-args[0].size // 4 // (v.block * v.ept))
+        assert v.exact == (v.ept > 1)      # exact (no loop, no guard) only at 2+ units a thread
