@@ -18,6 +18,7 @@ from handplan import plan_for  # noqa: E402
 
 from kfuse.autotune.space import TileConfig  # noqa: E402
 from kfuse.bench import timing, workloads  # noqa: E402
+from kfuse.runtime import cuda as rc  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 
 TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
@@ -26,7 +27,15 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "128 threads, 2 units": TileConfig.make("elementwise", block=128, ept=2),
     "256 threads, 2 units": TileConfig.make("elementwise", block=256, ept=2),
     "128 threads, 4 units": TileConfig.make("elementwise", block=128, ept=4),
+    "128 threads, 1 unit, exact": TileConfig.make("elementwise", block=128, ept=1),
 }
+
+
+def _exact_one_unit(launcher, v, grid):
+    """``_covers`` that also lets a 1-unit-a-thread grid run the exact kernel (no loop, no guard),
+    which the runtime keeps to 2+ units a thread."""
+    g = rc.cuda_tiles.geometry(launcher, 1)
+    return v.mode == "elementwise" and g.units % v.vec == 0 and grid * v.block * v.ept == g.units // v.vec
 
 
 def probe(name, rows):
@@ -41,7 +50,13 @@ def probe(name, rows):
         prog = compile_plan(plan)
         if tile is not None:
             prog.set_tile(plan.groups[0].id, tile)
-        prog(args)
+        covers = rc._Launcher._covers
+        if tname.endswith(", exact"):
+            rc._Launcher._covers = _exact_one_unit
+        try:
+            prog(args)
+        finally:
+            rc._Launcher._covers = covers
         progs[tname] = prog
     ref = progs["heuristic"](args)
     ev = timing.EventAPI.cupy()
