@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import config as _config
-from .errors import DeviceError, KfuseError
+from .errors import DeviceError, KfuseError, UnsupportedError
 from .ir.graph import Graph, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
 
@@ -170,8 +170,12 @@ class JitFunction:
         specs = self._specs(values, abstract_ok=False)
         for name, spec in specs.items():
             if isinstance(spec, ArraySpec):
-                from .ir.dtypes import check_supported
+                from .ir.dtypes import BF16, check_supported
                 check_supported(spec.dtype, f"argument {name!r} of {self.fn.__name__}")
+                if spec.dtype == BF16 and backend != "cuda":
+                    raise UnsupportedError(f"kfuse: argument {name!r} of {self.fn.__name__} is bfloat16, which runs "
+                                           f"on the CUDA C backend only (torch CUDA tensors), not {backend!r}: "
+                                           "cast to float32 first")
         from .trace import trace_function
         graph = trace_function(self.fn, specs, self.fn.__name__)
         lowered = Lowered(graph, self.options.device, backend, self.options)

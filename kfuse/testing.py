@@ -5,7 +5,10 @@ float16: elementwise and reduction kernels round every float16 op result to floa
 loops do (all backends). The GEMM epilogue kernels (the generated fused GEMM and the kernel that
 follows cuBLAS) keep the epilogue in float32 registers, round once on store and use the hardware
 ``tanh.approx`` for 16-bit outputs: results can differ from NumPy by a few float16 ulps, inside
-the float16 row below.
+the float16 row below. bfloat16 (torch tensors on the CUDA C backend) is computed the same way:
+each op in float32, its result rounded to bfloat16, as ml_dtypes' NumPy loops and torch's eager
+ops do; its reductions accumulate in float64 (ml_dtypes' NumPy sums in bfloat16 itself, so tests
+take a float32 reference for them, rounded once).
 
 CUDA C kernels are compiled with ``--fmad=true`` (as Triton and XLA): a product and the add after
 it may become one FMA, and ptxas folds a multiply by a power of two into the multiply before it
@@ -19,6 +22,7 @@ import numpy as np
 
 TOLERANCE: dict[str, tuple[float, float]] = {   # dtype name -> (rtol, atol)
     "float16": (5e-3, 1e-3),
+    "bfloat16": (1.6e-2, 1e-3),    # 2 ulps (8 significand bits: 2^-7 relative); CUDA C only
     "float32": (2e-5, 1e-6),
     "float64": (1e-12, 1e-14),
 }
@@ -40,7 +44,9 @@ def assert_matches_numpy(actual, expected, *, reductions: bool = False, err_msg:
     rtol, atol = tolerance(expected.dtype)
     if reductions:
         rtol, atol = rtol * 10, atol * 10
-    if expected.dtype.kind == "f":
+    if expected.dtype.kind == "f" or expected.dtype.name == "bfloat16":
+        if expected.dtype.name == "bfloat16":     # compared as the float32 values they are exactly
+            actual, expected = actual.astype(np.float32), expected.astype(np.float32)
         np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=err_msg)
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=err_msg)

@@ -574,4 +574,5 @@ class _Emitter:
 
 def emit(kir: K.KernelIR) -> str:
     """Python source defining ``kfuse_kernel``, ``kfuse_kernel_seq`` and ``kfuse_kernel_par``."""
+    K.refuse_bfloat16(kir, "the CPU backend")
     return _Emitter(kir).source()

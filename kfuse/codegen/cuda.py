@@ -26,7 +26,8 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
 float16 values live in float32 registers; every float16 op result is rounded to float16, as NumPy's
-float16 loops do (so a chain overflows to inf where NumPy's does).
+float16 loops do (so a chain overflows to inf where NumPy's does); bfloat16 likewise (as ml_dtypes'
+loops and torch's eager ops do: computed in float32, each result rounded to bfloat16).
 Scalar rules (C types, literals, casts, op expressions) and the prelude: :mod:`kfuse.codegen.cuda_ops`;
 the Variant and the launch-shape rules: :mod:`kfuse.codegen.cuda_shapes`.
 """
@@ -39,8 +40,8 @@ import numpy as np
 
 from ..errors import CompileError
 from . import kernel_ir as K
-from .cuda_ops import (PRELUDE, _STYPE, _is_f, cast_expr, const_literal, ctype, index_c, load_expr, op_expr,
-                       store_value)
+from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, cast_expr, const_literal, ctype, index_c, load_expr,
+                       op_expr, round_lowp, store_value)
 from .cuda_shapes import (Variant, default_variant, max_itemsize, reload_pays, rereads_rows, row_shape,
                           vector_access, vector_accesses, vector_ok)
 
@@ -119,12 +120,12 @@ class _Gen:
             if s.op == "power" and _is_f(s.dtype) and self.consts.get(args[1]) in (1.0, 2.0, 3.0):
                 a, e = args[0], self.consts[args[1]]
                 ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
-                ex = f"kf_h2f(kf_f2h({ex}))" if s.dtype == "float16" else ex
+                ex = round_lowp(ex, s.dtype) if s.dtype in LOWP else ex
                 return f"const {ctype(s.dtype)} {s.dst} = {ex};"
             rd = self.const_reciprocal(s)
             ex = f"(float)((double){args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, args, s.arg_dtypes)
-            if s.dtype == "float16" and s.op not in ("cast", "where"):
-                ex = f"kf_h2f(kf_f2h({ex}))"     # NumPy's float16 loops round every op's result
+            if s.dtype in LOWP and s.op not in ("cast", "where"):
+                ex = round_lowp(ex, s.dtype)     # NumPy's float16 loops round every op's result
             return f"const {ctype(s.dtype)} {s.dst} = {ex};"
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]

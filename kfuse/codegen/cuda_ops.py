@@ -12,8 +12,11 @@ from . import kernel_ir as K
 
 _CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
           "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-          "uint64": "unsigned long long", "float16": "float", "float32": "float", "float64": "double"}
-_STYPE = dict(_CTYPE, bool="unsigned char", float16="unsigned short")   # storage types
+          "uint64": "unsigned long long", "float16": "float", "bfloat16": "float", "float32": "float",
+          "float64": "double"}
+_STYPE = dict(_CTYPE, bool="unsigned char", float16="unsigned short", bfloat16="unsigned short")   # storage
+# 16-bit floats, held in float32 registers: (widen, round from float32, round from float64) helpers
+LOWP = {"float16": ("kf_h2f", "kf_f2h", "kf_d2h"), "bfloat16": ("kf_bf2f", "kf_f2bf", "kf_d2bf")}
 _UTYPE = {"int8": "unsigned int", "int16": "unsigned int", "int32": "unsigned int",
           "int64": "unsigned long long", "uint8": "unsigned int", "uint16": "unsigned int",
           "uint32": "unsigned int", "uint64": "unsigned long long"}
@@ -77,6 +80,16 @@ template <typename T, int N> __device__ __forceinline__ void kf_stcs(T* p, const
 __device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(f)); return h; }
+// bfloat16: the top half of a float32 (widening is exact); rounding to nearest even (sm_80+); from
+// float64 in one rounding: round to float32 toward zero, make it odd if inexact (round-to-odd keeps
+// the information a second rounding to 8 bits needs), then round to nearest even
+__device__ __forceinline__ float kf_bf2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ unsigned short kf_f2bf(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ unsigned short kf_d2bf(double d) {
+  float f = __double2float_rz(d);
+  if ((double)f != d && d == d) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return kf_f2bf(f);
+}
 #define KF_INFF __int_as_float(0x7f800000)
 #define KF_NANF __int_as_float(0x7fc00000)
 #define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
@@ -157,7 +170,13 @@ def ctype(dt: str) -> str:
 
 
 def _is_f(dt):
-    return dt.startswith("float")
+    return dt.startswith("float") or dt == "bfloat16"
+
+
+def round_lowp(e: str, dt: str) -> str:
+    """Float32 register expression ``e`` rounded to 16-bit float ``dt`` (and widened back)."""
+    widen, narrow, _ = LOWP[dt]
+    return f"{widen}({narrow}({e}))"
 
 
 def _fn(name: str, dt: str) -> str:
@@ -183,19 +202,23 @@ def const_literal(value, dt: str) -> str:
 
 
 def cast_expr(a: str, src: str, dst: str) -> str:
-    """An explicit CAST is a rounding point: float16 values (held unrounded in float32 registers)
-    are rounded to float16 before they are widened or converted, and a cast *to* float16 rounds
-    once from the source (float64 directly, not through float32), as ``astype`` does."""
+    """An explicit CAST is a rounding point: float16/bfloat16 values (held unrounded in float32
+    registers) are rounded before they are widened or converted, and a cast *to* them rounds once
+    from the source (float64 directly, not through float32), as ``astype`` does."""
     if src == dst:
         return a
-    if dst == "float16":
+    if dst in LOWP:
+        widen, narrow, narrow64 = LOWP[dst]
         if src == "float64":
-            return f"kf_h2f(kf_d2h({a}))"
-        if src in ("bool", "int8", "uint8"):      # exact in float16: nothing to round
+            return f"{widen}({narrow64}({a}))"
+        if src in ("bool", "int8", "uint8"):      # exact in float16 and bfloat16: nothing to round
             return f"((float){a})"
-        return f"kf_h2f(kf_f2h({a if src == 'float32' else f'((float){a})'}))"
-    if src == "float16":
-        a = f"kf_h2f(kf_f2h({a}))"
+        if dst == "bfloat16" and src in ("int32", "uint32", "int64", "uint64"):
+            return f"{widen}({narrow64}((double){a}))"   # float32 would round first (past 2^24)
+        src_val = round_lowp(a, src) if src in LOWP else a if src == "float32" else f"((float){a})"
+        return f"{widen}({narrow}({src_val}))"
+    if src in LOWP:
+        a = round_lowp(a, src)
         if dst == "float32":
             return a
     if dst == "bool":
@@ -307,8 +330,8 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
 
 
 def load_expr(ptr: str, off: str, dt: str) -> str:
-    if dt == "float16":
-        return f"kf_h2f({ptr}[{off}])"
+    if dt in LOWP:
+        return f"{LOWP[dt][0]}({ptr}[{off}])"
     if dt == "bool":
         return f"({ptr}[{off}] != 0)"
     return f"{ptr}[{off}]"
@@ -316,8 +339,8 @@ def load_expr(ptr: str, off: str, dt: str) -> str:
 
 def store_value(v: str, vdt: str, dt: str) -> str:
     """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
-    if dt == "float16":
-        return f"kf_d2h({v})" if vdt == "float64" else f"kf_f2h({v})"
+    if dt in LOWP:
+        return f"{LOWP[dt][2]}({v})" if vdt == "float64" else f"{LOWP[dt][1]}({v})"
     if dt == "bool":
         return f"(unsigned char)({v} != 0)"
     return f"({_STYPE[dt]})({v})"

@@ -302,6 +302,26 @@ _CMP_FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less"
              "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
 
 
+def uses_dtype(kir: KernelIR, name: str) -> bool:
+    """Whether a buffer, statement or accumulator of ``kir`` has dtype ``name``."""
+    if any(b.dtype == name for b in kir.inputs + kir.outputs):
+        return True
+    for ph in kir.phases:
+        for s in ph.pre + ph.body + ph.accs:
+            if name in (getattr(s, "dtype", None), getattr(s, "acc_dtype", None), getattr(s, "src_dtype", None)) \
+                    or name in getattr(s, "arg_dtypes", ()):
+                return True
+    return False
+
+
+def refuse_bfloat16(kir: KernelIR, backend: str) -> None:
+    """The CPU and Numba-CUDA emitters have no bfloat16 arithmetic: a clear error, not a crash."""
+    if uses_dtype(kir, "bfloat16"):
+        from ..errors import UnsupportedError
+        raise UnsupportedError(f"kfuse: bfloat16 runs on the CUDA C backend only (torch CUDA tensors), not "
+                               f"on {backend}: cast to float32 first")
+
+
 def mixed_sign_compare(op: str, args, dtypes) -> tuple[str, bool] | None:
     """NumPy compares int64 with uint64 exactly (no float64 detour). For such a comparison,
     ``(signed operand, result when it is negative)``: a negative signed value is below every

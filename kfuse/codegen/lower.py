@@ -8,6 +8,7 @@ subexpressions are computed once. Every concrete extent/start becomes a run-time
 from __future__ import annotations
 
 from ..errors import CompileError
+from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, MOVEMENT, Op, REDUCE
 from . import kernel_ir as K
@@ -207,7 +208,7 @@ class _Lowerer:
         sdt = src_node.dtype
         dt = node.dtype
         if kind in ("sum", "prod"):
-            if dt.kind == "f":
+            if is_float(dt):
                 acc_dt = "float64"
             elif dt.kind == "u":
                 acc_dt = "uint64"
@@ -217,14 +218,14 @@ class _Lowerer:
             else:
                 acc_dt = "int64"
             init = (0 if kind == "sum" else 1) if dt.kind != "b" else (kind == "all")
-            if dt.kind == "f":
+            if is_float(dt):
                 init = float(init)
         elif kind in ("any", "all"):
             acc_dt, init = "bool", kind == "all"
         else:
             acc_dt = sdt.name
             hi = kind in ("max", "argmax")
-            if sdt.kind == "f":
+            if is_float(sdt):
                 init = float("-inf") if hi else float("inf")
             elif sdt.kind == "b":
                 init = not hi

@@ -491,6 +491,7 @@ class _Gen:
 
 def emit(kir: K.KernelIR, variant: NVariant | None = None) -> str:
     """KernelIR -> Python source of a numba.cuda kernel ``kfuse_kernel`` (+ ``SIG``, ``LAUNCH_BOUNDS``)."""
+    K.refuse_bfloat16(kir, "the Numba-CUDA backend")
     return _Gen(kir, variant or default_variant(kir)).source()
 
 

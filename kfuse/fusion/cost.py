@@ -17,6 +17,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
 
@@ -63,7 +64,7 @@ class DeviceSpec:
 
 def _dkey(dtype) -> str:
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if is_float(dt):
         return f"f{dt.itemsize * 8}"
     if dt.kind in "iub":
         return "int"
@@ -230,7 +231,7 @@ def compute_dtype(nodes: Iterable[Node]):
     for n in nodes:
         if n.op in LEAF or n.op in MOVEMENT:
             continue
-        dt = n.dtype if n.dtype.kind == "f" else None
+        dt = n.dtype if is_float(n.dtype) else None
         if dt is not None and (best is None or dt.itemsize > best.itemsize):
             best = dt
     if best is None:

@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..ir.dtypes import BF16, is_float
 from ..ir.graph import Graph, Node
 from ..ir.ops import ELEMENTWISE, Op
 
@@ -133,7 +134,7 @@ def _identity(n: Node) -> Node | None:
     if op in (Op.MULTIPLY, Op.ADD, Op.SUBTRACT, Op.TRUE_DIVIDE, Op.POWER) and len(n.inputs) == 2:
         a, b = n.inputs
         va, vb = const_value(a), const_value(b)
-        isfloat = n.dtype.kind == "f"
+        isfloat = is_float(n.dtype)
         if op is Op.MULTIPLY:
             if vb is not None and _is_value(vb, 1.0) and a.dtype == n.dtype:
                 return a
@@ -210,18 +211,21 @@ def _movement(n: Node) -> Node | None:
 movement = Pass("movement", lambda g: rewrite(g, _movement))
 
 
+# (significand bits, exponent bits) of each float dtype
+_FLOAT_BITS = {np.dtype(np.float16): (11, 5), BF16: (8, 8), np.dtype(np.float32): (24, 8), np.dtype(np.float64): (53, 11)}
+
+
 def _lossless(src: np.dtype, dst: np.dtype) -> bool:
     """Every value of ``src`` is exactly representable in ``dst``."""
     if src == dst or src.kind == "b":
         return True
     if dst.kind == "b":
         return False
-    if src.kind == "f":
-        return dst.kind == "f" and dst.itemsize >= src.itemsize
-    if dst.kind == "f":
-        mant = {2: 11, 4: 24, 8: 53}[dst.itemsize]
+    if is_float(src):
+        return is_float(dst) and all(d >= s for d, s in zip(_FLOAT_BITS[dst], _FLOAT_BITS[src]))
+    if is_float(dst):
         bits = src.itemsize * 8 - (1 if src.kind == "i" else 0)
-        return bits <= mant
+        return bits <= _FLOAT_BITS[dst][0]
     if src.kind == dst.kind:
         return dst.itemsize >= src.itemsize
     if src.kind == "u" and dst.kind == "i":

@@ -2,24 +2,67 @@
 
 Promotion is NumPy's own: ``np.<ufunc>.resolve_dtypes`` with Python ``int``/``float``/``bool``
 standing for weak scalars (NEP 50), and ``np.result_type`` elsewhere.
+
+bfloat16 (``ml_dtypes.bfloat16``, torch's ``bfloat16``; the CUDA backends only) has no NumPy
+promotion of its own (ml_dtypes turns ``bf16 * 0.5`` into float32 and refuses ``bf16 + f16``), so
+it promotes as NumPy's other 16-bit float, float16, does (:func:`resolve`, :func:`result_type`):
+bf16 with Python scalars, bool, int8/uint8 or bf16 stays bf16; with int16+ or float32 it is
+float32 or float64 as float16 would be; bf16 with float16 is float32 (as in torch).
 """
 from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import UnsupportedError
 
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F16 = np.dtype(np.float16)
 SHORT_NAMES: dict[str, np.dtype] = {
     "b1": np.dtype(np.bool_),
     "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
     "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
-    "f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    "f16": F16, "bf16": BF16, "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
 }
 _BY_DTYPE = {v: k for k, v in SHORT_NAMES.items()}
 SUPPORTED = frozenset(SHORT_NAMES.values())
-FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f")
+FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f") | {BF16}
+
+
+def is_float(dt) -> bool:
+    """float16/32/64 or bfloat16 (whose NumPy kind is 'V')."""
+    dt = np.dtype(dt)
+    return dt.kind == "f" or dt == BF16
+
+
+def _as_f16(keys, f32_if_mixed: bool = True):
+    """``keys`` with bfloat16 read as float16 (float32 where float16 is there too), and whether
+    any was replaced."""
+    bf = any(isinstance(k, np.dtype) and k == BF16 for k in keys)
+    if not bf:
+        return list(keys), False
+    sub = np.dtype(np.float32) if f32_if_mixed and any(isinstance(k, np.dtype) and k == F16 for k in keys) else F16
+    return [sub if isinstance(k, np.dtype) and k == BF16 else k for k in keys], sub == F16
+
+
+def _back(dt, replaced: bool):
+    return BF16 if replaced and dt == F16 else dt
+
+
+def resolve(ufunc: np.ufunc, keys) -> tuple:
+    """``ufunc.resolve_dtypes`` over operand keys (dtypes, or Python types for weak scalars), with
+    bfloat16 promoted as float16 (module docstring)."""
+    keys, replaced = _as_f16(keys)
+    loop = ufunc.resolve_dtypes(tuple(keys) + (None,) * ufunc.nout)
+    return tuple(_back(d, replaced) for d in loop)
+
+
+def result_type(*args) -> np.dtype:
+    """``np.result_type`` with bfloat16 promoted as float16 (module docstring)."""
+    keys, replaced = _as_f16(args)
+    return _back(np.result_type(*keys), replaced)
 INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
 BOOL = np.dtype(np.bool_)
 INTP = np.dtype(np.int64)
@@ -40,7 +83,7 @@ def check_supported(dt, what: str = "array", loc: str | None = None) -> np.dtype
     if dt not in SUPPORTED:
         raise UnsupportedError(
             f"kfuse: dtype {dt} of {what} is not supported{at(loc)}; supported: bool, int8-int64, "
-            "uint8-uint64, float16/32/64")
+            "uint8-uint64, float16/32/64, bfloat16")
     return dt
 
 

@@ -115,15 +115,15 @@ class GpuProgram:
         else:
             arrs, kind, dev = interop.to_device_arrays(list(arrays))
         for a, (shape, dtype, n) in zip(arrs, self._in_sig):
-            if a.shape != shape or a.dtype != dtype:
+            if a.shape != shape or a.dtype != interop.storage_dtype(dtype):
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
         here = dev == cupy.cuda.runtime.getDevice()
         if kind == "cupy" and here:
-            return self._run(cupy, arrs, dev, cupy.empty)
+            return self._run(cupy, arrs, dev, interop.cupy_empty)
         with contextlib.nullcontext() if here else cupy.cuda.Device(dev):
             if kind == "cupy":
-                return self._run(cupy, arrs, dev, cupy.empty)
+                return self._run(cupy, arrs, dev, interop.cupy_empty)
             outs = interop.TorchOutputs(dev)
             stream = interop.launch_stream(dev)
             with stream if stream is not None else contextlib.nullcontext():
@@ -153,7 +153,12 @@ class GpuProgram:
             if o in env:
                 results.append(env[o])
             elif o.op is Op.CONST:
-                results.append(interop.host_to_device(np.asarray(o.attr("value"), dtype=o.dtype)))
+                host = np.asarray(o.attr("value"), dtype=o.dtype)
+                if o.dtype == interop.BF16:       # its bits, in an output of the caller's kind
+                    results.append(empty(host.shape, o.dtype))
+                    results[-1].fill(int(host.view(np.uint16)))
+                else:
+                    results.append(interop.host_to_device(host))
             else:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results

@@ -11,8 +11,8 @@ tensor) cost ~16 µs an input and ~6 µs an output, and with the rest made a cal
 tensors take 152 µs of host time, more than P3's kernel (H200, 2026-11-22). The ordering that
 handshake gave is kept by running a torch caller's kernels on torch's current stream
 (:func:`launch_stream`). Outputs are allocated by torch, so none needs converting back.
-bfloat16 has no NumPy dtype, so the IR cannot describe it: torch bfloat16 tensors are refused
-with a clear :class:`UnsupportedError` (cast to float16/float32 first).
+bfloat16 tensors (``ml_dtypes.bfloat16`` in the IR) go to the kernels as uint16 CuPy views of their
+bits (CuPy has no bfloat16); bfloat16 outputs are torch tensors viewed the same way.
 """
 from __future__ import annotations
 
@@ -21,6 +21,21 @@ import sys
 import numpy as np
 
 from ..errors import DeviceError, UnsupportedError
+from ..ir.dtypes import BF16
+
+
+def storage_dtype(dt) -> np.dtype:
+    """The CuPy dtype holding a ``dt`` array on the device: uint16 for bfloat16 (CuPy has none)."""
+    return np.dtype(np.uint16) if dt == BF16 else np.dtype(dt)
+
+
+def cupy_empty(shape, dtype):
+    """An output for a CuPy caller (CuPy has no bfloat16, so a bfloat16 result has nowhere to go)."""
+    import cupy
+    if dtype == BF16:
+        raise UnsupportedError("kfuse: a bfloat16 result needs torch tensors (CuPy has no bfloat16): "
+                               "pass torch CUDA tensors, or cast the result to float32")
+    return cupy.empty(shape, dtype)
 
 
 def _is_torch(x) -> bool:
@@ -92,10 +107,9 @@ def to_cupy(x):
     if _is_torch(x):
         import torch
         import cupy
-        if x.dtype == torch.bfloat16:
-            raise UnsupportedError("kfuse: bfloat16 tensors are not supported yet (no NumPy dtype "
-                                   "for the IR); cast to float16 or float32 first")
         from torch.utils.dlpack import to_dlpack
+        if x.dtype == torch.bfloat16:   # CuPy has no bfloat16: its bits, as uint16 (the kernel knows)
+            return cupy.from_dlpack(to_dlpack(x.view(torch.int16))).view(cupy.uint16)
         if x.dtype == torch.bool:
             return cupy.from_dlpack(to_dlpack(x.view(torch.uint8))).view(cupy.bool_)
         return cupy.from_dlpack(to_dlpack(x))

@@ -12,6 +12,7 @@ import numpy as np
 from numpy._core import umath as _umath
 
 from ..errors import at
+from ..ir import dtypes
 from ..ir.dtypes import check_supported
 from ..ir.ops import BY_UFUNC, Op
 from .core import (Operand, Tracer, broadcast_shapes, cast, loc, materialize, mk, operand,
@@ -57,7 +58,7 @@ def _fits(value: int, dtype: np.dtype) -> bool:
 
 def _resolve(ufunc: np.ufunc, ops: list[Operand]) -> tuple[np.dtype, ...]:
     keys = [o.key for o in ops]
-    loop = ufunc.resolve_dtypes(tuple(keys) + (None,) * ufunc.nout)
+    loop = dtypes.resolve(ufunc, keys)
     if ufunc.__name__ in _COMPARISONS:
         # NumPy 2 compares with out-of-range Python ints exactly (int8 < 1000 is True): compare
         # in a dtype that holds both sides.
@@ -68,7 +69,7 @@ def _resolve(ufunc: np.ufunc, ops: list[Operand]) -> tuple[np.dtype, ...]:
                     else np.dtype(np.float64)
                 changed = True
         if changed:
-            loop = ufunc.resolve_dtypes(tuple(keys) + (None,) * ufunc.nout)
+            loop = dtypes.resolve(ufunc, keys)
     return loop
 
 
@@ -92,7 +93,7 @@ def apply_ufunc(name: str, *args, python_op: bool = False) -> Tracer:
     nodes = [materialize(o, dt, shape) for o, dt in zip(ops, in_dts)]
     if name in _SCALED:
         # the float16 loop computes in float32 (its float32 constant) and rounds once
-        dt = np.dtype(np.float32) if in_dts[0] == np.float16 else in_dts[0]
+        dt = np.dtype(np.float32) if in_dts[0] in (dtypes.F16, dtypes.BF16) else in_dts[0]
         c = materialize(operand(_scale(name, dt)), dt, shape)
         node = mk(Op.MULTIPLY, dt, shape, [cast(nodes[0], dt), c])
         node = cast(node, out_dt) if dt != out_dt else node
@@ -107,7 +108,7 @@ def where(condition, x=None, y=None) -> Tracer:
         raise unsupported("np.where with one argument (np.nonzero)", "data-dependent shape")
     c, a, b = (operand(v, "argument of np.where") for v in (condition, x, y))
     rep = {bool: False, int: 0, float: 0.0}
-    dt = np.result_type(*[rep[o.weak] if o.weak else o.dtype for o in (a, b)])
+    dt = dtypes.result_type(*[rep[o.weak] if o.weak else o.dtype for o in (a, b)])
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     nodes = [materialize(c, np.bool_, shape, "unsafe"), materialize(a, dt, shape, "unsafe"),
              materialize(b, dt, shape, "unsafe")]
@@ -126,7 +127,7 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
     # np.clip is the ufunc umath.clip (3 operands); resolve with both bounds present.
     while len(keys) < 3:
         keys.append(keys[1] if len(keys) == 2 else x.key)
-    dt = _umath.clip.resolve_dtypes(tuple(keys) + (None,))[-1]
+    dt = dtypes.resolve(_umath.clip, keys)[-1]
     result = Tracer(cast(x.node, dt) if x.node is not None else materialize(x, dt, ()))
     for bound, fn in ((lo, "maximum"), (hi, "minimum")):
         if bound is None:

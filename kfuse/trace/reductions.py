@@ -14,6 +14,7 @@ from numpy.exceptions import AxisError
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..errors import at
+from ..ir import dtypes
 from ..ir.dtypes import check_supported
 from ..ir.graph import Node
 from ..ir.ops import Op
@@ -71,7 +72,7 @@ def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype) -> Node:
     node = cast(node, dtype)
     shape = _out_shape(node.shape, axes, keepdims)
     if not axes:
-        if op is Op.SUM and node.dtype.kind == "f":   # NumPy adds the identity: -0.0 -> +0.0
+        if op is Op.SUM and dtypes.is_float(node.dtype):   # NumPy adds the identity: -0.0 -> +0.0
             return mk(Op.ADD, node.dtype, node.shape, [node, broadcast(const_node(0.0, node.dtype), node.shape)])
         return node
     return mk(op, node.dtype, shape, [node], {"axes": tuple(axes), "keepdims": bool(keepdims)})
@@ -144,7 +145,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NV):
         acc = check_supported(dtype, "np.mean", loc())
     elif node.dtype.kind in "biu":
         acc = np.dtype(np.float64)
-    elif node.dtype == np.float16:
+    elif node.dtype in (dtypes.F16, dtypes.BF16):
         acc = np.dtype(np.float32)
     else:
         acc = node.dtype

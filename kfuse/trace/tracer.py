@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import TraceError
-from ..ir.dtypes import check_supported
+from ..ir.dtypes import check_supported, is_float
 from ..ir.graph import Graph, Node
 from ..ir.ops import Op
 from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
@@ -54,7 +54,7 @@ def _pow(self, other):
     (int8 result) and ``x ** 0.5`` of floats as np.sqrt (``-0.0``/``-inf`` differ from power)."""
     if self.weak is None and type(other) is int and other == 2 and self.dtype == np.bool_:
         return ew.apply_ufunc("square", self)
-    if self.weak is None and type(other) is float and other == 0.5 and self.dtype.kind == "f":
+    if self.weak is None and type(other) is float and other == 0.5 and is_float(self.dtype):
         return ew.apply_ufunc("sqrt", self)
     return ew.apply_ufunc("power", self, other, python_op=True)
 

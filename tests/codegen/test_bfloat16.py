@@ -1,0 +1,114 @@
+"""bfloat16 without a GPU: promotion (as NumPy's float16, kfuse.ir.dtypes), the CUDA C it becomes
+(NVRTC for sm_80/sm_90, ptxas where installed), the CLI dumps, and the clear refusals of the
+backends that have no bfloat16 arithmetic. The results on a GPU: tests/gpu/test_bfloat16_gpu.py."""
+import os
+import shutil
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
+
+import kfuse  # noqa: E402
+from kfuse.ir import dtypes  # noqa: E402
+from kfuse.fusion.simplify import _lossless  # noqa: E402
+
+BF, F16, F32, F64 = dtypes.BF16, np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
+
+
+@pytest.mark.parametrize("keys, want", [
+    ((BF, BF), BF), ((BF, float), BF), ((BF, int), BF), ((BF, np.dtype(np.int8)), BF),
+    ((BF, np.dtype(np.uint8)), BF), ((BF, np.dtype(np.bool_)), BF), ((BF, np.dtype(np.int16)), F32),
+    ((BF, F16), F32), ((F16, BF), F32), ((BF, F32), F32), ((BF, F64), F64), ((BF, np.dtype(np.int32)), F64),
+])
+def test_bfloat16_promotes_as_float16(keys, want):
+    assert dtypes.resolve(np.add, keys)[-1] == want
+    assert dtypes.resolve(np.greater, keys)[-1] == np.bool_
+    assert dtypes.result_type(*[0.0 if k is float else 0 if k is int else k for k in keys]) == want
+
+
+def test_bfloat16_ufuncs_and_reductions_keep_their_dtype():
+    f = kfuse.jit(lambda x: (np.exp(x), np.sqrt(x) * 0.5, x.sum(axis=1), x.mean(axis=1), x.max(axis=1),
+                             x > 1, x.astype(np.float32)))
+    dts = [o.dtype for o in f.trace("bf16[4,8]").outputs]
+    assert dts == [BF, BF, BF, BF, BF, np.bool_, F32]
+
+
+def test_lossless_casts_know_bfloat16():
+    assert _lossless(BF, F32) and _lossless(BF, F64) and _lossless(np.dtype(np.int8), BF)
+    assert not _lossless(BF, F16) and not _lossless(F16, BF) and not _lossless(F32, BF)
+    assert not _lossless(np.dtype(np.int16), BF)
+
+
+def test_cpu_backend_refuses_bfloat16_clearly():
+    x = np.ones((4, 8), ml_dtypes.bfloat16)
+    with pytest.raises(kfuse.UnsupportedError, match="argument 'x' of .* bfloat16.*CUDA C backend only"):
+        kfuse.jit(lambda x: x * 2)(x)
+    with pytest.raises(kfuse.UnsupportedError, match="bfloat16 runs on the CUDA C backend only"):
+        kfuse.jit(lambda x: x.astype(ml_dtypes.bfloat16) * 2)(np.ones(8, np.float32))
+    with pytest.raises(kfuse.UnsupportedError, match="matmul/dot of bfloat16"):
+        kfuse.jit(lambda a, b: a @ b).trace("bf16[4,8]", "bf16[8,2]")
+
+
+def _layernorm(x, g, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+def _casts(x, d, h, i, q):
+    return (x.astype(np.float32) * 2, d.astype(ml_dtypes.bfloat16), h.astype(ml_dtypes.bfloat16),
+            i.astype(ml_dtypes.bfloat16), q.astype(ml_dtypes.bfloat16), x.astype(np.float16), x + h)
+
+
+CASES = {
+    "layernorm": (_layernorm, ("bf16[64,128]", "bf16[128]", "bf16[128]")),
+    "softmax": (lambda x: np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(
+        axis=-1, keepdims=True), ("bf16[64,128]",)),
+    "mixed": (lambda x, y: np.tanh(x * 0.5 + y) * y, ("bf16[64,128]", "f32[128]")),
+    "casts": (_casts, ("bf16[256]", "f64[256]", "f16[256]", "i32[256]", "i64[256]")),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bfloat16_cuda_c_compiles(name, tmp_path):
+    pytest.importorskip("cuda.bindings.nvrtc")
+    fn, specs = CASES[name]
+    lowered = kfuse.jit(fn).lower(*specs, backend="cuda", device="h100")
+    src = lowered.as_text("cuda")
+    assert "unsigned short* __restrict__ out" in src or name == "mixed"
+    assert "kf_bf2f(" in src and "kf_f2bf(" in src
+    from kfuse.codegen import cuda, nvrtc
+    for arch in ("sm_80", "sm_90"):
+        assert "cvt.rn.bf16.f32" in lowered.ptx(arch)
+        for k, kir in enumerate(lowered.kernels(for_gpu=True)):
+            ptx = nvrtc.compile(cuda.emit(kir), arch).ptx
+            if PTXAS:
+                p = tmp_path / f"{name}_{k}_{arch}.ptx"
+                p.write_text(nvrtc.ptx_for_ptxas(ptx))
+                r = subprocess.run([PTXAS, f"-arch={arch}", str(p), "-o", str(p) + ".o"], capture_output=True, text=True)
+                assert r.returncode == 0, r.stderr
+
+
+def test_bfloat16_casts_round_once():
+    src = kfuse.jit(_casts).lower(*CASES["casts"][1], backend="cuda").as_text("cuda")
+    assert "kf_d2bf(v" in src                      # float64 -> bfloat16: one rounding (round-to-odd first)
+    assert "kf_d2bf((double)v" in src              # int32/int64 -> bfloat16 through float64
+    assert "kf_f2bf(kf_h2f(kf_f2h(" in src        # float16 -> bfloat16: the float16 value, rounded once
+
+
+def test_dump_cuda_cli_takes_bf16_specs(tmp_path):
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from kfuse import cli
+    f = tmp_path / "m.py"
+    f.write_text("import numpy as np\ndef f(x, y):\n    return np.exp(x) + y\n")
+    out = tmp_path / "k.cu"
+    assert cli.main(["dump-cuda", f"{f}:f", "bf16[32,64]", "bf16[64]", "-o", str(out)]) == 0
+    assert "kf_bf2f(" in out.read_text()
+    ptx = tmp_path / "k.ptx"
+    assert cli.main(["dump-ptx", f"{f}:f", "bf16[32,64]", "bf16[64]", "--arch", "sm_80", "-o", str(ptx)]) == 0
+    assert "cvt.rn.bf16.f32" in ptx.read_text()

@@ -1,0 +1,130 @@
+"""bfloat16 torch CUDA tensors through ``kfuse.jit`` (CUDA C backend): zero-copy in, torch bfloat16
+tensors out; each op computed in float32 and rounded to bfloat16 (as ml_dtypes' NumPy loops and
+torch's eager ops), reductions accumulated in float64; conversions to bfloat16 rounded once, to
+nearest even, bit for bit."""
+import fractions
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kfuse.runtime import device
+
+pytestmark = pytest.mark.gpu
+if not device.has_gpu():
+    pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+import cupy as cp  # noqa: E402
+
+import kfuse  # noqa: E402
+from tolerance import assert_matches_numpy  # noqa: E402
+
+BF = np.dtype(ml_dtypes.bfloat16)
+BF16_MAX = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+RNG = np.random.default_rng(7)
+
+
+def _t(a):
+    """A NumPy array (ml_dtypes bfloat16 included) as a torch CUDA tensor with the same bits."""
+    if a.dtype == BF:
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).cuda().view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
+def _np(t):
+    assert t.is_cuda
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).cpu().numpy().view(BF)
+    return t.cpu().numpy()
+
+
+def _bf(shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32).astype(BF)
+
+
+def test_elementwise_chain_on_bf16_tensors_matches_ml_dtypes():
+    x, y, z = _bf((64, 256)), _bf((64, 256)), RNG.standard_normal(256).astype(np.float32)
+
+    def f(x, y, z):
+        return np.tanh(x * 0.5 + y), x * z, np.maximum(x, y) - 1, x > y
+    tx, ty, tz = _t(x), _t(y), _t(z)
+    before = [t.clone() for t in (tx, ty, tz)]
+    got = kfuse.jit(f)(tx, ty, tz)
+    want = f(x, y, z)
+    assert [g.dtype for g in got] == [torch.bfloat16, torch.float32, torch.bfloat16, torch.bool]
+    assert all(g.device == tx.device for g in got)
+    for g, w in zip(got, want):
+        assert_matches_numpy(_np(g), w)
+    assert all(torch.equal(a, b) for a, b in zip((tx, ty, tz), before))     # inputs untouched
+
+
+def _ref32(fn, *arrays):
+    """``fn`` on the float32 values of ``arrays``, rounded once to bfloat16 (torch's own way)."""
+    return fn(*[a.astype(np.float32) for a in arrays]).astype(BF).astype(np.float32)
+
+
+def _layernorm(x, g, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("rows, cols", [(128, 1024), (33, 4096), (7, 100)])
+def test_row_kernels_on_bf16_tensors(rows, cols):
+    """Per-op rounding in bfloat16 against a float32 computation rounded once: within 4 bfloat16
+    ulps (a few roundings of 2^-9 each, on values of order 1)."""
+    x, g, b = _bf((rows, cols)), _bf(cols), _bf(cols)
+    ln = _np(kfuse.jit(_layernorm)(_t(x), _t(g), _t(b)))
+    sm = _np(kfuse.jit(_softmax)(_t(x)))
+    s = _np(kfuse.jit(lambda x: x.sum(axis=1))(_t(x)))
+    assert ln.dtype == sm.dtype == s.dtype == BF
+    np.testing.assert_allclose(ln.astype(np.float32), _ref32(_layernorm, x, g, b), rtol=3.2e-2, atol=3e-2)
+    np.testing.assert_allclose(sm.astype(np.float32), _ref32(_softmax, x), rtol=3.2e-2, atol=1e-5)
+    exact = x.astype(np.float64).sum(axis=1).astype(np.float32).astype(BF).astype(np.float32)
+    np.testing.assert_allclose(s.astype(np.float32), exact, rtol=8e-3, atol=1e-2)
+
+
+def _bf16_rne(d: float) -> float:
+    """``d`` rounded once to the nearest bfloat16 (ties to even), exactly (Fractions)."""
+    if math.isnan(d) or math.isinf(d) or d == 0:
+        return d
+    q = fractions.Fraction(d)
+    e = max(math.frexp(d)[1] - 8, -133)                 # quantum: 8 significant bits, subnormals 2^-133
+    scaled = q / fractions.Fraction(2) ** e
+    r = math.floor(scaled)
+    rem = scaled - r
+    r += 1 if rem > fractions.Fraction(1, 2) or (rem == fractions.Fraction(1, 2) and r % 2) else 0
+    v = math.copysign(float(fractions.Fraction(r) * fractions.Fraction(2) ** e), d)
+    return math.copysign(math.inf, d) if abs(v) > BF16_MAX else v
+
+
+def test_conversions_to_bf16_round_once_to_nearest_even():
+    bits = np.array([0x3F808000, 0x3F818000, 0x3F80FFFF, 0x7F7FFFFF, 0x7F7F8000, 0x7F7F7FFF, 0x00008000,
+                     0x00018000, 0x80008000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001, 0x80000000],
+                    np.uint32)
+    f32 = np.concatenate([bits.view(np.float32), RNG.integers(0, 2 ** 32, 4096, dtype=np.uint64).astype(
+        np.uint32).view(np.float32)])
+    f64 = np.concatenate([np.array([1 + 3 * 2.0 ** -8 - 2.0 ** -40, 1 + 2.0 ** -8 + 2.0 ** -40,
+                                    -(1 + 3 * 2.0 ** -8 - 2.0 ** -40), 3.3895313892515355e38, 3.39e38, 1e300,
+                                    2.0 ** -134, 3 * 2.0 ** -135, 1e-300, -0.0, math.nan, math.inf]),
+                          RNG.standard_normal(4096) * 2.0 ** RNG.integers(-140, 120, 4096)])
+    to_bf = kfuse.jit(lambda a, b: (a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)))
+    g32, g64 = (_np(t) for t in to_bf(_t(f32), _t(f64)))
+    w32 = f32.astype(BF)                                  # ml_dtypes: float32 -> bfloat16, ties to even
+    same = (g32.view(np.uint16) == w32.view(np.uint16)) | (np.isnan(g32.astype(np.float32)) & np.isnan(f32))
+    assert same.all(), (f32[~same][:5], g32[~same][:5], w32[~same][:5])
+    w64 = np.array([_bf16_rne(float(d)) for d in f64]).astype(np.float32).astype(BF)   # exact in float32
+    same = (g64.view(np.uint16) == w64.view(np.uint16)) | (np.isnan(g64.astype(np.float32)) & np.isnan(f64))
+    assert same.all(), (f64[~same][:5], g64[~same][:5], w64[~same][:5])
+
+
+def test_bf16_result_for_a_cupy_caller_is_a_clear_error():
+    with pytest.raises(kfuse.UnsupportedError, match="bfloat16 result needs torch tensors"):
+        kfuse.jit(lambda x: x.astype(ml_dtypes.bfloat16))(cp.ones(8, cp.float32))
