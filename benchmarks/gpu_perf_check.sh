@@ -13,7 +13,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD
 step() { echo "== $1 $(date -u +%T)" | tee -a "$OUT/log.txt"; }
 step tests
-timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs -x 2>&1 | tail -40 > "$OUT/tests.txt"
+timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs --maxfail=10 2>&1 | tail -60 > "$OUT/tests.txt"
 tail -3 "$OUT/tests.txt" | tee -a "$OUT/log.txt"
 for p in ${PROBES:-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kernel); tiles: tile_probe.py P6 P1
   step "probe $p"
