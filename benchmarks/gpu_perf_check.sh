@@ -2,8 +2,8 @@
 # One device call for a change to the CUDA emitter: every gpu-marked test, the kernel probes named
 # in PROBES (p3, p1: benchmarks/row_probe.py, the generated kernel beside its variants and
 # torch.compile; tiles: benchmarks/tile_probe.py, P6 and P1 under several launch shapes), the
-# suite's P1/P3/P6 against torch.compile REPEAT times, then (FULL=1) the whole public suite with its
-# RESULTS.md section. Usage on the lent machine (repo root, .whl carried):
+# suite's P1/P3/P6 against torch.compile REPEAT times, then the whole public suite FULL
+# times (the first updates RESULTS.md). Usage on the lent machine (repo root, .whl carried):
 #   PROBES='p3 tiles' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh   (results under $OUT; ~8 min, H200)
 set -u
 OUT=${OUT:-/tmp/kfuse-out}; mkdir -p "$OUT/x"
@@ -15,7 +15,7 @@ step() { echo "== $1 $(date -u +%T)" | tee -a "$OUT/log.txt"; }
 step tests
 timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs --maxfail=10 2>&1 | tail -60 > "$OUT/tests.txt"
 tail -3 "$OUT/tests.txt" | tee -a "$OUT/log.txt"
-for p in ${PROBES:-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kernel); tiles: tile_probe.py P6 P1
+for p in ${PROBES-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kernel); tiles: tile_probe.py P6 P1
   step "probe $p"
   case $p in
     tiles) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/tile_probe.py" P6 P1 > probe_$p.log 2>&1)
@@ -31,11 +31,17 @@ for i in $(seq 1 "${REPEAT:-2}"); do
     --workloads P1,P3,P6 --json "$OUT/x/subset$i.json" > "$OUT/x/subset$i.log" 2>&1
   grep -E "^\| *P[136]" "$OUT/x/subset$i.log" | tee -a "$OUT/log.txt" || tail -5 "$OUT/x/subset$i.log" >> "$OUT/log.txt"
 done
-if [ "${FULL:-1}" = 1 ]; then
-  step suite
-  cp benchmarks/RESULTS.md "$OUT/RESULTS.md"
-  timeout 260 python3 -m kfuse.bench.cli --device gpu --budget 170 --no-progress --json "$OUT/gpu.json" \
-    --results "$OUT/RESULTS.md" > "$OUT/x/suite.log" 2>&1; tail -12 "$OUT/x/suite.log" >> "$OUT/log.txt"
-fi
+for n in $(seq 1 "${FULL:-1}"); do   # FULL suites: the first updates RESULTS.md, the others repeat it
+  step "suite $n"
+  if [ "$n" = 1 ]; then
+    cp benchmarks/RESULTS.md "$OUT/RESULTS.md"
+    timeout 260 python3 -m kfuse.bench.cli --device gpu --budget 170 --no-progress --json "$OUT/gpu.json" \
+      --results "$OUT/RESULTS.md" > "$OUT/x/suite.log" 2>&1
+  else
+    timeout 260 python3 -m kfuse.bench.cli --device gpu --budget 170 --no-progress --json "$OUT/x/gpu$n.json" \
+      > "$OUT/x/suite$n.log" 2>&1
+  fi
+  grep -E "^\| P[1-6] \| kfuse\[cuda\] \| [0-9.]+×" "$OUT/x/suite"*.log | tail -6 >> "$OUT/log.txt"
+done
 step done
 tar czf "$OUT/extra.tar.gz" -C "$OUT" x
