@@ -292,8 +292,7 @@ class _Gen:
         cache = {}   # (buf, index) -> cache array name
         kc = v.cache_k if row else 0
         reload = bool(kc and v.reload and V > 1)
-        phases = [self.acc32_phase(ph, nonneg_only=not reload) for ph in kir.phases] if kc and V > 1 \
-            else list(kir.phases)
+        phases = [self.acc32_phase(ph) for ph in kir.phases] if reload else list(kir.phases)
         last_read = {}   # (buf, index) -> the last phase that loads it
         if kc:
             for pi, ph in enumerate(phases):
@@ -443,20 +442,12 @@ class _Gen:
         return "kf_ldlast" if again else "kf_ldfirst"
 
     @staticmethod
-    def acc32_phase(ph: K.Phase, nonneg_only: bool = False) -> K.Phase:
-        """``ph`` with its float32 sums accumulated in float32 (Variant.reload), or with
-        ``nonneg_only`` those of terms that cannot be negative (a square, an exp, an absolute
-        value: P4's row norm, softmax's denominator; no cancellation, so the relative error stays
-        within (terms a thread + tree depth) float32 epsilons, as NumPy's pairwise float32 sum's)."""
-        defs = {s.dst: s for s in ph.body if isinstance(s, K.Op)}
-
-        def nonneg(v):
-            d = defs.get(v)
-            return d is not None and (d.op in ("square", "exp", "exp2", "absolute")
-                                      or d.op == "multiply" and d.args[0] == d.args[1])
+    def acc32_phase(ph: K.Phase) -> K.Phase:
+        """``ph`` with its float32 sums accumulated in float32 (Variant.reload). Held-row kernels
+        keep float64: float32 sums of P4's squares made its kernel slower (0.0634 vs 0.0626 ms,
+        H200, 2026-11-24 01:54), as softmax's gained nothing."""
         accs = tuple(dataclasses.replace(a, acc_dtype="float32")
-                     if a.kind == "sum" and a.acc_dtype == "float64" and a.src_dtype == "float32"
-                     and (not nonneg_only or nonneg(a.src)) else a
+                     if a.kind == "sum" and a.acc_dtype == "float64" and a.src_dtype == "float32" else a
                      for a in ph.accs)
         return dataclasses.replace(ph, accs=accs)
 

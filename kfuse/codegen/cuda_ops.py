@@ -90,6 +90,18 @@ __device__ __forceinline__ unsigned short kf_d2bf(double d) {
   if ((double)f != d && d == d) f = __uint_as_float(__float_as_uint(f) | 1u);
   return kf_f2bf(f);
 }
+// 64-bit ints to bfloat16 in one rounding: to float64 rounded to odd (toward zero, then the last bit
+// set if inexact), then kf_d2bf (round-to-odd twice, then to nearest even, is one rounding)
+__device__ __forceinline__ unsigned short kf_ll2bf(long long v) {
+  double d = __ll2double_rz(v);
+  if ((long long)d != v) d = __longlong_as_double(__double_as_longlong(d) | 1LL);
+  return kf_d2bf(d);
+}
+__device__ __forceinline__ unsigned short kf_ull2bf(unsigned long long v) {
+  double d = __ull2double_rz(v);
+  if ((unsigned long long)d != v) d = __longlong_as_double(__double_as_longlong(d) | 1LL);
+  return kf_d2bf(d);
+}
 #define KF_INFF __int_as_float(0x7f800000)
 #define KF_NANF __int_as_float(0x7fc00000)
 #define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
@@ -213,8 +225,10 @@ def cast_expr(a: str, src: str, dst: str) -> str:
             return f"{widen}({narrow64}({a}))"
         if src in ("bool", "int8", "uint8"):      # exact in float16 and bfloat16: nothing to round
             return f"((float){a})"
-        if dst == "bfloat16" and src in ("int32", "uint32", "int64", "uint64"):
-            return f"{widen}({narrow64}((double){a}))"   # float32 would round first (past 2^24)
+        if dst == "bfloat16" and src in ("int32", "uint32"):
+            return f"{widen}({narrow64}((double){a}))"   # exact in float64; float32 would round first
+        if dst == "bfloat16" and src in ("int64", "uint64"):
+            return f"{widen}(kf_{'u' if src == 'uint64' else ''}ll2bf({a}))"   # float64 would round first
         src_val = round_lowp(a, src) if src in LOWP else a if src == "float32" else f"((float){a})"
         return f"{widen}({narrow}({src_val}))"
     if src in LOWP:

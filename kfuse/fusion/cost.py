@@ -236,7 +236,7 @@ def compute_dtype(nodes: Iterable[Node]):
             best = dt
     if best is None:
         return np.dtype(np.int64)
-    if best == np.float16:     # elementwise f16 math runs in f32 on GPUs and CPUs alike
+    if best.itemsize == 2:     # elementwise f16/bf16 math runs in f32 on GPUs and CPUs alike
         return np.dtype(np.float32)
     return best
 

@@ -29,6 +29,9 @@ SHORT_NAMES: dict[str, np.dtype] = {
 _BY_DTYPE = {v: k for k, v in SHORT_NAMES.items()}
 SUPPORTED = frozenset(SHORT_NAMES.values())
 FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f") | {BF16}
+INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
+BOOL = np.dtype(np.bool_)
+INTP = np.dtype(np.int64)
 
 
 def is_float(dt) -> bool:
@@ -63,9 +66,6 @@ def result_type(*args) -> np.dtype:
     """``np.result_type`` with bfloat16 promoted as float16 (module docstring)."""
     keys, replaced = _as_f16(args)
     return _back(np.result_type(*keys), replaced)
-INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
-BOOL = np.dtype(np.bool_)
-INTP = np.dtype(np.int64)
 
 
 def short_name(dt) -> str:

@@ -128,7 +128,7 @@ class GpuProgram:
             stream = interop.launch_stream(dev)
             with stream if stream is not None else contextlib.nullcontext():
                 results = self._run(cupy, arrs, dev, outs.empty)
-            return [outs.result(r) for r in results]
+            return [outs.result(r, o.dtype) for r, o in zip(results, self.plan.graph.outputs)]
 
     def _run(self, cupy, arrs, dev, empty) -> list:
         """Run the groups in order; ``empty(shape, dtype)`` allocates the kernels' outputs."""

@@ -92,9 +92,12 @@ def classify(arrays) -> tuple[str, int | None]:
 def host_to_device(a):
     """``cupy.asarray`` of a NumPy array or scalar, keeping the sign of a zero: CuPy fills a 0-d
     (or one-value) array with ``memset`` when the value == 0, which turns -0.0 into +0.0; a
-    one-element 1-D copy followed by a reshape goes through memcpy instead."""
+    one-element 1-D copy followed by a reshape goes through memcpy instead. bfloat16 (an
+    ``ml_dtypes.bfloat16`` scalar argument) travels as its uint16 bits."""
     import cupy
     a = np.asarray(a)
+    if a.dtype == BF16:
+        a = a.view(np.uint16)
     if a.size == 1:
         return cupy.asarray(np.ascontiguousarray(a).reshape(1)).reshape(a.shape)
     return cupy.asarray(a)
@@ -123,12 +126,16 @@ def to_device_arrays(arrays) -> tuple[list, str, int | None]:
     return [to_cupy(a) for a in arrays], kind, dev
 
 
-def from_cupy(x, kind: str):
-    """Return CuPy output ``x`` as the caller's kind ("cupy" or "torch")."""
+def from_cupy(x, kind: str, dtype=None):
+    """Return CuPy output ``x`` as the caller's kind ("cupy" or "torch"); ``dtype`` is the IR's
+    dtype of it when known (a bfloat16 result is a uint16 view of its bits: a torch caller gets a
+    torch.bfloat16 tensor of the same memory)."""
     if kind == "cupy":
         return x
     if kind == "torch":
         import torch
+        if dtype is not None and np.dtype(dtype) == BF16:
+            return torch.from_dlpack(x.view(np.int16)).view(torch.bfloat16)
         if x.dtype == np.bool_:
             return torch.from_dlpack(x.view(np.uint8)).view(torch.bool)
         return torch.from_dlpack(x)
@@ -155,9 +162,10 @@ class TorchOutputs:
         self.made[id(view)] = (view, t)
         return view
 
-    def result(self, x):
+    def result(self, x, dtype=None):
+        """The torch tensor for kernel output or passed-through input ``x`` (IR dtype ``dtype``)."""
         hit = self.made.get(id(x))
-        return hit[1] if hit is not None and hit[0] is x else from_cupy(x, "torch")
+        return hit[1] if hit is not None and hit[0] is x else from_cupy(x, "torch", dtype)
 
 
 def launch_stream(dev: int):

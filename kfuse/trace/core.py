@@ -159,7 +159,7 @@ def operand(x: Any, what: str = "operand") -> Operand:
     if isinstance(x, (np.generic, np.ndarray)):
         if x.dtype not in SUPPORTED:
             raise unsupported(f"dtype {x.dtype} (a constant used as {what})",
-                              "supported: bool, int8-int64, uint8-uint64, float16/32/64")
+                              "supported: bool, int8-int64, uint8-uint64, float16/32/64, bfloat16")
         if np.ndim(x) != 0:
             raise unsupported(
                 f"a NumPy array constant of shape {np.shape(x)} (used as {what})",

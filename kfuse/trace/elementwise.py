@@ -166,7 +166,7 @@ def round_(a, decimals=0, out=None) -> Tracer:
     o = operand(a, "argument of np.round")
     if o.dtype.kind in "biu" and decimals >= 0:
         return Tracer(o.node) if o.node is not None else Tracer(materialize(o, o.dtype, ()))
-    if o.dtype.kind != "f" or decimals != 0:
+    if not dtypes.is_float(o.dtype) or decimals != 0:
         raise unsupported(f"np.round with decimals={decimals} on {o.dtype}")
     return apply_ufunc("rint", a)
 

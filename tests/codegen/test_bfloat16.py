@@ -31,11 +31,39 @@ def test_bfloat16_promotes_as_float16(keys, want):
     assert dtypes.result_type(*[0.0 if k is float else 0 if k is int else k for k in keys]) == want
 
 
+@pytest.mark.parametrize("other", sorted(dtypes.SUPPORTED, key=str))
+def test_bfloat16_promotion_is_ml_dtypes_where_it_has_one(other):
+    """Where ml_dtypes' NumPy promotes bfloat16 (bool, int8, uint8, bfloat16, float32, float64)
+    kfuse agrees; elsewhere (int16+, float16) NumPy raises and kfuse's rule is the documented one."""
+    try:
+        want = np.result_type(BF, other)
+    except TypeError:            # DTypePromotionError
+        want = None
+    for keys in ((BF, other), (other, BF)):
+        got = dtypes.result_type(*keys)
+        assert got == dtypes.resolve(np.multiply, keys)[-1] == dtypes.resolve(np.maximum, keys)[-1]
+        if want is not None:
+            assert got == want, keys
+        else:
+            assert got in (F32, F64)
+    arr = kfuse.jit(lambda x, y: np.where(x > 0, x, y)).trace("bf16[4]", f"{dtypes.short_name(other)}[4]")
+    assert arr.outputs[0].dtype == dtypes.result_type(BF, other)
+
+
 def test_bfloat16_ufuncs_and_reductions_keep_their_dtype():
     f = kfuse.jit(lambda x: (np.exp(x), np.sqrt(x) * 0.5, x.sum(axis=1), x.mean(axis=1), x.max(axis=1),
                              x > 1, x.astype(np.float32)))
     dts = [o.dtype for o in f.trace("bf16[4,8]").outputs]
     assert dts == [BF, BF, BF, BF, BF, np.bool_, F32]
+    g = kfuse.jit(lambda x: (np.round(x), np.rint(x), np.isnan(x), np.abs(x) ** 0.5, x.min(axis=0), x.argmax(axis=1)))
+    dts = [o.dtype for o in g.trace("bf16[4,8]").outputs]
+    assert dts == [BF, BF, np.bool_, BF, BF, np.int64]
+
+
+def test_cost_model_computes_bfloat16_in_float32():
+    from kfuse.fusion.cost import compute_dtype
+    graph = kfuse.jit(lambda x: np.exp(x) * 2).trace("bf16[64]")
+    assert compute_dtype(graph.nodes()) == F32
 
 
 def test_lossless_casts_know_bfloat16():
@@ -60,9 +88,10 @@ def _layernorm(x, g, b):
     return (x - mu) / np.sqrt(var + 1e-5) * g + b
 
 
-def _casts(x, d, h, i, q):
+def _casts(x, d, h, i, q, u):
     return (x.astype(np.float32) * 2, d.astype(ml_dtypes.bfloat16), h.astype(ml_dtypes.bfloat16),
-            i.astype(ml_dtypes.bfloat16), q.astype(ml_dtypes.bfloat16), x.astype(np.float16), x + h)
+            i.astype(ml_dtypes.bfloat16), q.astype(ml_dtypes.bfloat16), x.astype(np.float16), x + h,
+            u.astype(ml_dtypes.bfloat16), x.astype(np.int32), x.astype(np.float64), x.astype(np.uint8))
 
 
 CASES = {
@@ -70,7 +99,8 @@ CASES = {
     "softmax": (lambda x: np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(
         axis=-1, keepdims=True), ("bf16[64,128]",)),
     "mixed": (lambda x, y: np.tanh(x * 0.5 + y) * y, ("bf16[64,128]", "f32[128]")),
-    "casts": (_casts, ("bf16[256]", "f64[256]", "f16[256]", "i32[256]", "i64[256]")),
+    "casts": (_casts, ("bf16[256]", "f64[256]", "f16[256]", "i32[256]", "i64[256]", "u64[256]")),
+    "chain": (lambda x, y: np.maximum(x * y + 1.5, 0) - np.sqrt(np.abs(y)), ("bf16[64,128]", "bf16[64,128]")),
 }
 
 
@@ -97,8 +127,14 @@ def test_bfloat16_cuda_c_compiles(name, tmp_path):
 def test_bfloat16_casts_round_once():
     src = kfuse.jit(_casts).lower(*CASES["casts"][1], backend="cuda").as_text("cuda")
     assert "kf_d2bf(v" in src                      # float64 -> bfloat16: one rounding (round-to-odd first)
-    assert "kf_d2bf((double)v" in src              # int32/int64 -> bfloat16 through float64
+    assert "kf_d2bf((double)v" in src              # int32 -> bfloat16 through float64 (exact there)
+    assert "kf_ll2bf(v" in src and "kf_ull2bf(v" in src   # int64/uint64: round-to-odd float64 first
     assert "kf_f2bf(kf_h2f(kf_f2h(" in src        # float16 -> bfloat16: the float16 value, rounded once
+
+
+def test_bfloat16_elementwise_loads_8_lanes_a_vector():
+    src = kfuse.jit(CASES["chain"][0]).lower(*CASES["chain"][1], backend="cuda").as_text("cuda")
+    assert "KfVec<unsigned short, 8>" in src        # 16-byte vector loads/stores, as float16's
 
 
 def test_dump_cuda_cli_takes_bf16_specs(tmp_path):

@@ -19,11 +19,14 @@ torch = pytest.importorskip("torch")
 import cupy as cp  # noqa: E402
 
 import kfuse  # noqa: E402
-from tolerance import assert_matches_numpy  # noqa: E402
+from kfuse.runtime import interop  # noqa: E402
+from tolerance import assert_matches_numpy, tolerance  # noqa: E402
 
 BF = np.dtype(ml_dtypes.bfloat16)
 BF16_MAX = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
 RNG = np.random.default_rng(7)
+ULP = 2.0 ** -7                  # bfloat16's epsilon: 8 significant bits
+RTOL, ATOL = tolerance(np.dtype(ml_dtypes.bfloat16))
 
 
 def _t(a):
@@ -130,3 +133,72 @@ def test_conversions_to_bf16_round_once_to_nearest_even():
 def test_bf16_result_for_a_cupy_caller_is_a_clear_error():
     with pytest.raises(kfuse.UnsupportedError, match="bfloat16 result needs torch tensors"):
         kfuse.jit(lambda x: x.astype(ml_dtypes.bfloat16))(cp.ones(8, cp.float32))
+
+
+def _same_inputs(ts, before, ptrs):
+    """Zero-copy inputs: the same memory, unchanged."""
+    assert [t.data_ptr() for t in ts] == ptrs
+    assert all(torch.equal(t, b) for t, b in zip(ts, before))
+
+
+def test_bf16_tensors_go_to_kernels_zero_copy():
+    t = torch.arange(12, device="cuda", dtype=torch.float32).to(torch.bfloat16).reshape(3, 4)[:, 1:]
+    c = interop.to_cupy(t)
+    assert c.dtype == cp.uint16 and c.data.ptr == t.data_ptr() and c.strides == (8, 2)
+    back = interop.from_cupy(c, "torch", BF)
+    assert back.dtype == torch.bfloat16 and back.data_ptr() == t.data_ptr() and torch.equal(back, t)
+
+
+@pytest.mark.parametrize("rows, cols", [(128, 1024), (33, 4096), (7, 100)])
+def test_row_kernels_match_torch_float32_rounded_once(rows, cols):
+    """layernorm (bfloat16 and bfloat16 x with float32 gamma/beta) and softmax on torch bfloat16
+    tensors, against torch computing in float32 from the same inputs and rounding once
+    (``.float()`` then ``.to(torch.bfloat16)``). kfuse rounds each op's result (as torch's eager
+    bf16 ops): a chain of ~5 roundings of 2^-9 each, so 2x the table's rtol (4 ulps), and an atol
+    of 2 ulps of the largest terms (|(x - mu) / sd * g| ~ 8) where + b cancels them."""
+    x, g, b = (_t(a) for a in (_bf((rows, cols)), _bf(cols), _bf(cols)))
+    g32, b32 = g.float(), b.float()
+    ts = (x, g, b, g32, b32)
+    before, ptrs = [t.clone() for t in ts], [t.data_ptr() for t in ts]
+    ln = kfuse.jit(_layernorm)(x, g, b)
+    ln_mixed = kfuse.jit(_layernorm)(x, g32, b32)
+    sm = kfuse.jit(_softmax)(x)
+    _same_inputs(ts, before, ptrs)
+    assert (ln.dtype, ln_mixed.dtype, sm.dtype) == (torch.bfloat16, torch.float32, torch.bfloat16)
+    assert all(o.device == x.device and o.shape == x.shape for o in (ln, ln_mixed, sm))
+    assert not {o.data_ptr() for o in (ln, ln_mixed, sm)} & set(ptrs)
+    f = torch.nn.functional
+    want_ln = f.layer_norm(x.float(), (cols,), g32, b32, eps=1e-5).to(torch.bfloat16).float()
+    want_sm = torch.softmax(x.float(), dim=-1).to(torch.bfloat16).float()
+    torch.testing.assert_close(ln.float(), want_ln, rtol=2 * RTOL, atol=16 * ULP)
+    torch.testing.assert_close(ln_mixed, want_ln, rtol=2 * RTOL, atol=16 * ULP)
+    torch.testing.assert_close(sm.float(), want_sm, rtol=2 * RTOL, atol=ATOL / 100)
+
+
+@pytest.mark.parametrize("axis", [1, 0, None])
+def test_reductions_of_bf16_tensors(axis):
+    """sum (float64 accumulator, rounded once: the exact sum of these values rounded to bfloat16),
+    mean (float32, rounded once), max/min (exact), all bfloat16 results."""
+    xa = _bf((96, 1000))
+    x = _t(xa)
+    before, ptrs = [x.clone()], [x.data_ptr()]
+    got = kfuse.jit(lambda x: (x.sum(axis=axis), x.mean(axis=axis), x.max(axis=axis), x.min(axis=axis)))(x)
+    _same_inputs((x,), before, ptrs)
+    assert [o.dtype for o in got] == [torch.bfloat16] * 4 and all(o.device == x.device for o in got)
+    x64 = xa.astype(np.float64)
+    exact = x64.sum(axis=axis)          # exact in float64 (values within 2^-30..2^3, 8 bits each)
+    torch.testing.assert_close(got[0].float().cpu(), torch.from_numpy(np.asarray(exact, np.float64)).to(
+        torch.bfloat16).float(), rtol=ULP, atol=1e-30)
+    mean = torch.from_numpy(np.asarray(x64.mean(axis=axis))).to(torch.bfloat16).float()
+    torch.testing.assert_close(got[1].float().cpu(), mean, rtol=ULP, atol=1e-6)
+    assert torch.equal(got[2], x.amax(dim=axis) if axis is not None else x.max())
+    assert torch.equal(got[3], x.amin(dim=axis) if axis is not None else x.min())
+
+
+def test_bf16_passthrough_constant_and_scalar_outputs_are_bf16_tensors():
+    """An output that is an input, a constant output and a bfloat16 NumPy scalar argument: all
+    torch bfloat16 tensors (the uint16 views never leak)."""
+    x = _t(_bf((4, 8)))
+    got = kfuse.jit(lambda x, s: (x, x * s, np.full_like(x, 2.5, shape=())))(x, ml_dtypes.bfloat16(0.5))
+    assert [o.dtype for o in got] == [torch.bfloat16] * 3 and all(o.is_cuda for o in got)
+    assert torch.equal(got[0], x) and torch.equal(got[1], x * 0.5) and got[2].item() == 2.5
