@@ -444,8 +444,8 @@ class _Gen:
     @staticmethod
     def acc32_phase(ph: K.Phase) -> K.Phase:
         """``ph`` with its float32 sums accumulated in float32 (Variant.reload). Held-row kernels
-        keep float64: float32 sums of P4's squares made its kernel slower (0.0634 vs 0.0626 ms,
-        H200, 2026-11-24 01:54), as softmax's gained nothing."""
+        keep float64: float32 sums of P4's squares and softmax's exps gained nothing (H200,
+        2026-11-24: P4 0.0634 ms with them, 0.0626-0.0636 without, P2 0.1341 vs 0.1335-0.1343)."""
         accs = tuple(dataclasses.replace(a, acc_dtype="float32")
                      if a.kind == "sum" and a.acc_dtype == "float64" and a.src_dtype == "float32" else a
                      for a in ph.accs)
