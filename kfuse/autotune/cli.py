@@ -16,6 +16,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..ir.dtypes import is_float
+
 
 def _load(target: str):
     path, sep, attr = target.rpartition(":")
@@ -74,7 +76,7 @@ def _specs(fn, static: Sequence[str], tokens: Sequence[str]) -> dict:
 
 def random_array(dtype, shape, rng) -> np.ndarray:
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if is_float(dt):
         return rng.standard_normal(shape).astype(dt)
     if dt.kind == "b":
         return rng.random(shape) < 0.5

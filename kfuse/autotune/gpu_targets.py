@@ -17,6 +17,7 @@ from ..codegen import cuda as cuda_emit
 from ..runtime import cuda as rcuda
 from ..runtime import cuda_tiles
 from ..runtime import device as devmod
+from ..runtime import interop
 from ..runtime.gpu_launch import contract
 from . import bench
 from . import space as S
@@ -54,7 +55,7 @@ class CudaTarget:
         self.props = devmod.device_properties(dev)
         program.arch = self.props["arch"]
         graph = self.plan.graph
-        env = {n: cupy.asarray(a) for n, a in zip(graph.inputs, arrays)}
+        env = {n: interop.host_to_device(a) for n, a in zip(graph.inputs, arrays)}   # bfloat16: uint16 bits
         self.ins: dict[int, list] = {}
         self.outs: dict[int, list] = {}
         self.heur: dict[int, S.TileConfig] = {}
@@ -63,7 +64,7 @@ class CudaTarget:
             ins = [env[n] for n in g.inputs]
             if kir.contraction is not None:
                 ins.append(contract(kir.contraction, ins))
-            outs = [cupy.empty(tuple(n.shape), n.dtype) for n in g.outputs]
+            outs = [cupy.empty(tuple(n.shape), interop.storage_dtype(n.dtype)) for n in g.outputs]
             launcher = self._launcher(i, None)
             launcher(ins, outs, self.props)
             variant, grid = launcher.variant_for(ins, outs, self.props)

@@ -92,6 +92,7 @@ class GpuProgram:
         # what the hot path checks / allocates, computed once per program
         self._in_sig = [(tuple(n.shape), n.dtype, n) for n in plan.graph.inputs]
         self._out_sig = [[(tuple(o.shape), o.dtype) for o in g.outputs] for g in plan.groups]
+        self._bf16_out = any(o.dtype == interop.BF16 for o in plan.graph.outputs)
         self._props: dict = {}
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
 
@@ -118,6 +119,8 @@ class GpuProgram:
             if a.shape != shape or a.dtype != interop.storage_dtype(dtype):
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
+        if kind == "cupy" and self._bf16_out:
+            interop.refuse_bf16_results_for_cupy(graph.outputs)
         here = dev == cupy.cuda.runtime.getDevice()
         if kind == "cupy" and here:
             return self._run(cupy, arrs, dev, interop.cupy_empty)
@@ -153,12 +156,8 @@ class GpuProgram:
             if o in env:
                 results.append(env[o])
             elif o.op is Op.CONST:
-                host = np.asarray(o.attr("value"), dtype=o.dtype)
-                if o.dtype == interop.BF16:       # its bits, in an output of the caller's kind
-                    results.append(empty(host.shape, o.dtype))
-                    results[-1].fill(int(host.view(np.uint16)))
-                else:
-                    results.append(interop.host_to_device(host))
+                # (bfloat16: its uint16 bits; a torch caller gets it back as torch.bfloat16)
+                results.append(interop.host_to_device(np.asarray(o.attr("value"), dtype=o.dtype)))
             else:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results
@@ -177,7 +176,7 @@ class GpuProgram:
             info = self._mm_info[g.id] = matmul_plan(g, kir)
         gen, donor, epi = info
         if gen is not None:
-            return [gen(ins, cupy.empty(*out_sig[0]), self.allow_tf32)]
+            return [gen(ins, cupy.empty(out_sig[0][0], interop.storage_dtype(out_sig[0][1])), self.allow_tf32)]
         prod = contract(kir.contraction, ins, self.allow_tf32)
         if (epi is not None and donor is not None and len(out_sig) == 1 and prod.shape == out_sig[0][0]
                 and prod.dtype == out_sig[0][1] and prod.flags.c_contiguous and prod.ndim in (2, 3)):
@@ -189,7 +188,7 @@ class GpuProgram:
                     and prod.flags.c_contiguous):
                 outs.append(prod)        # in place: each element is read, then written, by one thread
             else:
-                outs.append(cupy.empty(shape, dtype))
+                outs.append(cupy.empty(shape, interop.storage_dtype(dtype)))   # bfloat16: its bits
         launch(ins, outs, props)
         return outs
 

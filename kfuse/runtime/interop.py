@@ -12,7 +12,9 @@ tensors take 152 µs of host time, more than P3's kernel (H200, 2026-11-22). The
 handshake gave is kept by running a torch caller's kernels on torch's current stream
 (:func:`launch_stream`). Outputs are allocated by torch, so none needs converting back.
 bfloat16 tensors (``ml_dtypes.bfloat16`` in the IR) go to the kernels as uint16 CuPy views of their
-bits (CuPy has no bfloat16); bfloat16 outputs are torch tensors viewed the same way.
+bits (CuPy has no bfloat16), and so do bfloat16 scalars and intermediates; a torch caller's bfloat16
+results (kernel outputs, inputs passed through, constants) come back as torch.bfloat16 tensors of
+the same memory, and a CuPy caller whose function returns bfloat16 gets an UnsupportedError.
 """
 from __future__ import annotations
 
@@ -30,12 +32,18 @@ def storage_dtype(dt) -> np.dtype:
 
 
 def cupy_empty(shape, dtype):
-    """An output for a CuPy caller (CuPy has no bfloat16, so a bfloat16 result has nowhere to go)."""
+    """A kernel output for a CuPy caller (a bfloat16 intermediate as its uint16 bits)."""
     import cupy
-    if dtype == BF16:
-        raise UnsupportedError("kfuse: a bfloat16 result needs torch tensors (CuPy has no bfloat16): "
-                               "pass torch CUDA tensors, or cast the result to float32")
-    return cupy.empty(shape, dtype)
+    return cupy.empty(shape, storage_dtype(dtype))
+
+
+def refuse_bf16_results_for_cupy(outputs) -> None:
+    """CuPy has no bfloat16: a CuPy caller whose function returns a bfloat16 array gets a clear
+    error (before anything runs), not uint16 bits."""
+    bf = [str(o) for o in outputs if o.dtype == BF16]
+    if bf:
+        raise UnsupportedError(f"kfuse: a bfloat16 result needs torch tensors (CuPy has no bfloat16): "
+                               f"{', '.join(bf)}; pass torch CUDA tensors, or cast the result to float32")
 
 
 def _is_torch(x) -> bool:

@@ -82,6 +82,23 @@ def test_cpu_backend_refuses_bfloat16_clearly():
         kfuse.jit(lambda a, b: a @ b).trace("bf16[4,8]", "bf16[8,2]")
 
 
+def test_torch_cpu_bfloat16_tensors_are_refused_clearly():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(kfuse.UnsupportedError, match="argument 'x' of .* bfloat16.*CUDA C backend only"):
+        kfuse.jit(lambda x: x * 2)(torch.ones(4, 8, dtype=torch.bfloat16))
+
+
+def test_device_storage_of_bfloat16_is_its_bits():
+    """What the GPU runtime relies on without a GPU: CuPy holds bfloat16 as uint16, and a CuPy
+    caller whose function returns bfloat16 is told why before anything runs."""
+    from kfuse.runtime import interop
+    assert interop.storage_dtype(BF) == np.uint16 and interop.storage_dtype(F16) == F16
+    g = kfuse.jit(lambda x: (x * 2, x.astype(ml_dtypes.bfloat16))).trace("f32[8]")
+    with pytest.raises(kfuse.UnsupportedError, match=r"bfloat16 result needs torch tensors.*cast bf16\[8\]"):
+        interop.refuse_bf16_results_for_cupy(g.outputs)
+    interop.refuse_bf16_results_for_cupy(g.outputs[:1])
+
+
 def _layernorm(x, g, b):
     mu = x.mean(axis=-1, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)

@@ -202,3 +202,45 @@ def test_bf16_passthrough_constant_and_scalar_outputs_are_bf16_tensors():
     got = kfuse.jit(lambda x, s: (x, x * s, np.full_like(x, 2.5, shape=())))(x, ml_dtypes.bfloat16(0.5))
     assert [o.dtype for o in got] == [torch.bfloat16] * 3 and all(o.is_cuda for o in got)
     assert torch.equal(got[0], x) and torch.equal(got[1], x * 0.5) and got[2].item() == 2.5
+
+
+def _bf16_rne_int(v: int) -> float:
+    """Integer ``v`` rounded once to the nearest bfloat16 (ties to even), exactly."""
+    a = abs(v)
+    e = max(a.bit_length() - 8, 0)
+    r, rem = a >> e, a & ((1 << e) - 1)
+    if e and (rem > 1 << (e - 1) or (rem == 1 << (e - 1) and r & 1)):
+        r += 1
+    return math.copysign(float(r << e), v)
+
+
+def test_64_bit_ints_to_bf16_round_once():
+    """int64/uint64 -> bfloat16 in one rounding (float64 would round first past 2^53: 2^62 + 2^55 +
+    2^54 - 1 is 2^62 + 2^55, not the tie's even 2^62 + 2^56). The uint64 operand is a CuPy array
+    beside a torch tensor: the call is a torch caller's."""
+    i = np.concatenate([np.array([2 ** 62 + 2 ** 55 + 2 ** 54 - 1, -(2 ** 62 + 2 ** 55 + 2 ** 54 - 1),
+                                  2 ** 30 + 2 ** 22 + 2 ** 21 - 1, 2 ** 63 - 1, -(2 ** 63), 0, 255, 257, -257],
+                                 np.int64),
+                        RNG.integers(-(2 ** 63), 2 ** 63 - 1, 4096, dtype=np.int64, endpoint=True) >>
+                        RNG.integers(0, 63, 4096)])
+    u = np.concatenate([np.array([2 ** 64 - 1, 2 ** 63 + 2 ** 56 + 2 ** 55 - 1, 2 ** 63, 0], np.uint64),
+                        RNG.integers(0, 2 ** 64 - 1, 4096, dtype=np.uint64, endpoint=True) >> RNG.integers(
+                            0, 64, 4096).astype(np.uint64)])
+    gi, gu = kfuse.jit(lambda i, u: (i.astype(ml_dtypes.bfloat16), u.astype(ml_dtypes.bfloat16)))(
+        _t(i), cp.asarray(u))
+    assert gi.dtype == gu.dtype == torch.bfloat16
+    wi = np.array([_bf16_rne_int(int(v)) for v in i], np.float32).astype(BF)   # exact in float32
+    wu = np.array([_bf16_rne_int(int(v)) for v in u], np.float32).astype(BF)
+    assert (_np(gi).view(np.uint16) == wi.view(np.uint16)).all(), i[_np(gi).view(np.uint16) != wi.view(np.uint16)][:5]
+    assert (_np(gu).view(np.uint16) == wu.view(np.uint16)).all(), u[_np(gu).view(np.uint16) != wu.view(np.uint16)][:5]
+
+
+def test_matmul_epilogue_with_a_bf16_output():
+    """float32 matmul whose epilogue casts to bfloat16 (cuBLAS product, then the group's kernel
+    writing bfloat16 bits): a torch bfloat16 tensor, the float32 result rounded once."""
+    a, b = (torch.randn(128, 96, device="cuda"), torch.randn(96, 64, device="cuda"))
+    c = torch.randn(64, device="cuda")
+    got = kfuse.jit(lambda a, b, c: (a @ b * 2 + c).astype(ml_dtypes.bfloat16))(a, b, c)
+    assert got.dtype == torch.bfloat16 and got.device == a.device and got.shape == (128, 64)
+    want = (a.double() @ b.double() * 2 + c.double()).float().to(torch.bfloat16)
+    torch.testing.assert_close(got.float(), want.float(), rtol=ULP, atol=1e-3)
