@@ -6,6 +6,7 @@ tile's outputs are compared bit for bit with the heuristic's. An experiment tool
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 ...]
 (writes tile_probe.md under $OUT or the current directory)."""
+import dataclasses
 import os
 import sys
 import time
@@ -28,6 +29,15 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "256 threads, 2 units": TileConfig.make("elementwise", block=256, ept=2),
     "128 threads, 4 units": TileConfig.make("elementwise", block=128, ept=4),
     "128 threads, 1 unit, exact": TileConfig.make("elementwise", block=128, ept=1),
+    "64 threads, 1 unit": TileConfig.make("elementwise", block=64, ept=1),
+    "256 threads, 1 unit": TileConfig.make("elementwise", block=256, ept=1),
+    "512 threads, 1 unit": TileConfig.make("elementwise", block=512, ept=1),
+}
+# name -> (variant, grid, sm) -> (variant, grid): shapes no tile names (patched into the heuristic)
+PATCHES = {
+    "evict-first loads and stores": lambda v, g, sm: (dataclasses.replace(v, stream=True), g),
+    "grid capped at 16 blocks a SM": lambda v, g, sm: (v, min(g, 16 * sm)),
+    "grid capped at 64 blocks a SM": lambda v, g, sm: (v, min(g, 64 * sm)),
 }
 
 
@@ -46,17 +56,19 @@ def probe(name, rows):
     sets = [args, [a.copy() for a in args]]
     plan, _ = plan_for(w.make(np), *[("float32", a.shape) for a in args], device="h200")
     progs = {}
-    for tname, tile in TILES.items():
+    for tname, tile in list(TILES.items()) + list(PATCHES.items()):
         prog = compile_plan(plan)
-        if tile is not None:
+        if isinstance(tile, TileConfig):
             prog.set_tile(plan.groups[0].id, tile)
-        covers = rc._Launcher._covers
+        covers, ew = rc._Launcher._covers, rc._Launcher._ew_variant
         if tname.endswith(", exact"):
             rc._Launcher._covers = _exact_one_unit
+        if callable(tile):
+            rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, _f=tile: _f(*ew(self, ins, outs, big, sm), sm)
         try:
             prog(args)
         finally:
-            rc._Launcher._covers = covers
+            rc._Launcher._covers, rc._Launcher._ew_variant = covers, ew
         progs[tname] = prog
     ref = progs["heuristic"](args)
     ev = timing.EventAPI.cupy()
