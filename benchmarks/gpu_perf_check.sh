@@ -14,14 +14,14 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD
 step() { echo "== $1 $(date -u +%T)" | tee -a "$OUT/log.txt"; }
 step tests
-timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rs --maxfail=10 2>&1 | tail -60 > "$OUT/tests.txt"
+timeout 300 python3 -m pytest -m gpu ${TESTS:-tests} -q -p no:cacheprovider -rs --maxfail=10 2>&1 | tail -60 > "$OUT/tests.txt"
 tail -3 "$OUT/tests.txt" | tee -a "$OUT/log.txt"
 for p in ${PROBES-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kernel); tiles: tile_probe.py P6 P1;
   step "probe $p"           # dispatch: dispatch_probe.py (host time of a cached call, piece by piece)
   case $p in
     dispatch) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/dispatch_probe.py" > probe_$p.log 2>&1)
            f="$OUT/x/dispatch_probe.md" ;;
-    tiles) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/tile_probe.py" P6 P1 > probe_$p.log 2>&1)
+    tiles) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/tile_probe.py" ${TILE_WORKLOADS:-P6 P1} > probe_$p.log 2>&1)
            f="$OUT/x/tile_probe.md" ;;
     *) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" $([ $p = p1 ] && echo --p1) > probe_$p.log 2>&1)
        f="$OUT/x/probe_$p.md" ;;

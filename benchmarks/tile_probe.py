@@ -38,6 +38,8 @@ PATCHES = {
     "evict-first loads and stores": lambda v, g, sm: (dataclasses.replace(v, stream=True), g),
     "grid capped at 16 blocks a SM": lambda v, g, sm: (v, min(g, 16 * sm)),
     "grid capped at 64 blocks a SM": lambda v, g, sm: (v, min(g, 64 * sm)),
+    "launch bounds: 16 blocks a SM": lambda v, g, sm: (dataclasses.replace(v, min_blocks=16), g),
+    "launch bounds: 12 blocks a SM": lambda v, g, sm: (dataclasses.replace(v, min_blocks=12), g),
 }
 
 
@@ -74,11 +76,13 @@ def probe(name, rows):
     ev = timing.EventAPI.cupy()
     tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
     tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
-    res = {k: [] for k in list(progs) + ["torch.compile"]}
+    res = {k: [] for k in list(progs) + ["heuristic, on torch tensors", "torch.compile"]}
     with torch.no_grad():
         for _ in range(5):
             for tname, prog in progs.items():
                 res[tname].append(timing.time_events(lambda k: prog(sets[k % 2]), ev, budget_s=0.4).median_ms)
+            res["heuristic, on torch tensors"].append(   # outputs from torch's caching allocator
+                timing.time_events(lambda k: progs["heuristic"](tsets[k % 2]), ev, budget_s=0.4).median_ms)
             res["torch.compile"].append(timing.time_events(lambda k: tc(*tsets[k % 2]), ev, budget_s=0.4).median_ms)
     for tname, ts in res.items():
         row = {"workload": name, "tile": tname, "ms": float(np.median(ts)), "spread": (min(ts), max(ts))}

@@ -55,7 +55,7 @@ class CudaTarget:
         self.props = devmod.device_properties(dev)
         program.arch = self.props["arch"]
         graph = self.plan.graph
-        env = {n: interop.host_to_device(a) for n, a in zip(graph.inputs, arrays)}   # bfloat16: uint16 bits
+        env = {n: interop.device_array(a) for n, a in zip(graph.inputs, arrays)}   # bfloat16: uint16 bits
         self.ins: dict[int, list] = {}
         self.outs: dict[int, list] = {}
         self.heur: dict[int, S.TileConfig] = {}

@@ -127,6 +127,12 @@ def to_cupy(x):
     raise DeviceError(f"kfuse: expected a CuPy array or torch CUDA tensor, got {type(x).__name__}")
 
 
+def device_array(x):
+    """A CuPy array of any program input: CuPy arrays and torch CUDA tensors viewed (zero-copy),
+    host arrays and scalars uploaded (bfloat16 as its uint16 bits either way)."""
+    return to_cupy(x) if _is_cupy(x) or _is_torch(x) else host_to_device(x)
+
+
 def to_device_arrays(arrays) -> tuple[list, str, int | None]:
     kind, dev = classify(arrays)
     if kind == "numpy":
