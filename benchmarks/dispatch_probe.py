@@ -83,11 +83,15 @@ def main() -> None:
     outs = [cp.empty(s, d) for s, d in prog._out_sig[0]]
     row("P1: launcher.choose", us(lambda: launcher.choose(ins, outs, props)))
     _, func, grid, block, tail = launcher.choose(ins, outs, props)
-    row(f"P1: raw func launch ({len(outs) + len(ins)} arrays + {len(tail)} scalars)",
+    row(f"P1: raw func launch ({len(outs) + len(ins)} arrays + {len(tail)} scalars by reference)",
         us(lambda: func(grid, block, (*outs, *ins, *tail))))
+    values = tuple(h.value for h in tail)
+    row(f"P1: raw func launch, the {len(tail)} scalars as NumPy scalars", us(lambda: func(grid, block, (*outs, *ins, *values))))
     row("P1: launcher(ins, outs, props)", us(lambda: launcher(ins, outs, props)))
     row("P1: cupy.cuda.runtime.getDevice()", us(lambda: cp.cuda.runtime.getDevice()))
     row("P1: cupy.cuda.get_current_stream()", us(lambda: cp.cuda.get_current_stream()))
+
+    _torch_rows(row, cases)
 
     pr = cProfile.Profile()
     pr.enable()
@@ -102,6 +106,26 @@ def main() -> None:
     out = os.environ.get("OUT", ".")
     with open(os.path.join(out, "dispatch_probe.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _torch_rows(row, cases) -> None:
+    """kfuse.jit on torch CUDA tensors, and the torch-only pieces of its call."""
+    import torch
+    from kfuse.runtime import interop
+    for name in ("P1", "P6"):
+        fn, args = cases[name]
+        targs = [torch.from_dlpack(a) for a in args]
+        fn(*targs)
+        row(f"kfuse.jit {name} tiny on torch tensors", us(lambda: fn(*targs)))
+    t = targs[0]
+    row("torch: interop.to_cupy (DLPack capsule)", us(lambda: interop.to_cupy(t)))
+    row("torch: torch.empty(1024, f32, cuda)", us(lambda: torch.empty(1024, dtype=torch.float32, device=0)))
+    row("torch: interop.launch_stream", us(lambda: interop.launch_stream(0)))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        fn(*targs)
+        row(f"kfuse.jit P6 tiny on torch tensors, torch side stream", us(lambda: fn(*targs)))
+        row("torch: interop.launch_stream, torch side stream", us(lambda: interop.launch_stream(0)))
 
 
 if __name__ == "__main__":

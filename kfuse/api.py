@@ -161,6 +161,8 @@ class JitFunction:
     def _key(self, args: tuple) -> tuple:
         """The dispatch key: static arguments by value, the rest by ``_arg_key``."""
         static = self._static
+        if not static:
+            return tuple(map(_arg_key, args))
         return tuple(a if n in static else _arg_key(a) for n, a in zip(self._params, args))
 
     def _build(self, args: tuple) -> "_Entry":
@@ -187,6 +189,10 @@ class JitFunction:
         dynamic = [n for n in self._params if n not in self._static]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend)
+        # device arrays only: later calls with this key (argument types are in it) pass them to
+        # the program as they are (it views torch tensors itself)
+        entry._device_arrays_only = backend != "cpu" and all(
+            _array_kind(values[n]) in ("cupy", "torch") for n in dynamic)
         mode = self.options.autotune or _config.get().autotune
         if mode != "off" and backend in ("cpu", "cuda"):
             from .autotune.tuner import tune_and_apply
@@ -262,7 +268,8 @@ def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
 class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
-    __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu")
+    __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
+                 "_device_arrays_only")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -272,6 +279,7 @@ class _Entry:
         self.backend = backend
         self._scalar_dtypes = [s.dtype if isinstance(s, ScalarSpec) else None for s in specs]
         self._torch_cpu = False
+        self._device_arrays_only = False
 
     def run(self, args: tuple):
         outs = self.program(self.arrays(args))
@@ -282,6 +290,8 @@ class _Entry:
 
     def arrays(self, args: tuple) -> list:
         """The program's inputs (graph.inputs order) from the caller's arguments."""
+        if self._device_arrays_only:
+            return [args[pos] for pos in self.positions]
         arrays = []
         on_host = self.backend == "cpu"
         for pos, sdt in zip(self.positions, self._scalar_dtypes):

@@ -18,6 +18,7 @@ the same memory, and a CuPy caller whose function returns bfloat16 gets an Unsup
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -192,7 +193,21 @@ def launch_stream(dev: int):
     ptr = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
     if ptr == cupy.cuda.get_current_stream().ptr:
         return None
-    return cupy.cuda.ExternalStream(ptr, dev)
+    return _external_stream(ptr, dev)
+
+
+@functools.lru_cache(maxsize=64)
+def _external_stream(ptr: int, dev: int):
+    """A CuPy view of the CUDA stream ``ptr`` on ``dev``, made once (it owns nothing, so a view
+    of a pointer torch later reuses for another stream is that stream's view)."""
+    import cupy
+
+    class _Raw:        # the CUDA stream protocol, which Stream.from_external reads
+        def __cuda_stream__(self):
+            return 0, ptr
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        return cupy.cuda.Stream.from_external(_Raw())
+    return cupy.cuda.ExternalStream(ptr, dev)        # CuPy < 14 (deprecated there since)
 
 
 def backend_for(arrays) -> str:
