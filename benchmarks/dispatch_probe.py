@@ -91,24 +91,29 @@ def main() -> None:
     row("P1: cupy.cuda.runtime.getDevice()", us(lambda: cp.cuda.runtime.getDevice()))
     row("P1: cupy.cuda.get_current_stream()", us(lambda: cp.cuda.get_current_stream()))
 
-    _torch_rows(row, cases)
-
-    pr = cProfile.Profile()
-    pr.enable()
-    for _ in range(20000):
-        fn(*args)
-    pr.disable()
-    cp.cuda.Device().synchronize()
-    s = io.StringIO()
-    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(25)
-    lines += ["", "## cProfile, 20000 P1 calls (tottime)", "", "```", s.getvalue()[-6000:], "```"]
+    targs = _torch_rows(row, cases)
+    lines += _profile("20000 P1 calls on CuPy arrays", lambda: fn(*args), 20000)
+    fn6 = cases["P6"][0]
+    lines += _profile("5000 P6 calls on torch tensors", lambda: fn6(*targs), 5000)
 
     out = os.environ.get("OUT", ".")
     with open(os.path.join(out, "dispatch_probe.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
-def _torch_rows(row, cases) -> None:
+def _profile(what: str, call, n: int) -> list[str]:
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(n):
+        call()
+    pr.disable()
+    cp.cuda.Device().synchronize()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(30)
+    return ["", f"## cProfile, {what} (tottime)", "", "```", s.getvalue()[-7000:], "```"]
+
+
+def _torch_rows(row, cases) -> list:
     """kfuse.jit on torch CUDA tensors, and the torch-only pieces of its call."""
     import torch
     from kfuse.runtime import interop
@@ -126,6 +131,7 @@ def _torch_rows(row, cases) -> None:
         fn(*targs)
         row(f"kfuse.jit P6 tiny on torch tensors, torch side stream", us(lambda: fn(*targs)))
         row("torch: interop.launch_stream, torch side stream", us(lambda: interop.launch_stream(0)))
+    return targs
 
 
 if __name__ == "__main__":

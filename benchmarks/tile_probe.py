@@ -8,6 +8,7 @@ Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 .
 (writes tile_probe.md under $OUT or the current directory)."""
 import dataclasses
 import os
+import re
 import sys
 import time
 
@@ -24,22 +25,46 @@ from kfuse.runtime.cuda import compile_plan  # noqa: E402
 
 TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "heuristic": None,
-    "128 threads, 1 unit": TileConfig.make("elementwise", block=128, ept=1),
     "128 threads, 2 units": TileConfig.make("elementwise", block=128, ept=2),
     "256 threads, 2 units": TileConfig.make("elementwise", block=256, ept=2),
-    "128 threads, 4 units": TileConfig.make("elementwise", block=128, ept=4),
     "128 threads, 1 unit, exact": TileConfig.make("elementwise", block=128, ept=1),
-    "64 threads, 1 unit": TileConfig.make("elementwise", block=64, ept=1),
     "256 threads, 1 unit": TileConfig.make("elementwise", block=256, ept=1),
-    "512 threads, 1 unit": TileConfig.make("elementwise", block=512, ept=1),
 }
+# Measured slower on P6 and P1 (H200, 2026-11-24 11:52/11:54, tile_probe_1152.md, tile_probe_1154.md):
+# 4 units a thread, 64 or 512 threads, evict-first loads and stores, grids capped at 16 or 64
+# blocks a SM (grid-stride), launch bounds of 12 or 16 blocks a SM (spills).
 # name -> (variant, grid, sm) -> (variant, grid): shapes no tile names (patched into the heuristic)
 PATCHES = {
     "evict-first loads and stores": lambda v, g, sm: (dataclasses.replace(v, stream=True), g),
-    "grid capped at 16 blocks a SM": lambda v, g, sm: (v, min(g, 16 * sm)),
-    "grid capped at 64 blocks a SM": lambda v, g, sm: (v, min(g, 64 * sm)),
-    "launch bounds: 16 blocks a SM": lambda v, g, sm: (dataclasses.replace(v, min_blocks=16), g),
-    "launch bounds: 12 blocks a SM": lambda v, g, sm: (dataclasses.replace(v, min_blocks=12), g),
+}
+PLAIN_LOAD = r"""
+template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldplain(const T* p) {
+  KfVec<T, N> r; int4 v;
+  asm("ld.global.v4.b32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  *reinterpret_cast<int4*>(&r) = v; return r;
+}
+"""
+
+
+def _plain_loads(src: str) -> str:
+    """16-byte loads through ld.global (L1-cached) instead of the read-only path (ld.global.nc)."""
+    src = re.sub(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in\d+ \+ \([^)]*\))\)",
+                 r"kf_ldplain<float, 4>(\1)", src)
+    return src.replace('extern "C"', PLAIN_LOAD + 'extern "C"', 1)
+
+
+def _reciprocal_multiply(src: str) -> str:
+    """float32 x / c as x * (float)(1/c), one FMUL (not NumPy-exact: timing only), instead of
+    the correctly rounded float64 product with its two conversions."""
+    return re.sub(r"\(float\)\(\(double\)(\w+) \* ([0-9a-fx.p+-]+)\)", r"(\1 * (float)\2)", src)
+
+
+# name -> (tile or None, source -> source): the heuristic's kernel with its CUDA C patched
+SOURCES = {
+    "ld.global loads (not .nc)": (None, _plain_loads),
+    "x / c as x * (1/c) in float32 (inexact)": (None, _reciprocal_multiply),
+    "both": (None, lambda s: _plain_loads(_reciprocal_multiply(s))),
+    "2 units, exact, x * (1/c) (inexact)": (TileConfig.make("elementwise", block=128, ept=2), _reciprocal_multiply),
 }
 
 
@@ -58,19 +83,22 @@ def probe(name, rows):
     sets = [args, [a.copy() for a in args]]
     plan, _ = plan_for(w.make(np), *[("float32", a.shape) for a in args], device="h200")
     progs = {}
-    for tname, tile in list(TILES.items()) + list(PATCHES.items()):
+    for tname, tile in list(TILES.items()) + list(PATCHES.items()) + list(SOURCES.items()):
         prog = compile_plan(plan)
+        tile, patch = tile if isinstance(tile, tuple) else (tile, None)
         if isinstance(tile, TileConfig):
             prog.set_tile(plan.groups[0].id, tile)
-        covers, ew = rc._Launcher._covers, rc._Launcher._ew_variant
+        covers, ew, emit = rc._Launcher._covers, rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel
         if tname.endswith(", exact"):
             rc._Launcher._covers = _exact_one_unit
         if callable(tile):
             rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, _f=tile: _f(*ew(self, ins, outs, big, sm), sm)
+        if patch is not None:
+            rc.cuda_emit.emit_kernel = lambda *a, _p=patch: (lambda k: dataclasses.replace(k, source=_p(k.source)))(emit(*a))
         try:
             prog(args)
         finally:
-            rc._Launcher._covers, rc._Launcher._ew_variant = covers, ew
+            rc._Launcher._covers, rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel = covers, ew, emit
         progs[tname] = prog
     ref = progs["heuristic"](args)
     ev = timing.EventAPI.cupy()
