@@ -196,57 +196,73 @@ class _Gen:
         total = " * ".join(index_c(kir.domain[d]) for d in dims) or "(IDX)1"
         body.append(f"const IDX n_units = ({total}) / {V};")
         U = self.v.ept
-        inner = []
+        exact = self.v.exact
+        unit = [] if exact else ["if (u < n_units) {"]
+        end_unit = [] if exact else ["}"]
         if U > 1:
-            # U units a thread per trip, blockDim apart (coalesced); __restrict__ lets the
-            # compiler issue all U trips' loads before the first store
-            body += [] if self.v.exact else [f"const IDX step = (IDX)gridDim.x * blockDim.x * {U};"]
+            # U units a thread, blockDim apart (coalesced): every unit's loads are issued before
+            # the first unit's arithmetic (its IEEE slow-path calls would otherwise keep the
+            # compiler from hoisting the next unit's loads above them: half the bytes in flight)
+            body += [] if exact else [f"const IDX step = (IDX)gridDim.x * blockDim.x * {U};"]
             start = f"(IDX)blockIdx.x * blockDim.x * {U} + threadIdx.x"
-            body.append(f"{{ const IDX t_ = {start};" if self.v.exact else
+            body.append(f"{{ const IDX t_ = {start};" if exact else
                         f"for (IDX t_ = {start}; t_ < n_units; t_ += step) {{")
-            body.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{")
-            body.append("const IDX u = t_ + (IDX)k_ * blockDim.x;")
-            body.append("{" if self.v.exact else "if (u < n_units) {")
+            per_unit = "const IDX u = t_ + (IDX)k_ * blockDim.x;"
         else:
-            body += [] if self.v.exact else ["const IDX step = (IDX)gridDim.x * blockDim.x;"]
+            body += [] if exact else ["const IDX step = (IDX)gridDim.x * blockDim.x;"]
             start = "(IDX)blockIdx.x * blockDim.x + threadIdx.x"
-            body.append(f"{{ const IDX u = {start};" if self.v.exact else
+            body.append(f"{{ const IDX u = {start};" if exact else
                         f"for (IDX u = {start}; u < n_units; u += step) {{")
-        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], inner)
-        self.decompose("u", dims, inner, V)
+        index = []
+        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], index)
+        self.decompose("u", dims, index, V)
         if V == 1:
-            inner += [self.stmt(s) for s in ph.pre]
-        else:
-            last = f"i{dims[-1]}"
-            lanes, loads, stores = [], {}, []
-            for s in ph.pre:
-                if isinstance(s, K.Load):
-                    vec = vector_access(s.index, last)
-                    off = self.offset("in", s.buf, s.index)
-                    st = _STYPE[s.dtype]
-                    if vec:
-                        inner.append(f"const KfVec<{st}, {V}> w_{s.dst} = {self.vload(s, V, off, dims)};")
-                        loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
-                    else:
-                        inner.append(f"const {st} w_{s.dst} = in{s.buf}[{off}];")
-                        loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
-                    lanes.append(self.stmt(s, loads))
-                elif isinstance(s, K.Store):
-                    b = kir.outputs[s.buf]
-                    st = _STYPE[b.dtype]
-                    inner.append(f"KfVec<{st}, {V}> o_{len(stores)};")
-                    lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
-                    stores.append((s, st))
+            work = [self.stmt(s) for s in ph.pre]
+            body += (self.unit_loop(U, per_unit, unit + index + work + end_unit) if U > 1
+                     else ["  " + x for x in index + work])
+            body.append("}")
+            return self.wrap(body)
+        last = f"i{dims[-1]}"
+        lanes, loads, stores, fetch = [], {}, [], []
+        for s in ph.pre:
+            if isinstance(s, K.Load):
+                off = self.offset("in", s.buf, s.index)
+                st = _STYPE[s.dtype]
+                if vector_access(s.index, last):
+                    fetch.append((f"KfVec<{st}, {V}>", f"w_{s.dst}", self.vload(s, V, off, dims)))
+                    loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
                 else:
-                    lanes.append(self.stmt(s))
-            inner.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
-            inner += ["  " + x for x in lanes]
-            inner.append("}")
-            for k, (s, st) in enumerate(stores):
-                inner.append(self.vstore(s, st, V, f"o_{k}"))
-        body += ["  " + x for x in "\n".join(inner).split("\n")]
-        body.append("}}}" if U > 1 else "}")
+                    fetch.append((st, f"w_{s.dst}", f"in{s.buf}[{off}]"))
+                    loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
+                lanes.append(self.stmt(s, loads))
+            elif isinstance(s, K.Store):
+                b = kir.outputs[s.buf]
+                stores.append((s, _STYPE[b.dtype]))
+                lanes.append(f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+            else:
+                lanes.append(self.stmt(s))
+        compute = [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
+        compute.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
+        compute += ["  " + x for x in lanes]
+        compute.append("}")
+        compute += [self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]
+        if U > 1:
+            body += [f"  {t} {n}_[{U}];" for t, n, _ in fetch]
+            body += self.unit_loop(U, per_unit, unit + index + [f"{n}_[k_] = {ex};" for _, n, ex in fetch] + end_unit)
+            body += self.unit_loop(U, per_unit, unit + index + [f"const {t}& {n} = {n}_[k_];" for t, n, _ in fetch]
+                                   + compute + end_unit)
+        else:
+            body += ["  " + x for x in "\n".join(index + [f"const {t} {n} = {ex};" for t, n, ex in fetch]
+                                                  + compute).split("\n")]
+        body.append("}")
         return self.wrap(body)
+
+    @staticmethod
+    def unit_loop(U: int, per_unit: str, lines: list[str]) -> list[str]:
+        """An unrolled loop over a thread's ``U`` units (``k_``), ``u`` its unit's index."""
+        out = [f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{", "  " + per_unit]
+        out += ["  " + x for x in "\n".join(lines).split("\n")]
+        return ["  " + x for x in "\n".join(out + ["}"]).split("\n")]
 
     # -- reductions
     def reduce(self) -> str:
