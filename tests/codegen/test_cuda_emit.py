@@ -96,6 +96,9 @@ def _variants(kir):
             vs.append(cuda.Variant("row", v.vec, False, 1, 32, reload=True))
             vs.append(cuda.Variant("row", v.vec, False, 1, 32, reload=True, exact=True))
     vs.append(dataclasses.replace(v, exact=True))
+    if kir.kind == "elementwise":      # several units a thread: vector and scalar, looped and exact
+        vs += [dataclasses.replace(v, ept=2), dataclasses.replace(v, ept=3, vec=1),
+               dataclasses.replace(v, ept=2, exact=True)]
     return vs
 
 
@@ -115,6 +118,23 @@ def test_source_is_readable_and_size_free():
     assert "8192" not in src and "128" not in src.split("kfuse kernel")[1].replace("__launch_bounds__", "")
     big = cuda.emit(kir, cuda.Variant("elementwise", 4, True, 0, 256))
     assert "typedef long long IDX" in big
+
+
+def test_units_of_a_thread_load_before_any_arithmetic():
+    """With several vector units a thread, every unit's loads come first (ptxas does not hoist
+    the next unit's loads above the IEEE slow-path calls of the one before: P6 ran with half its
+    bytes in flight); then one loop computes and stores each unit."""
+    kir = _kir("gelu")
+    src = cuda.emit(kir, dataclasses.replace(cuda.default_variant(kir), ept=2))
+    body = src.split("kfuse kernel")[-1]
+    assert body.count("for (int k_ = 0; k_ < 2; ++k_)") == 2
+    loads = [i for i, line in enumerate(body.splitlines()) if "_[k_] = *reinterpret_cast" in line]
+    first_use = next(i for i, line in enumerate(body.splitlines()) if "= w_v1_[k_];" in line)
+    assert len(loads) == 3 and max(loads) < first_use < body.splitlines().index(
+        next(line for line in body.splitlines() if "tanhf" in line))
+    assert "if (u < n_units)" in body                        # the looped kernel guards each unit
+    exact = cuda.emit(kir, dataclasses.replace(cuda.default_variant(kir), ept=2, exact=True))
+    assert "if (u < n_units)" not in exact.split("kfuse kernel")[-1]
 
 
 def test_reduction_uses_warp_shuffle_and_registers():
