@@ -31,7 +31,10 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "128 threads, 4 units": TileConfig.make("elementwise", block=128, ept=4),
     "256 threads, 1 unit": TileConfig.make("elementwise", block=256, ept=1),
 }
-# Measured slower on P6 and P1 (H200, 2026-11-24 11:52/11:54, tile_probe_1152.md, tile_probe_1154.md):
+# 2 units with every unit's loads first (emitter, 12:21): P6 0.4431 vs 0.4464 before, still behind
+# 1 unit (0.4413); loads input by input and stores output by output as Triton's: 0.4442 (12:25,
+# tile_probe_1225_grouped.md: reverted). Measured slower on P6 and P1 (H200, 2026-11-24 11:52/11:54,
+# tile_probe_1152.md, tile_probe_1154.md):
 # 4 units a thread, 64 or 512 threads, evict-first loads and stores, grids capped at 16 or 64
 # blocks a SM (grid-stride), launch bounds of 12 or 16 blocks a SM (spills).
 # name -> (variant, grid, sm) -> (variant, grid): shapes no tile names (patched into the heuristic)

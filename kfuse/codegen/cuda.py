@@ -202,8 +202,7 @@ class _Gen:
         if U > 1:
             # U units a thread, blockDim apart (coalesced): every unit's loads are issued before
             # the first unit's arithmetic (its IEEE slow-path calls would otherwise keep the
-            # compiler from hoisting the next unit's loads above them: half the bytes in flight),
-            # and the stores after the last unit's
+            # compiler from hoisting the next unit's loads above them: half the bytes in flight)
             body += [] if exact else [f"const IDX step = (IDX)gridDim.x * blockDim.x * {U};"]
             start = f"(IDX)blockIdx.x * blockDim.x * {U} + threadIdx.x"
             body.append(f"{{ const IDX t_ = {start};" if exact else
@@ -242,24 +241,19 @@ class _Gen:
                 lanes.append(f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
             else:
                 lanes.append(self.stmt(s))
-        lanes = [f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{"] + ["  " + x for x in lanes] + ["}"]
+        compute = [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
+        compute.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
+        compute += ["  " + x for x in lanes]
+        compute.append("}")
+        compute += [self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]
         if U > 1:
-            # input by input, then output by output, each over the thread's units (as Triton's
-            # block loads and stores): a block's requests to one array go out together
             body += [f"  {t} {n}_[{U}];" for t, n, _ in fetch]
-            body += [f"  KfVec<{st}, {V}> o_{k}_[{U}];" for k, (_, st) in enumerate(stores)]
-            for _, n, ex in fetch:
-                body += self.unit_loop(U, per_unit, unit + index + [f"{n}_[k_] = {ex};"] + end_unit)
-            body += self.unit_loop(U, per_unit, unit + [f"const {t}& {n} = {n}_[k_];" for t, n, _ in fetch]
-                                   + [f"KfVec<{st}, {V}>& o_{k} = o_{k}_[k_];" for k, (_, st) in enumerate(stores)]
-                                   + lanes + end_unit)
-            for k, (s, st) in enumerate(stores):
-                body += self.unit_loop(U, per_unit, unit + index + [self.vstore(s, st, V, f"o_{k}_[k_]")] + end_unit)
+            body += self.unit_loop(U, per_unit, unit + index + [f"{n}_[k_] = {ex};" for _, n, ex in fetch] + end_unit)
+            body += self.unit_loop(U, per_unit, unit + index + [f"const {t}& {n} = {n}_[k_];" for t, n, _ in fetch]
+                                   + compute + end_unit)
         else:
-            body += ["  " + x for x in "\n".join(
-                index + [f"const {t} {n} = {ex};" for t, n, ex in fetch]
-                + [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)] + lanes
-                + [self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]).split("\n")]
+            body += ["  " + x for x in "\n".join(index + [f"const {t} {n} = {ex};" for t, n, ex in fetch]
+                                                  + compute).split("\n")]
         body.append("}")
         return self.wrap(body)
 
