@@ -82,7 +82,7 @@ def main() -> None:
     ins = [dict(zip(prog.plan.graph.inputs, arrs))[n] for n in g.inputs]
     outs = [cp.empty(s, d) for s, d in prog._out_sig[0]]
     row("P1: launcher.choose", us(lambda: launcher.choose(ins, outs, props)))
-    _, func, grid, block, tail = launcher.choose(ins, outs, props)
+    _, func, grid, block, tail, _ = launcher.choose(ins, outs, props)
     row(f"P1: raw func launch ({len(outs) + len(ins)} arrays + {len(tail)} scalars by reference)",
         us(lambda: func(grid, block, (*outs, *ins, *tail))))
     values = tuple(h.value for h in tail)

@@ -42,11 +42,11 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, cast_expr, const_literal, ctype, index_c, load_expr,
                        op_expr, round_lowp, store_value)
-from .cuda_shapes import (Variant, default_variant, max_itemsize, reload_pays, rereads_rows, row_shape,
-                          vector_access, vector_accesses, vector_ok)
+from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, max_itemsize, reload_pays, rereads_rows,
+                          row_shape, split_ok, vector_access, vector_accesses, vector_ok)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "max_itemsize",
-           "reload_pays", "rereads_rows", "row_shape", "vector_access", "vector_accesses", "vector_ok"]
+           "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses", "vector_ok"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +83,7 @@ class _Gen:
         ps += [f"i64 st_in{k}_{d}" for k, b in enumerate(kir.inputs) for d in range(b.ndim)]
         ps += [f"i64 st_out{k}_{d}" for k, b in enumerate(kir.outputs) for d in range(b.ndim)]
         ps += [f"unsigned dv{k}_{p}" for k in range(len(self.divisors)) for p in ("m", "s")]
+        ps += ["unsigned char* __restrict__ ws_"] if self.v.split else []     # two-stage: the chunks' accumulators
         bounds = f"{self.v.block}, {self.v.min_blocks}" if self.v.min_blocks else f"{self.v.block}"
         return (f'extern "C" __global__ void __launch_bounds__({bounds}) {self.name}(\n    '
                 + ",\n    ".join(ps) + ")")
@@ -290,8 +291,11 @@ class _Gen:
             body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5; "
                         f"constexpr int nwarps_ = {(v.block + 31) // 32};")
             body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-            body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
-                        "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
+            if v.stage == 1:      # a block a (row, chunk): the grid is rows x split, exactly
+                body.append(f"{{ const IDX row_ = (IDX)blockIdx.x / {v.split}, c_ = (IDX)blockIdx.x % {v.split};")
+            else:
+                body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
+                            "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
@@ -337,6 +341,15 @@ class _Gen:
                 continue
             for a in ph.accs:
                 rb += self.acc_init(a)
+            if v.stage == 2:      # the row's chunks, in order (deterministic), instead of its loop
+                rb += [f"for (int s_ = 0; s_ < {v.split}; ++s_) {{"]
+                rb += [f"  A{a.dst} = {self.combine(a, f'A{a.dst}', self.partial(ph, k, 's_', const=True))};"
+                       for k, a in enumerate(ph.accs)]
+                rb += ["}"]
+                for a in ph.accs:
+                    rb += self.acc_final(a, row)
+                    row_level.add(a.dst)
+                continue
             if reload:   # a reduction pass loads its row slots up front; other passes load as they go
                 rb += self.reload_loads(ph, pi, cache, last_read, row_vars, units, inner) if ph.accs else []
                 filled = {(s.buf, s.index) for s in ph.body
@@ -348,6 +361,10 @@ class _Gen:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
                 loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
                 loop.append("{" if v.exact else f"if (j_ < {units}) {{")
+            elif row and v.stage == 1:     # this block's chunk of the row
+                rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
+                          f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
+                rb.append(f"for (IDX j_ = lo_ + tid_; j_ < hi_; j_ += {v.block}) {{")
             elif row:
                 rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
@@ -427,9 +444,19 @@ class _Gen:
             for a in ph.accs:
                 rb += self.acc_final(a, row)
                 row_level.add(a.dst)
+            if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
+                rb += [f"if (tid_ == 0) {self.partial(ph, k, 'c_')} = A{a.dst};" for k, a in enumerate(ph.accs)]
+                break
         body += ["  " + x for x in "\n".join(rb).split("\n")]
         body.append("}")
         return self.wrap(body)
+
+    def partial(self, ph: K.Phase, k: int, chunk: str, const: bool = False) -> str:
+        """Two-stage reductions: accumulator ``k`` of ``ph`` for chunk ``chunk`` of the row, in the
+        workspace (``SPLIT_SLOT`` bytes an accumulator, rows x chunks x accumulators)."""
+        T = self.acc_types(ph.accs[k])
+        off = f"((size_t)(row_ * {self.v.split} + {chunk}) * {len(ph.accs)} + {k}) * {SPLIT_SLOT}"
+        return f"*reinterpret_cast<{'const ' if const else ''}{T}*>(ws_ + {off})"
 
     def reload_loads(self, ph, pi, cache, last_read, row_vars, units, inner) -> list[str]:
         """Variant.reload, a reduction pass: its row loads, all issued before its compute loop

@@ -27,6 +27,10 @@ class Variant:
     exact: bool = False         # the grid covers the domain once, exactly: elementwise (2+ units a thread), grid x block x ept
                                 # units; row, a block per row of cache_k x block units (no loop, no guards,
                                 # a shared slot per reduction and no barrier after reading it)
+    split: int = 0              # row mode, a reduction too long for its few rows to fill the GPU: each
+                                # row in ``split`` chunks, in two kernels (``stage``), deterministic:
+    stage: int = 0              # 1: a block a chunk writes its accumulators to a workspace;
+                                # 2: a thread a row combines its chunks' in order and finishes the row
 
     @property
     def tag(self) -> str:
@@ -36,6 +40,7 @@ class Variant:
         t += f"m{self.min_blocks}" if self.min_blocks else ""
         t += "r" if self.reload else ""
         t += "x" if self.exact else ""
+        t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -112,6 +117,16 @@ def default_variant(kir: K.KernelIR) -> Variant:
         return Variant("row", vec, bool(big), kc, block)
     vec = max(1, 16 // max_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
+
+
+def split_ok(kir: K.KernelIR) -> bool:
+    """Whether a reduce kernel can run as two stages (Variant.split): one pass over the row (one
+    looping phase, with accumulators), so a chunk's accumulators are all a row needs of it."""
+    loops = [ph for ph in kir.phases if ph.has_loop]
+    return kir.kind == "reduce" and len(loops) == 1 and bool(loops[0].accs)
+
+
+SPLIT_SLOT = 16     # workspace bytes an accumulator a chunk (the widest: KfArg<double>)
 
 
 def rereads_rows(kir: K.KernelIR) -> bool:

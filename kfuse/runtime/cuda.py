@@ -21,7 +21,7 @@ from ..codegen import nvrtc
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import DeviceError
 from . import cuda_tiles
-from .gpu_launch import GpuProgram, LauncherBase
+from .gpu_launch import GpuProgram, LauncherBase, scalar_args
 
 # Process-wide memo of compiled and loaded code: (source, arch) -> CompiledCuda and
 # (device, source) -> cupy Function. Caches only: dropping them changes nothing but speed.
@@ -45,6 +45,9 @@ ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 51
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
+ROW_SPLIT_BLOCKS_PER_SM = 8   # fewer rows than SMs: each row in chunks (two-stage, Variant.split), the
+ROW_SPLIT_BLOCK = 256         # ... chunks' grid this many blocks of ROW_SPLIT_BLOCK threads a SM,
+ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (16 a thread)
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
@@ -126,6 +129,26 @@ class _Launcher(LauncherBase):
         kernel = cuda_emit.emit_kernel(self.kir, variant)
         return kernel, _function(kernel, props["device_id"], self.arch, self.cache), grid, variant.block
 
+    def _finish(self, ins, outs, props, kernel):
+        """A two-stage reduction's launches: the chunks' kernel into a workspace, then a thread a
+        row combining its chunks in order and finishing the row (Variant.split)."""
+        v = kernel.variant
+        if not v.split:
+            return None
+        import cupy
+        rows = cuda_tiles.geometry(self, 1).units
+        n_acc = len(next(ph for ph in self.kir.phases if ph.has_loop).accs)
+        k2 = cuda_emit.emit_kernel(self.kir, cuda_emit.Variant("col", 1, v.idx64, 0, 128, split=v.split, stage=2))
+        f2 = _function(k2, props["device_id"], self.arch, self.cache)
+        grid2, tail2 = (max(1, -(-rows // 128)),), scalar_args(self.tail(ins, outs, k2))
+        nbytes = rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
+
+        def run(func, grid, block, tail, ins, outs):
+            ws = cupy.empty(nbytes, cupy.uint8)
+            func(grid, block, (*outs, *ins, *tail, ws))
+            f2(grid2, (128,), (*outs, *ins, *tail2, ws))
+        return run
+
     def extra_args(self, kernel) -> list:
         """The (multiplier, shift) pair of each of ``kernel``'s 32-bit index divisors."""
         out = []
@@ -143,7 +166,9 @@ class _Launcher(LauncherBase):
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             variant, grid = self._ew_variant(ins, outs, big, sm)
-        if self.tile is not None:
+        if self.tile is not None and variant.split:
+            self.tile_note = "a two-stage reduction: no tile applies"
+        elif self.tile is not None:
             variant, grid, self.tile_note = cuda_tiles.apply_tile(
                 self.tile, variant, grid, cuda_tiles.geometry(self, sm))
         return dataclasses.replace(variant, exact=self._covers(variant, grid)), grid
@@ -201,6 +226,9 @@ class _Launcher(LauncherBase):
                     break
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
+        chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS)
+        if n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
+            return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1), n_rows * chunks
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0

@@ -54,21 +54,32 @@ class LauncherBase:
         return False
 
     def choose(self, ins, outs, props) -> tuple:
-        """``(info, func, grid, block, tail)`` for this stride/alignment pattern, memoised;
-        ``tail`` is the scalar arguments, passed by reference (:func:`scalar_args`)."""
+        """``(info, func, grid, block, tail, finish)`` for this stride/alignment pattern, memoised;
+        ``tail`` is the scalar arguments, passed by reference (:func:`scalar_args`); ``finish``
+        see :meth:`_finish`."""
         key = tuple((a.strides, a.data.ptr % 16) for a in ins) + tuple(a.strides for a in outs)
         hit = self._variants.get(key)
         if hit is None:
             info, func, grid, block = self._build(ins, outs, props)
-            tail = list(self.sizes)
-            for a in ins + outs:
-                tail += [np.int64(st // a.itemsize) for st in a.strides]
-            tail += self.extra_args(info)
-            hit = self._variants[key] = (info, func, (grid,), (block,), scalar_args(tail))
+            hit = self._variants[key] = (info, func, (grid,), (block,), scalar_args(self.tail(ins, outs, info)),
+                                         self._finish(ins, outs, props, info))
         return hit
+
+    def tail(self, ins, outs, info) -> list:
+        """The scalar arguments after the pointers: sizes, every buffer's strides (in elements),
+        then the variant's own (:meth:`extra_args`)."""
+        tail = list(self.sizes)
+        for a in ins + outs:
+            tail += [np.int64(st // a.itemsize) for st in a.strides]
+        return tail + self.extra_args(info)
 
     def _build(self, ins, outs, props) -> tuple:
         raise NotImplementedError
+
+    def _finish(self, ins, outs, props, info):
+        """For a variant that is more than one launch (a two-stage reduction): a callable
+        ``(func, grid, block, tail, ins, outs)`` that makes all of them; else None."""
+        return None
 
     def extra_args(self, info) -> list:
         """Scalars the variant ``info`` takes after the strides (none by default)."""
@@ -81,8 +92,11 @@ class LauncherBase:
             self._writes = not all(o.size == 0 for o in outs)
         if not self._writes:
             return
-        _, func, grid, block, tail = self.choose(ins, outs, props)
-        func(grid, block, (*outs, *ins, *tail))
+        _, func, grid, block, tail, finish = self.choose(ins, outs, props)
+        if finish is None:
+            func(grid, block, (*outs, *ins, *tail))
+        else:
+            finish(func, grid, block, tail, ins, outs)
 
 
 def scalar_args(values) -> tuple:
