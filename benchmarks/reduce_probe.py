@@ -21,6 +21,8 @@ CASES = [   # name, function, shape, dtype
     ("sqrt((x*x).sum(1)), 4 x 2^26 f32", lambda x: np.sqrt((x * x).sum(axis=1)), (4, 1 << 26), np.float32),
     ("x.sum(1), 64 x 2^22 f32", lambda x: x.sum(axis=1), (64, 1 << 22), np.float32),
     ("x.mean(), 2^27 f64", lambda x: x.mean(), (1 << 27,), np.float64),
+    ("x.sum(0), 2^22 x 16 f32", lambda x: x.sum(axis=0), (1 << 22, 16), np.float32),
+    ("x.sum(0), 2^16 x 1024 f32", lambda x: x.sum(axis=0), (1 << 16, 1024), np.float32),
 ]
 
 
@@ -33,20 +35,21 @@ def main():
         sets = [x, x.copy()]
         tx = [torch.from_dlpack(a) for a in sets]
         split = kfuse.jit(fn)
-        blocks_per_sm = rc.ROW_SPLIT_BLOCKS_PER_SM
-        rc.ROW_SPLIT_BLOCKS_PER_SM = 0            # the one-block-a-row kernel (chunks = 0)
+        knobs = rc.ROW_SPLIT_BLOCKS_PER_SM, rc.COL_SPLIT_BLOCKS_PER_SM
+        rc.ROW_SPLIT_BLOCKS_PER_SM = rc.COL_SPLIT_BLOCKS_PER_SM = 0     # one pass a row (chunks = 0)
         try:
             whole = kfuse.jit(fn)
             whole(x)
         finally:
-            rc.ROW_SPLIT_BLOCKS_PER_SM = blocks_per_sm
+            rc.ROW_SPLIT_BLOCKS_PER_SM, rc.COL_SPLIT_BLOCKS_PER_SM = knobs
         ref = cp.asnumpy(split(x))
         ok = bool(np.allclose(ref, cp.asnumpy(whole(x)), rtol=1e-5, equal_nan=True))
         xp_fn = {"x.sum(), 2^28 f32": lambda a: a.sum(), "x.max(), 2^28 f32": lambda a: a.max(),
                  "x.argmax(), 2^27 f32": lambda a: a.argmax(), "x.mean(), 2^27 f64": lambda a: a.mean(),
-                 "x.sum(1), 64 x 2^22 f32": lambda a: a.sum(1)}.get(name)
+                 "x.sum(1), 64 x 2^22 f32": lambda a: a.sum(1), "x.sum(0), 2^22 x 16 f32": lambda a: a.sum(0),
+                 "x.sum(0), 2^16 x 1024 f32": lambda a: a.sum(0)}.get(name)
         peers = {"kfuse (two-stage)": lambda k: split(sets[k % 2]),
-                 "kfuse (a block a row)": lambda k: whole(sets[k % 2]),
+                 "kfuse (one pass a row)": lambda k: whole(sets[k % 2]),
                  "cupy": (lambda k: xp_fn(sets[k % 2])) if xp_fn else (lambda k: cp.sqrt((sets[k % 2] ** 2).sum(1))),
                  "torch": (lambda k: xp_fn(tx[k % 2])) if xp_fn else (lambda k: torch.sqrt((tx[k % 2] ** 2).sum(1)))}
         for peer, call in peers.items():

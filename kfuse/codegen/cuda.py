@@ -297,6 +297,11 @@ class _Gen:
                 body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
                             "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
+        elif v.stage == 1:        # a thread a row of one chunk: blocks cover the rows, then the chunks
+            body.append(f"const IDX nb_ = (n_rows + {v.block - 1}) / {v.block};")
+            body.append("{ const IDX row_ = (IDX)(blockIdx.x % nb_) * blockDim.x + threadIdx.x, "
+                        "c_ = (IDX)blockIdx.x / nb_;")
+            body.append("  if (row_ >= n_rows) return;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
                         "row_ += (IDX)gridDim.x * blockDim.x) {")
@@ -361,10 +366,11 @@ class _Gen:
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
                 loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
                 loop.append("{" if v.exact else f"if (j_ < {units}) {{")
-            elif row and v.stage == 1:     # this block's chunk of the row
+            elif v.stage == 1:     # this block's (row) or thread's (col) chunk of the row
                 rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
                           f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
-                rb.append(f"for (IDX j_ = lo_ + tid_; j_ < hi_; j_ += {v.block}) {{")
+                step = f"lo_ + tid_; j_ < hi_; j_ += {v.block}" if row else "lo_; j_ < hi_; ++j_"
+                rb.append(f"#pragma unroll 4\nfor (IDX j_ = {step}) {{")      # several loads in flight
             elif row:
                 rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
@@ -445,7 +451,8 @@ class _Gen:
                 rb += self.acc_final(a, row)
                 row_level.add(a.dst)
             if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
-                rb += [f"if (tid_ == 0) {self.partial(ph, k, 'c_')} = A{a.dst};" for k, a in enumerate(ph.accs)]
+                rb += [f"{'if (tid_ == 0) ' if row else ''}{self.partial(ph, k, 'c_')} = A{a.dst};"
+                       for k, a in enumerate(ph.accs)]
                 break
         body += ["  " + x for x in "\n".join(rb).split("\n")]
         body.append("}")

@@ -45,9 +45,13 @@ ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 51
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
-ROW_SPLIT_BLOCKS_PER_SM = 8   # fewer rows than SMs: each row in chunks (two-stage, Variant.split), the
+ROW_SPLIT_BLOCKS_PER_SM = 8   # fewer rows than a quarter of the SMs (64 rows of 2^22 f32 ran at 4.3 TB/s
+                              # a block a row, 4 rows at 0.38: H200 12:32, reduce_probe_1232.md): each
+                              # row in chunks (two-stage, Variant.split), the
 ROW_SPLIT_BLOCK = 256         # ... chunks' grid this many blocks of ROW_SPLIT_BLOCK threads a SM,
 ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (16 a thread)
+COL_SPLIT_BLOCKS_PER_SM = 16  # column reductions of fewer than 128 x SMs outputs: chunks down the reduced
+COL_SPLIT_MIN_LEN = 128       # dims (two-stage), for this many 128-thread blocks a SM, each chunk this long
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
@@ -213,8 +217,11 @@ class _Launcher(LauncherBase):
         n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
         L = math.prod(self.extent(d) for d in inner) if inner else 1
         if self.column_reduction(ins):
-            grid = max(1, min(-(-n_rows // 128), sm * 16))
-            return cuda_emit.Variant("col", 1, big, 0, 128), grid
+            blocks = -(-n_rows // 128)
+            chunks = min(-(-(COL_SPLIT_BLOCKS_PER_SM * sm) // blocks), L // COL_SPLIT_MIN_LEN)
+            if blocks < sm and chunks >= 2 and cuda_emit.split_ok(kir):
+                return cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1), blocks * chunks
+            return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
         vec = 1
         va = cuda_emit.vector_accesses(kir)
         if va is not None and inner:
@@ -227,7 +234,7 @@ class _Launcher(LauncherBase):
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
         chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS)
-        if n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
+        if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
             return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1), n_rows * chunks
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)

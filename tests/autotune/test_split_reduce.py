@@ -54,7 +54,8 @@ def test_the_two_kernels_compile_and_hand_partials_through_the_workspace():
         for arch in ("sm_80", "sm_90"):
             assert nvrtc.compile(k.source, arch).cubin[:4] == b"\x7fELF"
     body1, body2 = (k.source.split("kfuse kernel")[-1] for k in (s1, s2))
-    assert f"blockIdx.x / {v.split}" in body1 and "lo_ + tid_; j_ < hi_" in body1
+    assert f"blockIdx.x / {v.split}" in body1 and "for (IDX j_ = lo_ + tid_; j_ < hi_" in body1
+    assert "#pragma unroll 4" in body1.split("for (IDX j_ = lo_")[0].rstrip().splitlines()[-1]   # loads in flight
     assert body1.count("if (tid_ == 0) *reinterpret_cast<KfArg<float>*>(ws_") == 1 and "out0[" not in body1
     assert f"for (int s_ = 0; s_ < {v.split}; ++s_)" in body2 and "in0[" not in body2         # no re-read
     assert "kf_argcomb" in body2 and "out0[" in body2
@@ -66,3 +67,20 @@ def test_tiles_leave_a_split_reduction_alone():
     lau.tile = TileConfig.make("row", block=128, storage="reread")
     v, grid = lau.variant_for(ins, outs, PROPS)
     assert v.split >= 2 and grid == v.split and "two-stage" in lau.tile_note
+
+
+def colsum(x):
+    return x.sum(axis=0)
+
+
+def test_few_long_columns_run_in_chunks_a_thread_a_column():
+    _, lau, ins, outs = launcher_for(colsum, np.zeros((1 << 20, 64), np.float32))
+    v, grid = lau.variant_for(ins, outs, PROPS)
+    assert (v.mode, v.stage) == ("col", 1) and v.split >= 2 and grid == v.split      # 64 columns: one block
+    src = ce.emit_kernel(lau.kir, v).source.split("kfuse kernel")[-1]
+    assert "c_ = (IDX)blockIdx.x / nb_" in src and "for (IDX j_ = lo_; j_ < hi_; ++j_)" in src
+    assert "if (tid_ == 0)" not in src and "__syncthreads" not in src                   # a thread a column
+    for arch in ("sm_80", "sm_90"):
+        assert nvrtc.compile(ce.emit_kernel(lau.kir, v).source, arch).cubin[:4] == b"\x7fELF"
+    _, lau, ins, outs = launcher_for(colsum, np.zeros((4096, 1 << 15), np.float32))   # 256 blocks of columns
+    assert lau.variant_for(ins, outs, PROPS)[0].split == 0

@@ -79,3 +79,14 @@ def test_split_with_an_elementwise_output_in_the_same_pass():
     s, y = kfuse.jit(fn)(cp.asarray(x))
     assert_matches_numpy(cp.asnumpy(s), x.sum(), reductions=True)
     assert_matches_numpy(cp.asnumpy(y), x * 2)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.sum(axis=0), lambda x: x.argmin(axis=0),
+                                lambda x: (x * x).mean(axis=0), lambda x: x.max(axis=0)])
+def test_few_long_columns(fn):
+    x = RNG.standard_normal(((1 << 20) + 77, 48)).astype(np.float32)
+    x[12345, 7] = np.nan
+    f = kfuse.jit(fn)
+    got = f(cp.asarray(x))
+    assert _split_used(f, cp.asarray(x)) >= 2
+    assert_matches_numpy(cp.asnumpy(got), fn(x), reductions=True)
