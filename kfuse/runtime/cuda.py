@@ -170,8 +170,10 @@ class _Launcher(LauncherBase):
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             variant, grid = self._ew_variant(ins, outs, big, sm)
-        if self.tile is not None and variant.split:
-            self.tile_note = "a two-stage reduction: no tile applies"
+        if self.tile is not None and variant.split:     # only its own shape (the tuner's reference) fits
+            own = cuda_tiles.tile_params(variant, grid, cuda_tiles.geometry(self, sm))
+            self.tile_note = None if (self.tile.kind, dict(self.tile.params)) == own else \
+                "a two-stage reduction: no tile applies"
         elif self.tile is not None:
             variant, grid, self.tile_note = cuda_tiles.apply_tile(
                 self.tile, variant, grid, cuda_tiles.geometry(self, sm))

@@ -60,7 +60,8 @@ CASES = [
     (ew, (np.zeros((4096, 4096), np.float32), np.zeros((4096, 4096), np.float32))),
     (softmax, (np.zeros((256, 4096), np.float32),)),
     (softmax, (np.zeros((64, 65536), np.float32),)),
-    (colsum, (np.zeros((1024, 512), np.float32),)),
+    (colsum, (np.zeros((1024, 512), np.float32),)),                 # two-stage (4 blocks of columns)
+    (colsum, (np.zeros((128, 512), np.float32),)),
 ]
 
 
@@ -133,9 +134,9 @@ def test_mismatched_or_unsupported_tiles_are_ignored():
                  TileConfig("cublas+epilogue")):
         v, grid, note = _with(lau, tile, ins, outs)
         assert note and (v, grid) == base
-    g, lau, ins, outs = launcher_for(colsum, np.zeros((1024, 512), np.float32))
+    g, lau, ins, outs = launcher_for(colsum, np.zeros((128, 512), np.float32))     # too short to split
     base_v, base_grid = lau.variant_for(ins, outs, PROPS)
-    assert base_v.mode == "col"
+    assert base_v.mode == "col" and not base_v.split
     v, grid, note = _with(lau, TileConfig.make("reduction", block=256, rows=1, split=1), ins, outs)
     assert note is None and v.block == 256 and grid == 2          # 512 outputs, one a thread
 

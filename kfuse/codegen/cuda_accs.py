@@ -1,0 +1,96 @@
+"""The CUDA emitter's reduction accumulators (a mixin of ``codegen.cuda._Gen``): their C types,
+initial values, the combine of two partial states (NaN, argmax/argmin tie and any/all rules), one
+element's step, the warp/block combine that finishes a row, and a two-stage reduction's chunk
+state in the workspace. Reads the generator's ``v`` (Variant) and writes its ``dt`` (dtypes)."""
+from __future__ import annotations
+
+from . import kernel_ir as K
+from .cuda_ops import _is_f, cast_expr, const_literal, ctype, index_c, op_expr
+from .cuda_shapes import SPLIT_SLOT
+
+
+class AccEmitter:
+    def acc_types(self, a: K.Acc):
+        if a.kind in ("argmax", "argmin"):
+            return f"KfArg<{ctype(a.acc_dtype)}>"
+        return ctype(a.acc_dtype)
+
+    def acc_init(self, a: K.Acc) -> list[str]:
+        T = self.acc_types(a)
+        if a.kind in ("argmax", "argmin"):
+            return [f"{T} A{a.dst}; A{a.dst}.v = {const_literal(a.init, a.acc_dtype)}; A{a.dst}.i = -1;"]
+        return [f"{T} A{a.dst} = {const_literal(a.init, a.acc_dtype)};"]
+
+    def combine(self, a: K.Acc, x: str, y: str) -> str:
+        t = a.acc_dtype
+        T = ctype(t)
+        if a.kind in ("argmax", "argmin"):
+            return f"kf_argcomb<{T}, {'true' if a.kind == 'argmax' else 'false'}>({x}, {y})"
+        if a.kind in ("any", "all"):
+            return f"({x} {'||' if a.kind == 'any' else '&&'} {y})"
+        if a.kind in ("max", "min"):
+            if t == "bool":
+                return f"({x} {'||' if a.kind == 'max' else '&&'} {y})"
+            f = ("kf_maxnan" if a.kind == "max" else "kf_minnan") if _is_f(t) else (
+                "kf_imax" if a.kind == "max" else "kf_imin")
+            return f"{f}<{T}>({x}, {y})"
+        return op_expr("add" if a.kind == "sum" else "multiply", t, [x, y], (t, t))
+
+    def acc_step(self, a: K.Acc) -> list[str]:
+        src = cast_expr(a.src, a.src_dtype, a.acc_dtype) if a.kind not in ("any", "all") else f"({a.src} != 0)"
+        if a.kind in ("argmax", "argmin"):
+            T = self.acc_types(a)
+            return [f"{{ {T} p_; p_.v = {a.src}; p_.i = (i64)({index_c(a.pos)}); "
+                    f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'p_')}; }}"]
+        return [f"A{a.dst} = {self.combine(a, f'A{a.dst}', src)};"]
+
+    def acc_final(self, a: K.Acc, row: bool) -> list[str]:
+        out = []
+        T = self.acc_types(a)
+        arg = a.kind in ("argmax", "argmin")
+        if row:
+            if self.v.barriers == 1:
+                smem = f"red_smem_ + {128 * self._acc_q} + 64 * par_"
+                self._acc_q += 1
+            elif self.v.exact:     # one row a block: a slot per reduction, never rewritten
+                smem = f"red_smem_ + {64 * self._acc_q}"
+                self._acc_q += 1
+            else:
+                smem = "red_smem_"
+            if arg:
+                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
+                           f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
+            else:
+                # shuffle into a temporary first: a short-circuit combine (any/all: ``||``/``&&``)
+                # would skip __shfl_xor_sync on some lanes, and a full-mask shuffle that not every
+                # lane reaches never completes (the kernel hangs)
+                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
+            out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
+            out.append("__syncthreads();")
+            if self.v.reload and a.kind == "sum" and a.acc_dtype == "float32":
+                # float32 sums: a pairwise tree over the warps' partials too (nwarps_ is a power of two)
+                out.append(f"A{a.dst} = sm_{a.dst}[lane_ & (nwarps_ - 1)];")
+                out.append(f"#pragma unroll\nfor (int m_ = nwarps_ / 2; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+            else:
+                out.append(f"A{a.dst} = sm_{a.dst}[0];")
+                out.append(f"#pragma unroll\nfor (int w_ = 1; w_ < nwarps_; ++w_) A{a.dst} = {self.combine(a, f'A{a.dst}', f'sm_{a.dst}[w_]')};")
+            if self.v.barriers != 1 and not self.v.exact:
+                out.append("__syncthreads();")
+        self.dt[a.dst] = a.dtype
+        if arg:
+            out.append(f"const long long {a.dst} = A{a.dst}.i < 0 ? 0 : A{a.dst}.i;")
+        else:
+            out.append(f"const {ctype(a.dtype)} {a.dst} = {cast_expr(f'A{a.dst}', a.acc_dtype, a.dtype)};")
+        return out
+
+
+    def partial(self, ph: K.Phase, k: int, chunk: str, const: bool = False) -> str:
+        """Two-stage reductions: accumulator ``k`` of ``ph`` for chunk ``chunk`` of the row, in the
+        workspace (``SPLIT_SLOT`` bytes an accumulator, rows x chunks x accumulators)."""
+        T = self.acc_types(ph.accs[k])
+        off = f"((size_t)(row_ * {self.v.split} + {chunk}) * {len(ph.accs)} + {k}) * {SPLIT_SLOT}"
+        return f"*reinterpret_cast<{'const ' if const else ''}{T}*>(ws_ + {off})"
