@@ -123,10 +123,22 @@ def probe(name, rows):
         print(row, flush=True)
 
 
+def _keep_triton_cubins(name):
+    """Copy the cubins torch.compile built so far (Inductor's cache) under $OUT, for cuobjdump."""
+    import glob
+    import shutil
+    out = os.path.join(os.environ.get("OUT", "."), f"triton_{name}")
+    os.makedirs(out, exist_ok=True)
+    for f in glob.glob("/tmp/torchinductor_*/**/*.cubin", recursive=True):
+        shutil.copy(f, out)
+
+
 def main():
     rows = []
     for name in sys.argv[1:] or ["P6"]:
         probe(name, rows)
+        if os.environ.get("KEEP_CUBINS"):
+            _keep_triton_cubins(name)
     lines = [f"# elementwise tile probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              "| workload | tile | ms (median of 5 rounds, suite timer; min-max) | bit-equal | variants |",
              "|---|---|---|---|---|"]
