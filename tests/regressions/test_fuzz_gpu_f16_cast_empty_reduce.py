@@ -66,7 +66,7 @@ def test_reduction_over_empty_axis_still_launches(rt, monkeypatch):
     launcher = object.__new__(mod._Launcher)
     launcher.sizes = ()
     func = lambda grid, block, args: calls.append(grid)  # noqa: E731
-    stub = (None, func, (1,), (32,), ())      # both runtimes share LauncherBase.__call__
+    stub = (None, func, (1,), (32,), (), None)     # both runtimes share LauncherBase.__call__
     monkeypatch.setattr(launcher, "choose", lambda i, o, p: stub, raising=False)
     launcher([_Arr((0,))], [_Arr((0,)), _Arr(())], {})          # the 0-d any() output is not empty
     assert len(calls) == 1
