@@ -29,10 +29,11 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
 * two-stage (``split``, reduce kernels of one pass over the row, too few rows or columns to fill
   the GPU: ``x.sum()``, a few long rows, a few long columns): stage 1 reduces each (row, chunk) as
   a row block or a column thread would, and writes the chunk's accumulators to a workspace (the
-  last kernel parameter, ``SPLIT_SLOT`` bytes an accumulator); stage 2, a thread a row, combines
-  the row's chunks in chunk order with the accumulator's own combine (NaN and argmax tie rules
-  included) and finishes the row. No atomics: the result is the same bit for bit on every run
-  (it depends on the chunk count, which the runtime derives from the shape and the SM count).
+  last kernel parameter, ``SPLIT_SLOT`` bytes an accumulator); stage 2, a block a row, combines
+  the row's chunks with the accumulator's own combine (NaN and argmax tie rules included): each
+  thread every block-th chunk in order, then the block's fixed warp/shared-memory tree; then it
+  finishes the row. No atomics: the result is the same bit for bit on every run (it depends on the
+  chunk count, which the runtime derives from the shape and the SM count).
 float16 values live in float32 registers; every float16 op result is rounded to float16, as NumPy's
 float16 loops do (so a chain overflows to inf where NumPy's does); bfloat16 likewise (as ml_dtypes'
 loops and torch's eager ops do: computed in float32, each result rounded to bfloat16).
@@ -308,11 +309,10 @@ class _Gen(AccEmitter):
                 body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
                             "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
-        elif v.stage == 1:        # a thread a row of one chunk: blocks cover the rows, then the chunks
-            body.append(f"const IDX nb_ = (n_rows + {v.block - 1}) / {v.block};")
-            body.append("{ const IDX row_ = (IDX)(blockIdx.x % nb_) * blockDim.x + threadIdx.x, "
-                        "c_ = (IDX)blockIdx.x / nb_;")
-            body.append("  if (row_ >= n_rows) return;")
+        elif v.stage == 1:        # a thread a (column, chunk), neighbouring threads neighbouring columns
+            body.append("{ const IDX g_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x, row_ = g_ % n_rows, "
+                        "c_ = g_ / n_rows;")
+            body.append(f"  if (c_ >= {v.split}) return;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
                         "row_ += (IDX)gridDim.x * blockDim.x) {")
@@ -357,8 +357,9 @@ class _Gen(AccEmitter):
                 continue
             for a in ph.accs:
                 rb += self.acc_init(a)
-            if v.stage == 2:      # the row's chunks, in order (deterministic), instead of its loop
-                rb += [f"for (int s_ = 0; s_ < {v.split}; ++s_) {{"]
+            if v.stage == 2:      # the row's chunks instead of its loop: a thread every block-th, in
+                # order, then the block's fixed combine tree (deterministic)
+                rb += [f"for (int s_ = tid_; s_ < {v.split}; s_ += {v.block}) {{"]
                 rb += [f"  A{a.dst} = {self.combine(a, f'A{a.dst}', self.partial(ph, k, 's_', const=True))};"
                        for k, a in enumerate(ph.accs)]
                 rb += ["}"]

@@ -29,8 +29,8 @@ class Variant:
                                 # a shared slot per reduction and no barrier after reading it)
     split: int = 0              # row mode, a reduction too long for its few rows to fill the GPU: each
                                 # row in ``split`` chunks, in two kernels (``stage``), deterministic:
-    stage: int = 0              # 1: a block a chunk writes its accumulators to a workspace;
-                                # 2: a thread a row combines its chunks' in order and finishes the row
+    stage: int = 0              # 1: a block (row) or thread (col) a chunk writes its accumulators to a
+                                # workspace; 2: a block a row combines its chunks' (a fixed tree), finishes it
 
     @property
     def tag(self) -> str:

@@ -52,6 +52,7 @@ ROW_SPLIT_BLOCK = 256         # ... chunks' grid this many blocks of ROW_SPLIT_B
 ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (16 a thread)
 COL_SPLIT_BLOCKS_PER_SM = 16  # column reductions of fewer than 128 x SMs outputs: chunks down the reduced
 COL_SPLIT_MIN_LEN = 128       # dims (two-stage), for this many 128-thread blocks a SM, each chunk this long
+SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
@@ -134,17 +135,17 @@ class _Launcher(LauncherBase):
         return kernel, _function(kernel, props["device_id"], self.arch, self.cache), grid, variant.block
 
     def _finish(self, ins, outs, props, kernel):
-        """A two-stage reduction's launches: the chunks' kernel into a workspace, then a thread a
-        row combining its chunks in order and finishing the row (Variant.split)."""
+        """A two-stage reduction's launches: the chunks' kernel into a workspace, then a block a
+        row combining its chunks in a fixed order and finishing the row (Variant.split)."""
         v = kernel.variant
         if not v.split:
             return None
         import cupy
         rows = cuda_tiles.geometry(self, 1).units
         n_acc = len(next(ph for ph in self.kir.phases if ph.has_loop).accs)
-        k2 = cuda_emit.emit_kernel(self.kir, cuda_emit.Variant("col", 1, v.idx64, 0, 128, split=v.split, stage=2))
+        k2 = cuda_emit.emit_kernel(self.kir, cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2))
         f2 = _function(k2, props["device_id"], self.arch, self.cache)
-        grid2, tail2 = (max(1, -(-rows // 128)),), scalar_args(self.tail(ins, outs, k2))
+        grid2, tail2 = (max(1, min(rows, INT32_LIMIT // 2)),), scalar_args(self.tail(ins, outs, k2))
         nbytes = rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
@@ -220,9 +221,10 @@ class _Launcher(LauncherBase):
         L = math.prod(self.extent(d) for d in inner) if inner else 1
         if self.column_reduction(ins):
             blocks = -(-n_rows // 128)
-            chunks = min(-(-(COL_SPLIT_BLOCKS_PER_SM * sm) // blocks), L // COL_SPLIT_MIN_LEN)
+            chunks = min(-(-(COL_SPLIT_BLOCKS_PER_SM * 128 * sm) // n_rows), L // COL_SPLIT_MIN_LEN, SPLIT_MAX)
             if blocks < sm and chunks >= 2 and cuda_emit.split_ok(kir):
-                return cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1), blocks * chunks
+                return (cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
+                        -(-(n_rows * chunks) // 128))
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
         vec = 1
         va = cuda_emit.vector_accesses(kir)
@@ -235,7 +237,8 @@ class _Launcher(LauncherBase):
                     break
                 if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
                     vec = 1
-        chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS)
+        chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS,
+                     SPLIT_MAX)
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
             return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1), n_rows * chunks
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)

@@ -48,7 +48,7 @@ def test_the_two_kernels_compile_and_hand_partials_through_the_workspace():
     _, lau, ins, outs = launcher_for(argmax, np.zeros((1 << 20,), np.float32))
     v, _ = lau.variant_for(ins, outs, PROPS)
     s1 = ce.emit_kernel(lau.kir, v)
-    s2 = ce.emit_kernel(lau.kir, ce.Variant("col", 1, False, 0, 128, split=v.split, stage=2))
+    s2 = ce.emit_kernel(lau.kir, ce.Variant("row", 1, False, 0, 128, 2, split=v.split, stage=2))
     for k in (s1, s2):
         assert "unsigned char* __restrict__ ws_)" in k.source
         for arch in ("sm_80", "sm_90"):
@@ -57,7 +57,8 @@ def test_the_two_kernels_compile_and_hand_partials_through_the_workspace():
     assert f"blockIdx.x / {v.split}" in body1 and "for (IDX j_ = lo_ + tid_; j_ < hi_" in body1
     assert "#pragma unroll 4" in body1.split("for (IDX j_ = lo_")[0].rstrip().splitlines()[-1]   # loads in flight
     assert body1.count("if (tid_ == 0) *reinterpret_cast<KfArg<float>*>(ws_") == 1 and "out0[" not in body1
-    assert f"for (int s_ = 0; s_ < {v.split}; ++s_)" in body2 and "in0[" not in body2         # no re-read
+    assert f"for (int s_ = tid_; s_ < {v.split}; s_ += 128)" in body2 and "in0[" not in body2   # no re-read
+    assert "__shfl_xor_sync" in body2 or "kf_shfl" in body2                                  # then a fixed tree
     assert "kf_argcomb" in body2 and "out0[" in body2
 
 
@@ -76,9 +77,9 @@ def colsum(x):
 def test_few_long_columns_run_in_chunks_a_thread_a_column():
     _, lau, ins, outs = launcher_for(colsum, np.zeros((1 << 20, 64), np.float32))
     v, grid = lau.variant_for(ins, outs, PROPS)
-    assert (v.mode, v.stage) == ("col", 1) and v.split >= 2 and grid == v.split      # 64 columns: one block
+    assert (v.mode, v.stage) == ("col", 1) and v.split >= 2 and grid * 128 >= 64 * v.split > (grid - 1) * 128
     src = ce.emit_kernel(lau.kir, v).source.split("kfuse kernel")[-1]
-    assert "c_ = (IDX)blockIdx.x / nb_" in src and "for (IDX j_ = lo_; j_ < hi_; ++j_)" in src
+    assert "row_ = g_ % n_rows" in src and "for (IDX j_ = lo_; j_ < hi_; ++j_)" in src
     assert "if (tid_ == 0)" not in src and "__syncthreads" not in src                   # a thread a column
     for arch in ("sm_80", "sm_90"):
         assert nvrtc.compile(ce.emit_kernel(lau.kir, v).source, arch).cubin[:4] == b"\x7fELF"
