@@ -45,13 +45,14 @@ ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 51
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
-ROW_SPLIT_BLOCKS_PER_SM = 8   # fewer rows than a quarter of the SMs (64 rows of 2^22 f32 ran at 4.3 TB/s
-                              # a block a row, 4 rows at 0.38: H200 12:32, reduce_probe_1232.md): each
-                              # row in chunks (two-stage, Variant.split), the
-ROW_SPLIT_BLOCK = 256         # ... chunks' grid this many blocks of ROW_SPLIT_BLOCK threads a SM,
+# Two-stage reductions (Variant.split), where one pass a row would leave most SMs idle: rows, when
+# fewer than a quarter of the SMs (64 rows of 2^22 f32 ran at 4.3 TB/s a block a row, 4 rows at 0.38;
+# H200 2026-11-24, reduce_probe_1232.md); columns, when they fill fewer blocks than SMs.
+ROW_SPLIT_BLOCKS_PER_SM = 8   # row chunks: enough for this many blocks a SM ...
+ROW_SPLIT_BLOCK = 256         # ... of this many threads,
 ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (16 a thread)
-COL_SPLIT_BLOCKS_PER_SM = 16  # column reductions of fewer than 128 x SMs outputs: chunks down the reduced
-COL_SPLIT_MIN_LEN = 128       # dims (two-stage), for this many 128-thread blocks a SM, each chunk this long
+COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
+COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
