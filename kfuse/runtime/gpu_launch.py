@@ -1,11 +1,13 @@
 """What the two GPU runtimes share: a per-group launcher base and the program that runs a plan.
 
 Both code generators (CUDA C via NVRTC, and Numba-CUDA) emit kernels with one calling convention:
-``(outputs..., inputs..., sizes..., input strides..., output strides...)``, strides in elements as
-int64. :class:`LauncherBase` memoises, per stride/alignment pattern of the arguments, the chosen
-variant, the loaded function, the launch shape and that scalar tail, so a hot call only builds a
-key and launches. :class:`GpuProgram` runs a plan's groups in order on CuPy arrays (torch tensors
-through DLPack); subclasses say how a group's launcher is made and what their stages are.
+``(outputs..., inputs..., sizes..., input strides..., output strides..., variant scalars...)``,
+strides in elements as int64 (a two-stage reduction adds its workspace last). :class:`LauncherBase`
+memoises, per stride/alignment pattern of the arguments, the chosen variant, the loaded function,
+the launch shape and that scalar tail, packed once into a host buffer CuPy passes by reference
+(:func:`scalar_args`), so a hot call only builds a key and launches. :class:`GpuProgram` runs a
+plan's groups in order on CuPy arrays (torch tensors through DLPack); subclasses say how a group's
+launcher is made and what their stages are.
 """
 from __future__ import annotations
 
