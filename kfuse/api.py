@@ -190,9 +190,13 @@ class JitFunction:
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend)
         # device arrays only: later calls with this key (argument types are in it) pass them to
-        # the program as they are (it views torch tensors itself)
-        entry._device_arrays_only = backend != "cpu" and all(
-            _array_kind(values[n]) in ("cupy", "torch") for n in dynamic)
+        # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
+        # each one's dtype, shape, strides and device, so the program need not check them again
+        kinds = [_array_kind(values[n]) for n in dynamic]
+        entry._device_arrays_only = backend != "cpu" and all(k in ("cupy", "torch") for k in kinds)
+        if backend != "cpu" and kinds and all(k == "cupy" for k in kinds):
+            devices = {values[n].data.device_id for n in dynamic}
+            entry._cupy_device = devices.pop() if len(devices) == 1 else None   # several: the program says so
         mode = self.options.autotune or _config.get().autotune
         if mode != "off" and backend in ("cpu", "cuda"):
             from .autotune.tuner import tune_and_apply
@@ -269,7 +273,7 @@ class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only")
+                 "_device_arrays_only", "_cupy_device")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -280,9 +284,13 @@ class _Entry:
         self._scalar_dtypes = [s.dtype if isinstance(s, ScalarSpec) else None for s in specs]
         self._torch_cpu = False
         self._device_arrays_only = False
+        self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
 
     def run(self, args: tuple):
-        outs = self.program(self.arrays(args))
+        if self._cupy_device is not None:
+            outs = self.program.run_checked(self.arrays(args), self._cupy_device)
+        else:
+            outs = self.program(self.arrays(args))
         if self._torch_cpu:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]

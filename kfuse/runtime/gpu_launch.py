@@ -187,6 +187,14 @@ class GpuProgram:
                 results = self._run(cupy, arrs, dev, outs.empty)
             return [outs.result(r, o.dtype) for r, o in zip(results, self.plan.graph.outputs)]
 
+    def run_checked(self, arrays, dev: int) -> list:
+        """``self(arrays)`` for CuPy arrays on device ``dev`` whose dtypes and shapes the caller
+        has checked already (kfuse.jit's dispatch key holds them): the hot path of a cached call."""
+        import cupy
+        if self._bf16_out or dev != cupy.cuda.runtime.getDevice():
+            return self(arrays)
+        return self._run(cupy, arrays, dev, interop.cupy_empty)
+
     def _run(self, cupy, arrs, dev, empty) -> list:
         """Run the groups in order; ``empty(shape, dtype)`` allocates the kernels' outputs."""
         graph = self.plan.graph
