@@ -10,6 +10,8 @@ from .cuda_shapes import SPLIT_SLOT
 
 
 class AccEmitter:
+    """Accumulator code for ``codegen.cuda._Gen`` (which sets ``self.v`` and ``self.dt``)."""
+
     def acc_types(self, a: K.Acc):
         if a.kind in ("argmax", "argmin"):
             return f"KfArg<{ctype(a.acc_dtype)}>"
@@ -86,7 +88,6 @@ class AccEmitter:
         else:
             out.append(f"const {ctype(a.dtype)} {a.dst} = {cast_expr(f'A{a.dst}', a.acc_dtype, a.dtype)};")
         return out
-
 
     def partial(self, ph: K.Phase, k: int, chunk: str, const: bool = False) -> str:
         """Two-stage reductions: accumulator ``k`` of ``ph`` for chunk ``chunk`` of the row, in the
