@@ -130,7 +130,7 @@ def _torch_rows(row, cases) -> list:
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         fn(*targs)
-        row(f"kfuse.jit P6 tiny on torch tensors, torch side stream", us(lambda: fn(*targs)))
+        row("kfuse.jit P6 tiny on torch tensors, torch side stream", us(lambda: fn(*targs)))
         row("torch: interop.launch_stream, torch side stream", us(lambda: interop.launch_stream(0)))
     return targs
 

@@ -57,23 +57,11 @@ def _plain_loads(src: str) -> str:
     return src.replace('extern "C"', PLAIN_LOAD + 'extern "C"', 1)
 
 
-def _reciprocal_multiply(src: str) -> str:
-    """float32 x / c as x * (float)(1/c), one FMUL (not NumPy-exact: timing only), instead of
-    the correctly rounded float64 product with its two conversions."""
-    return re.sub(r"\(float\)\(\(double\)(\w+) \* ([0-9a-fx.p+-]+)\)", r"(\1 * (float)\2)", src)
-
-
 # name -> (tile or None, source -> source): the heuristic's kernel with its CUDA C patched
-SOURCES = {   # (H200 12:03, tile_probe_1203.md: ld.global loads 0.4430, x * (1/c) 0.4418, heuristic 0.4414)
+SOURCES = {   # (H200 12:03, tile_probe_1203.md: at 1 unit, ld.global loads 0.4430, x / c as x * (1/c) in
+              # float32 0.4418, heuristic 0.4414)
     "2 units, ld.global loads (not .nc)": (TileConfig.make("elementwise", block=128, ept=2), _plain_loads),
 }
-
-
-def _exact_one_unit(launcher, v, grid):
-    """``_covers`` that also lets a 1-unit-a-thread grid run the exact kernel (no loop, no guard),
-    which the runtime keeps to 2+ units a thread."""
-    g = rc.cuda_tiles.geometry(launcher, 1)
-    return v.mode == "elementwise" and g.units % v.vec == 0 and grid * v.block * v.ept == g.units // v.vec
 
 
 def probe(name, rows):
@@ -89,9 +77,7 @@ def probe(name, rows):
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
         if isinstance(tile, TileConfig):
             prog.set_tile(plan.groups[0].id, tile)
-        covers, ew, emit = rc._Launcher._covers, rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel
-        if tname.endswith(", exact"):
-            rc._Launcher._covers = _exact_one_unit
+        ew, emit = rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel
         if callable(tile):
             rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, _f=tile: _f(*ew(self, ins, outs, big, sm), sm)
         if patch is not None:
@@ -99,7 +85,7 @@ def probe(name, rows):
         try:
             prog(args)
         finally:
-            rc._Launcher._covers, rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel = covers, ew, emit
+            rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel = ew, emit
         progs[tname] = prog
     ref = progs["heuristic"](args)
     ev = timing.EventAPI.cupy()

@@ -192,9 +192,9 @@ class JitFunction:
         # device arrays only: later calls with this key (argument types are in it) pass them to
         # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
         # each one's dtype, shape, strides and device, so the program need not check them again
-        kinds = [_array_kind(values[n]) for n in dynamic]
-        entry._device_arrays_only = backend != "cpu" and all(k in ("cupy", "torch") for k in kinds)
-        if backend != "cpu" and kinds and all(k == "cupy" for k in kinds):
+        arg_kinds = [_array_kind(values[n]) for n in dynamic]
+        entry._device_arrays_only = backend != "cpu" and all(k in ("cupy", "torch") for k in arg_kinds)
+        if backend != "cpu" and arg_kinds and all(k == "cupy" for k in arg_kinds):
             devices = {values[n].data.device_id for n in dynamic}
             entry._cupy_device = devices.pop() if len(devices) == 1 else None   # several: the program says so
         mode = self.options.autotune or _config.get().autotune
