@@ -3,7 +3,8 @@
 # in PROBES (p3, p1: benchmarks/row_probe.py, the generated kernel beside its variants and
 # torch.compile; tiles: benchmarks/tile_probe.py, P6 and P1 under several launch shapes;
 # dispatch: benchmarks/dispatch_probe.py, the host time of a cached call piece by piece;
-# reduce: benchmarks/reduce_probe.py, long reductions over few rows), the
+# reduce: benchmarks/reduce_probe.py, long reductions over few rows; gap: triton_gap_probe.py,
+# kernel durations and launch gaps beside torch.compile's kernel under CUPTI), the
 # suite's P1/P3/P6 against torch.compile REPEAT times, then the whole public suite FULL
 # times (the first updates RESULTS.md). Usage on the lent machine (repo root, .whl carried):
 #   PROBES='p3 tiles' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh   (results under $OUT; ~8 min, H200)
@@ -24,12 +25,14 @@ for p in ${PROBES-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kerne
            f="$OUT/x/dispatch_probe.md" ;;
     reduce) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/reduce_probe.py" > probe_$p.log 2>&1)
            f="$OUT/x/reduce_probe.md" ;;
+    gap) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/triton_gap_probe.py" ${TILE_WORKLOADS:-P6 P1} > probe_$p.log 2>&1)
+           f="$OUT/x/triton_gap_*.md" ;;
     tiles) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/tile_probe.py" ${TILE_WORKLOADS:-P6 P1} > probe_$p.log 2>&1)
            f="$OUT/x/tile_probe.md" ;;
     *) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" $([ $p = p1 ] && echo --p1) > probe_$p.log 2>&1)
        f="$OUT/x/probe_$p.md" ;;
   esac
-  cat "$f" >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe_$p.log" >> "$OUT/log.txt"
+  cat $f >> "$OUT/log.txt" 2>/dev/null || tail -5 "$OUT/x/probe_$p.log" >> "$OUT/log.txt"
 done
 for i in $(seq 1 "${REPEAT:-2}"); do
   step "subset $i"

@@ -21,6 +21,7 @@ from handplan import plan_for  # noqa: E402
 from kfuse.autotune.space import TileConfig  # noqa: E402
 from kfuse.bench import timing, workloads  # noqa: E402
 from kfuse.runtime import cuda as rc  # noqa: E402
+from kfuse.runtime import interop  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 
 TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
@@ -30,6 +31,10 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "256 threads, 2 units": TileConfig.make("elementwise", block=256, ept=2),
     "128 threads, 4 units": TileConfig.make("elementwise", block=128, ept=4),
     "256 threads, 1 unit": TileConfig.make("elementwise", block=256, ept=1),
+    "256 threads, 8-byte units (Triton's P6 pick, 14:30)": TileConfig.make("elementwise", block=256, ept=1, vec=2),
+    "128 threads, 8-byte units": TileConfig.make("elementwise", block=128, ept=1, vec=2),
+    "256 threads, 2 8-byte units": TileConfig.make("elementwise", block=256, ept=2, vec=2),
+    "512 threads, 8-byte units": TileConfig.make("elementwise", block=512, ept=1, vec=2),
 }
 # 2 units with every unit's loads first (emitter, 12:21): P6 0.4431 vs 0.4464 before, still behind
 # 1 unit (0.4413); loads input by input and stores output by output as Triton's: 0.4442 (12:25,
@@ -40,6 +45,8 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
 # name -> (variant, grid, sm) -> (variant, grid): shapes no tile names (patched into the heuristic)
 PATCHES = {
     "evict-first loads and stores": lambda v, g, sm: (dataclasses.replace(v, stream=True), g),
+    "persistent: 10 blocks an SM (all resident), grid-stride": lambda v, g, sm: (v, 10 * sm),
+    "persistent: 20 blocks an SM, grid-stride": lambda v, g, sm: (v, 20 * sm),
 }
 PLAIN_LOAD = r"""
 template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldplain(const T* p) {
@@ -57,11 +64,94 @@ def _plain_loads(src: str) -> str:
     return src.replace('extern "C"', PLAIN_LOAD + 'extern "C"', 1)
 
 
+INEXACT = r"""
+__device__ __forceinline__ float kf_divfull(float a, float b) { float q; asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; }
+"""
+
+
+def _inexact_math(src: str) -> str:
+    """Triton's arithmetic for P6 (its SASS: no FCHK, no F2F/DMUL): x / c as x * float(1/c) and
+    a / b as div.full.f32 (2 ulp) instead of NumPy's correctly rounded division. Timing only."""
+    src = re.sub(r"\(float\)\(\(double\)(v\d+) \* (0x[0-9a-fp.+-]+)\)", r"(\1 * (float)\2)", src)
+    src = re.sub(r"\((v\d+) / (v\d+)\)", r"kf_divfull(\1, \2)", src)
+    return src.replace('extern "C"', INEXACT + 'extern "C"', 1)
+
+
+def _no_strides(src: str) -> str:
+    """The signature without the stride parameters a contiguous kernel never reads (they are the
+    last ones here; the driver ignores the launch's surplus arguments): does a smaller parameter
+    block shorten the launch?"""
+    return re.sub(r",\n    i64 st_(in|out)\d+_\d+", "", src)
+
+
+def _cap_blocks(kib):
+    """A static shared-memory pad of ``kib`` KiB (kept by a store no thread makes: s0_ is never -7), so fewer
+    blocks fit an SM (228 KiB of shared memory): is fewer blocks in flight better?"""
+    pad = (f"__shared__ volatile char kf_pad_[{kib * 1024}]; if (s0_ == -7) kf_pad_[threadIdx.x] = 1;")
+    return lambda src: src.replace("typedef int IDX;", "typedef int IDX;\n  " + pad, 1)
+
+
 # name -> (tile or None, source -> source): the heuristic's kernel with its CUDA C patched
 SOURCES = {   # (H200 12:03, tile_probe_1203.md: at 1 unit, ld.global loads 0.4430, x / c as x * (1/c) in
               # float32 0.4418, heuristic 0.4414)
     "2 units, ld.global loads (not .nc)": (TileConfig.make("elementwise", block=128, ept=2), _plain_loads),
+    "1 unit, inexact math as Triton's": (None, _inexact_math),
+    "no stride parameters": (None, _no_strides),
+    # (H200 14:36: 9, 8, 6, 4 blocks an SM: 0.4553, 0.4550, 0.4587, 0.4950 against 0.4415)
+    "at most 8 blocks an SM (27 KiB pad)": (None, _cap_blocks(27)),
+    "2 units, inexact math as Triton's": (TileConfig.make("elementwise", block=128, ept=2), _inexact_math),
 }
+
+
+# name -> bytes: the heuristic's outputs placed that far into a larger CuPy allocation
+# (H200 14:21: 4 KiB, 64 KiB, 1 MiB, 2 MiB - 4 KiB all 0.4410-0.4411 against 0.4414 at none)
+OUT_OFFSETS = {"outputs 4 KiB into their allocation": 4096}
+
+
+def _offset_empty(off):
+    def empty(shape, dtype):
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape))
+        return cp.empty(n + off // dtype.itemsize, dtype)[off // dtype.itemsize:].reshape(shape)
+    return empty
+
+
+def _triton_raw(tc_outs, args):
+    """torch.compile's elementwise kernel (its cubin from Inductor's cache, 7 tensors + n + two
+    scratch pointers, XBLOCK 1024 over 4 warps) as a CuPy launch: ``call(ins)`` allocating its
+    outputs with cupy.empty, the input order found by matching torch.compile's outputs bit for bit."""
+    import glob
+    import itertools
+    cubins = sorted(glob.glob("/tmp/torchinductor_*/**/triton_poi_fused_*sqrt*.cubin", recursive=True))
+    if not cubins:
+        return None
+    fname = os.path.basename(cubins[0])[:-6]
+    fn = cp.RawModule(path=cubins[0]).get_function(fname)
+    n = args[0].size
+    launch = lambda ins, outs: fn((n // 1024,), (128,), (*ins, *outs, np.int32(n), np.uint64(0), np.uint64(0)))
+    want = [cp.from_dlpack(t) for t in tc_outs]
+    for order in itertools.permutations(range(len(args))):
+        outs = [cp.empty_like(args[0]) for _ in want]
+        launch([args[i] for i in order], outs)
+        got = [next((k for k, o in enumerate(outs) if bool(cp.array_equal(o, w))), None) for w in want]
+        if None not in got:
+            def call(ins, _o=order, _g=got):
+                outs = [cp.empty_like(ins[0]) for _ in _g]
+                launch([ins[i] for i in _o], outs)
+                return [outs[k] for k in _g]
+            return call
+    return None
+
+
+def _kfuse_raw(prog):
+    """The program's (single) kernel as a bare CuPy launch with cupy.empty outputs."""
+    (_, func, grid, block, tail, _), = prog.launchers[0]._variants.values()
+
+    def call(ins):
+        outs = [cp.empty_like(ins[0]) for _ in range(3)]
+        func(grid, block, (*outs, *ins, *tail))
+        return outs
+    return call
 
 
 def probe(name, rows):
@@ -91,13 +181,30 @@ def probe(name, rows):
     ev = timing.EventAPI.cupy()
     tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
     tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
-    res = {k: [] for k in list(progs) + ["heuristic, on torch tensors", "torch.compile"]}
+    res = {k: [] for k in list(progs) + list(OUT_OFFSETS) + ["heuristic, on torch tensors", "torch.compile"]}
+    raws = {}
+    if name == "P6":
+        tc(*tsets[0])
+        raws = {"kfuse's kernel, bare CuPy launch": _kfuse_raw(progs["heuristic"]),
+                "Triton's kernel, bare CuPy launch": _triton_raw(tc(*tsets[0]), args)}
+        raws = {k: v for k, v in raws.items() if v is not None}
+        res.update({k: [] for k in raws})
+    plain_empty = interop.cupy_empty
     with torch.no_grad():
         for _ in range(5):
             for tname, prog in progs.items():
                 res[tname].append(timing.time_events(lambda k: prog(sets[k % 2]), ev, budget_s=0.4).median_ms)
+            for oname, off in OUT_OFFSETS.items():
+                interop.cupy_empty = _offset_empty(off)
+                try:
+                    res[oname].append(timing.time_events(lambda k: progs["heuristic"](sets[k % 2]), ev,
+                                                         budget_s=0.4).median_ms)
+                finally:
+                    interop.cupy_empty = plain_empty
             res["heuristic, on torch tensors"].append(   # outputs from torch's caching allocator
                 timing.time_events(lambda k: progs["heuristic"](tsets[k % 2]), ev, budget_s=0.4).median_ms)
+            for rname, raw in raws.items():
+                res[rname].append(timing.time_events(lambda k: raw(sets[k % 2]), ev, budget_s=0.4).median_ms)
             res["torch.compile"].append(timing.time_events(lambda k: tc(*tsets[k % 2]), ev, budget_s=0.4).median_ms)
     for tname, ts in res.items():
         row = {"workload": name, "tile": tname, "ms": float(np.median(ts)), "spread": (min(ts), max(ts))}

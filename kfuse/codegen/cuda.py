@@ -2,7 +2,9 @@
 
 Kernel parameters, in order: output pointers, input pointers, the KernelIR's int64 size
 parameters, then the strides (in elements) of every input buffer dim, then of every output dim,
-then the 32-bit index divisors, and for two-stage reductions the workspace.
+then the 32-bit index divisors, and for two-stage reductions the workspace. Of the scalars a kernel
+declares only those its body reads (``CudaKernel.scalars``; a contiguous kernel reads no stride):
+a smaller parameter block is a shorter launch, on the host and on the device.
 No extent, stride or shape is embedded, so a new size reuses the compiled module.
 
 A :class:`Variant` picks the code shape for a call (chosen on the host from the run-time strides):
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 
@@ -69,6 +72,17 @@ class CudaKernel:
     # index divisors the host passes as (multiplier, shift) pairs after the strides, in order:
     # (domain dim, vector width): divide by extent(dim) // width (runtime.cuda.fast_divisor)
     divisors: tuple = ()
+    # which of the conventional scalar parameters (sizes, input strides, output strides, divisor
+    # pairs: _Gen.scalar_params) the kernel declares, a bool each in that order; () = all
+    scalars: tuple = ()
+
+    def keep_scalars(self, values: list) -> list:
+        """``values`` (every conventional scalar, in order) cut to the ones this kernel takes."""
+        if not self.scalars:
+            return values
+        if len(values) != len(self.scalars):
+            raise CompileError(f"kfuse: {self.name} takes {len(self.scalars)} scalar slots, got {len(values)}")
+        return [x for x, keep in zip(values, self.scalars) if keep]
 
 
 # ----------------------------------------------------------------------------- kernel shapes
@@ -80,6 +94,7 @@ class _Gen(AccEmitter):
         self.consts = {}                # var -> constant value
         self.name = f"kfuse_{kir.name}_{variant.tag}"
         self.divisors: list = []        # (dim, vec) of each fast division (CudaKernel.divisors)
+        self.scalars: tuple = ()        # the scalar parameters the body reads (CudaKernel.scalars)
         # the vector loop variable: with vec > 1 the runtime launches only where every access
         # along it has unit stride (runtime.cuda._vector_aligned), so its stride is left out of
         # the index math (a constant offset a register tile, as in a contiguous kernel)
@@ -87,14 +102,20 @@ class _Gen(AccEmitter):
         self.unit_var = va[0] if va else None
 
     # -- signature
+    def scalar_params(self) -> list[tuple[str, str]]:
+        """Every conventional scalar parameter as (C type, name), in launch order."""
+        kir = self.kir
+        ps = [("i64", f"{s.name}_") for s in kir.sizes]
+        ps += [("i64", f"st_in{k}_{d}") for k, b in enumerate(kir.inputs) for d in range(b.ndim)]
+        ps += [("i64", f"st_out{k}_{d}") for k, b in enumerate(kir.outputs) for d in range(b.ndim)]
+        ps += [("unsigned", f"dv{k}_{p}") for k in range(len(self.divisors)) for p in ("m", "s")]
+        return ps
+
     def signature(self) -> str:
         kir = self.kir
         ps = [f"{_STYPE[b.dtype]}* __restrict__ out{k}" for k, b in enumerate(kir.outputs)]
         ps += [f"const {_STYPE[b.dtype]}* __restrict__ in{k}" for k, b in enumerate(kir.inputs)]
-        ps += [f"i64 {s.name}_" for s in kir.sizes]
-        ps += [f"i64 st_in{k}_{d}" for k, b in enumerate(kir.inputs) for d in range(b.ndim)]
-        ps += [f"i64 st_out{k}_{d}" for k, b in enumerate(kir.outputs) for d in range(b.ndim)]
-        ps += [f"unsigned dv{k}_{p}" for k in range(len(self.divisors)) for p in ("m", "s")]
+        ps += [f"{t} {n}" for (t, n), keep in zip(self.scalar_params(), self.scalars) if keep]
         ps += ["unsigned char* __restrict__ ws_"] if self.v.split else []     # two-stage: the chunks' accumulators
         bounds = f"{self.v.block}, {self.v.min_blocks}" if self.v.min_blocks else f"{self.v.block}"
         return (f'extern "C" __global__ void __launch_bounds__({bounds}) {self.name}(\n    '
@@ -507,6 +528,13 @@ class _Gen(AccEmitter):
         return dataclasses.replace(ph, accs=accs)
 
     def wrap(self, body: list[str]) -> str:
+        """The kernel: its signature (the scalars ``body`` reads) and ``body``, less the setup
+        lines of sizes nothing reads."""
+        setup = {f"const IDX {s.name} = (IDX){s.name}_;": s.name for s in self.kir.sizes}
+        used = set(re.findall(r"\w+", "\n".join(b for b in body if b not in setup)))
+        body = [b for b in body if b not in setup or setup[b] in used]
+        param_of = {f"{s.name}_": s.name for s in self.kir.sizes}    # a size's parameter -> its variable
+        self.scalars = tuple(param_of.get(n, n) in used for _, n in self.scalar_params())
         return (f"// kfuse kernel {self.kir.name} [{self.kir.kind}] variant {self.v}\n"
                 + self.signature() + "\n{\n" + "\n".join("  " + b for b in body) + "\n}\n")
 
@@ -526,7 +554,7 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
         code = g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
-    return CudaKernel(g.name, PRELUDE + "\n" + code, variant, tuple(g.divisors))
+    return CudaKernel(g.name, PRELUDE + "\n" + code, variant, tuple(g.divisors), g.scalars)
 
 
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:

@@ -155,6 +155,10 @@ class _Launcher(LauncherBase):
             f2(grid2, (128,), (*outs, *ins, *tail2, ws))
         return run
 
+    def tail(self, ins, outs, kernel) -> list:
+        """The scalars ``kernel`` declares (CudaKernel.scalars) of the conventional tail."""
+        return kernel.keep_scalars(super().tail(ins, outs, kernel))
+
     def extra_args(self, kernel) -> list:
         """The (multiplier, shift) pair of each of ``kernel``'s 32-bit index divisors."""
         out = []

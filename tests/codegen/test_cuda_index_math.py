@@ -42,6 +42,38 @@ def test_vector_accesses_leave_out_the_unit_inner_stride():
     assert "in0 + (i0 * (IDX)st_in0_0 + i1)" in row and "in1 + (i1)" in row and "st_in0_1" not in row.split("{", 1)[1]
 
 
+def _params(kernel):
+    """The parameter names of ``kernel``'s signature."""
+    decl = kernel.source.split(kernel.name + "(", 1)[1].split(")", 1)[0]
+    return [p.strip().split()[-1] for p in decl.split(",")]
+
+
+def test_kernels_declare_only_the_scalars_they_read():
+    """A contiguous kernel takes no stride (a 16-byte unit's offset is its index), a broadcast one
+    only the strides its index math multiplies by; CudaKernel.scalars marks the declared ones in
+    the conventional order, and keep_scalars cuts the launcher's full tail to them."""
+    kir = _kir(lambda p, g: (p - 0.1 * g, g * g), ("f32", (1 << 20,)), ("f32", (1 << 20,)))
+    k = cuda.emit_kernel(kir, cuda.Variant("elementwise", 4, False, 0, 128))
+    nvrtc.compile(k.source, "sm_90")
+    assert _params(k) == ["out0", "out1", "in0", "in1", "s0_"]
+    assert k.scalars == (True,) + (False,) * 4                    # s0_, 2 input and 2 output strides
+    assert k.keep_scalars([7, 1, 1, 1, 1]) == [7]
+    with pytest.raises(Exception, match="scalar slots"):
+        k.keep_scalars([7, 1])
+
+    scalar = cuda.emit_kernel(kir, cuda.Variant("elementwise", 1, False, 0, 128))
+    assert _params(scalar)[4:] == ["s0_", "st_in0_0", "st_in1_0", "st_out0_0", "st_out1_0"]
+    assert all(scalar.scalars)
+
+    kb = cuda.emit_kernel(_kir(lambda x, w: x * w + 1, ("f32", (64, 128)), ("f32", (128,))),
+                          cuda.Variant("elementwise", 4, False, 0, 128))
+    nvrtc.compile(kb.source, "sm_90")
+    names = _params(kb)
+    assert names[3:] == ["s0_", "s1_", "st_in0_0", "st_out0_0", "dv0_m", "dv0_s"]
+    # conventional order: s0_ s1_ | st_in0_0 st_in0_1 st_in1_0 | st_out0_0 st_out0_1 | dv0_m dv0_s
+    assert kb.keep_scalars(list(range(9))) == [0, 1, 2, 5, 7, 8]
+
+
 def test_float32_division_by_a_constant_goes_through_its_float64_reciprocal():
     kir = _kir(lambda x: (x / np.float32(0.6513215599), x / np.float32(0.0), x / np.float32(np.inf),
                           x / 4.0), ("f32", (256,)))
