@@ -88,6 +88,7 @@ def main() -> None:
     values = tuple(h.value for h in tail)
     row(f"P1: raw func launch, the {len(tail)} scalars as NumPy scalars", us(lambda: func(grid, block, (*outs, *ins, *values))))
     row("P1: launcher(ins, outs, props)", us(lambda: launcher(ins, outs, props)))
+    _driver_rows(row, func, grid, block, outs + ins, tail)
     row("P1: cupy.cuda.runtime.getDevice()", us(lambda: cp.cuda.runtime.getDevice()))
     row("P1: cupy.cuda.get_current_stream()", us(lambda: cp.cuda.get_current_stream()))
 
@@ -99,6 +100,37 @@ def main() -> None:
     out = os.environ.get("OUT", ".")
     with open(os.path.join(out, "dispatch_probe.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _driver_rows(row, func, grid, block, arrays, tail):
+    """The same launch through cuda.bindings' cuLaunchKernel, bypassing CuPy's argument
+    handling: the arrays' pointers written per call into a slot buffer whose scalar slots were
+    packed once, the kernelParams array of slot addresses made once."""
+    from cuda.bindings import driver
+    n = len(arrays) + len(tail)
+    slots = np.zeros(n, np.uint64)
+    for k, h in enumerate(tail):
+        slots[len(arrays) + k] = np.frombuffer(np.asarray(h.value).tobytes().ljust(8, b"\0"), np.uint64)[0]
+    params = (slots.ctypes.data + 8 * np.arange(n, dtype=np.uint64)).astype(np.uint64)
+    fn, stream = driver.CUfunction(func.ptr), driver.CUstream(cp.cuda.get_current_stream().ptr)
+    pp = params.ctypes.data
+    na = len(arrays)
+
+    def launch():
+        for k in range(na):
+            slots[k] = arrays[k].data.ptr
+        return driver.cuLaunchKernel(fn, grid[0], 1, 1, block[0], 1, 1, 0, stream, pp, 0)
+    err, = launch()
+    cp.cuda.Device().synchronize()
+    row(f"P1: cuLaunchKernel via cuda.bindings, pointers written per call ({err})", us(launch))
+    row("P1: cuLaunchKernel via cuda.bindings alone",
+        us(lambda: driver.cuLaunchKernel(fn, grid[0], 1, 1, block[0], 1, 1, 0, stream, pp, 0)))
+    f32 = np.dtype(np.float32)
+    row("cupy.empty((1024,), dtype('float32'))", us(lambda: cp.empty((1024,), f32)))
+    row("cupy.ndarray((1024,), dtype('float32'))", us(lambda: cp.ndarray((1024,), f32)))
+    row("cupy.ndarray((1024,), dtype('float32'), order='C')", us(lambda: cp.ndarray((1024,), f32, order="C")))
+    row("cupy.empty((1024,), dtype('float32')) again", us(lambda: cp.empty((1024,), f32)))
+    row("cupy.cuda.alloc(4096)", us(lambda: cp.cuda.alloc(4096)))
 
 
 def _profile(what: str, call, n: int) -> list[str]:

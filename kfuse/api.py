@@ -67,20 +67,48 @@ def _array_kind(a: Any) -> str | None:
 _UNCACHEABLE = object()  # an argument whose key can't be formed cheaply (lists, unknown types)
 
 
-def _arg_key(a: Any):
-    t = type(a)
-    if t is np.ndarray:
-        return (t, a.dtype, a.shape, a.strides)
-    if t is float or t is int or t is bool:
-        return t
-    kind = _array_kind(a)
-    if kind == "cupy":
-        return (t, a.dtype, a.shape, a.strides, a.data.device_id)
-    if kind == "torch":
-        return (t, a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device())
-    if isinstance(a, np.generic):
-        return (t, a.dtype)
+def _key_numpy(a):
+    return (np.ndarray, a.dtype, a.shape, a.strides)
+
+
+def _key_cupy(a):
+    return (type(a), a.dtype, a.shape, a.strides, a.data.device_id)
+
+
+def _key_torch(a):
+    if a.is_cuda:
+        return (type(a), a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device())
     return _UNCACHEABLE
+
+
+def _key_numpy_scalar(a):
+    return (type(a), a.dtype)
+
+
+def _key_uncacheable(a):
+    return _UNCACHEABLE
+
+
+@functools.cache
+def _keyer(t: type) -> Callable[[Any], Any]:
+    """The dispatch-key function for arguments of type ``t`` (decided once per type: the hot
+    path then costs one cached lookup and the attribute reads)."""
+    if t is np.ndarray:
+        return _key_numpy
+    if t is float or t is int or t is bool:
+        return type
+    mod = t.__module__
+    if mod.startswith("cupy"):
+        return _key_cupy
+    if mod.startswith("torch") and hasattr(t, "is_cuda"):
+        return _key_torch
+    if issubclass(t, np.generic):
+        return _key_numpy_scalar
+    return _key_uncacheable
+
+
+def _arg_key(a: Any):
+    return _keyer(type(a))(a)
 
 
 class JitFunction:
@@ -162,7 +190,7 @@ class JitFunction:
         """The dispatch key: static arguments by value, the rest by ``_arg_key``."""
         static = self._static
         if not static:
-            return tuple(map(_arg_key, args))
+            return tuple([_keyer(type(a))(a) for a in args])
         return tuple(a if n in static else _arg_key(a) for n, a in zip(self._params, args))
 
     def _build(self, args: tuple) -> "_Entry":

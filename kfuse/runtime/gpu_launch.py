@@ -58,7 +58,7 @@ class LauncherBase:
         """``(info, func, grid, block, tail, finish)`` for this stride/alignment pattern, memoised;
         ``tail`` is the scalar arguments, passed by reference (:func:`scalar_args`); ``finish``
         see :meth:`_finish`."""
-        key = tuple((a.strides, a.data.ptr % 16) for a in ins) + tuple(a.strides for a in outs)
+        key = (*[(a.strides, a.data.ptr % 16) for a in ins], *[a.strides for a in outs])
         hit = self._variants.get(key)
         if hit is None:
             info, func, grid, block = self._build(ins, outs, props)

@@ -27,6 +27,7 @@ from ..errors import DeviceError, UnsupportedError
 from ..ir.dtypes import BF16
 
 
+@functools.cache
 def storage_dtype(dt) -> np.dtype:
     """The CuPy dtype holding a ``dt`` array on the device: uint16 for bfloat16 (CuPy has none)."""
     return np.dtype(np.uint16) if dt == BF16 else np.dtype(dt)
@@ -35,7 +36,7 @@ def storage_dtype(dt) -> np.dtype:
 def cupy_empty(shape, dtype):
     """A kernel output for a CuPy caller (a bfloat16 intermediate as its uint16 bits)."""
     import cupy
-    return cupy.empty(shape, storage_dtype(dtype))
+    return cupy.ndarray(shape, storage_dtype(dtype))    # = cupy.empty, without its order keyword (0.5 µs)
 
 
 def refuse_bf16_results_for_cupy(outputs) -> None:
