@@ -21,7 +21,7 @@ from ..codegen import nvrtc
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import DeviceError
 from . import cuda_tiles
-from .gpu_launch import GpuProgram, LauncherBase, scalar_args
+from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
 # Process-wide memo of compiled and loaded code: (source, arch) -> CompiledCuda and
 # (device, source) -> cupy Function. Caches only: dropping them changes nothing but speed.
@@ -96,16 +96,6 @@ def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
         f = (mod, mod.get_function(kernel.name))
         _LOADED[key] = f
     return f[1]
-
-
-def fast_divisor(d: int) -> tuple[int, int]:
-    """``(m, s)`` such that ``r // d == (((r * m) >> 32) + r) >> s`` for ``0 <= r < 2**31``
-    (the kernels' ``kf_udiv``; Granlund-Montgomery round-up, as PyTorch's IntDivider)."""
-    d = max(1, int(d))
-    if d >= 2 ** 31:
-        raise ValueError(f"kfuse: 32-bit index divisor {d} out of range")
-    s = (d - 1).bit_length()
-    return ((1 << 32) * ((1 << s) - d)) // d + 1, s
 
 
 def _max_offset(arr) -> int:

@@ -98,6 +98,16 @@ class LauncherBase:
             finish(func, grid, block, tail, ins, outs)
 
 
+def fast_divisor(d: int) -> tuple[int, int]:
+    """``(m, s)`` such that ``r // d == (((r * m) >> 32) + r) >> s`` for ``0 <= r < 2**31``
+    (the kernels' ``kf_udiv``; Granlund-Montgomery round-up, as PyTorch's IntDivider)."""
+    d = max(1, int(d))
+    if d >= 2 ** 31:
+        raise ValueError(f"kfuse: 32-bit index divisor {d} out of range")
+    s = (d - 1).bit_length()
+    return ((1 << 32) * ((1 << s) - d)) // d + 1, s
+
+
 def scalar_args(values) -> tuple:
     """A kernel's scalar arguments (NumPy scalars) as CuPy ``CPointer``s into one host buffer
     made once per launch variant: CuPy passes a ``CPointer`` as it is, where it converts each

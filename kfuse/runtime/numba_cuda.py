@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from ..codegen import numba_cuda as nc
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import UnsupportedError
 from . import device as devmod
-from .gpu_launch import GpuProgram, LauncherBase
+from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
 COMPILE_SECONDS: dict = {}  # source -> seconds spent in compile_ptx (for benchmarks)
@@ -86,7 +88,14 @@ class _Launcher(LauncherBase):
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         ilp = 4 if total >= 4 * 256 * sm else 1
         grid = max(1, min(-(-total // 256), sm * 8))
-        return nc.NVariant("elementwise", ilp, 0, 256), grid
+        fastdiv = len(dims) > 1 and total < 2 ** 31
+        return nc.NVariant("elementwise", ilp, 0, 256, fastdiv=fastdiv), grid
+
+    def extra_args(self, variant) -> list:
+        """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by."""
+        if not variant.fastdiv:
+            return []
+        return [np.uint32(x) for d in nc.fast_div_dims(self.kir) for x in fast_divisor(self.extent(d))]
 
     def _reduce(self, ins, sm):
         kir = self.kir

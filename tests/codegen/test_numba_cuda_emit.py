@@ -76,6 +76,31 @@ def test_source_is_valid_python_and_size_free():
     assert a == b                                   # a new size reuses the compiled kernel
 
 
+def test_fastdiv_unravels_by_multiply_high():
+    """A multi-dim elementwise kernel under 2^31 elements divides by multiply-high with host
+    divisors (two int32 parameters a divided dim, after the strides): no remainder and one
+    division (the grid-stride loop's trip count) left in its PTX, where the plain variant
+    divides and takes a remainder per element; the launcher passes the pairs."""
+    kir = _kir("gelu")
+    fast = nc.default_variant(kir)
+    assert fast.fastdiv and fast.tag.endswith("f") and nc.fast_div_dims(kir) == [1]
+    src = nc.emit(kir, fast)
+    assert "dv1_m, dv1_s)" in src and "ld.umulhi(" in src and " % " not in src.split("def kfuse_kernel")[1]
+    ptx = nc.compile_ptx(src)
+    def count(pattern, text):
+        return len(re.findall(pattern, text))
+    assert count(r"mul\.hi\.u32", ptx) >= 5 and count(r"\brem\.[su]64", ptx) == 0
+    assert count(r"\bdiv\.[su]64", ptx) == 1
+    plain = nc.compile_ptx(nc.emit(kir, nc.NVariant("elementwise", 4, 0, 256)))
+    assert count(r"\brem\.[su]64", plain) >= 5 and count(r"\bdiv\.[su]64", plain) >= 5
+
+    from kfuse.runtime.gpu_launch import fast_divisor
+    from kfuse.runtime.numba_cuda import _Launcher
+    launcher = _Launcher(None, kir, "sm_90", None)
+    assert launcher.extra_args(fast) == [np.uint32(x) for x in fast_divisor(128)]
+    assert launcher.extra_args(nc.NVariant("elementwise", 4, 0, 256)) == []
+
+
 def test_reduction_shapes():
     src = nc.emit(_kir("softmax"))
     assert "cuda.shfl_xor_sync" in src and "cuda.syncthreads()" in src and "cuda.shared.array" in src
