@@ -546,16 +546,25 @@ class _Emitter:
 
     def lane_reduce(self, ph, d: int, tag: int) -> list[str]:
         """The phase as LANES interleaved partial sums a loop trip, a remainder loop into lane 0,
-        and a pairwise tree over the lanes; then the accumulators' results."""
-        if self.staged(ph):
-            return self.staged_lane_reduce(ph, d, tag)
+        and a pairwise tree over the lanes; then the accumulators' results. A staged phase
+        (:meth:`staged`) first computes every summand into a scratch row per sum, in a plain loop
+        LLVM vectorises, and the lanes add the scratch up: the same sums, bit for bit. The scratch
+        is the whole row: blocking it kept the summand loop from running as fast (P2 23 vs 18 ms
+        at 256..4096-element blocks), and NumPy's own temporaries are as big."""
         n, ext = LANES, self.kir.domain[d]
-        body = [self.stmt(s) for s in ph.body]
+        lines = [f"acc_{a.dst}_{k} = {_literal(a.init, a.acc_dtype)}" for a in ph.accs for k in range(n)]
+        if self.staged(ph):
+            lines += [f"sb_{a.dst} = np.empty({ext}, np.{_vt(a.src_dtype)})" for a in ph.accs]
+            lines.append(f"for i{d} in range({ext}):")
+            lines += ["    " + self.stmt(s) for s in ph.body]
+            lines += [f"    sb_{a.dst}[i{d}] = {a.src}" for a in ph.accs]
+            body, summand = [], (lambda a: f"sb_{a.dst}[i{d}]")
+        else:
+            body, summand = [self.stmt(s) for s in ph.body], (lambda a: a.src)
 
         def step(k):        # the loop body, then each sum's lane k
-            return ["    " + x for x in body] + [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}({a.src})"
+            return ["    " + x for x in body] + [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}({summand(a)})"
                                                   for a in ph.accs]
-        lines = [f"acc_{a.dst}_{k} = {_literal(a.init, a.acc_dtype)}" for a in ph.accs for k in range(n)]
         lines.append(f"nl{tag}_ = ({ext}) - ({ext}) % {n}")
         lines.append(f"for i{d}b_ in range(0, nl{tag}_, {n}):")
         for k in range(n):
@@ -563,32 +572,6 @@ class _Emitter:
             lines += step(k)
         lines.append(f"for i{d} in range(nl{tag}_, {ext}):")
         lines += step(0)
-        for a in ph.accs:
-            terms = [f"acc_{a.dst}_{k}" for k in range(n)]
-            while len(terms) > 1:
-                terms = [f"({x} + {y})" for x, y in zip(terms[::2], terms[1::2])]
-            lines.append(f"acc_{a.dst} = {terms[0]}")
-            lines += self.acc_lines(a, "result")
-        return lines
-
-    def staged_lane_reduce(self, ph, d: int, tag: int) -> list[str]:
-        """lane_reduce in two loops: the first computes every summand into a scratch row per sum
-        (in the summand's type; LLVM vectorises it), the second adds the scratch row up in LANES
-        partial sums and a remainder into lane 0, so the sums are bit-identical to lane_reduce's.
-        The scratch is the whole row: blocking it kept the summand loop from running as fast
-        (P2 23 vs 18 ms at 256..4096-element blocks), and NumPy's own temporaries are as big."""
-        n, ext = LANES, self.kir.domain[d]
-        lines = [f"acc_{a.dst}_{k} = {_literal(a.init, a.acc_dtype)}" for a in ph.accs for k in range(n)]
-        lines += [f"sb_{a.dst} = np.empty({ext}, np.{_vt(a.src_dtype)})" for a in ph.accs]
-        lines.append(f"for i{d} in range({ext}):")
-        lines += ["    " + self.stmt(s) for s in ph.body]
-        lines += [f"    sb_{a.dst}[i{d}] = {a.src}" for a in ph.accs]
-        lines.append(f"nl{tag}_ = ({ext}) - ({ext}) % {n}")
-        lines.append(f"for i{d}b_ in range(0, nl{tag}_, {n}):")
-        lines += [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}(sb_{a.dst}[i{d}b_ + {k}])"
-                  for k in range(n) for a in ph.accs]
-        lines.append(f"for i{d} in range(nl{tag}_, {ext}):")
-        lines += [f"    acc_{a.dst}_0 += np.{_vt(a.acc_dtype)}(sb_{a.dst}[i{d}])" for a in ph.accs]
         for a in ph.accs:
             terms = [f"acc_{a.dst}_{k}" for k in range(n)]
             while len(terms) > 1:
