@@ -285,3 +285,50 @@ def test_staged_exp_tanh_sums_bit_identical(n, monkeypatch):
     for g, w, r in zip(got, want, ref):
         assert_matches_numpy(g, w, reductions=True)
         np.testing.assert_array_equal(g, r)
+
+
+@pytest.mark.parametrize("n", [7, 8, 9, 17, 1000])
+def test_staged_summands_reused_bit_identical(n, monkeypatch):
+    """A later loop over the row that computes a staged summand again (softmax's exp(x - max) in
+    the output loop) reads it from the scratch row (codegen.cpu _Emitter.reused): same results as
+    NumPy on rows with +inf, NaN, -inf, overflow and underflow, bit-identical to recomputing it, and
+    only the values the row holds are read back (exp(x - sum) is still computed)."""
+    import re
+
+    import kfuse
+    from kfuse.codegen import cpu as cpu_emit
+
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((7, n)) * 4).astype(np.float32)
+    x[1, 0] = np.inf
+    x[2, n // 2] = np.nan
+    x[3, :] = -np.inf
+    x[4, -1] = np.float32(100.0)          # exp(x) overflows to inf
+    x[5, :] = np.float32(-90.0)           # exp(x) is subnormal
+    x[5, 0] = np.float32(-120.0)          # ... or 0
+
+    def f(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        s = e.sum(axis=1, keepdims=True)
+        e2 = np.exp(x)
+        t = np.tanh(x)
+        return (e / s, np.exp(x - s), e2 / e2.sum(axis=1, keepdims=True),
+                t * t.sum(axis=-1, keepdims=True))
+    with np.errstate(all="ignore"):
+        want = f(x)
+        reusing = kfuse.jit(f, backend="cpu")
+        got = reusing(x)
+        text = reusing.lower(x).as_text("cpu")
+        monkeypatch.setattr(cpu_emit._Emitter, "reused", lambda self, st, inner, keys: None)
+        plain = kfuse.jit(f, backend="cpu")
+        ref = plain(x)
+        plain_text = plain.lower(x).as_text("cpu")
+    for g, w, r in zip(got, want, ref):
+        assert_matches_numpy(g, w, reductions=True)
+        np.testing.assert_array_equal(g, r)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(r))
+    # exp(x - max), exp(x) and tanh(x) are read back in the output loops, exp(x - s) is not
+    assert len(re.findall(r"v\d+ = sb_v\d+\[i1\]\n", text)) == 3
+    assert not re.findall(r"v\d+ = sb_v\d+\[i1\]\n", plain_text)
+    assert (text.count("_expf(v"), text.count("_tanhf(v")) == (3, 1)
+    assert (plain_text.count("_expf(v"), plain_text.count("_tanhf(v")) == (5, 2)
