@@ -339,6 +339,7 @@ class _Gen:
                 if a.kind in ("argmax", "argmin"):
                     rb.append(f"P{a.dst} = np.int64(-1)")
             if kc:
+                rb += self.fill_slots(ph, inner, kc, cache, filled)
                 newly = set()
                 for k in range(kc):
                     self.sfx = f"_{k}"
@@ -380,6 +381,34 @@ class _Gen:
         rb.append("row_ += rstep_")
         L += ["    " + x for x in rb]
         return L
+
+    def fill_slots(self, ph, inner, kc: int, cache: dict, filled: set) -> list[str]:
+        """In a one-pass row reduction (one phase with accumulators: sums, norms, means of rows),
+        a phase reading one buffer: every register slot loaded back to back before any
+        arithmetic, a slot past the row's end reading the row's first element instead (its value
+        is never used), so no load sits behind a bounds branch the compiler does not hoist it
+        over. Adds what it loads to ``filled``. Not in multi-pass kernels: there the hoisted slots
+        cost registers (layernorm: 64 -> 84 a thread, one 512-thread block an SM instead of two:
+        P3 0.316 -> 0.453 ms on an H200)."""
+        if sum(1 for p in self.kir.phases if p.accs) != 1:
+            return []
+        fresh = {}
+        for s in ph.body:
+            if isinstance(s, K.Load) and (s.buf, s.index) not in filled:
+                fresh.setdefault((s.buf, s.index), s)
+        if len(fresh) != 1:
+            return []
+        lines = []
+        for k in range(kc):
+            self.sfx = f"_{k}"
+            j = self.n("j_")
+            lines += [f"{j} = tid_ + {k} * bdim_", f"{j} = {j} if {j} < row_len_ else 0 * {j}"]
+            self.decompose(j, inner, lines)
+            for key, s in fresh.items():
+                lines += [self.stmt(s), f"{cache[key]}{k} = {self.n(s.dst)}"]
+        self.sfx = ""
+        filled |= set(fresh)
+        return ["if row_len_ > 0:"] + ["    " + x for x in lines]
 
     def acc_init(self, a: K.Acc) -> str:
         vt = self.acc_vt(a)

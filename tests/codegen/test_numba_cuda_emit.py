@@ -101,6 +101,21 @@ def test_fastdiv_unravels_by_multiply_high():
     assert launcher.extra_args(nc.NVariant("elementwise", 4, 0, 256)) == []
 
 
+def test_one_pass_row_loads_issue_before_arithmetic():
+    """A one-pass row reduction (a norm) loads all its register slots back to back, ahead of the
+    first multiply (a slot past the row's end reads its first element); a multi-pass kernel
+    (softmax) keeps each slot's load in its bounds branch (hoisted there, they cost registers)."""
+    kir = lower_for_cuda(one_group_plan(trace(lambda x: np.sqrt(np.sum(x * x, axis=1)),
+                                              ("f32", (64, 4096)))).groups[0])
+    v = nc.default_variant(kir)
+    assert v.mode == "row" and v.cache_k > 1
+    src = nc.emit(kir, v)
+    assert "if row_len_ > 0:" in src and "j__0 = j__0 if j__0 < row_len_ else 0 * j__0" in src
+    ops = re.findall(r"^\s+(ld\.global\S*|mul\.f32)", nc.compile_ptx(src), re.M)
+    assert ops[:v.cache_k] == ["ld.global.f32"] * v.cache_k and "mul.f32" in ops
+    assert "if row_len_ > 0:" not in nc.emit(_kir("softmax"))
+
+
 def test_reduction_shapes():
     src = nc.emit(_kir("softmax"))
     assert "cuda.shfl_xor_sync" in src and "cuda.syncthreads()" in src and "cuda.shared.array" in src
