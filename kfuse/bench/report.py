@@ -16,6 +16,16 @@ import re
 KFUSE_PREFIX = "kfuse["
 
 
+def command_line(argv: list[str]) -> str:
+    """The suite's command as a user types it: ``kfuse bench ARGS`` whether it ran as the
+    ``kfuse bench`` subcommand (argv ``[kfuse, bench, ARGS...]``) or as ``python -m
+    kfuse.bench.cli`` (argv ``[cli.py, ARGS...]``)."""
+    args = list(argv[1:])
+    if args[:1] == ["bench"]:
+        args = args[1:]
+    return " ".join(["kfuse", "bench"] + args)
+
+
 def _f(x, fmt="{:.3g}", dash="–"):
     if isinstance(x, str):   # "inf" / "nan" from a reloaded JSON
         return x
@@ -189,7 +199,7 @@ def markdown(result: dict, plot_path: str | None = None, heading: str = "#") -> 
              f"- {_device_line(result)}", f"- Versions: {vers}",
              f"- Suite: {m['suite']} ({m['size']} sizes); wall time {m['wall_s']:.0f} s; "
              f"planner device `{m.get('planner_device')}`",
-             f"- Command: `{' '.join(['kfuse', 'bench'] + [a for a in m['argv'][1:]])}`", ""]
+             f"- Command: `{command_line(m['argv'])}`", ""]
     load, cores = m.get("loadavg_start"), m["device_info"].get("cores") or m["device_info"].get("host_cpu", {}).get("cores")
     if m["device"] == "cpu" and load and cores and load[0] > 0.5 * cores:   # the run itself adds ~1-2
         parts += [f"> **Busy machine:** the load average ({load[0]:.1f} at start) was above half the "

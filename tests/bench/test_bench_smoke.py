@@ -120,3 +120,10 @@ def test_relative_error_and_timer():
     calls = []
     t = timing.time_cpu(lambda i: calls.append(i), warmup=2, reps=7)
     assert t.runs == 7 and calls == list(range(9)) and t.min_ms <= t.median_ms <= t.max_ms
+
+
+def test_recorded_command_names_bench_once():
+    """RESULTS.md records the suite's command as typed, from either entry point."""
+    from kfuse.bench.report import command_line
+    assert command_line(["/venv/bin/kfuse", "bench", "--device", "cpu"]) == "kfuse bench --device cpu"
+    assert command_line(["/repo/kfuse/bench/cli.py", "--device", "gpu"]) == "kfuse bench --device gpu"
