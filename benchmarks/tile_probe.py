@@ -2,7 +2,10 @@
 P6 (full size) under several elementwise tiles (``CudaProgram.set_tile``: threads a block, vector
 units a thread; a grid that covers the domain once makes the kernel ``exact``), timed as the suite
 times (per-call events, median of 5 rounds, two rotating input copies) beside torch.compile. Each
-tile's outputs are compared bit for bit with the heuristic's. An experiment tool, not a test.
+tile's outputs are compared bit for bit with the heuristic's; also source patches (SOURCES),
+launch-shape patches (PATCHES) and outputs placed into larger allocations (OUT_OFFSETS). Kernel
+durations and launch gaps under CUPTI, and Triton's own cubin: ``triton_gap_probe.py``. An
+experiment tool, not a test.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 ...]
 (writes tile_probe.md under $OUT or the current directory)."""
@@ -116,44 +119,6 @@ def _offset_empty(off):
     return empty
 
 
-def _triton_raw(tc_outs, args):
-    """torch.compile's elementwise kernel (its cubin from Inductor's cache, 7 tensors + n + two
-    scratch pointers, XBLOCK 1024 over 4 warps) as a CuPy launch: ``call(ins)`` allocating its
-    outputs with cupy.empty, the input order found by matching torch.compile's outputs bit for bit."""
-    import glob
-    import itertools
-    cubins = sorted(glob.glob("/tmp/torchinductor_*/**/triton_poi_fused_*sqrt*.cubin", recursive=True))
-    if not cubins:
-        return None
-    fname = os.path.basename(cubins[0])[:-6]
-    fn = cp.RawModule(path=cubins[0]).get_function(fname)
-    n = args[0].size
-    launch = lambda ins, outs: fn((n // 1024,), (128,), (*ins, *outs, np.int32(n), np.uint64(0), np.uint64(0)))
-    want = [cp.from_dlpack(t) for t in tc_outs]
-    for order in itertools.permutations(range(len(args))):
-        outs = [cp.empty_like(args[0]) for _ in want]
-        launch([args[i] for i in order], outs)
-        got = [next((k for k, o in enumerate(outs) if bool(cp.array_equal(o, w))), None) for w in want]
-        if None not in got:
-            def call(ins, _o=order, _g=got):
-                outs = [cp.empty_like(ins[0]) for _ in _g]
-                launch([ins[i] for i in _o], outs)
-                return [outs[k] for k in _g]
-            return call
-    return None
-
-
-def _kfuse_raw(prog):
-    """The program's (single) kernel as a bare CuPy launch with cupy.empty outputs."""
-    (_, func, grid, block, tail, _), = prog.launchers[0]._variants.values()
-
-    def call(ins):
-        outs = [cp.empty_like(ins[0]) for _ in range(3)]
-        func(grid, block, (*outs, *ins, *tail))
-        return outs
-    return call
-
-
 def probe(name, rows):
     import torch
     w = workloads.BY_NAME[name]
@@ -182,13 +147,6 @@ def probe(name, rows):
     tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
     tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
     res = {k: [] for k in list(progs) + list(OUT_OFFSETS) + ["heuristic, on torch tensors", "torch.compile"]}
-    raws = {}
-    if name == "P6":
-        tc(*tsets[0])
-        raws = {"kfuse's kernel, bare CuPy launch": _kfuse_raw(progs["heuristic"]),
-                "Triton's kernel, bare CuPy launch": _triton_raw(tc(*tsets[0]), args)}
-        raws = {k: v for k, v in raws.items() if v is not None}
-        res.update({k: [] for k in raws})
     plain_empty = interop.cupy_empty
     with torch.no_grad():
         for _ in range(5):
@@ -203,8 +161,6 @@ def probe(name, rows):
                     interop.cupy_empty = plain_empty
             res["heuristic, on torch tensors"].append(   # outputs from torch's caching allocator
                 timing.time_events(lambda k: progs["heuristic"](tsets[k % 2]), ev, budget_s=0.4).median_ms)
-            for rname, raw in raws.items():
-                res[rname].append(timing.time_events(lambda k: raw(sets[k % 2]), ev, budget_s=0.4).median_ms)
             res["torch.compile"].append(timing.time_events(lambda k: tc(*tsets[k % 2]), ev, budget_s=0.4).median_ms)
     for tname, ts in res.items():
         row = {"workload": name, "tile": tname, "ms": float(np.median(ts)), "spread": (min(ts), max(ts))}
