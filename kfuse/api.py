@@ -51,17 +51,26 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", static_argnames=()
     return JitFunction(fn, opts)
 
 
-def _array_kind(a: Any) -> str | None:
-    """'numpy', 'cupy', 'torch', or None for non-arrays (Python/NumPy scalars count as scalars)."""
-    t = type(a)
+@functools.cache
+def _family(t: type) -> str | None:
+    """'numpy', 'cupy' or 'torch' for an array type, None for anything else (decided once a type)."""
     if t is np.ndarray:
         return "numpy"
     mod = t.__module__
     if mod.startswith("cupy"):
         return "cupy"
-    if mod.startswith("torch") and hasattr(a, "is_cuda"):
-        return "torch" if a.is_cuda else "torch-cpu"
+    if mod.startswith("torch") and hasattr(t, "is_cuda"):
+        return "torch"
     return None
+
+
+def _array_kind(a: Any) -> str | None:
+    """'numpy', 'cupy', 'torch', 'torch-cpu', or None for non-arrays (Python/NumPy scalars count
+    as scalars)."""
+    family = _family(type(a))
+    if family == "torch" and not a.is_cuda:
+        return "torch-cpu"
+    return family
 
 
 _UNCACHEABLE = object()  # an argument whose key can't be formed cheaply (lists, unknown types)
@@ -89,19 +98,18 @@ def _key_uncacheable(a):
     return _UNCACHEABLE
 
 
+_KEY_OF_FAMILY = {"numpy": _key_numpy, "cupy": _key_cupy, "torch": _key_torch}
+
+
 @functools.cache
 def _keyer(t: type) -> Callable[[Any], Any]:
     """The dispatch-key function for arguments of type ``t`` (decided once per type: the hot
     path then costs one cached lookup and the attribute reads)."""
-    if t is np.ndarray:
-        return _key_numpy
     if t is float or t is int or t is bool:
         return type
-    mod = t.__module__
-    if mod.startswith("cupy"):
-        return _key_cupy
-    if mod.startswith("torch") and hasattr(t, "is_cuda"):
-        return _key_torch
+    family = _family(t)
+    if family is not None:
+        return _KEY_OF_FAMILY[family]
     if issubclass(t, np.generic):
         return _key_numpy_scalar
     return _key_uncacheable

@@ -109,6 +109,12 @@ def fast_div_dims(kir: K.KernelIR) -> list[int]:
     return kir.loop_dims(range(len(kir.domain)))[:0:-1]
 
 
+def fastdiv_fits(kir: K.KernelIR, total: int) -> bool:
+    """Whether an elementwise kernel of ``total`` elements unravels by multiply-high (``fastdiv``):
+    it divides at all (several loop dims), and every flat index is below 2^31."""
+    return len(kir.loop_dims(range(len(kir.domain)))) > 1 and total < 2 ** 31
+
+
 def default_variant(kir: K.KernelIR) -> NVariant:
     """The variant for contiguous buffers at the sizes the IR was lowered for."""
     def extent(d):
@@ -116,8 +122,8 @@ def default_variant(kir: K.KernelIR) -> NVariant:
         return e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
     if kir.kind == "reduce":
         return row_variant(math.prod(extent(d) for d in kir.inner))
-    dims = kir.loop_dims(range(len(kir.domain)))
-    return NVariant("elementwise", 4, 0, 256, fastdiv=len(dims) > 1 and math.prod(map(extent, dims)) < 2 ** 31)
+    total = math.prod(map(extent, kir.loop_dims(range(len(kir.domain)))))
+    return NVariant("elementwise", 4, 0, 256, fastdiv=fastdiv_fits(kir, total))
 
 
 def row_variant(L: int) -> NVariant:

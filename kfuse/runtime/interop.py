@@ -123,7 +123,12 @@ def to_cupy(x):
     raise DeviceError(f"kfuse: expected a CuPy array or torch CUDA tensor, got {type(x).__name__}")
 
 
-_TORCH_DTYPE: dict = {}       # IR dtype -> torch dtype of an output, None where torch has none (a memo)
+@functools.cache
+def _torch_dtype(dtype):
+    """The torch dtype of an output of IR ``dtype``, None where torch has none."""
+    import torch
+    tdtype = getattr(torch, np.dtype(dtype).name, None)
+    return tdtype if isinstance(tdtype, torch.dtype) else None
 
 
 def device_array(x):
@@ -166,10 +171,7 @@ class TorchOutputs:
         self.torch, self.device, self.made = torch, dev, {}    # torch reads an int device as CUDA's
 
     def empty(self, shape, dtype):
-        tdtype = _TORCH_DTYPE.get(dtype, False)
-        if tdtype is False:
-            tdtype = getattr(self.torch, np.dtype(dtype).name, None)
-            tdtype = _TORCH_DTYPE[dtype] = tdtype if isinstance(tdtype, self.torch.dtype) else None
+        tdtype = _torch_dtype(dtype)
         if tdtype is None:
             import cupy
             return cupy.empty(shape, dtype)

@@ -88,8 +88,7 @@ class _Launcher(LauncherBase):
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         ilp = 4 if total >= 4 * 256 * sm else 1
         grid = max(1, min(-(-total // 256), sm * 8))
-        fastdiv = len(dims) > 1 and total < 2 ** 31
-        return nc.NVariant("elementwise", ilp, 0, 256, fastdiv=fastdiv), grid
+        return nc.NVariant("elementwise", ilp, 0, 256, fastdiv=nc.fastdiv_fits(kir, total)), grid
 
     def extra_args(self, variant) -> list:
         """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by."""
