@@ -87,12 +87,17 @@ def gemm_search_space(dtype: str = "f16") -> list[GemmTile]:
             GemmTile(128, 64, 32, 2, 2, 4), GemmTile(64, 64, 32, 2, 2, 4)]
 
 
-def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132) -> GemmTile:
-    """A heuristic tile: the largest tile that still puts ~one wave of blocks on the SMs."""
+def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132,
+                 aligned: bool = True) -> GemmTile:
+    """A heuristic tile: the largest tile that still puts ~one wave of blocks on the SMs.
+
+    A layout that is not ``aligned`` stages its loads through registers, which a 128x128 tile of
+    four warps (128 accumulators a thread) cannot also hold: ptxas spills there (4 bytes, NVRTC
+    13.0 and 13.5), so those layouts take the same tile on eight warps."""
     if dtype == "f32":
         return FMA_TILE
-    for t in (GemmTile(128, 256, 32, 2, 4, 3), GemmTile(128, 128, 32, 2, 2, 4),
-              GemmTile(128, 64, 32, 2, 2, 4)):
+    square = GemmTile(128, 128, 32, 2, 2, 4) if aligned else GemmTile(128, 128, 32, 2, 4, 4)
+    for t in (GemmTile(128, 256, 32, 2, 4, 3), square, GemmTile(128, 64, 32, 2, 2, 4)):
         if math.ceil(M / t.block_m) * math.ceil(N / t.block_n) >= n_sms:
             return t
     return GemmTile(64, 64, 32, 2, 2, 4)

@@ -164,7 +164,7 @@ class GemmRunner:
     def run_generated(self, a, b, call: GemmCall, ep_args: list, params, tile: GemmTile | None, out):
         import cupy as cp
         spec = call.spec
-        tile = tile or default_tile(call.M, call.N, call.K, spec.dtype)
+        tile = tile or default_tile(call.M, call.N, call.K, spec.dtype, aligned=spec.aligned)
         src = self.source("gemm", spec, tile)
         self.last_source = src
         fn = self.function(src, "kfuse_gemm")
