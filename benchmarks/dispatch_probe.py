@@ -156,6 +156,7 @@ def _torch_rows(row, cases) -> list:
         row(f"kfuse.jit {name} tiny on torch tensors", us(lambda: fn(*targs)))
     t = targs[0]
     row("torch: interop.to_cupy (DLPack capsule)", us(lambda: interop.to_cupy(t)))
+    row("torch: interop.tensor_view (what a call makes of each tensor)", us(lambda: interop.tensor_view(t)))
     row("torch: interop.classify of P6's 4 tensors", us(lambda: interop.classify(targs)))
     row("torch: torch.empty(1024, f32, cuda)", us(lambda: torch.empty(1024, dtype=torch.float32, device=0)))
     row("torch: interop.launch_stream", us(lambda: interop.launch_stream(0)))

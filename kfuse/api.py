@@ -233,6 +233,9 @@ class JitFunction:
         if backend != "cpu" and arg_kinds and all(k == "cupy" for k in arg_kinds):
             devices = {values[n].data.device_id for n in dynamic}
             entry._cupy_device = devices.pop() if len(devices) == 1 else None   # several: the program says so
+        if backend != "cpu" and arg_kinds and all(k == "torch" for k in arg_kinds):
+            devices = {values[n].get_device() for n in dynamic}
+            entry._torch_device = devices.pop() if len(devices) == 1 else None
         mode = self.options.autotune or _config.get().autotune
         if mode != "off" and backend in ("cpu", "cuda"):
             from .autotune.tuner import tune_and_apply
@@ -309,7 +312,7 @@ class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device")
+                 "_device_arrays_only", "_cupy_device", "_torch_device")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -321,10 +324,13 @@ class _Entry:
         self._torch_cpu = False
         self._device_arrays_only = False
         self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
+        self._torch_device = None       # the same for an all-torch-CUDA key
 
     def run(self, args: tuple):
         if self._cupy_device is not None:
             outs = self.program.run_checked(self.arrays(args), self._cupy_device)
+        elif self._torch_device is not None:
+            outs = self.program.run_torch_checked(self.arrays(args), self._torch_device)
         else:
             outs = self.program(self.arrays(args))
         if self._torch_cpu:

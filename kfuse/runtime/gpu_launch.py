@@ -6,8 +6,8 @@ strides in elements as int64 (a two-stage reduction adds its workspace last). :c
 memoises, per stride/alignment pattern of the arguments, the chosen variant, the loaded function,
 the launch shape and that scalar tail, packed once into a host buffer CuPy passes by reference
 (:func:`scalar_args`), so a hot call only builds a key and launches. :class:`GpuProgram` runs a
-plan's groups in order on CuPy arrays (torch tensors through DLPack); subclasses say how a group's
-launcher is made and what their stages are.
+plan's groups in order on CuPy arrays (torch tensors as ``interop.tensor_view``\ s); subclasses say
+how a group's launcher is made and what their stages are.
 """
 from __future__ import annotations
 
@@ -191,11 +191,7 @@ class GpuProgram:
         with contextlib.nullcontext() if here else cupy.cuda.Device(dev):
             if kind == "cupy":
                 return self._run(cupy, arrs, dev, interop.cupy_empty)
-            outs = interop.TorchOutputs(dev)
-            stream = interop.launch_stream(dev)
-            with stream if stream is not None else contextlib.nullcontext():
-                results = self._run(cupy, arrs, dev, outs.empty)
-            return [outs.result(r, o.dtype) for r, o in zip(results, self.plan.graph.outputs)]
+            return self._run_torch(cupy, arrs, dev)
 
     def run_checked(self, arrays, dev: int) -> list:
         """``self(arrays)`` for CuPy arrays on device ``dev`` whose dtypes and shapes the caller
@@ -204,6 +200,22 @@ class GpuProgram:
         if self._bf16_out or dev != cupy.cuda.runtime.getDevice():
             return self(arrays)
         return self._run(cupy, arrays, dev, interop.cupy_empty)
+
+    def run_torch_checked(self, tensors, dev: int) -> list:
+        """``self(tensors)`` for torch CUDA tensors on device ``dev`` whose dtypes and shapes the
+        caller has checked (kfuse.jit's dispatch key holds them): a cached call's torch hot path."""
+        import cupy
+        if dev != cupy.cuda.runtime.getDevice():
+            return self(tensors)
+        return self._run_torch(cupy, [interop.tensor_view(t) for t in tensors], dev)
+
+    def _run_torch(self, cupy, views, dev) -> list:
+        """Run on torch's current stream, outputs allocated by torch; torch tensors out."""
+        outs = interop.TorchOutputs(dev)
+        stream = interop.launch_stream(dev)
+        with stream if stream is not None else contextlib.nullcontext():
+            results = self._run(cupy, views, dev, outs.empty)
+        return [outs.result(r, o.dtype) for r, o in zip(results, self.plan.graph.outputs)]
 
     def _run(self, cupy, arrs, dev, empty) -> list:
         """Run the groups in order; ``empty(shape, dtype)`` allocates the kernels' outputs."""
@@ -217,8 +229,8 @@ class GpuProgram:
         env = dict(zip(graph.inputs, arrs))
         for g, kir, launch, out_sig in zip(self.plan.groups, self.kirs, self.launchers, self._out_sig):
             ins = [env[n] for n in g.inputs]
-            if kir.contraction is not None:
-                outs = self._matmul(g, kir, launch, ins, out_sig, props)
+            if kir.contraction is not None:     # CuPy and cuBLAS calls: CuPy arrays of tensor views
+                outs = self._matmul(g, kir, launch, [interop.as_cupy(a) for a in ins], out_sig, props)
             else:
                 outs = [empty(shape, dtype) for shape, dtype in out_sig]
                 launch(ins, outs, props)

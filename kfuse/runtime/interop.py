@@ -5,12 +5,15 @@ which device, raising :class:`DeviceError` for host/device mixes or several devi
 ``to_device_arrays`` gives CuPy views of the inputs; for torch callers, :class:`TorchOutputs`
 allocates the outputs as torch tensors and hands them back (no copy).
 
-Torch tensors are exchanged as DLPack capsules (``torch.utils.dlpack``), not through the
-``__dlpack__(stream=...)`` protocol: its stream handshake (an event recorded and waited on per
-tensor) cost ~16 µs an input and ~6 µs an output, and with the rest made a call on three torch
-tensors take 152 µs of host time, more than P3's kernel (H200, 2026-11-22). The ordering that
-handshake gave is kept by running a torch caller's kernels on torch's current stream
-(:func:`launch_stream`). Outputs are allocated by torch, so none needs converting back.
+The generated kernels need only a tensor's pointer, shape and strides, so a torch tensor reaches
+them as a :func:`tensor_view` (no DLPack exchange: a capsule and ``cupy.from_dlpack`` cost ~5 µs a
+tensor, seven of them most of a 112 µs Adam-step call, H200 2026-11-24); the cuBLAS path and the
+autotuner, which need CuPy arrays, get them from :func:`to_cupy`: DLPack capsules
+(``torch.utils.dlpack``), not the ``__dlpack__(stream=...)`` protocol, whose stream handshake (an
+event recorded and waited on per tensor) cost ~16 µs an input and ~6 µs an output (H200,
+2026-11-22). The ordering that handshake gave is kept by running a torch caller's kernels on
+torch's current stream (:func:`launch_stream`). Outputs are allocated by torch, so none needs
+converting back.
 bfloat16 tensors (``ml_dtypes.bfloat16`` in the IR) go to the kernels as uint16 CuPy views of their
 bits (CuPy has no bfloat16), and so do bfloat16 scalars and intermediates; a torch caller's bfloat16
 results (kernel outputs, inputs passed through, constants) come back as torch.bfloat16 tensors of
@@ -131,6 +134,62 @@ def _torch_dtype(dtype):
     return tdtype if isinstance(tdtype, torch.dtype) else None
 
 
+@functools.cache
+def _torch_storage(tdtype) -> np.dtype | None:
+    """The storage dtype of a torch dtype (bfloat16: uint16 bits), None where NumPy has none."""
+    name = str(tdtype).removeprefix("torch.")
+    if name == "bfloat16":
+        return np.dtype(np.uint16)
+    try:
+        return np.dtype(name)
+    except TypeError:
+        return None
+
+
+def tensor_view(t):
+    """A torch CUDA tensor as the kernel launchers see it: a :func:`_view_type` holding its
+    pointer, shape, byte strides and storage dtype (the tensor kept alive), which CuPy passes to
+    a kernel as the pointer; a dtype NumPy does not know goes through :func:`to_cupy`."""
+    dtype = _torch_storage(t.dtype)
+    return to_cupy(t) if dtype is None else _view_type()(t, dtype)
+
+
+def as_cupy(x):
+    """A CuPy array of a launcher argument: ``x`` itself, or a CuPy view of a tensor view's tensor
+    (for the cuBLAS path, which calls CuPy)."""
+    return to_cupy(x.tensor) if isinstance(x, _view_type()) else x
+
+
+@functools.cache
+def _view_type():
+    """The tensor-view class (made at first use: this module is imported without CuPy too). A
+    ``CPointer`` to a host cell holding the device pointer, which CuPy hands to the kernel as
+    the pointer argument; the attributes are the ones the launchers read of a CuPy array."""
+    import ctypes
+    from cupy.cuda.function import CPointer
+
+    class _Pointer:
+        __slots__ = ("ptr",)
+
+        def __init__(self, ptr: int):
+            self.ptr = ptr
+
+    class TensorView(CPointer):
+        __slots__ = ("tensor", "shape", "strides", "dtype", "itemsize", "size", "data", "_cell")
+
+        def __init__(self, t, dtype: np.dtype):
+            cell = ctypes.c_uint64(t.data_ptr())
+            super().__init__(ctypes.addressof(cell))
+            self._cell, self.tensor, self.dtype, self.itemsize = cell, t, dtype, dtype.itemsize
+            self.shape, self.size = tuple(t.shape), t.numel()
+            self.strides = tuple([s * dtype.itemsize for s in t.stride()])
+            self.data = _Pointer(cell.value)
+
+        def __repr__(self):
+            return f"TensorView({self.dtype}{list(self.shape)}, strides={self.strides})"
+    return TensorView
+
+
 def device_array(x):
     """A CuPy array of any program input: CuPy arrays and torch CUDA tensors viewed (zero-copy),
     host arrays and scalars uploaded (bfloat16 as its uint16 bits either way)."""
@@ -138,10 +197,12 @@ def device_array(x):
 
 
 def to_device_arrays(arrays) -> tuple[list, str, int | None]:
+    """The launchers' arguments (CuPy arrays as they are, torch tensors as :func:`tensor_view`),
+    the caller's kind and device."""
     kind, dev = classify(arrays)
     if kind == "numpy":
         raise DeviceError("kfuse: the CUDA backend got host arrays; NumPy inputs run on the CPU backend")
-    return [to_cupy(a) for a in arrays], kind, dev
+    return [tensor_view(a) if _is_torch(a) else to_cupy(a) for a in arrays], kind, dev
 
 
 def from_cupy(x, kind: str, dtype=None):
@@ -162,28 +223,24 @@ def from_cupy(x, kind: str, dtype=None):
 
 class TorchOutputs:
     """Output allocation for a torch caller: tensors from torch's caching allocator on ``dev``
-    (used on torch's current stream), which the kernels see as CuPy views; ``result(view)`` is the
-    tensor behind a view, and any other CuPy array (a cuBLAS product, a constant) goes back
-    through DLPack."""
+    (used on torch's current stream), which the kernels see as :func:`tensor_view`\ s;
+    ``result(x)`` is the tensor behind a view, and any CuPy array (a cuBLAS product, a constant)
+    goes back through DLPack."""
 
     def __init__(self, dev: int):
         import torch
-        self.torch, self.device, self.made = torch, dev, {}    # torch reads an int device as CUDA's
+        self.torch, self.device = torch, dev    # torch reads an int device as CUDA's
 
     def empty(self, shape, dtype):
         tdtype = _torch_dtype(dtype)
         if tdtype is None:
             import cupy
             return cupy.empty(shape, dtype)
-        t = self.torch.empty(shape, dtype=tdtype, device=self.device)
-        view = to_cupy(t)
-        self.made[id(view)] = (view, t)
-        return view
+        return tensor_view(self.torch.empty(shape, dtype=tdtype, device=self.device))
 
     def result(self, x, dtype=None):
         """The torch tensor for kernel output or passed-through input ``x`` (IR dtype ``dtype``)."""
-        hit = self.made.get(id(x))
-        return hit[1] if hit is not None and hit[0] is x else from_cupy(x, "torch", dtype)
+        return x.tensor if isinstance(x, _view_type()) else from_cupy(x, "torch", dtype)
 
 
 def launch_stream(dev: int):

@@ -100,6 +100,40 @@ def test_torch_exchange_is_zero_copy():
     assert mask.dtype == torch.bool and mask.tolist() == [True, False]
 
 
+def test_torch_hot_path_views_outputs_passthrough_and_matmul():
+    """Cached torch calls reach the kernels as tensor views (no DLPack): a sliced input keeps its
+    offset and strides, several outputs come back as torch tensors, an input returned as it is
+    comes back as the caller's own tensor, a bfloat16 result is torch.bfloat16, and a matmul group
+    (cuBLAS through CuPy views) still runs; every call matches NumPy, the second from the cache."""
+    torch = pytest.importorskip("torch")
+
+    def fn(x, w, b, s):
+        h = np.tanh(x @ w + b)
+        return h, (x * s).sum(axis=1), s, (s * 2).astype(np.float32)
+
+    f = kfuse.jit(fn)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    base = torch.randn(70, 48, device="cuda", generator=gen)
+    x = base[3:67, 8:40]                                 # storage offset, row stride 48
+    w = torch.randn(32, 16, device="cuda", generator=gen)
+    b = torch.randn(16, device="cuda", generator=gen)
+    s = torch.randn(64, 32, device="cuda", generator=gen).to(torch.bfloat16)
+    for _ in range(2):
+        h, r, s_back, s2 = f(x, w, b, s.float())
+        assert s_back.data_ptr() != 0 and all(isinstance(o, torch.Tensor) and o.is_cuda for o in (h, r, s2))
+        xh, wh, bh, sh = (t.float().cpu().numpy() for t in (x, w, b, s))
+        eh, er, _, e2 = fn(xh, wh, bh, sh)
+        assert_matches_numpy(h.cpu().numpy(), eh, reductions=True)
+        assert_matches_numpy(r.cpu().numpy(), er, reductions=True)
+        assert_matches_numpy(s2.cpu().numpy(), e2)
+    g = kfuse.jit(lambda a, y: (a, y * 2))
+    for _ in range(2):
+        a_back, y2 = g(x, s)
+        assert a_back is x                                 # the caller's tensor, not a copy or a new view
+        assert y2.dtype == torch.bfloat16
+        assert_matches_numpy(y2.float().cpu().numpy(), s.float().cpu().numpy() * 2)
+
+
 def test_row_level_division_is_correctly_rounded():
     """x / (a row-level value), float32: the row kernel divides through a float64 reciprocal
     computed once a row; the result equals NumPy's division bit for bit, for magnitudes from
