@@ -5,6 +5,7 @@ the roofline plot). Nothing here raises because one peer fails: the row records 
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import gc
 import json
@@ -19,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import ceilings as _ceil
+from . import timing
 from .peers import KfusePeer, Peer, PeerUnavailable, all_peers, kfuse_predicted_ms, select
 from .workloads import REL_TOL, Case, as_tuple, public_cases, relative_error, tiny_case
 
@@ -217,6 +219,8 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
                           "bound": case.bound, "ceiling": c_val, "ceiling_unit": c_unit,
                           "reference_rows": ref_rows, "reference_error": ref_err})
         want_dispatch = dispatch_set is None or case.workload.name in dispatch_set
+        ready: list[_Ready] = []
+        case_rows = []
         for peer in live:
             prog.status(f"{case.label}: {peer.name}")
             elapsed = time.perf_counter() - t_start
@@ -224,14 +228,21 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
             if budget_s is not None and (elapsed > budget_s or (peer.slow_compile and elapsed > 0.7 * budget_s)):
                 row["error"] = f"skipped: time budget ({budget_s:.0f} s) spent"
             else:
-                _run_one(peer, case, host, ref, ref_rows, row, copies=copies, quick=quick,
-                         dispatch=want_dispatch, plan_dev=plan_dev, device=device)
-                _derive(row, case, c_val, c_unit)
+                r = _prepare(peer, case, host, ref, ref_rows, row, copies=copies)
+                if r is not None:
+                    ready.append(r)
+            case_rows.append(row)
+            prog.step()
+        prog.status(f"{case.label}: timing {len(ready)} peers, interleaved")
+        _time_interleaved(ready, quick=quick, device=device)
+        for r in ready:
+            _finish(r, case, dispatch=want_dispatch, plan_dev=plan_dev, device=device)
+        for row in case_rows:
+            _derive(row, case, c_val, c_unit)
             rows.append(row)
             if not row["ok"] and log is None:
-                prog.log(f"  {case.label} {peer.name}: {row.get('error')}")
-            prog.step()
-        del host
+                prog.log(f"  {case.label} {row['impl']}: {row.get('error')}")
+        del host, ready
         gc.collect()
     prog.close()
 
@@ -257,10 +268,28 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
     }
 
 
-def _run_one(peer: Peer, case: Case, host: list, ref, ref_rows: int, row: dict, *, copies: int,
-             quick: bool, dispatch: bool, plan_dev, device: str) -> None:
-    sets = None
-    out = None
+# Each case's peers are timed in interleaved rounds (every peer once a round, the order rotated),
+# and each row pools its rounds' runs: a peer's median then spans the whole window the case was
+# timed in, not one stretch of it, so a drift of the shared GPU (clocks, other tenants) lands on
+# every peer alike (measured in one window each, two peers at the copy bandwidth differed by 1-3%
+# from run to run, H100/H200 2026-11-24).
+ROUNDS = 5
+
+
+@dataclasses.dataclass
+class _Ready:
+    """A peer built, checked and holding its input sets: what the timed rounds call."""
+    peer: Peer
+    row: dict
+    fn: Callable
+    sets: list
+    first_s: float
+
+
+def _prepare(peer: Peer, case: Case, host: list, ref, ref_rows: int, row: dict, *,
+             copies: int) -> _Ready | None:
+    """Build ``peer``'s function, put the input sets on its device, make the first call and check
+    it against the reference; None (the error in ``row``, the peer's memory freed) on failure."""
     try:
         fn = peer.build(case)
         sets = [[peer.put(a if (k == 0 or peer.device == "gpu") else a.copy()) for a in host]
@@ -270,51 +299,75 @@ def _run_one(peer: Peer, case: Case, host: list, ref, ref_rows: int, row: dict, 
         out = fn(*sets[0])
         peer.block(out)
         first_s = time.perf_counter() - t0
-        outs = as_tuple(out)
-        got = [peer.get(o, ref_rows) for o in outs]
+        got = [peer.get(o, ref_rows) for o in as_tuple(out)]
         row["out_dtypes"] = sorted({str(g.dtype) for g in got})
         if ref is not None:
             row["rel_err"] = relative_error(got, ref)
             row["correct"] = bool(row["rel_err"] <= REL_TOL.get(case.dtype, 1e-4))
         if any(str(g.dtype) != case.dtype for g in got):
             row["note"] = f"output dtype {row['out_dtypes']} != {case.dtype}"
-        del out, outs, got
-        out = None
-        n = len(sets)
-        kw = dict(budget_s=0.15 if quick else (1.0 if device == "cpu" else 0.4))
-        if quick:
-            kw.update(min_reps=3, max_reps=5, warmup=1)
-        t = peer.measure(lambda i: fn(*sets[i % n]), **kw)
-        row.update(ok=True, ms=t.median_ms, ms_min=t.min_ms, ms_max=t.max_ms, runs=t.runs, timer=t.method,
-                   first_call_s=first_s)
-        if peer.compiles:
-            row["compile_s"] = max(0.0, first_s - t.median_ms * 1e-3)
-        if isinstance(peer, KfusePeer):
-            pred, plan_text = kfuse_predicted_ms(fn, case, plan_dev)
-            row["predicted_ms"] = pred
-            row["plan"] = plan_text
-            row["compiles"] = getattr(fn, "compile_count", None)
+        return _Ready(peer, row, fn, sets, first_s)
+    except Exception as e:
+        row["ok"] = False
+        row["error"] = _err(e)
+        _free(peer)
+        return None
+
+
+def _time_interleaved(ready: list[_Ready], *, quick: bool, device: str) -> None:
+    """Time every ready peer in ``ROUNDS`` rounds (1 when ``quick``), pooling each one's runs."""
+    rounds = 1 if quick else ROUNDS
+    kw = dict(budget_s=(0.15 if quick else (1.0 if device == "cpu" else 0.4)) / rounds)
+    if quick:
+        kw.update(min_reps=3, max_reps=5, warmup=1)
+    windows: dict[int, list] = {id(r): [] for r in ready}
+    for k in range(rounds):
+        for r in ready[k % max(1, len(ready)):] + ready[:k % max(1, len(ready))]:
+            if id(r) not in windows:
+                continue
+            n = len(r.sets)
+            try:
+                windows[id(r)].append(r.peer.measure(lambda i, r=r: r.fn(*r.sets[i % n]), **kw))
+            except Exception as e:
+                r.row.update(ok=False, error=_err(e))
+                del windows[id(r)]
+    for r in ready:
+        if id(r) in windows:
+            t = timing.pooled(windows[id(r)])
+            r.row.update(ok=True, ms=t.median_ms, ms_min=t.min_ms, ms_max=t.max_ms, runs=t.runs,
+                         timer=t.method, rounds=rounds, first_call_s=r.first_s)
+
+
+def _finish(r: _Ready, case: Case, *, dispatch: bool, plan_dev, device: str) -> None:
+    """After the rounds: compile time, kfuse's plan and prediction, the peer's memory freed, then
+    its dispatch cost on a tiny input."""
+    peer, row = r.peer, r.row
+    r.sets = None
+    try:
+        if row.get("ok") and peer.compiles:
+            row["compile_s"] = max(0.0, r.first_s - row["ms"] * 1e-3)
+        if row.get("ok") and isinstance(peer, KfusePeer):
+            row["predicted_ms"], row["plan"] = kfuse_predicted_ms(r.fn, case, plan_dev)
+            row["compiles"] = getattr(r.fn, "compile_count", None)
             if case.bound == "compute" and peer.device == "gpu":
                 row["gemm_choices"] = _gemm_choices()
     except Exception as e:
         row["ok"] = False
         row["error"] = _err(e)
-    finally:
-        sets = None
-        out = None
-        try:
-            peer.free()
-        except Exception:
-            pass
+    _free(peer)
     if row.get("ok") and dispatch:
         try:
             row["dispatch_us"] = _dispatch_us(peer, case, device)
         except Exception as e:
             row["dispatch_error"] = _err(e)
-        try:
-            peer.free()
-        except Exception:
-            pass
+        _free(peer)
+
+
+def _free(peer: Peer) -> None:
+    try:
+        peer.free()
+    except Exception:
+        pass
 
 
 def _gemm_choices() -> str | None:

@@ -25,13 +25,20 @@ class Timing:
     max_ms: float
     runs: int
     method: str
+    samples_ms: tuple = dataclasses.field(default=(), repr=False)    # every run, for pooling
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "samples_ms"}
 
 
 def _summary(samples_ms: list[float], method: str) -> Timing:
-    return Timing(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms), method)
+    return Timing(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms), method,
+                  tuple(samples_ms))
+
+
+def pooled(timings: list[Timing]) -> Timing:
+    """One Timing of several windows' runs together (the suite's interleaved rounds)."""
+    return _summary([x for t in timings for x in t.samples_ms], timings[0].method)
 
 
 def _noop(_out=None):
