@@ -12,6 +12,8 @@ small ints to int64), integer helpers give NumPy's floor-division/remainder/shif
 the CPU) travels as uint16 bits; values are float32 in registers, rounded to float16 after every
 op exactly as NumPy's float16 loops do. float32 ``tanh`` is a branch-free rational
 approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vectorisation).
+Float sums over one inner dim add through ``_radd`` (``fastmath={"reassoc"}`` on that add alone), so
+LLVM vectorises them in a summation order fixed by the compiled code (see the comment below).
 """
 from __future__ import annotations
 
@@ -23,19 +25,23 @@ from . import kernel_ir as K
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
-# Floating-point sums over one inner dim run in LANES interleaved partial sums combined by a
-# pairwise tree (as NumPy's pairwise sum does within a block): independent chains LLVM can keep in
-# flight or vectorise, where one running sum is a serial dependency it may not reorder (4096x4096
-# f32 on the 2-core VM: row L2 norm 7.5 -> 2.9 ms, layernorm 20.4 -> 13.9 ms). max/min keep one
-# running value: lanes measured no faster there (softmax), and they would change which zero wins
-# a +0/-0 tie.
-LANES = 8
-# A lane-split sum whose body calls a vectorisable float32 helper (``_expf``/``_tanhf``) is staged
-# through a scratch row: a plain loop computes the summands (LLVM vectorises it), then the lanes
-# add them up in the same order as before (bit-identical sums). Unstaged, the LANES copies of the
-# helper body in one loop trip are left scalar by LLVM (P2 softmax 4096x4096 f32: 62 -> 18 ms).
-# A later phase's loop over the same dim that computes a staged summand again (softmax's
-# exp(x - max) in the output loop) reads it back from the scratch row instead (_Emitter.reused).
+# A floating-point sum over one inner dim adds its summands with ``_radd``, compiled with
+# ``fastmath={"reassoc"}`` alone: inlined, it makes the running sum a reduction LLVM's loop
+# vectoriser may reassociate (vector partial sums, then a fixed shuffle tree), while every other op
+# in the kernel keeps strict IEEE semantics (no nnan/ninf/nsz: NaN, inf and -0.0 behave as before).
+# The summation order is fixed by the compiled code: the same result on every call and at any
+# thread count (a row is summed by one thread), but it depends on the vector width LLVM picks for
+# the host CPU (a cached kernel is host-specific anyway). Float32 summands accumulate in float64
+# (as before), so the order barely shows; float64 sums round differently from the former order, as
+# close to NumPy's pairwise sum (tests/codegen/test_cpu_rowsum.py). It replaces 8 interleaved
+# scalar lanes that LLVM left scalar (Numba turns the SLP vectoriser off); 4096x4096 f32, 2 threads,
+# side by side: row L2 norm 2.42 -> 1.71 ms, layernorm 9.5 -> 5.3 ms, softmax 13.8 -> 12.7 ms.
+# max/min keep one strict running value: vectorising them would change which zero wins a
+# +0/-0 tie.
+# A sum whose summand is a float32 ``_expf``/``_tanhf`` (_STAGED_OPS) that a later phase's loop over
+# the same dim computes again (softmax's exp(x - max) in the output loop) also stores the summands
+# in a scratch row as it sums, and that loop reads them back (_Emitter.reused): one exp per
+# element instead of two (P2 softmax 21.9 -> 17.3 ms when the scratch was introduced).
 _STAGED_OPS = ("exp", "tanh")
 
 # --------------------------------------------------------------------------- helpers (source)
@@ -47,6 +53,12 @@ def _helper(name: str, src: str, deps: tuple = ()) -> None:
     _HELPERS[name] = (src.strip("\n"), deps)
 
 
+_helper("_radd", '''
+@numba.njit(error_model="numpy", fastmath={"reassoc"})
+def _radd(a, b):
+    """a + b that LLVM may reassociate: a float sum's add (see the comment above _STAGED_OPS)."""
+    return a + b
+''')
 _helper("_h2f", '''
 @numba.njit(error_model="numpy")
 def _h2f(h):
@@ -466,7 +478,9 @@ class _Emitter:
             return f"out{st.buf}[{self.index(st.index)}] = {v}"
         raise TypeError(st)
 
-    def acc_lines(self, acc: K.Acc, where: str):
+    def acc_lines(self, acc: K.Acc, where: str, reassoc: bool = False):
+        """An accumulator's lines: ``init`` before the loop, ``combine`` in it (a float sum with
+        ``reassoc`` adds through ``_radd``, see the module comment), ``result`` after it."""
         a, vt = f"acc_{acc.dst}", _vt(acc.acc_dtype)
         if where == "init":
             lines = [f"{a} = {_literal(acc.init, acc.acc_dtype)}"]
@@ -476,6 +490,8 @@ class _Emitter:
         s = acc.src
         if where == "combine":
             if acc.kind == "sum":
+                if reassoc and vt in ("float32", "float64"):
+                    return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
                 return [f"{a} += np.{vt}({s})"]
             if acc.kind == "prod":
                 return [f"{a} *= np.{vt}({s})"]
@@ -512,91 +528,56 @@ class _Emitter:
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
         inner = kir.loop_dims(kir.inner)
-        for ph in kir.phases:
+        for n, ph in enumerate(kir.phases):
             lines += ["    " * ind + self.stmt(s) for s in ph.pre]
             if not ph.has_loop:
                 continue
-            if self.lane_split(ph, inner):
-                lines += ["    " * ind + x for x in self.lane_reduce(ph, inner[0], len(lines))]
-                continue
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "init")]
+            keys = _value_keys(ph.body)
+            staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
+            lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
+                      for row in staged.values()]
             j = ind
             for d in inner:
                 lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
                 j += 1
-            keys = _value_keys(ph.body)
             body = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
+            body += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
             for acc in ph.accs:
-                body += self.acc_lines(acc, "combine")
+                body += self.acc_lines(acc, "combine", reassoc=len(inner) == 1)
             lines += ["    " * j + x for x in body] or ["    " * j + "pass"]
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "result")]
+            for src, row in staged.items():     # later phases of this outer trip read the rows
+                self.scratch.setdefault((inner[0], keys[src]), row)
         if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
             lines.append("    " * ind + "pass")
         return lines
 
-    @staticmethod
-    def lane_split(ph, inner) -> bool:
-        """Whether the phase's loop is one inner dim whose accumulators are all float sums."""
-        return len(inner) == 1 and bool(ph.accs) and all(
-            a.kind == "sum" and a.acc_dtype in ("float32", "float64") for a in ph.accs)
-
     def reused(self, st, inner, keys) -> str | None:
-        """``st`` as a read of a scratch row that an earlier staged phase of this outer trip filled
-        with the same value at every index of the same (only) inner dim, else None. The same
-        key is the same op over the same dtypes and argument values, so the same code and rounding;
-        the row has the value's own type, so the store and load are exact (P2 21.9 -> 17.3 ms)."""
+        """``st`` as a read of a scratch row that an earlier phase of this outer trip filled with
+        the same value at every index of the same (only) inner dim (:meth:`staged`), else None.
+        The same key is the same op over the same dtypes and argument values, so the same code and
+        rounding; the row has the value's own type, so the store and load are exact."""
         if not (isinstance(st, K.Op) and len(inner) == 1):
             return None
         row = self.scratch.get((inner[0], keys[st.dst]))
         return f"{st.dst} = {row}[i{inner[0]}]" if row else None
 
     @staticmethod
-    def staged(ph) -> bool:
-        """Whether a lane-split phase's summands are computed in a separate loop (_STAGED_OPS)."""
-        return any(isinstance(s, K.Op) and s.op in _STAGED_OPS and s.dtype == "float32"
-                   for s in ph.body)
-
-    def lane_reduce(self, ph, d: int, tag: int) -> list[str]:
-        """The phase as LANES interleaved partial sums a loop trip, a remainder loop into lane 0,
-        and a pairwise tree over the lanes; then the accumulators' results. A staged phase
-        (:meth:`staged`) first computes every summand into a scratch row per sum, in a plain loop
-        LLVM vectorises, and the lanes add the scratch up: the same sums, bit for bit. The scratch
-        is the whole row: blocking it kept the summand loop from running as fast (P2 23 vs 18 ms
-        at 256..4096-element blocks), and NumPy's own temporaries are as big."""
-        n, ext = LANES, self.kir.domain[d]
-        lines = [f"acc_{a.dst}_{k} = {_literal(a.init, a.acc_dtype)}" for a in ph.accs for k in range(n)]
-        if self.staged(ph):
-            lines += [f"sb_{a.dst} = np.empty({ext}, np.{_vt(a.src_dtype)})" for a in ph.accs]
-            lines.append(f"for i{d} in range({ext}):")
-            lines += ["    " + self.stmt(s) for s in ph.body]
-            lines += [f"    sb_{a.dst}[i{d}] = {a.src}" for a in ph.accs]
-            keys, ops = _value_keys(ph.body), {s.dst: s for s in ph.body if isinstance(s, K.Op)}
-            for a in ph.accs:       # remember which summands the rows hold, for later phases
-                if a.src in ops and ops[a.src].dtype == a.src_dtype:
-                    self.scratch.setdefault((d, keys[a.src]), f"sb_{a.dst}")
-            body, summand = [], (lambda a: f"sb_{a.dst}[i{d}]")
-        else:
-            body, summand = [self.stmt(s) for s in ph.body], (lambda a: a.src)
-
-        def step(k):        # the loop body, then each sum's lane k
-            return ["    " + x for x in body] + [f"    acc_{a.dst}_{k} += np.{_vt(a.acc_dtype)}({summand(a)})"
-                                                  for a in ph.accs]
-        lines.append(f"nl{tag}_ = ({ext}) - ({ext}) % {n}")
-        lines.append(f"for i{d}b_ in range(0, nl{tag}_, {n}):")
-        for k in range(n):
-            lines.append(f"    i{d} = i{d}b_ + {k}")
-            lines += step(k)
-        lines.append(f"for i{d} in range(nl{tag}_, {ext}):")
-        lines += step(0)
-        for a in ph.accs:
-            terms = [f"acc_{a.dst}_{k}" for k in range(n)]
-            while len(terms) > 1:
-                terms = [f"({x} + {y})" for x, y in zip(terms[::2], terms[1::2])]
-            lines.append(f"acc_{a.dst} = {terms[0]}")
-            lines += self.acc_lines(a, "result")
-        return lines
+    def staged(ph, inner, keys, later) -> dict:
+        """The summands of the phase's float sums over one inner dim that go to a scratch row
+        (summand variable -> row name): a float32 op result, in a loop that calls an expensive
+        float32 helper (_STAGED_OPS), which a ``later`` phase's loop computes again."""
+        if len(inner) != 1 or not any(isinstance(s, K.Op) and s.op in _STAGED_OPS and
+                                      s.dtype == "float32" for s in ph.body):
+            return {}
+        ops = {s.dst: s for s in ph.body if isinstance(s, K.Op)}
+        again = {k for p in later if p.has_loop for k in _value_keys(p.body).values()}
+        return {a.src: f"sb_{a.dst}" for a in ph.accs
+                if a.kind == "sum" and a.src in ops and ops[a.src].dtype == "float32" == a.src_dtype
+                and keys[a.src] in again}
 
     def source(self) -> str:
         fn = self.function()
