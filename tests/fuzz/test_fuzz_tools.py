@@ -65,3 +65,14 @@ def test_zero_sign_is_not_checked_where_numpy_leaves_it_open(tmp_path):
     assert "if False and e.dtype.kind" in src
     q = generator.Program(0, 1, p.inputs, (generator.Step("v0", "np.maximum(a0, np.float32(0.0))"),), ("v0",))
     assert "if True and e.dtype.kind" in open(writer.write(q, Result("mismatch", "x"), str(tmp_path))).read()
+
+
+def test_float_accumulators_only_where_integers_convert_exactly():
+    """A generated sum/prod asks for a float dtype only when every integer input converts exactly
+    (seed 27 #381 summed int64 extremes in float64: their cancellation is order-dependent)."""
+    from kfuse.fuzz.generator import _accumulators, generate
+    assert _accumulators("int64") == _accumulators("uint64") == ("int64",)
+    assert _accumulators("int32") == ("int64", "float64")
+    assert set(_accumulators("int16")) == set(_accumulators("float32")) == {"int64", "float64", "float32"}
+    src = [s.expr for s in generate(27, 381).steps]
+    assert src[2] == "np.sum(a1, axis=(0, 2), keepdims=True, dtype=np.int64)"
