@@ -161,6 +161,16 @@ def as_cupy(x):
 
 
 @functools.cache
+def _c_layout(shape: tuple, itemsize: int) -> tuple:
+    """``(shape, byte strides, size)`` of a C-contiguous array (torch.empty's layout)."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return shape, tuple(reversed(strides)), int(np.prod(shape, dtype=np.int64))
+
+
+@functools.cache
 def _view_type():
     """The tensor-view class (made at first use: this module is imported without CuPy too). A
     ``CPointer`` to a host cell holding the device pointer, which CuPy hands to the kernel as
@@ -174,15 +184,20 @@ def _view_type():
         def __init__(self, ptr: int):
             self.ptr = ptr
 
+    init = CPointer.__init__
+
     class TensorView(CPointer):
         __slots__ = ("tensor", "shape", "strides", "dtype", "itemsize", "size", "data", "_cell")
 
-        def __init__(self, t, dtype: np.dtype):
+        def __init__(self, t, dtype: np.dtype, layout: tuple | None = None):
+            """``layout``: ``(shape, byte strides, size)`` when the caller knows them (an output
+            it just allocated), else read off the tensor."""
             cell = ctypes.c_uint64(t.data_ptr())
-            super().__init__(ctypes.addressof(cell))
+            init(self, ctypes.addressof(cell))
             self._cell, self.tensor, self.dtype, self.itemsize = cell, t, dtype, dtype.itemsize
-            self.shape, self.size = tuple(t.shape), t.numel()
-            self.strides = tuple([s * dtype.itemsize for s in t.stride()])
+            if layout is None:
+                layout = tuple(t.shape), tuple([s * dtype.itemsize for s in t.stride()]), t.numel()
+            self.shape, self.strides, self.size = layout
             self.data = _Pointer(cell.value)
 
         def __repr__(self):
@@ -236,7 +251,9 @@ class TorchOutputs:
         if tdtype is None:
             import cupy
             return cupy.empty(shape, dtype)
-        return tensor_view(self.torch.empty(shape, dtype=tdtype, device=self.device))
+        storage = storage_dtype(dtype)
+        return _view_type()(self.torch.empty(shape, dtype=tdtype, device=self.device), storage,
+                            _c_layout(tuple(shape), storage.itemsize))
 
     def result(self, x, dtype=None):
         """The torch tensor for kernel output or passed-through input ``x`` (IR dtype ``dtype``)."""

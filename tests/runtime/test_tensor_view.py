@@ -34,3 +34,15 @@ def test_results_and_cupy_views():
 def test_dtype_numpy_lacks_goes_through_dlpack():
     assert interop._torch_storage("torch.no_such_dtype") is None     # str() of a torch dtype
     assert interop._torch_storage(torch.bfloat16) == np.dtype(np.uint16)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 0, 5), (4, 1, 3), (7, 9)])
+def test_output_layout_is_torch_empty_layout(shape):
+    """Outputs are viewed from the layout kfuse computes, which must be torch.empty's own."""
+    for tdtype, np_dtype in ((torch.float32, np.float32), (torch.bfloat16, np.uint16), (torch.bool, np.bool_)):
+        t = torch.empty(shape, dtype=tdtype)
+        item = np.dtype(np_dtype).itemsize
+        mine = interop._c_layout(shape, item)
+        read = interop.tensor_view(t)
+        assert mine == (read.shape, read.strides, read.size) or 0 in shape   # empty dims: strides unused
+        assert mine[0] == read.shape and mine[2] == read.size
