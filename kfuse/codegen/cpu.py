@@ -13,7 +13,9 @@ the CPU) travels as uint16 bits; values are float32 in registers, rounded to flo
 op exactly as NumPy's float16 loops do. float32 ``tanh`` is a branch-free rational
 approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vectorisation).
 Float sums over one inner dim add through ``_radd`` (``fastmath={"reassoc"}`` on that add alone), so
-LLVM vectorises them in a summation order fixed by the compiled code (see the comment below).
+LLVM vectorises them in a summation order fixed by the compiled code; float max/min over one inner
+dim run over order-preserving integer keys (see the comments below). Helper sources:
+:mod:`kfuse.codegen.cpu_helpers`.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from .cpu_helpers import HELPERS as _HELPERS
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
@@ -33,228 +36,20 @@ FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equa
 # thread count (a row is summed by one thread), but it depends on the vector width LLVM picks for
 # the host CPU (a cached kernel is host-specific anyway). Float32 summands accumulate in float64
 # (as before), so the order barely shows; float64 sums round differently from the former order, as
-# close to NumPy's pairwise sum (tests/codegen/test_cpu_rowsum.py). It replaces 8 interleaved
+# close to NumPy's pairwise sum (tests/codegen/test_cpu_rowreduce.py). It replaces 8 interleaved
 # scalar lanes that LLVM left scalar (Numba turns the SLP vectoriser off); 4096x4096 f32, 2 threads,
 # side by side: row L2 norm 2.42 -> 1.71 ms, layernorm 9.5 -> 5.3 ms, softmax 13.8 -> 12.7 ms.
-# max/min keep one strict running value: vectorising them would change which zero wins a
-# +0/-0 tie.
+# A float32/float64 max/min over one inner dim runs as an integer max/min over ``_fkey`` keys
+# (the float's bits, negative ones' magnitude bits flipped: signed integer order = float order) and
+# an integer NaN flag; LLVM vectorises both without fast-math flags (a float compare-and-select
+# it would only take with nnan/nsz). Any NaN gives NaN (NumPy's value, a canonical payload); a
+# +0.0/-0.0 tie gives +0.0 for max and -0.0 for min (the strict running value kept the first zero,
+# NumPy's choice varies with its loop). A 4096x4096 f32 row max alone: 8.9 -> 1.6 ms.
 # A sum whose summand is a float32 ``_expf``/``_tanhf`` (_STAGED_OPS) that a later phase's loop over
 # the same dim computes again (softmax's exp(x - max) in the output loop) also stores the summands
 # in a scratch row as it sums, and that loop reads them back (_Emitter.reused): one exp per
 # element instead of two (P2 softmax 21.9 -> 17.3 ms when the scratch was introduced).
 _STAGED_OPS = ("exp", "tanh")
-
-# --------------------------------------------------------------------------- helpers (source)
-
-_HELPERS: dict[str, str] = {}
-
-
-def _helper(name: str, src: str, deps: tuple = ()) -> None:
-    _HELPERS[name] = (src.strip("\n"), deps)
-
-
-_helper("_radd", '''
-@numba.njit(error_model="numpy", fastmath={"reassoc"})
-def _radd(a, b):
-    """a + b that LLVM may reassociate: a float sum's add (see the comment above _STAGED_OPS)."""
-    return a + b
-''')
-_helper("_h2f", '''
-@numba.njit(error_model="numpy")
-def _h2f(h):
-    """float16 bits -> float32 value (exact)."""
-    b = np.int64(h)
-    e = (b >> 10) & 31
-    m = b & 1023
-    if e == 0:
-        r = m * 5.9604644775390625e-08
-    elif e == 31:
-        r = np.inf if m == 0 else np.nan
-    else:
-        r = (m + 1024) * np.ldexp(1.0, e - 25)
-    return np.float32(-r if b & 32768 else r)
-''')
-_helper("_f2h", '''
-@numba.njit(error_model="numpy")
-def _f2h(x):
-    """any float -> float16 bits, rounded once to nearest even (as NumPy's astype)."""
-    x = np.float64(x)
-    if x != x:
-        return np.uint16(32256)
-    sign = 32768 if np.copysign(1.0, x) < 0 else 0
-    a = abs(x)
-    if a >= 65520.0:
-        return np.uint16(sign | 31744)
-    if a < 6.103515625e-05:
-        return np.uint16(sign | np.int64(np.rint(a * 16777216.0)))
-    m, e = math.frexp(a)
-    bits = ((e + 14) << 10) + (np.int64(np.rint(m * 2048.0)) - 1024)
-    return np.uint16(sign | bits)
-''')
-_helper("_rf16", '''
-@numba.njit(error_model="numpy")
-def _rf16(x):
-    """round a float to float16 precision, returned as float32."""
-    return _h2f(_f2h(x))
-''', ("_h2f", "_f2h"))
-_helper("_tanhf", '''
-@numba.njit(error_model="numpy")
-def _tanhf(x):
-    """float32 tanh: a [13/6] rational approximation on the clamped input (Eigen's fast tanh;
-    max relative error ~4e-7), branch-free so LLVM vectorises the loop; NaN propagates."""
-    c = np.float32(7.9053111076354980)
-    xc = c if x > c else (-c if x < -c else x)
-    x2 = xc * xc
-    p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
-    p = x2 * p + np.float32(-8.60467152213735e-11)
-    p = x2 * p + np.float32(5.12229709037114e-08)
-    p = x2 * p + np.float32(1.48572235717979e-05)
-    p = x2 * p + np.float32(6.37261928875436e-04)
-    p = x2 * p + np.float32(4.89352455891786e-03)
-    q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
-    q = x2 * q + np.float32(2.26843463243900e-03)
-    q = x2 * q + np.float32(4.89352518554385e-03)
-    r = xc * p / q
-    return x if np.abs(x) < np.float32(0.0004) else r
-''')
-_helper("_expf", '''
-@numba.njit(error_model="numpy")
-def _expf(x):
-    """float32 exp: Cody-Waite reduction x = n ln2 + r, Cephes' degree-6 polynomial for e^r, and
-    2^n applied as two normal powers of two built in the exponent bits (so subnormal results are
-    rounded once, as libm does); max error ~2 ulp. Branch-free and call-free, so LLVM vectorises
-    the loop (Numba's scalar expf is a libm call that blocks it: 16M elements 68 ms -> 9 ms).
-    Overflow gives inf, NaN propagates, below the smallest subnormal gives 0."""
-    xc = np.float32(88.72283) if x > np.float32(88.72283) else (np.float32(-104.0) if x < np.float32(-104.0) else x)
-    n = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
-    n = np.float32(127.0) if n > np.float32(127.0) else n
-    r = xc - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
-    p = np.float32(1.9875691500e-4) * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    y = p * r * r + r + np.float32(1.0)
-    n1 = np.floor(n * np.float32(0.5))
-    n2 = n - n1
-    s1 = np.int32((np.int32(n1) + np.int32(127)) << np.int32(23)).view(np.float32)
-    s2 = np.int32((np.int32(n2) + np.int32(127)) << np.int32(23)).view(np.float32)
-    e = (y * s1) * s2
-    e = np.float32(np.inf) if x > np.float32(88.72283) else e
-    e = np.float32(0.0) if x < np.float32(-104.0) else e
-    return x if x != x else e
-''')
-for _T in ("float32", "float64"):
-    _helper(f"_floordiv_{_T}", f'''
-@numba.njit(error_model="numpy")
-def _floordiv_{_T}(a, b):
-    """np.floor_divide for {_T} (npy_divmod)."""
-    if b == 0:
-        return np.{_T}(a / b)
-    mod = np.{_T}(np.fmod(a, b))
-    div = np.{_T}((a - mod) / b)
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            div = np.{_T}(div - np.{_T}(1.0))
-    if div != 0:
-        fl = np.{_T}(np.floor(div))
-        if div - fl > np.{_T}(0.5):
-            fl = np.{_T}(fl + np.{_T}(1.0))
-        return fl
-    return np.{_T}(np.copysign(np.{_T}(0.0), np.{_T}(a / b)))
-''')
-    _helper(f"_remainder_{_T}", f'''
-@numba.njit(error_model="numpy")
-def _remainder_{_T}(a, b):
-    """np.remainder for {_T} (sign of the divisor)."""
-    mod = np.{_T}(np.fmod(a, b))
-    if b == 0:
-        return mod
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            mod = np.{_T}(mod + b)
-        return mod
-    return np.{_T}(np.copysign(np.{_T}(0.0), b))
-''')
-_helper("_sfloordiv", '''
-@numba.njit(error_model="numpy")
-def _sfloordiv(a, b):
-    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
-    if b == 0:
-        return np.int64(0)
-    if b == -1:
-        return np.int64(0) - a
-    return a // b
-''')
-_helper("_sremainder", '''
-@numba.njit(error_model="numpy")
-def _sremainder(a, b):
-    """np.remainder for signed ints in int64 (sign of the divisor; 0 for b in (0, -1))."""
-    if b == 0 or b == -1:
-        return np.int64(0)
-    return a % b
-''')
-_helper("_ufloordiv", '''
-@numba.njit(error_model="numpy")
-def _ufloordiv(a, b):
-    if b == np.uint64(0):
-        return np.uint64(0)
-    return a // b
-''')
-_helper("_uremainder", '''
-@numba.njit(error_model="numpy")
-def _uremainder(a, b):
-    if b == np.uint64(0):
-        return np.uint64(0)
-    return a % b
-''')
-_helper("_ipow", '''
-@numba.njit(error_model="numpy")
-def _ipow(a, b, zero, one):
-    """integer power by squaring, wrapping (negative exponents give 1; NumPy raises)."""
-    r = one
-    while b > zero:
-        if (b & one) != zero:
-            r = r * a
-        a = a * a
-        b = b >> one
-    return r
-''')
-_helper("_slshift", '''
-@numba.njit(error_model="numpy")
-def _slshift(a, b):
-    if b < 0 or b >= 64:
-        return np.int64(0)
-    return a << b
-''')
-_helper("_srshift", '''
-@numba.njit(error_model="numpy")
-def _srshift(a, b):
-    if b < 0 or b >= 64:
-        return np.int64(-1) if a < 0 else np.int64(0)
-    return a >> b
-''')
-_helper("_ulshift", '''
-@numba.njit(error_model="numpy")
-def _ulshift(a, b):
-    if b >= np.uint64(64):
-        return np.uint64(0)
-    return a << b
-''')
-_helper("_urshift", '''
-@numba.njit(error_model="numpy")
-def _urshift(a, b):
-    if b >= np.uint64(64):
-        return np.uint64(0)
-    return a >> b
-''')
-_helper("_ireciprocal", '''
-@numba.njit(error_model="numpy")
-def _ireciprocal(a):
-    if a == 0:
-        return np.int64(0)
-    return np.int64(1.0 / a)
-''')
 
 # --------------------------------------------------------------------------- expressions
 
@@ -478,10 +273,13 @@ class _Emitter:
             return f"out{st.buf}[{self.index(st.index)}] = {v}"
         raise TypeError(st)
 
-    def acc_lines(self, acc: K.Acc, where: str, reassoc: bool = False):
-        """An accumulator's lines: ``init`` before the loop, ``combine`` in it (a float sum with
-        ``reassoc`` adds through ``_radd``, see the module comment), ``result`` after it."""
+    def acc_lines(self, acc: K.Acc, where: str, vector: bool = False):
+        """An accumulator's lines: ``init`` before the loop, ``combine`` in it, ``result`` after it.
+        In a ``vector`` loop (one inner dim) a float sum adds through ``_radd`` and a float32/64
+        max/min runs over integer keys (:meth:`key_lines`); see the module comment."""
         a, vt = f"acc_{acc.dst}", _vt(acc.acc_dtype)
+        if vector and acc.kind in ("max", "min") and acc.acc_dtype in ("float32", "float64"):
+            return self.key_lines(acc, where)
         if where == "init":
             lines = [f"{a} = {_literal(acc.init, acc.acc_dtype)}"]
             if acc.kind in ("argmax", "argmin"):
@@ -490,7 +288,7 @@ class _Emitter:
         s = acc.src
         if where == "combine":
             if acc.kind == "sum":
-                if reassoc and vt in ("float32", "float64"):
+                if vector and vt in ("float32", "float64"):
                     return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
                 return [f"{a} += np.{vt}({s})"]
             if acc.kind == "prod":
@@ -511,6 +309,25 @@ class _Emitter:
         if acc.dtype == "bool":
             return [f"{acc.dst} = {a}"]
         return [f"{acc.dst} = {_ctor(_vt(acc.dtype))}({a})"]
+
+    def key_lines(self, acc: K.Acc, where: str) -> list[str]:
+        """A float max/min as an integer max/min over ``_fkey`` keys (signed integers in the float
+        order), which LLVM vectorises without fast-math flags, and a flag for NaN (any NaN gives
+        NaN, as NumPy). On a +0.0/-0.0 tie max gives +0.0 and min -0.0 (IEEE maximum/minimum)
+        where the strict running value kept the first; NumPy's own choice varies with its loop."""
+        a, dt = f"acc_{acc.dst}", acc.acc_dtype
+        it = "int32" if dt == "float32" else "int64"
+        if where == "init":
+            init = float(acc.init)
+            key = int(np.array(init, dt).view(it))
+            key ^= (key >> (np.dtype(it).itemsize * 8 - 1)) & ((1 << (np.dtype(it).itemsize * 8 - 1)) - 1)
+            return [f"{a} = np.{it}({key})", f"nan_{acc.dst} = np.int32({int(math.isnan(init))})"]
+        if where == "combine":
+            cmp = ">" if acc.kind == "max" else "<"
+            k, s = f"key_{acc.dst}", acc.src
+            return [f"{k} = {self.use('_fkey_' + dt)}({s})", f"{a} = {k} if {k} {cmp} {a} else {a}",
+                    f"nan_{acc.dst} = np.int32(nan_{acc.dst} | np.int32({s} != {s}))"]
+        return [f"{acc.dst} = np.{dt}(np.nan) if nan_{acc.dst} else {self.use('_fval_' + dt)}({a})"]
 
     # -- the function ------------------------------------------------------------------------
     def function(self) -> list[str]:
@@ -533,7 +350,7 @@ class _Emitter:
             if not ph.has_loop:
                 continue
             for acc in ph.accs:
-                lines += ["    " * ind + x for x in self.acc_lines(acc, "init")]
+                lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=len(inner) == 1)]
             keys = _value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
@@ -545,10 +362,10 @@ class _Emitter:
             body = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
             body += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
             for acc in ph.accs:
-                body += self.acc_lines(acc, "combine", reassoc=len(inner) == 1)
+                body += self.acc_lines(acc, "combine", vector=len(inner) == 1)
             lines += ["    " * j + x for x in body] or ["    " * j + "pass"]
             for acc in ph.accs:
-                lines += ["    " * ind + x for x in self.acc_lines(acc, "result")]
+                lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=len(inner) == 1)]
             for src, row in staged.items():     # later phases of this outer trip read the rows
                 self.scratch.setdefault((inner[0], keys[src]), row)
         if len(lines) == 2 or lines[-1].rstrip().endswith(":"):

@@ -1,8 +1,9 @@
-"""CPU backend: float sums over one inner dim add through ``_radd`` (codegen.cpu: a reassociable
-add LLVM vectorises) and softmax-style exp/tanh summands a later loop recomputes go through a
-scratch row. Checked against NumPy on row lengths around every vector width and unroll, on rows of
-huge, tiny (subnormal), +-inf, NaN and -0.0 values; the order is fixed (bit-identical results on
-every call, at 1 or 2 threads, sequential or parallel kernel)."""
+"""CPU backend, reductions over one inner dim (codegen.cpu): float sums add through ``_radd`` (a
+reassociable add LLVM vectorises), float max/min run over integer keys (``_fkey_*``) with a NaN
+flag, and softmax-style exp/tanh summands a later loop recomputes go through a scratch row. Checked
+against NumPy on row lengths around every vector width and unroll, on rows of huge, tiny
+(subnormal), +-inf, NaN and -0.0 values; the order is fixed (bit-identical results on every call,
+at 1 or 2 threads, sequential or parallel kernel)."""
 import re
 
 import numba
@@ -39,15 +40,17 @@ def _rows(dtype, n: int, seed: int) -> np.ndarray:
 def _rowstats(x):
     mu = x.mean(axis=-1, keepdims=True)
     d = x - mu
+    extremes = (x.max(axis=1), x[:, ::-1].min(axis=-1)) if x.shape[1] else ()  # empty: NumPy raises
     return (x.sum(axis=-1), np.sqrt((x * x).sum(axis=1)), (d * d).mean(axis=-1),
-            x[:, ::2].sum(axis=1), np.abs(x).sum(axis=1, keepdims=True) * x)
+            x[:, ::2].sum(axis=1), np.abs(x).sum(axis=1, keepdims=True) * x) + extremes
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", LENGTHS)
 def test_row_sums_match_numpy(dtype, n):
     """Every row kind at lengths around the vector loop's width, unroll and remainder: a sum, a
-    row L2 norm, a mean and a variance (two phases), a strided row, a sum used in a later loop."""
+    row L2 norm, a mean and a variance (two phases), a strided row, a sum used in a later loop, a
+    max and a min of a reversed row."""
     x = _rows(dtype, n, n)
     with np.errstate(all="ignore"):
         want = _rowstats(x)
@@ -98,11 +101,51 @@ def test_row_sums_deterministic():
         numba.set_num_threads(old)
 
 
-def test_int_sums_and_max_stay_strict():
-    """Integer sums and max/min keep one plain running value (no _radd)."""
-    f = kfuse.jit(lambda y: (y.max(axis=-1), y.astype(np.int64).sum(axis=-1)), backend="cpu")
-    text = f.lower(np.ones((2, 20), np.float32)).as_text("cpu")
-    assert "_radd" not in text
+def test_int_reductions_stay_plain():
+    """Integer sums and max/min keep one plain running value (no _radd, no float keys)."""
+    f = kfuse.jit(lambda y: (y.max(axis=-1), y.sum(axis=-1), y.min(axis=1)), backend="cpu")
+    text = f.lower(np.ones((2, 20), np.int64)).as_text("cpu")
+    assert "_radd" not in text and "_fkey" not in text
+
+
+def _extreme_rows(dtype, n: int, seed: int) -> np.ndarray:
+    """Rows for max/min: normal, all -inf, all +inf, NaN first / middle / last, a negative NaN,
+    negative subnormals, +-huge, all -0.0, -0.0 and +0.0 mixed, +-inf together."""
+    rng = np.random.default_rng(seed)
+    fi = np.finfo(dtype)
+    x = (rng.standard_normal((12, n)) * 3).astype(dtype)
+    x[1], x[2] = -np.inf, np.inf
+    x[3, 0], x[4, n // 2], x[5, -1] = np.nan, np.nan, np.nan
+    x[6, n // 3] = -np.nan
+    x[7] = -fi.smallest_subnormal * rng.integers(1, 50, n)
+    x[8] = np.where(np.arange(n) % 2, fi.max, -fi.max)
+    x[9] = -0.0
+    x[10] = np.where(np.arange(n) % 3, -0.0, 0.0)
+    x[11, 0], x[11, -1] = -np.inf, np.inf
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [v for v in LENGTHS if v])
+def test_row_max_min_match_numpy(dtype, n):
+    """Float max/min over a row: NumPy's values (NaN wherever a NaN is, infinities, subnormals)
+    at every length around the vector width; a -0.0/+0.0 tie gives +0.0 for max, -0.0 for min; a
+    max feeding a later loop (softmax's x - max)."""
+    x = _extreme_rows(dtype, n, n)
+
+    def f(y):
+        m = y.max(axis=1, keepdims=True)
+        return y.max(axis=-1), y.min(axis=1), np.exp(y - m) / np.exp(y - m).sum(axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        want = f(x)
+        jf = kfuse.jit(f, backend="cpu")
+        got = jf(x)
+    for g, w in zip(got, want):
+        assert_matches_numpy(g, w, reductions=True)
+    assert np.signbit(got[0][9]) and np.signbit(got[1][9])           # the all -0.0 row
+    if n > 1:
+        assert not np.signbit(got[0][10]) and np.signbit(got[1][10])     # the mixed-zero row
+        assert "_fkey_" in jf.lower(x).as_text("cpu")
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 17, 1000])

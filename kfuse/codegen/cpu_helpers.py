@@ -1,0 +1,235 @@
+"""Source of the Numba helpers the CPU kernels call (:mod:`kfuse.codegen.cpu` emits the ones a
+kernel uses into its own source, so the source text alone determines the compiled code).
+
+``HELPERS`` maps a helper's name to ``(source, names of the helpers it calls)``; its order is the
+definition order, which respects those dependencies. float16 travels as uint16 bits (``_h2f``,
+``_f2h``, ``_rf16``); ``_expf``/``_tanhf`` are branch-free float32 versions LLVM vectorises;
+``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
+same order (vectorisable max/min); the rest give NumPy's integer and float division, remainder,
+shift and power results.
+"""
+from __future__ import annotations
+
+HELPERS: dict[str, tuple] = {}
+
+
+def _helper(name: str, src: str, deps: tuple = ()) -> None:
+    HELPERS[name] = (src.strip("\n"), deps)
+
+
+_helper("_radd", '''
+@numba.njit(error_model="numpy", fastmath={"reassoc"})
+def _radd(a, b):
+    """a + b that LLVM may reassociate: a float sum's add (kfuse.codegen.cpu)."""
+    return a + b
+''')
+for _T, _I, _B in (("float32", "int32", 31), ("float64", "int64", 63)):
+    _helper(f"_fkey_{_T}", f'''
+@numba.njit(error_model="numpy")
+def _fkey_{_T}(x):
+    """{_T} -> {_I} of the same order (-0.0 below +0.0, NaN beyond +-inf: callers flag NaN)."""
+    b = np.{_T}(x).view(np.{_I})
+    return np.{_I}(b ^ ((b >> np.{_I}({_B})) & np.{_I}({(1 << _B) - 1})))
+''')
+    _helper(f"_fval_{_T}", f'''
+@numba.njit(error_model="numpy")
+def _fval_{_T}(k):
+    """The {_T} whose _fkey_{_T} is k (the map is its own inverse)."""
+    return np.{_I}(k ^ ((k >> np.{_I}({_B})) & np.{_I}({(1 << _B) - 1}))).view(np.{_T})
+''')
+_helper("_h2f", '''
+@numba.njit(error_model="numpy")
+def _h2f(h):
+    """float16 bits -> float32 value (exact)."""
+    b = np.int64(h)
+    e = (b >> 10) & 31
+    m = b & 1023
+    if e == 0:
+        r = m * 5.9604644775390625e-08
+    elif e == 31:
+        r = np.inf if m == 0 else np.nan
+    else:
+        r = (m + 1024) * np.ldexp(1.0, e - 25)
+    return np.float32(-r if b & 32768 else r)
+''')
+_helper("_f2h", '''
+@numba.njit(error_model="numpy")
+def _f2h(x):
+    """any float -> float16 bits, rounded once to nearest even (as NumPy's astype)."""
+    x = np.float64(x)
+    if x != x:
+        return np.uint16(32256)
+    sign = 32768 if np.copysign(1.0, x) < 0 else 0
+    a = abs(x)
+    if a >= 65520.0:
+        return np.uint16(sign | 31744)
+    if a < 6.103515625e-05:
+        return np.uint16(sign | np.int64(np.rint(a * 16777216.0)))
+    m, e = math.frexp(a)
+    bits = ((e + 14) << 10) + (np.int64(np.rint(m * 2048.0)) - 1024)
+    return np.uint16(sign | bits)
+''')
+_helper("_rf16", '''
+@numba.njit(error_model="numpy")
+def _rf16(x):
+    """round a float to float16 precision, returned as float32."""
+    return _h2f(_f2h(x))
+''', ("_h2f", "_f2h"))
+_helper("_tanhf", '''
+@numba.njit(error_model="numpy")
+def _tanhf(x):
+    """float32 tanh: a [13/6] rational approximation on the clamped input (Eigen's fast tanh;
+    max relative error ~4e-7), branch-free so LLVM vectorises the loop; NaN propagates."""
+    c = np.float32(7.9053111076354980)
+    xc = c if x > c else (-c if x < -c else x)
+    x2 = xc * xc
+    p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
+    p = x2 * p + np.float32(-8.60467152213735e-11)
+    p = x2 * p + np.float32(5.12229709037114e-08)
+    p = x2 * p + np.float32(1.48572235717979e-05)
+    p = x2 * p + np.float32(6.37261928875436e-04)
+    p = x2 * p + np.float32(4.89352455891786e-03)
+    q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
+    q = x2 * q + np.float32(2.26843463243900e-03)
+    q = x2 * q + np.float32(4.89352518554385e-03)
+    r = xc * p / q
+    return x if np.abs(x) < np.float32(0.0004) else r
+''')
+_helper("_expf", '''
+@numba.njit(error_model="numpy")
+def _expf(x):
+    """float32 exp: Cody-Waite reduction x = n ln2 + r, Cephes' degree-6 polynomial for e^r, and
+    2^n applied as two normal powers of two built in the exponent bits (so subnormal results are
+    rounded once, as libm does); max error ~2 ulp. Branch-free and call-free, so LLVM vectorises
+    the loop (Numba's scalar expf is a libm call that blocks it: 16M elements 68 ms -> 9 ms).
+    Overflow gives inf, NaN propagates, below the smallest subnormal gives 0."""
+    xc = np.float32(88.72283) if x > np.float32(88.72283) else (np.float32(-104.0) if x < np.float32(-104.0) else x)
+    n = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
+    n = np.float32(127.0) if n > np.float32(127.0) else n
+    r = xc - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
+    p = np.float32(1.9875691500e-4) * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    y = p * r * r + r + np.float32(1.0)
+    n1 = np.floor(n * np.float32(0.5))
+    n2 = n - n1
+    s1 = np.int32((np.int32(n1) + np.int32(127)) << np.int32(23)).view(np.float32)
+    s2 = np.int32((np.int32(n2) + np.int32(127)) << np.int32(23)).view(np.float32)
+    e = (y * s1) * s2
+    e = np.float32(np.inf) if x > np.float32(88.72283) else e
+    e = np.float32(0.0) if x < np.float32(-104.0) else e
+    return x if x != x else e
+''')
+for _T in ("float32", "float64"):
+    _helper(f"_floordiv_{_T}", f'''
+@numba.njit(error_model="numpy")
+def _floordiv_{_T}(a, b):
+    """np.floor_divide for {_T} (npy_divmod)."""
+    if b == 0:
+        return np.{_T}(a / b)
+    mod = np.{_T}(np.fmod(a, b))
+    div = np.{_T}((a - mod) / b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div = np.{_T}(div - np.{_T}(1.0))
+    if div != 0:
+        fl = np.{_T}(np.floor(div))
+        if div - fl > np.{_T}(0.5):
+            fl = np.{_T}(fl + np.{_T}(1.0))
+        return fl
+    return np.{_T}(np.copysign(np.{_T}(0.0), np.{_T}(a / b)))
+''')
+    _helper(f"_remainder_{_T}", f'''
+@numba.njit(error_model="numpy")
+def _remainder_{_T}(a, b):
+    """np.remainder for {_T} (sign of the divisor)."""
+    mod = np.{_T}(np.fmod(a, b))
+    if b == 0:
+        return mod
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod = np.{_T}(mod + b)
+        return mod
+    return np.{_T}(np.copysign(np.{_T}(0.0), b))
+''')
+_helper("_sfloordiv", '''
+@numba.njit(error_model="numpy")
+def _sfloordiv(a, b):
+    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return np.int64(0) - a
+    return a // b
+''')
+_helper("_sremainder", '''
+@numba.njit(error_model="numpy")
+def _sremainder(a, b):
+    """np.remainder for signed ints in int64 (sign of the divisor; 0 for b in (0, -1))."""
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+''')
+_helper("_ufloordiv", '''
+@numba.njit(error_model="numpy")
+def _ufloordiv(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a // b
+''')
+_helper("_uremainder", '''
+@numba.njit(error_model="numpy")
+def _uremainder(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a % b
+''')
+_helper("_ipow", '''
+@numba.njit(error_model="numpy")
+def _ipow(a, b, zero, one):
+    """integer power by squaring, wrapping (negative exponents give 1; NumPy raises)."""
+    r = one
+    while b > zero:
+        if (b & one) != zero:
+            r = r * a
+        a = a * a
+        b = b >> one
+    return r
+''')
+_helper("_slshift", '''
+@numba.njit(error_model="numpy")
+def _slshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(0)
+    return a << b
+''')
+_helper("_srshift", '''
+@numba.njit(error_model="numpy")
+def _srshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(-1) if a < 0 else np.int64(0)
+    return a >> b
+''')
+_helper("_ulshift", '''
+@numba.njit(error_model="numpy")
+def _ulshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a << b
+''')
+_helper("_urshift", '''
+@numba.njit(error_model="numpy")
+def _urshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a >> b
+''')
+_helper("_ireciprocal", '''
+@numba.njit(error_model="numpy")
+def _ireciprocal(a):
+    if a == 0:
+        return np.int64(0)
+    return np.int64(1.0 / a)
+''')
