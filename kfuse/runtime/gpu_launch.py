@@ -158,6 +158,7 @@ class GpuProgram:
         self._out_sig = [[(tuple(o.shape), o.dtype) for o in g.outputs] for g in plan.groups]
         self._bf16_out = any(o.dtype == interop.BF16 for o in plan.graph.outputs)
         self._props: dict = {}
+        self._single = None             # _single_kernel(), decided when the launchers are made
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
 
     def _launcher(self, group, kir) -> LauncherBase:
@@ -226,6 +227,12 @@ class GpuProgram:
         if self.launchers is None:
             self.arch = props["arch"]
             self.launchers = [self._launcher(g, k) for g, k in zip(self.plan.groups, self.kirs)]
+            self._single = self._single_kernel()
+        if self._single is not None:        # one kernel whose outputs are the program's
+            positions, launch, out_sig = self._single
+            outs = [empty(shape, dtype) for shape, dtype in out_sig]
+            launch([arrs[k] for k in positions], outs, props)
+            return outs
         env = dict(zip(graph.inputs, arrs))
         for g, kir, launch, out_sig in zip(self.plan.groups, self.kirs, self.launchers, self._out_sig):
             ins = [env[n] for n in g.inputs]
@@ -246,6 +253,20 @@ class GpuProgram:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results
 
+
+    def _single_kernel(self):
+        """``(input positions, launcher, output signature)`` when the plan is one non-matmul
+        kernel whose outputs are the program's outputs, in order (the common case: its call then
+        skips the value environment); else None."""
+        if len(self.plan.groups) != 1 or self.kirs[0].contraction is not None:
+            return None
+        g, graph = self.plan.groups[0], self.plan.graph
+        if tuple(graph.outputs) != tuple(g.outputs) or len(set(g.outputs)) != len(g.outputs):
+            return None
+        index = {n: k for k, n in enumerate(graph.inputs)}
+        if any(n not in index for n in g.inputs):
+            return None
+        return [index[n] for n in g.inputs], self.launchers[0], self._out_sig[0]
 
     # -- matmul groups ------------------------------------------------------------------------
     allow_tf32 = False      # kfuse.jit(allow_tf32=True): f32 products through cuBLAS may use TF32
