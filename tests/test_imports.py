@@ -125,3 +125,13 @@ def test_import_kfuse_is_light():
                          cwd=PKG.parent, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "", f"`import kfuse` imported {res.stdout.strip()} eagerly"
+
+
+def test_every_module_compiles_without_warnings():
+    """No module has a SyntaxWarning (an invalid escape such as ``\\ `` in a docstring: an error in
+    a later Python)."""
+    import warnings
+    for name, path in _modules().items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compile(path.read_text(), str(path), "exec")

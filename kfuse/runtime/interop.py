@@ -238,7 +238,7 @@ def from_cupy(x, kind: str, dtype=None):
 
 class TorchOutputs:
     """Output allocation for a torch caller: tensors from torch's caching allocator on ``dev``
-    (used on torch's current stream), which the kernels see as :func:`tensor_view`\ s;
+    (used on torch's current stream), which the kernels see as tensor views (:func:`tensor_view`);
     ``result(x)`` is the tensor behind a view, and any CuPy array (a cuBLAS product, a constant)
     goes back through DLPack."""
 
