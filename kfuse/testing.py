@@ -3,9 +3,10 @@ autotuner's result check) uses against NumPy.
 
 float16: elementwise and reduction kernels round every float16 op result to float16, as NumPy's
 loops do (all backends). The GEMM epilogue kernels (the generated fused GEMM and the kernel that
-follows cuBLAS) keep the epilogue in float32 registers, round once on store and use the hardware
-``tanh.approx`` for 16-bit outputs: results can differ from NumPy by a few float16 ulps, inside the
-float16 row below. bfloat16 (torch tensors on the CUDA C backend) is computed the same way: each op
+follows cuBLAS) read the float16 product rounded to float16 (as NumPy's matmul gives it: an entry
+past 65504 is inf), keep the rest of the epilogue in float32 registers, round once on store and
+use the hardware ``tanh.approx`` for 16-bit outputs: results can differ from NumPy by a few float16
+ulps, inside the float16 row below. bfloat16 (torch tensors on the CUDA C backend) is computed the same way: each op
 in float32, its result rounded to bfloat16, as ml_dtypes' NumPy loops and torch's eager ops do; its
 sums accumulate in float64 and round once (a mean divides the sum in float32, as float16's does;
 ml_dtypes' NumPy sums in bfloat16 itself, so tests take a float32 or float64 reference for them,

@@ -162,6 +162,10 @@ def epilogue_from_group(group):
         steps.append(EpStep(op, tuple(args)))
         return ("v", len(steps))
 
+    if mm.dtype.name == "float16":
+        # NumPy's float16 product is rounded to float16 before anything reads it (an entry past
+        # 65504 is inf there: v - v is nan, not 0); the steps after it stay in float32
+        vals[mm] = emit("round_f16", [("v", 0)])
     for n in group.nodes:
         if n is mm or n in vals or not _depends_on(n, mm):
             continue

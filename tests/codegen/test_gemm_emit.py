@@ -141,8 +141,9 @@ def test_epilogue_from_group_bias_gelu():
     g = KernelGroup(0, "matmul", (a, w, b, mm, y, half, z, t, out), (a, w, b), (out,), (64, 48), anchor=mm)
     ep, nodes = epilogue_from_group(g)
     assert nodes == (b,) and ep.inputs[0].kind == "row" and ep.out_dtype == "f16"
-    assert [s.op for s in ep.steps] == ["add", "mul", "tanh", "mul"]
-    assert ep.steps[1].args[1] == ("c", 0.5)
+    assert [s.op for s in ep.steps] == ["round_f16", "add", "mul", "tanh", "mul"]   # NumPy's f16 product first
+    assert ep.steps[0].args == (("v", 0),) and ep.steps[1].args[0] == ("v", 1)
+    assert ep.steps[2].args[1] == ("c", 0.5)
     res = _compile(emit_gemm(GemmSpec("f16", ep)), "sm_90")
     assert "mma.sync" in res.ptx
     # something the GEMM cannot do in registers -> None
