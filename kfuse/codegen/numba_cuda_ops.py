@@ -59,6 +59,16 @@ def _remainder_{_T}(a, b):
         return m
     return ld.copysign{_f}(np.{_T}(0.0), b)
 ''')
+    _helper(f"_fpow_{_T}", f'''
+@cuda.jit(device=True, inline=True)
+def _fpow_{_T}(a, b):
+    """x ** 1 and x ** 2 exactly, as NumPy's libm pow gives them (libdevice's pow is within 2 ulp)."""
+    if b == np.{_T}(1.0):
+        return a
+    if b == np.{_T}(2.0):
+        return np.{_T}(a * a)
+    return ld.pow{_f}(a, b)
+''')
 _helper("_sfloordiv", '''
 @cuda.jit(device=True, inline=True)
 def _sfloordiv(a, b):
@@ -240,7 +250,7 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
         c = consts.get(raw[1])
         if c is not None and float(c[0]) in (1.0, 2.0, 3.0):
             return " * ".join([a[0]] * int(float(c[0])))
-        return f"ld.pow{f}({a[0]}, {a[1]})"
+        return f"{use('_fpow_' + vt)}({a[0]}, {a[1]})"
     if op == "floor_divide":
         return f"{use('_floordiv_' + vt)}({a[0]}, {a[1]})"
     if op == "remainder":

@@ -144,9 +144,12 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
             bound = Tracer(cast(b.node, dt))
         elif b.weak is None:
             bound = np.array(b.value, b.dtype).astype(dt)[()]
-        # np.clip keeps x on ties (+0.0/-0.0): NumPy's maximum/minimum return their 2nd operand on
-        # ties, its float16 loops their 1st (npy_half_ge/le), so x goes where the tie rule keeps it
-        result = apply_ufunc(fn, result, bound) if dt == np.float16 else apply_ufunc(fn, bound, result)
+        # np.clip with both bounds keeps x on ties (+0.0/-0.0): NumPy's maximum/minimum return
+        # their 2nd operand on ties, its float16 loops their 1st (npy_half_ge/le), so x goes where
+        # the tie rule keeps it. With one bound NumPy calls maximum(x, lo) / minimum(x, hi) itself
+        # (numpy/_core/_methods.py _clip), ties as that call gives them (seed 32 #9555)
+        x_first = dt == np.float16 or lo is None or hi is None
+        result = apply_ufunc(fn, result, bound) if x_first else apply_ufunc(fn, bound, result)
         if result.dtype != dt:
             result = Tracer(cast(result.node, dt))
     return result
