@@ -50,8 +50,12 @@ def _accumulators(dtype) -> tuple:
     """The ``dtype=`` a generated sum/prod of a ``dtype`` array may ask for: a float one only when
     its mantissa holds every value of an integer input exactly (float64: 32-bit integers, float32:
     16-bit). Otherwise terms such as int64's +-9.2e18 round on conversion and their cancellation
-    leaves an order-dependent result (seed 27 #381: 0.0 against NumPy's 3.0), not a kfuse bug."""
+    leaves an order-dependent result (seed 27 #381: 0.0 against NumPy's 3.0), not a kfuse bug.
+    A float input gets no integer one: each term would be cast to int64, undefined for inf, NaN
+    and out-of-range values (seed 35 #2491: x86 gives INT64_MIN, a GPU saturates)."""
     dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return ("float64", "float32")
     bits = dt.itemsize * 8 if dt.kind in "iu" else 0
     return ("int64",) + (("float64",) if bits <= 32 else ()) + (("float32",) if bits <= 16 else ())
 MAX_ELEMENTS = 256          # no intermediate grows past this

@@ -73,6 +73,7 @@ def test_float_accumulators_only_where_integers_convert_exactly():
     from kfuse.fuzz.generator import _accumulators, generate
     assert _accumulators("int64") == _accumulators("uint64") == ("int64",)
     assert _accumulators("int32") == ("int64", "float64")
-    assert set(_accumulators("int16")) == set(_accumulators("float32")) == {"int64", "float64", "float32"}
+    assert set(_accumulators("int16")) == set(_accumulators("bool")) == {"int64", "float64", "float32"}
+    assert _accumulators("float32") == _accumulators("float64") == ("float64", "float32")   # no float->int
     src = [s.expr for s in generate(27, 381).steps]
     assert src[2] == "np.sum(a1, axis=(0, 2), keepdims=True, dtype=np.int64)"
