@@ -6,8 +6,8 @@ strides in elements as int64 (a two-stage reduction adds its workspace last). :c
 memoises, per stride/alignment pattern of the arguments, the chosen variant, the loaded function,
 the launch shape and that scalar tail, packed once into a host buffer CuPy passes by reference
 (:func:`scalar_args`), so a hot call only builds a key and launches. :class:`GpuProgram` runs a
-plan's groups in order on CuPy arrays (torch tensors as ``interop.tensor_view`` objects); subclasses say
-how a group's launcher is made and what their stages are.
+plan's groups in order on CuPy arrays (torch tensors as ``interop.tensor_view`` objects);
+subclasses say how a group's launcher is made and what their stages are.
 """
 from __future__ import annotations
 
@@ -252,7 +252,6 @@ class GpuProgram:
             else:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results
-
 
     def _single_kernel(self):
         """``(input positions, launcher, output signature)`` when the plan is one non-matmul

@@ -2,8 +2,9 @@
 
 ``classify(arrays)`` says which world the arguments live in ("numpy", "cupy" or "torch") and on
 which device, raising :class:`DeviceError` for host/device mixes or several devices.
-``to_device_arrays`` gives CuPy views of the inputs; for torch callers, :class:`TorchOutputs`
-allocates the outputs as torch tensors and hands them back (no copy).
+``to_device_arrays`` gives the launchers' view of the inputs (CuPy arrays, torch tensors as
+:func:`tensor_view`); for torch callers, :class:`TorchOutputs` allocates the outputs as torch
+tensors and hands them back (no copy).
 
 The generated kernels need only a tensor's pointer, shape and strides, so a torch tensor reaches
 them as a :func:`tensor_view` (no DLPack exchange: a capsule and ``cupy.from_dlpack`` cost ~5 µs a
