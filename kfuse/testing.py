@@ -4,18 +4,19 @@ autotuner's result check) uses against NumPy.
 float16: elementwise and reduction kernels round every float16 op result to float16, as NumPy's
 loops do (all backends). The GEMM epilogue kernels (the generated fused GEMM and the kernel that
 follows cuBLAS) read the float16 product rounded to float16 (as NumPy's matmul gives it: an entry
-past 65504 is inf), keep the rest of the epilogue in float32 registers, round once on store and
-use the hardware ``tanh.approx`` for 16-bit outputs: results can differ from NumPy by a few float16
-ulps, inside the float16 row below. bfloat16 (torch tensors on the CUDA C backend) is computed the same way: each op
-in float32, its result rounded to bfloat16, as ml_dtypes' NumPy loops and torch's eager ops do; its
-sums accumulate in float64 and round once (a mean divides the sum in float32, as float16's does;
-ml_dtypes' NumPy sums in bfloat16 itself, so tests take a float32 or float64 reference for them,
-rounded once). Against a reference computed in float32 and rounded once at the end (torch's
-``.float()`` then ``.to(torch.bfloat16)``) a chain of n ops differs by up to ~n roundings of 2^-9:
-the GPU tests compare such chains at 2x the bfloat16 row. Conversions to bfloat16 round once to
-nearest even from float64 and 64-bit ints too (round-to-odd through float64/float32), where
-ml_dtypes and torch round twice through float32 (``1 + 2**-8 + 2**-40`` is ``1 + 2**-7`` in kfuse,
-``1.0`` in ml_dtypes): those can differ by one ulp. Promotion: :mod:`kfuse.ir.dtypes`.
+past 65504 is inf), keep the rest of the epilogue in float32 registers, round once on store and use
+the hardware ``tanh.approx`` for 16-bit outputs: results can differ from NumPy by a few float16
+ulps, inside the float16 row below. bfloat16 (torch tensors on the CUDA C backend) is computed the
+same way: each op in float32, its result rounded to bfloat16, as ml_dtypes' NumPy loops and torch's
+eager ops do; its sums accumulate in float64 and round once (a mean divides the sum in float32, as
+float16's does; ml_dtypes' NumPy sums in bfloat16 itself, so tests take a float32 or float64
+reference for them, rounded once). Against a reference computed in float32 and rounded once at the
+end (torch's ``.float()`` then ``.to(torch.bfloat16)``) a chain of n ops differs by up to ~n
+roundings of 2^-9: the GPU tests compare such chains at 2x the bfloat16 row. Conversions to
+bfloat16 round once to nearest even from float64 and 64-bit ints too (round-to-odd through
+float64/float32), where ml_dtypes and torch round twice through float32 (``1 + 2**-8 + 2**-40`` is
+``1 + 2**-7`` in kfuse, ``1.0`` in ml_dtypes): those can differ by one ulp. Promotion:
+:mod:`kfuse.ir.dtypes`.
 
 CUDA C kernels are compiled with ``--fmad=true`` (as Triton and XLA): a product and the add after
 it may become one FMA, and ptxas folds a multiply by a power of two into the multiply before it

@@ -211,7 +211,7 @@ def markdown(result: dict, plot_path: str | None = None, heading: str = "#") -> 
         parts += [f"![roofline]({plot_path})", ""]
     parts += [f"{heading}# Results", "",
               "ms: the median of every run of the case's timed rounds (each round times every peer once, "
-              "the order rotated; rows without a rounds count are from one window a peer). "
+              "the order rotated). "
               "Throughput counts each input read once and each output written once (GB/s), or nominal "
               "FLOPs (P5). % of ceiling: of the copy bandwidth (memory-bound rows) or of cuBLAS/BLAS GEMM "
               "alone at the same shape (P5). rel. err: ‖y − ref‖/‖ref‖ against a float64 NumPy reference "

@@ -284,6 +284,7 @@ class _Ready:
     fn: Callable
     sets: list
     first_s: float
+    windows: list = dataclasses.field(default_factory=list)    # one Timing a round
 
 
 def _prepare(peer: Peer, case: Case, host: list, ref, ref_rows: int, row: dict, *,
@@ -320,22 +321,19 @@ def _time_interleaved(ready: list[_Ready], *, quick: bool, device: str) -> None:
     kw = dict(budget_s=(0.15 if quick else (1.0 if device == "cpu" else 0.4)) / rounds)
     if quick:
         kw.update(min_reps=3, max_reps=5, warmup=1)
-    windows: dict[int, list] = {id(r): [] for r in ready}
+    live = list(ready)
     for k in range(rounds):
-        for r in ready[k % max(1, len(ready)):] + ready[:k % max(1, len(ready))]:
-            if id(r) not in windows:
-                continue
+        for r in live[k % len(live):] + live[:k % len(live)] if live else []:
             n = len(r.sets)
             try:
-                windows[id(r)].append(r.peer.measure(lambda i, r=r: r.fn(*r.sets[i % n]), **kw))
+                r.windows.append(r.peer.measure(lambda i, r=r: r.fn(*r.sets[i % n]), **kw))
             except Exception as e:
                 r.row.update(ok=False, error=_err(e))
-                del windows[id(r)]
-    for r in ready:
-        if id(r) in windows:
-            t = timing.pooled(windows[id(r)])
-            r.row.update(ok=True, ms=t.median_ms, ms_min=t.min_ms, ms_max=t.max_ms, runs=t.runs,
-                         timer=t.method, rounds=rounds, first_call_s=r.first_s)
+                live.remove(r)
+    for r in live:
+        t = timing.pooled(r.windows)
+        r.row.update(ok=True, ms=t.median_ms, ms_min=t.min_ms, ms_max=t.max_ms, runs=t.runs,
+                     timer=t.method, rounds=rounds, first_call_s=r.first_s)
 
 
 def _finish(r: _Ready, case: Case, *, dispatch: bool, plan_dev, device: str) -> None:

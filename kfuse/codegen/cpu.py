@@ -345,12 +345,13 @@ class _Emitter:
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
         inner = kir.loop_dims(kir.inner)
+        vector = len(inner) == 1            # acc_lines: the vectorisable forms
         for n, ph in enumerate(kir.phases):
             lines += ["    " * ind + self.stmt(s) for s in ph.pre]
             if not ph.has_loop:
                 continue
             for acc in ph.accs:
-                lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=len(inner) == 1)]
+                lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=vector)]
             keys = _value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
@@ -362,10 +363,10 @@ class _Emitter:
             body = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
             body += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
             for acc in ph.accs:
-                body += self.acc_lines(acc, "combine", vector=len(inner) == 1)
+                body += self.acc_lines(acc, "combine", vector=vector)
             lines += ["    " * j + x for x in body] or ["    " * j + "pass"]
             for acc in ph.accs:
-                lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=len(inner) == 1)]
+                lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=vector)]
             for src, row in staged.items():     # later phases of this outer trip read the rows
                 self.scratch.setdefault((inner[0], keys[src]), row)
         if len(lines) == 2 or lines[-1].rstrip().endswith(":"):

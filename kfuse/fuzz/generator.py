@@ -44,6 +44,8 @@ BINARY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
                     "greater": ">", "greater_equal": ">="}
 REDUCTIONS = ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std", "argmax", "argmin")
 _NONEMPTY = ("max", "min", "argmax", "argmin")
+MAX_ELEMENTS = 256          # no intermediate grows past this
+NAME_RE = re.compile(r"\b([av]\d+)\b")
 
 
 def _accumulators(dtype) -> tuple:
@@ -58,8 +60,6 @@ def _accumulators(dtype) -> tuple:
         return ("float64", "float32")
     bits = dt.itemsize * 8 if dt.kind in "iu" else 0
     return ("int64",) + (("float64",) if bits <= 32 else ()) + (("float32",) if bits <= 16 else ())
-MAX_ELEMENTS = 256          # no intermediate grows past this
-NAME_RE = re.compile(r"\b([av]\d+)\b")
 
 
 def _fmt_float(x: float) -> str:
