@@ -112,6 +112,21 @@ template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return 
 template <typename T> __device__ __forceinline__ T kf_minnan(T a, T b) { return (a < b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_maxnan_h(T a, T b) { return (a >= b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_minnan_h(T a, T b) { return (a <= b || a != a) ? a : b; }
+// A wrapped integer result narrowed to T. An 8- or 16-bit result is computed in 32 bits and narrowed
+// by a bit-field extract inside asm, out of NVVM's sight: NVVM otherwise narrows the arithmetic to
+// 16-bit PTX (neg.s16, add.s16), and ptxas treats a 16-bit result as already extended, so a wrapped
+// value read back unwrapped by the next op (int16 -(-32768) // -32768 gave -1; fuzz seed 35 #3382)
+template <typename T, typename U> __device__ __forceinline__ T kf_narrow(U v) {
+  if constexpr (sizeof(T) >= 4) {
+    return (T)v;
+  } else {
+    constexpr bool S = (T)-1 < (T)0;
+    unsigned r;
+    if constexpr (S) asm("bfe.s32 %0, %1, 0, %2;" : "=r"(r) : "r"((unsigned)v), "n"((int)(8 * sizeof(T))));
+    else asm("bfe.u32 %0, %1, 0, %2;" : "=r"(r) : "r"((unsigned)v), "n"((int)(8 * sizeof(T))));
+    return (T)r;
+  }
+}
 template <typename T> __device__ __forceinline__ T kf_imax(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T kf_imin(T a, T b) { return a < b ? a : b; }
 // NumPy npy_divmod for floats
@@ -132,7 +147,7 @@ template <typename T> __device__ __forceinline__ T kf_floordiv_f(T a, T b) {
 }
 template <typename T, typename U> __device__ __forceinline__ T kf_floordiv_i(T a, T b) {
   if (b == (T)0) return (T)0;
-  if ((T)-1 < (T)0 && b == (T)-1) return (T)((U)0 - (U)a);     // MIN // -1 wraps
+  if ((T)-1 < (T)0 && b == (T)-1) return kf_narrow<T>((U)0 - (U)a);     // MIN // -1 wraps
   T q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
   return q;
@@ -152,7 +167,7 @@ template <typename T, typename U> __device__ __forceinline__ T kf_pow_i(T a, T b
   if ((T)-1 < (T)0 && b < (T)0) return (T)0;   // NumPy raises; unreachable on device
   U r = 1, x = (U)a; u64 e = (u64)b;
   while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
-  return (T)r;
+  return kf_narrow<T>(r);
 }
 // r / d for 0 <= r < 2^31, with (m, s) computed on the host for d (runtime.cuda.fast_divisor):
 // (umulhi(r, m) + r) >> s, exact on that range (Granlund-Montgomery, as PyTorch's IntDivider)
@@ -241,6 +256,8 @@ def cast_expr(a: str, src: str, dst: str) -> str:
             return a
     if dst == "bool":
         return f"({a} != 0)"
+    if _BITS.get(dst, 32) < 32 and not _is_f(src):    # integer truncation: see kf_narrow
+        return f"kf_narrow<{ctype(dst)}>({a})"
     return f"(({ctype(dst)}){a})"
 
 
@@ -252,7 +269,7 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
     T = ctype(t)
     isf, isb = _is_f(t), t == "bool"
     U = _UTYPE.get(t)
-    wrap = lambda e: f"(({T})({e}))"  # noqa: E731
+    wrap = lambda e: f"kf_narrow<{T}>({e})"  # noqa: E731
     if op == "cast":
         return cast_expr(a, t, dt)
     if op == "where":

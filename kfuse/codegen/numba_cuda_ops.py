@@ -203,7 +203,7 @@ def store_value(v: str, vdt: str, dt: str) -> str:
     """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
     if dt == "bool":
         return f"np.uint8(1 if {v} else 0)" if vdt == "bool" else f"np.uint8(1 if {v} != 0 else 0)"
-    return f"np.{dt}({v})"
+    return f"np.{dt}({v})" if vdt == dt or _is_f(dt) or _is_f(vdt) else to_int(v, dt)
 
 
 def op_expr(st: K.Op, a: list[str], use, consts) -> str:
@@ -236,7 +236,7 @@ def op_expr(st: K.Op, a: list[str], use, consts) -> str:
         return f"np.{_vt(dt)}({float_expr(op, t, a, st.args, use, consts)})"
     if t == "bool":
         return bool_expr(op, a)
-    return f"np.{dt}({int_expr(op, t, a, use)})"
+    return to_int(int_expr(op, t, a, use), dt)
 
 
 def float_expr(op: str, t: str, a, raw, use, consts) -> str:
@@ -357,4 +357,14 @@ def cast(a: str, src: str, dst: str) -> str:
         return f"np.{_vt(dst)}({one} if {a} else {zero})"
     if dst == "float16":              # round once to float16 precision (as astype)
         return f"np.float32(np.float16({a if _is_f(src) else f'np.float64({a})'}))"
-    return f"np.{_vt(dst)}({a})"
+    return f"np.{_vt(dst)}({a})" if _is_f(dst) or _is_f(src) else to_int(a, dst)
+
+
+NARROW_INTS = ("int8", "int16", "uint8", "uint16")
+
+
+def to_int(expr: str, dt: str) -> str:
+    """Integer ``expr`` wrapped to integer dtype ``dt``; 8- and 16-bit types through the asm
+    intrinsics of :mod:`kfuse.codegen.numba_cuda_narrow` (a plain ``np.int16(...)`` lets NVVM and
+    ptxas lose the wrap)."""
+    return f"narrow_{dt}({expr})" if dt in NARROW_INTS else f"np.{dt}({expr})"

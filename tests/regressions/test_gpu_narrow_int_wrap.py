@@ -1,34 +1,61 @@
-"""Open bug (fuzz seed 35 #3382; H100/H200, 2026-11-24): a wrapped int8/int16 value is read back
-unwrapped on the GPU when a later op widens or compares it. ``-x`` of int16 -32768 is -32768 in
-NumPy, and ``(-x) // x`` is 1; both GPU backends give -1 (ptxas negates the sign-extended value in
-32 bits). Details: ``benchmarks/gpu-2026-11-24/seventh/fuzz/int16_negation_probe.md``. The CPU
-case must pass; the GPU cases are strict xfails, so a fix (or a toolchain that gets it right)
-shows up as XPASS and the marks come off."""
+"""Fuzz seed 35 #3382 (H100/H200, 2026-11-24): a wrapped int8/int16 value was read back unwrapped
+on the GPU when the next op widened or compared it. ``-x`` of int16 -32768 is -32768 in NumPy and
+``(-x) // x`` is 1; both GPU backends gave -1 (NVVM narrowed the negation to ``neg.s16`` and ptxas
+took the 16-bit result as sign-extended). The scope: every wrapping producer of int8/int16 at the
+ends of the range, read by a widening cast, a floor division, a compare or a maximum
+(``benchmarks/gpu-2026-11-24/seventh/fuzz/int16_negation_probe.md``). Fixed by narrowing in asm
+(``kf_narrow``; ``kfuse.codegen.numba_cuda_narrow``); the PTX side is checked without a GPU by
+``tests/codegen/test_narrow_int_ptx.py``."""
 import numpy as np
 import pytest
 
 import kfuse
 
+PRODUCERS = {
+    "negative": lambda x: -x,
+    "add": lambda x: x + x,
+    "subtract": lambda x: x - np.array(1, x.dtype),
+    "multiply": lambda x: x * x,
+    "absolute": lambda x: np.abs(x),
+    "add_100": lambda x: x + np.array(100, x.dtype),
+    "left_shift": lambda x: x << np.array(3, x.dtype),
+    "cast_from_int32": lambda x: (x.astype(np.int32) * 3).astype(x.dtype),
+}
 
-def neg_then_divide(x):
-    return (-x) // np.where(x == 0, np.array(3, x.dtype), x), (-x) > 0
+
+def _consumers(p):
+    def fn(x):
+        y = p(x)
+        return (y.astype(np.int32), y // np.array(7, y.dtype), y > 0, y.astype(np.float32),
+                y // np.where(x == 0, np.array(3, x.dtype), x), np.maximum(y, np.array(0, y.dtype)))
+    return fn
 
 
-def _check(backend, xp=np, to_host=np.asarray):
-    x = np.array([-32768, -32767, -1, 0, 1, 32767], np.int16)
-    want = neg_then_divide(x)
-    got = kfuse.jit(neg_then_divide, backend=backend)(xp.asarray(x))
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(to_host(g), w)
+def _check(backend, producer, dtype, xp=np, to_host=np.asarray):
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, 1 if info.min == 0 else -1, 0, 1, 100, info.max - 1, info.max] * 4,
+                 dtype)
+    fn = _consumers(PRODUCERS[producer])
+    with np.errstate(all="ignore"):
+        want = fn(x)
+    got = kfuse.jit(fn, backend=backend)(xp.asarray(x))
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(to_host(g), w, err_msg=f"{producer}({dtype}) consumer {k} on {backend}")
 
 
-def test_cpu():
-    _check("cpu")
+DTYPES = ["int8", "int16", "uint8", "uint16"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("producer", sorted(PRODUCERS))
+def test_cpu(producer, dtype):
+    _check("cpu", producer, dtype)
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=True, reason="open: GPU int16 wrap-around read back unwrapped (seed 35 #3382)")
 @pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu(backend, cupy_for):
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("producer", sorted(PRODUCERS))
+def test_gpu(producer, dtype, backend, cupy_for):
     cupy = cupy_for(backend)
-    _check(backend, cupy, cupy.asnumpy)
+    _check(backend, producer, dtype, cupy, cupy.asnumpy)
