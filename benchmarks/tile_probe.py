@@ -8,7 +8,7 @@ durations and launch gaps under CUPTI, and Triton's own cubin: ``triton_gap_prob
 experiment tool, not a test.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 ...]
-(writes tile_probe.md under $OUT or the current directory)."""
+(writes tile_probe.md under $OUT or the current directory; TILES_ONLY=1: the tiles, no patches)."""
 import dataclasses
 import os
 import re
@@ -94,8 +94,58 @@ def _cap_blocks(kib):
     return lambda src: src.replace("typedef int IDX;", "typedef int IDX;\n  " + pad, 1)
 
 
+L2_HINT = r"""
+template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldl2(const T* p) {
+  KfVec<T, N> r; int4 v;
+  asm("ld.global.nc.L2::%5B.v4.b32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "n"(BYTES));
+  *reinterpret_cast<int4*>(&r) = v; return r;
+}
+"""
+
+
+def _l2_prefetch(nbytes):
+    """16-byte loads with PTX's L2 prefetch-size hint (``ld.global.nc.L2::128B``/``256B``): L2 fills
+    that many bytes from DRAM a miss (sm_80+)."""
+    def patch(src):
+        src = re.sub(r"\*reinterpret_cast<const KfVec<float, 4>\*>\((in\d+ \+ \([^)]*\))\)",
+                     r"kf_ldl2<float, 4>(\1)", src)
+        helper = L2_HINT.replace("%5B", f"{nbytes}B").replace(', "n"(BYTES)', "")
+        return src.replace('extern "C"', helper + 'extern "C"', 1)
+    return patch
+
+
+def _early_stores(src: str) -> str:
+    """Each output's vector stored as soon as its values are computed: the element loop copied once
+    an output, each copy keeping one output's assignment (NVVM merges the shared arithmetic), its
+    store right after it (the emitter stores every output after the whole loop)."""
+    m = re.search(r"( *)#pragma unroll\n *for \(int e_ = 0; e_ < (\d+); \+\+e_\) \{\n(.*?)\n\1\}\n", src, re.S)
+    if not m:
+        return src
+    ind, body = m.group(1), m.group(3)
+    stores = re.findall(rf"^{ind}\*reinterpret_cast<KfVec<[^>]+>\*>\(out\d+ \+ \([^)]*\)\) = o_(\d+);$",
+                        src[m.end():], re.M)
+    store_lines = {k: re.search(rf"^{ind}\*reinterpret_cast<KfVec<[^>]+>\*>\(out\d+ \+ \([^)]*\)\) = o_{k};$",
+                                src[m.end():], re.M).group(0) for k in stores}
+    parts = []
+    for k in stores:
+        keep = "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*o_\d+\.v", ln) or
+                         re.match(rf"\s*o_{k}\.v", ln))
+        parts.append(f"{ind}#pragma unroll\n{ind}for (int e_ = 0; e_ < {m.group(2)}; ++e_) {{\n{keep}\n{ind}}}\n"
+                     f"{store_lines[k]}\n")
+    rest = src[m.end():]
+    for ln in store_lines.values():
+        rest = rest.replace(ln + "\n", "", 1)
+    return src[:m.start()] + "".join(parts) + rest
+
+
 # name -> (tile or None, source -> source): the heuristic's kernel with its CUDA C patched
-SOURCES = {   # (H200 12:03, tile_probe_1203.md: at 1 unit, ld.global loads 0.4430, x / c as x * (1/c) in
+SOURCES = {   # (eighth session: the L2 prefetch-size hints and early stores, H100)
+    "L2::128B loads": (None, _l2_prefetch(128)),
+    "L2::256B loads": (None, _l2_prefetch(256)),
+    "stores as each output is done": (None, _early_stores),
+    "L2::256B loads, early stores": (None, lambda src: _early_stores(_l2_prefetch(256)(src))),
+    "Triton's shape, L2::256B loads": (TileConfig.make("elementwise", block=256, ept=1, vec=2), _l2_prefetch(256)),
+    # (H200 12:03, tile_probe_1203.md: at 1 unit, ld.global loads 0.4430, x / c as x * (1/c) in
               # float32 0.4418, heuristic 0.4414)
     "2 units, ld.global loads (not .nc)": (TileConfig.make("elementwise", block=128, ept=2), _plain_loads),
     "1 unit, inexact math as Triton's": (None, _inexact_math),
@@ -127,7 +177,8 @@ def probe(name, rows):
     sets = [args, [a.copy() for a in args]]
     plan, _ = plan_for(w.make(np), *[("float32", a.shape) for a in args], device="h200")
     progs = {}
-    for tname, tile in list(TILES.items()) + list(PATCHES.items()) + list(SOURCES.items()):
+    extra = [] if os.environ.get("TILES_ONLY") else list(PATCHES.items()) + list(SOURCES.items())
+    for tname, tile in list(TILES.items()) + extra:
         prog = compile_plan(plan)
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
         if isinstance(tile, TileConfig):
@@ -146,13 +197,14 @@ def probe(name, rows):
     ev = timing.EventAPI.cupy()
     tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
     tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
-    res = {k: [] for k in list(progs) + list(OUT_OFFSETS) + ["heuristic, on torch tensors", "torch.compile"]}
+    offsets = {} if os.environ.get("TILES_ONLY") else OUT_OFFSETS
+    res = {k: [] for k in list(progs) + list(offsets) + ["heuristic, on torch tensors", "torch.compile"]}
     plain_empty = interop.cupy_empty
     with torch.no_grad():
         for _ in range(5):
             for tname, prog in progs.items():
                 res[tname].append(timing.time_events(lambda k: prog(sets[k % 2]), ev, budget_s=0.4).median_ms)
-            for oname, off in OUT_OFFSETS.items():
+            for oname, off in offsets.items():
                 interop.cupy_empty = _offset_empty(off)
                 try:
                     res[oname].append(timing.time_events(lambda k: progs["heuristic"](sets[k % 2]), ev,
