@@ -13,6 +13,7 @@ as a failure of the suite.
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -343,7 +344,7 @@ def select(peers: list[Peer], wanted: str | None) -> list[Peer]:
     """Filter by a comma list of keys or names (``numpy,kfuse``); None keeps all."""
     if not wanted:
         return peers
-    keys = {w.strip() for w in wanted.split(",") if w.strip()}
+    keys = {w.strip() for w in re.split(r",(?![^\[]*\])", wanted) if w.strip()}   # kfuse[cuda,tuned] is one name
     return [p for p in peers if p.key in keys or p.name in keys]
 
 

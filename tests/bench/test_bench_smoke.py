@@ -127,3 +127,10 @@ def test_recorded_command_names_bench_once():
     from kfuse.bench.report import command_line
     assert command_line(["/venv/bin/kfuse", "bench", "--device", "cpu"]) == "kfuse bench --device cpu"
     assert command_line(["/repo/kfuse/bench/cli.py", "--device", "gpu"]) == "kfuse bench --device gpu"
+
+
+def test_peer_selection_keeps_bracketed_names_whole():
+    from kfuse.bench.peers import all_peers, select
+    names = [p.name for p in select(all_peers("gpu", tune=True), "kfuse[cuda],kfuse[cuda,tuned], torch.compile")]
+    assert names == ["kfuse[cuda]", "kfuse[cuda,tuned]", "torch.compile"]
+    assert [p.name for p in select(all_peers("cpu"), "numpy")] == ["numpy"]
