@@ -1,5 +1,5 @@
-"""Probe of launch shapes for the suite's elementwise workloads: kfuse's CUDA C program for P1 or
-P6 (full size) under several elementwise tiles (``CudaProgram.set_tile``: threads a block, vector
+"""Probe of launch shapes for the suite's workloads: kfuse's CUDA C program for P1 or P6 (full
+size) under several elementwise tiles (P2-P4: row tiles, ROW_TILES) (``CudaProgram.set_tile``: threads a block, vector
 units a thread; a grid that covers the domain once makes the kernel ``exact``), timed as the suite
 times (per-call events, median of 5 rounds, two rotating input copies) beside torch.compile. Each
 tile's outputs are compared bit for bit with the heuristic's; also source patches (SOURCES),
@@ -38,6 +38,11 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "128 threads, 8-byte units": TileConfig.make("elementwise", block=128, ept=1, vec=2),
     "256 threads, 2 8-byte units": TileConfig.make("elementwise", block=256, ept=2, vec=2),
     "512 threads, 8-byte units": TileConfig.make("elementwise", block=512, ept=1, vec=2),
+}
+ROW_TILES = {   # P2-P4 (row kernels): threads a row and vector width, the row in registers
+    "heuristic": None,
+    **{f"row: {b} threads, {4 * v}-byte units": TileConfig.make("row", block=b, storage="registers", vec=v)
+       for b in (128, 256, 512, 1024) for v in (2, 4)},
 }
 # 2 units with every unit's loads first (emitter, 12:21): P6 0.4431 vs 0.4464 before, still behind
 # 1 unit (0.4413); loads input by input and stores output by output as Triton's: 0.4442 (12:25,
@@ -177,8 +182,9 @@ def probe(name, rows):
     sets = [args, [a.copy() for a in args]]
     plan, _ = plan_for(w.make(np), *[("float32", a.shape) for a in args], device="h200")
     progs = {}
-    extra = [] if os.environ.get("TILES_ONLY") else list(PATCHES.items()) + list(SOURCES.items())
-    for tname, tile in list(TILES.items()) + extra:
+    rows_kind = name in ("P2", "P3", "P4")
+    extra = [] if os.environ.get("TILES_ONLY") or rows_kind else list(PATCHES.items()) + list(SOURCES.items())
+    for tname, tile in list((ROW_TILES if rows_kind else TILES).items()) + extra:
         prog = compile_plan(plan)
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
         if isinstance(tile, TileConfig):
@@ -197,7 +203,7 @@ def probe(name, rows):
     ev = timing.EventAPI.cupy()
     tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
     tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
-    offsets = {} if os.environ.get("TILES_ONLY") else OUT_OFFSETS
+    offsets = {} if os.environ.get("TILES_ONLY") or rows_kind else OUT_OFFSETS
     res = {k: [] for k in list(progs) + list(offsets) + ["heuristic, on torch tensors", "torch.compile"]}
     plain_empty = interop.cupy_empty
     with torch.no_grad():
