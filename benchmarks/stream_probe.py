@@ -31,7 +31,7 @@ TILES = {"heuristic": None,
 
 def mix(k, m):
     """A function of k inputs returning m outputs, each an affine mix of every input."""
-    def fn(*xs):
+    def body(*xs):
         outs = []
         for j in range(m):
             acc = xs[0] * (0.5 + j)
@@ -39,6 +39,8 @@ def mix(k, m):
                 acc = acc + x * (0.25 * (i + j + 1))
             outs.append(acc)
         return tuple(outs) if m > 1 else outs[0]
+    names = ", ".join(f"x{i}" for i in range(k))     # one named parameter an input (the tracer reads them)
+    fn = eval(f"lambda {names}: body({names})", {"body": body})
     fn.__name__ = f"mix_{k}_{m}"
     return fn
 
