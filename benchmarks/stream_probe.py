@@ -26,7 +26,8 @@ N = 1 << 26
 TILES = {"heuristic": None,
          "16 B, 256 threads": TileConfig.make("elementwise", block=256, ept=1, vec=4),
          "8 B, 128 threads": TileConfig.make("elementwise", block=128, ept=1, vec=2),
-         "8 B, 256 threads": TileConfig.make("elementwise", block=256, ept=1, vec=2)}
+         "8 B, 256 threads": TileConfig.make("elementwise", block=256, ept=1, vec=2),
+         "2 units of 8 B, 256 threads": TileConfig.make("elementwise", block=256, ept=2, vec=2)}
 
 
 def mix(k, m):
@@ -64,6 +65,7 @@ def main():
                     prog.set_tile(plan.groups[0].id, tile)
                 prog(sets[0])
                 progs[name] = prog
+            torch._dynamo.reset()      # a fresh function each case: no recompile limit
             tc = torch.compile(fn)
             tsets = [[torch.from_dlpack(a) for a in s] for s in sets]
             res = {name: [] for name in list(progs) + ["torch.compile"]}
