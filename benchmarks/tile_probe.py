@@ -191,7 +191,7 @@ def probe(name, rows):
             prog.set_tile(plan.groups[0].id, tile)
         ew, emit = rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel
         if callable(tile):
-            rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, _f=tile: _f(*ew(self, ins, outs, big, sm), sm)
+            rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, mst=None, _f=tile: _f(*ew(self, ins, outs, big, sm, mst), sm)
         if patch is not None:
             rc.cuda_emit.emit_kernel = lambda *a, _p=patch: (lambda k: dataclasses.replace(k, source=_p(k.source)))(emit(*a))
         try:

@@ -39,6 +39,9 @@ class DeviceSpec:
     launch_overhead: float = 4e-6               # seconds per kernel launch
     arch: str | None = None                     # "sm_90" ...
     special_scale: float = 1.0                  # extra cost of exp/log/tanh/pow... (CPU: libm calls)
+    # (vector bytes, threads) of an elementwise kernel that moves 3 or more full-size arrays, where a
+    # measured sweep found a better shape than the default 16-byte units (None: the default)
+    multi_stream_tile: tuple | None = None
 
     def peak(self, dtype, unit: str = "simt") -> float:
         """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
@@ -88,8 +91,11 @@ def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16
 DEVICES: dict[str, DeviceSpec] = {
     "h200": _gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB, 50 * MiB,
                  f16_simt=100e12, arch="sm_90"),
-    "h100": _gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB, 50 * MiB,
-                 f16_simt=100e12, arch="sm_90"),
+    # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
+    # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%); the H200 loses on P6
+    # (benchmarks/stream_probe.py, gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*)
+    "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
     "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
@@ -124,6 +130,16 @@ def get_device_spec(name: str | DeviceSpec | None = None) -> DeviceSpec:
     return DEVICES[key]
 
 
+def known_device(name: str) -> DeviceSpec | None:
+    """The table's entry for a live device's name ("NVIDIA H100 80GB HBM3" -> h100), or None."""
+    low = name.lower()
+    for pat, key in (("h200", "h200"), ("h100", "h100"), ("a100", "a100-80gb"), ("l4", "l4"),
+                     ("4090", "rtx4090")):
+        if pat in low:
+            return DEVICES["a100-40gb" if key == "a100-80gb" and "40gb" in low else key]
+    return None
+
+
 def from_properties(props: Mapping) -> DeviceSpec:
     """A DeviceSpec from a live device's properties (CUDA ``cudaDeviceProp`` names as in
     ``cupy.cuda.runtime.getDeviceProperties``: name, multiProcessorCount, regsPerMultiprocessor,
@@ -132,15 +148,7 @@ def from_properties(props: Mapping) -> DeviceSpec:
     the counts from ``props``; an unknown one gets bandwidth from the memory clock and bus width."""
     name = props.get("name", b"gpu")
     name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
-    low = name.lower()
-    base = None
-    for pat, key in (("h200", "h200"), ("h100", "h100"), ("a100", "a100-80gb"), ("l4", "l4"),
-                     ("4090", "rtx4090")):
-        if pat in low:
-            base = DEVICES[key]
-            if key == "a100-80gb" and "40gb" in low:
-                base = DEVICES["a100-40gb"]
-            break
+    base = known_device(name)
     major, minor = props.get("major"), props.get("minor")
     arch = f"sm_{major}{minor}" if major is not None and minor is not None else None
     sms = int(props.get("multiProcessorCount") or (base.sms if base else 80))

@@ -20,6 +20,7 @@ from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import DeviceError
+from ..fusion import cost
 from . import cuda_tiles
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
@@ -165,7 +166,8 @@ class _Launcher(LauncherBase):
         if kir.kind == "reduce":
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
-            variant, grid = self._ew_variant(ins, outs, big, sm)
+            known = cost.known_device(props.get("name", ""))
+            variant, grid = self._ew_variant(ins, outs, big, sm, known.multi_stream_tile if known else None)
         if self.tile is not None and variant.split:     # only its own shape (the tuner's reference) fits
             own = cuda_tiles.tile_params(variant, grid, cuda_tiles.geometry(self, sm))
             self.tile_note = None if (self.tile.kind, dict(self.tile.params)) == own else \
@@ -186,7 +188,10 @@ class _Launcher(LauncherBase):
             return grid == g.units and g.row_len % v.vec == 0 and g.row_len // v.vec == v.cache_k * v.block
         return False
 
-    def _ew_variant(self, ins, outs, big, sm):
+    def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
+        """The elementwise shape: 16-byte vector units where every access allows them, 128 threads;
+        ``multi_stream_tile`` (the device's (vector bytes, threads) for kernels moving 3 or more
+        full-size arrays, ``DeviceSpec.multi_stream_tile``) replaces that for such kernels."""
         kir = self.kir
         dims = kir.loop_dims(range(len(kir.domain)))
         vec = 1
@@ -202,10 +207,16 @@ class _Launcher(LauncherBase):
                     if not _vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
+        block = EW_BLOCK
+        if multi_stream_tile and vec > 1:
+            streams = len(outs) + len({id(a) for a in ins if math.prod(a.shape) == total})
+            if streams >= 3:
+                vec = max(1, min(vec, multi_stream_tile[0] // cuda_emit.max_itemsize(kir)))
+                block = multi_stream_tile[1]
         units = total // vec
-        ept = EW_UNITS_PER_THREAD if units >= EW_BLOCK * EW_UNITS_PER_THREAD * sm else 1
-        grid = max(1, min(-(-units // (EW_BLOCK * ept)), sm * EW_BLOCKS_PER_SM))
-        return cuda_emit.Variant("elementwise", vec, big, 0, EW_BLOCK, ept=ept, stream=STREAM and vec > 1,
+        ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
+        grid = max(1, min(-(-units // (block * ept)), sm * EW_BLOCKS_PER_SM))
+        return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
                                   min_blocks=MIN_BLOCKS), grid
 
     def _reduce_variant(self, ins, outs, big, sm):

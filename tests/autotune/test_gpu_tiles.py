@@ -258,3 +258,32 @@ def test_elementwise_heuristic_units_a_thread():
         assert (v.block, v.ept, v.vec) == (rc.EW_BLOCK, rc.EW_UNITS_PER_THREAD, 4)
         assert grid == -(-args[0].size // 4 // (v.block * v.ept))
         assert v.exact == (v.ept > 1)      # exact (no loop, no guard) only at 2+ units a thread
+
+
+def _adam_like(p, g, m, v):
+    m2 = 0.9 * m + 0.1 * g
+    v2 = 0.999 * v + 0.001 * g * g
+    return p - 0.001 * m2 / (np.sqrt(v2) + 1e-8), m2, v2
+
+
+def _bias_gelu_like(x, w, b):
+    y = x * w + b
+    return 0.5 * y * (1 + np.tanh(y))
+
+
+@pytest.mark.parametrize("name, fn, shapes, want", [
+    # H100: 3 or more full-size arrays take DeviceSpec.multi_stream_tile (8-byte units, 256 threads)
+    ("NVIDIA H100 80GB HBM3", _adam_like, [(1 << 20,)] * 4, (2, 256)),
+    ("NVIDIA H100 80GB HBM3", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (2, 256)),
+    # ... a copy-like kernel (2 arrays) and a row-broadcast operand (x full, w and b one row) do not
+    ("NVIDIA H100 80GB HBM3", lambda x: x * 2 + 1, [(1 << 20,)], (4, 128)),
+    ("NVIDIA H100 80GB HBM3", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128)),
+    # the H200 (and an unknown part) keep 16-byte units at 128 threads
+    ("NVIDIA H200", _adam_like, [(1 << 20,)] * 4, (4, 128)),
+    ("", _adam_like, [(1 << 20,)] * 4, (4, 128)),
+])
+def test_multi_stream_tile_per_device(name, fn, shapes, want):
+    _, lau, ins, outs = launcher_for(fn, *[np.zeros(s, np.float32) for s in shapes])
+    v, grid = lau.variant_for(ins, outs, dict(PROPS, name=name))
+    assert (v.vec, v.block) == want
+    assert grid == (1 << 20) // (v.vec * v.block * v.ept)     # one unit a thread, the domain covered once
