@@ -161,6 +161,12 @@ SOURCES = {   # (eighth session: the L2 prefetch-size hints and early stores, H1
 }
 
 
+ROW_SOURCES = {   # fewer row blocks resident (the H100's elementwise kernels ran faster so, 21:17)
+    "at most 6 blocks an SM (33 KiB pad)": (None, _cap_blocks(33)),
+    "at most 4 blocks an SM (46 KiB pad)": (None, _cap_blocks(46)),
+}
+
+
 # name -> bytes: the heuristic's outputs placed that far into a larger CuPy allocation
 # (H200 14:21: 4 KiB, 64 KiB, 1 MiB, 2 MiB - 4 KiB all 0.4410-0.4411 against 0.4414 at none)
 OUT_OFFSETS = {"outputs 4 KiB into their allocation": 4096}
@@ -183,7 +189,7 @@ def probe(name, rows):
     plan, _ = plan_for(w.make(np), *[("float32", a.shape) for a in args], device="h200")
     progs = {}
     rows_kind = name in ("P2", "P3", "P4")
-    extra = [] if os.environ.get("TILES_ONLY") or rows_kind else list(PATCHES.items()) + list(SOURCES.items())
+    extra = [] if os.environ.get("TILES_ONLY") else list((ROW_SOURCES if rows_kind else {**PATCHES, **SOURCES}).items())
     for tname, tile in list((ROW_TILES if rows_kind else TILES).items()) + extra:
         prog = compile_plan(plan)
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
