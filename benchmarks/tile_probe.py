@@ -143,8 +143,16 @@ def _early_stores(src: str) -> str:
     return src[:m.start()] + "".join(parts) + rest
 
 
+def _tagged(tag):
+    """The source with a comment, so it loads as a module of its own (a function attribute set on
+    it reaches no other row)."""
+    return lambda src: src + f"\n// {tag}\n"
+
+
+CARVEOUTS = {f"L1/shared carve-out {pct}% shared": pct for pct in (0, 25, 50, 75, 100)}
 # name -> (tile or None, source -> source): the heuristic's kernel with its CUDA C patched
 SOURCES = {   # (eighth session: the L2 prefetch-size hints and early stores, H100)
+    **{name: (None, _tagged(name)) for name in CARVEOUTS},
     "L2::128B loads": (None, _l2_prefetch(128)),
     "L2::256B loads": (None, _l2_prefetch(256)),
     "stores as each output is done": (None, _early_stores),
@@ -164,6 +172,9 @@ SOURCES = {   # (eighth session: the L2 prefetch-size hints and early stores, H1
 ROW_SOURCES = {   # fewer row blocks resident (the H100's elementwise kernels ran faster so, 21:17)
     "at most 6 blocks an SM (33 KiB pad)": (None, _cap_blocks(33)),
     "at most 4 blocks an SM (46 KiB pad)": (None, _cap_blocks(46)),
+    # the 33 KiB pad kept P3's 4 blocks an SM and ran 0.5% faster (H100 21:37): is it the carve-out?
+    # (cuFuncSetAttribute CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, a percentage)
+    **{name: (None, _tagged(name)) for name in CARVEOUTS},
 }
 
 
@@ -204,6 +215,9 @@ def probe(name, rows):
             prog(args)
         finally:
             rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel = ew, emit
+        if tname in CARVEOUTS:
+            for h in prog.launchers[0]._variants.values():
+                cp.cuda.driver.funcSetAttribute(h[1].ptr, 9, CARVEOUTS[tname])
         progs[tname] = prog
     ref = progs["heuristic"](args)
     ev = timing.EventAPI.cupy()
