@@ -42,6 +42,9 @@ class DeviceSpec:
     # (vector bytes, threads) of an elementwise kernel that moves 3 or more full-size arrays, where a
     # measured sweep found a better shape than the default 16-byte units (None: the default)
     multi_stream_tile: tuple | None = None
+    # preferred shared-memory carve-out (percent of the SM's L1/shared memory) of a row kernel that
+    # holds its row in registers, and of one that re-reads it through L1 (None: the driver's choice)
+    row_carveout: tuple | None = None
 
     def peak(self, dtype, unit: str = "simt") -> float:
         """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
@@ -89,13 +92,18 @@ def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16
 # datasheet numbers derated to ~85% (bandwidth) and ~70% (tensor GEMM), which is what cuBLAS and a
 # copy kernel reach on those parts.
 DEVICES: dict[str, DeviceSpec] = {
-    "h200": _gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB, 50 * MiB,
-                 f16_simt=100e12, arch="sm_90"),
+    # Row kernels' L1/shared carve-out, swept by benchmarks/tile_probe.py (gpu-2026-11-24/eighth/
+    # *carveout*): the H200 runs P2 and P3 fastest with the least shared memory (P2 0.1319 vs 0.1334
+    # ms at the driver's choice), the H100 with half for rows in registers (P2 0.1809 vs 0.1823) and
+    # a quarter for rows re-read through L1 (P3 0.1811 vs 0.1818; half: 0.1976)
+    "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"), row_carveout=(0, 0)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
     # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%); the H200 loses on P6
     # (benchmarks/stream_probe.py, gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*)
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
-                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256)),
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256),
+                                row_carveout=(50, 25)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
     "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,

@@ -29,6 +29,7 @@ from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 _COMPILED: dict = {}
 _LOADED: dict = {}
 INT32_LIMIT = 2 ** 31 - 1
+CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9   # cuFuncSetAttribute: percent of L1/shared as shared
 # Launch-shape knobs (benchmarks/gpu_quick.py --sweep measures them; autotune may set them later).
 EW_BLOCKS_PER_SM = 1024       # elementwise grid cap (grid-stride beyond it); 8 was 7-10 points slower (sweep, H200)
 ROW_UNITS_PER_THREAD = 4      # row reductions: vector units a thread holds
@@ -99,6 +100,15 @@ def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
     return f[1]
 
 
+def row_carveout(variant, device_name: str) -> int | None:
+    """The preferred L1/shared carve-out (percent shared) of a one-pass row kernel on this device
+    (``DeviceSpec.row_carveout``: rows held in registers, rows re-read through L1), or None."""
+    known = cost.known_device(device_name)
+    if variant.mode != "row" or variant.split or not known or not known.row_carveout:
+        return None
+    return known.row_carveout[1 if variant.reload else 0]
+
+
 def _max_offset(arr) -> int:
     return sum((s - 1) * abs(st) for s, st in zip(arr.shape, arr.strides)) // max(arr.itemsize, 1)
 
@@ -124,7 +134,12 @@ class _Launcher(LauncherBase):
     def _build(self, ins, outs, props) -> tuple:
         variant, grid = self.variant_for(ins, outs, props)
         kernel = cuda_emit.emit_kernel(self.kir, variant)
-        return kernel, _function(kernel, props["device_id"], self.arch, self.cache), grid, variant.block
+        func = _function(kernel, props["device_id"], self.arch, self.cache)
+        pct = row_carveout(variant, props.get("name", ""))
+        if pct is not None:
+            import cupy
+            cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
+        return kernel, func, grid, variant.block
 
     def _finish(self, ins, outs, props, kernel):
         """A two-stage reduction's launches: the chunks' kernel into a workspace, then a block a
