@@ -149,7 +149,8 @@ def _tagged(tag):
     return lambda src: src + f"\n// {tag}\n"
 
 
-CARVEOUTS = {f"L1/shared carve-out {pct}% shared": pct for pct in (0, 25, 50, 75, 100)}
+CARVEOUTS = {f"L1/shared carve-out {pct}% shared": pct for pct in
+             map(int, os.environ.get("CARVEOUTS", "0 25 50 75 100").split())}   # CARVEOUTS="10 20": others
 # name -> (tile or None, source -> source): the heuristic's kernel with its CUDA C patched
 SOURCES = {   # (eighth session: the L2 prefetch-size hints and early stores, H100)
     **{name: (None, _tagged(name)) for name in CARVEOUTS},
