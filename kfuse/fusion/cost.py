@@ -94,8 +94,9 @@ def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16
 DEVICES: dict[str, DeviceSpec] = {
     # Row kernels' L1/shared carve-out, swept by benchmarks/tile_probe.py (gpu-2026-11-24/eighth/
     # *carveout*): the H200 runs P2 and P3 fastest with the least shared memory (P2 0.1319 vs 0.1334
-    # ms at the driver's choice), the H100 with half for rows in registers (P2 0.1809 vs 0.1823) and
-    # a quarter for rows re-read through L1 (P3 0.1811 vs 0.1818; half: 0.1976)
+    # ms at the driver's choice), the H100 with 45-100% shared for rows in registers (P2 0.1809 vs
+    # 0.1823; 40% or less: 0.1823) and 25-35% for rows re-read through L1 (P3 0.1809-0.1811 vs 0.1818;
+    # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau
     "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"), row_carveout=(0, 0)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
@@ -103,7 +104,7 @@ DEVICES: dict[str, DeviceSpec] = {
     # (benchmarks/stream_probe.py, gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*)
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256),
-                                row_carveout=(50, 25)),
+                                row_carveout=(75, 30)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
     "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,

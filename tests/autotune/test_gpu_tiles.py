@@ -290,7 +290,7 @@ def test_multi_stream_tile_per_device(name, fn, shapes, want):
 
 
 @pytest.mark.parametrize("name, fn, shape, want", [
-    ("NVIDIA H100 80GB HBM3", softmax, (4096, 4096), 50),            # the row held in registers
+    ("NVIDIA H100 80GB HBM3", softmax, (4096, 4096), 75),            # the row held in registers
     ("NVIDIA H200", softmax, (4096, 4096), 0),
     ("", softmax, (4096, 4096), None),                                # an unknown part: the driver's choice
     ("NVIDIA H100 80GB HBM3", _adam_like, None, None),                # not a row kernel
@@ -309,6 +309,6 @@ def test_row_carveout_of_reloading_rows():
     from kfuse.codegen.cuda import Variant
     from kfuse.runtime.cuda import row_carveout
     row = Variant("row", 4, False, 2, 512, 2, reload=True)
-    assert row_carveout(row, "NVIDIA H100 80GB HBM3") == 25
-    assert row_carveout(dc.replace(row, reload=False), "NVIDIA H100 80GB HBM3") == 50
+    assert row_carveout(row, "NVIDIA H100 80GB HBM3") == 30
+    assert row_carveout(dc.replace(row, reload=False), "NVIDIA H100 80GB HBM3") == 75
     assert row_carveout(dc.replace(row, split=8, stage=1), "NVIDIA H100 80GB HBM3") is None
