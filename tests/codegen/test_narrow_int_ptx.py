@@ -13,20 +13,11 @@ import pytest
 
 import kfuse
 from kfuse.codegen.numba_cuda import numba_cuda_available
+from tests.regressions.test_gpu_narrow_int_wrap import PRODUCERS
 
 pytest.importorskip("cuda.bindings.nvrtc")
 
 NARROW_ARITH = re.compile(r"^\s*(neg|add|sub|mul\.lo|mad\.lo|shl)\.[sub](8|16)\b", re.M)
-
-PRODUCERS = {
-    "negative": lambda x: -x,
-    "add": lambda x: x + x,
-    "subtract": lambda x: x - np.array(1, x.dtype),
-    "multiply": lambda x: x * x,
-    "absolute": lambda x: np.abs(x),
-    "left_shift": lambda x: x << np.array(3, x.dtype),
-    "cast_from_int32": lambda x: (x.astype(np.int32) * 3).astype(x.dtype),
-}
 
 BACKENDS = ["cuda", pytest.param("numba-cuda", marks=pytest.mark.skipif(
     not numba_cuda_available()[0], reason="numba-cuda does not import"))]
