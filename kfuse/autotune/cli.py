@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..fusion.cost import known_device
 from ..ir.dtypes import is_float
 
 
@@ -87,12 +88,8 @@ def random_array(dtype, shape, rng) -> np.ndarray:
 
 def _gpu_spec_name(name: str) -> str:
     """The DeviceSpec name planning uses for a live GPU (h100 when none matches)."""
-    low = name.lower()
-    for pat, key in (("h200", "h200"), ("h100", "h100"), ("a100", "a100-80gb"), ("l4", "l4"),
-                     ("4090", "rtx4090")):
-        if pat in low:
-            return key
-    return "h100"
+    spec = known_device(name)
+    return spec.name if spec else "h100"
 
 
 def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = None) -> int:

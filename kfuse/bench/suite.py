@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..fusion.cost import known_device
 from . import ceilings as _ceil
 from . import timing
 from .peers import KfusePeer, Peer, PeerUnavailable, all_peers, kfuse_predicted_ms, select
@@ -118,11 +119,8 @@ def gpu_info() -> dict:
 def planner_device_name(device: str, info: dict) -> str | None:
     if device == "cpu":
         return "cpu"
-    name = str(info.get("name", "")).lower()
-    for k in ("h200", "h100", "a100"):
-        if k in name:
-            return k
-    return "h100"
+    spec = known_device(str(info.get("name", "")))
+    return spec.name if spec else "h100"
 
 
 # ---- the run -----------------------------------------------------------------------------------
