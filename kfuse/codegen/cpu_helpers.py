@@ -6,9 +6,12 @@ definition order, which respects those dependencies. float16 travels as uint16 b
 ``_f2h``, ``_rf16``); ``_expf``/``_tanhf`` are branch-free float32 versions LLVM vectorises;
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
 same order (vectorisable max/min); the rest give NumPy's integer and float division, remainder,
-shift and power results.
+shift and power results (the integer division, remainder and shifts are
+:mod:`kfuse.codegen.int_helpers`', shared with the Numba-CUDA emitter).
 """
 from __future__ import annotations
+
+from .int_helpers import decorated
 
 HELPERS: dict[str, tuple] = {}
 
@@ -154,38 +157,8 @@ def _remainder_{_T}(a, b):
         return mod
     return np.{_T}(np.copysign(np.{_T}(0.0), b))
 ''')
-_helper("_sfloordiv", '''
-@numba.njit(error_model="numpy")
-def _sfloordiv(a, b):
-    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
-    if b == 0:
-        return np.int64(0)
-    if b == -1:
-        return np.int64(0) - a
-    return a // b
-''')
-_helper("_sremainder", '''
-@numba.njit(error_model="numpy")
-def _sremainder(a, b):
-    """np.remainder for signed ints in int64 (sign of the divisor; 0 for b in (0, -1))."""
-    if b == 0 or b == -1:
-        return np.int64(0)
-    return a % b
-''')
-_helper("_ufloordiv", '''
-@numba.njit(error_model="numpy")
-def _ufloordiv(a, b):
-    if b == np.uint64(0):
-        return np.uint64(0)
-    return a // b
-''')
-_helper("_uremainder", '''
-@numba.njit(error_model="numpy")
-def _uremainder(a, b):
-    if b == np.uint64(0):
-        return np.uint64(0)
-    return a % b
-''')
+for _name, _src in decorated('@numba.njit(error_model="numpy")').items():
+    _helper(_name, _src)
 _helper("_ipow", '''
 @numba.njit(error_model="numpy")
 def _ipow(a, b, zero, one):
@@ -197,34 +170,6 @@ def _ipow(a, b, zero, one):
         a = a * a
         b = b >> one
     return r
-''')
-_helper("_slshift", '''
-@numba.njit(error_model="numpy")
-def _slshift(a, b):
-    if b < 0 or b >= 64:
-        return np.int64(0)
-    return a << b
-''')
-_helper("_srshift", '''
-@numba.njit(error_model="numpy")
-def _srshift(a, b):
-    if b < 0 or b >= 64:
-        return np.int64(-1) if a < 0 else np.int64(0)
-    return a >> b
-''')
-_helper("_ulshift", '''
-@numba.njit(error_model="numpy")
-def _ulshift(a, b):
-    if b >= np.uint64(64):
-        return np.uint64(0)
-    return a << b
-''')
-_helper("_urshift", '''
-@numba.njit(error_model="numpy")
-def _urshift(a, b):
-    if b >= np.uint64(64):
-        return np.uint64(0)
-    return a >> b
 ''')
 _helper("_ireciprocal", '''
 @numba.njit(error_model="numpy")

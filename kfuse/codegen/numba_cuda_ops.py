@@ -1,7 +1,8 @@
 """Scalar rules of the Numba-CUDA emitter (:mod:`kfuse.codegen.numba_cuda`): the device-helper
 templates a kernel may pull in (``HELPERS``: floor-divide/remainder, integer power, shifts,
-arg-reduction combine), register/storage types, typed constants, and the NumPy-semantics Python
-expressions for ufuncs, casts and stores."""
+arg-reduction combine; the integer division, remainder and shifts from
+:mod:`kfuse.codegen.int_helpers`), register/storage types, typed constants, and the
+NumPy-semantics Python expressions for ufuncs, casts and stores."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import kernel_ir as K
+from .int_helpers import decorated
 
 # --------------------------------------------------------------------------- scalar rules
 
@@ -69,37 +71,8 @@ def _fpow_{_T}(a, b):
         return np.{_T}(a * a)
     return ld.pow{_f}(a, b)
 ''')
-_helper("_sfloordiv", '''
-@cuda.jit(device=True, inline=True)
-def _sfloordiv(a, b):
-    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
-    if b == 0:
-        return np.int64(0)
-    if b == -1:
-        return np.int64(0) - a
-    return a // b
-''')
-_helper("_sremainder", '''
-@cuda.jit(device=True, inline=True)
-def _sremainder(a, b):
-    if b == 0 or b == -1:
-        return np.int64(0)
-    return a % b
-''')
-_helper("_ufloordiv", '''
-@cuda.jit(device=True, inline=True)
-def _ufloordiv(a, b):
-    if b == np.uint64(0):
-        return np.uint64(0)
-    return a // b
-''')
-_helper("_uremainder", '''
-@cuda.jit(device=True, inline=True)
-def _uremainder(a, b):
-    if b == np.uint64(0):
-        return np.uint64(0)
-    return a % b
-''')
+for _name, _src in decorated("@cuda.jit(device=True, inline=True)").items():
+    _helper(_name, _src)
 _helper("_ipow", '''
 @cuda.jit(device=True, inline=True)
 def _ipow(a, b, zero, one):
@@ -113,34 +86,6 @@ def _ipow(a, b, zero, one):
         a = a * a
         b = b >> one
     return r
-''')
-_helper("_slshift", '''
-@cuda.jit(device=True, inline=True)
-def _slshift(a, b):
-    if b < 0 or b >= 64:
-        return np.int64(0)
-    return a << b
-''')
-_helper("_srshift", '''
-@cuda.jit(device=True, inline=True)
-def _srshift(a, b):
-    if b < 0 or b >= 64:
-        return np.int64(-1) if a < 0 else np.int64(0)
-    return a >> b
-''')
-_helper("_ulshift", '''
-@cuda.jit(device=True, inline=True)
-def _ulshift(a, b):
-    if b >= np.uint64(64):
-        return np.uint64(0)
-    return a << b
-''')
-_helper("_urshift", '''
-@cuda.jit(device=True, inline=True)
-def _urshift(a, b):
-    if b >= np.uint64(64):
-        return np.uint64(0)
-    return a >> b
 ''')
 for _kind, _cmp in (("max", ">"), ("min", "<")):
     _helper(f"_arg{_kind}", f'''

@@ -1,0 +1,65 @@
+"""The integer helpers both Numba emitters share, as Python source without its decorator: NumPy's
+floor division, remainder and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
+wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative signed right shift).
+:mod:`kfuse.codegen.cpu_helpers` compiles them with ``numba.njit``, :mod:`kfuse.codegen.numba_cuda_ops`
+as ``cuda.jit`` device functions (:func:`decorated`)."""
+from __future__ import annotations
+
+_SOURCES = {
+    "_sfloordiv": '''
+def _sfloordiv(a, b):
+    """np.floor_divide for signed ints in int64 (0 for b == 0, wraps for MIN // -1)."""
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return np.int64(0) - a
+    return a // b
+''',
+    "_sremainder": '''
+def _sremainder(a, b):
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+''',
+    "_ufloordiv": '''
+def _ufloordiv(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a // b
+''',
+    "_uremainder": '''
+def _uremainder(a, b):
+    if b == np.uint64(0):
+        return np.uint64(0)
+    return a % b
+''',
+    "_slshift": '''
+def _slshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(0)
+    return a << b
+''',
+    "_srshift": '''
+def _srshift(a, b):
+    if b < 0 or b >= 64:
+        return np.int64(-1) if a < 0 else np.int64(0)
+    return a >> b
+''',
+    "_ulshift": '''
+def _ulshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a << b
+''',
+    "_urshift": '''
+def _urshift(a, b):
+    if b >= np.uint64(64):
+        return np.uint64(0)
+    return a >> b
+''',
+}
+
+
+def decorated(decorator: str) -> dict[str, str]:
+    """Each helper's name -> its source under ``decorator`` (one line, e.g. ``@numba.njit(...)``)."""
+    return {name: f"\n{decorator}{src}" for name, src in _SOURCES.items()}
