@@ -1,0 +1,195 @@
+"""Which difference between torch.compile's Triton kernel and kfuse's makes the faster kernel
+faster? Both kernels as PTX, edited one difference at a time (load flavour, division, store
+order, launch shape) and loaded through the driver's JIT, each launched bare through CuPy with fresh
+outputs per call and timed as the suite times (per-call events, median of 5 interleaved rounds, two
+rotating input copies), beside torch.compile, kfuse and Triton's own cubin. Outputs are compared
+with torch.compile's (bit-equal or max relative difference). An experiment tool, not a test.
+
+Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/ptx_bisect.py [P6]
+(writes ptx_bisect_<W>.md under $OUT or the current directory)."""
+import os
+import re
+import sys
+import tempfile
+import time
+
+import cupy as cp
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+from handplan import plan_for  # noqa: E402
+from triton_gap_probe import _triton_launch  # noqa: E402
+
+import kfuse  # noqa: E402
+from kfuse.autotune.space import TileConfig  # noqa: E402
+from kfuse.bench import timing, workloads  # noqa: E402
+from kfuse.codegen import nvrtc  # noqa: E402
+from kfuse.runtime.cuda import compile_plan  # noqa: E402
+
+_TMP = tempfile.mkdtemp(prefix="ptx_bisect_")
+
+
+def _load_ptx(ptx: str, name: str, tag: str):
+    """The kernel ``name`` of ``ptx`` through the driver's JIT (the file is kept for reading)."""
+    path = os.path.join(_TMP, f"{tag}.ptx")
+    with open(path, "w") as f:
+        f.write(ptx)
+    return cp.RawModule(path=path).get_function(name)
+
+
+# ---- edits of a PTX text, each one difference between the two kernels
+def nc_loads(ptx):
+    return re.sub(r"ld\.global\.v4\.b32", "ld.global.nc.v4.b32", ptx)
+
+
+def plain_loads(ptx):
+    return re.sub(r"ld\.global\.nc\.", "ld.global.", ptx)
+
+
+def exact_div(ptx):
+    return ptx.replace("div.full.f32", "div.rn.f32")
+
+
+def full_div(ptx):
+    return ptx.replace("div.rn.f32", "div.full.f32")
+
+
+def f64_const_div(ptx):
+    """Triton's ``x * fl(1/c)`` for Adam's two bias corrections as kfuse's exactly rounded x / c:
+    the product taken in float64 with 1/c in float64, rounded once."""
+    for f32, f64 in (("0f3FC48605", "0d3FF890C0ADAD24BA"), ("0f42C8E6D3", "0d40591CDA65D04AEF")):
+        ptx = re.sub(rf"mul\.f32 \t(%r\d+), (%r\d+), {f32};",
+                     rf"{{ .reg .f64 t; cvt.f64.f32 t, \2; mul.f64 t, t, {f64}; cvt.rn.f32.f64 \1, t; }}", ptx)
+    return ptx
+
+
+def stores_by_unit(ptx):
+    """Triton's six stores (array-major: a unit, a unit, next array) in kfuse's order (unit-major)."""
+    stores = re.findall(r"\t// begin inline asm\n\tst\.global[^\n]*\n\t// end inline asm\n", ptx)
+    if len(stores) != 6:
+        return None
+    adds = re.findall(r"\tadd\.s64 \t%rd\d+, %rd\d+, %rd22;\n\tadd\.s64 \t%rd\d+, %rd\d+, 2048;\n", ptx)[-3:]
+    if len(adds) != 3:
+        return None
+    body = ptx
+    for s in stores + adds:
+        body = body.replace(s, "", 1)
+    block = "".join(adds) + "".join(stores[i] for i in (0, 2, 4, 1, 3, 5))
+    return body.replace("\tret;", block + "\tret;", 1)
+
+
+def _kfuse_bare(fn, tile, c_sets, tag):
+    """(launch-maker, kfuse's function, its PTX, kernel name, note) of kfuse's program for ``fn``
+    under ``tile`` (None: the heuristic); a launch returns its outputs."""
+    plan, _ = plan_for(fn, *[(str(a.dtype), a.shape) for a in c_sets[0]], device="h200")
+    prog = compile_plan(plan)
+    if tile is not None:
+        prog.set_tile(plan.groups[0].id, tile)
+    n_out = len(prog(c_sets[0]))
+    (launcher,) = prog.launchers
+    ((kernel, func, grid, block, tail, *_),) = launcher._variants.values()
+    ptx = nvrtc.compile(kernel.source, arch=nvrtc.normalize_arch(cp.cuda.Device().compute_capability)).ptx
+
+    def bare(f):
+        def launch(i):
+            outs = [cp.empty_like(c_sets[0][0]) for _ in range(n_out)]
+            f(grid, block, (*outs, *c_sets[i % 2], *tail))
+            return outs
+        return launch
+    return bare, func, ptx, kernel.name, f"{tag}: {block[0]} threads, grid {grid[0]} ({kernel.variant.tag})"
+
+
+def probe(wname, lines):
+    case = workloads.BY_NAME[wname].cases("gpu", "full")[0]
+    host = case.make_inputs()
+    c_sets = [[cp.asarray(a) for a in host] for _ in range(2)]
+    t_sets = [[torch.from_dlpack(a) for a in s] for s in c_sets]
+    fn = case.body(np)
+    tc = torch.compile(case.body(workloads.TorchNamespace(torch)))
+    ref = tc(*t_sets[0])
+    ref = [cp.from_dlpack(t) for t in (ref if isinstance(ref, tuple) else (ref,))]
+    ways = {"torch.compile": lambda i: tc(*t_sets[i % 2])}
+    check = {}
+    tri = _triton_launch(c_sets[0], ref, lines)
+    tri_ptx = sorted(__import__("glob").glob("/tmp/torchinductor_*/**/triton_poi_*.ptx", recursive=True))
+    if tri is not None:
+        ways["Triton cubin"] = lambda i: tri(c_sets[i % 2])
+        check["Triton cubin"] = None
+        m = re.search(r"cubin (\S+): (\d+) threads, XBLOCK (\d+), input order (\(.*?\))", "\n".join(lines))
+        name, threads, xblock, order = m.group(1), int(m.group(2)), int(m.group(3)), eval(m.group(4))
+        ptx = open(next(p for p in tri_ptx if os.path.basename(p)[:-4] == name)).read()
+        n = c_sets[0][0].size
+
+        def tri_way(f):
+            def launch(i):
+                outs = [cp.empty_like(r) for r in ref]
+                f((n // xblock,), (threads,), (*[c_sets[i % 2][k] for k in order], *outs,
+                                               np.int32(n), np.uint64(0), np.uint64(0)))
+                return outs
+            return launch
+        for tag, edit in [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
+                          ("Triton PTX, exact a/b (div.rn)", exact_div),
+                          ("Triton PTX, stores unit by unit", stores_by_unit),
+                          ("Triton PTX, x / c in f64 (kfuse's exact)", f64_const_div),
+                          ("Triton PTX, .nc + div.rn + stores by unit",
+                           lambda p: stores_by_unit(exact_div(nc_loads(p)))),
+                          ("Triton PTX, all four", lambda p: stores_by_unit(f64_const_div(exact_div(nc_loads(p)))))]:
+            text = edit(ptx) if edit else ptx
+            if text is None:
+                lines.append(f"{tag}: edit did not apply")
+                continue
+            ways[tag] = tri_way(_load_ptx(text, name, re.sub(r"\W+", "_", tag)))
+            check[tag] = ways[tag]
+    kf = kfuse.jit(fn, backend="cuda")
+    kf(*c_sets[0])
+    ways["kfuse"] = lambda i: kf(*c_sets[i % 2])
+    for tag, tile in [("kfuse heuristic", None),
+                      ("kfuse 128x2", TileConfig.make("elementwise", block=128, ept=2))]:
+        bare, func, ptx, kname, note = _kfuse_bare(fn, tile, c_sets, tag)
+        lines.append(note)
+        ways[f"{tag}, cubin"] = check[f"{tag}, cubin"] = bare(func)
+        for etag, edit in [("PTX (JIT)", None), ("plain loads", plain_loads), ("div.full", full_div),
+                           ("plain loads + div.full", lambda p: full_div(plain_loads(p)))]:
+            text = edit(ptx) if edit else ptx
+            ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(
+                _load_ptx(text, kname, re.sub(r"\W+", "_", tag + etag)))
+    agree = {k: _agreement(w(0), ref) if w else "bit-equal (matched)" for k, w in check.items()}
+    ev = timing.EventAPI.cupy()
+    res = {k: [] for k in ways}
+    with torch.no_grad():
+        for r in range(5):
+            keys = list(ways)
+            keys = keys[r % len(keys):] + keys[:r % len(keys)]
+            for k in keys:
+                res[k].append(timing.time_events(ways[k], ev, budget_s=0.4).median_ms)
+    base = float(np.median(res["torch.compile"]))
+    lines += ["", f"| {wname} way | ms (median of 5 rounds; min-max) | vs torch.compile | outputs vs torch.compile's |",
+              "|---|---|---|---|"]
+    for k, v in res.items():
+        med = float(np.median(v))
+        lines.append(f"| {k} | {med:.4f} ({min(v):.4f}-{max(v):.4f}) | {base / med:.4f}x | {agree.get(k, '')} |")
+
+
+def _agreement(outs, ref) -> str:
+    """'bit-equal' or the largest relative difference of ``outs`` from ``ref``, each reference
+    output paired with the closest output (kernels order their outputs their own way)."""
+    def rel(o, r):
+        return float(cp.max(cp.abs(o - r) / cp.maximum(cp.abs(r), 1e-30)))
+    worst = max(min(rel(o, r) for o in outs) for r in ref)
+    return "bit-equal" if worst == 0 else f"max rel diff {worst:.1e}"
+
+
+def main():
+    for w in sys.argv[1:] or ["P6"]:
+        lines = [f"# PTX bisect {w}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                 f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", ""]
+        probe(w, lines)
+        with open(os.path.join(os.environ.get("OUT", "."), f"ptx_bisect_{w}.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    main()
