@@ -20,7 +20,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from handplan import plan_for  # noqa: E402
-from triton_gap_probe import _triton_launch  # noqa: E402
+from triton_gap_probe import _shape, _triton_launch  # noqa: E402
 
 import kfuse  # noqa: E402
 from kfuse.autotune.space import TileConfig  # noqa: E402
@@ -119,7 +119,6 @@ def probe(wname, lines):
         check["Triton cubin"] = None
         m = re.search(r"cubin (\S+): (\d+) threads, XBLOCK (\d+), input order (\(.*?\))", "\n".join(lines))
         name, threads, xblock, order = m.group(1), int(m.group(2)), int(m.group(3)), eval(m.group(4))
-        ptx = open(next(p for p in tri_ptx if os.path.basename(p)[:-4] == name)).read()
         n = c_sets[0][0].size
 
         def tri_way(f):
@@ -129,7 +128,18 @@ def probe(wname, lines):
                                                np.int32(n), np.uint64(0), np.uint64(0)))
                 return outs
             return launch
-        for tag, edit in [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
+        ptx = None     # Inductor can keep several kernels of one name: the PTX that reproduces Triton's cubin
+        for path in (p for p in tri_ptx if os.path.basename(p)[:-4] == name
+                     and _shape(p[:-4] + ".cubin") == (len(c_sets[0]) + len(ref) + 3, threads,
+                                                       len(c_sets[0]) * xblock // threads)):
+            try:
+                if _agreement(tri_way(_load_ptx(open(path).read(), name, "match"))(0), ref) == "bit-equal":
+                    ptx = open(path).read()
+                    break
+            except cp.cuda.driver.CUDADriverError:
+                continue
+        lines.append(f"Triton PTX: {'found' if ptx else 'none reproduces the cubin'}")
+        for tag, edit in [] if ptx is None else [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
                           ("Triton PTX, exact a/b (div.rn)", exact_div),
                           ("Triton PTX, stores unit by unit", stores_by_unit),
                           ("Triton PTX, x / c in f64 (kfuse's exact)", f64_const_div),
