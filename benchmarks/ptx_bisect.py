@@ -65,6 +65,17 @@ def f64_const_div(ptx):
     return ptx
 
 
+def req_ntid(ptx):
+    """``.maxntid B, 1, 1`` (``__launch_bounds__``) as Triton's ``.reqntid B, 1, 1``."""
+    return re.sub(r"\.maxntid (\d+), 1, 1", r".reqntid \1, 1, 1", ptx)
+
+
+def const_ntid(ptx):
+    """The block size read as a constant (Triton's) instead of from ``%ntid.x``."""
+    m = re.search(r"\.(?:max|req)ntid (\d+), 1, 1", ptx)
+    return m and re.sub(r"mov\.u32 \t(%r\d+), %ntid\.x;", rf"mov.u32 \t\1, {m.group(1)};", ptx)
+
+
 def stores_by_unit(ptx):
     """Triton's six stores (array-major: a unit, a unit, next array) in kfuse's order (unit-major)."""
     stores = re.findall(r"\t// begin inline asm\n\tst\.global[^\n]*\n\t// end inline asm\n", ptx)
@@ -139,13 +150,9 @@ def probe(wname, lines):
             except cp.cuda.driver.CUDADriverError:
                 continue
         lines.append(f"Triton PTX: {'found' if ptx else 'none reproduces the cubin'}")
-        for tag, edit in [] if ptx is None else [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
-                          ("Triton PTX, exact a/b (div.rn)", exact_div),
-                          ("Triton PTX, stores unit by unit", stores_by_unit),
-                          ("Triton PTX, x / c in f64 (kfuse's exact)", f64_const_div),
-                          ("Triton PTX, .nc + div.rn + stores by unit",
-                           lambda p: stores_by_unit(exact_div(nc_loads(p)))),
-                          ("Triton PTX, all four", lambda p: stores_by_unit(f64_const_div(exact_div(nc_loads(p)))))]:
+        for tag, edit in [] if ptx is None else [("Triton PTX (JIT)", None),
+                                                  ("Triton PTX, .nc + div.rn + x / c in f64",
+                                                   lambda p: f64_const_div(exact_div(nc_loads(p))))]:
             text = edit(ptx) if edit else ptx
             if text is None:
                 lines.append(f"{tag}: edit did not apply")
@@ -156,12 +163,14 @@ def probe(wname, lines):
     kf(*c_sets[0])
     ways["kfuse"] = lambda i: kf(*c_sets[i % 2])
     for tag, tile in [("kfuse heuristic", None),
-                      ("kfuse 128x2", TileConfig.make("elementwise", block=128, ept=2))]:
+                      ("kfuse 128x2", TileConfig.make("elementwise", block=128, ept=2)),
+                      ("kfuse 256x8B", TileConfig.make("elementwise", block=256, ept=1, vec=2))]:
         bare, func, ptx, kname, note = _kfuse_bare(fn, tile, c_sets, tag)
         lines.append(note)
         ways[f"{tag}, cubin"] = check[f"{tag}, cubin"] = bare(func)
-        for etag, edit in [("PTX (JIT)", None), ("plain loads", plain_loads), ("div.full", full_div),
-                           ("plain loads + div.full", lambda p: full_div(plain_loads(p)))]:
+        for etag, edit in [("PTX (JIT)", None), ("plain loads + div.full", lambda p: full_div(plain_loads(p))),
+                           (".reqntid", req_ntid), ("constant ntid", const_ntid),
+                           (".reqntid + constant ntid", lambda p: const_ntid(req_ntid(p)))]:
             text = edit(ptx) if edit else ptx
             ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(
                 _load_ptx(text, kname, re.sub(r"\W+", "_", tag + etag)))
@@ -199,6 +208,9 @@ def main():
         with open(os.path.join(os.environ.get("OUT", "."), f"ptx_bisect_{w}.md"), "w") as f:
             f.write("\n".join(lines) + "\n")
         print("\n".join(lines), flush=True)
+    import tarfile
+    with tarfile.open(os.path.join(os.environ.get("OUT", "."), "ptx_bisect_ptx.tar.gz"), "w:gz") as t:
+        t.add(_TMP, arcname="ptx")
 
 
 if __name__ == "__main__":
