@@ -26,6 +26,7 @@ import kfuse  # noqa: E402
 from kfuse.autotune.space import TileConfig  # noqa: E402
 from kfuse.bench import timing, workloads  # noqa: E402
 from kfuse.codegen import nvrtc  # noqa: E402
+from kfuse.runtime import cuda as rc  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 
 _TMP = tempfile.mkdtemp(prefix="ptx_bisect_")
@@ -41,7 +42,7 @@ def _load_ptx(ptx: str, name: str, tag: str):
 
 # ---- edits of a PTX text, each one difference between the two kernels
 def nc_loads(ptx):
-    return re.sub(r"ld\.global\.v4\.b32", "ld.global.nc.v4.b32", ptx)
+    return re.sub(r"ld\.global\.v(\d)\.b32", r"ld.global.nc.v\1.b32", ptx)
 
 
 def plain_loads(ptx):
@@ -150,7 +151,9 @@ def probe(wname, lines):
             except cp.cuda.driver.CUDADriverError:
                 continue
         lines.append(f"Triton PTX: {'found' if ptx else 'none reproduces the cubin'}")
-        for tag, edit in [] if ptx is None else [("Triton PTX (JIT)", None),
+        for tag, edit in [] if ptx is None else [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
+                                                  ("Triton PTX, div.rn", exact_div),
+                                                  ("Triton PTX, x / c in f64", f64_const_div),
                                                   ("Triton PTX, .nc + div.rn + x / c in f64",
                                                    lambda p: f64_const_div(exact_div(nc_loads(p))))]:
             text = edit(ptx) if edit else ptx
@@ -162,18 +165,23 @@ def probe(wname, lines):
     kf = kfuse.jit(fn, backend="cuda")
     kf(*c_sets[0])
     ways["kfuse"] = lambda i: kf(*c_sets[i % 2])
-    for tag, tile in [("kfuse heuristic", None),
-                      ("kfuse 128x2", TileConfig.make("elementwise", block=128, ept=2)),
-                      ("kfuse 256x8B", TileConfig.make("elementwise", block=256, ept=1, vec=2))]:
-        bare, func, ptx, kname, note = _kfuse_bare(fn, tile, c_sets, tag)
+    exact = rc._Launcher._covers
+    for tag, tile, one_pass in [("kfuse heuristic", None, False), ("kfuse heuristic, exact", None, True),
+                                ("kfuse 128x2", TileConfig.make("elementwise", block=128, ept=2), False),
+                                ("kfuse 256x8B", TileConfig.make("elementwise", block=256, ept=1, vec=2), False),
+                                ("kfuse 256x8B, exact", TileConfig.make("elementwise", block=256, ept=1, vec=2), True)]:
+        if one_pass:     # the grid covers the domain once: no grid-stride loop (ept 1 loops by default)
+            rc._Launcher._covers = lambda self, v, grid: grid * v.block * v.ept * v.vec == c_sets[0][0].size
+        try:
+            bare, func, ptx, kname, note = _kfuse_bare(fn, tile, c_sets, tag)
+        finally:
+            rc._Launcher._covers = exact
         lines.append(note)
         ways[f"{tag}, cubin"] = check[f"{tag}, cubin"] = bare(func)
-        for etag, edit in [("PTX (JIT)", None), ("plain loads + div.full", lambda p: full_div(plain_loads(p))),
-                           (".reqntid", req_ntid), ("constant ntid", const_ntid),
-                           (".reqntid + constant ntid", lambda p: const_ntid(req_ntid(p)))]:
-            text = edit(ptx) if edit else ptx
+        for etag, edit in [("plain loads", plain_loads), ("div.full", full_div),
+                           ("plain loads + div.full", lambda p: full_div(plain_loads(p)))]:
             ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(
-                _load_ptx(text, kname, re.sub(r"\W+", "_", tag + etag)))
+                _load_ptx(edit(ptx), kname, re.sub(r"\W+", "_", tag + etag)))
     agree = {k: _agreement(w(0), ref) if w else "bit-equal (matched)" for k, w in check.items()}
     ev = timing.EventAPI.cupy()
     res = {k: [] for k in ways}
