@@ -77,6 +77,11 @@ def const_ntid(ptx):
     return m and re.sub(r"mov\.u32 \t(%r\d+), %ntid\.x;", rf"mov.u32 \t\1, {m.group(1)};", ptx)
 
 
+def min_blocks(k):
+    """``__launch_bounds__(B, k)``: at least ``k`` blocks an SM, registers capped to fit."""
+    return lambda ptx: re.sub(r"(\.maxntid \d+, 1, 1)", rf"\1\n.minnctapersm {k}", ptx)
+
+
 def stores_by_unit(ptx):
     """Triton's six stores (array-major: a unit, a unit, next array) in kfuse's order (unit-major)."""
     stores = re.findall(r"\t// begin inline asm\n\tst\.global[^\n]*\n\t// end inline asm\n", ptx)
@@ -178,8 +183,11 @@ def probe(wname, lines):
             rc._Launcher._covers = exact
         lines.append(note)
         ways[f"{tag}, cubin"] = check[f"{tag}, cubin"] = bare(func)
-        for etag, edit in [("plain loads", plain_loads), ("div.full", full_div),
-                           ("plain loads + div.full", lambda p: full_div(plain_loads(p)))]:
+        edits = [("plain loads", plain_loads), ("div.full", full_div),
+                 ("plain loads + div.full", lambda p: full_div(plain_loads(p)))]
+        if "8B" in tag:
+            edits += [("8 blocks an SM", min_blocks(8)), ("plain loads, 8 blocks an SM", lambda p: min_blocks(8)(plain_loads(p)))]
+        for etag, edit in edits:
             ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(
                 _load_ptx(edit(ptx), kname, re.sub(r"\W+", "_", tag + etag)))
     agree = {k: _agreement(w(0), ref) if w else "bit-equal (matched)" for k, w in check.items()}
