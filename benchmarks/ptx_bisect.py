@@ -1,6 +1,7 @@
 """Which difference between torch.compile's Triton kernel and kfuse's makes the faster kernel
-faster? Both kernels as PTX, edited one difference at a time (load flavour, division, store
-order, launch shape) and loaded through the driver's JIT, each launched bare through CuPy with fresh
+faster? Both kernels as PTX, edited one difference at a time (Triton's: load flavour, exact
+division; kfuse's: load flavour, register caps, blocks an SM capped by a shared-memory pad) and
+loaded through the driver's JIT, each launched bare through CuPy with fresh
 outputs per call and timed as the suite times (per-call events, median of 5 interleaved rounds, two
 rotating input copies), beside torch.compile, kfuse and Triton's own cubin. Outputs are compared
 with torch.compile's (bit-equal or max relative difference). An experiment tool, not a test.
@@ -30,6 +31,14 @@ from kfuse.runtime import cuda as rc  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 
 _TMP = tempfile.mkdtemp(prefix="ptx_bisect_")
+CARVEOUT_ATTR = 9       # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+# dynamic shared memory a block asks for, capping blocks an SM at 8, 7, 6, 5 of 228 KiB (1 KiB
+# reserved a block) with the carve-out at its maximum; 27 KiB (8 blocks) is the control
+SMEM_PADS = (27 << 10, 31 << 10, 36 << 10, 44 << 10)
+
+
+def _occupancy(func, block, smem):
+    return cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(func.ptr, block, smem)
 
 
 def _load_ptx(ptx: str, name: str, tag: str):
@@ -53,10 +62,6 @@ def exact_div(ptx):
     return ptx.replace("div.full.f32", "div.rn.f32")
 
 
-def full_div(ptx):
-    return ptx.replace("div.rn.f32", "div.full.f32")
-
-
 def f64_const_div(ptx):
     """Triton's ``x * fl(1/c)`` for Adam's two bias corrections as kfuse's exactly rounded x / c:
     the product taken in float64 with 1/c in float64, rounded once."""
@@ -66,35 +71,9 @@ def f64_const_div(ptx):
     return ptx
 
 
-def req_ntid(ptx):
-    """``.maxntid B, 1, 1`` (``__launch_bounds__``) as Triton's ``.reqntid B, 1, 1``."""
-    return re.sub(r"\.maxntid (\d+), 1, 1", r".reqntid \1, 1, 1", ptx)
-
-
-def const_ntid(ptx):
-    """The block size read as a constant (Triton's) instead of from ``%ntid.x``."""
-    m = re.search(r"\.(?:max|req)ntid (\d+), 1, 1", ptx)
-    return m and re.sub(r"mov\.u32 \t(%r\d+), %ntid\.x;", rf"mov.u32 \t\1, {m.group(1)};", ptx)
-
-
 def min_blocks(k):
     """``__launch_bounds__(B, k)``: at least ``k`` blocks an SM, registers capped to fit."""
     return lambda ptx: re.sub(r"(\.maxntid \d+, 1, 1)", rf"\1\n.minnctapersm {k}", ptx)
-
-
-def stores_by_unit(ptx):
-    """Triton's six stores (array-major: a unit, a unit, next array) in kfuse's order (unit-major)."""
-    stores = re.findall(r"\t// begin inline asm\n\tst\.global[^\n]*\n\t// end inline asm\n", ptx)
-    if len(stores) != 6:
-        return None
-    adds = re.findall(r"\tadd\.s64 \t%rd\d+, %rd\d+, %rd22;\n\tadd\.s64 \t%rd\d+, %rd\d+, 2048;\n", ptx)[-3:]
-    if len(adds) != 3:
-        return None
-    body = ptx
-    for s in stores + adds:
-        body = body.replace(s, "", 1)
-    block = "".join(adds) + "".join(stores[i] for i in (0, 2, 4, 1, 3, 5))
-    return body.replace("\tret;", block + "\tret;", 1)
 
 
 def _kfuse_bare(fn, tile, c_sets, tag):
@@ -109,10 +88,10 @@ def _kfuse_bare(fn, tile, c_sets, tag):
     ((kernel, func, grid, block, tail, *_),) = launcher._variants.values()
     ptx = nvrtc.compile(kernel.source, arch=nvrtc.normalize_arch(cp.cuda.Device().compute_capability)).ptx
 
-    def bare(f):
+    def bare(f, smem=0):
         def launch(i):
             outs = [cp.empty_like(c_sets[0][0]) for _ in range(n_out)]
-            f(grid, block, (*outs, *c_sets[i % 2], *tail))
+            f(grid, block, (*outs, *c_sets[i % 2], *tail), shared_mem=smem)
             return outs
         return launch
     return bare, func, ptx, kernel.name, f"{tag}: {block[0]} threads, grid {grid[0]} ({kernel.variant.tag})"
@@ -171,25 +150,28 @@ def probe(wname, lines):
     kf(*c_sets[0])
     ways["kfuse"] = lambda i: kf(*c_sets[i % 2])
     exact = rc._Launcher._covers
-    for tag, tile, one_pass in [("kfuse heuristic", None, False), ("kfuse heuristic, exact", None, True),
-                                ("kfuse 128x2", TileConfig.make("elementwise", block=128, ept=2), False),
-                                ("kfuse 256x8B", TileConfig.make("elementwise", block=256, ept=1, vec=2), False),
-                                ("kfuse 256x8B, exact", TileConfig.make("elementwise", block=256, ept=1, vec=2), True)]:
+    v8 = TileConfig.make("elementwise", block=256, ept=1, vec=2)
+    for tag, tile, one_pass in [("kfuse heuristic", None, False), ("kfuse 256x8B", v8, False),
+                                ("kfuse 256x8B, exact", v8, True)]:
         if one_pass:     # the grid covers the domain once: no grid-stride loop (ept 1 loops by default)
             rc._Launcher._covers = lambda self, v, grid: grid * v.block * v.ept * v.vec == c_sets[0][0].size
         try:
             bare, func, ptx, kname, note = _kfuse_bare(fn, tile, c_sets, tag)
         finally:
             rc._Launcher._covers = exact
-        lines.append(note)
+        block = int(re.search(r"\.maxntid (\d+)", ptx).group(1))
         ways[f"{tag}, cubin"] = check[f"{tag}, cubin"] = bare(func)
-        edits = [("plain loads", plain_loads), ("div.full", full_div),
-                 ("plain loads + div.full", lambda p: full_div(plain_loads(p)))]
-        if "8B" in tag:
-            edits += [("8 blocks an SM", min_blocks(8)), ("plain loads, 8 blocks an SM", lambda p: min_blocks(8)(plain_loads(p)))]
-        for etag, edit in edits:
-            ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(
-                _load_ptx(edit(ptx), kname, re.sub(r"\W+", "_", tag + etag)))
+        lines.append(f"{note}: {_occupancy(func, block, 0)} blocks an SM")
+        edits = [("plain loads", plain_loads, 0)] if tile is None else []
+        if tile is not None:
+            edits += [(f"at least {k} blocks an SM", min_blocks(k), 0) for k in (6, 7)]
+            edits += [(f"{pad >> 10} KiB smem pad", None, pad) for pad in SMEM_PADS]
+        for etag, edit, pad in edits:
+            f = _load_ptx(edit(ptx) if edit else ptx, kname, re.sub(r"\W+", "_", tag + etag))
+            if pad:
+                cp.cuda.driver.funcSetAttribute(f.ptr, CARVEOUT_ATTR, 100)
+            ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(f, pad)
+            lines.append(f"{tag}, {etag}: {_occupancy(f, block, pad)} blocks an SM")
     agree = {k: _agreement(w(0), ref) if w else "bit-equal (matched)" for k, w in check.items()}
     ev = timing.EventAPI.cupy()
     res = {k: [] for k in ways}
