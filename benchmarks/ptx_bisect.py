@@ -38,7 +38,12 @@ SMEM_PADS = (27 << 10, 31 << 10, 36 << 10, 44 << 10)
 
 
 def _occupancy(func, block, smem):
-    return cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(func.ptr, block, smem)
+    return cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(_ptr(func), block, smem)
+
+
+def _ptr(func):
+    """The CUfunction of a CuPy Function or RawKernel."""
+    return getattr(func, "kernel", func).ptr
 
 
 def _load_ptx(ptx: str, name: str, tag: str):
@@ -169,7 +174,7 @@ def probe(wname, lines):
         for etag, edit, pad in edits:
             f = _load_ptx(edit(ptx) if edit else ptx, kname, re.sub(r"\W+", "_", tag + etag))
             if pad:
-                cp.cuda.driver.funcSetAttribute(f.ptr, CARVEOUT_ATTR, 100)
+                cp.cuda.driver.funcSetAttribute(_ptr(f), CARVEOUT_ATTR, 100)
             ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(f, pad)
             lines.append(f"{tag}, {etag}: {_occupancy(f, block, pad)} blocks an SM")
     agree = {k: _agreement(w(0), ref) if w else "bit-equal (matched)" for k, w in check.items()}
