@@ -39,8 +39,9 @@ class DeviceSpec:
     launch_overhead: float = 4e-6               # seconds per kernel launch
     arch: str | None = None                     # "sm_90" ...
     special_scale: float = 1.0                  # extra cost of exp/log/tanh/pow... (CPU: libm calls)
-    # (vector bytes, threads) of an elementwise kernel that moves 3 or more full-size arrays, where a
-    # measured sweep found a better shape than the default 16-byte units (None: the default)
+    # (vector bytes, threads, minimum resident blocks an SM: __launch_bounds__, capping registers;
+    # 0: none) of an elementwise kernel that moves 3 or more full-size arrays, where a measured sweep
+    # found a better shape than the default 16-byte units at 128 threads (None: the default)
     multi_stream_tile: tuple | None = None
     # preferred shared-memory carve-out (percent of the SM's L1/shared memory) of a row kernel that
     # holds its row in registers, and of one that re-reads it through L1 (None: the driver's choice)
@@ -97,13 +98,20 @@ DEVICES: dict[str, DeviceSpec] = {
     # ms at the driver's choice), the H100 with 45-100% shared for rows in registers (P2 0.1809 vs
     # 0.1823; 40% or less: 0.1823) and 25-35% for rows re-read through L1 (P3 0.1809-0.1811 vs 0.1818;
     # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau
+    # Kernels of 3+ full-size arrays, H200: 8-byte units at 256 threads with 6 blocks an SM (registers
+    # capped at 40): P6 0.4390 ms against 0.4439 at the 5 blocks its 44 registers allow, 0.4400-0.4402
+    # at 8 (Triton's 22-register kernel, torch.compile 0.4403), 0.4408 for 16-byte units
+    # (benchmarks/ptx_bisect.py, gpu-2026-11-24/ninth/). Fewer blocks through a shared-memory pad
+    # lose 1.5-4% (the carve-out takes L1).
     "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
-                                     50 * MiB, f16_simt=100e12, arch="sm_90"), row_carveout=(0, 0)),
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256, 6),
+                                row_carveout=(0, 0)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
-    # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%); the H200 loses on P6
-    # (benchmarks/stream_probe.py, gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*)
+    # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (benchmarks/stream_probe.py,
+    # gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*); blocks an SM (5, 6 or 8) made no difference
+    # to P6 (0.6172-0.6174 ms, ninth/)
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
-                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256),
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256, 0),
                                 row_carveout=(75, 30)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),

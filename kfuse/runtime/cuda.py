@@ -205,8 +205,9 @@ class _Launcher(LauncherBase):
 
     def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
         """The elementwise shape: 16-byte vector units where every access allows them, 128 threads;
-        ``multi_stream_tile`` (the device's (vector bytes, threads) for kernels moving 3 or more
-        full-size arrays, ``DeviceSpec.multi_stream_tile``) replaces that for such kernels."""
+        ``multi_stream_tile`` (the device's (vector bytes, threads, minimum resident blocks an SM)
+        for kernels moving 3 or more full-size arrays, ``DeviceSpec.multi_stream_tile``) replaces
+        that for such kernels."""
         kir = self.kir
         dims = kir.loop_dims(range(len(kir.domain)))
         vec = 1
@@ -222,17 +223,17 @@ class _Launcher(LauncherBase):
                     if not _vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
-        block = EW_BLOCK
+        block, min_blocks = EW_BLOCK, MIN_BLOCKS
         if multi_stream_tile and vec > 1:
             streams = len(outs) + len({id(a) for a in ins if math.prod(a.shape) == total})
             if streams >= 3:
                 vec = max(1, min(vec, multi_stream_tile[0] // cuda_emit.max_itemsize(kir)))
-                block = multi_stream_tile[1]
+                block, min_blocks = multi_stream_tile[1], multi_stream_tile[2]
         units = total // vec
         ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
         grid = max(1, min(-(-units // (block * ept)), sm * EW_BLOCKS_PER_SM))
         return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
-                                  min_blocks=MIN_BLOCKS), grid
+                                  min_blocks=min_blocks), grid
 
     def _reduce_variant(self, ins, outs, big, sm):
         kir = self.kir

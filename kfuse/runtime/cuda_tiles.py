@@ -119,9 +119,13 @@ def apply_tile(tile, variant, grid: int, geom: Geometry) -> tuple:
         if block == variant.block and vec == variant.vec and ept == _ept(variant, units, grid):
             return variant, grid, None                          # the launcher's own shape
         new_grid = max(1, min(-(-units // (block * ept)), MAX_GRID))
-        if "ept" in {f.name for f in dataclasses.fields(variant)}:
-            return dataclasses.replace(variant, vec=vec, block=block, ept=ept), new_grid, None
-        return dataclasses.replace(variant, vec=vec, block=block), new_grid, None
+        fields = {f.name for f in dataclasses.fields(variant)}
+        shape = dict(vec=vec, block=block)
+        if "ept" in fields:
+            shape["ept"] = ept
+        if getattr(variant, "min_blocks", 0):       # the same resident threads an SM at the new block
+            shape["min_blocks"] = max(1, variant.min_blocks * variant.block // block)
+        return dataclasses.replace(variant, **shape), new_grid, None
     if variant.mode == "row":
         if tile.kind != "row":
             return variant, grid, f"a {tile.kind} tile on a row reduction"

@@ -227,6 +227,15 @@ def test_tile_params_without_ept_field():
     assert v.block == 128 and grid == (1 << 18) // 128
 
 
+@pytest.mark.parametrize("block, want", [(128, 12), (512, 3), (1024, 1), (256, 6)])
+def test_tile_keeps_resident_threads_of_a_register_cap(block, want):
+    from kfuse.codegen.cuda import Variant
+    v0 = Variant("elementwise", vec=2, block=256, min_blocks=6)     # 1536 threads an SM
+    v, _, note = T.apply_tile(TileConfig.make("elementwise", block=block, ept=2, vec=2), v0, 4096,
+                              T.Geometry(units=1 << 22))
+    assert note is None and (v.block, v.min_blocks, v.ept) == (block, want, 2)
+
+
 def test_row_register_slots_prefilter():
     from kfuse.autotune.gpu_targets import row_registers_unfit
     plan = make_plan(softmax, np.zeros((256, 4096), np.float32), device="h100")
@@ -272,20 +281,22 @@ def _bias_gelu_like(x, w, b):
 
 
 @pytest.mark.parametrize("name, fn, shapes, want", [
-    # H100: 3 or more full-size arrays take DeviceSpec.multi_stream_tile (8-byte units, 256 threads)
-    ("NVIDIA H100 80GB HBM3", _adam_like, [(1 << 20,)] * 4, (2, 256)),
-    ("NVIDIA H100 80GB HBM3", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (2, 256)),
+    # 3 or more full-size arrays take DeviceSpec.multi_stream_tile: 8-byte units at 256 threads,
+    # the H200 with registers capped for 6 blocks an SM
+    ("NVIDIA H100 80GB HBM3", _adam_like, [(1 << 20,)] * 4, (2, 256, 0)),
+    ("NVIDIA H100 80GB HBM3", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (2, 256, 0)),
+    ("NVIDIA H200", _adam_like, [(1 << 20,)] * 4, (2, 256, 6)),
     # ... a copy-like kernel (2 arrays) and a row-broadcast operand (x full, w and b one row) do not
-    ("NVIDIA H100 80GB HBM3", lambda x: x * 2 + 1, [(1 << 20,)], (4, 128)),
-    ("NVIDIA H100 80GB HBM3", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128)),
-    # the H200 (and an unknown part) keep 16-byte units at 128 threads
-    ("NVIDIA H200", _adam_like, [(1 << 20,)] * 4, (4, 128)),
-    ("", _adam_like, [(1 << 20,)] * 4, (4, 128)),
+    ("NVIDIA H100 80GB HBM3", lambda x: x * 2 + 1, [(1 << 20,)], (4, 128, 0)),
+    ("NVIDIA H100 80GB HBM3", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0)),
+    ("NVIDIA H200", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0)),
+    # an unknown part keeps 16-byte units at 128 threads
+    ("", _adam_like, [(1 << 20,)] * 4, (4, 128, 0)),
 ])
 def test_multi_stream_tile_per_device(name, fn, shapes, want):
     _, lau, ins, outs = launcher_for(fn, *[np.zeros(s, np.float32) for s in shapes])
     v, grid = lau.variant_for(ins, outs, dict(PROPS, name=name))
-    assert (v.vec, v.block) == want
+    assert (v.vec, v.block, v.min_blocks) == want
     assert grid == (1 << 20) // (v.vec * v.block * v.ept)     # one unit a thread, the domain covered once
 
 
