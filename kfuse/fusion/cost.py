@@ -26,6 +26,19 @@ MiB = 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
+class StreamTile:
+    """The elementwise launch shape a device takes for kernels that stream many full-size arrays,
+    where a measured sweep beat the default (16-byte units, 128 threads, no register cap): it
+    applies to kernels moving at least ``streams`` full-size arrays (inputs and outputs), of which
+    at least ``inputs`` are read."""
+    streams: int                # full-size arrays moved (read or written), at least
+    inputs: int                 # of them read, at least
+    vector_bytes: int           # bytes a vector unit
+    threads: int                # a block
+    min_blocks: int = 0         # resident blocks an SM the registers are capped for (__launch_bounds__; 0: none)
+
+
+@dataclasses.dataclass(frozen=True)
 class DeviceSpec:
     name: str
     kind: str                                   # "gpu" | "cpu"
@@ -39,10 +52,7 @@ class DeviceSpec:
     launch_overhead: float = 4e-6               # seconds per kernel launch
     arch: str | None = None                     # "sm_90" ...
     special_scale: float = 1.0                  # extra cost of exp/log/tanh/pow... (CPU: libm calls)
-    # (vector bytes, threads, minimum resident blocks an SM: __launch_bounds__, capping registers;
-    # 0: none) of an elementwise kernel that moves 3 or more full-size arrays, where a measured sweep
-    # found a better shape than the default 16-byte units at 128 threads (None: the default)
-    multi_stream_tile: tuple | None = None
+    multi_stream_tile: StreamTile | None = None  # None: the default shape everywhere
     # preferred shared-memory carve-out (percent of the SM's L1/shared memory) of a row kernel that
     # holds its row in registers, and of one that re-reads it through L1 (None: the driver's choice)
     row_carveout: tuple | None = None
@@ -98,20 +108,25 @@ DEVICES: dict[str, DeviceSpec] = {
     # ms at the driver's choice), the H100 with 45-100% shared for rows in registers (P2 0.1809 vs
     # 0.1823; 40% or less: 0.1823) and 25-35% for rows re-read through L1 (P3 0.1809-0.1811 vs 0.1818;
     # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau
-    # Kernels of 3+ full-size arrays, H200: 8-byte units at 256 threads with 6 blocks an SM (registers
-    # capped at 40): P6 0.4390 ms against 0.4439 at the 5 blocks its 44 registers allow, 0.4400-0.4402
-    # at 8 (Triton's 22-register kernel, torch.compile 0.4403), 0.4408 for 16-byte units
-    # (benchmarks/ptx_bisect.py, gpu-2026-11-24/ninth/). Fewer blocks through a shared-memory pad
-    # lose 1.5-4% (the carve-out takes L1).
+    # H200, kernels reading 4+ full-size arrays: 8-byte units at 256 threads with registers capped for
+    # 6 blocks an SM (~48 KiB of loads in flight an SM): P6 0.4390 ms against 0.4439 at the 5 blocks
+    # its 44 registers allow, 0.4400-0.4402 at 8 (Triton's 22-register kernel; torch.compile
+    # 0.4403), 0.4408 for 16-byte units (benchmarks/ptx_bisect.py, gpu-2026-11-24/ninth/). At parity
+    # or ahead for 4 and 6 inputs (stream_probe.py); fewer inputs at 6 blocks lose 1-4% (too few
+    # loads in flight), so they keep the default. Capping blocks by a shared-memory pad loses 1.5-4%
+    # (the carve-out takes L1).
     "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
-                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256, 6),
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"),
+                                multi_stream_tile=StreamTile(streams=5, inputs=4, vector_bytes=8, threads=256,
+                                                             min_blocks=6),
                                 row_carveout=(0, 0)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
     # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (benchmarks/stream_probe.py,
     # gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*); blocks an SM (5, 6 or 8) made no difference
     # to P6 (0.6172-0.6174 ms, ninth/)
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
-                                     50 * MiB, f16_simt=100e12, arch="sm_90"), multi_stream_tile=(8, 256, 0),
+                                     50 * MiB, f16_simt=100e12, arch="sm_90"),
+                                multi_stream_tile=StreamTile(streams=3, inputs=0, vector_bytes=8, threads=256),
                                 row_carveout=(75, 30)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),

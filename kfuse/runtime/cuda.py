@@ -205,9 +205,8 @@ class _Launcher(LauncherBase):
 
     def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
         """The elementwise shape: 16-byte vector units where every access allows them, 128 threads;
-        ``multi_stream_tile`` (the device's (vector bytes, threads, minimum resident blocks an SM)
-        for kernels moving 3 or more full-size arrays, ``DeviceSpec.multi_stream_tile``) replaces
-        that for such kernels."""
+        ``multi_stream_tile`` (the device's ``cost.StreamTile``) replaces that for the kernels
+        moving as many full-size arrays as it names."""
         kir = self.kir
         dims = kir.loop_dims(range(len(kir.domain)))
         vec = 1
@@ -224,11 +223,12 @@ class _Launcher(LauncherBase):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         block, min_blocks = EW_BLOCK, MIN_BLOCKS
-        if multi_stream_tile and vec > 1:
-            streams = len(outs) + len({id(a) for a in ins if math.prod(a.shape) == total})
-            if streams >= 3:
-                vec = max(1, min(vec, multi_stream_tile[0] // cuda_emit.max_itemsize(kir)))
-                block, min_blocks = multi_stream_tile[1], multi_stream_tile[2]
+        st = multi_stream_tile
+        if st and vec > 1:
+            reads = len({id(a) for a in ins if math.prod(a.shape) == total})
+            if reads + len(outs) >= st.streams and reads >= st.inputs:
+                vec = max(1, min(vec, st.vector_bytes // cuda_emit.max_itemsize(kir)))
+                block, min_blocks = st.threads, st.min_blocks
         units = total // vec
         ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
         grid = max(1, min(-(-units // (block * ept)), sm * EW_BLOCKS_PER_SM))

@@ -281,11 +281,14 @@ def _bias_gelu_like(x, w, b):
 
 
 @pytest.mark.parametrize("name, fn, shapes, want", [
-    # 3 or more full-size arrays take DeviceSpec.multi_stream_tile: 8-byte units at 256 threads,
-    # the H200 with registers capped for 6 blocks an SM
+    # DeviceSpec.multi_stream_tile: the H100 takes 8-byte units at 256 threads for 3 or more
+    # full-size arrays; the H200 for 4 or more inputs, with registers capped for 6 blocks an SM
     ("NVIDIA H100 80GB HBM3", _adam_like, [(1 << 20,)] * 4, (2, 256, 0)),
     ("NVIDIA H100 80GB HBM3", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (2, 256, 0)),
     ("NVIDIA H200", _adam_like, [(1 << 20,)] * 4, (2, 256, 6)),
+    ("NVIDIA H200", lambda a, b, c, d: a * b + c * d, [(1 << 20,)] * 4, (2, 256, 6)),
+    ("NVIDIA H200", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (4, 128, 0)),
+    ("NVIDIA H200", lambda x, y, z: (x + y, y * z, x - z), [(1 << 20,)] * 3, (4, 128, 0)),
     # ... a copy-like kernel (2 arrays) and a row-broadcast operand (x full, w and b one row) do not
     ("NVIDIA H100 80GB HBM3", lambda x: x * 2 + 1, [(1 << 20,)], (4, 128, 0)),
     ("NVIDIA H100 80GB HBM3", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0)),
