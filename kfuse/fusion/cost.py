@@ -56,8 +56,6 @@ class DeviceSpec:
     # preferred shared-memory carve-out (percent of the SM's L1/shared memory) of a row kernel that
     # holds its row in registers, and of one that re-reads it through L1 (None: the driver's choice)
     row_carveout: tuple | None = None
-    # preferred carve-out (percent shared) of an elementwise kernel (None: the driver's choice)
-    elementwise_carveout: int | None = None
 
     def peak(self, dtype, unit: str = "simt") -> float:
         """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
@@ -116,13 +114,12 @@ DEVICES: dict[str, DeviceSpec] = {
     # 0.4403), 0.4408 for 16-byte units (benchmarks/ptx_bisect.py, gpu-2026-11-24/ninth/). At parity
     # or ahead for 4 and 6 inputs (stream_probe.py); fewer inputs at 6 blocks lose 1-4% (too few
     # loads in flight), so they keep the default. Capping blocks by a shared-memory pad loses 1.5-4%
-    # (the carve-out takes L1), so elementwise kernels ask for all of it: the SM's split then does
-    # not depend on the kernels before (a whole suite ran P6 0.2-0.4% slower than P6 alone).
+    # (the carve-out takes L1).
     "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=5, inputs=4, vector_bytes=8, threads=256,
                                                              min_blocks=6),
-                                row_carveout=(0, 0), elementwise_carveout=0),
+                                row_carveout=(0, 0)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
     # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (benchmarks/stream_probe.py,
     # gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*); blocks an SM (5, 6 or 8) made no difference

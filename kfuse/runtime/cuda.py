@@ -100,16 +100,11 @@ def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
     return f[1]
 
 
-def carveout(variant, device_name: str) -> int | None:
-    """The preferred L1/shared carve-out (percent shared) of a kernel on this device, or None (the
-    driver's choice): one-pass row kernels take ``DeviceSpec.row_carveout`` (rows held in
-    registers, rows re-read through L1), elementwise ones ``DeviceSpec.elementwise_carveout``."""
+def row_carveout(variant, device_name: str) -> int | None:
+    """The preferred L1/shared carve-out (percent shared) of a one-pass row kernel on this device
+    (``DeviceSpec.row_carveout``: rows held in registers, rows re-read through L1), or None."""
     known = cost.known_device(device_name)
-    if not known:
-        return None
-    if variant.mode == "elementwise":
-        return known.elementwise_carveout
-    if variant.mode != "row" or variant.split or not known.row_carveout:
+    if variant.mode != "row" or variant.split or not known or not known.row_carveout:
         return None
     return known.row_carveout[1 if variant.reload else 0]
 
@@ -140,7 +135,7 @@ class _Launcher(LauncherBase):
         variant, grid = self.variant_for(ins, outs, props)
         kernel = cuda_emit.emit_kernel(self.kir, variant)
         func = _function(kernel, props["device_id"], self.arch, self.cache)
-        pct = carveout(variant, props.get("name", ""))
+        pct = row_carveout(variant, props.get("name", ""))
         if pct is not None:
             import cupy
             cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)

@@ -307,23 +307,22 @@ def test_multi_stream_tile_per_device(name, fn, shapes, want):
     ("NVIDIA H100 80GB HBM3", softmax, (4096, 4096), 75),            # the row held in registers
     ("NVIDIA H200", softmax, (4096, 4096), 0),
     ("", softmax, (4096, 4096), None),                                # an unknown part: the driver's choice
-    ("NVIDIA H100 80GB HBM3", _adam_like, None, None),                # elementwise: the driver's choice
-    ("NVIDIA H200", _adam_like, None, 0),                             # ... the H200's: all L1
+    ("NVIDIA H100 80GB HBM3", _adam_like, None, None),                # not a row kernel
 ])
-def test_carveout_per_device(name, fn, shape, want):
-    from kfuse.runtime.cuda import carveout
+def test_row_carveout_per_device(name, fn, shape, want):
+    from kfuse.runtime.cuda import row_carveout
     shapes = [shape] if shape else [(1 << 20,)] * 4
     _, lau, ins, outs = launcher_for(fn, *[np.zeros(s, np.float32) for s in shapes])
     v, _ = lau.variant_for(ins, outs, dict(PROPS, name=name))
-    assert carveout(v, name) == want
+    assert row_carveout(v, name) == want
 
 
 def test_row_carveout_of_reloading_rows():
     import dataclasses as dc
 
     from kfuse.codegen.cuda import Variant
-    from kfuse.runtime.cuda import carveout
+    from kfuse.runtime.cuda import row_carveout
     row = Variant("row", 4, False, 2, 512, 2, reload=True)
-    assert carveout(row, "NVIDIA H100 80GB HBM3") == 30
-    assert carveout(dc.replace(row, reload=False), "NVIDIA H100 80GB HBM3") == 75
-    assert carveout(dc.replace(row, split=8, stage=1), "NVIDIA H100 80GB HBM3") is None
+    assert row_carveout(row, "NVIDIA H100 80GB HBM3") == 30
+    assert row_carveout(dc.replace(row, reload=False), "NVIDIA H100 80GB HBM3") == 75
+    assert row_carveout(dc.replace(row, split=8, stage=1), "NVIDIA H100 80GB HBM3") is None
