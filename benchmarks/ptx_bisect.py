@@ -7,7 +7,9 @@ rotating input copies), beside torch.compile, kfuse and Triton's own cubin. Outp
 with torch.compile's (bit-equal or max relative difference). An experiment tool, not a test.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/ptx_bisect.py [P6]
-(writes ptx_bisect_<W>.md under $OUT or the current directory)."""
+(writes ptx_bisect_<W>.md under $OUT or the current directory). BEFORE=P1,P2,P3,P4,P5 first runs
+those workloads of the public suite in this process (BEFORE_PEERS: only those peers, as
+``kfuse bench --peers``): a whole suite has run P6 0.2-0.4% slower than P6 alone (ninth session)."""
 import os
 import re
 import sys
@@ -203,10 +205,22 @@ def _agreement(outs, ref) -> str:
     return "bit-equal" if worst == 0 else f"max rel diff {worst:.1e}"
 
 
+def _replay_suite():
+    """The public suite's workloads named in $BEFORE, run in this process before the probe."""
+    before = os.environ.get("BEFORE")
+    if before:
+        from kfuse.bench.suite import run_suite
+        run_suite("gpu", workloads=before.split(","), peers=os.environ.get("BEFORE_PEERS"),
+                  warm=False, progress=False)
+    return before
+
+
 def main():
+    before = _replay_suite()
     for w in sys.argv[1:] or ["P6"]:
         lines = [f"# PTX bisect {w}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-                 f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}", ""]
+                 f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}"
+                 + (f", after the suite's {before} in this process" if before else ""), ""]
         probe(w, lines)
         with open(os.path.join(os.environ.get("OUT", "."), f"ptx_bisect_{w}.md"), "w") as f:
             f.write("\n".join(lines) + "\n")
