@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from handplan import plan_for  # noqa: E402
-from triton_gap_probe import _shape, _triton_launch  # noqa: E402
+from triton_gap_probe import _triton_match, triton_args  # noqa: E402
 
 import kfuse  # noqa: E402
 from kfuse.autotune.space import TileConfig  # noqa: E402
@@ -115,44 +115,24 @@ def probe(wname, lines):
     ref = [cp.from_dlpack(t) for t in (ref if isinstance(ref, tuple) else (ref,))]
     ways = {"torch.compile": lambda i: tc(*t_sets[i % 2])}
     check = {}
-    tri = _triton_launch(c_sets[0], ref, lines)
-    tri_ptx = sorted(__import__("glob").glob("/tmp/torchinductor_*/**/triton_poi_*.ptx", recursive=True))
+    tri = _triton_match(c_sets[0], ref, lines)
     if tri is not None:
-        ways["Triton cubin"] = lambda i: tri(c_sets[i % 2])
-        check["Triton cubin"] = None
-        m = re.search(r"cubin (\S+): (\d+) threads, XBLOCK (\d+), input order (\(.*?\))", "\n".join(lines))
-        name, threads, xblock, order = m.group(1), int(m.group(2)), int(m.group(3)), eval(m.group(4))
         n = c_sets[0][0].size
 
         def tri_way(f):
             def launch(i):
                 outs = [cp.empty_like(r) for r in ref]
-                f((n // xblock,), (threads,), (*[c_sets[i % 2][k] for k in order], *outs,
-                                               np.int32(n), np.uint64(0), np.uint64(0)))
+                f((n // tri.xblock,), (tri.threads,), triton_args(tri, c_sets[i % 2], outs, n))
                 return outs
             return launch
-        ptx = None     # Inductor can keep several kernels of one name: the PTX that reproduces Triton's cubin
-        for path in (p for p in tri_ptx if os.path.basename(p)[:-4] == name
-                     and _shape(p[:-4] + ".cubin") == (len(c_sets[0]) + len(ref) + 3, threads,
-                                                       len(c_sets[0]) * xblock // threads)):
-            try:
-                if _agreement(tri_way(_load_ptx(open(path).read(), name, "match"))(0), ref) == "bit-equal":
-                    ptx = open(path).read()
-                    break
-            except cp.cuda.driver.CUDADriverError:
-                continue
-        lines.append(f"Triton PTX: {'found' if ptx else 'none reproduces the cubin'}")
-        for tag, edit in [] if ptx is None else [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
-                                                  ("Triton PTX, div.rn", exact_div),
-                                                  ("Triton PTX, x / c in f64", f64_const_div),
-                                                  ("Triton PTX, .nc + div.rn + x / c in f64",
-                                                   lambda p: f64_const_div(exact_div(nc_loads(p))))]:
-            text = edit(ptx) if edit else ptx
-            if text is None:
-                lines.append(f"{tag}: edit did not apply")
-                continue
-            ways[tag] = tri_way(_load_ptx(text, name, re.sub(r"\W+", "_", tag)))
-            check[tag] = ways[tag]
+        ways["Triton cubin"] = check["Triton cubin"] = tri_way(cp.RawModule(path=tri.cubin).get_function(tri.name))
+        with open(tri.cubin[:-6] + ".ptx") as f:      # kept beside the cubin (_triton_match read it)
+            ptx = f.read()
+        for tag, edit in [("Triton PTX (JIT)", None), ("Triton PTX, .nc loads", nc_loads),
+                          ("Triton PTX, div.rn", exact_div), ("Triton PTX, x / c in f64", f64_const_div),
+                          ("Triton PTX, .nc + div.rn + x / c in f64",
+                           lambda p: f64_const_div(exact_div(nc_loads(p))))]:
+            ways[tag] = check[tag] = tri_way(_load_ptx(edit(ptx) if edit else ptx, tri.name, re.sub(r"\W+", "_", tag)))
     kf = kfuse.jit(fn, backend="cuda")
     kf(*c_sets[0])
     ways["kfuse"] = lambda i: kf(*c_sets[i % 2])
@@ -179,7 +159,7 @@ def probe(wname, lines):
                 cp.cuda.driver.funcSetAttribute(_ptr(f), CARVEOUT_ATTR, 100)
             ways[f"{tag}, {etag}"] = check[f"{tag}, {etag}"] = bare(f, pad)
             lines.append(f"{tag}, {etag}: {_occupancy(f, block, pad)} blocks an SM")
-    agree = {k: _agreement(w(0), ref) if w else "bit-equal (matched)" for k, w in check.items()}
+    agree = {k: _agreement(w(0), ref) for k, w in check.items()}
     ev = timing.EventAPI.cupy()
     res = {k: [] for k in ways}
     with torch.no_grad():

@@ -5,6 +5,7 @@ kfuse, all timed in the suite's loop under torch.profiler: suite medians, and pe
 duration and the idle gap before it. An experiment tool; writes triton_gap_<W>.md under $OUT.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/triton_gap_probe.py [P1|P6 ...]"""
+import collections
 import glob
 import itertools
 import os
@@ -36,12 +37,20 @@ def _shape(cubin):
     return n_params, int(m.group(1)), sum(int(w) for w in re.findall(r"ld\.global\S*\.v(\d)\.\w+", ptx))
 
 
-def _triton_launch(c_set, want, lines):
-    """``launch(ins)`` for the cubin in Inductor's cache that reproduces ``want`` (torch.compile's
-    outputs) bit for bit on ``c_set``; None if none does. Only cubins with this workload's
-    parameter count (tensors, n, Triton's two scratch pointers) are tried, at the XBLOCK their
-    PTX implies (threads x elements a thread loads per input), then each input order (when the inputs
-    are all of one shape)."""
+TritonKernel = collections.namedtuple("TritonKernel", "cubin name threads xblock order")
+
+
+def triton_args(k: TritonKernel, ins, outs, n: int) -> tuple:
+    """The arguments of Triton's kernel ``k``: the inputs in its order, the outputs, the element
+    count and Triton's two scratch pointers."""
+    return (*[ins[i] for i in k.order], *outs, np.int32(n), np.uint64(0), np.uint64(0))
+
+
+def _triton_match(c_set, want, lines) -> TritonKernel | None:
+    """The cubin in Inductor's cache that reproduces ``want`` (torch.compile's outputs) bit for bit
+    on ``c_set``; None if none does. Only cubins with this workload's parameter count (tensors, n,
+    Triton's two scratch pointers) are tried, at the XBLOCK their PTX implies (threads x elements a
+    thread loads per input), then each input order (when the inputs are all of one shape)."""
     n = c_set[0].size
     for cubin in sorted(glob.glob("/tmp/torchinductor_*/**/triton_poi_*.cubin", recursive=True)):
         shape = _shape(cubin)
@@ -53,19 +62,26 @@ def _triton_launch(c_set, want, lines):
             continue
         name = os.path.basename(cubin)[:-6]
         fn = cp.RawModule(path=cubin).get_function(name)
-
-        def launch(ins, outs, order, _fn=fn, _t=threads, _x=xblock):
-            _fn((n // _x,), (_t,), (*[ins[i] for i in order], *outs, np.int32(n), np.uint64(0), np.uint64(0)))
         ident = tuple(range(len(c_set)))
         same = len({a.shape for a in c_set}) == 1     # other orders could read past a small input
         for order in itertools.permutations(ident) if same else [ident]:
+            k = TritonKernel(cubin, name, threads, xblock, order)
             outs = [cp.empty_like(w) for w in want]
-            launch(c_set, outs, order)
-            got = [next((k for k, o in enumerate(outs) if bool(cp.array_equal(o, w))), None) for w in want]
+            fn((n // xblock,), (threads,), triton_args(k, c_set, outs, n))
+            got = [next((j for j, o in enumerate(outs) if bool(cp.array_equal(o, w))), None) for w in want]
             if None not in got:
                 lines.append(f"cubin {name}: {threads} threads, XBLOCK {xblock}, input order {order}")
-                return lambda ins, _o=order, _l=launch: _l(ins, [cp.empty_like(w) for w in want], _o)
+                return k
     return None
+
+
+def _triton_launch(c_set, want, lines):
+    """``launch(ins)`` of :func:`_triton_match`'s kernel (fresh outputs a call), or None."""
+    k = _triton_match(c_set, want, lines)
+    if k is None:
+        return None
+    fn, n = cp.RawModule(path=k.cubin).get_function(k.name), c_set[0].size
+    return lambda ins: fn((n // k.xblock,), (k.threads,), triton_args(k, ins, [cp.empty_like(w) for w in want], n))
 
 
 def probe(wname):
