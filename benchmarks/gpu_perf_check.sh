@@ -6,7 +6,8 @@
 # reduce: benchmarks/reduce_probe.py, long reductions over few rows; gap: triton_gap_probe.py,
 # kernel durations and launch gaps beside torch.compile's kernel under CUPTI; bisect: ptx_bisect.py,
 # P6's kernel and Triton's edited one difference at a time, BEFORE=P1,...,P5 to replay the suite's
-# earlier workloads in its process first; streams: stream_probe.py), the
+# earlier workloads in its process first (tiles too, as benchmarks/suite_replay.py); streams:
+# stream_probe.py; p4read: p4_read_probe.py, P4's carve-outs and warp-a-row kernels), the
 # suite's P1/P3/P6 against torch.compile REPEAT times, then the whole public suite FULL
 # times (the first updates RESULTS.md). Usage on the lent machine (repo root, .whl carried):
 #   PROBES='p3 tiles' REPEAT=2 FULL=1 bash benchmarks/gpu_perf_check.sh   (results under $OUT; ~8 min, H200)
@@ -33,6 +34,8 @@ for p in ${PROBES-p3}; do   # p3, p1: row_probe.py (--p1: P1's elementwise kerne
            f="$OUT/x/tile_probe.md" ;;
     bisect) (cd "$OUT/x" && OUT="$OUT/x" timeout 300 python3 "$OLDPWD/benchmarks/ptx_bisect.py" P6 > probe_$p.log 2>&1)
            f="$OUT/x/ptx_bisect_P6.md" ;;
+    p4read) (cd "$OUT/x" && OUT="$OUT/x" timeout 300 python3 "$OLDPWD/benchmarks/p4_read_probe.py" > probe_$p.log 2>&1)
+           f="$OUT/x/p4_read_probe.md" ;;
     streams) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/stream_probe.py" > probe_$p.log 2>&1)
            f="$OUT/x/stream_probe.md" ;;
     *) (cd "$OUT/x" && OUT="$OUT/x" timeout 200 python3 "$OLDPWD/benchmarks/row_probe.py" $([ $p = p1 ] && echo --p1) > probe_$p.log 2>&1)

@@ -23,6 +23,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from handplan import plan_for  # noqa: E402
+from suite_replay import header_note, replay_suite  # noqa: E402
 from triton_gap_probe import _triton_match, triton_args  # noqa: E402
 
 import kfuse  # noqa: E402
@@ -185,22 +186,12 @@ def _agreement(outs, ref) -> str:
     return "bit-equal" if worst == 0 else f"max rel diff {worst:.1e}"
 
 
-def _replay_suite():
-    """The public suite's workloads named in $BEFORE, run in this process before the probe."""
-    before = os.environ.get("BEFORE")
-    if before:
-        from kfuse.bench.suite import run_suite
-        run_suite("gpu", workloads=before.split(","), peers=os.environ.get("BEFORE_PEERS"),
-                  warm=False, progress=False)
-    return before
-
-
 def main():
-    before = _replay_suite()
+    before = replay_suite()
     for w in sys.argv[1:] or ["P6"]:
         lines = [f"# PTX bisect {w}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                  f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}"
-                 + (f", after the suite's {before} in this process" if before else ""), ""]
+                 + header_note(before), ""]
         probe(w, lines)
         with open(os.path.join(os.environ.get("OUT", "."), f"ptx_bisect_{w}.md"), "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -8,7 +8,10 @@ durations and launch gaps under CUPTI, and Triton's own cubin: ``triton_gap_prob
 experiment tool, not a test.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 ...]
-(writes tile_probe.md under $OUT or the current directory; TILES_ONLY=1: the tiles, no patches)."""
+(writes tile_probe.md under $OUT or the current directory; TILES_ONLY=1: the tiles, no patches;
+ONE_PASS=1: each 1-unit tile also as a one-pass kernel, no grid-stride loop; TILES_MATCH=regex:
+only those tiles; BEFORE=P1,...,P5: those
+workloads of the suite first, in this process, as ``suite_replay.py``)."""
 import dataclasses
 import os
 import re
@@ -18,8 +21,10 @@ import time
 import cupy as cp
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from handplan import plan_for  # noqa: E402
+from suite_replay import header_note, replay_suite  # noqa: E402
 
 from kfuse.autotune.space import TileConfig  # noqa: E402
 from kfuse.bench import timing, workloads  # noqa: E402
@@ -39,6 +44,11 @@ TILES = {   # name -> elementwise tile (None: the launcher's heuristic)
     "256 threads, 2 8-byte units": TileConfig.make("elementwise", block=256, ept=2, vec=2),
     "512 threads, 8-byte units": TileConfig.make("elementwise", block=512, ept=1, vec=2),
 }
+if os.environ.get("ONE_PASS"):   # the launcher loops over 1-unit tiles; these cover the domain once
+    TILES.update({f"{k}, one pass": t for k, t in TILES.items()
+                  if t is not None and dict(t.params).get("ept") == 1})
+if os.environ.get("TILES_MATCH"):  # a regular expression: only the tiles it finds (and the heuristic)
+    TILES = {k: t for k, t in TILES.items() if t is None or re.search(os.environ["TILES_MATCH"], k)}
 ROW_TILES = {   # P2-P4 (row kernels): threads a row and vector width, the row in registers
     "heuristic": None,
     **{f"row: {b} threads, {4 * v}-byte units": TileConfig.make("row", block=b, storage="registers", vec=v)
@@ -207,7 +217,9 @@ def probe(name, rows):
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
         if isinstance(tile, TileConfig):
             prog.set_tile(plan.groups[0].id, tile)
-        ew, emit = rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel
+        ew, emit, covers = rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel, rc._Launcher._covers
+        if tname.endswith(", one pass"):
+            rc._Launcher._covers = lambda self, v, grid, n=args[0].size: grid * v.block * v.ept * v.vec == n
         if callable(tile):
             rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, mst=None, _f=tile: _f(*ew(self, ins, outs, big, sm, mst), sm)
         if patch is not None:
@@ -215,7 +227,7 @@ def probe(name, rows):
         try:
             prog(args)
         finally:
-            rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel = ew, emit
+            rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel, rc._Launcher._covers = ew, emit, covers
         if tname in CARVEOUTS:
             for h in prog.launchers[0]._variants.values():
                 cp.cuda.driver.funcSetAttribute(h[1].ptr, 9, CARVEOUTS[tname])
@@ -262,12 +274,14 @@ def _keep_triton_cubins(name):
 
 
 def main():
+    before = replay_suite()
     rows = []
     for name in sys.argv[1:] or ["P6"]:
         probe(name, rows)
         if os.environ.get("KEEP_CUBINS"):
             _keep_triton_cubins(name)
-    lines = [f"# elementwise tile probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+    lines = [f"# elementwise tile probe, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+             + header_note(before), "",
              "| workload | tile | ms (median of 5 rounds, suite timer; min-max) | bit-equal | variants |",
              "|---|---|---|---|---|"]
     lines += [f"| {r['workload']} | {r['tile']} | {r['ms']:.4f} ({r['spread'][0]:.4f}-{r['spread'][1]:.4f}) | "

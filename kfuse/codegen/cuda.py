@@ -57,11 +57,11 @@ from .cuda_accs import AccEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
 from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, max_itemsize, reload_pays, rereads_rows,
-                          row_shape, split_ok, vector_access, vector_accesses, vector_ok)
+                          row_shape, split_ok, vector_access, vector_accesses, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "max_itemsize",
            "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses",
-           "vector_ok"]
+           "vector_ok", "writes_rows"]
 
 
 @dataclasses.dataclass(frozen=True)

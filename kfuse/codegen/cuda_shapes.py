@@ -24,7 +24,8 @@ class Variant:
     min_blocks: int = 0         # __launch_bounds__ minimum resident blocks a SM (caps registers; 0: none)
     reload: bool = False        # row mode with cache_k: later phases re-load the row (L1/L2 hints) instead
                                 # of holding it in registers; float32 sums then accumulate in float32
-    exact: bool = False         # the grid covers the domain once, exactly: elementwise (2+ units a thread), grid x block x ept
+    exact: bool = False         # the grid covers the domain once, exactly: elementwise (2+ units a thread, or
+                                # 1 where a StreamTile says one pass), grid x block x ept
                                 # units; row, a block per row of cache_k x block units (no loop, no guards,
                                 # a shared slot per reduction and no barrier after reading it)
     split: int = 0              # row mode, a reduction too long for its few rows to fill the GPU: each
@@ -146,6 +147,11 @@ def reload_pays(kir: K.KernelIR) -> bool:
     registers); not with a max/min pass (softmax: 0.1456 vs 0.134 ms), H200, 2026-11-22."""
     accs = [a for ph in kir.phases for a in ph.accs]
     return bool(accs) and rereads_rows(kir) and all(a.kind == "sum" and a.src_dtype == "float32" for a in accs)
+
+
+def writes_rows(kir: K.KernelIR) -> bool:
+    """Whether a row kernel stores full-size rows (softmax), not only a value a row (a row norm)."""
+    return any(isinstance(s, K.Store) for ph in kir.phases for s in ph.body)
 
 
 def row_shape(units: int, per_thread: int = 4) -> tuple[int, int]:

@@ -36,6 +36,16 @@ class StreamTile:
     vector_bytes: int           # bytes a vector unit
     threads: int                # a block
     min_blocks: int = 0         # resident blocks an SM the registers are capped for (__launch_bounds__; 0: none)
+    one_pass: bool = False      # a grid covering the domain once, no grid-stride loop (Variant.exact)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowCarveout:
+    """The preferred L1/shared carve-out (percent of the SM's L1/shared memory as shared) of a
+    one-pass row kernel, by its kind."""
+    rows: int                   # the row held in registers, a full-size output written (softmax)
+    reread: int                 # the row re-read through L1 by later passes (layernorm)
+    reduction: int              # the row held in registers, one value a row written (row norm)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +63,7 @@ class DeviceSpec:
     arch: str | None = None                     # "sm_90" ...
     special_scale: float = 1.0                  # extra cost of exp/log/tanh/pow... (CPU: libm calls)
     multi_stream_tile: StreamTile | None = None  # None: the default shape everywhere
-    # preferred shared-memory carve-out (percent of the SM's L1/shared memory) of a row kernel that
-    # holds its row in registers, and of one that re-reads it through L1 (None: the driver's choice)
-    row_carveout: tuple | None = None
+    row_carveout: RowCarveout | None = None      # None: the driver's choice
 
     def peak(self, dtype, unit: str = "simt") -> float:
         """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
@@ -107,19 +115,24 @@ DEVICES: dict[str, DeviceSpec] = {
     # *carveout*): the H200 runs P2 and P3 fastest with the least shared memory (P2 0.1319 vs 0.1334
     # ms at the driver's choice), the H100 with 45-100% shared for rows in registers (P2 0.1809 vs
     # 0.1823; 40% or less: 0.1823) and 25-35% for rows re-read through L1 (P3 0.1809-0.1811 vs 0.1818;
-    # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau
+    # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau. The H200's P4 (a row in registers,
+    # one value a row out) runs fastest at 25% shared, against P2's 0% (0.0633-0.0634 vs 0.0636-0.0638
+    # ms; 30% or more: 0.0641; 2026-11-25, benchmarks/p4_read_probe.py, gpu-2026-11-25/)
     # H200, kernels reading 4+ full-size arrays: 8-byte units at 256 threads with registers capped for
     # 6 blocks an SM (~48 KiB of loads in flight an SM): P6 0.4390 ms against 0.4439 at the 5 blocks
     # its 44 registers allow, 0.4400-0.4402 at 8 (Triton's 22-register kernel; torch.compile
     # 0.4403), 0.4408 for 16-byte units (benchmarks/ptx_bisect.py, gpu-2026-11-24/ninth/). At parity
     # or ahead for 4 and 6 inputs (stream_probe.py); fewer inputs at 6 blocks lose 1-4% (too few
     # loads in flight), so they keep the default. Capping blocks by a shared-memory pad loses 1.5-4%
-    # (the carve-out takes L1).
+    # (the carve-out takes L1). One pass (no grid-stride loop: 8 blocks an SM, as Triton's) is the
+    # robust pick: in a whole suite, after P1-P5, P6 runs 0.4411-0.4413 ms one pass, 0.4424-0.4429
+    # looped at 6 blocks, torch.compile 0.4411-0.4413; alone 0.4407 vs 0.4400 and 0.4404
+    # (tile_probe.py with BEFORE=, 2026-11-25)
     "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=5, inputs=4, vector_bytes=8, threads=256,
-                                                             min_blocks=6),
-                                row_carveout=(0, 0)),
+                                                             min_blocks=6, one_pass=True),
+                                row_carveout=RowCarveout(rows=0, reread=0, reduction=25)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
     # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (benchmarks/stream_probe.py,
     # gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*); blocks an SM (5, 6 or 8) made no difference
@@ -127,7 +140,7 @@ DEVICES: dict[str, DeviceSpec] = {
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=3, inputs=0, vector_bytes=8, threads=256),
-                                row_carveout=(75, 30)),
+                                row_carveout=RowCarveout(rows=75, reread=30, reduction=75)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
     "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,

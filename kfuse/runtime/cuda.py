@@ -100,13 +100,14 @@ def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
     return f[1]
 
 
-def row_carveout(variant, device_name: str) -> int | None:
+def row_carveout(variant, device_name: str, writes_rows: bool = True) -> int | None:
     """The preferred L1/shared carve-out (percent shared) of a one-pass row kernel on this device
-    (``DeviceSpec.row_carveout``: rows held in registers, rows re-read through L1), or None."""
+    (``DeviceSpec.row_carveout``; ``writes_rows``: the kernel stores full-size rows), or None."""
     known = cost.known_device(device_name)
     if variant.mode != "row" or variant.split or not known or not known.row_carveout:
         return None
-    return known.row_carveout[1 if variant.reload else 0]
+    c = known.row_carveout
+    return c.reread if variant.reload else c.rows if writes_rows else c.reduction
 
 
 def _max_offset(arr) -> int:
@@ -135,7 +136,7 @@ class _Launcher(LauncherBase):
         variant, grid = self.variant_for(ins, outs, props)
         kernel = cuda_emit.emit_kernel(self.kir, variant)
         func = _function(kernel, props["device_id"], self.arch, self.cache)
-        pct = row_carveout(variant, props.get("name", ""))
+        pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:
             import cupy
             cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
@@ -196,8 +197,8 @@ class _Launcher(LauncherBase):
         """Whether ``grid`` blocks of ``v`` cover the domain once, exactly (Variant.exact)."""
         g = cuda_tiles.geometry(self, 1)   # elementwise: units = elements; reduce: units = rows
         if v.mode == "elementwise":
-            if v.ept == 1:   # P6 (1 unit a thread) ran 0.4431/0.4430 ms exact vs 0.4410 looped (H200, 08:13/08:22)
-                return False
+            if v.ept == 1 and not v.exact:   # 1 unit a thread loops unless its StreamTile says one pass:
+                return False                 # 16-byte P6 ran 0.4431/0.4430 ms exact vs 0.4410 looped (H200)
             return g.units % v.vec == 0 and grid * v.block * v.ept == g.units // v.vec
         if v.mode == "row" and v.cache_k:
             return grid == g.units and g.row_len % v.vec == 0 and g.row_len // v.vec == v.cache_k * v.block
@@ -222,18 +223,18 @@ class _Launcher(LauncherBase):
                     if not _vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
-        block, min_blocks = EW_BLOCK, MIN_BLOCKS
+        block, min_blocks, one_pass = EW_BLOCK, MIN_BLOCKS, False
         st = multi_stream_tile
         if st and vec > 1:
             reads = len({id(a) for a in ins if math.prod(a.shape) == total})
             if reads + len(outs) >= st.streams and reads >= st.inputs:
                 vec = max(1, min(vec, st.vector_bytes // cuda_emit.max_itemsize(kir)))
-                block, min_blocks = st.threads, st.min_blocks
+                block, min_blocks, one_pass = st.threads, st.min_blocks, st.one_pass
         units = total // vec
         ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
         grid = max(1, min(-(-units // (block * ept)), sm * EW_BLOCKS_PER_SM))
         return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
-                                  min_blocks=min_blocks), grid
+                                  min_blocks=min_blocks, exact=one_pass), grid
 
     def _reduce_variant(self, ins, outs, big, sm):
         kir = self.kir

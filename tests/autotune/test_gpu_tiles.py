@@ -282,39 +282,43 @@ def _bias_gelu_like(x, w, b):
 
 @pytest.mark.parametrize("name, fn, shapes, want", [
     # DeviceSpec.multi_stream_tile: the H100 takes 8-byte units at 256 threads for 3 or more
-    # full-size arrays; the H200 for 4 or more inputs, with registers capped for 6 blocks an SM
-    ("NVIDIA H100 80GB HBM3", _adam_like, [(1 << 20,)] * 4, (2, 256, 0)),
-    ("NVIDIA H100 80GB HBM3", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (2, 256, 0)),
-    ("NVIDIA H200", _adam_like, [(1 << 20,)] * 4, (2, 256, 6)),
-    ("NVIDIA H200", lambda a, b, c, d: a * b + c * d, [(1 << 20,)] * 4, (2, 256, 6)),
-    ("NVIDIA H200", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (4, 128, 0)),
-    ("NVIDIA H200", lambda x, y, z: (x + y, y * z, x - z), [(1 << 20,)] * 3, (4, 128, 0)),
+    # full-size arrays; the H200 for 4 or more inputs, with registers capped for 6 blocks an SM and
+    # one pass over the domain (exact: no grid-stride loop)
+    ("NVIDIA H100 80GB HBM3", _adam_like, [(1 << 20,)] * 4, (2, 256, 0, False)),
+    ("NVIDIA H100 80GB HBM3", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (2, 256, 0, False)),
+    ("NVIDIA H200", _adam_like, [(1 << 20,)] * 4, (2, 256, 6, True)),
+    ("NVIDIA H200", lambda a, b, c, d: a * b + c * d, [(1 << 20,)] * 4, (2, 256, 6, True)),
+    ("NVIDIA H200", lambda x, y: x * 2 + y, [(1 << 20,)] * 2, (4, 128, 0, False)),
+    ("NVIDIA H200", lambda x, y, z: (x + y, y * z, x - z), [(1 << 20,)] * 3, (4, 128, 0, False)),
     # ... a copy-like kernel (2 arrays) and a row-broadcast operand (x full, w and b one row) do not
-    ("NVIDIA H100 80GB HBM3", lambda x: x * 2 + 1, [(1 << 20,)], (4, 128, 0)),
-    ("NVIDIA H100 80GB HBM3", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0)),
-    ("NVIDIA H200", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0)),
+    ("NVIDIA H100 80GB HBM3", lambda x: x * 2 + 1, [(1 << 20,)], (4, 128, 0, False)),
+    ("NVIDIA H100 80GB HBM3", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0, False)),
+    ("NVIDIA H200", _bias_gelu_like, [(1024, 1024), (1024,), (1024,)], (4, 128, 0, False)),
     # an unknown part keeps 16-byte units at 128 threads
-    ("", _adam_like, [(1 << 20,)] * 4, (4, 128, 0)),
+    ("", _adam_like, [(1 << 20,)] * 4, (4, 128, 0, False)),
 ])
 def test_multi_stream_tile_per_device(name, fn, shapes, want):
     _, lau, ins, outs = launcher_for(fn, *[np.zeros(s, np.float32) for s in shapes])
     v, grid = lau.variant_for(ins, outs, dict(PROPS, name=name))
-    assert (v.vec, v.block, v.min_blocks) == want
+    assert (v.vec, v.block, v.min_blocks, v.exact) == want
     assert grid == (1 << 20) // (v.vec * v.block * v.ept)     # one unit a thread, the domain covered once
 
 
 @pytest.mark.parametrize("name, fn, shape, want", [
     ("NVIDIA H100 80GB HBM3", softmax, (4096, 4096), 75),            # the row held in registers
     ("NVIDIA H200", softmax, (4096, 4096), 0),
+    ("NVIDIA H200", lambda x: np.sqrt(np.sum(x * x, axis=1)), (4096, 4096), 25),   # one value a row out
+    ("NVIDIA H100 80GB HBM3", lambda x: np.sqrt(np.sum(x * x, axis=1)), (4096, 4096), 75),
     ("", softmax, (4096, 4096), None),                                # an unknown part: the driver's choice
     ("NVIDIA H100 80GB HBM3", _adam_like, None, None),                # not a row kernel
 ])
 def test_row_carveout_per_device(name, fn, shape, want):
+    from kfuse.codegen.cuda import writes_rows
     from kfuse.runtime.cuda import row_carveout
     shapes = [shape] if shape else [(1 << 20,)] * 4
     _, lau, ins, outs = launcher_for(fn, *[np.zeros(s, np.float32) for s in shapes])
     v, _ = lau.variant_for(ins, outs, dict(PROPS, name=name))
-    assert row_carveout(v, name) == want
+    assert row_carveout(v, name, writes_rows(lau.kir)) == want
 
 
 def test_row_carveout_of_reloading_rows():
