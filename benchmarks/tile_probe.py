@@ -9,6 +9,7 @@ experiment tool, not a test.
 
 Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 ...]
 (writes tile_probe.md under $OUT or the current directory; TILES_ONLY=1: the tiles, no patches;
+TORCH_COPIES=1: also the heuristic and torch.compile on inputs copied into torch-allocated tensors;
 ONE_PASS=1: each 1-unit tile also as a one-pass kernel, no grid-stride loop; TILES_MATCH=regex:
 only those tiles; BEFORE=P1,...,P5: those
 workloads of the suite first, in this process, as ``suite_replay.py``)."""
@@ -236,8 +237,13 @@ def probe(name, rows):
     ev = timing.EventAPI.cupy()
     tc = torch.compile(w.make(workloads.TorchNamespace(torch)))
     tsets = [[torch.from_dlpack(a) for a in s_] for s_ in sets]
+    own = {}    # TORCH_COPIES=1: the inputs copied into torch's own allocations (the suite's torch peer)
+    if os.environ.get("TORCH_COPIES"):
+        csets = [[t.clone() for t in s_] for s_ in tsets]
+        own = {"heuristic, torch-allocated inputs": lambda k: progs["heuristic"](csets[k % 2]),
+               "torch.compile, torch-allocated inputs": lambda k: tc(*csets[k % 2])}
     offsets = {} if os.environ.get("TILES_ONLY") or rows_kind else OUT_OFFSETS
-    res = {k: [] for k in list(progs) + list(offsets) + ["heuristic, on torch tensors", "torch.compile"]}
+    res = {k: [] for k in list(progs) + list(offsets) + ["heuristic, on torch tensors", "torch.compile"] + list(own)}
     plain_empty = interop.cupy_empty
     with torch.no_grad():
         for _ in range(5):
@@ -253,6 +259,8 @@ def probe(name, rows):
             res["heuristic, on torch tensors"].append(   # outputs from torch's caching allocator
                 timing.time_events(lambda k: progs["heuristic"](tsets[k % 2]), ev, budget_s=0.4).median_ms)
             res["torch.compile"].append(timing.time_events(lambda k: tc(*tsets[k % 2]), ev, budget_s=0.4).median_ms)
+            for oname, call in own.items():
+                res[oname].append(timing.time_events(call, ev, budget_s=0.4).median_ms)
     for tname, ts in res.items():
         row = {"workload": name, "tile": tname, "ms": float(np.median(ts)), "spread": (min(ts), max(ts))}
         if tname in progs:
