@@ -232,7 +232,8 @@ class _Launcher(LauncherBase):
                 block, min_blocks, one_pass = st.threads, st.min_blocks, st.one_pass
         units = total // vec
         ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
-        grid = max(1, min(-(-units // (block * ept)), sm * EW_BLOCKS_PER_SM))
+        cap = INT32_LIMIT if one_pass else sm * EW_BLOCKS_PER_SM     # one pass: a block per block's units
+        grid = max(1, min(-(-units // (block * ept)), cap))
         return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
                                   min_blocks=min_blocks, exact=one_pass), grid
 

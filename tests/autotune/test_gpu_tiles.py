@@ -304,6 +304,18 @@ def test_multi_stream_tile_per_device(name, fn, shapes, want):
     assert grid == (1 << 20) // (v.vec * v.block * v.ept)     # one unit a thread, the domain covered once
 
 
+def test_one_pass_grid_is_not_capped():
+    """The H200's one-pass tile covers arrays past the grid-stride cap (1024 blocks an SM) with a
+    block per 256 units, not a loop; a size the blocks do not divide keeps the loop (and its guards)."""
+    n = 1 << 27                                  # 2^27 / (256 x 2) = 262144 blocks > 132 x 1024
+    _, lau, ins, outs = launcher_for(_adam_like, *[np.zeros(n, np.float32)] * 4)
+    v, grid = lau.variant_for(ins, outs, dict(PROPS, name="NVIDIA H200"))
+    assert (v.exact, grid) == (True, n // 512)
+    _, lau, ins, outs = launcher_for(_adam_like, *[np.zeros(n + 4, np.float32)] * 4)
+    v, grid = lau.variant_for(ins, outs, dict(PROPS, name="NVIDIA H200"))
+    assert (v.vec, v.block, v.exact, grid) == (2, 256, False, n // 512 + 1)
+
+
 @pytest.mark.parametrize("name, fn, shape, want", [
     ("NVIDIA H100 80GB HBM3", softmax, (4096, 4096), 75),            # the row held in registers
     ("NVIDIA H200", softmax, (4096, 4096), 0),

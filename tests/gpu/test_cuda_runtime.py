@@ -69,3 +69,18 @@ def test_more_than_2_31_elements():
     assert int(out[-1]) == 11 and int(out[0]) == 3 and int(out[n // 2]) == 3
     assert prog.launchers[0]._variants and all(v[0].variant.idx64 for v in prog.launchers[0]._variants.values())
     del x, out
+
+
+@pytest.mark.parametrize("n", [2 ** 27, 2 ** 27 + 4])
+def test_streams_past_the_grid_stride_cap(n):
+    """Four full-size inputs (the H200's one-pass StreamTile): 2^27 elements take more blocks than
+    the grid-stride cap, in one pass; 2^27 + 4 (no whole number of blocks) loops, with guards."""
+    fn = lambda a, b, c, d: (a + b) * (c - d)  # noqa: E731   (no multiply-add to contract)
+    xs = [cp.random.standard_normal(n, dtype=cp.float32) for _ in range(4)]
+    prog = compile_plan(one_group_plan(trace(fn, *[("float32", (n,))] * 4)))
+    out = cp.asnumpy(prog(xs)[0])
+    hs = [cp.asnumpy(x) for x in xs]
+    assert_matches_numpy(out, fn(*hs))
+    ((kernel, _, grid, *_),) = prog.launchers[0]._variants.values()
+    if kernel.variant.exact:
+        assert grid[0] * kernel.variant.block * kernel.variant.vec == n
