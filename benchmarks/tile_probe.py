@@ -11,7 +11,7 @@ Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 .
 (writes tile_probe.md under $OUT or the current directory; TILES_ONLY=1: the tiles, no patches;
 TORCH_COPIES=1: also the heuristic and torch.compile on inputs copied into torch-allocated tensors;
 ONE_PASS=1: each 1-unit tile also as a one-pass kernel, no grid-stride loop; TILES_MATCH=regex:
-only those tiles; BEFORE=P1,...,P5: those
+only those tiles (and patches); BEFORE=P1,...,P5: those
 workloads of the suite first, in this process, as ``suite_replay.py``)."""
 import dataclasses
 import os
@@ -66,6 +66,11 @@ PATCHES = {
     "evict-first loads and stores": lambda v, g, sm: (dataclasses.replace(v, stream=True), g),
     "persistent: 10 blocks an SM (all resident), grid-stride": lambda v, g, sm: (v, 10 * sm),
     "persistent: 20 blocks an SM, grid-stride": lambda v, g, sm: (v, 20 * sm),
+    # 16-byte units in one pass (the H200's tile asks for 8-byte units): twice the loads in flight
+    **{f"16-byte units, {b} threads, one pass, at least {m} blocks":
+       (lambda v, g, sm, b=b, m=m: (dataclasses.replace(v, vec=4, block=b, exact=True, min_blocks=m),
+                                   g * v.block * v.vec // (4 * b)))
+       for b, m in ((256, 6), (256, 4), (128, 12))},
 }
 PLAIN_LOAD = r"""
 template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldplain(const T* p) {
@@ -213,6 +218,8 @@ def probe(name, rows):
     progs = {}
     rows_kind = name in ("P2", "P3", "P4")
     extra = [] if os.environ.get("TILES_ONLY") else list((ROW_SOURCES if rows_kind else {**PATCHES, **SOURCES}).items())
+    if os.environ.get("TILES_MATCH"):
+        extra = [(k, t) for k, t in extra if re.search(os.environ["TILES_MATCH"], k)]
     for tname, tile in list((ROW_TILES if rows_kind else TILES).items()) + extra:
         prog = compile_plan(plan)
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
