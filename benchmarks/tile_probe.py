@@ -11,8 +11,8 @@ Usage on the GPU machine: PYTHONPATH=. python3 benchmarks/tile_probe.py P6 [P1 .
 (writes tile_probe.md under $OUT or the current directory; TILES_ONLY=1: the tiles, no patches;
 TORCH_COPIES=1: also the heuristic and torch.compile on inputs copied into torch-allocated tensors;
 ONE_PASS=1: each 1-unit tile also as a one-pass kernel, no grid-stride loop; TILES_MATCH=regex:
-only those tiles (and patches); BEFORE=P1,...,P5: those
-workloads of the suite first, in this process, as ``suite_replay.py``)."""
+only those tiles (and patches); BEFORE=P1,...,P5: those workloads of the suite first, in this
+process, as ``suite_replay.py``)."""
 import dataclasses
 import os
 import re
