@@ -18,11 +18,12 @@ float64/float32), where ml_dtypes and torch round twice through float32 (``1 + 2
 ``1 + 2**-7`` in kfuse, ``1.0`` in ml_dtypes): those can differ by one ulp. Promotion:
 :mod:`kfuse.ir.dtypes`.
 
-CUDA C kernels are compiled with ``--fmad=true`` (as Triton and XLA): a product and the add after
-it may become one FMA, and ptxas folds a multiply by a power of two into the multiply before it
-(``FMUL.D4``: ``x * 3 / 4`` in one rounding). Both round once where NumPy rounds twice, and the
-intermediate neither overflows nor underflows: a result NumPy saw overflow to inf can come back
-finite. Within the float rows below otherwise; no test relies on the intermediate overflowing.
+Both GPU backends round each float add, subtract and multiply on its own, as NumPy's loops do
+(NVRTC ``--fmad=false``, NVVM ``-fma=0``: PTX ``.rn``, which ptxas neither fuses into an FMA nor
+folds into a neighbouring multiply). Until 2026-11-25 they contracted ``a * b + c`` into one FMA
+(as Triton and XLA do) and ptxas folded ``x * 3 / 4`` into one ``FMUL.D4``: ``std(x * x)`` of a
+constant came out > 0 (docs/FUZZING.md bug 25). libdevice's functions (exp, tanh, pow...) are
+within a few ulp of NumPy's libm, inside the float rows below.
 """
 from __future__ import annotations
 

@@ -598,13 +598,34 @@ def compile_ptx(source: str, fn_name: str = FN_NAME, arch: str = "sm_90") -> str
     ns = load_source(source)
     with _LOCK:
         try:
-            ptx, _ = cuda.compile_ptx(ns[fn_name], ns["SIG"], cc=_cc(arch), fastmath=False,
-                                      launch_bounds=ns.get("LAUNCH_BOUNDS"))
+            ptx = _ptx_without_contraction(cuda, ns[fn_name], ns["SIG"], _cc(arch), ns.get("LAUNCH_BOUNDS"))
         except Exception as e:
             raise CompileError(f"kfuse: numba.cuda.compile_ptx failed for {fn_name} ({arch}): "
                                f"{type(e).__name__}: {e}\n{source}") from e
     _PTX[key] = ptx
     return ptx
+
+
+def _ptx_without_contraction(cuda, fn, sig, cc, launch_bounds) -> str:
+    """PTX compiled by NVVM with ``-fma=0``: every float add, subtract and multiply rounds on its
+    own, as NumPy's ufunc loops do (NVVM's default contracts ``a * b + c`` into one fma; the CUDA C
+    backend passes ``--fmad=false`` for the same reason). ``cuda.compile_ptx`` has no option for
+    it; numba-cuda 0.30's own steps do (its kernel library keeps the NVVM options). Where those
+    internals differ, ``compile_ptx`` as it is, with plain ``.rn`` added below so that ptxas at
+    least cannot fuse what NVVM left apart."""
+    from numba.cuda import compiler
+    try:
+        lib, _ = compiler._compile_pyfunc_with_fixup(fn, sig, device=False, fastmath=False, cc=cc, opt=True,
+                                                     abi="numba", launch_bounds=launch_bounds)
+        lib._nvvm_options["fma"] = False
+        (ptx,) = lib.get_asm_strs(cc=cc)
+    except (AttributeError, TypeError, ValueError):
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=cc, fastmath=False, launch_bounds=launch_bounds)
+    return _ROUND_EACH.sub(r"\1.rn.\2", ptx)
+
+
+# f32/f64 add, sub, mul with no rounding modifier: ptxas may contract them into an fma
+_ROUND_EACH = re.compile(r"\b(add|sub|mul)\.(f32|f64)\b")
 
 
 def entry_name(ptx: str) -> str:

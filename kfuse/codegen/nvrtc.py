@@ -16,7 +16,11 @@ import tempfile
 
 from ..errors import CompileError
 
-DEFAULT_OPTIONS = ("-std=c++17", "--fmad=true")
+# --fmad=false: every float add, subtract and multiply rounds on its own, as NumPy's ufunc loops do.
+# With contraction ptxas fuses a product into a later subtraction even where the rounded product is
+# used too: std(x * x) of one element came out > 0 (fma(x, x, -fl(x*x)) is fl(x*x)'s rounding
+# error; fuzz seed 41 #3720, 2026-11-25). libdevice's own fma calls are unaffected.
+DEFAULT_OPTIONS = ("-std=c++17", "--fmad=false")
 
 
 @dataclasses.dataclass(frozen=True)
