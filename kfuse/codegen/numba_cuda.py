@@ -615,7 +615,7 @@ def _ptx_without_contraction(cuda, fn, sig, cc, launch_bounds) -> str:
     least cannot fuse what NVVM left apart."""
     from numba.cuda import compiler
     try:
-        lib, _ = compiler._compile_pyfunc_with_fixup(fn, sig, device=False, fastmath=False, cc=cc, opt=True,
+        lib, _ = compiler._compile_pyfunc_with_fixup(fn, sig, device=False, fastmath=False, cc=cc,
                                                      abi="numba", launch_bounds=launch_bounds)
         lib._nvvm_options["fma"] = False
         (ptx,) = lib.get_asm_strs(cc=cc)
