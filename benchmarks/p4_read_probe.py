@@ -109,10 +109,10 @@ def main():
             for k in keys[r % len(keys):] + keys[:r % len(keys)]:
                 if k in carve:
                     for fn in funcs:
-                        cp.cuda.driver.funcSetAttribute(fn.ptr, 9, carve[k])
+                        cp.cuda.driver.funcSetAttribute(fn.ptr, rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carve[k])
                     res[k].append(timing.time_events(ways["kfuse"], ev, budget_s=0.3).median_ms)
                     for fn, pct in zip(funcs, own):    # back to kfuse's own choice
-                        cp.cuda.driver.funcSetAttribute(fn.ptr, 9, -1 if pct is None else pct)
+                        cp.cuda.driver.funcSetAttribute(fn.ptr, rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, -1 if pct is None else pct)
                 else:
                     res[k].append(timing.time_events(ways[k], ev, budget_s=0.3).median_ms)
     base = float(np.median(res["torch.compile"]))
