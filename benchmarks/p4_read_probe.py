@@ -62,6 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) rownorm(const float* __restric
 """
 SHAPES = [(wpr, u) for wpr in (1, 2, 8) for u in (2, 4, 8)]
 CARVEOUTS = (0, 10, 20, 25, 30, 40)
+CARVEOUT_ATTR = rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
 
 
 def main():
@@ -109,10 +110,10 @@ def main():
             for k in keys[r % len(keys):] + keys[:r % len(keys)]:
                 if k in carve:
                     for fn in funcs:
-                        cp.cuda.driver.funcSetAttribute(fn.ptr, rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carve[k])
+                        cp.cuda.driver.funcSetAttribute(fn.ptr, CARVEOUT_ATTR, carve[k])
                     res[k].append(timing.time_events(ways["kfuse"], ev, budget_s=0.3).median_ms)
                     for fn, pct in zip(funcs, own):    # back to kfuse's own choice
-                        cp.cuda.driver.funcSetAttribute(fn.ptr, rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, -1 if pct is None else pct)
+                        cp.cuda.driver.funcSetAttribute(fn.ptr, CARVEOUT_ATTR, -1 if pct is None else pct)
                 else:
                     res[k].append(timing.time_events(ways[k], ev, budget_s=0.3).median_ms)
     base = float(np.median(res["torch.compile"]))
