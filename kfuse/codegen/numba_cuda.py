@@ -610,18 +610,19 @@ def _ptx_without_contraction(cuda, fn, sig, cc, launch_bounds) -> str:
     """PTX compiled by NVVM with ``-fma=0``: every float add, subtract and multiply rounds on its
     own, as NumPy's ufunc loops do (NVVM's default contracts ``a * b + c`` into one fma; the CUDA C
     backend passes ``--fmad=false`` for the same reason). ``cuda.compile_ptx`` has no option for
-    it; numba-cuda 0.30's own steps do (its kernel library keeps the NVVM options). Where those
-    internals differ, ``compile_ptx`` as it is, with plain ``.rn`` added below so that ptxas at
-    least cannot fuse what NVVM left apart."""
+    it; numba-cuda 0.30's own steps do (its kernel library keeps the NVVM options), and NVVM then
+    writes every such op with ``.rn``. Where those internals differ, ``compile_ptx`` as it is, with
+    ``.rn`` added to the plain ops so that ptxas at least cannot fuse what NVVM left apart."""
     from numba.cuda import compiler
     try:
         lib, _ = compiler._compile_pyfunc_with_fixup(fn, sig, device=False, fastmath=False, cc=cc,
                                                      abi="numba", launch_bounds=launch_bounds)
         lib._nvvm_options["fma"] = False
         (ptx,) = lib.get_asm_strs(cc=cc)
+        return ptx
     except (AttributeError, TypeError, ValueError):
         ptx, _ = cuda.compile_ptx(fn, sig, cc=cc, fastmath=False, launch_bounds=launch_bounds)
-    return _ROUND_EACH.sub(r"\1.rn.\2", ptx)
+        return _ROUND_EACH.sub(r"\1.rn.\2", ptx)
 
 
 # f32/f64 add, sub, mul with no rounding modifier: ptxas may contract them into an fma
