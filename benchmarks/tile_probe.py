@@ -71,6 +71,13 @@ PATCHES = {
        (lambda v, g, sm, b=b, m=m: (dataclasses.replace(v, vec=4, block=b, exact=True, min_blocks=m),
                                    g * v.block * v.vec // (4 * b)))
        for b, m in ((256, 6), (256, 4), (128, 12))},
+    # the grid-stride loop at 8 blocks an SM (32 registers, no spills: ptxas sm_90), the one-pass
+    # kernel's loads in flight without its 131072 blocks: 1, 2 or 4 grids of resident blocks
+    **{f"looped, 8 blocks an SM, grid {k} x 8 x SMs":
+       (lambda v, g, sm, k=k: (dataclasses.replace(v, exact=False, min_blocks=8), k * 8 * sm))
+       for k in (1, 2, 4)},
+    "looped, 6 blocks an SM (the ninth session's kernel)":
+        lambda v, g, sm: (dataclasses.replace(v, exact=False, min_blocks=6), g),
 }
 PLAIN_LOAD = r"""
 template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldplain(const T* p) {

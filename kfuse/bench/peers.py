@@ -341,11 +341,12 @@ def all_peers(device: str, *, tune: bool = False) -> list[Peer]:
 
 
 def select(peers: list[Peer], wanted: str | None) -> list[Peer]:
-    """Filter by a comma list of keys or names (``numpy,kfuse``); None keeps all."""
+    """Filter by a comma list of keys or names (``numpy,kfuse``), in the list's order (the order the
+    suite builds the peers and gives them device memory in); None keeps all, in the default order."""
     if not wanted:
         return peers
-    keys = {w.strip() for w in re.split(r",(?![^\[]*\])", wanted) if w.strip()}   # kfuse[cuda,tuned] is one name
-    return [p for p in peers if p.key in keys or p.name in keys]
+    keys = [w.strip() for w in re.split(r",(?![^\[]*\])", wanted) if w.strip()]   # kfuse[cuda,tuned] is one name
+    return list(dict.fromkeys(p for k in keys for p in peers if k in (p.key, p.name)))
 
 
 def kfuse_predicted_ms(fn, case: Case, device_name: str | None) -> tuple[float | None, str]:

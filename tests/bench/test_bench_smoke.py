@@ -134,3 +134,10 @@ def test_peer_selection_keeps_bracketed_names_whole():
     names = [p.name for p in select(all_peers("gpu", tune=True), "kfuse[cuda],kfuse[cuda,tuned], torch.compile")]
     assert names == ["kfuse[cuda]", "kfuse[cuda,tuned]", "torch.compile"]
     assert [p.name for p in select(all_peers("cpu"), "numpy")] == ["numpy"]
+
+
+def test_peer_selection_follows_the_listed_order():
+    """``--peers torch.compile,kfuse[cuda]`` builds (and allocates for) torch.compile first."""
+    from kfuse.bench.peers import all_peers, select
+    names = [p.name for p in select(all_peers("gpu"), "torch.compile,kfuse[cuda]")]
+    assert names == ["torch.compile", "kfuse[cuda]"]
