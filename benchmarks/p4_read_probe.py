@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(256) rownorm(const float* __restric
 }
 """
 SHAPES = [(wpr, u) for wpr in (1, 2, 8) for u in (2, 4, 8)]
-CARVEOUTS = (0, 10, 20, 25, 30, 40)
+CARVEOUTS = tuple(map(int, os.environ.get("CARVEOUTS", "0 10 20 25 30 40").split()))   # CARVEOUTS="0 25 75": others
 CARVEOUT_ATTR = rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
 
 

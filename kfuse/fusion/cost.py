@@ -117,7 +117,9 @@ DEVICES: dict[str, DeviceSpec] = {
     # 0.1823; 40% or less: 0.1823) and 25-35% for rows re-read through L1 (P3 0.1809-0.1811 vs 0.1818;
     # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau. The H200's P4 (a row in registers,
     # one value a row out) runs fastest at 25% shared, against P2's 0% (0.0633-0.0634 vs 0.0636-0.0638
-    # ms; 30% or more: 0.0641; 2026-11-25, benchmarks/p4_read_probe.py, gpu-2026-11-25/)
+    # ms; 30% or more: 0.0641; 2026-11-25, benchmarks/p4_read_probe.py, gpu-2026-11-25/), and so does
+    # the H100's (0.0885-0.0887 ms at 25% or 0%, 0.0889-0.0892 at 10-20% and 30-100%; torch.compile's
+    # fast mode 0.0882-0.0885; gpu-2026-11-25/eleventh/)
     # H200, kernels reading 4+ full-size arrays: 8-byte units at 256 threads with registers capped for
     # 6 blocks an SM (~48 KiB of loads in flight an SM): P6 0.4390 ms against 0.4439 at the 5 blocks
     # its 44 registers allow, 0.4400-0.4402 at 8 (Triton's 22-register kernel; torch.compile
@@ -140,7 +142,7 @@ DEVICES: dict[str, DeviceSpec] = {
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=3, inputs=0, vector_bytes=8, threads=256),
-                                row_carveout=RowCarveout(rows=75, reread=30, reduction=75)),
+                                row_carveout=RowCarveout(rows=75, reread=30, reduction=25)),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
     "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
