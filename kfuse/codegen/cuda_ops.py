@@ -106,6 +106,10 @@ __device__ __forceinline__ unsigned short kf_ull2bf(unsigned long long v) {
 #define KF_NANF __int_as_float(0x7fc00000)
 #define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
 #define KF_NAND __longlong_as_double(0x7ff8000000000000LL)
+// -0.0 read from constant memory, never an immediate: ptxas compiles a select between the
+// immediates 1.0 (or -1.0) and -0.0 as FSET.BF, which gives +0.0 (docs/FUZZING.md bug 26)
+__constant__ float kf_negzero_f = -0.0f;
+__constant__ double kf_negzero_d = -0.0;
 // NumPy's maximum/minimum: NaN propagates; equal operands (+0.0/-0.0) give the second one in the
 // float32/float64 loops, the first one in the float16 loop (npy_half_ge/le): the _h forms
 template <typename T> __device__ __forceinline__ T kf_maxnan(T a, T b) { return (a > b || a != a) ? a : b; }
@@ -225,6 +229,8 @@ def const_literal(value, dt: str) -> str:
             return "KF_NAND" if d else "KF_NANF"
         if math.isinf(v):
             return ("-" if v < 0 else "") + ("KF_INFD" if d else "KF_INFF")
+        if v == 0.0 and math.copysign(1.0, v) < 0:
+            return "kf_negzero_d" if d else "kf_negzero_f"
         return float.hex(v) + ("" if d else "f")
     v = int(value)
     bits = _BITS[dt]

@@ -599,6 +599,7 @@ def compile_ptx(source: str, fn_name: str = FN_NAME, arch: str = "sm_90") -> str
     with _LOCK:
         try:
             ptx = _ptx_without_contraction(cuda, ns[fn_name], ns["SIG"], _cc(arch), ns.get("LAUNCH_BOUNDS"))
+            ptx = keep_negative_zero_selects(ptx)
         except Exception as e:
             raise CompileError(f"kfuse: numba.cuda.compile_ptx failed for {fn_name} ({arch}): "
                                f"{type(e).__name__}: {e}\n{source}") from e
@@ -627,6 +628,18 @@ def _ptx_without_contraction(cuda, fn, sig, cc, launch_bounds) -> str:
 
 # f32/f64 add, sub, mul with no rounding modifier: ptxas may contract them into an fma
 _ROUND_EACH = re.compile(r"\b(add|sub|mul)\.(f32|f64)\b")
+
+
+def keep_negative_zero_selects(ptx: str) -> str:
+    """Float selects with a -0.0 immediate as bitwise selects (``selp.b32``/``.b64``, the same
+    bits). ptxas (13.0, and the 580 driver's JIT) turns ``selp.f32 d, 1.0, -0.0, p`` into
+    ``FSET.BF`` (1.0 or +0.0) and ``selp.f32 d, -1.0, -0.0, p`` into the code of ``-1.0, +0.0``:
+    the zero loses its sign. NVVM writes such a select for ``maximum(bool.astype(float32), -0.0)``
+    (fuzz seed 43 #1602, docs/FUZZING.md bug 26); NumPy keeps -0.0."""
+    return _NEG_ZERO_SELECT.sub(lambda m: m.group(0).replace(f"selp.f{m.group(1)}", f"selp.b{m.group(1)}", 1), ptx)
+
+
+_NEG_ZERO_SELECT = re.compile(r"\bselp\.f(32|64)\b[^;\n]*\b(?:0f80000000|0d8000000000000000)\b[^;\n]*;")
 
 
 def entry_name(ptx: str) -> str:
