@@ -116,6 +116,8 @@ __device__ __forceinline__ float kf_st_f32(float f) { return f; }
 __device__ __forceinline__ float kf_tanh_fast(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float kf_max(float a, float b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ float kf_min(float a, float b) { return (a != a || a < b) ? a : b; }
+// -0.0 from constant memory: ptxas drops its sign in a select against 1.0 (cuda_ops.py, bug 26)
+__constant__ float kf_negzero_f = -0.0f;
 """
 
 
@@ -125,6 +127,8 @@ def _lit(x) -> str:
         return "__int_as_float(0x7fc00000)"
     if math.isinf(x):
         return "__int_as_float(0x7f800000)" if x > 0 else "__int_as_float(0xff800000)"
+    if x == 0.0 and math.copysign(1.0, x) < 0:
+        return "kf_negzero_f"
     return f"{x!r}f"
 
 

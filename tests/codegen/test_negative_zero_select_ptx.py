@@ -64,3 +64,16 @@ def test_negative_zero_selects_become_bitwise():
     assert got[1] == "\tselp.b32 \t%f3, 0f80000000, %f1, %p1;"
     assert got[2] == "\tselp.b64 \t%fd2, 0d3FF0000000000000, 0d8000000000000000, %p4;"
     assert got[3:] == ptx.splitlines()[3:]
+
+
+def test_negative_zero_literals_read_constant_memory():
+    """Every CUDA C literal -0.0 (elementwise/row kernels and GEMM epilogues) names the
+    ``__constant__`` -0.0 its prelude defines; +0.0 stays an immediate."""
+    from kfuse.codegen import gemm_cuda
+    from kfuse.codegen.cuda_ops import PRELUDE, const_literal
+    assert [const_literal(-0.0, dt) for dt in ("float16", "float32", "float64")] == \
+        ["kf_negzero_f", "kf_negzero_f", "kf_negzero_d"]
+    assert const_literal(0.0, "float32") == "0x0.0p+0f"
+    assert "__constant__ float kf_negzero_f = -0.0f;" in PRELUDE
+    assert gemm_cuda._lit(-0.0) == "kf_negzero_f" and gemm_cuda._lit(0.0) == "0.0f"
+    assert "__constant__ float kf_negzero_f = -0.0f;" in gemm_cuda._PRELUDE
