@@ -23,6 +23,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from handplan import plan_for  # noqa: E402
+from one_pass import one_pass_grids  # noqa: E402
 from suite_replay import header_note, replay_suite  # noqa: E402
 from triton_gap_probe import _triton_match, triton_args  # noqa: E402
 
@@ -30,7 +31,6 @@ import kfuse  # noqa: E402
 from kfuse.autotune.space import TileConfig  # noqa: E402
 from kfuse.bench import timing, workloads  # noqa: E402
 from kfuse.codegen import nvrtc  # noqa: E402
-from kfuse.runtime import cuda as rc  # noqa: E402
 from kfuse.runtime.cuda import compile_plan  # noqa: E402
 
 _TMP = tempfile.mkdtemp(prefix="ptx_bisect_")
@@ -137,16 +137,11 @@ def probe(wname, lines):
     kf = kfuse.jit(fn, backend="cuda")
     kf(*c_sets[0])
     ways["kfuse"] = lambda i: kf(*c_sets[i % 2])
-    exact = rc._Launcher._covers
     v8 = TileConfig.make("elementwise", block=256, ept=1, vec=2)
     for tag, tile, one_pass in [("kfuse heuristic", None, False), ("kfuse 256x8B", v8, False),
                                 ("kfuse 256x8B, exact", v8, True)]:
-        if one_pass:     # the grid covers the domain once: no grid-stride loop (ept 1 loops by default)
-            rc._Launcher._covers = lambda self, v, grid: grid * v.block * v.ept * v.vec == c_sets[0][0].size
-        try:
+        with one_pass_grids(c_sets[0][0].size, on=one_pass):
             bare, func, ptx, kname, note = _kfuse_bare(fn, tile, c_sets, tag)
-        finally:
-            rc._Launcher._covers = exact
         block = int(re.search(r"\.maxntid (\d+)", ptx).group(1))
         ways[f"{tag}, cubin"] = check[f"{tag}, cubin"] = bare(func)
         lines.append(f"{note}: {_occupancy(func, block, 0)} blocks an SM")

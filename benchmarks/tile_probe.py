@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from handplan import plan_for  # noqa: E402
+from one_pass import one_pass_grids  # noqa: E402
 from suite_replay import header_note, replay_suite  # noqa: E402
 
 from kfuse.autotune.space import TileConfig  # noqa: E402
@@ -232,17 +233,16 @@ def probe(name, rows):
         tile, patch = tile if isinstance(tile, tuple) else (tile, None)
         if isinstance(tile, TileConfig):
             prog.set_tile(plan.groups[0].id, tile)
-        ew, emit, covers = rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel, rc._Launcher._covers
-        if tname.endswith(", one pass"):
-            rc._Launcher._covers = lambda self, v, grid, n=args[0].size: grid * v.block * v.ept * v.vec == n
+        ew, emit = rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel
         if callable(tile):
             rc._Launcher._ew_variant = lambda self, ins, outs, big, sm, mst=None, _f=tile: _f(*ew(self, ins, outs, big, sm, mst), sm)
         if patch is not None:
             rc.cuda_emit.emit_kernel = lambda *a, _p=patch: (lambda k: dataclasses.replace(k, source=_p(k.source)))(emit(*a))
         try:
-            prog(args)
+            with one_pass_grids(args[0].size, on=tname.endswith(", one pass")):
+                prog(args)
         finally:
-            rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel, rc._Launcher._covers = ew, emit, covers
+            rc._Launcher._ew_variant, rc.cuda_emit.emit_kernel = ew, emit
         if tname in CARVEOUTS:
             for h in prog.launchers[0]._variants.values():
                 cp.cuda.driver.funcSetAttribute(h[1].ptr, 9, CARVEOUTS[tname])
