@@ -7,14 +7,9 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.runtime import device
 from kfuse.testing import assert_matches_numpy
 
 pytestmark = pytest.mark.gpu
-if not device.has_gpu():
-    pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
-
-import cupy as cp  # noqa: E402
 
 
 def fuzz_fn(a0, a1):
@@ -36,11 +31,8 @@ def rows_minus_mean(x, w):
     (rows_minus_mean, [np.full((64, 2), 1.1, np.float32), np.full((2,), 3.3, np.float32)]),
     (rows_minus_mean, [np.full((8, 1), 0.7), np.full((1,), 1.3)]),
 ])
-def test_fuzz_gpu_fma_contraction(fn, args, backend):
-    if backend == "numba-cuda":
-        from kfuse.codegen.numba_cuda import numba_cuda_available
-        if not numba_cuda_available()[0]:
-            pytest.skip("numba-cuda does not import")
+def test_fuzz_gpu_fma_contraction(fn, args, backend, cupy_for):
+    cp = cupy_for(backend)
     with np.errstate(all="ignore"):
         expected = fn(*[a.copy() for a in args])
     actual = kfuse.jit(fn, backend=backend)(*[cp.asarray(a) for a in args])

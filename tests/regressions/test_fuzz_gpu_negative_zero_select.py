@@ -9,14 +9,9 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.runtime import device
 from kfuse.testing import assert_matches_numpy
 
 pytestmark = pytest.mark.gpu
-if not device.has_gpu():
-    pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
-
-import cupy as cp  # noqa: E402
 
 
 def fuzz_fn(a0, a1):
@@ -38,11 +33,8 @@ def where_constants(x):
                np.array([-0.75, -0.604, 3.5, 15.87, 3.0, -2.31], np.float16).reshape(3, 2)]),
     (where_constants, [np.linspace(-4, 4, 1000, dtype=np.float32)]),
 ])
-def test_fuzz_gpu_negative_zero_select(fn, args, backend):
-    if backend == "numba-cuda":
-        from kfuse.codegen.numba_cuda import numba_cuda_available
-        if not numba_cuda_available()[0]:
-            pytest.skip("numba-cuda does not import")
+def test_fuzz_gpu_negative_zero_select(fn, args, backend, cupy_for):
+    cp = cupy_for(backend)
     expected = fn(*[a.copy() for a in args])
     actual = kfuse.jit(fn, backend=backend)(*[cp.asarray(a) for a in args])
     expected, actual = (expected, actual) if isinstance(expected, tuple) else ((expected,), (actual,))
