@@ -12,15 +12,12 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.codegen.numba_cuda import numba_cuda_available
+from tests.codegen.ptx_backends import BACKENDS
 from tests.regressions.test_gpu_narrow_int_wrap import PRODUCERS
 
 pytest.importorskip("cuda.bindings.nvrtc")
 
 NARROW_ARITH = re.compile(r"^\s*(neg|add|sub|mul\.lo|mad\.lo|shl)\.[sub](8|16)\b", re.M)
-
-BACKENDS = ["cuda", pytest.param("numba-cuda", marks=pytest.mark.skipif(
-    not numba_cuda_available()[0], reason="numba-cuda does not import"))]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.codegen.numba_cuda import keep_negative_zero_selects, numba_cuda_available
+from kfuse.codegen.numba_cuda import keep_negative_zero_selects
+from tests.codegen.ptx_backends import BACKENDS
 
 NEG_ZERO_FLOAT_SELECT = re.compile(r"^\s*selp\.f(32|64)\b[^;]*\b(0f80000000|0d8000000000000000)\b", re.M)
-
-BACKENDS = ["cuda", pytest.param("numba-cuda", marks=pytest.mark.skipif(
-    not numba_cuda_available()[0], reason="numba-cuda does not import"))]
 
 
 def where_one_or_negative_zero(x):

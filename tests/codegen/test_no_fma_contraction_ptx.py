@@ -12,15 +12,12 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.codegen.numba_cuda import numba_cuda_available
+from tests.codegen.ptx_backends import BACKENDS
 
 pytest.importorskip("cuda.bindings.nvrtc")
 
 CONTRACTABLE = re.compile(r"^\s*(add|sub|mul)\.(f32|f64)\b", re.M)   # no rounding modifier
 FMA = re.compile(r"^\s*fma\.rn\.(f32|f64)\b", re.M)
-
-BACKENDS = ["cuda", pytest.param("numba-cuda", marks=pytest.mark.skipif(
-    not numba_cuda_available()[0], reason="numba-cuda does not import"))]
 
 
 def multiply_add(a, b, c):
