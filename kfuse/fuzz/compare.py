@@ -29,8 +29,9 @@ def signed_zero_mismatch(actual, expected) -> str | None:
 # zeros of both signs depend on the loop too (NumPy 2.4.6, x86-64). Elementwise maximum/minimum
 # are consistent (float32/64: the second operand on ties, float16: the first) and stay checked.
 # A product's zero sign depends on the BLAS (cuBLAS gives alpha*a*b + 0 as -0.0 where NumPy's
-# loop starts from +0.0): matmul/dot zeros are compared by value only.
-ZERO_SIGN_UNSPECIFIED = frozenset({"fmax", "fmin", "max", "min", "matmul", "dot"})
+# loop starts from +0.0): the zeros of every contraction are compared by value only.
+CONTRACTIONS = frozenset({"matmul", "dot", "inner", "tensordot", "vecdot", "matvec", "vecmat"})
+ZERO_SIGN_UNSPECIFIED = frozenset({"fmax", "fmin", "max", "min"}) | CONTRACTIONS
 
 
 def compare(actual, expected, *, reductions: bool = False, zero_sign: bool = True) -> str | None:

@@ -23,6 +23,8 @@ import warnings
 
 import numpy as np
 
+from .compare import CONTRACTIONS
+
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64")
 _DTYPE_W = np.array([2, 1, 1, 1.5, 1.5, 1, 0.5, 0.5, 1, 1.5, 3, 3], dtype=float)
@@ -165,8 +167,7 @@ class Program:
                         "uint64", "float16", "float32", "float64", "bool"}
 
     def has_reduction(self) -> bool:
-        return any(re.search(r"\b(sum|mean|prod|var|std|matmul|dot)\b|@", s.expr)
-                   for s in self.steps)
+        return bool(self.ops() & (CONTRACTIONS | {"sum", "mean", "prod", "var", "std"}))
 
     def describe(self) -> str:
         head = [f"# seed={self.seed} index={self.index}"]
@@ -425,7 +426,9 @@ class _Gen:
             return None
         a = self.choice(cands)
         forms = ["{a} @ {b}", "{a} @ {b}.T", "{a}.T @ {b}", "np.matmul({a}, {b})", "np.dot({a}, {b})",
-                 "{a} @ np.swapaxes({b}, -1, -2)"]
+                 "{a} @ np.swapaxes({b}, -1, -2)", "np.inner({a}, {b})", "np.tensordot({a}, {b}, 1)",
+                 "np.tensordot({a}, {b}, ([0], [0]))", "np.vecdot({a}, {b})", "np.matvec({a}, {b})",
+                 "np.vecmat({a}, {b})"]
         self.rng.shuffle(forms)
         bs = list(cands)
         self.rng.shuffle(bs)

@@ -23,7 +23,7 @@ def _axis_tuple(axis, ndim) -> tuple[int, ...]:
         raise AxisError(f"{e}{at(loc())}") from None
 
 
-def _axis_index(axis, ndim) -> int:
+def axis_index(axis, ndim) -> int:
     try:
         return normalize_axis_index(axis, ndim)
     except AxisError as e:
@@ -106,7 +106,7 @@ def permute_dims(a, axes=None):
 
 def swapaxes(a, axis1, axis2):
     node = as_node(a, "argument of swapaxes")
-    i, j = _axis_index(axis1, node.ndim), _axis_index(axis2, node.ndim)
+    i, j = axis_index(axis1, node.ndim), axis_index(axis2, node.ndim)
     perm = list(range(node.ndim))
     perm[i], perm[j] = perm[j], perm[i]
     return Tracer(permute_node(node, perm))

@@ -53,6 +53,7 @@ FUNCTIONS = {
     np.any: rd.any, np.all: rd.all, np.var: rd.var, np.std: rd.std,
     np.argmax: rd.argmax, np.argmin: rd.argmin,
     np.dot: la.dot, np.inner: la.inner, np.vdot: la.vdot, np.outer: la.outer,
+    np.tensordot: la.tensordot,
     np.reshape: mv.reshape, np.ravel: mv.ravel, np.transpose: mv.transpose,
     np.swapaxes: mv.swapaxes, np.moveaxis: mv.moveaxis, np.expand_dims: mv.expand_dims,
     np.squeeze: mv.squeeze, np.broadcast_to: mv.broadcast_to,
@@ -86,6 +87,9 @@ def array_function(func, types, args, kwargs):
     return handler(*args, **kwargs)
 
 
+VECTOR_GUFUNCS = frozenset({"vecdot", "matvec", "vecmat"})    # NumPy >= 2.2 contraction gufuncs
+
+
 def array_ufunc(ufunc, method, *inputs, **kwargs):
     """``Tracer.__array_ufunc__``."""
     name = ufunc.__name__
@@ -97,6 +101,8 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         return rd.ufunc_reduce(ufunc, *inputs, **kwargs)
     if method != "__call__":
         raise unsupported(f"np.{name}.{method}")
+    if name in VECTOR_GUFUNCS and set(kwargs) <= {"axes", "axis"}:
+        return la.vector_gufunc(name, *inputs, **kwargs)
     if kwargs:
         raise unsupported(f"np.{name} with {', '.join(k + '=' for k in kwargs)}")
     if name == "matmul":

@@ -1,4 +1,4 @@
-"""Shared by the regression tests that also run on the GPU backends."""
+"""Fixtures shared across the test directories."""
 import pytest
 
 
