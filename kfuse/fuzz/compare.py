@@ -30,7 +30,7 @@ def signed_zero_mismatch(actual, expected) -> str | None:
 # are consistent (float32/64: the second operand on ties, float16: the first) and stay checked.
 # A product's zero sign depends on the BLAS (cuBLAS gives alpha*a*b + 0 as -0.0 where NumPy's
 # loop starts from +0.0): the zeros of every contraction are compared by value only.
-CONTRACTIONS = frozenset({"matmul", "dot", "inner", "tensordot", "vecdot", "matvec", "vecmat"})
+CONTRACTIONS = frozenset({"matmul", "dot", "inner", "tensordot", "vecdot", "matvec", "vecmat", "einsum"})
 ZERO_SIGN_UNSPECIFIED = frozenset({"fmax", "fmin", "max", "min"}) | CONTRACTIONS
 
 

@@ -428,7 +428,9 @@ class _Gen:
         forms = ["{a} @ {b}", "{a} @ {b}.T", "{a}.T @ {b}", "np.matmul({a}, {b})", "np.dot({a}, {b})",
                  "{a} @ np.swapaxes({b}, -1, -2)", "np.inner({a}, {b})", "np.tensordot({a}, {b}, 1)",
                  "np.tensordot({a}, {b}, ([0], [0]))", "np.vecdot({a}, {b})", "np.matvec({a}, {b})",
-                 "np.vecmat({a}, {b})"]
+                 "np.vecmat({a}, {b})", "np.einsum('...ij,...jk->...ik', {a}, {b})",
+                 "np.einsum('...i,...i', {a}, {b})", "np.einsum('i...,i...->...', {a}, {b})",
+                 "np.einsum('ij,kj', {a}, {b})"]
         self.rng.shuffle(forms)
         bs = list(cands)
         self.rng.shuffle(bs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import einsum as es
 from . import elementwise as ew
 from . import linalg as la
 from . import movement as mv
@@ -53,7 +54,7 @@ FUNCTIONS = {
     np.any: rd.any, np.all: rd.all, np.var: rd.var, np.std: rd.std,
     np.argmax: rd.argmax, np.argmin: rd.argmin,
     np.dot: la.dot, np.inner: la.inner, np.vdot: la.vdot, np.outer: la.outer,
-    np.tensordot: la.tensordot,
+    np.tensordot: la.tensordot, np.einsum: es.einsum,
     np.reshape: mv.reshape, np.ravel: mv.ravel, np.transpose: mv.transpose,
     np.swapaxes: mv.swapaxes, np.moveaxis: mv.moveaxis, np.expand_dims: mv.expand_dims,
     np.squeeze: mv.squeeze, np.broadcast_to: mv.broadcast_to,

@@ -1,6 +1,7 @@
-"""N-D np.dot, np.inner, np.tensordot and the NumPy 2 gufuncs np.vecdot / np.matvec / np.vecmat
-through ``kfuse.jit`` end to end (plan, generated kernels, launch) on every backend, against NumPy:
-the contracted axes are permuted and flattened into one matmul, the result reshaped back."""
+"""N-D np.dot, np.inner, np.tensordot, np.einsum and the NumPy 2 gufuncs np.vecdot / np.matvec /
+np.vecmat through ``kfuse.jit`` end to end (plan, generated kernels, launch) on every backend,
+against NumPy: the contracted axes are permuted and flattened into one matmul (or, for einsum
+without a matrix product, a broadcast multiply and a sum), the result reshaped back."""
 import numpy as np
 import pytest
 
@@ -20,6 +21,10 @@ CASES = [
     (lambda a, b: np.vecdot(a, b), (64, 32), (32,)),
     (lambda a, b: np.matvec(a, b), (3, 20, 30), (30,)),
     (lambda a, b: np.vecmat(a, b), (2, 1, 30), (30, 20)),
+    (lambda a, b: np.einsum("bhqd,bhkd->bhqk", a, b), (2, 3, 16, 8), (2, 3, 12, 8)),   # attention scores
+    (lambda a, b: np.einsum("ij,ij->i", a, b), (40, 33), (40, 33)),                      # row dots: multiply + sum
+    (lambda a, b: np.einsum("ii,ij->j", a, b) + 1, (9, 9), (9, 7)),                      # a diagonal, then a product
+    (lambda a, b: np.einsum("i...,j...->ij...", a, b), (3, 5), (4, 1)),                  # outer, broadcast dims
 ]
 
 
