@@ -161,13 +161,25 @@ def operand(x: Any, what: str = "operand") -> Operand:
             raise unsupported(f"dtype {x.dtype} (a constant used as {what})",
                               "supported: bool, int8-int64, uint8-uint64, float16/32/64, bfloat16")
         if np.ndim(x) != 0:
-            raise unsupported(
-                f"a NumPy array constant of shape {np.shape(x)} (used as {what})",
-                "only scalars and 0-d arrays can be embedded; pass the array as an argument")
+            if not _uniform(x):
+                raise unsupported(
+                    f"a NumPy array constant of shape {np.shape(x)} (used as {what})",
+                    "only scalars, 0-d arrays and arrays of one repeated value (np.zeros, np.ones, "
+                    "np.full) can be embedded; pass the array as an argument")
+            value = x.flat[0].item() if x.size else 0
+            return Operand(broadcast(const_node(value, x.dtype), x.shape), None, x.dtype, None)
         return Operand(None, np.asarray(x).item(), x.dtype, None)
     if isinstance(x, complex):
         raise unsupported(f"complex scalar {x!r} (used as {what})")
     raise unsupported(f"a value of type {type(x).__name__} (used as {what})")
+
+
+def _uniform(x: np.ndarray) -> bool:
+    """Every element has the bits of the first (-0.0 is not 0.0; one NaN payload)."""
+    if x.size == 0:
+        return True
+    bits = np.ascontiguousarray(x).view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.itemsize in (1, 2, 4, 8) else None
+    return bits is not None and bool(np.all(bits == bits.flat[0]))
 
 
 def const_value(op: Operand, dtype: np.dtype, casting: str = "weak") -> Any:
