@@ -290,6 +290,27 @@ def _compile_signature(spec: ArgSpec) -> tuple:
     return ("static", repr(spec.value))
 
 
+def _buffer(a) -> tuple[int, int]:
+    """(address of the first element, bytes) of a NumPy/CuPy array or torch tensor."""
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0], a.nbytes
+    if hasattr(a, "data_ptr"):
+        return a.data_ptr(), a.numel() * a.element_size()
+    return a.data.ptr, a.nbytes
+
+
+def _inside(a, buffers) -> bool:
+    """Whether ``a`` starts inside one of ``buffers`` (a view of it, or it)."""
+    if not hasattr(a, "shape"):
+        return False
+    p = _buffer(a)[0]
+    return any(start <= p < start + max(n, 1) for start, n in buffers)
+
+
+def _copy(a):
+    return a.clone() if hasattr(a, "clone") else a.copy()
+
+
 def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
     if len(kinds) > 1 and kinds & {"numpy", "torch-cpu"}:
         raise DeviceError(f"{fname}(): host (NumPy) arrays mixed with device arrays ({sorted(kinds)}); "
@@ -312,7 +333,7 @@ class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device")
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -325,6 +346,7 @@ class _Entry:
         self._device_arrays_only = False
         self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
         self._torch_device = None       # the same for an all-torch-CUDA key
+        self._constants = {}            # (array kind, device) -> the graph's array constants there
 
     def run(self, args: tuple):
         if self._cupy_device is not None:
@@ -336,12 +358,20 @@ class _Entry:
         if self._torch_cpu:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+        if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
+            outs = [_copy(o) if _inside(o, self._constant_buffers()) else o for o in outs]
         return unflatten(self.graph.out_tree, outs)
+
+    def _constant_buffers(self) -> list[tuple[int, int]]:
+        """(address, bytes) of every copy of the array constants handed to the program."""
+        copies = [list(self.graph.constants)] + list(self._constants.values())
+        return [_buffer(c) for cs in copies for c in cs]
 
     def arrays(self, args: tuple) -> list:
         """The program's inputs (graph.inputs order) from the caller's arguments."""
         if self._device_arrays_only:
-            return [args[pos] for pos in self.positions]
+            arrays = [args[pos] for pos in self.positions]
+            return arrays + self._constants_like(arrays) if self.graph.constants else arrays
         arrays = []
         on_host = self.backend == "cpu"
         for pos, sdt in zip(self.positions, self._scalar_dtypes):
@@ -355,7 +385,31 @@ class _Entry:
                 a = a.detach().numpy()          # zero-copy view of a CPU tensor
                 self._torch_cpu = True
             arrays.append(a)
-        return arrays
+        return arrays + self._constants_like(arrays) if self.graph.constants else arrays
+
+    def _constants_like(self, arrays: list) -> list:
+        """The traced function's array constants, copied once to where its arguments live (host
+        arrays for the CPU backend; else the device of the first device argument, as torch
+        tensors when that is one, else CuPy arrays)."""
+        if self.backend == "cpu":
+            return list(self.graph.constants)
+        kinds = [(k, a) for a in arrays if (k := _array_kind(a)) in ("cupy", "torch")]
+        kind, first = kinds[0] if kinds else ("cupy", None)
+        import cupy
+        dev = (first.get_device() if kind == "torch" else first.data.device_id) if first is not None \
+            else cupy.cuda.Device().id
+        have = self._constants.get((kind, dev))
+        if have is None:
+            from .runtime.interop import host_to_device
+            with cupy.cuda.Device(dev):
+                have = [host_to_device(c) for c in self.graph.constants]
+            if kind == "torch":
+                import torch
+                from .ir.dtypes import BF16
+                have = [torch.from_dlpack(d).view(torch.bfloat16) if c.dtype == BF16 else torch.from_dlpack(d)
+                        for c, d in zip(self.graph.constants, have)]
+            self._constants[(kind, dev)] = have
+        return have
 
 
 class Lowered:

@@ -139,6 +139,8 @@ class Graph:
     inputs: tuple[Node, ...]
     outputs: tuple[Node, ...]
     out_tree: OutTree = 0
+    # the values of the last len(constants) inputs: array constants of the traced function
+    constants: tuple = dataclasses.field(default=(), repr=False)
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""

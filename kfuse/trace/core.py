@@ -11,8 +11,10 @@ it like a Python scalar (NEP 50). Everything else is strong (its node's dtype).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -22,6 +24,43 @@ from ..ir.graph import Node
 from ..ir.ops import Op
 
 PYTYPES = (bool, int, float)
+
+
+class ConstantInputs:
+    """The array constants one trace meets (``np.arange(n)``, a global lookup table): each becomes
+    an INPUT node numbered after the function's own arguments, its value copied at trace time
+    (later changes to a global array are not seen, as in jax.jit) and fed to every call."""
+
+    def __init__(self, first_index: int):
+        self.first_index = first_index
+        self.values: list[np.ndarray] = []
+        self.nodes: list[Node] = []
+        self._seen: dict[int, tuple[np.ndarray, Node]] = {}     # id -> (the array kept alive, node)
+
+    def node_for(self, x: np.ndarray) -> Node:
+        hit = self._seen.get(id(x))
+        if hit is not None:
+            return hit[1]
+        k = len(self.nodes)
+        node = mk(Op.INPUT, x.dtype, x.shape, attrs={"index": self.first_index + k, "name": f"const{k}"})
+        self.values.append(np.array(x, copy=True, order="C"))
+        self.nodes.append(node)
+        self._seen[id(x)] = (x, node)
+        return node
+
+
+_CONSTANTS: contextvars.ContextVar[ConstantInputs | None] = contextvars.ContextVar("kfuse_constants", default=None)
+
+
+@contextlib.contextmanager
+def collecting_constants(first_index: int) -> Iterator[ConstantInputs]:
+    """Array constants met inside the block become inputs of the trace (``trace_function``)."""
+    consts = ConstantInputs(first_index)
+    token = _CONSTANTS.set(consts)
+    try:
+        yield consts
+    finally:
+        _CONSTANTS.reset(token)
 
 
 def loc() -> str | None:
@@ -161,13 +200,14 @@ def operand(x: Any, what: str = "operand") -> Operand:
             raise unsupported(f"dtype {x.dtype} (a constant used as {what})",
                               "supported: bool, int8-int64, uint8-uint64, float16/32/64, bfloat16")
         if np.ndim(x) != 0:
-            if not _uniform(x):
-                raise unsupported(
-                    f"a NumPy array constant of shape {np.shape(x)} (used as {what})",
-                    "only scalars, 0-d arrays and arrays of one repeated value (np.zeros, np.ones, "
-                    "np.full) can be embedded; pass the array as an argument")
-            value = x.flat[0].item() if x.size else 0
-            return Operand(broadcast(const_node(value, x.dtype), x.shape), None, x.dtype, None)
+            if _uniform(x):          # np.zeros/ones/full: a broadcast scalar, nothing to read
+                value = x.flat[0].item() if x.size else 0
+                return Operand(broadcast(const_node(value, x.dtype), x.shape), None, x.dtype, None)
+            consts = _CONSTANTS.get()
+            if consts is None:
+                raise unsupported(f"a NumPy array constant of shape {np.shape(x)} (used as {what})",
+                                  "pass the array as an argument")
+            return Operand(consts.node_for(x), None, x.dtype, None)
         return Operand(None, np.asarray(x).item(), x.dtype, None)
     if isinstance(x, complex):
         raise unsupported(f"complex scalar {x!r} (used as {what})")

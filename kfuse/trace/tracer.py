@@ -19,7 +19,7 @@ from . import linalg as la
 from . import movement as mv
 from . import numpy_api
 from . import reductions as rd
-from .core import Tracer, mk, operand, unsupported
+from .core import Tracer, collecting_constants, mk, operand, unsupported
 
 __all__ = ["Tracer", "trace_function"]
 
@@ -197,7 +197,7 @@ def _flatten(value: Any, outputs: list[Node], path: str):
         node = value.node
     elif isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         o = operand(value, f"return value {path}")
-        node = mk(Op.CONST, o.dtype, (), attrs={"value": o.value})
+        node = o.node if o.node is not None else mk(Op.CONST, o.dtype, (), attrs={"value": o.value})
     else:
         raise TraceError(f"kfuse: the traced function returned {type(value).__name__} at {path}; "
                          "return arrays, scalars, or tuples/lists/dicts of them")
@@ -229,9 +229,10 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
             kwargs[pname] = value
         else:
             args.append(value)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), collecting_constants(len(inputs)) as consts:
         result = fn(*args, **kwargs)
-    outputs: list[Node] = []
-    tree = _flatten(result, outputs, "return")
+        outputs: list[Node] = []
+        tree = _flatten(result, outputs, "return")
     gname = name or getattr(fn, "__name__", "fn")
-    return Graph(gname, tuple(inputs), tuple(outputs), tree)
+    return Graph(gname, tuple(inputs) + tuple(consts.nodes), tuple(outputs), tree,
+                 constants=tuple(consts.values))

@@ -95,11 +95,11 @@ def check(fn, *args, static=(), reductions=False):  # noqa: C901
     except Exception as e:  # NumPy refuses: so must the tracer (at trace or run time)
         with pytest.raises(type(e)):
             g = trace_function(fn, specs)
-            evaluate(g, arrays)
+            evaluate(g, arrays + list(g.constants))
         return None
     g = trace_function(fn, specs)
     check_conventions(g)
-    got = evaluate(g, arrays)
+    got = evaluate(g, arrays + list(g.constants))     # array constants are the last inputs
     from kfuse.ir.graph import unflatten
     got = unflatten(g.out_tree, got)
     _compare(got, expected, reductions)
