@@ -24,6 +24,26 @@ folds into a neighbouring multiply). Until 2026-11-25 they contracted ``a * b + 
 (as Triton and XLA do) and ptxas folded ``x * 3 / 4`` into one ``FMUL.D4``: ``std(x * x)`` of a
 constant came out > 0 (docs/FUZZING.md bug 25). libdevice's functions (exp, tanh, pow...) are
 within a few ulp of NumPy's libm, inside the float rows below.
+
+NaN signs: ``np.signbit`` and ``np.copysign`` (its second operand) read a NaN's sign bit, which IEEE
+leaves unspecified for a NaN an op creates (``inf - inf``, ``log(-1)``, a math function of a NaN):
+x86 makes a negative NaN (NumPy, the CPU backend, mostly), the GPUs a positive canonical one,
+and libms differ. So signbit/copysign of such a NaN may differ from NumPy, on the GPU backends
+above all. A NaN that comes from the inputs keeps its sign through loads, stores, ``where`` and
+``negative``/``absolute``/``copysign`` on every backend, and through float conversions on the CPU
+backend (its float16 rounding included, as NumPy's conversion does); on a GPU a ``cvt`` (float16
+loads and roundings, float widenings) may not keep it. ``assert_matches_numpy`` compares NaNs by
+position, never by sign; the fuzz generator replaces NaNs with 0.0 in signbit's and copysign's
+sign operands (``_Gen._sign_operand``). ``heaviside``, ``fmod`` and ``logaddexp``/``logaddexp2``
+have NumPy's exact special values on every backend: heaviside gives a positive NaN for a NaN,
+fmod C's exact result (sign of the dividend; integers: 0 for a zero divisor and for
+``INT_MIN % -1``), logaddexp NumPy's own steps (equal infinities give that infinity).
+
+np.einsum: a contracted subscript of size 1 in one of two operands is broadcast, ``sum(x * y)``, as
+NumPy's einsum of three operands and np.matmul do; NumPy's two-operand loops sometimes factor it
+instead, ``x * sum(y)``, depending on strides (``einsum('ij,jk', [[inf]], [[1], [-1], [2]])`` is inf
+there, with a second row of x nan). The two agree on finite values up to rounding; where
+infinities of both signs meet, kfuse gives nan and NumPy may give inf.
 """
 from __future__ import annotations
 

@@ -81,8 +81,8 @@ def _literal(value, dtype: str) -> str:
 
 
 _NP_UNARY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "cbrt", "sin", "cos",
-             "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc",
-             "rint"}
+             "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+             "arctanh", "floor", "ceil", "trunc", "rint"}
 _CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
         "greater_equal": ">="}
 _ARITH = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
@@ -128,6 +128,8 @@ class _Emitter:
             if kind != "f":
                 return "True" if op == "isfinite" else "False"
             return f"{args[0]} != {args[0]}" if op == "isnan" else f"np.{op}({args[0]})"
+        if op == "signbit":         # float loops only (the tracer casts ints); NaN signs too
+            return f"np.signbit({args[0]})"
         if kind == "f":
             return self.wrap(self.float_expr(op, dt, args), dt)
         if kind == "b":
@@ -157,8 +159,13 @@ class _Emitter:
             return f"{self.use('_remainder_' + vt)}({a[0]}, {a[1]})"
         if op == "power":
             return f"np.power({a[0]}, {a[1]})"
-        if op in ("arctan2", "hypot"):
+        if op in ("arctan2", "hypot", "copysign", "fmod"):     # fmod: C's, exact
             return f"np.{op}({a[0]}, {a[1]})"
+        if op in ("logaddexp", "logaddexp2"):
+            return f"{self.use(f'_{op}_{vt}')}({a[0]}, {a[1]})"
+        if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
+            return (f"np.{vt}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
+                    f"(np.{vt}(0.0) if {a[0]} < 0 else np.{vt}(1.0)))")
         if op in ("maximum", "minimum"):
             # ties (+0.0/-0.0): NumPy's float32/64 loops keep the second operand, its float16
             # loop (npy_half_ge/le) the first
@@ -230,6 +237,9 @@ class _Emitter:
             return f"{h}({w}({a[0]}), {w}({a[1]}))"
         if op == "remainder":
             h = self.use("_uremainder" if unsigned else "_sremainder")
+            return f"{h}({w}({a[0]}), {w}({a[1]}))"
+        if op == "fmod":
+            h = self.use("_uremainder" if unsigned else "_sfmod")
             return f"{h}({w}({a[0]}), {w}({a[1]}))"
         if op == "power":
             b = a[1] if unsigned else f"max(np.int64({a[1]}), 0)"   # wrapping: in uint64 (see above)

@@ -163,6 +163,29 @@ template <typename T> __device__ __forceinline__ T kf_mod_i(T a, T b) {
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
+// np.fmod for ints: C's truncating %, but 0 for a zero divisor and for MIN % -1 (C traps), as NumPy
+template <typename T> __device__ __forceinline__ T kf_fmod_i(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
+  return (T)(a % b);
+}
+// NumPy's npy_logaddexp/npy_logaddexp2 step by step: equal operands first (equal infinities give
+// no inf - inf), then the larger plus log1p of the smaller's share; a NaN falls through as x - y.
+// Constants: NPY_LOGE2, NPY_LOG2E (their float forms are these doubles rounded)
+template <typename T> __device__ __forceinline__ T kf_logaddexp(T x, T y) {
+  if (x == y) return x + (T)0.6931471805599453;
+  const T d = x - y;
+  if (d > (T)0) return x + log1p(exp(-d));
+  if (d <= (T)0) return y + log1p(exp(d));
+  return d;
+}
+template <typename T> __device__ __forceinline__ T kf_logaddexp2(T x, T y) {
+  if (x == y) return x + (T)1;
+  const T d = x - y;
+  if (d > (T)0) return x + (T)1.4426950408889634 * log1p(exp2(-d));
+  if (d <= (T)0) return y + (T)1.4426950408889634 * log1p(exp2(d));
+  return d;
+}
 // x ** 1 and x ** 2 exactly, as NumPy's libm pow gives them (CUDA's pow is within 2 ulp: 3.0 ** 1.0
 // came back below 3.0, fuzz seed 32 #1191); any other exponent through pow
 __device__ __forceinline__ float kf_powf(float a, float b) { return b == 1.0f ? a : (b == 2.0f ? a * a : powf(a, b)); }
@@ -329,8 +352,15 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         return f"kf_fmod_py<{T}>({a}, {b})" if isf else f"kf_mod_i<{T}>({a}, {b})"
     if op == "power":
         return f"{_fn('kf_pow', t)}({a}, {b})" if isf else f"kf_pow_i<{T}, {U}>({a}, {b})"
-    if op in ("arctan2", "hypot"):
-        return f"{_fn({'arctan2': 'atan2', 'hypot': 'hypot'}[op], t)}({a}, {b})"
+    if op in ("arctan2", "hypot", "copysign"):
+        return f"{_fn({'arctan2': 'atan2'}.get(op, op), t)}({a}, {b})"
+    if op == "fmod":            # floats: C's fmod (exact, sign of a)
+        return f"{_fn('fmod', t)}({a}, {b})" if isf else f"kf_fmod_i<{T}>({a}, {b})"
+    if op in ("logaddexp", "logaddexp2"):
+        return f"kf_{op}<{T}>({a}, {b})"
+    if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (b) for +-0
+        nan = "KF_NAND" if t == "float64" else "KF_NANF"
+        return f"({a} != {a} ? {nan} : ({a} == ({T})0 ? {b} : ({a} < ({T})0 ? ({T})0 : ({T})1)))"
     # unary
     if op == "negative":
         return f"(-{a})" if isf else wrap(f"({U})0 - ({U}){a}")
@@ -354,6 +384,8 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         return f"(({T})(({a} > 0) - ({a} < 0)))"
     if op == "isnan":
         return f"({a} != {a})" if isf else "false"
+    if op == "signbit":         # the sign bit, NaNs' too (float loops only: the tracer casts ints)
+        return f"(__double_as_longlong({a}) < 0)" if t == "float64" else f"(__float_as_int({a}) < 0)"
     if op == "isinf":
         return f"({_fn('fabs', t)}({a}) == {'KF_INFD' if t == 'float64' else 'KF_INFF'})" if isf else "false"
     if op == "isfinite":
@@ -363,8 +395,8 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
     math1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
              "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin",
              "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
-             "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "trunc": "trunc", "rint": "rint"}
+             "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
+             "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint"}
     if op in math1 and isf:
         return f"{_fn(math1[op], t)}({a})"
     raise UnsupportedError(f"kfuse: the CUDA backend has no rule for {op}({', '.join(adts)})")

@@ -1,6 +1,7 @@
 """The integer helpers both Numba emitters share, as Python source without its decorator: NumPy's
-floor division, remainder and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
-wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative signed right shift).
+floor division, remainder, fmod and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
+wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative signed right shift;
+unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands).
 :mod:`kfuse.codegen.cpu_helpers` compiles them with ``numba.njit``, :mod:`kfuse.codegen.numba_cuda_ops`
 as ``cuda.jit`` device functions (:func:`decorated`)."""
 from __future__ import annotations
@@ -20,6 +21,16 @@ def _sremainder(a, b):
     if b == 0 or b == -1:
         return np.int64(0)
     return a % b
+''',
+    "_sfmod": '''
+def _sfmod(a, b):
+    """np.fmod for signed ints in int64: C's truncating % (sign of a); 0 for b == 0 and b == -1."""
+    if b == 0 or b == -1:
+        return np.int64(0)
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b      # Python's % takes the sign of b
+    return r
 ''',
     "_ufloordiv": '''
 def _ufloordiv(a, b):

@@ -1,6 +1,6 @@
 """Scalar rules of the Numba-CUDA emitter (:mod:`kfuse.codegen.numba_cuda`): the device-helper
-templates a kernel may pull in (``HELPERS``: floor-divide/remainder, integer power, shifts,
-arg-reduction combine; the integer division, remainder and shifts from
+templates a kernel may pull in (``HELPERS``: floor-divide/remainder/fmod, logaddexp(2), integer
+power, shifts, arg-reduction combine; the integer division, remainder and shifts from
 :mod:`kfuse.codegen.int_helpers`), register/storage types, typed constants, and the
 NumPy-semantics Python expressions for ufuncs, casts and stores."""
 from __future__ import annotations
@@ -18,7 +18,8 @@ from .int_helpers import decorated
 _STORE = {"bool": "uint8", "float16": "float16"}
 _MATH1 = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "cbrt", "sin", "cos", "tan",
           "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint"}
-_MATH1_RENAME = {"arcsin": "asin", "arccos": "acos", "arctan": "atan"}
+_MATH1_RENAME = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+                 "arccosh": "acosh", "arctanh": "atanh"}
 _CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
         "greater_equal": ">="}
 
@@ -70,6 +71,24 @@ def _fpow_{_T}(a, b):
     if b == np.{_T}(2.0):
         return np.{_T}(a * a)
     return ld.pow{_f}(a, b)
+''')
+    # NumPy's npy_logaddexp/npy_logaddexp2 step by step: equal operands first (equal infinities
+    # give no inf - inf), then the larger plus log1p of the smaller's share; NaN falls through.
+    # Constants: NPY_LOGE2 and NPY_LOG2E (their float32 forms are these doubles rounded)
+    for _fn, _eq, _exp, _scale in (("logaddexp", "0.6931471805599453", "exp", ""),
+                                   ("logaddexp2", "1.0", "exp2", f" * np.{_T}(1.4426950408889634)")):
+        _helper(f"_{_fn}_{_T}", f'''
+@cuda.jit(device=True, inline=True)
+def _{_fn}_{_T}(x, y):
+    """np.{_fn} for {_T} (npy_{_fn})."""
+    if x == y:
+        return np.{_T}(x + np.{_T}({_eq}))
+    d = np.{_T}(x - y)
+    if d > 0:
+        return np.{_T}(x + np.{_T}(ld.log1p{_f}(ld.{_exp}{_f}(-d)){_scale}))
+    if d <= 0:
+        return np.{_T}(y + np.{_T}(ld.log1p{_f}(ld.{_exp}{_f}(d)){_scale}))
+    return d
 ''')
 for _name, _src in decorated("@cuda.jit(device=True, inline=True)").items():
     _helper(_name, _src)
@@ -170,6 +189,8 @@ def op_expr(st: K.Op, a: list[str], use, consts) -> str:
         return f"({a[0]} != 0) {sym} ({a[1]} != 0)"
     if op == "logical_not":
         return f"{a[0]} == 0"
+    if op == "signbit":         # the sign bit, NaNs' too (float loops only: the tracer casts ints)
+        return f"ld.signbit{'d' if t == 'float64' else 'f'}({a[0]}) != 0"
     if op in ("isnan", "isinf", "isfinite"):
         if not _is_f(t):
             return "True" if op == "isfinite" else "False"
@@ -202,8 +223,13 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
         return f"{use('_remainder_' + vt)}({a[0]}, {a[1]})"
     if op == "arctan2":
         return f"ld.atan2{f}({a[0]}, {a[1]})"
-    if op == "hypot":
-        return f"ld.hypot{f}({a[0]}, {a[1]})"
+    if op in ("hypot", "copysign", "fmod"):        # fmod: C's, exact (sign of a[0])
+        return f"ld.{op}{f}({a[0]}, {a[1]})"
+    if op in ("logaddexp", "logaddexp2"):
+        return f"{use(f'_{op}_{vt}')}({a[0]}, {a[1]})"
+    if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
+        return (f"np.{vt}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
+                f"(np.{vt}(0.0) if {a[0]} < 0 else np.{vt}(1.0)))")
     if op in ("maximum", "minimum"):
         # NaN propagates; equal operands (+0.0/-0.0): the second in NumPy's float32/float64
         # loops, the first in its float16 loop (npy_half_ge/le)
@@ -276,6 +302,8 @@ def int_expr(op: str, t: str, a, use) -> str:
         return f"{use('_ufloordiv' if u else '_sfloordiv')}({x}, {y})"
     if op == "remainder":
         return f"{use('_uremainder' if u else '_sremainder')}({x}, {y})"
+    if op == "fmod":
+        return f"{use('_uremainder' if u else '_sfmod')}({x}, {y})"
     if op == "power":
         b = y if u else f"max({y}, 0)"
         return f"{use('_ipow')}({ux}, np.uint64({b}), np.uint64(0), np.uint64(1))"

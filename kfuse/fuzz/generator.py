@@ -9,7 +9,8 @@ The generator evaluates every candidate step with NumPy while it builds (so it k
 shapes), and keeps programs out of the domains NumPy leaves undefined: integer divisors and
 reciprocals are made non-zero and never -1 (no ``INT_MIN // -1``), integer exponents are ``& 3``,
 shift counts ``& (bits - 1)``, float->int casts go through ``isfinite``/``clip`` into range, and
-max/min/argmax/argmin never reduce zero elements. These guards live inside the step's own
+max/min/argmax/argmin never reduce zero elements. The sign bits signbit/copysign read are never an
+op-made NaN's (:meth:`_Gen._sign_operand`). These guards live inside the step's own
 expression, so dropping a step while shrinking can never expose an undefined operation.
 A few programs end with a step NumPy rejects (``-bool``, bad broadcast, ...): kfuse must raise
 the same exception type.
@@ -23,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from .compare import CONTRACTIONS
+from .compare import CONTRACTIONS, ZERO_SIGN_UNSPECIFIED
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64")
@@ -32,13 +33,23 @@ _DTYPE_W = np.array([2, 1, 1, 1.5, 1.5, 1, 0.5, 0.5, 1, 1.5, 3, 3], dtype=float)
 UNARY = ("negative", "positive", "absolute", "exp", "exp2", "log", "log2", "log10", "log1p",
          "expm1", "sqrt", "cbrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos",
          "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint", "sign", "isnan",
-         "isinf", "isfinite", "logical_not", "invert", "fabs", "deg2rad", "rad2deg")
+         "isinf", "isfinite", "logical_not", "invert", "fabs", "deg2rad", "rad2deg", "arcsinh",
+         "arccosh", "arctanh", "signbit")
+# einsum forms -> the axes (of a, of b) they contract. NumPy's einsum of two operands sometimes
+# factors a contracted subscript of size 1 in one operand (x * sum(y): inf) and sometimes broadcasts
+# it (sum(x * y): nan), by its loop's strides (np.einsum('ij,jk', [[inf]], [[1], [-1], [2]]) is inf,
+# with two rows of x nan); kfuse broadcasts. Equal for finite values, so the fuzzer keeps to equal
+# sizes.
+EINSUM_CONTRACTED = {"np.einsum('...ij,...jk->...ik', {a}, {b})": (-1, -2),
+                     "np.einsum('...i,...i', {a}, {b})": (-1, -1),
+                     "np.einsum('i...,i...->...', {a}, {b})": (0, 0),
+                     "np.einsum('ij,kj', {a}, {b})": (1, 1)}
 UNARY_OPERATORS = {"negative": "-{}", "positive": "+{}", "absolute": "abs({})", "invert": "~{}"}
 BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
           "float_power", "arctan2", "hypot", "maximum", "minimum", "fmax", "fmin", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
           "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
-          "right_shift")
+          "right_shift", "copysign", "logaddexp", "logaddexp2", "heaviside", "fmod")
 BINARY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
                     "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
                     "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
@@ -326,7 +337,24 @@ class _Gen:
             # ill-conditioned near pi/2 (tan(arctan2(65535, -3)) in float32): keep them tame
             bound = "1.5" if name == "tan" else "100.0"
             return f"np.{name}(np.clip({a}, -{bound}, {bound}))"
+        if name in ("arccosh", "arctanh") and arr.dtype.kind == "f" and a.startswith("v"):
+            # ill-conditioned near 1 (and -1): an ulp of difference in a computed argument (tanh
+            # near 1) moves the result far past the tolerance, so they take exact values only
+            return None
+        if name == "signbit":
+            a = self._sign_operand(a)
         return f"np.{name}({a})"
+
+    def _sign_operand(self, x: str) -> str:
+        """``x`` where its sign bit becomes a value (np.signbit, np.copysign's 2nd operand): NaNs
+        made 0.0 (an op-made NaN's sign is the hardware's: kfuse/testing.py), and zeros made +0.0
+        after ops whose zero sign NumPy leaves open (compare.ZERO_SIGN_UNSPECIFIED)."""
+        if self.env[x].dtype.kind != "f":
+            return x
+        keep = f"({x} == {x})"
+        if Program(0, 0, (), tuple(self.steps), ()).ops() & ZERO_SIGN_UNSPECIFIED:
+            keep += f" & ({x} != 0)"
+        return f"np.where({keep}, {x}, 0.0)"
 
     def _safe_divisor(self, b: str, loop) -> str:
         loop = np.dtype(loop)
@@ -341,15 +369,15 @@ class _Gen:
         name = self.choice(BINARY)
         a = self.var()
         use_const = self.chance(0.25)
-        b = self.const(small=name in ("floor_divide", "remainder", "power", "left_shift",
+        b = self.const(small=name in ("floor_divide", "remainder", "fmod", "power", "left_shift",
                                       "right_shift")) if use_const else self.var()
         if use_const and self.chance(0.3):
             a, b = b, a                              # constant on the left
-            if name in ("floor_divide", "remainder", "power", "left_shift", "right_shift"):
+            if name in ("floor_divide", "remainder", "fmod", "power", "left_shift", "right_shift"):
                 a, b = b, a
         raw = (f"({a} {BINARY_OPERATORS[name]} {b})" if name in BINARY_OPERATORS and self.chance(0.6)
                else f"np.{name}({a}, {b})")
-        guarded = name in ("floor_divide", "remainder", "power", "left_shift", "right_shift")
+        guarded = name in ("floor_divide", "remainder", "fmod", "power", "left_shift", "right_shift")
         try:
             # the loop dtype, probed with a harmless divisor/exponent: NumPy's own errors for
             # negative integer powers depend on values, which kfuse cannot see
@@ -359,12 +387,14 @@ class _Gen:
             return raw                               # may become an error program
         loop = np.asarray(res).dtype
         if guarded and loop.kind in "iu" and b in self.env:
-            if name in ("floor_divide", "remainder"):
+            if name in ("floor_divide", "remainder", "fmod"):
                 b = self._safe_divisor(b, loop)
             else:
                 bits = 3 if name == "power" else loop.itemsize * 8 - 1
                 cast = b if self.env[b].dtype == loop else f"{b}.astype(np.{loop.name})"
                 b = f"({cast} & {bits})"
+        if name == "copysign" and b in self.env:
+            b = self._sign_operand(b)
         if name in BINARY_OPERATORS and raw.startswith("("):
             return f"({a} {BINARY_OPERATORS[name]} {b})"
         return f"np.{name}({a}, {b})"
@@ -428,14 +458,17 @@ class _Gen:
         forms = ["{a} @ {b}", "{a} @ {b}.T", "{a}.T @ {b}", "np.matmul({a}, {b})", "np.dot({a}, {b})",
                  "{a} @ np.swapaxes({b}, -1, -2)", "np.inner({a}, {b})", "np.tensordot({a}, {b}, 1)",
                  "np.tensordot({a}, {b}, ([0], [0]))", "np.vecdot({a}, {b})", "np.matvec({a}, {b})",
-                 "np.vecmat({a}, {b})", "np.einsum('...ij,...jk->...ik', {a}, {b})",
-                 "np.einsum('...i,...i', {a}, {b})", "np.einsum('i...,i...->...', {a}, {b})",
-                 "np.einsum('ij,kj', {a}, {b})"]
+                 "np.vecmat({a}, {b})", *EINSUM_CONTRACTED]
         self.rng.shuffle(forms)
         bs = list(cands)
         self.rng.shuffle(bs)
         for form in forms:
             for b in bs:
+                ax = EINSUM_CONTRACTED.get(form)
+                sa, sb = (self.env[a].shape, self.env[b].shape)
+                if ax and -len(sa) <= ax[0] < len(sa) and -len(sb) <= ax[1] < len(sb) and \
+                        sa[ax[0]] != sb[ax[1]]:
+                    continue            # a contracted subscript of size 1 against n: see EINSUM_CONTRACTED
                 expr = form.format(a=a, b=b)
                 try:
                     r = _evaluate(expr, self.env)

@@ -56,11 +56,15 @@ class Op(enum.Enum):
     SINH = "sinh"
     COSH = "cosh"
     TANH = "tanh"
+    ARCSINH = "arcsinh"
+    ARCCOSH = "arccosh"
+    ARCTANH = "arctanh"
     FLOOR = "floor"
     CEIL = "ceil"
     TRUNC = "trunc"
     RINT = "rint"
     SIGN = "sign"
+    SIGNBIT = "signbit"
     ISNAN = "isnan"
     ISINF = "isinf"
     ISFINITE = "isfinite"
@@ -77,6 +81,11 @@ class Op(enum.Enum):
     POWER = "power"
     ARCTAN2 = "arctan2"
     HYPOT = "hypot"
+    COPYSIGN = "copysign"
+    LOGADDEXP = "logaddexp"
+    LOGADDEXP2 = "logaddexp2"
+    HEAVISIDE = "heaviside"
+    FMOD = "fmod"
     MAXIMUM = "maximum"
     MINIMUM = "minimum"
     FMAX = "fmax"
@@ -122,14 +131,16 @@ LEAF = frozenset({Op.INPUT, Op.CONST})
 UNARY = frozenset({
     Op.NEGATIVE, Op.POSITIVE, Op.ABSOLUTE, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P,
     Op.EXPM1, Op.SQRT, Op.CBRT, Op.SQUARE, Op.RECIPROCAL, Op.SIN, Op.COS, Op.TAN, Op.ARCSIN,
-    Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH, Op.TANH, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.RINT, Op.SIGN,
-    Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.LOGICAL_NOT, Op.INVERT, Op.CAST,
+    Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH, Op.TANH, Op.ARCSINH, Op.ARCCOSH, Op.ARCTANH, Op.FLOOR,
+    Op.CEIL, Op.TRUNC, Op.RINT, Op.SIGN, Op.SIGNBIT, Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.LOGICAL_NOT,
+    Op.INVERT, Op.CAST,
 })
 BINARY = frozenset({
-    Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.TRUE_DIVIDE, Op.FLOOR_DIVIDE, Op.REMAINDER, Op.POWER,
-    Op.ARCTAN2, Op.HYPOT, Op.MAXIMUM, Op.MINIMUM, Op.FMAX, Op.FMIN, Op.EQUAL, Op.NOT_EQUAL,
-    Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LOGICAL_AND, Op.LOGICAL_OR,
-    Op.LOGICAL_XOR, Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR, Op.LEFT_SHIFT, Op.RIGHT_SHIFT,
+    Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.TRUE_DIVIDE, Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD,
+    Op.POWER, Op.ARCTAN2, Op.HYPOT, Op.COPYSIGN, Op.LOGADDEXP, Op.LOGADDEXP2, Op.HEAVISIDE,
+    Op.MAXIMUM, Op.MINIMUM, Op.FMAX, Op.FMIN, Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL,
+    Op.GREATER, Op.GREATER_EQUAL, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.BITWISE_AND,
+    Op.BITWISE_OR, Op.BITWISE_XOR, Op.LEFT_SHIFT, Op.RIGHT_SHIFT,
 })
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
@@ -142,8 +153,10 @@ FLOP_WEIGHT: dict[Op, float] = {
     **{op: 1.0 for op in ELEMENTWISE},
     **{op: 8.0 for op in (Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P, Op.EXPM1, Op.SIN,
                           Op.COS, Op.TAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH,
-                          Op.TANH, Op.ARCTAN2, Op.HYPOT, Op.CBRT, Op.POWER)},
+                          Op.TANH, Op.ARCTAN2, Op.HYPOT, Op.CBRT, Op.POWER, Op.ARCSINH,
+                          Op.ARCCOSH, Op.ARCTANH, Op.LOGADDEXP, Op.LOGADDEXP2)},
     Op.SQRT: 4.0, Op.TRUE_DIVIDE: 4.0, Op.RECIPROCAL: 4.0, Op.FLOOR_DIVIDE: 8.0, Op.REMAINDER: 8.0,
+    Op.FMOD: 8.0,
     Op.CAST: 0.0, Op.POSITIVE: 0.0,
     **{op: 1.0 for op in REDUCE},
     **{op: 0.0 for op in MOVEMENT | LEAF},
