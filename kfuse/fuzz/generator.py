@@ -479,9 +479,13 @@ class _Gen:
         return None
 
     def gen_other(self) -> str | None:
-        kind = self.choice(("where", "clip", "astype", "astype", "where"))
+        kind = self.choice(("where", "clip", "astype", "astype", "where", "table"))
         a = self.var()
         arr = self.env[a]
+        if kind == "table" and arr.ndim:        # an array constant the function makes (an extra input)
+            n = arr.shape[-1]
+            return self.choice((f"({a} + np.arange({n}))", f"({a} * np.linspace(-2, 2, {n}, dtype=np.float32))",
+                                f"np.where({a} > 0, np.eye({n}, dtype=np.{arr.dtype.name})[-1], {a})"))
         if kind == "where":
             c = self.var()
             b = self.var() if self.chance(0.7) else self.const()
