@@ -186,6 +186,12 @@ template <typename T> __device__ __forceinline__ T kf_logaddexp2(T x, T y) {
   if (d <= (T)0) return y + (T)1.4426950408889634 * log1p(exp2(d));
   return d;
 }
+// log2, exact at powers of two as NumPy's libm: CUDA's double log2 is 1 ulp off at 362 of the
+// 2098 (log2(8.0) = 3 - 4e-16; benchmarks/exact_points_probe.py, H200 2026-11-25); float32's is exact
+__device__ __forceinline__ double kf_log2d(double x) {
+  const double r = log2(x), k = rint(r);
+  return (fabs(r) < 2000.0 && ldexp(1.0, (int)k) == x) ? k : r;
+}
 // x ** 1 and x ** 2 exactly, as NumPy's libm pow gives them (CUDA's pow is within 2 ulp: 3.0 ** 1.0
 // came back below 3.0, fuzz seed 32 #1191); any other exponent through pow
 __device__ __forceinline__ float kf_powf(float a, float b) { return b == 1.0f ? a : (b == 2.0f ? a * a : powf(a, b)); }
@@ -397,6 +403,8 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
              "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
              "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
              "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint"}
+    if op == "log2" and t == "float64":
+        return f"kf_log2d({a})"
     if op in math1 and isf:
         return f"{_fn(math1[op], t)}({a})"
     raise UnsupportedError(f"kfuse: the CUDA backend has no rule for {op}({', '.join(adts)})")

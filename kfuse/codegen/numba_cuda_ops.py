@@ -92,6 +92,17 @@ def _{_fn}_{_T}(x, y):
 ''')
 for _name, _src in decorated("@cuda.jit(device=True, inline=True)").items():
     _helper(_name, _src)
+_helper("_log2_float64", '''
+@cuda.jit(device=True, inline=True)
+def _log2_float64(x):
+    """log2, exact at powers of two as NumPy's libm: libdevice's is 1 ulp off at 362 of the 2098
+    (log2(8.0) = 3 - 4e-16; benchmarks/exact_points_probe.py, H200 2026-11-25)."""
+    r = ld.log2(x)
+    k = ld.rint(r)
+    if ld.fabs(r) < 2000.0 and ld.ldexp(1.0, np.int32(k)) == x:
+        return k
+    return r
+''')
 _helper("_ipow", '''
 @cuda.jit(device=True, inline=True)
 def _ipow(a, b, zero, one):
@@ -210,6 +221,8 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
     ar = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
     if op in ar:
         return f"{a[0]} {ar[op]} {a[1]}"
+    if op == "log2" and t == "float64":
+        return f"{use('_log2_float64')}({a[0]})"
     if op in _MATH1 or op in _MATH1_RENAME:
         return f"ld.{_MATH1_RENAME.get(op, op)}{f}({a[0]})"
     if op == "power":
