@@ -18,7 +18,8 @@ from ..ir import dtypes
 from ..ir.dtypes import check_supported
 from ..ir.graph import Node
 from ..ir.ops import Op
-from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, unsupported
+from .core import (Tracer, as_node, broadcast, broadcast_shapes, cast, const_node, loc, materialize, mk,
+                   operand, unsupported)
 from .elementwise import apply_ufunc
 from .movement import reshape_node
 
@@ -36,13 +37,52 @@ def _axes(axis, ndim: int, ufunc_like: bool = True) -> tuple[int, ...]:
         raise AxisError(f"{e}{at(loc())}") from None
 
 
-def _check(fname: str, out=None, initial=_NV, where=_NV, **extra) -> None:
-    for key, val, default in (("out", out, None), ("initial", initial, _NV), ("where", where, _NV)):
-        if val is not default and not (key == "where" and val is True):
-            raise unsupported(f"np.{fname} with {key}=")
+def _check(fname: str, out=None, **extra) -> None:
+    if out is not None:
+        raise unsupported(f"np.{fname} with out=", "return the result instead")
     for key, val in extra.items():
         if val is not _NV and val is not None:
             raise unsupported(f"np.{fname} with {key}=")
+
+
+def _masked(node: Node, where, fill) -> Node:
+    """``where=``: the elements it leaves out replaced by ``fill`` (the reduction's identity or
+    initial value), so the reduction skips them; ``where`` broadcasts to the array."""
+    if not _is_mask(where):
+        return node
+    mask = cast(as_node(where, "where= of a reduction"), np.bool_)
+    shape = broadcast_shapes(node.shape, mask.shape)
+    if shape != node.shape:
+        raise ValueError(f"where= of shape {mask.shape} does not broadcast to the array's "
+                         f"{node.shape}{at(loc())}")
+    return mk(Op.WHERE, node.dtype, shape, [broadcast(mask, shape), node, broadcast(cast(fill, node.dtype), shape)])
+
+
+def _is_mask(where) -> bool:
+    return where is not _NV and where is not True
+
+
+def _sum_where(node: Node, axes, keepdims, acc, where) -> Node:
+    """SUM in ``acc`` of the elements ``where`` keeps; NumPy's masked sum starts from its identity,
+    so a float result of only -0.0 terms is +0.0."""
+    r = reduce_node(Op.SUM, _masked(cast(node, acc), where, const_node(0, acc)), axes, keepdims, acc)
+    if _is_mask(where) and dtypes.is_float(acc):
+        r = apply_ufunc("add", Tracer(r), Tracer(const_node(0.0, acc))).node
+    return r
+
+
+def _initial(initial, dtype) -> Node:
+    """``initial=`` as a constant of ``dtype`` (a Python int out of its range: NumPy's OverflowError)."""
+    o = operand(initial, "initial= of a reduction")
+    if o.node is not None:
+        raise unsupported("a traced initial= of a reduction", "use a Python or NumPy scalar")
+    return materialize(o, dtype, ())
+
+
+def _where_count(where, shape, axes, keepdims) -> Node:
+    """How many elements ``where`` keeps along ``axes`` (intp), as NumPy's _mean counts them."""
+    mask = broadcast(cast(as_node(where, "where= of a reduction"), np.bool_), shape)
+    return reduce_node(Op.SUM, cast(mask, np.intp), axes, keepdims, np.dtype(np.intp))
 
 
 def _out_shape(shape, axes, keepdims) -> tuple[int, ...]:
@@ -87,58 +127,82 @@ def _count(shape, axes) -> int:
 
 def _div_count(node: Node, count) -> Node:
     """``true_divide(node, intp(count))`` cast back to node's dtype, as NumPy's _mean/_var do."""
+    if isinstance(count, Node):
+        q = apply_ufunc("divide", Tracer(node), Tracer(count))
+        return cast(q.node, node.dtype)
     c = np.intp(count) if isinstance(count, (int, np.integer)) else np.float64(count)
     q = apply_ufunc("divide", Tracer(node), c)
     return cast(q.node, node.dtype)
 
 
-def _simple(fname: str, op: Op, a, axis, dtype, keepdims) -> Tracer:
+def _simple(fname: str, op: Op, a, axis, dtype, keepdims, initial=_NV, where=_NV) -> Tracer:
     node = as_node(a, f"argument of np.{fname}")
     axes = _axes(axis, node.ndim)
     kw = {"dtype": dtype} if dtype is not None else {}
     acc = _numpy_dtype(fname, node.dtype, node.ndim, axes, **kw)
-    return Tracer(reduce_node(op, node, axes, keepdims, acc))
+    if op is Op.SUM:
+        r = _sum_where(node, axes, keepdims, acc, where)
+    else:
+        if op in (Op.ANY, Op.ALL):
+            node = cast(node, np.bool_)
+        identity = {Op.PROD: 1, Op.ANY: False, Op.ALL: True}[op]
+        r = reduce_node(op, _masked(cast(node, acc), where, const_node(identity, acc)), axes, keepdims, acc)
+    if initial is not _NV:      # NumPy starts from initial: initial (+ or *) the reduction
+        r = apply_ufunc("add" if op is Op.SUM else "multiply", Tracer(_initial(initial, acc)), Tracer(r)).node
+    return Tracer(r)
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NV, where=_NV):
-    _check("sum", out, initial, where)
-    return _simple("sum", Op.SUM, a, axis, dtype, keepdims)
+    _check("sum", out)
+    return _simple("sum", Op.SUM, a, axis, dtype, keepdims, initial, where)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NV, where=_NV):
-    _check("prod", out, initial, where)
-    return _simple("prod", Op.PROD, a, axis, dtype, keepdims)
+    _check("prod", out)
+    return _simple("prod", Op.PROD, a, axis, dtype, keepdims, initial, where)
 
 
-def _extremum(fname, op, a, axis, keepdims):
+def _extremum(fname, op, a, axis, keepdims, initial=_NV, where=_NV):
     node = as_node(a, f"argument of np.{fname}")
     axes = _axes(axis, node.ndim)
-    _check_empty(fname, node, axis)
-    return Tracer(reduce_node(op, node, axes, keepdims, node.dtype))
+    ufunc = "maximum" if op is Op.MAX else "minimum"
+    if initial is _NV:
+        if _is_mask(where):
+            raise ValueError(f"reduction operation {ufunc!r} does not have an identity, so to use a "
+                             f"where mask one has to specify 'initial'{at(loc())}")
+        _check_empty(fname, node, axis)
+        return Tracer(reduce_node(op, node, axes, keepdims, node.dtype))
+    init = _initial(initial, node.dtype)
+    shape = _out_shape(node.shape, axes, keepdims)
+    if _count(node.shape, axes) == 0:          # nothing to reduce: initial everywhere
+        return Tracer(broadcast(init, shape))
+    r = reduce_node(op, _masked(node, where, init), axes, keepdims, node.dtype)
+    # NumPy's loop starts from initial: ufunc(initial, x0), ... (ties keep its second operand)
+    return apply_ufunc(ufunc, Tracer(broadcast(init, shape)), Tracer(r))
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=_NV, where=_NV):
-    _check("max", out, initial, where)
-    return _extremum("max", Op.MAX, a, axis, keepdims)
+    _check("max", out)
+    return _extremum("max", Op.MAX, a, axis, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=_NV, where=_NV):
-    _check("min", out, initial, where)
-    return _extremum("min", Op.MIN, a, axis, keepdims)
+    _check("min", out)
+    return _extremum("min", Op.MIN, a, axis, keepdims, initial, where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=_NV):
-    _check("any", out, where=where)
-    return _simple("any", Op.ANY, a, axis, None, keepdims)
+    _check("any", out)
+    return _simple("any", Op.ANY, a, axis, None, keepdims, where=where)
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=_NV):
-    _check("all", out, where=where)
-    return _simple("all", Op.ALL, a, axis, None, keepdims)
+    _check("all", out)
+    return _simple("all", Op.ALL, a, axis, None, keepdims, where=where)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NV):
-    _check("mean", out, where=where)
+    _check("mean", out)
     node = as_node(a, "argument of np.mean")
     axes = _axes(axis, node.ndim, False)
     if dtype is not None:
@@ -151,24 +215,30 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NV):
         acc = node.dtype
     kw = {"dtype": dtype} if dtype is not None else {}
     res_dt = _numpy_dtype("mean", node.dtype, node.ndim, axes, **kw)
-    s = reduce_node(Op.SUM, node, axes, keepdims, acc)
-    return Tracer(cast(_div_count(s, _count(node.shape, axes)), res_dt))
+    s = _sum_where(node, axes, keepdims, acc, where)
+    n = _where_count(where, node.shape, axes, keepdims) if _is_mask(where) else _count(node.shape, axes)
+    return Tracer(cast(_div_count(s, n), res_dt))
 
 
-def _var_node(fname, a, axis, dtype, ddof, keepdims) -> tuple[Node, np.dtype]:
+def _var_node(fname, a, axis, dtype, ddof, keepdims, where=_NV) -> tuple[Node, np.dtype]:
     node = as_node(a, f"argument of np.{fname}")
     axes = _axes(axis, node.ndim, False)
     if dtype is None and node.dtype.kind in "biu":
         dtype = np.dtype(np.float64)
     kw = {"dtype": dtype} if dtype is not None else {}
     acc = _numpy_dtype("sum", node.dtype, node.ndim, axes, **kw)
-    n = _count(node.shape, axes)
-    mean_k = _div_count(reduce_node(Op.SUM, node, axes, True, acc), n)
+    masked = _is_mask(where)
+    n = _where_count(where, node.shape, axes, True) if masked else _count(node.shape, axes)
+    mean_k = _div_count(_sum_where(node, axes, True, acc, where), n)
     x = apply_ufunc("square", apply_ufunc("subtract", Tracer(node), Tracer(mean_k)))
     sum_dt = _numpy_dtype("sum", x.dtype, node.ndim, axes, **kw)
-    ret = reduce_node(Op.SUM, x.node, axes, keepdims, sum_dt)
-    rcount = n - ddof
-    rcount = rcount if rcount > 0 else type(rcount)(0)
+    ret = _sum_where(x.node, axes, keepdims, sum_dt, where)
+    if masked:              # NumPy: maximum(count - ddof, 0), an intp array
+        n = _where_count(where, node.shape, axes, keepdims)
+        rcount = apply_ufunc("maximum", apply_ufunc("subtract", Tracer(n), np.intp(ddof)), np.intp(0)).node
+    else:
+        rcount = n - ddof
+        rcount = rcount if rcount > 0 else type(rcount)(0)
     return _div_count(ret, rcount), node.dtype
 
 
@@ -182,8 +252,8 @@ def _ddof(ddof, correction):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
         correction=_NV):
-    _check("var", out, where=where, mean=mean)
-    v, dt = _var_node("var", a, axis, dtype, _ddof(ddof, correction), keepdims)
+    _check("var", out, mean=mean)
+    v, dt = _var_node("var", a, axis, dtype, _ddof(ddof, correction), keepdims, where)
     ndim = as_node(a).ndim
     kw = {"dtype": dtype} if dtype is not None else {}
     res_dt = _numpy_dtype("var", dt, ndim, _axes(axis, ndim, False), **kw)
@@ -192,8 +262,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
         correction=_NV):
-    _check("std", out, where=where, mean=mean)
-    v, dt = _var_node("std", a, axis, dtype, _ddof(ddof, correction), keepdims)
+    _check("std", out, mean=mean)
+    v, dt = _var_node("std", a, axis, dtype, _ddof(ddof, correction), keepdims, where)
     ndim = as_node(a).ndim
     kw = {"dtype": dtype} if dtype is not None else {}
     res_dt = _numpy_dtype("std", dt, ndim, _axes(axis, ndim, False), **kw)
@@ -239,9 +309,13 @@ def ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initial
     node = as_node(a, f"argument of np.{name}.reduce")
     if fn is None or (fn in (all, any) and node.dtype != np.bool_):
         raise unsupported(f"np.{name}.reduce")
-    _check(f"{name}.reduce", out, initial, where)
+    _check(f"{name}.reduce", out)
     if fn in (sum, prod):
-        return fn(Tracer(node), axis, dtype, keepdims=keepdims)
+        return fn(Tracer(node), axis, dtype, keepdims=keepdims, initial=initial, where=where)
     if dtype is not None:
         raise unsupported(f"np.{name}.reduce with dtype=")
-    return fn(Tracer(node), axis, keepdims=keepdims)
+    if fn in (any, all):
+        if initial is not _NV:
+            raise unsupported(f"np.{name}.reduce with initial=")
+        return fn(Tracer(node), axis, keepdims=keepdims, where=where)
+    return fn(Tracer(node), axis, keepdims=keepdims, initial=initial, where=where)

@@ -101,3 +101,31 @@ def test_layernorm_softmax():
     for dt in ("f2", "f4", "f8"):
         check(layernorm, rand((4, 16), dt, 1), rand((16,), dt, 2), rand((16,), dt, 3))
         check(softmax, rand((3, 7), dt, 1))
+
+
+MASK = np.array([[True, False, True, True], [False, False, False, False], [True, True, False, True]])
+WHERE_INITIAL = [
+    lambda x: np.sum(x, axis=1, where=MASK), lambda x: np.sum(x, initial=3),
+    lambda x: x.sum(0, where=MASK[0], initial=1.5), lambda x: np.prod(x, axis=1, where=MASK),
+    lambda x: np.max(x, axis=1, initial=-100, where=MASK), lambda x: np.min(x, initial=0),
+    lambda x: x.max(axis=0, initial=2), lambda x: np.mean(x, axis=1, where=MASK),
+    lambda x: np.mean(x, where=MASK), lambda x: np.var(x, axis=1, where=MASK, ddof=1),
+    lambda x: np.std(x, axis=0, where=MASK, keepdims=True), lambda x: np.any(x > 3, axis=1, where=MASK),
+    lambda x: np.all(x, axis=1, where=MASK), lambda x: np.add.reduce(x, axis=1, where=MASK, initial=2),
+    lambda x: np.maximum.reduce(x, axis=0, initial=0, where=MASK), lambda x: np.max(x[:0], axis=0, initial=7),
+    lambda x: np.sum(-np.abs(x) * 0, axis=1, where=MASK),          # masked float sums start from +0.0
+    lambda x: np.sum(x, where=x > 0),                               # a traced mask
+    lambda x: np.max(x, axis=1, where=False, initial=5), lambda x: np.var(x, where=MASK, ddof=5),
+    lambda x: np.max(x, where=MASK),                                # ValueError: no identity
+    lambda x: np.max(x, initial=-1),                                # OverflowError for unsigned
+    lambda x: np.sum(x, where=np.ones((2, 3), bool)),               # a mask that does not broadcast
+]
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8", "f2", "i2", "u1", "?"])
+@pytest.mark.parametrize("i", range(len(WHERE_INITIAL)))
+def test_where_and_initial_like_numpy(i, dtype):
+    x = rand((3, 4), dtype, i)
+    if dtype[0] == "f":
+        x[0, 0] = -0.0
+    check(WHERE_INITIAL[i], x, reductions=True)
