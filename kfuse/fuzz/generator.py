@@ -430,6 +430,11 @@ class _Gen:
             kw.append(f"dtype=np.{self.choice(_accumulators(arr.dtype))}")
         if name in ("var", "std") and self.chance(0.15):
             kw.append("ddof=1")
+        if not name.startswith("arg") and self.chance(0.15):
+            kw.append(f"where=({a} > 0)")          # a mask: max/min then need initial=
+        if name in ("sum", "prod", "max", "min") and (self.chance(0.1) or (
+                name in ("max", "min") and kw[-1:] == [f"where=({a} > 0)"])):
+            kw.append(f"initial={int(self.rng.integers(0, 4))}")
         args = ", ".join([a] + kw) if self.chance(0.5) else ", ".join(kw)
         if args == ", ".join(kw):
             return f"{a}.{name}({args})"
