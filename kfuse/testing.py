@@ -38,6 +38,10 @@ sign operands (``_Gen._sign_operand``). ``heaviside``, ``fmod`` and ``logaddexp`
 have NumPy's exact special values on every backend: heaviside gives a positive NaN for a NaN,
 fmod C's exact result (sign of the dividend; integers: 0 for a zero divisor and for
 ``INT_MIN % -1``), logaddexp NumPy's own steps (equal infinities give that infinity).
+``gcd``/``lcm``/``bitwise_count`` and ``ldexp`` are exact on every backend: gcd/lcm/popcount of a
+signed int take its magnitude in the unsigned type as NumPy's loops do (``gcd(INT_MIN, 0)`` is
+INT_MIN, lcm wraps), ldexp rounds once (float16 via float32, as NumPy) and saturates an int64
+exponent to C int's range (NumPy's int64 loop) instead of wrapping it.
 
 np.einsum: a contracted subscript of size 1 in one of two operands is broadcast, ``sum(x * y)``, as
 NumPy's einsum of three operands and np.matmul do; NumPy's two-operand loops sometimes factor it

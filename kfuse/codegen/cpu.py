@@ -166,6 +166,9 @@ class _Emitter:
         if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
             return (f"np.{vt}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
                     f"(np.{vt}(0.0) if {a[0]} < 0 else np.{vt}(1.0)))")
+        if op == "ldexp":           # exact (float16: in float32, then rounded once, as NumPy)
+            # an int64 exponent saturates to C int's range as in NumPy's loop (Numba's would wrap)
+            return f"np.ldexp({a[0]}, np.int32(max(min({a[1]}, 2147483647), -2147483648)))"
         if op in ("maximum", "minimum"):
             # ties (+0.0/-0.0): NumPy's float32/64 loops keep the second operand, its float16
             # loop (npy_half_ge/le) the first
@@ -241,6 +244,10 @@ class _Emitter:
         if op == "fmod":
             h = self.use("_uremainder" if unsigned else "_sfmod")
             return f"{h}({w}({a[0]}), {w}({a[1]}))"
+        if op in ("gcd", "lcm", "bitwise_count"):   # of magnitudes, in uint64 (int_helpers)
+            m = [f"np.uint64({x})" if unsigned else f"{self.use('_uabs')}(np.int64({x}))" for x in a]
+            h = self.use("_popcount" if op == "bitwise_count" else "_" + op)
+            return f"{h}({', '.join(m)})"
         if op == "power":
             b = a[1] if unsigned else f"max(np.int64({a[1]}), 0)"   # wrapping: in uint64 (see above)
             return f"{self.use('_ipow')}(np.uint64({a[0]}), np.uint64({b}), np.uint64(0), np.uint64(1))"

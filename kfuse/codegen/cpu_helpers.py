@@ -6,8 +6,8 @@ definition order, which respects those dependencies. float16 travels as uint16 b
 ``_f2h``, ``_rf16``); ``_expf``/``_tanhf`` are branch-free float32 versions LLVM vectorises;
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
 same order (vectorisable max/min); the rest give NumPy's integer and float division, remainder,
-shift and power results (the integer division, remainder and shifts are
-:mod:`kfuse.codegen.int_helpers`', shared with the Numba-CUDA emitter).
+shift, power, gcd/lcm and popcount results (the integer division, remainder, shifts and gcd/lcm
+are :mod:`kfuse.codegen.int_helpers`', shared with the Numba-CUDA emitter).
 """
 from __future__ import annotations
 
@@ -188,6 +188,15 @@ def _ipow(a, b, zero, one):
         a = a * a
         b = b >> one
     return r
+''')
+_helper("_popcount", '''
+@numba.njit(error_model="numpy")
+def _popcount(x):
+    """The number of set bits of a uint64 (SWAR; LLVM recognises it as ctpop)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 ''')
 _helper("_ireciprocal", '''
 @numba.njit(error_model="numpy")

@@ -169,6 +169,28 @@ template <typename T> __device__ __forceinline__ T kf_fmod_i(T a, T b) {
   if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
   return (T)(a % b);
 }
+// np.gcd/np.lcm/np.bitwise_count of a signed int work on its magnitude in the unsigned type U, where
+// |MIN| is 2^(bits-1): gcd(MIN, 0) narrows back to MIN, as NumPy's npy_gcd does; lcm = |a| / gcd * |b|,
+// wrapping, 0 when gcd is 0 (npy_lcm)
+template <typename T, typename U> __device__ __forceinline__ U kf_uabs(T a) {
+  if constexpr ((T)-1 < (T)0) return a < (T)0 ? (U)0 - (U)a : (U)a;
+  else return (U)a;
+}
+template <typename U> __device__ __forceinline__ U kf_ugcd(U x, U y) {
+  while (x != (U)0) { const U r = y % x; y = x; x = r; }
+  return y;
+}
+template <typename T, typename U> __device__ __forceinline__ T kf_gcd(T a, T b) {
+  return kf_narrow<T>(kf_ugcd<U>(kf_uabs<T, U>(a), kf_uabs<T, U>(b)));
+}
+template <typename T, typename U> __device__ __forceinline__ T kf_lcm(T a, T b) {
+  const U x = kf_uabs<T, U>(a), y = kf_uabs<T, U>(b), g = kf_ugcd<U>(x, y);
+  return g == (U)0 ? (T)0 : kf_narrow<T>(x / g * y);
+}
+template <typename T, typename U> __device__ __forceinline__ unsigned char kf_bitcount(T a) {
+  if constexpr (sizeof(U) == 8) return (unsigned char)__popcll(kf_uabs<T, U>(a));
+  else return (unsigned char)__popc(kf_uabs<T, U>(a));
+}
 // NumPy's npy_logaddexp/npy_logaddexp2 step by step: equal operands first (equal infinities give
 // no inf - inf), then the larger plus log1p of the smaller's share; a NaN falls through as x - y.
 // Constants: NPY_LOGE2, NPY_LOG2E (their float forms are these doubles rounded)
@@ -364,6 +386,12 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         return f"{_fn('fmod', t)}({a}, {b})" if isf else f"kf_fmod_i<{T}>({a}, {b})"
     if op in ("logaddexp", "logaddexp2"):
         return f"kf_{op}<{T}>({a}, {b})"
+    if op in ("gcd", "lcm", "bitwise_count") and U:
+        return f"kf_{'bitcount' if op == 'bitwise_count' else op}<{T}, {U}>({', '.join(args)})"
+    if op == "ldexp" and isf:   # exact: libdevice scales in steps that round once
+        # an int64 exponent saturates to int's range, as NumPy's int64 loop does
+        e = b if adts[1] == "int32" else f"(int)kf_imax<i64>(kf_imin<i64>({b}, 2147483647LL), -2147483648LL)"
+        return f"{_fn('ldexp', t)}({a}, {e})"
     if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (b) for +-0
         nan = "KF_NAND" if t == "float64" else "KF_NANF"
         return f"({a} != {a} ? {nan} : ({a} == ({T})0 ? {b} : ({a} < ({T})0 ? ({T})0 : ({T})1)))"

@@ -1,7 +1,8 @@
 """The integer helpers both Numba emitters share, as Python source without its decorator: NumPy's
 floor division, remainder, fmod and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
 wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative signed right shift;
-unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands).
+unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands), and
+gcd/lcm of magnitudes (``_uabs``) as NumPy's npy_gcd/npy_lcm compute them.
 :mod:`kfuse.codegen.cpu_helpers` compiles them with ``numba.njit``, :mod:`kfuse.codegen.numba_cuda_ops`
 as ``cuda.jit`` device functions (:func:`decorated`)."""
 from __future__ import annotations
@@ -67,6 +68,32 @@ def _urshift(a, b):
     if b >= np.uint64(64):
         return np.uint64(0)
     return a >> b
+''',
+    # np.gcd/np.lcm/np.bitwise_count of a signed int work on its magnitude in the unsigned type,
+    # where |MIN| is 2^(bits-1): gcd(MIN, 0) truncates back to MIN, as NumPy's does
+    "_uabs": '''
+def _uabs(a):
+    """|a| of an int64 as uint64 (|INT64_MIN| = 2^63)."""
+    if a < 0:
+        return np.uint64(0) - np.uint64(a)
+    return np.uint64(a)
+''',
+    "_gcd": '''
+def _gcd(a, b):
+    """gcd of two uint64s (Euclid; gcd(0, 0) = 0)."""
+    while a != np.uint64(0):
+        a, b = b % a, a
+    return b
+''',
+    "_lcm": '''
+def _lcm(a, b):
+    """lcm of two uint64s as npy_lcm: a / gcd * b, wrapping; 0 when either is 0."""
+    x, g = a, b
+    while x != np.uint64(0):
+        x, g = g % x, x
+    if g == np.uint64(0):
+        return np.uint64(0)
+    return a // g * b
 ''',
 }
 

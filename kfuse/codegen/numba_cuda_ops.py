@@ -1,7 +1,7 @@
 """Scalar rules of the Numba-CUDA emitter (:mod:`kfuse.codegen.numba_cuda`): the device-helper
 templates a kernel may pull in (``HELPERS``: floor-divide/remainder/fmod, logaddexp(2), integer
-power, shifts, arg-reduction combine; the integer division, remainder and shifts from
-:mod:`kfuse.codegen.int_helpers`), register/storage types, typed constants, and the
+power, shifts, gcd/lcm, arg-reduction combine; the integer division, remainder, shifts and gcd/lcm
+from :mod:`kfuse.codegen.int_helpers`), register/storage types, typed constants, and the
 NumPy-semantics Python expressions for ufuncs, casts and stores."""
 from __future__ import annotations
 
@@ -240,6 +240,9 @@ def float_expr(op: str, t: str, a, raw, use, consts) -> str:
         return f"ld.{op}{f}({a[0]}, {a[1]})"
     if op in ("logaddexp", "logaddexp2"):
         return f"{use(f'_{op}_{vt}')}({a[0]}, {a[1]})"
+    if op == "ldexp":           # exact: libdevice scales in steps that round once
+        # an int64 exponent saturates to int's range, as NumPy's int64 loop does
+        return f"ld.ldexp{f}({a[0]}, np.int32(max(min({a[1]}, 2147483647), -2147483648)))"
     if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
         return (f"np.{vt}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
                 f"(np.{vt}(0.0) if {a[0]} < 0 else np.{vt}(1.0)))")
@@ -317,6 +320,11 @@ def int_expr(op: str, t: str, a, use) -> str:
         return f"{use('_uremainder' if u else '_sremainder')}({x}, {y})"
     if op == "fmod":
         return f"{use('_uremainder' if u else '_sfmod')}({x}, {y})"
+    if op in ("gcd", "lcm", "bitwise_count"):   # of magnitudes, in uint64 (int_helpers)
+        m = [f"np.uint64({v})" if u else f"{use('_uabs')}(np.int64({v}))" for v in a]
+        if op == "bitwise_count":
+            return f"ld.popcll(np.int64({m[0]}))"
+        return f"{use('_' + op)}({m[0]}, {m[1]})"
     if op == "power":
         b = y if u else f"max({y}, 0)"
         return f"{use('_ipow')}({ux}, np.uint64({b}), np.uint64(0), np.uint64(1))"

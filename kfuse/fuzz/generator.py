@@ -8,12 +8,12 @@ function, :meth:`Program.inputs` builds the arrays. ``generate(seed, index)`` is
 The generator evaluates every candidate step with NumPy while it builds (so it knows dtypes and
 shapes), and keeps programs out of the domains NumPy leaves undefined: integer divisors and
 reciprocals are made non-zero and never -1 (no ``INT_MIN // -1``), integer exponents are ``& 3``,
-shift counts ``& (bits - 1)``, float->int casts go through ``isfinite``/``clip`` into range, and
-max/min/argmax/argmin never reduce zero elements. The sign bits signbit/copysign read are never an
-op-made NaN's (:meth:`_Gen._sign_operand`). These guards live inside the step's own
-expression, so dropping a step while shrinking can never expose an undefined operation.
-A few programs end with a step NumPy rejects (``-bool``, bad broadcast, ...): kfuse must raise
-the same exception type.
+shift counts ``& (bits - 1)``, ldexp's exponents ``(e & 63) - 32``, float->int casts go through
+``isfinite``/``clip`` into range, and max/min/argmax/argmin never reduce zero elements. The sign
+bits signbit/copysign read are never an op-made NaN's (:meth:`_Gen._sign_operand`). These guards
+live inside the step's own expression, so dropping a step while shrinking can never expose an
+undefined operation. A few programs end with a step NumPy rejects (``-bool``, bad broadcast, ...):
+kfuse must raise the same exception type.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ UNARY = ("negative", "positive", "absolute", "exp", "exp2", "log", "log2", "log1
          "expm1", "sqrt", "cbrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos",
          "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint", "sign", "isnan",
          "isinf", "isfinite", "logical_not", "invert", "fabs", "deg2rad", "rad2deg", "arcsinh",
-         "arccosh", "arctanh", "signbit")
+         "arccosh", "arctanh", "signbit", "bitwise_count")
 # einsum forms -> the axes (of a, of b) they contract. NumPy's einsum of two operands sometimes
 # factors a contracted subscript of size 1 in one operand (x * sum(y): inf) and sometimes broadcasts
 # it (sum(x * y): nan), by its loop's strides (np.einsum('ij,jk', [[inf]], [[1], [-1], [2]]) is inf,
@@ -49,7 +49,8 @@ BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", 
           "float_power", "arctan2", "hypot", "maximum", "minimum", "fmax", "fmin", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
           "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
-          "right_shift", "copysign", "logaddexp", "logaddexp2", "heaviside", "fmod")
+          "right_shift", "copysign", "logaddexp", "logaddexp2", "heaviside", "fmod", "gcd", "lcm",
+          "ldexp")
 BINARY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
                     "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
                     "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
@@ -343,6 +344,8 @@ class _Gen:
             return None
         if name == "signbit":
             a = self._sign_operand(a)
+        if name == "reciprocal":
+            a = self._zero_sign_operand(a)
         return f"np.{name}({a})"
 
     def _sign_operand(self, x: str) -> str:
@@ -355,6 +358,16 @@ class _Gen:
         if Program(0, 0, (), tuple(self.steps), ()).ops() & ZERO_SIGN_UNSPECIFIED:
             keep += f" & ({x} != 0)"
         return f"np.where({keep}, {x}, 0.0)"
+
+    def _zero_sign_operand(self, x: str) -> str:
+        """``x`` where a zero's sign becomes a value (arctan2's operands, a float divisor,
+        reciprocal): zeros made +0.0 after ops whose zero sign NumPy leaves open (a contraction on
+        the GPU gives -0.0 for a product of -0.0 where NumPy's loop starts from +0.0: cuda seed 51
+        #894, arctan2 of it was -pi against pi)."""
+        if self.env[x].dtype.kind != "f" or \
+                not Program(0, 0, (), tuple(self.steps), ()).ops() & ZERO_SIGN_UNSPECIFIED:
+            return x
+        return f"np.where({x} != 0, {x}, 0.0)"
 
     def _safe_divisor(self, b: str, loop) -> str:
         loop = np.dtype(loop)
@@ -370,7 +383,7 @@ class _Gen:
         a = self.var()
         use_const = self.chance(0.25)
         b = self.const(small=name in ("floor_divide", "remainder", "fmod", "power", "left_shift",
-                                      "right_shift")) if use_const else self.var()
+                                      "right_shift", "ldexp")) if use_const else self.var()
         if use_const and self.chance(0.3):
             a, b = b, a                              # constant on the left
             if name in ("floor_divide", "remainder", "fmod", "power", "left_shift", "right_shift"):
@@ -401,6 +414,14 @@ class _Gen:
                 b = f"({cast} & {bits})"
         if name == "copysign" and b in self.env:
             b = self._sign_operand(b)
+        if name in ("arctan2", "divide", "floor_divide") and b in self.env:
+            b = self._zero_sign_operand(b)
+        if name == "arctan2" and a in self.env:
+            a = self._zero_sign_operand(a)
+        if name == "ldexp" and b in self.env:
+            # exponents bounded as shift counts are: a huge one saturates exactly, but to inf or 0
+            e = b if self.env[b].dtype.kind == "i" else f"{b}.astype(np.int32)"
+            b = f"(({e} & 63) - 32)"
         if name in BINARY_OPERATORS and raw.startswith("("):
             return f"({a} {BINARY_OPERATORS[name]} {b})"
         return f"np.{name}({a}, {b})"

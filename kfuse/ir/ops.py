@@ -6,7 +6,8 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
 
 * An elementwise node's inputs all have exactly the node's shape (broadcasting is explicit, via
   ``BROADCAST``) and exactly the dtypes of the NumPy loop that ``np.<ufunc>.resolve_dtypes``
-  chooses (casts are explicit, via ``CAST``). ``node.dtype`` is the loop's output dtype.
+  chooses (casts are explicit, via ``CAST``). ``node.dtype`` is the loop's output dtype. Those
+  may differ from each other: ``ldexp`` (float32, int32) -> float32, ``bitwise_count`` int16 -> uint8.
 * ``CONST`` is a 0-d scalar (``attrs["value"]``, a Python bool/int/float of ``node.dtype``).
 * ``INPUT`` is an array argument (``attrs["index"]``: position among the array arguments,
   ``attrs["name"]``: the parameter name).
@@ -65,6 +66,7 @@ class Op(enum.Enum):
     RINT = "rint"
     SIGN = "sign"
     SIGNBIT = "signbit"
+    BITWISE_COUNT = "bitwise_count"
     ISNAN = "isnan"
     ISINF = "isinf"
     ISFINITE = "isfinite"
@@ -86,6 +88,9 @@ class Op(enum.Enum):
     LOGADDEXP2 = "logaddexp2"
     HEAVISIDE = "heaviside"
     FMOD = "fmod"
+    GCD = "gcd"
+    LCM = "lcm"
+    LDEXP = "ldexp"
     MAXIMUM = "maximum"
     MINIMUM = "minimum"
     FMAX = "fmax"
@@ -133,14 +138,14 @@ UNARY = frozenset({
     Op.EXPM1, Op.SQRT, Op.CBRT, Op.SQUARE, Op.RECIPROCAL, Op.SIN, Op.COS, Op.TAN, Op.ARCSIN,
     Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH, Op.TANH, Op.ARCSINH, Op.ARCCOSH, Op.ARCTANH, Op.FLOOR,
     Op.CEIL, Op.TRUNC, Op.RINT, Op.SIGN, Op.SIGNBIT, Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.LOGICAL_NOT,
-    Op.INVERT, Op.CAST,
+    Op.INVERT, Op.BITWISE_COUNT, Op.CAST,
 })
 BINARY = frozenset({
     Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.TRUE_DIVIDE, Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD,
     Op.POWER, Op.ARCTAN2, Op.HYPOT, Op.COPYSIGN, Op.LOGADDEXP, Op.LOGADDEXP2, Op.HEAVISIDE,
     Op.MAXIMUM, Op.MINIMUM, Op.FMAX, Op.FMIN, Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL,
     Op.GREATER, Op.GREATER_EQUAL, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.BITWISE_AND,
-    Op.BITWISE_OR, Op.BITWISE_XOR, Op.LEFT_SHIFT, Op.RIGHT_SHIFT,
+    Op.BITWISE_OR, Op.BITWISE_XOR, Op.LEFT_SHIFT, Op.RIGHT_SHIFT, Op.GCD, Op.LCM, Op.LDEXP,
 })
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
@@ -156,7 +161,8 @@ FLOP_WEIGHT: dict[Op, float] = {
                           Op.TANH, Op.ARCTAN2, Op.HYPOT, Op.CBRT, Op.POWER, Op.ARCSINH,
                           Op.ARCCOSH, Op.ARCTANH, Op.LOGADDEXP, Op.LOGADDEXP2)},
     Op.SQRT: 4.0, Op.TRUE_DIVIDE: 4.0, Op.RECIPROCAL: 4.0, Op.FLOOR_DIVIDE: 8.0, Op.REMAINDER: 8.0,
-    Op.FMOD: 8.0,
+    Op.FMOD: 8.0, Op.GCD: 8.0, Op.LCM: 8.0,     # gcd/lcm: a loop of remainders, weighted as one
+    Op.LDEXP: 4.0,                              # a clamp and a few multiplies by powers of two
     Op.CAST: 0.0, Op.POSITIVE: 0.0,
     **{op: 1.0 for op in REDUCE},
     **{op: 0.0 for op in MOVEMENT | LEAF},
