@@ -76,8 +76,11 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
     keep, drop = outer_shapes(domain, axes)
     member = set(nodes)
     level: dict[Node, str] = {}
+    after: set[Node] = set()         # members computed from a reduction of this group
     for n in nodes:
         ins = {level[i] for i in n.inputs if i in member}
+        if n.op in REDUCE or any(i in after for i in n.inputs):
+            after.add(n)
         if n.op in REDUCE:
             if ins - {"full"}:
                 return None, "a reduction of a reduced value over the same axes"
@@ -97,6 +100,11 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
             if n.shape != domain:
                 return None, (f"{n.op.value} of shape {list(n.shape)} computed inside a row kernel "
                               f"over {list(domain)}")
+            if n.op in MOVEMENT and n in after:
+                # a permute/slice/reshape of a full-level value that needs a reduced one reads it at
+                # another row's index, which this row's kernel does not hold (cuda fuzz seed 55 #817)
+                return None, (f"{n.op.value} of a value computed from a reduction would read another "
+                              f"row inside a row kernel over {list(domain)}")
             level[n] = "full"
     return Shape("reduce", domain, axes, reds[0]), ""
 

@@ -12,6 +12,7 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``casts``: identity casts dropped; ``cast(cast(x, a), b) -> cast(x, b)`` when the first is
   lossless.
 * ``empty``: a computed node with no elements becomes a broadcast constant.
+* ``outer``: a matmul over K = 1 becomes ``a * b + 0.0`` (NumPy's sum starts from +0.0).
 """
 from __future__ import annotations
 
@@ -257,6 +258,23 @@ def _empty(n: Node) -> Node | None:
 
 empty = Pass("empty", lambda g: rewrite(g, _empty))
 
+def _outer(n: Node) -> Node | None:
+    """A matmul over K = 1 is an outer product: a broadcast multiply, which fuses with its
+    neighbours instead of taking a GEMM. A float one adds +0.0 as NumPy's loop and BLAS do (their
+    sum starts from +0.0), so a -0.0 product comes out +0.0 (cuBLAS gave -0.0: cuda fuzz seed 51
+    #894, bug 15's class); float16 products are exact in float32 and rounded once either way."""
+    if n.op is not Op.MATMUL or n.inputs[0].shape[-1] != 1 or n.dtype == np.bool_:
+        return None
+    a, b = (i if i.shape == n.shape else Node(Op.BROADCAST, i.dtype, n.shape, (i,), {}, loc=n.loc)
+            for i in n.inputs)
+    prod = Node(Op.MULTIPLY, n.dtype, n.shape, (a, b), {}, loc=n.loc)
+    if not is_float(n.dtype):
+        return prod
+    return Node(Op.ADD, n.dtype, n.shape, (prod, make_const(0.0, n.dtype, n.shape, n.loc)), {}, loc=n.loc)
+
+
+outer = Pass("outer", lambda g: rewrite(g, _outer))
+
 dce = Pass("dce", lambda g: g.with_outputs(g.outputs))   # nodes live only if reachable
 
-PASSES: tuple[Pass, ...] = (empty, fold_constants, identities, movement, casts, dce)
+PASSES: tuple[Pass, ...] = (empty, outer, fold_constants, identities, movement, casts, dce)

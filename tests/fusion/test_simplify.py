@@ -157,8 +157,8 @@ def test_lossy_cast_chain_kept():
 
 
 def test_passes_are_named_and_pure():
-    assert [p.name for p in simplify.PASSES] == ["empty", "fold_constants", "identities", "movement",
-                                                  "casts", "dce"]
+    assert [p.name for p in simplify.PASSES] == ["empty", "outer", "fold_constants", "identities",
+                                                  "movement", "casts", "dce"]
     g = fb.layernorm(8, 16)
     text = g.as_text()
     optimize(g)
@@ -211,3 +211,18 @@ def test_empty_values_become_broadcast_constants():
     g = b.graph("empty", b.reduce(Op.SUM, b.ew(Op.EXP, x), (2,)))
     out = optimize(g).outputs[0]
     assert out.op is Op.BROADCAST and out.inputs[0].op is Op.CONST and out.shape == (3, 0)
+
+
+def test_a_matmul_over_one_term_is_an_outer_product_from_plus_zero():
+    """K = 1: a broadcast multiply plus +0.0 (NumPy's sum starts from +0.0, so a -0.0 product is
+    +0.0; cuBLAS gave -0.0: cuda fuzz seed 51 #894); ints and bools without the add / untouched."""
+    from kfuse.ir.ops import Op
+    from kfuse.trace import trace_function
+    from kfuse.ir.specs import ArraySpec
+    for dt, ops in (("f4", {Op.MULTIPLY, Op.ADD}), ("i2", {Op.MULTIPLY}), ("f8", {Op.MULTIPLY, Op.ADD})):
+        g = trace_function(lambda a, b: a @ b, {"a": ArraySpec(np.dtype(dt), (3, 1)), "b": ArraySpec(np.dtype(dt), (1, 4))})
+        opt = optimize(g)
+        kinds = {n.op for n in opt.nodes()}
+        assert Op.MATMUL not in kinds and ops <= kinds, opt.as_text()
+    g = trace_function(lambda a, b: a @ b, {"a": ArraySpec(np.dtype("f4"), (3, 2)), "b": ArraySpec(np.dtype("f4"), (2, 4))})
+    assert Op.MATMUL in {n.op for n in optimize(g).nodes()}
