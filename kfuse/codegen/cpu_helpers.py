@@ -11,7 +11,7 @@ are :mod:`kfuse.codegen.int_helpers`', shared with the Numba-CUDA emitter).
 """
 from __future__ import annotations
 
-from .int_helpers import decorated
+from .int_helpers import decorated, logaddexp_sources
 
 HELPERS: dict[str, tuple] = {}
 
@@ -157,24 +157,8 @@ def _remainder_{_T}(a, b):
         return mod
     return np.{_T}(np.copysign(np.{_T}(0.0), b))
 ''')
-    # NumPy's npy_logaddexp/npy_logaddexp2 step by step: equal operands first (equal infinities
-    # give no inf - inf), then the larger plus log1p of the smaller's share; NaN falls through.
-    # Constants: NPY_LOGE2 and NPY_LOG2E (their float32 forms are these doubles rounded)
-    for _fn, _eq, _exp, _scale in (("logaddexp", "0.6931471805599453", "np.exp", ""),
-                                   ("logaddexp2", "1.0", "np.exp2", f" * np.{_T}(1.4426950408889634)")):
-        _helper(f"_{_fn}_{_T}", f'''
-@numba.njit(error_model="numpy")
-def _{_fn}_{_T}(x, y):
-    """np.{_fn} for {_T} (npy_{_fn})."""
-    if x == y:
-        return np.{_T}(x + np.{_T}({_eq}))
-    d = np.{_T}(x - y)
-    if d > 0:
-        return np.{_T}(x + np.{_T}(np.log1p({_exp}(-d)){_scale}))
-    if d <= 0:
-        return np.{_T}(y + np.{_T}(np.log1p({_exp}(d)){_scale}))
-    return d
-''')
+    for _name, _src in logaddexp_sources(_T, '@numba.njit(error_model="numpy")', lambda f: f"np.{f}").items():
+        _helper(_name, _src)
 for _name, _src in decorated('@numba.njit(error_model="numpy")').items():
     _helper(_name, _src)
 _helper("_ipow", '''

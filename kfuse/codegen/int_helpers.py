@@ -4,7 +4,8 @@ wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative s
 unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands), and
 gcd/lcm of magnitudes (``_uabs``) as NumPy's npy_gcd/npy_lcm compute them.
 :mod:`kfuse.codegen.cpu_helpers` compiles them with ``numba.njit``, :mod:`kfuse.codegen.numba_cuda_ops`
-as ``cuda.jit`` device functions (:func:`decorated`)."""
+as ``cuda.jit`` device functions (:func:`decorated`). One float pair is shared the same way, with
+each emitter's math functions: np.logaddexp/np.logaddexp2 step by step (:func:`logaddexp_sources`)."""
 from __future__ import annotations
 
 _SOURCES = {
@@ -101,3 +102,29 @@ def _lcm(a, b):
 def decorated(decorator: str) -> dict[str, str]:
     """Each helper's name -> its source under ``decorator`` (one line, e.g. ``@numba.njit(...)``)."""
     return {name: f"\n{decorator}{src}" for name, src in _SOURCES.items()}
+
+
+def logaddexp_sources(T: str, decorator: str, math) -> dict[str, str]:
+    """``_logaddexp_<T>`` and ``_logaddexp2_<T>`` under ``decorator``; ``math(name)`` spells a math
+    function for the emitter (``np.exp``, ``ld.expf``). NumPy's npy_logaddexp/npy_logaddexp2 step by
+    step: equal operands first (equal infinities give no inf - inf), then the larger plus log1p of
+    the smaller's share; NaN falls through. Constants: NPY_LOGE2 and NPY_LOG2E (their float32 forms
+    are these doubles rounded)."""
+    out = {}
+    for fn, eq, exp, scale in (("logaddexp", "0.6931471805599453", "exp", ""),
+                               ("logaddexp2", "1.0", "exp2", f" * np.{T}(1.4426950408889634)")):
+        log1p, exp = math("log1p"), math(exp)
+        out[f"_{fn}_{T}"] = f'''
+{decorator}
+def _{fn}_{T}(x, y):
+    """np.{fn} for {T} (npy_{fn})."""
+    if x == y:
+        return np.{T}(x + np.{T}({eq}))
+    d = np.{T}(x - y)
+    if d > 0:
+        return np.{T}(x + np.{T}({log1p}({exp}(-d)){scale}))
+    if d <= 0:
+        return np.{T}(y + np.{T}({log1p}({exp}(d)){scale}))
+    return d
+'''
+    return out

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import kernel_ir as K
-from .int_helpers import decorated
+from .int_helpers import decorated, logaddexp_sources
 
 # --------------------------------------------------------------------------- scalar rules
 
@@ -72,24 +72,9 @@ def _fpow_{_T}(a, b):
         return np.{_T}(a * a)
     return ld.pow{_f}(a, b)
 ''')
-    # NumPy's npy_logaddexp/npy_logaddexp2 step by step: equal operands first (equal infinities
-    # give no inf - inf), then the larger plus log1p of the smaller's share; NaN falls through.
-    # Constants: NPY_LOGE2 and NPY_LOG2E (their float32 forms are these doubles rounded)
-    for _fn, _eq, _exp, _scale in (("logaddexp", "0.6931471805599453", "exp", ""),
-                                   ("logaddexp2", "1.0", "exp2", f" * np.{_T}(1.4426950408889634)")):
-        _helper(f"_{_fn}_{_T}", f'''
-@cuda.jit(device=True, inline=True)
-def _{_fn}_{_T}(x, y):
-    """np.{_fn} for {_T} (npy_{_fn})."""
-    if x == y:
-        return np.{_T}(x + np.{_T}({_eq}))
-    d = np.{_T}(x - y)
-    if d > 0:
-        return np.{_T}(x + np.{_T}(ld.log1p{_f}(ld.{_exp}{_f}(-d)){_scale}))
-    if d <= 0:
-        return np.{_T}(y + np.{_T}(ld.log1p{_f}(ld.{_exp}{_f}(d)){_scale}))
-    return d
-''')
+    for _name, _src in logaddexp_sources(_T, "@cuda.jit(device=True, inline=True)",
+                                         lambda f, _f=_f: f"ld.{f}{_f}").items():
+        _helper(_name, _src)
 for _name, _src in decorated("@cuda.jit(device=True, inline=True)").items():
     _helper(_name, _src)
 _helper("_log2_float64", '''
