@@ -359,7 +359,8 @@ class _Entry:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
-            outs = [_copy(o) if _inside(o, self._constant_buffers()) else o for o in outs]
+            buffers = self._constant_buffers()
+            outs = [_copy(o) if _inside(o, buffers) else o for o in outs]
         return unflatten(self.graph.out_tree, outs)
 
     def _constant_buffers(self) -> list[tuple[int, int]]:

@@ -44,6 +44,8 @@ EINSUM_CONTRACTED = {"np.einsum('...ij,...jk->...ik', {a}, {b})": (-1, -2),
                      "np.einsum('...i,...i', {a}, {b})": (-1, -1),
                      "np.einsum('i...,i...->...', {a}, {b})": (0, 0),
                      "np.einsum('ij,kj', {a}, {b})": (1, 1)}
+# binary ufuncs whose second operand is guarded (divisors, exponents, shift counts) and kept on the right
+_GUARDED = ("floor_divide", "remainder", "fmod", "power", "left_shift", "right_shift")
 UNARY_OPERATORS = {"negative": "-{}", "positive": "+{}", "absolute": "abs({})", "invert": "~{}"}
 BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
           "float_power", "arctan2", "hypot", "maximum", "minimum", "fmax", "fmin", "equal",
@@ -355,7 +357,7 @@ class _Gen:
         if self.env[x].dtype.kind != "f":
             return x
         keep = f"({x} == {x})"
-        if Program(0, 0, (), tuple(self.steps), ()).ops() & ZERO_SIGN_UNSPECIFIED:
+        if self._zero_sign_open():
             keep += f" & ({x} != 0)"
         return f"np.where({keep}, {x}, 0.0)"
 
@@ -364,10 +366,13 @@ class _Gen:
         reciprocal): zeros made +0.0 after ops whose zero sign NumPy leaves open (a contraction on
         the GPU gives -0.0 for a product of -0.0 where NumPy's loop starts from +0.0: cuda seed 51
         #894, arctan2 of it was -pi against pi)."""
-        if self.env[x].dtype.kind != "f" or \
-                not Program(0, 0, (), tuple(self.steps), ()).ops() & ZERO_SIGN_UNSPECIFIED:
+        if self.env[x].dtype.kind != "f" or not self._zero_sign_open():
             return x
         return f"np.where({x} != 0, {x}, 0.0)"
+
+    def _zero_sign_open(self) -> bool:
+        """Whether a step so far is an op whose zero sign NumPy leaves open."""
+        return bool(Program(0, 0, (), tuple(self.steps), ()).ops() & ZERO_SIGN_UNSPECIFIED)
 
     def _safe_divisor(self, b: str, loop) -> str:
         loop = np.dtype(loop)
@@ -382,15 +387,14 @@ class _Gen:
         name = self.choice(BINARY)
         a = self.var()
         use_const = self.chance(0.25)
-        b = self.const(small=name in ("floor_divide", "remainder", "fmod", "power", "left_shift",
-                                      "right_shift", "ldexp")) if use_const else self.var()
+        b = self.const(small=name in _GUARDED + ("ldexp",)) if use_const else self.var()
         if use_const and self.chance(0.3):
             a, b = b, a                              # constant on the left
-            if name in ("floor_divide", "remainder", "fmod", "power", "left_shift", "right_shift"):
+            if name in _GUARDED:
                 a, b = b, a
         raw = (f"({a} {BINARY_OPERATORS[name]} {b})" if name in BINARY_OPERATORS and self.chance(0.6)
                else f"np.{name}({a}, {b})")
-        guarded = name in ("floor_divide", "remainder", "fmod", "power", "left_shift", "right_shift")
+        guarded = name in _GUARDED
         try:
             # the loop dtype, probed with a harmless divisor/exponent: NumPy's own errors for
             # negative integer powers depend on values, which kfuse cannot see

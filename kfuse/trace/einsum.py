@@ -186,8 +186,8 @@ def _pair(a: Node, la: list[str], b: Node, lb: list[str], keep: set, sizes) -> t
     fa = [s for s in la if s not in lb]
     fb = [s for s in lb if s not in la]
     nb, nfa, nfb = len(batch), len(fa), len(fb)
+    a = _arrange(a, la, batch + fa + contract, shared, sizes)
     if contract and fa and fb and a.dtype != np.bool_:       # a matrix product: one matmul
-        a = _arrange(a, la, batch + fa + contract, shared, sizes)
         b = _arrange(b, lb, batch + contract + fb, shared, sizes)
         k = math.prod(a.shape[nb + nfa:])
         a2 = reshape_node(a, a.shape[:nb] + (math.prod(a.shape[nb:nb + nfa]), k))
@@ -195,7 +195,6 @@ def _pair(a: Node, la: list[str], b: Node, lb: list[str], keep: set, sizes) -> t
         prod = as_node(matmul(Tracer(a2), Tracer(b2)))
         return reshape_node(prod, a.shape[:nb + nfa] + b.shape[-nfb:]), batch + fa + fb
     # a broadcast multiply over (batch, fa, fb, contract), then a sum over the contracted labels
-    a = _arrange(a, la, batch + fa + contract, shared, sizes)
     b = _arrange(b, lb, batch + fb + contract, shared, sizes)
     a = reshape_node(a, a.shape[:nb + nfa] + (1,) * nfb + a.shape[nb + nfa:])
     b = reshape_node(b, b.shape[:nb] + (1,) * nfa + b.shape[nb:])

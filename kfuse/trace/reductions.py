@@ -127,10 +127,10 @@ def _count(shape, axes) -> int:
 
 def _div_count(node: Node, count) -> Node:
     """``true_divide(node, intp(count))`` cast back to node's dtype, as NumPy's _mean/_var do."""
-    if isinstance(count, Node):
-        q = apply_ufunc("divide", Tracer(node), Tracer(count))
-        return cast(q.node, node.dtype)
-    c = np.intp(count) if isinstance(count, (int, np.integer)) else np.float64(count)
+    if isinstance(count, Node):             # a where= mask's count (intp)
+        c = Tracer(count)
+    else:
+        c = np.intp(count) if isinstance(count, (int, np.integer)) else np.float64(count)
     q = apply_ufunc("divide", Tracer(node), c)
     return cast(q.node, node.dtype)
 
@@ -234,7 +234,7 @@ def _var_node(fname, a, axis, dtype, ddof, keepdims, where=_NV) -> tuple[Node, n
     sum_dt = _numpy_dtype("sum", x.dtype, node.ndim, axes, **kw)
     ret = _sum_where(x.node, axes, keepdims, sum_dt, where)
     if masked:              # NumPy: maximum(count - ddof, 0), an intp array
-        n = _where_count(where, node.shape, axes, keepdims)
+        n = reshape_node(n, _out_shape(node.shape, axes, keepdims))      # the mean's count
         rcount = apply_ufunc("maximum", apply_ufunc("subtract", Tracer(n), np.intp(ddof)), np.intp(0)).node
     else:
         rcount = n - ddof
