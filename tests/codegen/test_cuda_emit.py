@@ -6,7 +6,6 @@ NVRTC 13.5 emits PTX ISA 9.5, which ptxas 13.0 rejects; the PTX is validated aft
 """
 import dataclasses
 import os
-import shutil
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ from handplan import one_group_plan, trace  # noqa: E402
 from kfuse.codegen import cuda, nvrtc  # noqa: E402
 from kfuse.errors import CompileError  # noqa: E402
 
-PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
+from tests.codegen.ptx_backends import PTXAS  # noqa: E402
 
 
 def gelu(x, w, b):

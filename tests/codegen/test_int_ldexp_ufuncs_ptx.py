@@ -6,9 +6,7 @@ The values are checked on a GPU by ``tests/runtime/test_int_ldexp_ufuncs_jit.py`
 import numpy as np
 import pytest
 
-import kfuse
-from tests.codegen.ptx_backends import BACKENDS
-from tests.codegen.test_new_ufuncs_ptx import PTXAS, _ptxas
+from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
 
 
 def int_ldexp_ufuncs(x, i, j, e):
@@ -31,29 +29,15 @@ SPECS = {      # float operand, integer operands, exponent
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", SPECS)
 def test_int_ldexp_ufuncs_compile_to_ptx(case, backend, tmp_path):
-    pytest.importorskip("cuda.bindings.nvrtc")
-    if backend == "numba-cuda" and case.startswith("bf16"):
-        pytest.skip("bfloat16 runs on the CUDA C backend only")
     f, i, e = SPECS[case]
     fn = int_ldexp_ufuncs_u64 if i.startswith("u64") else int_ldexp_ufuncs
-    lowered = kfuse.jit(fn, backend=backend).lower(f, i, i, e)
-    kernels = lowered.kernels(for_gpu=True)
+    src = compile_to_ptx(fn, backend, (f, i, i, e), tmp_path, case)
     wide = i[1:3] == "64"
     if backend == "cuda":
-        from kfuse.codegen import cuda, nvrtc
-        src = "\n".join(cuda.emit(k) for k in kernels)
         utype = "unsigned long long" if wide else "unsigned int"
         assert "kf_gcd<" in src and "kf_lcm<" in src and f", {utype}>(" in src
         assert "kf_bitcount<" in src and "ldexp" in src
         assert ("2147483647LL" in src) == ("i64" in (e[:3], i[:3]))     # int64-exponent loops
-        ptxs = [nvrtc.compile(cuda.emit(k), arch="sm_90").ptx for k in kernels]
     else:
-        from kfuse.codegen import numba_cuda
-        src = "\n".join(numba_cuda.emit(k) for k in kernels)
         assert "_gcd(" in src and "_lcm(" in src and "ld.popcll(" in src and "ld.ldexp" in src
         assert ("_uabs(" in src) == i.startswith("i")
-        ptxs = [numba_cuda.compile_ptx(numba_cuda.emit(k), arch="sm_90") for k in kernels]
-    for k, ptx in enumerate(ptxs):
-        assert ".entry" in ptx
-        if PTXAS:
-            _ptxas(ptx, tmp_path / f"{case}_{k}.ptx")

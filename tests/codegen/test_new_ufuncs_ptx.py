@@ -3,17 +3,10 @@ GPU backends without a GPU: each kernel's CUDA C (NVRTC) or Numba-CUDA source be
 ptxas accepts for sm_90, for every register type (float16/bfloat16 in float32, float32, float64)
 and integer fmod of signed, unsigned, narrow and 64-bit ints. The values are checked on a GPU by
 ``tests/runtime/test_new_ufuncs_jit.py``."""
-import os
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 
-import kfuse
-from tests.codegen.ptx_backends import BACKENDS
-
-PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
+from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
 
 
 def new_ufuncs(x, y, i, j):
@@ -31,34 +24,13 @@ SPECS = {      # float operands, integer operands
 }
 
 
-def _ptxas(ptx: str, path) -> None:
-    from kfuse.codegen.nvrtc import ptx_for_ptxas
-    path.write_text(ptx_for_ptxas(ptx))
-    r = subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", os.devnull], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", SPECS)
 def test_new_ufuncs_compile_to_ptx(case, backend, tmp_path):
-    pytest.importorskip("cuda.bindings.nvrtc")
-    if backend == "numba-cuda" and case.startswith("bf16"):
-        pytest.skip("bfloat16 runs on the CUDA C backend only")
     f, i = SPECS[case]
-    lowered = kfuse.jit(new_ufuncs, backend=backend).lower(f, f, i, i)
-    kernels = lowered.kernels(for_gpu=True)
+    src = compile_to_ptx(new_ufuncs, backend, (f, f, i, i), tmp_path, case)
     if backend == "cuda":
-        from kfuse.codegen import cuda, nvrtc
-        src = "\n".join(cuda.emit(k) for k in kernels)
         assert "asinh" in src and "kf_logaddexp2<" in src and "kf_fmod_i<" in src
-        ptxs = [nvrtc.compile(cuda.emit(k), arch="sm_90").ptx for k in kernels]
     else:
-        from kfuse.codegen import numba_cuda
-        src = "\n".join(numba_cuda.emit(k) for k in kernels)
         assert "ld.asinh" in src and "_logaddexp2_" in src and "ld.signbit" in src
         assert ("_uremainder(" if i.startswith("u") else "_sfmod(") in src
-        ptxs = [numba_cuda.compile_ptx(numba_cuda.emit(k), arch="sm_90") for k in kernels]
-    for k, ptx in enumerate(ptxs):
-        assert ".entry" in ptx
-        if PTXAS:
-            _ptxas(ptx, tmp_path / f"{case}_{k}.ptx")

@@ -3,7 +3,6 @@ sm_90 with numba.cuda.compile_ptx (libNVVM; skipped when numba-cuda or libNVVM i
 assemble the PTX with ptxas where it is installed."""
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -18,7 +17,7 @@ from kfuse.codegen import numba_cuda as nc  # noqa: E402
 from kfuse.codegen.cuda import lower_for_cuda  # noqa: E402
 from kfuse.errors import DeviceError  # noqa: E402
 
-PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
+from tests.codegen.ptx_backends import PTXAS  # noqa: E402
 
 
 def gelu(x, w, b):
