@@ -282,6 +282,8 @@ class _Emitter:
             return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
         if isinstance(st, K.Const):
             return f"{st.dst} = {_literal(st.value, st.dtype)}"
+        if isinstance(st, K.Index):
+            return f"{st.dst} = np.int64({st.expr})"
         if isinstance(st, K.Op):
             return f"{st.dst} = {self.op_expr(st)}"
         if isinstance(st, K.Store):
@@ -439,6 +441,8 @@ def _value_keys(body) -> dict:
             keys[s.dst] = ("load", s.buf, s.dtype, tuple(map(str, s.index)))
         elif isinstance(s, K.Const):
             keys[s.dst] = ("const", s.dtype, repr(s.value))
+        elif isinstance(s, K.Index):
+            keys[s.dst] = ("index", str(s.expr))
         elif isinstance(s, K.Op):
             keys[s.dst] = (s.op, s.dtype, s.arg_dtypes, tuple(keys.get(a, ("var", a)) for a in s.args))
     return keys

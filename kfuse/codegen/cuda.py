@@ -148,6 +148,9 @@ class _Gen(AccEmitter):
             self.dt[s.dst] = s.dtype
             self.consts[s.dst] = s.value
             return f"const {ctype(s.dtype)} {s.dst} = {const_literal(s.value, s.dtype)};"
+        if isinstance(s, K.Index):
+            self.dt[s.dst] = s.dtype
+            return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){index_c(s.expr)};"
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
             args = list(s.args)

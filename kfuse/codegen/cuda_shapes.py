@@ -87,6 +87,8 @@ def vector_ok(kir: K.KernelIR) -> bool:
         return False
     last = f"i{dims[-1]}"
     for s in kir.phases[0].pre:
+        if isinstance(s, K.Index) and last in K.expr_vars(s.expr):
+            return False            # the vector lanes share the innermost variable's value
         if isinstance(s, (K.Load, K.Store)):
             used = any(last in K.expr_vars(e) for e in s.index)
             if isinstance(s, K.Store) and not vector_access(s.index, last):

@@ -13,7 +13,8 @@ Per outer index the kernel runs its ``phases`` in order. A :class:`Phase` is
 An elementwise kernel is one phase whose ``pre`` computes and stores everything (``inner == ()``).
 
 Statements are SSA over scalar variables ``v<k>`` (names are unique in a kernel):
-:class:`Load` (input buffer at an index), :class:`Const`, :class:`Op` (a NumPy ufunc name, or
+:class:`Load` (input buffer at an index), :class:`Const`, :class:`Index` (an index expression
+as an int64 value), :class:`Op` (a NumPy ufunc name, or
 ``"cast"``/``"where"``, computed with the NumPy loop dtypes ``arg_dtypes -> dtype``),
 :class:`Store` (output buffer at an index). Index expressions (:class:`IVar`, :class:`ILit`,
 :class:`IBin`) use loop variables and run-time int64 *size parameters* (:class:`SizeParam`):
@@ -187,6 +188,17 @@ class Op:
 
 
 @dataclasses.dataclass(frozen=True)
+class Index:
+    """``dst: int64 = expr``: an index expression as a value (a PAD's bounds test)."""
+    dst: str
+    expr: Expr
+    dtype: str = "int64"
+
+    def __str__(self) -> str:
+        return f"{self.dst}: int64 = index {self.expr}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Store:
     buf: int                        # index into KernelIR.outputs
     index: tuple[Expr, ...]
@@ -196,7 +208,7 @@ class Store:
         return f"store out{self.buf}[{', '.join(map(str, self.index))}] = {self.src}"
 
 
-Stmt = Union[Load, Const, Op, Store]
+Stmt = Union[Load, Const, Index, Op, Store]
 
 # Reduction kinds and their combine rules (emitters implement exactly these):
 #   sum/prod: acc op= src (ints wrap; float16/float32 accumulate in acc_dtype = float64; the CUDA

@@ -95,6 +95,8 @@ class _Lowerer:
             v = self.new_var()
             self.emit(K.Const(v, _dt(node), node.attr("value")), False)
             return v, False
+        if op is Op.PAD:
+            return self.pad_value(node, index)
         if op in MOVEMENT:
             return self.value(node.inputs[0], self.move_index(node, index))
         if op in REDUCE:
@@ -110,6 +112,57 @@ class _Lowerer:
             self.emit(K.Op(v, name, _dt(node), tuple(args), tuple(_dt(i) for i in node.inputs)), inner)
             return v, inner
         raise CompileError(f"kfuse: cannot lower {op.value} inside a {self.group.kind} kernel")
+
+    def derived(self, key, inner: bool, stmt_of) -> tuple[str, bool]:
+        """A value no graph node names (a PAD's bounds test), emitted once per ``key``."""
+        if key not in self.memo:
+            v = self.new_var()
+            self.emit(stmt_of(v), inner)
+            self.memo[key] = (v, inner)
+        return self.memo[key]
+
+    def pad_value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        """``where(in the input's region, input at the region's index, fill)``. Outside the region
+        the input is read at a wrapped, in-bounds index (so any fused producer of it runs on valid
+        indices). Along dim d, with start s, step t, length L and ``u = i + (M - s)`` (M the least
+        multiple of t*L >= s, so u >= 0): i is in the region iff ``u // (t*L) == M // (t*L)`` and
+        ``u % t == 0``, and it reads element ``(u % (t*L)) // t``."""
+        src = node.inputs[0]
+        starts, steps = node.attr("starts"), node.attr("steps")
+        src_index, conds = [], []
+        for d, (i, s, t, L) in enumerate(zip(index, starts, steps, src.shape)):
+            t = 1 if L == 1 else t
+            if (s, t, L) == (0, 1, node.shape[d]):
+                src_index.append(i)
+                continue
+            tl = t * L
+            m = -(-s // tl) * tl
+            u = K.add(i, self.size((node, "pad-shift", d), m - s, f"pad shift, dim {d}"))
+            span = self.size((node, "pad-span", d), tl, f"pad span, dim {d}")
+            src_index.append(K.floordiv(K.mod(u, span), K.lit(t)))
+            tests = [(K.floordiv(u, span), self.size((node, "pad-q", d), m // tl, f"pad block, dim {d}"))]
+            if t > 1:
+                tests.append((K.mod(u, K.lit(t)), K.lit(0)))
+            for lhs, rhs in tests:
+                a, b = (self.index_value(e) for e in (lhs, rhs))
+                conds.append(self.op_value("equal", "bool", (a, b), ("int64", "int64")))
+        val = self.value(src, tuple(src_index))
+        if not conds:
+            return val
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = self.op_value("logical_and", "bool", (cond, c), ("bool", "bool"))
+        fill = self.derived(("const", _dt(node), repr(node.attr("fill"))), False,
+                            lambda v: K.Const(v, _dt(node), node.attr("fill")))
+        return self.op_value("where", _dt(node), (cond, val, fill), ("bool", _dt(node), _dt(node)))
+
+    def index_value(self, expr) -> tuple[str, bool]:
+        return self.derived(("index", expr), self._index_inner((expr,)), lambda v: K.Index(v, expr))
+
+    def op_value(self, name: str, dtype: str, args, arg_dtypes) -> tuple[str, bool]:
+        names = tuple(a[0] for a in args)
+        return self.derived(("op", name, names), any(a[1] for a in args),
+                            lambda v: K.Op(v, name, dtype, names, arg_dtypes))
 
     def move_index(self, node: Node, index: tuple) -> tuple:
         src = node.inputs[0]

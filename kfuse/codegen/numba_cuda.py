@@ -184,6 +184,9 @@ class _Gen:
             return f"{self.n(s.dst)} = {ref}"
         if isinstance(s, K.Const):
             return ""                       # hoisted to the kernel's top
+        if isinstance(s, K.Index):
+            self.dt[s.dst] = s.dtype
+            return f"{self.n(s.dst)} = np.int64({self.ix(s.expr)})"
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
             expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
@@ -260,7 +263,8 @@ class _Gen:
         body.append(f"n_ = {total}")
         body.append("step_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
         body.append("u_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
-        order = ([s for s in stmts if isinstance(s, K.Load)] + [s for s in stmts if isinstance(s, K.Op)]
+        order = ([s for s in stmts if isinstance(s, (K.Load, K.Index))]
+                 + [s for s in stmts if isinstance(s, K.Op)]
                  + [s for s in stmts if isinstance(s, K.Store)])
 
         def lanes(n: int) -> list[str]:

@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from . import gen_arrays
 from .compare import CONTRACTIONS, ZERO_SIGN_UNSPECIFIED
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -130,11 +131,28 @@ class InputSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
+    """``out = expr``, then ``writes``: statements writing into ``out`` (``out[1:] = 0``)."""
     out: str
     expr: str
+    writes: tuple[str, ...] = ()
 
     def uses(self) -> list[str]:
-        return NAME_RE.findall(self.expr)
+        return [n for n in NAME_RE.findall(" ".join((self.expr,) + self.writes)) if n != self.out]
+
+    def lines(self) -> list[str]:
+        return [f"{self.out} = {self.expr}", *self.writes]
+
+    def run(self, env: dict):
+        """The step's value in ``env`` (NumPy), writes included."""
+        if not self.writes:
+            return _evaluate(self.expr, env)
+        scope = dict(env)
+        scope[self.out] = _evaluate(self.expr, env)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with np.errstate(all="ignore"):
+                exec("\n".join(self.writes), {"np": np, "nan": float("nan"), "inf": float("inf")}, scope)
+        return scope[self.out]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +167,7 @@ class Program:
 
     def source(self) -> str:
         lines = [f"def {self.fn_name}({', '.join(i.name for i in self.inputs)}):"]
-        lines += [f"    {s.out} = {s.expr}" for s in self.steps]
+        lines += [f"    {line}" for s in self.steps for line in s.lines()]
         if self.tuple_out or len(self.outputs) != 1:
             lines.append(f"    return ({', '.join(self.outputs)},)")
         else:
@@ -173,10 +191,13 @@ class Program:
         """Names of the NumPy functions/methods the program calls (for reports)."""
         names = set()
         for s in self.steps:
-            names.update(re.findall(r"np\.([a-z_0-9]+)\(", s.expr))
-            names.update(re.findall(r"\.([a-z_]+)\(", s.expr))
-            if "@" in s.expr:
+            text = " ".join(s.lines())
+            names.update(re.findall(r"np\.([a-z_0-9]+)\(", text))
+            names.update(re.findall(r"\.([a-z_]+)\(", text))
+            if "@" in text:
                 names.add("matmul")
+            if s.writes:
+                names.add("setitem")
         return names - {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                         "uint64", "float16", "float32", "float64", "bool"}
 
@@ -545,26 +566,28 @@ class _Gen:
     def step(self) -> bool:
         """Add one step; False when the program ended with an expected NumPy error."""
         kinds = (self.gen_unary, self.gen_binary, self.gen_reduction, self.gen_movement,
-                 self.gen_matmul, self.gen_other)
-        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09])
+                 self.gen_matmul, self.gen_other, lambda: gen_arrays.assemble(self),
+                 lambda: gen_arrays.write(self))
+        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09, 0.05, 0.05])
         for _ in range(30):
             gen = kinds[int(self.rng.choice(len(kinds), p=weights / weights.sum()))]
-            expr = gen()
-            if expr is None:
+            made = gen()
+            if made is None:
                 continue
-            name = f"v{len(self.steps)}"
+            step = Step(f"v{len(self.steps)}", *made) if isinstance(made, tuple) else \
+                Step(f"v{len(self.steps)}", made)
             try:
-                val = _evaluate(expr, self.env)
+                val = step.run(self.env)
             except Exception:
                 if self.chance(0.04):
-                    self.steps.append(Step(name, expr))
+                    self.steps.append(step)
                     return False
                 continue
             val = np.asarray(val)
             if val.dtype.name not in DTYPES or val.size > MAX_ELEMENTS:
                 continue
-            self.steps.append(Step(name, expr))
-            self.env[name] = val
+            self.steps.append(step)
+            self.env[step.out] = val
             return True
         return True
 

@@ -68,12 +68,11 @@ def run_numpy(program: Program):
 
 def _loosest_float(program: Program):
     """The least precise float dtype among the program's inputs and intermediates (NumPy)."""
-    from .generator import _evaluate
     env = {i.name: i.build() for i in program.inputs}
     dts = [a.dtype for a in env.values()]
     try:
         for st in program.steps:
-            env[st.out] = np.asarray(_evaluate(st.expr, env))
+            env[st.out] = np.asarray(st.run(env))
             dts.append(env[st.out].dtype)
     except Exception:       # noqa: BLE001
         pass

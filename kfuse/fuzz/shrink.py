@@ -49,7 +49,7 @@ def renumber(p: Program) -> Program:
         return _sub(_sub(x, tmp), back)
     return dataclasses.replace(
         p, inputs=tuple(dataclasses.replace(i, name=ren(i.name)) for i in p.inputs),
-        steps=tuple(Step(ren(s.out), ren(s.expr)) for s in p.steps),
+        steps=tuple(Step(ren(s.out), ren(s.expr), tuple(map(ren, s.writes))) for s in p.steps),
         outputs=tuple(ren(o) for o in p.outputs))
 
 
@@ -61,7 +61,8 @@ def _candidates(p: Program):
     for k in range(len(p.steps) - 1, -1, -1):
         s = p.steps[k]
         for u in dict.fromkeys(s.uses()):
-            rest = tuple(Step(t.out, _sub(t.expr, {s.out: u})) for t in p.steps[k + 1:])
+            rest = tuple(Step(t.out, _sub(t.expr, {s.out: u}), tuple(_sub(w, {s.out: u}) for w in t.writes))
+                         for t in p.steps[k + 1:])
             outs = tuple(dict.fromkeys(u if o == s.out else o for o in p.outputs))
             yield dataclasses.replace(p, steps=p.steps[:k] + rest, outputs=outs)
     for k, spec in enumerate(p.inputs):

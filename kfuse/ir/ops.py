@@ -18,7 +18,10 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
 * Movement: ``BROADCAST`` (NumPy right-aligned rules to ``node.shape``), ``RESHAPE`` (C order,
   to ``node.shape``), ``PERMUTE`` (``attrs["perm"]``), ``SLICE`` (``attrs["starts"]``,
   ``attrs["steps"]``: per dim; element i of dim d reads ``starts[d] + i * steps[d]``; lengths are
-  ``node.shape``).
+  ``node.shape``). ``PAD`` (``attrs["starts"]``, ``attrs["steps"]`` (positive), ``attrs["fill"]``)
+  is the inverse of a SLICE: the input's element k of dim d lands at ``starts[d] + k * steps[d]``
+  of ``node.shape``, every other element is ``fill`` (a Python scalar of ``node.dtype``); the
+  input has at least one element. Concatenation, ``np.pad`` and item assignment are built on it.
 * ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch
   dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
 * ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.
@@ -125,6 +128,7 @@ class Op(enum.Enum):
     RESHAPE = "reshape"
     PERMUTE = "permute"
     SLICE = "slice"
+    PAD = "pad"
     # contraction
     MATMUL = "matmul"
 
@@ -150,7 +154,7 @@ BINARY = frozenset({
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
-MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE})
+MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE, Op.PAD})
 CONTRACTION = frozenset({Op.MATMUL})
 
 # Relative cost of one application, in "flops", for the roofline model (special functions weighted).

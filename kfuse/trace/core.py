@@ -83,15 +83,44 @@ def pytype_of(dtype: np.dtype) -> type:
 
 
 class Tracer:
-    """Stands for one array (or weak scalar) value of the traced function: wraps an IR node."""
+    """Stands for one array (or weak scalar) value of the traced function: wraps an IR node.
 
-    __slots__ = ("node", "weak")
+    Item assignment and in-place operators (:mod:`kfuse.trace.mutation`) give a tracer a new node.
+    A *view* (``x[1:]``, ``x.T``: a tracer made by a NumPy function that returns a view) keeps
+    its ``base`` (the tracer owning the data), the movement nodes ``chain`` leading from the base's
+    node to its own, and the base node it was derived from: when the base has been written since,
+    ``node`` re-derives the view from the base's new node, as NumPy's view would show the write.
+    ``exact`` is False for a reshape, which NumPy makes a view or a copy depending on memory
+    layout: such a tracer refuses to be read once its base changed (the answer would depend on
+    strides kfuse does not model). ``readonly`` names why the data may not be written (an
+    argument: the caller's array)."""
+
+    __slots__ = ("_node", "weak", "base", "chain", "_from", "exact", "readonly")
     __array_priority__ = 1000.0
     __hash__ = None  # like ndarray: value equality is elementwise, so not hashable
 
-    def __init__(self, node: Node, weak: type | None = None):
-        self.node = node
+    def __init__(self, node: Node, weak: type | None = None, readonly: str | None = None):
+        self._node = node
         self.weak = weak
+        self.base: Tracer | None = None
+        self.chain: tuple[Node, ...] = ()
+        self._from: Node | None = None
+        self.exact = True
+        self.readonly = readonly
+
+    @property
+    def node(self) -> Node:
+        base = self.base
+        if base is not None and base.node is not self._from:
+            if not self.exact:
+                raise unsupported("reading a reshaped array after the array it was reshaped from "
+                                  "was written", "NumPy makes the reshape a view or a copy "
+                                  "depending on memory layout; reshape after the writes, or copy")
+            n = base.node
+            for m in self.chain:
+                n = m.replace(inputs=(n,) + m.inputs[1:])
+            self._node, self._from = n, base.node
+        return self._node
 
     # --- static properties (shapes are static while tracing) -------------------------------
     @property
@@ -128,12 +157,12 @@ class Tracer:
         return f"Tracer({self.node!r}{kind})"
 
     # --- Python control flow on values cannot be traced --------------------------------------
-    def _control_flow(self, what: str):
+    def _control_flow(self, what: str, hint: str = ""):
         raise TraceError(
             f"kfuse: {what} of a traced array{at(loc())}: the value is not known while tracing "
             "(Python control flow such as `if`/`while`/`and`/`or` on array values cannot be "
             "compiled). Use np.where(cond, a, b) for a data-dependent choice, or pass the argument "
-            "through static_argnames if it is a compile-time constant.")
+            "through static_argnames if it is a compile-time constant." + hint)
 
     def __bool__(self):
         self._control_flow("bool()")
@@ -151,7 +180,10 @@ class Tracer:
         self._control_flow("use as an index/int (__index__)")
 
     def __array__(self, dtype=None, copy=None):
-        self._control_flow("np.asarray()/conversion to a NumPy array")
+        self._control_flow("np.asarray()/conversion to a NumPy array", hint=(
+            " An assignment into a NumPy array (a[...] = x, with a from np.zeros/np.empty) "
+            "converts x too: make that array a traced one instead (np.zeros_like(x, shape=...), "
+            "np.full_like(x, value, shape=...))."))
 
     def item(self, *args):
         self._control_flow(".item()")

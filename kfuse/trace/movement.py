@@ -190,41 +190,56 @@ def atleast_nd(a, n: int):
 def getitem(a, key):
     """Basic indexing: ints (negative ok), slices (any step), None/np.newaxis, Ellipsis."""
     node = as_node(a, "indexed array")
+    starts, steps, lengths, out_shape = basic_index(node.shape, key)
+    result = node
+    if tuple(lengths) != node.shape or any(s != 0 for s in starts):
+        result = mk(Op.SLICE, node.dtype, tuple(lengths), [node],
+                    {"starts": tuple(starts), "steps": tuple(steps)})
+    return Tracer(reshape_node(result, tuple(out_shape)))
+
+
+def basic_index(shape: tuple, key) -> tuple[list, list, list, list]:
+    """A basic index into ``shape`` as the SLICE it reads: (starts, steps, lengths) per dim of
+    ``shape`` (an int index is a length-1 slice), and the result's shape (ints dropped, None
+    added). Raises NumPy's IndexError, or UnsupportedError for advanced indexing."""
     if not isinstance(key, tuple):
         key = (key,)
     for k in key:
         if isinstance(k, (bool, np.bool_)) or not (
                 k is None or k is Ellipsis or isinstance(k, slice)
                 or isinstance(k, (int, np.integer))):
-            what = ("boolean indexing" if isinstance(k, (bool, np.bool_)) or
-                    getattr(k, "dtype", None) == np.bool_ else "fancy (integer array) indexing")
-            if isinstance(k, Tracer):
-                what = "indexing with a traced array"
+            if isinstance(k, (bool, np.bool_)) or getattr(k, "dtype", None) == np.bool_:
+                what = ("boolean indexing" if len(key) == 1 else
+                        "boolean indexing combined with other indices (x[mask, i])")
+            else:
+                what = ("indexing with a traced array" if isinstance(k, Tracer)
+                        else "fancy (integer array) indexing")
             raise unsupported(what, "only basic indexing (ints, slices, None, ...) is supported")
         if isinstance(k, slice):
             for part in (k.start, k.stop, k.step):
                 if part is not None and not isinstance(part, (int, np.integer)):
                     raise unsupported("slice bounds that are not Python ints",
                                       "use static_argnames for a bound known when compiling")
+    ndim = len(shape)
     n_ell = sum(k is Ellipsis for k in key)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     n_real = sum(k is not None and k is not Ellipsis for k in key)
-    if n_real > node.ndim:
-        raise IndexError(f"too many indices for array: array is {node.ndim}-dimensional, but "
+    if n_real > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
                          f"{n_real} were indexed{at(loc())}")
     if n_ell:
         i = key.index(Ellipsis)
-        key = key[:i] + (slice(None),) * (node.ndim - n_real) + key[i + 1:]
+        key = key[:i] + (slice(None),) * (ndim - n_real) + key[i + 1:]
     else:
-        key = key + (slice(None),) * (node.ndim - n_real)
+        key = key + (slice(None),) * (ndim - n_real)
     starts, steps, lengths, out_shape = [], [], [], []
     dim = 0
     for k in key:
         if k is None:
             out_shape.append(1)
             continue
-        size = node.shape[dim]
+        size = shape[dim]
         if isinstance(k, slice):
             start, stop, step = k.indices(size)
             length = len(range(start, stop, step))
@@ -241,8 +256,4 @@ def getitem(a, key):
             steps.append(1)
             lengths.append(1)
         dim += 1
-    result = node
-    if tuple(lengths) != node.shape or any(s != 0 for s in starts):
-        result = mk(Op.SLICE, node.dtype, tuple(lengths), [node],
-                    {"starts": tuple(starts), "steps": tuple(steps)})
-    return Tracer(reshape_node(result, tuple(out_shape)))
+    return starts, steps, lengths, out_shape

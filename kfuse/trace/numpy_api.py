@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import assemble as asm
 from . import einsum as es
 from . import elementwise as ew
 from . import linalg as la
 from . import movement as mv
 from . import reductions as rd
+from .mutation import unit_dims_only, viewing
+from .selection import Selection
 from .core import Tracer, as_node, unsupported
 
 
@@ -55,18 +58,27 @@ FUNCTIONS = {
     np.argmax: rd.argmax, np.argmin: rd.argmin,
     np.dot: la.dot, np.inner: la.inner, np.vdot: la.vdot, np.outer: la.outer,
     np.tensordot: la.tensordot, np.einsum: es.einsum,
-    np.reshape: mv.reshape, np.ravel: mv.ravel, np.transpose: mv.transpose,
-    np.swapaxes: mv.swapaxes, np.moveaxis: mv.moveaxis, np.expand_dims: mv.expand_dims,
-    np.squeeze: mv.squeeze, np.broadcast_to: mv.broadcast_to,
-    np.broadcast_arrays: mv.broadcast_arrays,
+    np.reshape: viewing(mv.reshape, unit_dims_only),
+    np.ravel: viewing(mv.ravel, unit_dims_only), np.transpose: viewing(mv.transpose),
+    np.swapaxes: viewing(mv.swapaxes), np.moveaxis: viewing(mv.moveaxis), np.expand_dims: viewing(mv.expand_dims),
+    np.squeeze: viewing(mv.squeeze), np.broadcast_to: viewing(mv.broadcast_to),
+    np.broadcast_arrays: viewing(mv.broadcast_arrays),
     np.where: ew.where, np.clip: ew.clip, np.round: ew.round_, np.around: ew.round_,
     np.zeros_like: ew.zeros_like, np.ones_like: ew.ones_like, np.full_like: ew.full_like,
     np.shape: _shape, np.ndim: _ndim, np.size: _size, np.copy: _copy,
-    np.ascontiguousarray: _asarray_like, np.asfortranarray: _asarray_like,
-    np.atleast_1d: _atleast(1), np.atleast_2d: _atleast(2), np.atleast_3d: _atleast(3),
+    np.ascontiguousarray: viewing(_asarray_like, False),
+    np.asfortranarray: viewing(_asarray_like, False),
+    np.atleast_1d: viewing(_atleast(1)), np.atleast_2d: viewing(_atleast(2)),
+    np.atleast_3d: viewing(_atleast(3)),
+    np.concatenate: asm.concatenate, np.stack: asm.stack, np.hstack: asm.hstack,
+    np.vstack: asm.vstack, np.dstack: asm.dstack, np.column_stack: asm.column_stack,
+    np.append: asm.append, np.pad: asm.pad, np.roll: asm.roll, np.flip: viewing(asm.flip),
+    np.fliplr: viewing(asm.fliplr), np.flipud: viewing(asm.flipud), np.diff: asm.diff,
 }
-for _name, _fn in (("astype", ew.astype), ("permute_dims", mv.permute_dims),
-                   ("matrix_transpose", mv.matrix_transpose)):
+if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
+    FUNCTIONS[np.concat] = asm.concatenate
+for _name, _fn in (("astype", ew.astype), ("permute_dims", viewing(mv.permute_dims)),
+                   ("matrix_transpose", viewing(mv.matrix_transpose))):
     if hasattr(np, _name):           # NumPy >= 2.0 array-API names
         FUNCTIONS[getattr(np, _name)] = _fn
 
@@ -93,6 +105,8 @@ VECTOR_GUFUNCS = frozenset({"vecdot", "matvec", "vecmat"})    # NumPy >= 2.2 con
 
 def array_ufunc(ufunc, method, *inputs, **kwargs):
     """``Tracer.__array_ufunc__``."""
+    if any(isinstance(x, Selection) for x in inputs):
+        return NotImplemented                   # Selection.__array_ufunc__ takes the mix
     name = ufunc.__name__
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,)

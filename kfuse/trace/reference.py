@@ -55,6 +55,11 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
         return args[0].transpose(node.attr("perm"))
     if op is Op.SLICE:
         return args[0][_slices(node)]
+    if op is Op.PAD:
+        out = np.full(node.shape, node.attr("fill"), dtype=node.dtype)
+        out[tuple(slice(s, s + t * (n - 1) + 1, t) for s, t, n in
+                  zip(node.attr("starts"), node.attr("steps"), args[0].shape))] = args[0]
+        return out
     if op is Op.MATMUL:
         return np.asarray(np.matmul(*args))
     raise NotImplementedError(f"reference: no rule for {op}")

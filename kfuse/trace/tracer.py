@@ -17,9 +17,11 @@ from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
 from . import elementwise as ew
 from . import linalg as la
 from . import movement as mv
+from . import mutation as mut
 from . import numpy_api
 from . import reductions as rd
 from .core import Tracer, collecting_constants, mk, operand, unsupported
+from .selection import Selection, install_operators
 
 __all__ = ["Tracer", "trace_function"]
 
@@ -36,8 +38,8 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "in
 
 def _binary(ufunc: str, reflected: bool):
     def op(self, other):
-        if getattr(type(other), "__array_ufunc__", 0) is None:   # it opted out of NumPy ops
-            return NotImplemented
+        if getattr(type(other), "__array_ufunc__", 0) is None or isinstance(other, Selection):
+            return NotImplemented               # it opted out of NumPy ops / handles the mix
         a, b = (other, self) if reflected else (self, other)
         return ew.apply_ufunc(ufunc, a, b, python_op=True)
     return op
@@ -83,15 +85,14 @@ def _rdivmod(self, other):
             ew.apply_ufunc("remainder", other, self, python_op=True))
 
 
-def _inplace(name: str):
+def _inplace(operator_fn, ufunc: str):
+    """``x op= y``: NumPy's ``op(x, y, out=x)`` (:func:`kfuse.trace.mutation.update`)."""
     def op(self, other):
-        raise unsupported(f"in-place operator {name} on a traced array",
-                          "write `x = x + y` instead of `x += y` on arrays")
+        result = operator_fn(self, other)
+        if result is NotImplemented:
+            return result
+        return mut.update(self, result, ufunc)
     return op
-
-
-def _setitem(self, key, value):
-    raise unsupported("item assignment (x[...] = v) on a traced array", "use np.where")
 
 
 def _iter(self):
@@ -138,33 +139,36 @@ def _install() -> None:
     for name, uf in _BINARY.items():
         setattr(T, f"__{name}__", _binary(uf, False))
         setattr(T, f"__r{name}__", _binary(uf, True))
-        setattr(T, f"__i{name}__", _inplace(f"__i{name}__"))
+        setattr(T, f"__i{name}__", _inplace(getattr(T, f"__{name}__"), uf))
     for name, uf in _COMPARE.items():
         setattr(T, f"__{name}__", _binary(uf, False))
     for name, uf in _UNARY.items():
         setattr(T, f"__{name}__", _unary(uf))
     T.__pow__ = _pow
+    T.__ipow__ = _inplace(_pow, "power")
     T.__matmul__ = lambda self, other: la.matmul(self, other)
     T.__rmatmul__ = lambda self, other: la.matmul(other, self)
-    T.__imatmul__ = _inplace("__imatmul__")
+    T.__imatmul__ = _inplace(T.__matmul__, "matmul")
     T.__divmod__, T.__rdivmod__ = _divmod, _rdivmod
-    T.__getitem__ = lambda self, key: mv.getitem(self, key)
-    T.__setitem__ = _setitem
+    T.__getitem__ = mut.getitem
+    T.__setitem__ = mut.setitem
     T.__iter__ = _iter
     T.__array_ufunc__ = _array_ufunc
     T.__array_function__ = _array_function
     for name, fn in (("sum", rd.sum), ("prod", rd.prod), ("mean", rd.mean), ("max", rd.max),
                      ("min", rd.min), ("any", rd.any), ("all", rd.all), ("var", rd.var),
                      ("std", rd.std), ("argmax", rd.argmax), ("argmin", rd.argmin),
-                     ("astype", ew.astype), ("swapaxes", mv.swapaxes), ("squeeze", mv.squeeze),
-                     ("dot", la.dot), ("ravel", mv.ravel), ("flatten", mv.ravel),
+                     ("astype", ew.astype), ("swapaxes", mut.viewing(mv.swapaxes)),
+                     ("squeeze", mut.viewing(mv.squeeze)), ("dot", la.dot),
+                     ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
                      ("round", ew.round_), ("copy", numpy_api._copy)):
         setattr(T, name, _method(fn))
-    T.reshape = _reshape_method
-    T.transpose = _transpose_method
+    T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
+    T.transpose = mut.viewing(_transpose_method)
     T.clip = _clip_method
-    T.T = property(lambda self: mv.transpose(self))
-    T.mT = property(lambda self: mv.matrix_transpose(self))
+    T.T = property(mut.viewing(mv.transpose))
+    T.mT = property(mut.viewing(mv.matrix_transpose))
+    install_operators(_BINARY, _COMPARE, _UNARY)
 
 
 _install()
@@ -176,7 +180,7 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
         dt = check_supported(spec.dtype, f"argument {pname!r}")
         node = Node(Op.INPUT, dt, tuple(spec.shape), (), {"index": index, "name": pname},
                     loc=None)
-        return Tracer(node)
+        return Tracer(node, readonly=f"argument {pname!r}")
     if isinstance(spec, ScalarSpec):
         if spec.pytype not in (bool, int, float):
             raise unsupported(f"scalar argument {pname!r} of type {spec.pytype.__name__}")
@@ -195,6 +199,8 @@ def _flatten(value: Any, outputs: list[Node], path: str):
                               for k, v in value.items()))
     if isinstance(value, Tracer):
         node = value.node
+    elif isinstance(value, Selection):
+        value._dynamic(f"returning ({path})")
     elif isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         o = operand(value, f"return value {path}")
         node = o.node if o.node is not None else mk(Op.CONST, o.dtype, (), attrs={"value": o.value})

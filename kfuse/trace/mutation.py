@@ -1,0 +1,268 @@
+"""Writes into traced arrays with NumPy's semantics: item assignment (``x[key] = v``), in-place
+operators (``x += y``) and the views they show through.
+
+A write gives the written tracer a new node (a ``WHERE`` over the region, :func:`assemble.overlay`)
+instead of changing memory. A view (``v = x[1:]``, ``x.T``; see :class:`~kfuse.trace.core.Tracer`)
+written into passes the write back to its base through the inverse of each movement between them
+(a slice's region, the inverse permutation, the reshape back); a view read after its base was
+written is re-derived from the base's new node. So ``x[0] = 1; y = x[:, ::-1]; y[1] = 2`` gives
+NumPy's ``x`` and ``y``.
+
+Refused, with a clear error: writing into an argument (NumPy would change the caller's array),
+into a broadcast (read-only in NumPy too, ValueError), through a reshape whose view-or-copy NumPy
+decides by memory layout, and assigning an array of values through a boolean mask (its length is
+the mask's count, not known while tracing).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import at
+from ..ir.graph import Node
+from ..ir.ops import Op
+from . import movement as mv
+from .assemble import overlay
+from .core import Tracer, broadcast, cast, const_node, loc, mk, operand, unsupported
+from .selection import Selection
+
+_VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
+
+
+# --- views -----------------------------------------------------------------------------------
+def link_view(result, source, exact: bool = True):
+    """Mark ``result`` (just made from ``source`` by a NumPy function that returns a view) as a
+    view of ``source``'s data; ``exact=False`` for a view-or-copy (reshape). Returns ``result``."""
+    if not isinstance(result, Tracer) or not isinstance(source, Tracer) or source.weak is not None:
+        return result
+    src, n, chain = source.node, result.node, []
+    while n is not src:
+        if n.op not in _VIEW_OPS:
+            return result                       # not a movement of source: a new array
+        chain.append(n)
+        n = n.inputs[0]
+    root = source.base if source.base is not None else source
+    result.base, result.chain = root, source.chain + tuple(reversed(chain))
+    result._from, result.exact, result.readonly = root.node, source.exact and exact, source.readonly
+    return result
+
+
+def viewing(fn, exact=True):
+    """``fn`` (a movement function whose NumPy counterpart returns a view of its first argument),
+    its results linked to that argument. ``exact``: a bool, or a predicate on (source, result)."""
+    def wrapped(a, *args, **kwargs):
+        res = fn(a, *args, **kwargs)
+        if isinstance(res, tuple):          # np.broadcast_arrays / np.atleast_*d of several
+            srcs = (a,) + args
+            return tuple(link_view(r, s) for r, s in zip(res, srcs))
+        ok = exact(a, res) if callable(exact) else exact
+        return link_view(res, a, ok)
+    wrapped.__name__ = getattr(fn, "__name__", "view")
+    return wrapped
+
+
+def unit_dims_only(source, result) -> bool:
+    """A reshape that only adds or drops length-1 dims, a view whatever the memory layout."""
+    def core(shape):
+        return tuple(s for s in shape if s != 1)
+    return isinstance(source, Tracer) and core(source.shape) == core(result.shape)
+
+
+def getitem(a, key):
+    """``a[key]``: a view, except a 0-d result without ``...`` (NumPy gives a scalar copy); a
+    boolean mask gives a :class:`Selection`."""
+    mask = _mask(key)
+    if mask is not None:
+        node = a.node
+        _check_mask(node, mask)
+        return Selection(node, mask)
+    res = mv.getitem(a, key)
+    if res.ndim == 0 and not any(k is Ellipsis for k in (key if isinstance(key, tuple) else (key,))):
+        return res
+    return link_view(res, a)
+
+
+# --- writes ----------------------------------------------------------------------------------
+def _check_writable(t: Tracer, what: str) -> None:
+    if t.weak is not None:
+        raise TypeError(f"'{t.weak.__name__}' object does not support {what}{at(loc())}")
+    if any(m.op is Op.BROADCAST for m in t.chain):
+        raise ValueError(f"assignment destination is read-only{at(loc())}")
+    if t.readonly:
+        raise unsupported(f"{what} into {t.readonly}", "it would change the caller's array; "
+                          "copy it first (x = x.copy()) or return the new value")
+    if not t.exact:
+        raise unsupported(f"{what} through a reshape", "NumPy writes the original array or a "
+                          "copy depending on memory layout; write before reshaping, or copy")
+
+
+def setitem(t: Tracer, key, value) -> None:
+    """``t[key] = value``."""
+    _check_writable(t, "item assignment")
+    _store(t, _assigned(t.node, key, value))
+
+
+def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
+    """``t op= y`` given ``result = t op y``: NumPy's ``op(t, y, out=t)`` (same_kind casting, no
+    broadcasting of ``t``). Python scalars and 0-d values that are not views rebind instead, as
+    NumPy scalars are immutable."""
+    if t.weak is not None or (t.ndim == 0 and t.base is None and not t.readonly):
+        return result
+    _check_writable(t, f"in-place {ufunc}")
+    if result.shape != t.shape:
+        raise ValueError(f"non-broadcastable output operand with shape {_fmt(t.shape)} doesn't "
+                         f"match the broadcast shape {_fmt(result.shape)}{at(loc())}")
+    check_same_kind(ufunc, result.dtype, t.dtype)
+    _store(t, cast(result.node, t.dtype))
+    return t
+
+
+def check_same_kind(ufunc: str, result: np.dtype, out: np.dtype) -> None:
+    """Raise NumPy's own error (a UFuncTypeError) when ``ufunc``'s ``result`` dtype cannot be cast
+    to the written array's dtype ``out`` under same_kind casting, with the user's line noted."""
+    if np.can_cast(result, out, "same_kind"):
+        return
+    fn = getattr(np, ufunc)
+    shape = (1, 1) if ufunc == "matmul" else ()
+    try:
+        with np.errstate(all="ignore"):
+            fn(*[np.zeros(shape, result)] * fn.nin, out=np.empty(shape, out), casting="same_kind")
+    except TypeError as e:
+        e.add_note(f"kfuse: in-place {ufunc}{at(loc())}")
+        raise e from None
+    raise TypeError(f"Cannot cast ufunc '{ufunc}' output from dtype('{result}') to dtype('{out}') "
+                    f"with casting rule 'same_kind'{at(loc())}")
+
+
+def _fmt(shape) -> str:
+    return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _store(t: Tracer, new: Node) -> None:
+    """Make ``new`` the value of ``t``: of its base, through the inverse of its view chain."""
+    if t.base is None:
+        t._node = new
+        return
+    root = t.base
+    nodes = [root.node]
+    for m in t.chain:
+        nodes.append(m.replace(inputs=(nodes[-1],) + m.inputs[1:]))
+    child = new
+    for m, parent in zip(reversed(t.chain), reversed(nodes[:-1])):
+        child = _unview(m, parent, child)
+    root._node = child
+
+
+def _unview(m: Node, parent: Node, child: Node) -> Node:
+    """``parent`` after its view ``m`` (a movement of it) was given the value ``child``."""
+    if m.op is Op.RESHAPE:
+        return mv.reshape_node(child, parent.shape)
+    if m.op is Op.PERMUTE:
+        return mv.permute_node(child, np.argsort(m.attr("perm")))
+    if m.op is Op.SLICE:
+        return _overlay(parent, child, list(m.attr("starts")), list(m.attr("steps")))
+    raise ValueError(f"assignment destination is read-only{at(loc())}")
+
+
+def _overlay(base: Node, piece: Node, starts: list, steps: list) -> Node:
+    """``base`` with ``piece`` written at a slice's region (negative steps: the piece reversed)."""
+    if piece.size == 0:
+        return base
+    flip = [slice(None)] * piece.ndim
+    for d, (s, t, n) in enumerate(zip(starts, steps, piece.shape)):
+        if t < 0:
+            starts[d], steps[d], flip[d] = s + (n - 1) * t, -t, slice(None, None, -1)
+    if any(f.step for f in flip):
+        piece = mv.getitem(Tracer(piece), tuple(flip)).node
+    return overlay(base, piece, starts, steps)
+
+
+def _mask(key) -> Node | None:
+    """The node of a boolean-array index (a traced or constant mask), else None."""
+    if isinstance(key, (Tracer, np.ndarray)) and key.dtype == np.bool_ and key.ndim:
+        return operand(key, "boolean index").node
+    return None
+
+
+def _assigned(cur: Node, key, value) -> Node:
+    """The node of ``cur`` after ``cur[key] = value``."""
+    mask = _mask(key)
+    if mask is not None:
+        return _masked(cur, mask, value)
+    starts, steps, lengths, out_shape = mv.basic_index(cur.shape, key)
+    piece = _value_node(value, cur.dtype, tuple(out_shape))
+    return _overlay(cur, mv.reshape_node(piece, tuple(lengths)), starts, steps)
+
+
+def _value_node(value, dtype, shape: tuple) -> Node:
+    """The assigned value cast (unsafe, as NumPy's setitem; a Python int out of range raises) and
+    broadcast to the indexed ``shape`` (extra leading length-1 dims dropped, as NumPy does)."""
+    if isinstance(value, (list, tuple)):
+        value = np.asarray(value)
+    o = operand(value, "assigned value")
+    if o.node is None:      # converted as NumPy's setitem does (NaN into ints, ints out of range raise)
+        slot = np.empty((), dtype)
+        try:
+            slot[()] = o.value
+        except (ValueError, OverflowError) as e:
+            raise type(e)(f"{e}{at(loc())}") from None
+        node = const_node(slot.item(), dtype)
+    else:
+        node = cast(o.node, dtype)
+    while node.ndim > len(shape) and node.shape[0] == 1:
+        node = mv.reshape_node(node, node.shape[1:])
+    try:
+        fits = node.ndim <= len(shape) and np.broadcast_shapes(node.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"could not broadcast input array from shape {_fmt(node.shape)} into "
+                         f"shape {_fmt(shape)}{at(loc())}")
+    return broadcast(node, shape)
+
+
+def _check_mask(cur: Node, mask: Node) -> None:
+    """NumPy's IndexError for a boolean index that does not match the leading dims."""
+    k = mask.ndim
+    if k > cur.ndim:
+        raise IndexError(f"too many indices for array: array is {cur.ndim}-dimensional, but "
+                         f"{k} were indexed{at(loc())}")
+    if mask.shape != cur.shape[:k]:
+        bad = next(d for d in range(k) if mask.shape[d] != cur.shape[d])
+        raise IndexError(f"boolean index did not match indexed array along axis {bad}; size of "
+                         f"axis is {cur.shape[bad]} but size of corresponding boolean axis is "
+                         f"{mask.shape[bad]}{at(loc())}")
+
+
+def _masked(cur: Node, mask: Node, value) -> Node:
+    """``cur[mask] = value`` with a boolean ``mask`` over ``cur``'s leading dims: a ``where``. The
+    value must be the same for every selected position (a scalar, or one row of the trailing dims)."""
+    _check_mask(cur, mask)
+    k = mask.ndim
+    trailing = cur.shape[k:]
+    if isinstance(value, Selection):
+        if value.mask is not mask:
+            raise unsupported("assigning x[mask1] under a different mask (y[mask2] = x[mask1])",
+                              "use the same mask on both sides")
+        try:
+            fits = np.broadcast_shapes(value.values.shape, cur.shape) == cur.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"shape mismatch: value array of shape {_fmt(value.values.shape)} "
+                             f"could not be broadcast to indexing result of shape "
+                             f"{_fmt(cur.shape)} (at full shape){at(loc())}")
+        src = broadcast(value.values, cur.shape)
+        return mk(Op.WHERE, cur.dtype, cur.shape, [value.full_mask(cur.shape), cast(src, cur.dtype), cur])
+    o = operand(np.asarray(value) if isinstance(value, (list, tuple)) else value, "assigned value")
+    vshape = o.shape
+    while len(vshape) > len(trailing) + 1 and vshape[0] == 1:
+        vshape = vshape[1:]
+    if len(vshape) == len(trailing) + 1 and vshape[0] == 1:
+        vshape = vshape[1:]
+    if len(vshape) > len(trailing):
+        raise unsupported("assigning an array of values through a boolean mask (x[mask] = v)",
+                          "its length is the mask's count, unknown while tracing; "
+                          "use x = np.where(mask, v, x) with v shaped like x")
+    node = _value_node(value, cur.dtype, trailing)
+    full_mask = broadcast(mv.reshape_node(mask, mask.shape + (1,) * len(trailing)), cur.shape)
+    return mk(Op.WHERE, cur.dtype, cur.shape, [full_mask, broadcast(node, cur.shape), cur])

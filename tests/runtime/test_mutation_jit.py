@@ -1,0 +1,237 @@
+"""Item assignment and in-place operators through ``kfuse.jit`` on every backend against NumPy
+(kfuse/trace/mutation.py): writes into regions, through views (slices, reversed slices,
+transposes, added axes) and back, boolean-mask writes, augmented assignment with NumPy's
+casting rule, aliases that see the write and scalars that do not."""
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.errors import UnsupportedError
+from tolerance import assert_matches_numpy
+
+BACKENDS = [pytest.param("cpu", id="cpu"),
+            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
+            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
+
+
+def region_writes(a):
+    b = a.copy()
+    b[0] = 1
+    b[:, 2] += 3
+    b[-1, ::-2] = a[0, :4]
+    return b
+
+
+def write_through_reversed_view(a):
+    b = a * 2
+    v = b[1:, ::-1]
+    v[1] = -5
+    return b, v
+
+
+def write_through_transpose(a):
+    b = a + 0
+    t = b.T
+    t[0, :] = 7
+    b += 1
+    return b, t
+
+
+def mask_writes(a):
+    b = a * 1
+    b[b < 0] = 0
+    rows = b[:, 0] > 1
+    b[rows] = a[0]
+    return b
+
+
+def into_zeros_like(a):
+    b = np.zeros_like(a)
+    b[::2, 1::3] = a[::2, 1::3] * 3
+    b[-1] = np.arange(a.shape[1])
+    return b
+
+
+def augmented(a):
+    b = a.astype(np.float64)
+    b *= 2.5
+    b -= a
+    b /= 3
+    b **= 2
+    return b
+
+
+def scalars_rebind(a):
+    b = a * 1
+    s = b.sum()
+    s += 1
+    t = b[0, 0]
+    u = t
+    t += 10
+    return b, s, t, u
+
+
+def aliases_see_writes(a):
+    b = a + 1
+    c = b
+    c += 1
+    e = b[None, ..., None]
+    e[0, 2, :, 0] = 9
+    return b, c
+
+
+def overlapping_copy(a):
+    b = a.copy()
+    b[1:3] = b[0:2]
+    b[...] = b * 2
+    b[2, 3] = -1
+    return b
+
+
+def write_then_reduce(a):
+    b = a.copy()
+    b[:, 0] = 0
+    b[1] = b[1] - b[1].max()
+    return b.sum(axis=1), np.exp(b - b.max(axis=1, keepdims=True))
+
+
+def masked_update(a):
+    b = a.copy()
+    b[b > 0] *= 2
+    m = a < 0
+    b[m] = np.where(a[m] < -1, -1, a[m])
+    return b
+
+
+def masked_reductions(a):
+    rows = a[:, 0] > 0
+    return (a[a > 0].sum(), a[a > 1].mean(), np.max(a[a < 0]), a[a > 0].astype(np.float64).std(),
+            a[rows].sum(axis=0), a[rows].max(axis=0, keepdims=True), (a[rows] ** 2).mean(axis=(0, 1)))
+
+
+def selection_alias(a):
+    s = a[a > 0]
+    t = s
+    s += 1
+    b = np.zeros_like(a)
+    b[a > 0] = t
+    b[a < 0] = -a[a < 0]
+    return b
+
+
+FUNCS = [masked_update, masked_reductions, selection_alias, region_writes, write_through_reversed_view, write_through_transpose, mask_writes,
+         into_zeros_like, augmented, scalars_rebind, aliases_see_writes, overlapping_copy,
+         write_then_reduce]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_match_numpy(backend, fn, dtype, cupy_for):
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((5, 7)) * 4).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = fn(a.copy())
+    want = want if isinstance(want, tuple) else (want,)
+    f = kfuse.jit(fn, backend=backend)
+    with np.errstate(all="ignore"):
+        if backend == "cpu":
+            got = f(a)
+        else:
+            cp = cupy_for(backend)
+            got = f(cp.asarray(a))
+            got = tuple(cp.asnumpy(g) for g in got) if isinstance(got, tuple) else cp.asnumpy(got)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert_matches_numpy(g, w, reductions=True)
+
+
+def _argument_write(a):
+    a[0] = 1
+    return a
+
+
+def _argument_iadd(a):
+    a += 1
+    return a
+
+
+def _reshape_write(a):
+    b = a.copy()
+    r = b.reshape(-1)
+    r[0] = 1
+    return b
+
+
+def _reshape_read_after_write(a):
+    b = a.copy()
+    r = b.reshape(-1)
+    b[0] = 1
+    return r
+
+
+def _broadcast_write(a):
+    v = np.broadcast_to(a[0], a.shape)
+    v[0, 0] = 1
+    return v
+
+
+def _masked_other_mask(a):
+    b = a * 2
+    b[b > 3] = a[a > 3] * 2
+    return b
+
+
+def _return_selection(a):
+    return a[a > 3]
+
+
+def _selection_length(a):
+    return a * len(a[a > 3])
+
+
+def _int_iadd_float(a):
+    b = a.copy()
+    b += 1.5
+    return b
+
+
+def _non_broadcastable_iadd(a):
+    b = a[0].copy()
+    b += a
+    return b
+
+
+def _bad_value_shape(a):
+    b = a.copy()
+    b[0] = a[:2, :3]
+    return b
+
+
+@pytest.mark.parametrize("fn, error, text", [
+    (_argument_write, UnsupportedError, "argument 'a'"),
+    (_argument_iadd, UnsupportedError, "argument 'a'"),
+    (_reshape_write, UnsupportedError, "through a reshape"),
+    (_reshape_read_after_write, UnsupportedError, "reshaped array"),
+    (_broadcast_write, ValueError, "read-only"),
+    (_masked_other_mask, UnsupportedError, "different mask"),
+    (_return_selection, UnsupportedError, "boolean-indexed array"),
+    (_selection_length, UnsupportedError, "len() of a boolean-indexed array"),
+    (_int_iadd_float, TypeError, "same_kind"),
+    (_non_broadcastable_iadd, ValueError, "non-broadcastable output operand"),
+    (_bad_value_shape, ValueError, "could not broadcast input array from shape (2,3) into shape (7,)"),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_refused_writes_name_the_line(fn, error, text):
+    a = np.arange(35, dtype=np.int64).reshape(5, 7)
+    with pytest.raises(error) as info:
+        kfuse.jit(fn)(a)
+    message = "\n".join([str(info.value)] + getattr(info.value, "__notes__", []))
+    assert text in message
+    assert "test_mutation_jit.py:" in message
+    if error is not UnsupportedError:       # NumPy raises the same type on the same code
+        with pytest.raises(error) as numpy_info:
+            fn(a.copy())
+        assert type(info.value) is type(numpy_info.value)
