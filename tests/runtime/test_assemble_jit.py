@@ -72,6 +72,8 @@ def test_assembled_arrays_match_numpy(backend, name, dtype, cupy_for):
     a, b = _inputs(dtype)
     if name == "pad-softmax" and a.dtype.kind != "f":
         pytest.skip("softmax of an integer array")
+    if name == "concat-matmul" and backend == "numba-cuda":
+        pytest.skip("matmul runs on the CUDA C backend (cuBLAS) only")
     with np.errstate(all="ignore"):
         want = fn(a, b)
     f = kfuse.jit(fn, backend=backend)
