@@ -65,6 +65,20 @@ def _value(g) -> str:
     return g.const() if r < 0.5 else g.var() if r < 0.75 else f"{g.var()} * 2"
 
 
+def _defined(g, out: str, start, line: str) -> bool:
+    """Whether NumPy's result for ``line`` is defined: no float value written into an integer
+    array (an out-of-range float->int cast: x86 wraps, the GPU saturates; see docs/FUZZING.md)."""
+    if start.dtype.kind not in "iu":
+        return True
+    from .generator import _evaluate
+    rhs = line.split("= ", 1)[1]
+    try:
+        val = _evaluate(rhs, {**g.env, out: start})
+    except Exception:       # noqa: BLE001 - NumPy rejects it: kfuse must raise the same
+        return True
+    return np.asarray(val).dtype.kind != "f" and not isinstance(val, float)
+
+
 def write(g) -> tuple[str, tuple[str, ...]] | None:
     a = g.var(lambda v: v.ndim >= 1)
     if a is None:
@@ -72,6 +86,11 @@ def write(g) -> tuple[str, tuple[str, ...]] | None:
     x = g.env[a]
     out = f"v{len(g.steps)}"
     expr = g.choice((f"{a}.copy()", f"np.zeros_like({a})", f"{a} * 1"))
+    from .generator import _evaluate
+    try:
+        start = np.asarray(_evaluate(expr, g.env))
+    except Exception:       # noqa: BLE001
+        return None
     lines = []
     for _ in range(int(g.rng.integers(1, 3))):
         kind = g.choice(("region", "region", "augmented", "mask", "mask-augmented", "view",
@@ -96,4 +115,6 @@ def write(g) -> tuple[str, tuple[str, ...]] | None:
         elif x.dtype.kind == "f":     # (a NaN mean into ints: NumPy raises, a kernel cannot)
             red = g.choice(("sum()", "mean()", "max(initial=0)", "min(initial=1)", "any()", "prod()"))
             lines.append(f"{out}[...] = {out}[{out} > 0].{red}")
-    return expr, tuple(lines)
+        if lines and not _defined(g, out, start, lines[-1]):
+            lines.pop()
+    return (expr, tuple(lines)) if lines else None

@@ -202,7 +202,7 @@ def _value_node(value, dtype, shape: tuple) -> Node:
     if o.node is None:      # converted as NumPy's setitem does (NaN into ints, ints out of range raise)
         slot = np.empty((), dtype)
         try:
-            slot[()] = o.value
+            slot[()] = value            # (NumPy's own rules: np.int64(-1) wraps into uint16)
         except (ValueError, OverflowError) as e:
             raise type(e)(f"{e}{at(loc())}") from None
         node = const_node(slot.item(), dtype)
