@@ -71,7 +71,9 @@ def _defined(g, out: str, start, line: str) -> bool:
     if start.dtype.kind not in "iu":
         return True
     from .generator import _evaluate
-    rhs = line.split("= ", 1)[1]
+    if "] = " not in line:      # an augmented write: NumPy's same_kind rule rejects float into int
+        return True
+    rhs = line.split("] = ", 1)[1]
     try:
         val = _evaluate(rhs, {**g.env, out: start})
     except Exception:       # noqa: BLE001 - NumPy rejects it: kfuse must raise the same
