@@ -48,6 +48,14 @@ NumPy's einsum of three operands and np.matmul do; NumPy's two-operand loops som
 instead, ``x * sum(y)``, depending on strides (``einsum('ij,jk', [[inf]], [[1], [-1], [2]])`` is inf
 there, with a second row of x nan). The two agree on finite values up to rounding; where
 infinities of both signs meet, kfuse gives nan and NumPy may give inf.
+
+Writes and selections (``kfuse/trace/mutation.py``, ``selection.py``): ``x[mask].max()`` and
+``.min()`` of an empty selection give the identity (-inf, +inf, the integer limits) where NumPy
+raises ValueError (a kernel cannot raise; pass ``initial=`` to make the two agree). A traced float
+written into an integer array casts as ``astype`` does: values out of the integer's range are
+undefined in NumPy (x86 wraps, the GPUs saturate), as for any float-to-int cast. ``x += 1`` on a
+0-d value that is not a view rebinds it, as on a NumPy scalar (a 0-d array aliased elsewhere would
+see the update in NumPy).
 """
 from __future__ import annotations
 
