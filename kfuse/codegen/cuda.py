@@ -261,6 +261,7 @@ class _Gen(AccEmitter):
             return self.wrap(body)
         last = f"i{dims[-1]}"
         lanes, loads, stores, fetch = [], {}, [], []
+        gathered = False
         for s in ph.pre:
             if isinstance(s, K.Load):
                 off = self.offset("in", s.buf, s.index)
@@ -268,6 +269,8 @@ class _Gen(AccEmitter):
                 if vector_access(s.index, last):
                     fetch.append((f"KfVec<{st}, {V}>", f"w_{s.dst}", self.vload(s, V, off, dims)))
                     loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
+                elif any(last in K.expr_vars(e) for e in s.index):
+                    gathered = True     # a lane's own element (a PAD's wrapped read): in the lane loop
                 else:
                     fetch.append((st, f"w_{s.dst}", f"in{s.buf}[{off}]"))
                     loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
@@ -279,6 +282,10 @@ class _Gen(AccEmitter):
             else:
                 lanes.append(self.stmt(s))
         compute = [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
+        per_lane = gathered or any(isinstance(s, K.Index) and last in K.expr_vars(s.expr) for s in ph.pre)
+        if per_lane:        # the lanes' own innermost index (gathers, a PAD's bounds tests)
+            compute.append(f"const IDX ib_ = {last};")
+            lanes.insert(0, f"const IDX {last} = ib_ + e_; (void){last};")
         compute.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
         compute += ["  " + x for x in lanes]
         compute.append("}")

@@ -78,24 +78,22 @@ def vector_accesses(kir: K.KernelIR):
 
 
 def vector_ok(kir: K.KernelIR) -> bool:
-    """Whether the elementwise IR admits the vector variant (every access is contiguous along the
-    innermost loop variable or independent of it)."""
+    """Whether the elementwise IR admits the vector variant: every store contiguous along the
+    innermost loop variable, every load contiguous along it or independent of it (read once) --
+    except in a kernel with a PAD along it (an index test on it): there a load using it another
+    way (the PAD's wrapped read) is gathered lane by lane."""
     if kir.kind == "reduce":
         return False
     dims = kir.loop_dims(range(len(kir.domain)))
     if not dims:
         return False
     last = f"i{dims[-1]}"
-    for s in kir.phases[0].pre:
-        if isinstance(s, K.Index) and last in K.expr_vars(s.expr):
-            return False            # the vector lanes share the innermost variable's value
-        if isinstance(s, (K.Load, K.Store)):
-            used = any(last in K.expr_vars(e) for e in s.index)
-            if isinstance(s, K.Store) and not vector_access(s.index, last):
-                return False
-            if used and not vector_access(s.index, last):
-                return False
-    return True
+    stmts = kir.phases[0].pre
+    if any(isinstance(s, K.Store) and not vector_access(s.index, last) for s in stmts):
+        return False
+    gathers = [s for s in stmts if isinstance(s, K.Load) and not vector_access(s.index, last)
+               and any(last in K.expr_vars(e) for e in s.index)]
+    return not gathers or any(isinstance(s, K.Index) and last in K.expr_vars(s.expr) for s in stmts)
 
 
 def max_itemsize(kir: K.KernelIR) -> int:

@@ -1,8 +1,8 @@
 """Kernels with PAD (concatenation, np.pad, item assignment into a region, a reduction over a
 padded row) compile on both GPU backends without a GPU: their index tests (``K.Index``
 statements) become PTX that ptxas accepts for sm_90. A pad along the innermost dim keeps the CUDA
-C elementwise kernel scalar (the vector lanes would share that index); a pad along an outer dim
-keeps the 16-byte vector accesses. Values are checked on a GPU by tests/runtime/test_assemble_jit.py
+C elementwise kernel's 16-byte stores and contiguous loads, the padded piece gathered lane by
+lane; a pad along an outer dim keeps every access a vector. Values are checked on a GPU by tests/runtime/test_assemble_jit.py
 and tests/runtime/test_mutation_jit.py."""
 import numpy as np
 import pytest
@@ -45,7 +45,23 @@ def test_pad_kernels_compile_to_ptx(fn, dtype, backend, tmp_path):
     assert ("long long" in src) if backend == "cuda" else ("np.int64(" in src)
 
 
-@pytest.mark.parametrize("fn, vector", [(rotary, False), (rows_then_pad, True)])
-def test_vector_access_only_when_the_pad_is_outer(fn, vector):
-    kernels = kfuse.jit(fn, backend="cuda").lower("f32[64,16]").kernels(for_gpu=True)
+def transposed_sum(a):
+    return a.T + a
+
+
+@pytest.mark.parametrize("fn, vector", [(rotary, True), (rows_then_pad, True), (transposed_sum, False)])
+def test_vector_variant_with_pads(fn, vector):
+    """A pad along the innermost dim gathers its piece lane by lane in the vector variant; a
+    transposed read with no pad keeps the scalar variant."""
+    kernels = kfuse.jit(fn, backend="cuda").lower("f32[64,64]").kernels(for_gpu=True)
     assert [cuda_shapes.vector_ok(k) for k in kernels] == [vector]
+
+
+def test_rotary_vector_kernel_gathers_lane_by_lane(tmp_path):
+    from kfuse.codegen import cuda, nvrtc
+    kernels = kfuse.jit(rotary, backend="cuda").lower("f32[64,64]").kernels(for_gpu=True)
+    variant = cuda_shapes.default_variant(kernels[0])
+    assert variant.vec == 4
+    src = cuda.emit(kernels[0], variant)
+    assert "const IDX ib_ = i1;" in src and "const IDX i1 = ib_ + e_;" in src
+    assert ".entry" in nvrtc.compile(src, arch="sm_90").ptx
