@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .program import _evaluate
+
 _MODES = {"edge": lambda n: 2, "wrap": lambda n: n, "reflect": lambda n: n - 1,
           "symmetric": lambda n: n}
 
@@ -70,7 +72,6 @@ def _defined(g, out: str, start, line: str) -> bool:
     array (an out-of-range float->int cast: x86 wraps, the GPU saturates; see docs/FUZZING.md)."""
     if start.dtype.kind not in "iu":
         return True
-    from .generator import _evaluate
     if "] = " not in line:      # an augmented write: NumPy's same_kind rule rejects float into int
         return True
     rhs = line.split("] = ", 1)[1]
@@ -88,7 +89,6 @@ def write(g) -> tuple[str, tuple[str, ...]] | None:
     x = g.env[a]
     out = f"v{len(g.steps)}"
     expr = g.choice((f"{a}.copy()", f"np.zeros_like({a})", f"{a} * 1"))
-    from .generator import _evaluate
     try:
         start = np.asarray(_evaluate(expr, g.env))
     except Exception:       # noqa: BLE001
