@@ -65,6 +65,7 @@ FUNCTIONS = {
     np.broadcast_arrays: viewing(mv.broadcast_arrays),
     np.where: ew.where, np.clip: ew.clip, np.round: ew.round_, np.around: ew.round_,
     np.zeros_like: ew.zeros_like, np.ones_like: ew.ones_like, np.full_like: ew.full_like,
+    np.empty_like: ew.zeros_like,                   # (NumPy leaves the values open: zeros)
     np.shape: _shape, np.ndim: _ndim, np.size: _size, np.copy: _copy,
     np.ascontiguousarray: viewing(_asarray_like, False),
     np.asfortranarray: viewing(_asarray_like, False),

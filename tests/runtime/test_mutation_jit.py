@@ -46,7 +46,8 @@ def mask_writes(a):
 
 
 def into_zeros_like(a):
-    b = np.zeros_like(a)
+    b = np.empty_like(a)
+    b[...] = 0
     b[::2, 1::3] = a[::2, 1::3] * 3
     b[-1] = np.arange(a.shape[1])
     return b
@@ -235,3 +236,31 @@ def test_refused_writes_name_the_line(fn, error, text):
         with pytest.raises(error) as numpy_info:
             fn(a.copy())
         assert type(info.value) is type(numpy_info.value)
+
+
+def _constant_writes(a):
+    b = a.astype(np.uint16)
+    b[0] = np.int64(-1)             # a NumPy integer scalar wraps (GPU fuzz seed 61 #4430)
+    b[1, :2] = np.float32(70000.5)  # a NumPy float scalar casts unsafely
+    b[2] = True
+    return b
+
+
+def _python_int_out_of_range(a):
+    b = a.astype(np.uint16)
+    b[0] = -1                       # a Python int out of range raises, as in NumPy
+    return b
+
+
+def test_constants_convert_as_numpy_setitem_does():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    with np.errstate(all="ignore"):
+        want = _constant_writes(a)
+        got = kfuse.jit(_constant_writes)(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(OverflowError) as numpy_info:
+        _python_int_out_of_range(a)
+    with pytest.raises(OverflowError) as info:
+        kfuse.jit(_python_int_out_of_range)(a)
+    assert str(numpy_info.value) in str(info.value) and "test_mutation_jit.py:" in str(info.value)
