@@ -1,5 +1,6 @@
 """Arrays built from pieces: ``np.concatenate`` and its stacking forms, ``np.pad``, ``np.roll``,
-``np.flip``, ``np.diff``, ``np.append``, and the region write under item assignment.
+``np.flip``, ``np.diff``, ``np.append``, ``np.tril``/``np.triu``, and the region write under item
+assignment.
 
 Everything here rests on ``PAD`` (the inverse of a slice: a piece placed in a larger shape, a fill
 value elsewhere) and ``WHERE``: the concatenation of pieces p0..pn is
@@ -314,3 +315,17 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     for _ in range(n):
         t = ew.apply_ufunc(name, mv.getitem(t, tuple(lo)), mv.getitem(t, tuple(hi)))
     return t
+
+
+# --- triangles -------------------------------------------------------------------------------
+def tril(m, k=0):
+    """As NumPy: ``where(tri(M, N, k), m, 0)`` over the last two dims (the mask an array constant)."""
+    t = _tracer(m)
+    mask = np.tri(*t.shape[-2:], k=operator.index(k), dtype=bool)
+    return ew.where(mask, t, np.zeros(1, t.dtype))
+
+
+def triu(m, k=0):
+    t = _tracer(m)
+    mask = np.tri(*t.shape[-2:], k=operator.index(k) - 1, dtype=bool)
+    return ew.where(mask, np.zeros(1, t.dtype), t)

@@ -75,6 +75,7 @@ FUNCTIONS = {
     np.vstack: asm.vstack, np.dstack: asm.dstack, np.column_stack: asm.column_stack,
     np.append: asm.append, np.pad: asm.pad, np.roll: asm.roll, np.flip: viewing(asm.flip),
     np.fliplr: viewing(asm.fliplr), np.flipud: viewing(asm.flipud), np.diff: asm.diff,
+    np.tril: asm.tril, np.triu: asm.triu,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
     FUNCTIONS[np.concat] = asm.concatenate

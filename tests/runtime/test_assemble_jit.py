@@ -47,6 +47,7 @@ CASES = {
     "flip": lambda a, b: np.flip(a) - np.fliplr(a) + np.flipud(a),
     "diff": lambda a, b: np.diff(a, n=2, axis=0, prepend=0, append=a[-1:]),
     "rotary": rotary,
+    "tril-triu": lambda a, b: np.tril(a, -1) + np.triu(a, 2) * 2 + np.tril(b[0])[:6],
     "concat-then-sum": lambda a, b: np.concatenate([a, b]).sum(axis=0),
     "concat-then-rowmax": lambda a, b: np.concatenate([a, b], axis=0).max(axis=1),
     "pad-softmax": lambda a, b: (lambda e: e / e.sum(-1, keepdims=True))(
