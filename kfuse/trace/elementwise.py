@@ -117,8 +117,12 @@ def where(condition, x=None, y=None) -> Tracer:
 
 def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
          max=np._NoValue, **kwargs) -> Tracer:
-    if out is not None or kwargs:
-        raise unsupported("np.clip with " + ("out=" if out is not None else ", ".join(kwargs)))
+    if out is not None:
+        from .mutation import write_out
+        return write_out(out, clip(a, a_min, a_max, min=min, max=max, **kwargs), "clip",
+                         kwargs.pop("casting", "same_kind"))
+    if kwargs:
+        raise unsupported("np.clip with " + ", ".join(kwargs))
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
     x = operand(a, "argument of np.clip")

@@ -107,30 +107,51 @@ def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
     NumPy scalars are immutable."""
     if t.weak is not None or (t.ndim == 0 and t.base is None and not t.readonly):
         return result
-    _check_writable(t, f"in-place {ufunc}")
-    if result.shape != t.shape:
-        raise ValueError(f"non-broadcastable output operand with shape {_fmt(t.shape)} doesn't "
-                         f"match the broadcast shape {_fmt(result.shape)}{at(loc())}")
-    check_same_kind(ufunc, result.dtype, t.dtype)
-    _store(t, cast(result.node, t.dtype))
-    return t
+    return write_out(t, result, ufunc, what=f"in-place {ufunc}")
 
 
-def check_same_kind(ufunc: str, result: np.dtype, out: np.dtype) -> None:
+def write_out(o, result: Tracer, ufunc: str, casting: str = "same_kind", where=True,
+              what: str = "") -> Tracer:
+    """``np.<ufunc>(..., out=o, where=where)`` given the result computed without ``out``: NumPy
+    casts it to ``o``'s dtype (``casting``) and broadcasts it to ``o``'s shape; ``where`` False
+    keeps ``o``'s values. Returns ``o``."""
+    what = what or f"np.{ufunc}(..., out=)"
+    if not isinstance(o, Tracer):
+        raise unsupported(f"{what} into a NumPy array", "out= must be a traced array (make it "
+                          "with np.zeros_like / np.empty_like of a traced one)")
+    _check_writable(o, what)
+    try:
+        shape = np.broadcast_shapes(result.shape, o.shape)
+    except ValueError:
+        shape = result.shape
+    if shape != o.shape:
+        raise ValueError(f"non-broadcastable output operand with shape {_fmt(o.shape)} doesn't "
+                         f"match the broadcast shape {_fmt(shape)}{at(loc())}")
+    check_same_kind(ufunc, result.dtype, o.dtype, casting)
+    new = broadcast(cast(result.node, o.dtype), o.shape)
+    if where is not True:
+        w = operand(np.asarray(where) if isinstance(where, (list, tuple, bool)) else where, "where=")
+        m = w.node if w.node is not None else const_node(w.value, np.bool_)
+        new = mk(Op.WHERE, o.dtype, o.shape, [broadcast(cast(m, np.bool_), o.shape), new, o.node])
+    _store(o, new)
+    return o
+
+
+def check_same_kind(ufunc: str, result: np.dtype, out: np.dtype, casting: str = "same_kind") -> None:
     """Raise NumPy's own error (a UFuncTypeError) when ``ufunc``'s ``result`` dtype cannot be cast
-    to the written array's dtype ``out`` under same_kind casting, with the user's line noted."""
-    if np.can_cast(result, out, "same_kind"):
+    to the written array's dtype ``out`` under ``casting``, with the user's line noted."""
+    if np.can_cast(result, out, casting):
         return
     fn = getattr(np, ufunc)
     shape = (1, 1) if ufunc == "matmul" else ()
     try:
         with np.errstate(all="ignore"):
-            fn(*[np.zeros(shape, result)] * fn.nin, out=np.empty(shape, out), casting="same_kind")
+            fn(*[np.zeros(shape, result)] * fn.nin, out=np.empty(shape, out), casting=casting)
     except TypeError as e:
-        e.add_note(f"kfuse: in-place {ufunc}{at(loc())}")
+        e.add_note(f"kfuse: np.{ufunc} writing its result{at(loc())}")
         raise e from None
     raise TypeError(f"Cannot cast ufunc '{ufunc}' output from dtype('{result}') to dtype('{out}') "
-                    f"with casting rule 'same_kind'{at(loc())}")
+                    f"with casting rule '{casting}'{at(loc())}")
 
 
 def _fmt(shape) -> str:

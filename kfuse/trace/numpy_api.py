@@ -15,7 +15,7 @@ from . import elementwise as ew
 from . import linalg as la
 from . import movement as mv
 from . import reductions as rd
-from .mutation import unit_dims_only, viewing
+from .mutation import unit_dims_only, viewing, write_out
 from .selection import Selection
 from .core import Tracer, as_node, unsupported
 
@@ -113,7 +113,16 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,)
     if any(o is not None for o in outs):
-        raise unsupported(f"np.{name} with out=", "return the result instead")
+        if method != "__call__" or len(outs) != ufunc.nout:
+            raise unsupported(f"np.{name}{'' if method == '__call__' else '.' + method} with out=",
+                              "return the result instead")
+        where = kwargs.pop("where", True)
+        casting = kwargs.pop("casting", "same_kind")
+        res = array_ufunc(ufunc, method, *inputs, **kwargs)
+        res = res if isinstance(res, tuple) else (res,)
+        done = tuple(r if o is None else write_out(o, r, name, casting, where)
+                     for o, r in zip(outs, res))
+        return done if ufunc.nout > 1 else done[0]
     if method == "reduce":
         return rd.ufunc_reduce(ufunc, *inputs, **kwargs)
     if method != "__call__":
@@ -124,6 +133,8 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         raise unsupported(f"np.{name} with {', '.join(k + '=' for k in kwargs)}")
     if name == "matmul":
         return la.matmul(*inputs)
+    if name == "divmod":
+        return ew.apply_ufunc("floor_divide", *inputs), ew.apply_ufunc("remainder", *inputs)
     if not ew.supports_ufunc(name):
         raise unsupported(f"np.{name}")
     return ew.apply_ufunc(name, *inputs)

@@ -264,3 +264,48 @@ def test_constants_convert_as_numpy_setitem_does():
     with pytest.raises(OverflowError) as info:
         kfuse.jit(_python_int_out_of_range)(a)
     assert str(numpy_info.value) in str(info.value) and "test_mutation_jit.py:" in str(info.value)
+
+
+def ufunc_out(a):
+    b = np.empty_like(a, dtype=np.float64)
+    np.multiply(a, 2, out=b)
+    c = np.zeros_like(a)
+    np.add(a, 1, out=c, where=a > 0)
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    np.divmod(a, 3, out=(q, r))
+    np.clip(a[0], -2, 2, out=c[0])
+    d = np.zeros((3,) + a.shape[1:], a.dtype)[0] * a[:1]      # (1, n), broadcast into by out=
+    np.negative(a[0], out=d)
+    return b, c, q, r, d
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ufunc_out_matches_numpy(backend, dtype, cupy_for):
+    test_writes_match_numpy(backend, ufunc_out, dtype, cupy_for)
+
+
+def _out_into_argument(a):
+    np.add(a, 1, out=a)
+    return a
+
+
+def _out_wrong_casting(a):
+    b = np.zeros_like(a, dtype=np.int32)
+    np.true_divide(a, 2, out=b)
+    return b
+
+
+def _out_too_small(a):
+    b = np.zeros_like(a[0])
+    np.add(a, 1, out=b)
+    return b
+
+
+@pytest.mark.parametrize("fn, error, text", [
+    (_out_into_argument, UnsupportedError, "argument 'a'"),
+    (_out_wrong_casting, TypeError, "same_kind"),
+    (_out_too_small, ValueError, "non-broadcastable output operand with shape (7,)"),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_refused_out_names_the_line(fn, error, text):
+    test_refused_writes_name_the_line(fn, error, text)
