@@ -1,7 +1,8 @@
 """Fuzz steps that build arrays from pieces and write into them (the generator's ``assemble`` and
 ``write`` kinds): concatenation and stacking, ``np.pad`` in every supported mode, ``np.roll``,
-``np.flip``, ``np.diff``, ``np.append``; item assignment into regions and through views, in-place
-operators, boolean-mask writes and reductions of boolean-mask selections.
+``np.flip``, ``np.diff``, ``np.append``, ``np.tril``/``np.triu``; item assignment into regions and
+through views, in-place operators, ufuncs with ``out=`` (and ``where=``), boolean-mask writes and
+reductions of boolean-mask selections.
 
 Each function takes the generator (``kfuse.fuzz.generator._Gen``: ``rng``, ``env``, ``var``,
 ``const``, ``choice``, ``chance``) and returns an expression, or (for ``write``) an expression
@@ -34,6 +35,8 @@ def assemble(g) -> str | None:
             f"np.roll({a}, {int(g.rng.integers(-4, 5))}, axis={ax})",
             f"np.roll({a}, {int(g.rng.integers(-9, 10))})", f"np.flip({a}, {ax})",
             f"np.diff({a}, axis={ax})", f"np.append({a}, {b})", f"np.hstack([{a}, {b}])"]
+    if nd >= 2:
+        opts += [f"np.tril({a}, {int(g.rng.integers(-2, 3))})", f"np.triu({a}, {int(g.rng.integers(-2, 3))})"]
     if x.shape[d]:
         mode = g.choice(sorted(_MODES))
         w = min(int(g.rng.integers(0, 3)), _MODES[mode](x.shape[d]))
@@ -96,7 +99,7 @@ def write(g) -> tuple[str, tuple[str, ...]] | None:
     lines = []
     for _ in range(int(g.rng.integers(1, 3))):
         kind = g.choice(("region", "region", "augmented", "mask", "mask-augmented", "view",
-                         "selection", "selection-reduce"))
+                         "selection", "selection-reduce", "out"))
         key, op = _key(g, x.shape), g.choice(("+", "-", "*"))
         if kind == "region":
             lines.append(f"{out}[{key}] = {_value(g)}")
@@ -114,6 +117,10 @@ def write(g) -> tuple[str, tuple[str, ...]] | None:
         elif kind == "selection":
             src = g.var(lambda v: v.shape == x.shape)
             lines.append(f"{out}[{out} != 0] = {src}[{out} != 0] {op} {g.const(small=True)}")
+        elif kind == "out":
+            uf = g.choice(("add", "multiply", "subtract", "maximum"))
+            where = f", where=({out} > 0)" if g.chance(0.4) else ""
+            lines.append(f"np.{uf}({g.var(lambda v: v.ndim <= x.ndim)}, {g.const()}, out={out}{where})")
         elif x.dtype.kind == "f":     # (a NaN mean into ints: NumPy raises, a kernel cannot)
             red = g.choice(("sum()", "mean()", "max(initial=0)", "min(initial=1)", "any()", "prod()"))
             lines.append(f"{out}[...] = {out}[{out} > 0].{red}")

@@ -120,6 +120,7 @@ def write_out(o, result: Tracer, ufunc: str, casting: str = "same_kind", where=T
         raise unsupported(f"{what} into a NumPy array", "out= must be a traced array (make it "
                           "with np.zeros_like / np.empty_like of a traced one)")
     _check_writable(o, what)
+    check_same_kind(ufunc, result.dtype, o.dtype, casting)     # (NumPy checks the cast first)
     try:
         shape = np.broadcast_shapes(result.shape, o.shape)
     except ValueError:
@@ -127,7 +128,6 @@ def write_out(o, result: Tracer, ufunc: str, casting: str = "same_kind", where=T
     if shape != o.shape:
         raise ValueError(f"non-broadcastable output operand with shape {_fmt(o.shape)} doesn't "
                          f"match the broadcast shape {_fmt(shape)}{at(loc())}")
-    check_same_kind(ufunc, result.dtype, o.dtype, casting)
     new = broadcast(cast(result.node, o.dtype), o.shape)
     if where is not True:
         w = operand(np.asarray(where) if isinstance(where, (list, tuple, bool)) else where, "where=")
