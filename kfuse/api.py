@@ -307,6 +307,15 @@ def _inside(a, buffers) -> bool:
     return any(start <= p < start + max(n, 1) for start, n in buffers)
 
 
+def _overlap(r1, r2, a, b) -> bool:
+    """Whether two arguments may share memory: NumPy's own test for host arrays, else the address
+    ranges from each one's first element (a conservative test for strided views)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    lo1, lo2 = r1[0], r2[0]
+    return lo1 < lo2 + max(r2[1], 1) and lo2 < lo1 + max(r1[1], 1)
+
+
 def _copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
@@ -349,6 +358,8 @@ class _Entry:
         self._constants = {}            # (array kind, device) -> the graph's array constants there
 
     def run(self, args: tuple):
+        if self.graph.writebacks:
+            self._check_written(args)
         if self._cupy_device is not None:
             outs = self.program.run_checked(self.arrays(args), self._cupy_device)
         elif self._torch_device is not None:
@@ -361,7 +372,32 @@ class _Entry:
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
             buffers = self._constant_buffers()
             outs = [_copy(o) if _inside(o, buffers) else o for o in outs]
+        for i, k in self.graph.writebacks:  # every kernel has run: now the arguments written into
+            arg, new = args[self.positions[i]], outs[k]
+            if _inside(new, [_buffer(arg)]):
+                new = _copy(new)            # (a view of the argument itself: x[...] = x[::-1])
+            if hasattr(arg, "copy_"):
+                arg.copy_(new)
+            else:
+                arg[...] = new
         return unflatten(self.graph.out_tree, outs)
+
+    def _check_written(self, args: tuple) -> None:
+        """Before any kernel runs: an argument the function writes into must be writable and must
+        not share memory with another argument (NumPy would let each write show in the other)."""
+        arrays = [(self.graph.inputs[i].attr("name"), args[pos]) for i, pos in enumerate(self.positions)
+                  if hasattr(args[pos], "shape")]
+        for i, _ in self.graph.writebacks:
+            name, arg = self.graph.inputs[i].attr("name"), args[self.positions[i]]
+            if isinstance(arg, np.ndarray) and not arg.flags.writeable:
+                raise ValueError(f"{self.graph.name}(): argument {name!r} is written into but is "
+                                 "read-only (assignment destination is read-only)")
+            start, n = _buffer(arg)
+            for other, a in arrays:
+                if other != name and _overlap((start, n), _buffer(a), arg, a):
+                    raise UnsupportedError(
+                        f"kfuse: {self.graph.name}() writes into argument {name!r}, which shares "
+                        f"memory with argument {other!r}: pass separate arrays (a copy of one)")
 
     def _constant_buffers(self) -> list[tuple[int, int]]:
         """(address, bytes) of every copy of the array constants handed to the program."""

@@ -141,6 +141,9 @@ class Graph:
     out_tree: OutTree = 0
     # the values of the last len(constants) inputs: array constants of the traced function
     constants: tuple = dataclasses.field(default=(), repr=False)
+    # (input index, output index): an argument the function wrote into, and the output holding its
+    # final value, which the call copies into the caller's array (after the user's outputs)
+    writebacks: tuple[tuple[int, int], ...] = ()
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""

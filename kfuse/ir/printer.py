@@ -24,4 +24,6 @@ def format_graph(graph: Graph) -> str:
     lines = [f"graph {graph.name}:"]
     lines += ["  " + format_node(n, names) for n in nodes]
     lines.append("  return " + ", ".join(names[o] for o in graph.outputs))
+    lines += [f"  write back {names[graph.outputs[o]]} into {names[graph.inputs[i]]}"
+              for i, o in graph.writebacks]
     return "\n".join(lines)

@@ -92,21 +92,21 @@ class Tracer:
     ``node`` re-derives the view from the base's new node, as NumPy's view would show the write.
     ``exact`` is False for a reshape, which NumPy makes a view or a copy depending on memory
     layout: such a tracer refuses to be read once its base changed (the answer would depend on
-    strides kfuse does not model). ``readonly`` names why the data may not be written (an
-    argument: the caller's array)."""
+    strides kfuse does not model). ``argument`` names the caller's argument whose data the tracer
+    is (or views): a write to it is written back into the caller's array after the call."""
 
-    __slots__ = ("_node", "weak", "base", "chain", "_from", "exact", "readonly")
+    __slots__ = ("_node", "weak", "base", "chain", "_from", "exact", "argument")
     __array_priority__ = 1000.0
     __hash__ = None  # like ndarray: value equality is elementwise, so not hashable
 
-    def __init__(self, node: Node, weak: type | None = None, readonly: str | None = None):
+    def __init__(self, node: Node, weak: type | None = None, argument: str | None = None):
         self._node = node
         self.weak = weak
         self.base: Tracer | None = None
         self.chain: tuple[Node, ...] = ()
         self._from: Node | None = None
         self.exact = True
-        self.readonly = readonly
+        self.argument = argument
 
     @property
     def node(self) -> Node:

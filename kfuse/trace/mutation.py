@@ -8,10 +8,13 @@ written into passes the write back to its base through the inverse of each movem
 written is re-derived from the base's new node. So ``x[0] = 1; y = x[:, ::-1]; y[1] = 2`` gives
 NumPy's ``x`` and ``y``.
 
-Refused, with a clear error: writing into an argument (NumPy would change the caller's array),
-into a broadcast (read-only in NumPy too, ValueError), through a reshape whose view-or-copy NumPy
-decides by memory layout, and assigning an array of values through a boolean mask (its length is
-the mask's count, not known while tracing).
+A write into an argument (or a view of one) changes the caller's array, as in NumPy: the traced
+function's graph returns the argument's final value too (``Graph.writebacks``) and the call copies
+it into the argument once every kernel has run (``kfuse.api``).
+
+Refused, with a clear error: writing into a broadcast (read-only in NumPy too, ValueError),
+through a reshape whose view-or-copy NumPy decides by memory layout, and assigning an array of
+values through a boolean mask (its length is the mask's count, not known while tracing).
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ def link_view(result, source, exact: bool = True):
         n = n.inputs[0]
     root = source.base if source.base is not None else source
     result.base, result.chain = root, source.chain + tuple(reversed(chain))
-    result._from, result.exact, result.readonly = root.node, source.exact and exact, source.readonly
+    result._from, result.exact, result.argument = root.node, source.exact and exact, source.argument
     return result
 
 
@@ -87,9 +90,6 @@ def _check_writable(t: Tracer, what: str) -> None:
         raise TypeError(f"'{t.weak.__name__}' object does not support {what}{at(loc())}")
     if any(m.op is Op.BROADCAST for m in t.chain):
         raise ValueError(f"assignment destination is read-only{at(loc())}")
-    if t.readonly:
-        raise unsupported(f"{what} into {t.readonly}", "it would change the caller's array; "
-                          "copy it first (x = x.copy()) or return the new value")
     if not t.exact:
         raise unsupported(f"{what} through a reshape", "NumPy writes the original array or a "
                           "copy depending on memory layout; write before reshaping, or copy")
@@ -105,7 +105,7 @@ def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
     """``t op= y`` given ``result = t op y``: NumPy's ``op(t, y, out=t)`` (same_kind casting, no
     broadcasting of ``t``). Python scalars and 0-d values that are not views rebind instead, as
     NumPy scalars are immutable."""
-    if t.weak is not None or (t.ndim == 0 and t.base is None and not t.readonly):
+    if t.weak is not None or (t.ndim == 0 and t.base is None and t.argument is None):
         return result
     return write_out(t, result, ufunc, what=f"in-place {ufunc}")
 

@@ -180,7 +180,7 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
         dt = check_supported(spec.dtype, f"argument {pname!r}")
         node = Node(Op.INPUT, dt, tuple(spec.shape), (), {"index": index, "name": pname},
                     loc=None)
-        return Tracer(node, readonly=f"argument {pname!r}")
+        return Tracer(node, argument=pname)
     if isinstance(spec, ScalarSpec):
         if spec.pytype not in (bool, int, float):
             raise unsupported(f"scalar argument {pname!r} of type {spec.pytype.__name__}")
@@ -225,11 +225,14 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     inputs: list[Node] = []
+    written: list[tuple[Tracer, int]] = []      # array arguments, to see which were written
     for pname, spec in specs.items():
         if isinstance(spec, StaticSpec):
             value = spec.value
         else:
             value = _input(spec, len(inputs), pname)
+            if value.weak is None:
+                written.append((value, len(inputs)))
             inputs.append(value.node)
         if kinds.get(pname) == inspect.Parameter.KEYWORD_ONLY:
             kwargs[pname] = value
@@ -239,6 +242,11 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
         result = fn(*args, **kwargs)
         outputs: list[Node] = []
         tree = _flatten(result, outputs, "return")
+    writebacks = []         # arguments the function wrote into: their final values, copied back
+    for t, k in written:
+        if t.node is not inputs[k]:
+            writebacks.append((k, len(outputs)))
+            outputs.append(t.node)
     gname = name or getattr(fn, "__name__", "fn")
     return Graph(gname, tuple(inputs) + tuple(consts.nodes), tuple(outputs), tree,
-                 constants=tuple(consts.values))
+                 constants=tuple(consts.values), writebacks=tuple(writebacks))

@@ -150,16 +150,6 @@ def test_writes_match_numpy(backend, fn, dtype, cupy_for):
         assert_matches_numpy(g, w, reductions=True)
 
 
-def _argument_write(a):
-    a[0] = 1
-    return a
-
-
-def _argument_iadd(a):
-    a += 1
-    return a
-
-
 def _reshape_write(a):
     b = a.copy()
     r = b.reshape(-1)
@@ -213,8 +203,6 @@ def _bad_value_shape(a):
 
 
 @pytest.mark.parametrize("fn, error, text", [
-    (_argument_write, UnsupportedError, "argument 'a'"),
-    (_argument_iadd, UnsupportedError, "argument 'a'"),
     (_reshape_write, UnsupportedError, "through a reshape"),
     (_reshape_read_after_write, UnsupportedError, "reshaped array"),
     (_broadcast_write, ValueError, "read-only"),
@@ -285,11 +273,6 @@ def test_ufunc_out_matches_numpy(backend, dtype, cupy_for):
     test_writes_match_numpy(backend, ufunc_out, dtype, cupy_for)
 
 
-def _out_into_argument(a):
-    np.add(a, 1, out=a)
-    return a
-
-
 def _out_wrong_casting(a):
     b = np.zeros_like(a, dtype=np.int32)
     np.true_divide(a, 2, out=b)
@@ -303,9 +286,54 @@ def _out_too_small(a):
 
 
 @pytest.mark.parametrize("fn, error, text", [
-    (_out_into_argument, UnsupportedError, "argument 'a'"),
     (_out_wrong_casting, TypeError, "same_kind"),
     (_out_too_small, ValueError, "non-broadcastable output operand with shape (7,)"),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_refused_out_names_the_line(fn, error, text):
     test_refused_writes_name_the_line(fn, error, text)
+
+
+def optimizer_step(p, g, m, lr):
+    """An in-place Adam-like update of its arguments, as NumPy code writes it."""
+    m *= 0.9
+    m += 0.1 * g
+    p -= lr * m
+    p[0] = 0                        # and a region write, and a write through a view
+    p.T[-1] += 1
+    return float(0) + np.abs(m).max()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_into_arguments_reach_the_caller(backend, cupy_for):
+    rng = np.random.default_rng(5)
+    p, g, m = (rng.standard_normal((6, 5)).astype(np.float32) for _ in range(3))
+    want_p, want_m = p.copy(), m.copy()
+    want = optimizer_step(want_p, g, want_m, 0.01)
+    f = kfuse.jit(optimizer_step, backend=backend)
+    if backend == "cpu":
+        got_p, got_m = p.copy(), m.copy()
+        got = f(got_p, g, got_m, 0.01)
+    else:
+        cp = cupy_for(backend)
+        dp, dm = cp.asarray(p), cp.asarray(m)
+        got = cp.asnumpy(f(dp, cp.asarray(g), dm, 0.01))
+        got_p, got_m = cp.asnumpy(dp), cp.asnumpy(dm)
+    assert_matches_numpy(np.asarray(got), np.asarray(want))
+    assert_matches_numpy(got_p, want_p)
+    assert_matches_numpy(got_m, want_m)
+
+
+def _write_first(a, b):
+    a += b
+    return a.sum()
+
+
+def test_written_argument_must_not_alias_another():
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(UnsupportedError, match="shares memory with argument 'b'"):
+        kfuse.jit(_write_first)(a, a[::-1])
+    np.testing.assert_array_equal(a, 1)                 # nothing half-written
+    with pytest.raises(ValueError, match="read-only"):
+        kfuse.jit(_write_first)(np.broadcast_to(np.ones(4, np.float32), (4, 4)), a)
+    b = np.ones((4, 4), np.float32)
+    assert kfuse.jit(_write_first)(b, a) == 32 and (b == 2).all()
