@@ -55,7 +55,8 @@ raises ValueError (a kernel cannot raise; pass ``initial=`` to make the two agre
 written into an integer array casts as ``astype`` does: values out of the integer's range are
 undefined in NumPy (x86 wraps, the GPUs saturate), as for any float-to-int cast. ``x += 1`` on a
 0-d value that is not a view rebinds it, as on a NumPy scalar (a 0-d array aliased elsewhere would
-see the update in NumPy).
+see the update in NumPy). A function that writes into an argument and returns it returns a new
+array equal to the updated argument, not the argument object itself.
 """
 from __future__ import annotations
 
