@@ -307,13 +307,13 @@ def _inside(a, buffers) -> bool:
     return any(start <= p < start + max(n, 1) for start, n in buffers)
 
 
-def _overlap(r1, r2, a, b) -> bool:
+def _overlap(a, b) -> bool:
     """Whether two arguments may share memory: NumPy's own test for host arrays, else the address
     ranges from each one's first element (a conservative test for strided views)."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return bool(np.may_share_memory(a, b))
-    lo1, lo2 = r1[0], r2[0]
-    return lo1 < lo2 + max(r2[1], 1) and lo2 < lo1 + max(r1[1], 1)
+    (lo1, n1), (lo2, n2) = _buffer(a), _buffer(b)
+    return lo1 < lo2 + max(n2, 1) and lo2 < lo1 + max(n1, 1)
 
 
 def _copy(a):
@@ -392,9 +392,8 @@ class _Entry:
             if isinstance(arg, np.ndarray) and not arg.flags.writeable:
                 raise ValueError(f"{self.graph.name}(): argument {name!r} is written into but is "
                                  "read-only (assignment destination is read-only)")
-            start, n = _buffer(arg)
             for other, a in arrays:
-                if other != name and _overlap((start, n), _buffer(a), arg, a):
+                if other != name and _overlap(arg, a):
                     raise UnsupportedError(
                         f"kfuse: {self.graph.name}() writes into argument {name!r}, which shares "
                         f"memory with argument {other!r}: pass separate arrays (a copy of one)")

@@ -56,8 +56,8 @@ from . import kernel_ir as K
 from .cuda_accs import AccEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
-from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, max_itemsize, reload_pays, rereads_rows,
-                          row_shape, split_ok, vector_access, vector_accesses, vector_ok, writes_rows)
+from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, max_itemsize, pads_along, reload_pays,
+                          rereads_rows, row_shape, split_ok, vector_access, vector_accesses, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "max_itemsize",
            "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses",
@@ -282,8 +282,7 @@ class _Gen(AccEmitter):
             else:
                 lanes.append(self.stmt(s))
         compute = [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
-        per_lane = gathered or any(isinstance(s, K.Index) and last in K.expr_vars(s.expr) for s in ph.pre)
-        if per_lane:        # the lanes' own innermost index (gathers, a PAD's bounds tests)
+        if gathered or pads_along(ph.pre, last):    # each lane's own innermost index (gathers, a PAD's tests)
             compute.append(f"const IDX ib_ = {last};")
             lanes.insert(0, f"const IDX {last} = ib_ + e_; (void){last};")
         compute.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")

@@ -93,7 +93,12 @@ def vector_ok(kir: K.KernelIR) -> bool:
         return False
     gathers = [s for s in stmts if isinstance(s, K.Load) and not vector_access(s.index, last)
                and any(last in K.expr_vars(e) for e in s.index)]
-    return not gathers or any(isinstance(s, K.Index) and last in K.expr_vars(s.expr) for s in stmts)
+    return not gathers or pads_along(stmts, last)
+
+
+def pads_along(stmts, last: str) -> bool:
+    """Whether a PAD tests the innermost loop variable ``last`` (an index statement using it)."""
+    return any(isinstance(s, K.Index) and last in K.expr_vars(s.expr) for s in stmts)
 
 
 def max_itemsize(kir: K.KernelIR) -> int:

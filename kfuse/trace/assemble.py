@@ -137,7 +137,7 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
 
 
 def dstack(tup):
-    return concatenate([_atleast_3d(_tracer(a)) for a in tup], 2)
+    return concatenate([mv.atleast_nd(_tracer(a), 3) for a in tup], 2)
 
 
 def column_stack(tup):
@@ -156,16 +156,6 @@ def _tracer(a) -> Tracer:
     if isinstance(a, Tracer):
         return a
     return Tracer(as_node(np.asarray(a) if isinstance(a, (list, tuple)) else a, "array"))
-
-
-def _atleast_3d(t: Tracer) -> Tracer:
-    if t.ndim == 0:
-        return mv.reshape(t, (1, 1, 1))
-    if t.ndim == 1:
-        return mv.reshape(t, (1, t.shape[0], 1))
-    if t.ndim == 2:
-        return mv.reshape(t, t.shape + (1,))
-    return t
 
 
 # --- padding, rolling, flipping, differences -------------------------------------------------

@@ -92,8 +92,8 @@ class Tracer:
     ``node`` re-derives the view from the base's new node, as NumPy's view would show the write.
     ``exact`` is False for a reshape, which NumPy makes a view or a copy depending on memory
     layout: such a tracer refuses to be read once its base changed (the answer would depend on
-    strides kfuse does not model). ``argument`` names the caller's argument whose data the tracer
-    is (or views): a write to it is written back into the caller's array after the call."""
+    strides kfuse does not model). ``argument`` names the caller's argument the tracer stands for
+    (a write to it is written back into the caller's array after the call, ``trace_function``)."""
 
     __slots__ = ("_node", "weak", "base", "chain", "_from", "exact", "argument")
     __array_priority__ = 1000.0
@@ -297,13 +297,17 @@ def materialize(op: Operand, dtype, shape, casting: str = "weak") -> Node:
     return broadcast(node, shape)
 
 
+def shape_text(shape) -> str:
+    """A shape as NumPy's broadcasting and casting messages print it: ``(2,3)``, ``(7,)``."""
+    return "(" + ",".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """np.broadcast_shapes, with NumPy's operand message naming every shape on failure."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        text = " ".join("(" + ",".join(str(s) for s in sh) + ("," if len(sh) == 1 else "") + ")"
-                        for sh in shapes)
+        text = " ".join(shape_text(sh) for sh in shapes)
         raise ValueError(f"operands could not be broadcast together with shapes {text} "
                          f"{at(loc()).strip()}") from None
 

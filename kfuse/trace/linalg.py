@@ -21,7 +21,7 @@ from ..errors import at
 from ..ir.graph import Node
 from ..ir import dtypes
 from ..ir.ops import Op
-from .core import Tracer, as_node, broadcast, broadcast_shapes, cast, loc, mk, unsupported
+from .core import Tracer, as_node, broadcast, broadcast_shapes, cast, loc, mk, shape_text, unsupported
 from .elementwise import apply_ufunc
 from .movement import axis_index, permute_node, reshape_node
 
@@ -93,7 +93,7 @@ def _tensordot_axes(axes, node: Node) -> tuple[int, ...]:
         ax = operator.index(ax)
         if not -node.ndim <= ax < node.ndim:
             raise IndexError(f"tensordot: axis {ax} is out of range for an operand of shape "
-                             f"{_fmt(node.shape)}{at(loc())}")
+                             f"{shape_text(node.shape)}{at(loc())}")
         out.append(ax % node.ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate axes are not allowed in tensordot{at(loc())}")
@@ -108,7 +108,7 @@ def dot(a, b, out=None) -> Tracer:
         return apply_ufunc("multiply", Tracer(x), Tracer(y))
     ky = max(y.ndim - 2, 0)         # dot contracts x's last axis with y's second-to-last
     if x.shape[-1] != y.shape[ky]:
-        raise ValueError(f"shapes {_fmt(x.shape)} and {_fmt(y.shape)} not aligned: "
+        raise ValueError(f"shapes {shape_text(x.shape)} and {shape_text(y.shape)} not aligned: "
                          f"{x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[ky]} (dim {ky}){at(loc())}")
     if x.ndim <= 2 and y.ndim <= 2:
         return matmul(Tracer(x), Tracer(y))
@@ -122,7 +122,7 @@ def inner(a, b) -> Tracer:
     if x.shape[-1] != y.shape[-1]:    # NumPy names y with its last two axes swapped
         ky = max(y.ndim - 2, 0)
         yt = y.shape[:-2] + y.shape[-1:] + y.shape[-2:-1] if y.ndim > 1 else y.shape
-        raise ValueError(f"shapes {_fmt(x.shape)} and {_fmt(yt)} not aligned: "
+        raise ValueError(f"shapes {shape_text(x.shape)} and {shape_text(yt)} not aligned: "
                          f"{x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[-1]} (dim {ky}){at(loc())}")
     if x.ndim == 1 and y.ndim == 1:
         return matmul(Tracer(x), Tracer(y))
@@ -175,7 +175,3 @@ def outer(a, b, out=None) -> Tracer:
     x, y = as_node(a, "operand of outer"), as_node(b, "operand of outer")
     return apply_ufunc("multiply", Tracer(reshape_node(x, (x.size, 1))),
                        Tracer(reshape_node(y, (1, y.size))))
-
-
-def _fmt(shape) -> str:
-    return "(" + ",".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"

@@ -25,8 +25,8 @@ from ..ir.graph import Node
 from ..ir.ops import Op
 from . import movement as mv
 from .assemble import overlay
-from .core import Tracer, broadcast, cast, const_node, loc, mk, operand, unsupported
-from .selection import Selection
+from .core import Tracer, broadcast, cast, const_node, loc, mk, operand, shape_text, unsupported
+from .selection import Selection, spread_mask
 
 _VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
 
@@ -45,7 +45,7 @@ def link_view(result, source, exact: bool = True):
         n = n.inputs[0]
     root = source.base if source.base is not None else source
     result.base, result.chain = root, source.chain + tuple(reversed(chain))
-    result._from, result.exact, result.argument = root.node, source.exact and exact, source.argument
+    result._from, result.exact = root.node, source.exact and exact
     return result
 
 
@@ -126,8 +126,8 @@ def write_out(o, result: Tracer, ufunc: str, casting: str = "same_kind", where=T
     except ValueError:
         shape = result.shape
     if shape != o.shape:
-        raise ValueError(f"non-broadcastable output operand with shape {_fmt(o.shape)} doesn't "
-                         f"match the broadcast shape {_fmt(shape)}{at(loc())}")
+        raise ValueError(f"non-broadcastable output operand with shape {shape_text(o.shape)} "
+                         f"doesn't match the broadcast shape {shape_text(shape)}{at(loc())}")
     new = broadcast(cast(result.node, o.dtype), o.shape)
     if where is not True:
         w = operand(np.asarray(where) if isinstance(where, (list, tuple, bool)) else where, "where=")
@@ -152,10 +152,6 @@ def check_same_kind(ufunc: str, result: np.dtype, out: np.dtype, casting: str = 
         raise e from None
     raise TypeError(f"Cannot cast ufunc '{ufunc}' output from dtype('{result}') to dtype('{out}') "
                     f"with casting rule '{casting}'{at(loc())}")
-
-
-def _fmt(shape) -> str:
-    return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _store(t: Tracer, new: Node) -> None:
@@ -231,14 +227,18 @@ def _value_node(value, dtype, shape: tuple) -> Node:
         node = cast(o.node, dtype)
     while node.ndim > len(shape) and node.shape[0] == 1:
         node = mv.reshape_node(node, node.shape[1:])
-    try:
-        fits = node.ndim <= len(shape) and np.broadcast_shapes(node.shape, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"could not broadcast input array from shape {_fmt(node.shape)} into "
-                         f"shape {_fmt(shape)}{at(loc())}")
+    if not _broadcasts_to(node.shape, shape):
+        raise ValueError(f"could not broadcast input array from shape {shape_text(node.shape)} "
+                         f"into shape {shape_text(shape)}{at(loc())}")
     return broadcast(node, shape)
+
+
+def _broadcasts_to(shape, target) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` exactly (NumPy's rules)."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _check_mask(cur: Node, mask: Node) -> None:
@@ -264,16 +264,12 @@ def _masked(cur: Node, mask: Node, value) -> Node:
         if value.mask is not mask:
             raise unsupported("assigning x[mask1] under a different mask (y[mask2] = x[mask1])",
                               "use the same mask on both sides")
-        try:
-            fits = np.broadcast_shapes(value.values.shape, cur.shape) == cur.shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(f"shape mismatch: value array of shape {_fmt(value.values.shape)} "
+        if not _broadcasts_to(value.values.shape, cur.shape):
+            raise ValueError(f"shape mismatch: value array of shape {shape_text(value.values.shape)} "
                              f"could not be broadcast to indexing result of shape "
-                             f"{_fmt(cur.shape)} (at full shape){at(loc())}")
+                             f"{shape_text(cur.shape)} (at full shape){at(loc())}")
         src = broadcast(value.values, cur.shape)
-        return mk(Op.WHERE, cur.dtype, cur.shape, [value.full_mask(cur.shape), cast(src, cur.dtype), cur])
+        return mk(Op.WHERE, cur.dtype, cur.shape, [spread_mask(mask, cur.shape), cast(src, cur.dtype), cur])
     o = operand(np.asarray(value) if isinstance(value, (list, tuple)) else value, "assigned value")
     vshape = o.shape
     while len(vshape) > len(trailing) + 1 and vshape[0] == 1:
@@ -285,5 +281,4 @@ def _masked(cur: Node, mask: Node, value) -> Node:
                           "its length is the mask's count, unknown while tracing; "
                           "use x = np.where(mask, v, x) with v shaped like x")
     node = _value_node(value, cur.dtype, trailing)
-    full_mask = broadcast(mv.reshape_node(mask, mask.shape + (1,) * len(trailing)), cur.shape)
-    return mk(Op.WHERE, cur.dtype, cur.shape, [full_mask, broadcast(node, cur.shape), cur])
+    return mk(Op.WHERE, cur.dtype, cur.shape, [spread_mask(mask, cur.shape), broadcast(node, cur.shape), cur])

@@ -73,10 +73,8 @@ class Selection:
         self._dynamic("iteration")
 
     # -- elementwise
-    def full_mask(self, shape=None) -> Node:
-        shape = self.values.shape if shape is None else shape
-        m = self.mask
-        return broadcast(mv.reshape_node(m, m.shape + (1,) * (len(shape) - m.ndim)), shape)
+    def full_mask(self) -> Node:
+        return spread_mask(self.mask, self.values.shape)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__":
@@ -114,6 +112,11 @@ class Selection:
             kept = (1,) + tuple(1 if a + 1 in axes else n for a, n in enumerate(self.trailing))
             res = mv.reshape(res, kept)
         return res
+
+
+def spread_mask(mask: Node, shape) -> Node:
+    """A boolean mask over the leading dims of ``shape``, broadcast over its trailing dims."""
+    return broadcast(mv.reshape_node(mask, mask.shape + (1,) * (len(shape) - mask.ndim)), shape)
 
 
 def _identity(dtype: np.dtype, is_max: bool):
@@ -165,7 +168,7 @@ ELEMENTWISE_FUNCTIONS = (np.where, np.clip, np.round, np.around)
 def install_operators(binary: dict, compare: dict, unary: dict) -> None:
     """Python operators on :class:`Selection` (the tracer's tables: operator name -> ufunc)."""
     S = Selection
-    for name, uf in binary.items():
+    for name, uf in {**binary, "pow": "power"}.items():
         fn = getattr(np, uf)
         setattr(S, f"__{name}__", lambda self, other, fn=fn: fn(self, other))
         setattr(S, f"__r{name}__", lambda self, other, fn=fn: fn(other, self))
@@ -174,9 +177,6 @@ def install_operators(binary: dict, compare: dict, unary: dict) -> None:
         setattr(S, f"__{name}__", lambda self, other, fn=getattr(np, uf): fn(self, other))
     for name, uf in unary.items():
         setattr(S, f"__{name}__", lambda self, fn=getattr(np, uf): fn(self))
-    S.__pow__ = lambda self, other: np.power(self, other)
-    S.__rpow__ = lambda self, other: np.power(other, self)
-    S.__ipow__ = lambda self, other: _assign(self, np.power(self, other), "power")
     for name, fn in REDUCTIONS.items():
         if name.__name__ in ("sum", "prod", "mean", "max", "min", "any", "all", "var", "std"):
             setattr(S, name.__name__, lambda self, *a, fname=name.__name__, fn=fn, **k:
