@@ -119,8 +119,8 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
          max=np._NoValue, **kwargs) -> Tracer:
     if out is not None:
         from .mutation import write_out
-        return write_out(out, clip(a, a_min, a_max, min=min, max=max, **kwargs), "clip",
-                         kwargs.pop("casting", "same_kind"))
+        casting = kwargs.pop("casting", "same_kind")
+        return write_out(out, clip(a, a_min, a_max, min=min, max=max, **kwargs), "clip", casting)
     if kwargs:
         raise unsupported("np.clip with " + ", ".join(kwargs))
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)

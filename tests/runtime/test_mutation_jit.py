@@ -262,9 +262,11 @@ def ufunc_out(a):
     q, r = np.zeros_like(a), np.zeros_like(a)
     np.divmod(a, 3, out=(q, r))
     np.clip(a[0], -2, 2, out=c[0])
+    e = np.zeros_like(a, dtype=np.int16)
+    np.clip(a * 1.5, -2.5, 2.5, out=e, casting="unsafe")
     d = np.zeros((3,) + a.shape[1:], a.dtype)[0] * a[:1]      # (1, n), broadcast into by out=
     np.negative(a[0], out=d)
-    return b, c, q, r, d
+    return b, c, q, r, d, e
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
