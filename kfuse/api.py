@@ -369,6 +369,9 @@ class _Entry:
         if self._torch_cpu:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+        for k, message in self.graph.checks:    # an index out of range: raise, write nothing back
+            if bool(outs[k]):
+                raise IndexError(message)
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
             buffers = self._constant_buffers()
             outs = [_copy(o) if _inside(o, buffers) else o for o in outs]

@@ -269,8 +269,9 @@ class _Gen(AccEmitter):
                 if vector_access(s.index, last):
                     fetch.append((f"KfVec<{st}, {V}>", f"w_{s.dst}", self.vload(s, V, off, dims)))
                     loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
-                elif any(last in K.expr_vars(e) for e in s.index):
-                    gathered = True     # a lane's own element (a PAD's wrapped read): in the lane loop
+                elif K.gathers(s.index) or any(last in K.expr_vars(e) for e in s.index):
+                    # a lane's own element (a PAD's wrapped read, a GATHER's): in the lane loop
+                    gathered = gathered or any(last in K.expr_vars(e) for e in s.index)
                 else:
                     fetch.append((st, f"w_{s.dst}", f"in{s.buf}[{off}]"))
                     loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)

@@ -460,5 +460,7 @@ def index_c(e: K.Expr) -> str:
         return f"(IDX){e.value}"
     if isinstance(e, K.IVar):
         return e.name
+    if isinstance(e, K.IVal):
+        return f"(IDX){e.name}"
     op = {"//": "/"}.get(e.op, e.op)
     return f"({index_c(e.lhs)} {op} {index_c(e.rhs)})"

@@ -48,7 +48,7 @@ class Variant:
 def vector_access(index, last: str) -> bool:
     """True when an access's last index is exactly the innermost loop variable and no other
     component uses it (a contiguous run along the vector); False means it ignores that var."""
-    if not index:
+    if not index or K.gathers(index):
         return False
     uses = [last in K.expr_vars(e) for e in index]
     return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
@@ -69,6 +69,8 @@ def vector_accesses(kir: K.KernelIR):
     last = f"i{dims[-1]}"
     vec = []
     for s in stmts:
+        if isinstance(s, K.Load) and K.gathers(s.index):
+            return None     # a gather: loaded in statement order, element by element
         if isinstance(s, (K.Load, K.Store)):
             if vector_access(s.index, last):
                 vec.append(s)
@@ -81,7 +83,7 @@ def vector_ok(kir: K.KernelIR) -> bool:
     """Whether the elementwise IR admits the vector variant: every store contiguous along the
     innermost loop variable, every load contiguous along it or independent of it (read once) --
     except in a kernel with a PAD along it (an index test on it): there a load using it another
-    way (the PAD's wrapped read) is gathered lane by lane."""
+    way (the PAD's wrapped read) is gathered lane by lane, as a GATHER's load always is."""
     if kir.kind == "reduce":
         return False
     dims = kir.loop_dims(range(len(kir.domain)))
@@ -91,8 +93,8 @@ def vector_ok(kir: K.KernelIR) -> bool:
     stmts = kir.phases[0].pre
     if any(isinstance(s, K.Store) and not vector_access(s.index, last) for s in stmts):
         return False
-    gathers = [s for s in stmts if isinstance(s, K.Load) and not vector_access(s.index, last)
-               and any(last in K.expr_vars(e) for e in s.index)]
+    gathers = [s for s in stmts if isinstance(s, K.Load) and not K.gathers(s.index)
+               and not vector_access(s.index, last) and any(last in K.expr_vars(e) for e in s.index)]
     return not gathers or pads_along(stmts, last)
 
 

@@ -13,7 +13,7 @@ Per outer index the kernel runs its ``phases`` in order. A :class:`Phase` is
 An elementwise kernel is one phase whose ``pre`` computes and stores everything (``inner == ()``).
 
 Statements are SSA over scalar variables ``v<k>`` (names are unique in a kernel):
-:class:`Load` (input buffer at an index), :class:`Const`, :class:`Index` (an index expression
+:class:`Load` (input buffer at an index; a GATHER's index holds an int64 variable, :class:`IVal`), :class:`Const`, :class:`Index` (an index expression
 as an int64 value), :class:`Op` (a NumPy ufunc name, or
 ``"cast"``/``"where"``, computed with the NumPy loop dtypes ``arg_dtypes -> dtype``),
 :class:`Store` (output buffer at an index). Index expressions (:class:`IVar`, :class:`ILit`,
@@ -61,7 +61,19 @@ class IBin:
         return f"({self.lhs} {self.op} {self.rhs})"
 
 
-Expr = Union[IVar, ILit, IBin]
+@dataclasses.dataclass(frozen=True)
+class IVal:
+    """An int64 statement variable used as an index (a GATHER's position, read from an index
+    array, always in range). ``deps``: the loop and size variables its value depends on, so every
+    analysis asking which loop variables an access uses (:func:`expr_vars`) sees through it."""
+    name: str
+    deps: frozenset = frozenset()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Expr = Union[IVar, ILit, IBin, IVal]
 
 
 def lit(v: int) -> ILit:
@@ -117,9 +129,20 @@ def mod(a: Expr, b: Expr) -> Expr:
 def expr_vars(e: Expr) -> set[str]:
     if isinstance(e, IVar):
         return {e.name}
+    if isinstance(e, IVal):
+        return set(e.deps)
     if isinstance(e, IBin):
         return expr_vars(e.lhs) | expr_vars(e.rhs)
     return set()
+
+
+def gathers(index) -> bool:
+    """Whether an access's index reads a statement variable (:class:`IVal`): a data-dependent
+    position, computed before the access in statement order (no emitter may hoist the access
+    above it, nor treat it as contiguous)."""
+    def has(e):
+        return isinstance(e, IVal) or (isinstance(e, IBin) and (has(e.lhs) or has(e.rhs)))
+    return any(has(e) for e in index)
 
 
 # --------------------------------------------------------------------------- parameters

@@ -33,6 +33,7 @@ class _Lowerer:
         self.nvar = 0
         self.memo: dict = {}                # (node, index) -> (var, inner?)
         self.inner_vars: set[str] = set()
+        self.deps: dict[str, frozenset] = {}  # var -> the loop/size variables its value depends on
         self.pre: list = []
         self.body: list = []
         self.domain_shape = tuple(group.domain)
@@ -64,6 +65,11 @@ class _Lowerer:
         (self.body if inner else self.pre).append(stmt)
         if inner and hasattr(stmt, "dst"):
             self.inner_vars.add(stmt.dst)
+        if isinstance(stmt, K.Op):
+            self.deps[stmt.dst] = frozenset().union(*(self.deps.get(a, ()) for a in stmt.args))
+        elif isinstance(stmt, (K.Load, K.Index)):
+            exprs = stmt.index if isinstance(stmt, K.Load) else (stmt.expr,)
+            self.deps[stmt.dst] = frozenset().union(*map(K.expr_vars, exprs))
 
     def _index_inner(self, index) -> bool:
         names = set()
@@ -97,6 +103,8 @@ class _Lowerer:
             return v, False
         if op is Op.PAD:
             return self.pad_value(node, index)
+        if op is Op.GATHER:
+            return self.gather_value(node, index)
         if op in MOVEMENT:
             return self.value(node.inputs[0], self.move_index(node, index))
         if op in REDUCE:
@@ -155,6 +163,34 @@ class _Lowerer:
         fill = self.derived(("const", _dt(node), repr(node.attr("fill"))), False,
                             lambda v: K.Const(v, _dt(node), node.attr("fill")))
         return self.op_value("where", _dt(node), (cond, val, fill), ("bool", _dt(node), _dt(node)))
+
+    def gather_value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        """The source at the positions the index arrays hold (read at ``index``). A position ``x``
+        along a dim of extent n is ``where(x < 0, x + n, x)`` clamped to ``[0, n-1]``: always in
+        bounds (an index out of range raises after the call, from the graph's check)."""
+        src, dims = node.inputs[0], node.attr("dims")
+        src_index = []
+        for d, p in enumerate(dims):
+            if p >= 0:
+                src_index.append(index[p])
+                continue
+            if src.shape[d] == 1:
+                src_index.append(K.lit(0))
+                continue
+            idx = node.inputs[-p]
+            x = self.value(idx, index)
+            if _dt(idx) != "int64":
+                x = self.op_value("cast", "int64", (x,), (_dt(idx),))
+            ext = self.size((node, "gather-n", d), src.shape[d], f"gather extent, dim {d}")
+            n, last = self.index_value(ext), self.index_value(K.sub(ext, K.lit(1)))
+            zero = self.derived(("const", "int64", "0"), False, lambda v: K.Const(v, "int64", 0))
+            i64 = ("int64", "int64")
+            neg = self.op_value("less", "bool", (x, zero), i64)
+            w = self.op_value("where", "int64", (neg, self.op_value("add", "int64", (x, n), i64), x),
+                              ("bool", "int64", "int64"))
+            c = self.op_value("minimum", "int64", (self.op_value("maximum", "int64", (w, zero), i64), last), i64)
+            src_index.append(K.IVal(c[0], self.deps[c[0]]))
+        return self.value(src, tuple(src_index))
 
     def index_value(self, expr) -> tuple[str, bool]:
         return self.derived(("index", expr), self._index_inner((expr,)), lambda v: K.Index(v, expr))

@@ -163,7 +163,7 @@ class _Gen:
     def ix(self, e: K.Expr) -> str:
         if isinstance(e, K.ILit):
             return str(e.value)
-        if isinstance(e, K.IVar):
+        if isinstance(e, (K.IVar, K.IVal)):
             return self.n(e.name)
         return f"({self.ix(e.lhs)} {e.op} {self.ix(e.rhs)})"
 
@@ -263,8 +263,10 @@ class _Gen:
         body.append(f"n_ = {total}")
         body.append("step_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
         body.append("u_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
-        order = ([s for s in stmts if isinstance(s, (K.Load, K.Index))]
-                 + [s for s in stmts if isinstance(s, K.Op)]
+        # loads first (a gather's load after the statements computing its position)
+        early = [s for s in stmts if isinstance(s, (K.Load, K.Index)) and not K.gathers(getattr(s, "index", ()))]
+        ids = {id(s) for s in early}
+        order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load)) and id(s) not in ids]
                  + [s for s in stmts if isinstance(s, K.Store)])
 
         def lanes(n: int) -> list[str]:
@@ -406,7 +408,7 @@ class _Gen:
         for s in ph.body:
             if isinstance(s, K.Load) and (s.buf, s.index) not in filled:
                 fresh.setdefault((s.buf, s.index), s)
-        if len(fresh) != 1:
+        if len(fresh) != 1 or any(K.gathers(s.index) for s in fresh.values()):
             return []
         lines = []
         for k in range(kc):

@@ -144,6 +144,9 @@ class Graph:
     # (input index, output index): an argument the function wrote into, and the output holding its
     # final value, which the call copies into the caller's array (after the user's outputs)
     writebacks: tuple[tuple[int, int], ...] = ()
+    # (output index, message): a bool scalar output that is True when the call must raise
+    # IndexError(message) instead of returning (an index out of range), after the writebacks
+    checks: tuple[tuple[int, str], ...] = ()
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""

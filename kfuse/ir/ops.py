@@ -22,6 +22,14 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   is the inverse of a SLICE: the input's element k of dim d lands at ``starts[d] + k * steps[d]``
   of ``node.shape``, every other element is ``fill`` (a Python scalar of ``node.dtype``); the
   input has at least one element. Concatenation, ``np.pad`` and item assignment are built on it.
+  ``GATHER`` (``attrs["dims"]``: one entry per dim of the source ``inputs[0]``) reads the source
+  at data-dependent positions: inputs ``(src, idx_0, ..., idx_k-1)``, every ``idx_j`` an integer
+  array of ``node.shape`` (broadcast explicitly). Element ``I`` of the node reads ``src`` at the
+  index whose dim ``d`` is ``I[dims[d]]`` when ``dims[d] >= 0`` (then ``src.shape[d]`` equals
+  ``node.shape[dims[d]]``), else ``idx_j[I]`` with ``j = -1 - dims[d]``, a negative value counting
+  from the end once (NumPy's rule). A value still out of range reads element 0 or the last: the
+  tracer adds a run-time check that raises NumPy's IndexError (``Graph.checks``). Fancy
+  indexing, ``np.take`` and ``np.take_along_axis`` are built on it.
 * ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch
   dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
 * ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.
@@ -129,6 +137,7 @@ class Op(enum.Enum):
     PERMUTE = "permute"
     SLICE = "slice"
     PAD = "pad"
+    GATHER = "gather"
     # contraction
     MATMUL = "matmul"
 
@@ -154,7 +163,7 @@ BINARY = frozenset({
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
-MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE, Op.PAD})
+MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE, Op.PAD, Op.GATHER})
 CONTRACTION = frozenset({Op.MATMUL})
 
 # Relative cost of one application, in "flops", for the roofline model (special functions weighted).

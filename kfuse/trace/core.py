@@ -63,6 +63,35 @@ def collecting_constants(first_index: int) -> Iterator[ConstantInputs]:
         _CONSTANTS.reset(token)
 
 
+class IndexChecks:
+    """The run-time checks one trace adds (``Graph.checks``): a bool scalar node that is True when
+    the call must raise ``IndexError(message)`` (an index array's value out of range)."""
+
+    def __init__(self):
+        self.items: list[tuple[Node, str]] = []
+
+
+_CHECKS: contextvars.ContextVar[IndexChecks | None] = contextvars.ContextVar("kfuse_checks", default=None)
+
+
+@contextlib.contextmanager
+def collecting_checks() -> Iterator[IndexChecks]:
+    """Index checks made inside the block become outputs of the trace (``trace_function``)."""
+    checks = IndexChecks()
+    token = _CHECKS.set(checks)
+    try:
+        yield checks
+    finally:
+        _CHECKS.reset(token)
+
+
+def add_check(node: Node, message: str) -> None:
+    checks = _CHECKS.get()
+    if checks is None:
+        raise TraceError("kfuse: an index array checked outside kfuse.trace_function")
+    checks.items.append((node, message))
+
+
 def loc() -> str | None:
     """The user's ``file.py:line`` (innermost frame outside kfuse and NumPy)."""
     return user_location()

@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import at
 from ..ir.graph import Node
 from ..ir.ops import Op
+from . import indexing
 from . import movement as mv
 from .assemble import overlay
 from .core import Tracer, broadcast, cast, const_node, loc, mk, operand, shape_text, unsupported
@@ -78,6 +79,8 @@ def getitem(a, key):
         node = a.node
         _check_mask(node, mask)
         return Selection(node, mask)
+    if indexing.is_advanced(key):
+        return indexing.getitem(a, key)       # a copy, as NumPy's fancy indexing gives
     res = mv.getitem(a, key)
     if res.ndim == 0 and not any(k is Ellipsis for k in (key if isinstance(key, tuple) else (key,))):
         return res
@@ -205,6 +208,9 @@ def _assigned(cur: Node, key, value) -> Node:
     mask = _mask(key)
     if mask is not None:
         return _masked(cur, mask, value)
+    if indexing.is_advanced(key):
+        raise unsupported("writing through an index array (x[idx] = v, x[idx] += v)",
+                          "write under a boolean mask (np.where) or a slice instead")
     starts, steps, lengths, out_shape = mv.basic_index(cur.shape, key)
     piece = _value_node(value, cur.dtype, tuple(out_shape))
     return _overlay(cur, mv.reshape_node(piece, tuple(lengths)), starts, steps)

@@ -12,6 +12,7 @@ import numpy as np
 from . import assemble as asm
 from . import einsum as es
 from . import elementwise as ew
+from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
 from . import reductions as rd
@@ -76,6 +77,7 @@ FUNCTIONS = {
     np.append: asm.append, np.pad: asm.pad, np.roll: asm.roll, np.flip: viewing(asm.flip),
     np.fliplr: viewing(asm.fliplr), np.flipud: viewing(asm.flipud), np.diff: asm.diff,
     np.tril: asm.tril, np.triu: asm.triu,
+    np.take: ix.take, np.take_along_axis: ix.take_along_axis,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
     FUNCTIONS[np.concat] = asm.concatenate

@@ -60,9 +60,24 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
         out[tuple(slice(s, s + t * (n - 1) + 1, t) for s, t, n in
                   zip(node.attr("starts"), node.attr("steps"), args[0].shape))] = args[0]
         return out
+    if op is Op.GATHER:
+        return gather(args[0], args[1:], node.attr("dims"), node.shape)
     if op is Op.MATMUL:
         return np.asarray(np.matmul(*args))
     raise NotImplementedError(f"reference: no rule for {op}")
+
+
+def gather(src: np.ndarray, idx, dims, shape) -> np.ndarray:
+    """GATHER's meaning (``kfuse/ir/ops.py``): a negative position counts from the end once, one
+    still out of range reads the nearest end."""
+    index = []
+    for d, p in enumerate(dims):
+        if p >= 0:
+            index.append(np.arange(shape[p]).reshape([-1 if q == p else 1 for q in range(len(shape))]))
+        else:
+            x, n = idx[-1 - p].astype(np.int64), src.shape[d]
+            index.append(np.clip(np.where(x < 0, x + n, x), 0, n - 1))
+    return src[tuple(index)] if index else src.copy()
 
 
 def evaluate(graph: Graph, arrays: Sequence) -> list[np.ndarray]:

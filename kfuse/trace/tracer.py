@@ -15,12 +15,13 @@ from ..ir.graph import Graph, Node
 from ..ir.ops import MOVEMENT, Op
 from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
 from . import elementwise as ew
+from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
 from . import mutation as mut
 from . import numpy_api
 from . import reductions as rd
-from .core import Tracer, collecting_constants, mk, operand, unsupported
+from .core import Tracer, collecting_checks, collecting_constants, mk, operand, unsupported
 from .selection import Selection, install_operators
 
 __all__ = ["Tracer", "trace_function"]
@@ -72,7 +73,7 @@ def _numpy_scalar(t) -> bool:
     n = t.node
     while n.op is Op.CAST:
         n = n.inputs[0]
-    return n.op not in MOVEMENT and n.op not in (Op.INPUT, Op.CONST)
+    return n.op is Op.GATHER or n.op not in MOVEMENT and n.op not in (Op.INPUT, Op.CONST)
 
 
 def _divmod(self, other):
@@ -161,7 +162,7 @@ def _install() -> None:
                      ("astype", ew.astype), ("swapaxes", mut.viewing(mv.swapaxes)),
                      ("squeeze", mut.viewing(mv.squeeze)), ("dot", la.dot),
                      ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
-                     ("round", ew.round_), ("copy", numpy_api._copy)):
+                     ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take)):
         setattr(T, name, _method(fn))
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)
@@ -238,7 +239,8 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
             kwargs[pname] = value
         else:
             args.append(value)
-    with np.errstate(all="ignore"), collecting_constants(len(inputs)) as consts:
+    with np.errstate(all="ignore"), collecting_constants(len(inputs)) as consts, \
+            collecting_checks() as checks:
         result = fn(*args, **kwargs)
         outputs: list[Node] = []
         tree = _flatten(result, outputs, "return")
@@ -247,6 +249,11 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
         if t.node is not inputs[k]:
             writebacks.append((k, len(outputs)))
             outputs.append(t.node)
+    index_checks = []       # index arrays checked at run time: raise if a value is out of range
+    for node, message in checks.items:
+        index_checks.append((len(outputs), message))
+        outputs.append(node)
     gname = name or getattr(fn, "__name__", "fn")
     return Graph(gname, tuple(inputs) + tuple(consts.nodes), tuple(outputs), tree,
-                 constants=tuple(consts.values), writebacks=tuple(writebacks))
+                 constants=tuple(consts.values), writebacks=tuple(writebacks),
+                 checks=tuple(index_checks))

@@ -1,0 +1,215 @@
+"""Integer-array ("fancy") indexing with NumPy's rules, built on the IR's ``GATHER``:
+``x[idx]``, ``x[:, idx]``, ``x[rows, cols]``, ``x[i, ..., idx]``, ``np.take`` and
+``np.take_along_axis``. The result is a copy, as in NumPy.
+
+Where the index arrays go (NumPy's rule): ints count as index arrays once any array is in the
+key; the arrays broadcast together; when they sit next to each other their broadcast dims replace
+theirs in place, otherwise they come first. A constant index array (a list, a NumPy array) is
+checked while tracing, with NumPy's message; a traced one adds a run-time check to the graph
+(``Graph.checks``): the call raises IndexError naming the user's line, and writes nothing back.
+Writing through an index array (``x[idx] = v``) is not supported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import at
+from ..ir.graph import Node
+from ..ir.ops import Op
+from . import movement as mv
+from .core import (Tracer, add_check, as_node, broadcast, const_node, loc, mk, operand, shape_text,
+                   unsupported)
+
+_NOT_INT = "arrays used as indices must be of integer (or boolean) type"
+
+
+class _Array:
+    """One index array of a key: its node, and its value when it is a constant."""
+
+    def __init__(self, node: Node, value: np.ndarray | None):
+        self.node, self.value = node, value
+
+
+def _array(k) -> _Array | list | None:
+    """``k`` as an index array, a list of them (a constant boolean mask: its nonzero positions),
+    or None when ``k`` is a basic index."""
+    if isinstance(k, list):
+        k = np.asarray(k) if k else np.zeros(0, np.intp)
+    if isinstance(k, Tracer):
+        if k.dtype == np.bool_:
+            raise unsupported("a traced boolean array combined with other indices",
+                              "index with the mask alone (x[mask]) or use np.where")
+        if k.dtype.kind not in "iu":
+            raise IndexError(f"{_NOT_INT}{at(loc())}")
+        return _Array(k.node, None)
+    if isinstance(k, np.ndarray):
+        if k.dtype == np.bool_:
+            if k.ndim == 0:
+                raise unsupported("a 0-d boolean index (x[True])")
+            return [_Array(as_node(p.astype(np.intp)), p.astype(np.intp)) for p in np.nonzero(k)]
+        if k.dtype.kind not in "iu":
+            raise IndexError(f"{_NOT_INT}{at(loc())}")
+        if k.ndim == 0:
+            return _Array(const_node(k.item(), k.dtype), k)
+        return _Array(operand(k, "index array").node, k)
+    return None
+
+
+def is_advanced(key) -> bool:
+    """Whether ``key`` holds an index array (a list, an integer NumPy array, an integer tracer)."""
+    items = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, (list, np.ndarray)) or isinstance(k, Tracer) and k.dtype != np.bool_
+               for k in items)
+
+
+def getitem(a, key) -> Tracer:
+    """``a[key]`` for a key holding index arrays (:func:`is_advanced`)."""
+    node = as_node(a, "indexed array")
+    items = list(key) if isinstance(key, tuple) else [key]
+    entries = []
+    for k in items:
+        arr = _array(k)
+        if isinstance(arr, list):
+            entries += arr
+        elif arr is not None:
+            entries.append(arr)
+        elif isinstance(k, (bool, np.bool_)):
+            raise unsupported("a boolean scalar combined with index arrays")
+        elif isinstance(k, (int, np.integer)):
+            entries.append(_Array(const_node(int(k), np.intp), np.asarray(k, np.intp)))
+        else:
+            entries.append(k)          # slice, None, Ellipsis
+    n_real = sum(e is not None and e is not Ellipsis for e in entries)
+    if n_real > node.ndim:
+        raise IndexError(f"too many indices for array: array is {node.ndim}-dimensional, but "
+                         f"{n_real} were indexed{at(loc())}")
+    if sum(e is Ellipsis for e in entries) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in entries:
+        i = entries.index(Ellipsis)
+        entries[i:i + 1] = [slice(None)] * (node.ndim - n_real)
+    else:
+        entries += [slice(None)] * (node.ndim - n_real)
+    basic = tuple(slice(None) if isinstance(e, _Array) else e for e in entries)
+    view = mv.getitem(Tracer(node), basic).node
+    pos, axes, arrays, axis, dim = [], [], [], 0, 0
+    for e in entries:
+        if isinstance(e, _Array):
+            pos.append(dim)
+            axes.append(axis)
+            arrays.append(e)
+        dim += 1
+        axis += e is not None
+    shape = _broadcast([e.node.shape for e in arrays])
+    for p, ax, e in zip(pos, axes, arrays):
+        _check(e, view.shape[p], ax, shape)
+    return Tracer(gather(view, pos, [e.node for e in arrays], shape))
+
+
+def _broadcast(shapes) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(shape_text(s) for s in shapes) + at(loc())) from None
+
+
+def _check(e: _Array, n: int, axis: int, shape: tuple) -> None:
+    """NumPy's IndexError for a constant array now; a run-time check for a traced one."""
+    if e.value is not None:
+        bad = e.value[(e.value < -n) | (e.value >= n)]
+        if bad.size:
+            raise IndexError(f"index {bad.flat[0]} is out of bounds for axis {axis} with size {n}{at(loc())}")
+        return
+    if n == 0 and 0 not in shape:
+        raise IndexError(f"index is out of bounds for axis {axis} with size 0{at(loc())}")
+    x = e.node
+    low = mk(Op.LESS, np.bool_, x.shape, [x, broadcast(const_node(-n, x.dtype), x.shape)]) \
+        if x.dtype.kind == "i" and -n >= np.iinfo(x.dtype).min else None
+    high = mk(Op.GREATER_EQUAL, np.bool_, x.shape, [x, broadcast(const_node(n, x.dtype), x.shape)]) \
+        if n <= np.iinfo(x.dtype).max else None
+    if low is None and high is None:
+        return
+    bad = high if low is None else low if high is None else mk(Op.LOGICAL_OR, np.bool_, x.shape, [low, high])
+    if bad.ndim:
+        bad = mk(Op.ANY, np.bool_, (), [bad], {"axes": tuple(range(bad.ndim)), "keepdims": False})
+    add_check(bad, f"index out of bounds for axis {axis} with size {n}{at(loc())}")
+
+
+def gather(src: Node, pos: list[int], index: list[Node], shape: tuple) -> Node:
+    """``src`` indexed along dims ``pos`` by the arrays ``index`` (of broadcast shape ``shape``),
+    the other dims sliced whole: the broadcast dims replace ``pos`` in place when ``pos`` is a run,
+    else they come first (NumPy's placement)."""
+    k, b = len(pos), len(shape)
+    run = pos == list(range(pos[0], pos[0] + k))
+    first = pos[0] if run else 0
+    rest = [d for d in range(src.ndim) if d not in pos]
+    out = list(src.shape[:first]) + list(shape) + [src.shape[d] for d in rest[first:]] if run else \
+        list(shape) + [src.shape[d] for d in rest]
+    out = tuple(out)
+    dims = [0] * src.ndim
+    for j, d in enumerate(pos):
+        dims[d] = -1 - j
+    for t, d in enumerate(rest):
+        dims[d] = t if run and t < first else t + b
+    lead = (1,) * first
+    trail = (1,) * (len(out) - first - b)
+    arrays = [broadcast(mv.reshape_node(broadcast(x, shape), lead + shape + trail), out) for x in index]
+    return mk(Op.GATHER, src.dtype, out, [src] + arrays, {"dims": tuple(dims)})
+
+
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """``np.take``: ``mode`` ``raise`` (an out-of-range index raises), ``wrap`` or ``clip``."""
+    if out is not None:
+        raise unsupported("np.take with out=")
+    node = as_node(a, "argument of np.take")
+    if axis is None:
+        node, axis = mv.reshape_node(node, (node.size,)), 0
+    axis = mv.axis_index(axis, node.ndim)
+    if isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_)):
+        indices = np.asarray(indices, np.intp)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    if mode != "raise":
+        n = node.shape[axis]
+        idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
+                            f"according to the rule 'safe'{at(loc())}")
+        if n == 0 and idx.size:
+            raise IndexError(f"cannot do a non-empty take from an empty axes.{at(loc())}")
+        indices = np.remainder(idx, max(n, 1)) if mode == "wrap" else np.clip(idx, 0, max(n - 1, 0))
+    return getitem(Tracer(node), (slice(None),) * axis + (indices,))
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """``np.take_along_axis``: ``out[..., j, ...] = arr[..., indices[..., j, ...], ...]``."""
+    node = as_node(arr, "argument of np.take_along_axis")
+    idx = as_node(indices, "indices of np.take_along_axis")
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"`indices` must be an integer array{at(loc())}")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(f"when axis=None, `indices` must have a single dimension.{at(loc())}")
+        node, axis = mv.reshape_node(node, (node.size,)), 0
+    if idx.ndim != node.ndim:
+        raise ValueError(f"`indices` and `arr` must have the same number of dimensions{at(loc())}")
+    axis = mv.axis_index(axis, node.ndim)
+    keep = lambda s: tuple(1 if d == axis else n for d, n in enumerate(s))  # noqa: E731
+    outer = _broadcast_dims(keep(node.shape), keep(idx.shape))
+    shape = outer[:axis] + (idx.shape[axis],) + outer[axis + 1:]
+    src = broadcast(node, outer[:axis] + (node.shape[axis],) + outer[axis + 1:])
+    e = _Array(broadcast(idx, shape), np.asarray(indices) if isinstance(indices, np.ndarray) else None)
+    _check(e, node.shape[axis], axis, shape)
+    dims = list(range(node.ndim))
+    dims[axis] = -1
+    return Tracer(mk(Op.GATHER, node.dtype, shape, [src, e.node], {"dims": tuple(dims)}))
+
+
+def _broadcast_dims(a: tuple, b: tuple) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape.  Mismatch "
+                         f"is between arg 0 with shape {shape_text(a)} and arg 1 with shape "
+                         f"{shape_text(b)}.{at(loc())}") from None

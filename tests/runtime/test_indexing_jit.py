@@ -1,0 +1,137 @@
+"""Integer-array indexing through ``kfuse.jit`` on every backend against NumPy: ``x[idx]``,
+``x[:, idx]``, ``x[rows, cols]`` (broadcast, split by a slice), ints mixed with arrays, lists,
+constant boolean lists, ``np.take`` (every mode), ``np.take_along_axis``, gathers of computed
+values and at computed (traced) positions, fused with reductions. One GATHER per index
+(kfuse/trace/indexing.py). Out-of-range indices raise NumPy's IndexError: constant ones while
+tracing, traced ones after the call (and nothing is written back into the arguments)."""
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.errors import UnsupportedError
+from kfuse.fusion import pipeline
+from kfuse.ir.specs import spec_of_value
+from kfuse.trace import trace_function
+from tolerance import assert_matches_numpy
+
+BACKENDS = [pytest.param("cpu", id="cpu"),
+            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
+            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
+
+
+def cross_entropy(a, i, j, k):
+    x = a.astype(np.float32)
+    m = x.max(axis=1, keepdims=True)
+    logp = x - (np.log(np.exp(x - m).sum(axis=1, keepdims=True)) + m)
+    return -logp[np.arange(x.shape[0]), k[:, 0]].mean()
+
+
+CASES = {
+    "rows": lambda a, i, j, k: a[i],
+    "cols": lambda a, i, j, k: a[:, j] * 2,
+    "pairs": lambda a, i, j, k: a[i, j],
+    "pairs-broadcast": lambda a, i, j, k: a[i[:, None], j[None, :3]],
+    "int-and-array": lambda a, i, j, k: a[2, j] + a[i, -1],
+    "split-by-slice": lambda a, i, j, k: a.reshape(3, 2, 8)[[0, 2, 1, 1, 0], :, j],
+    "newaxis-ellipsis": lambda a, i, j, k: a[None, i, ...][..., ::2],
+    "list": lambda a, i, j, k: a[[0, -1, 3]],
+    "bool-list": lambda a, i, j, k: a[[True, False, True, False, False, True]],
+    "take-axis": lambda a, i, j, k: np.take(a, j, axis=1) + a.take(i, axis=0)[:, :6].T,
+    "take-flat": lambda a, i, j, k: np.take(a, k * 5),
+    "take-wrap": lambda a, i, j, k: np.take(a, i * 7 - 3, axis=0, mode="wrap"),
+    "take-clip": lambda a, i, j, k: np.take(a, j * 3, axis=1, mode="clip"),
+    "take-along": lambda a, i, j, k: np.take_along_axis(a, k, axis=1),
+    "take-along-broadcast": lambda a, i, j, k: np.take_along_axis(a, j[:4, None], axis=0),
+    "argmax-gather": lambda a, i, j, k: a[np.arange(a.shape[0]), a.argmax(axis=1)],
+    "flat-argmax": lambda a, i, j, k: a.ravel()[a.argmax()] + a[1].max(),
+    "gather-then-sum": lambda a, i, j, k: a[i].sum(axis=1),
+    "gather-then-rowmax": lambda a, i, j, k: a[:, j].max(axis=0),
+    "computed-index": lambda a, i, j, k: a[(i + 1) % 6, k[:5, 1]],
+    "gather-of-computed": lambda a, i, j, k: (a * 2 + 1)[i] - a[i],
+    "cross-entropy": cross_entropy,
+}
+DTYPES = ["float32", "int32", "float16"]
+
+
+def _inputs(dtype):
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((6, 8)) * 4).astype(dtype)
+    i = rng.integers(-6, 6, 5).astype(np.int64)
+    j = rng.integers(-8, 8, 5).astype(np.int32)
+    k = rng.integers(0, 8, (6, 3)).astype(np.uint8)
+    return a, i, j, k
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gathers_match_numpy(backend, name, dtype, cupy_for):
+    fn = CASES[name]
+    args = _inputs(dtype)
+    with np.errstate(all="ignore"):
+        want = np.asarray(fn(*args))
+    f = kfuse.jit(fn, backend=backend)
+    with np.errstate(all="ignore"):
+        if backend == "cpu":
+            got = np.asarray(f(*args))
+        else:
+            cp = cupy_for(backend)
+            got = cp.asnumpy(f(*map(cp.asarray, args)))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert_matches_numpy(got, want, reductions=True)
+
+
+def test_a_gather_is_fused_with_its_consumer():
+    """``table[idx] * 2 + 1``: one elementwise kernel reads the table where the indices point; a
+    second, tiny one checks the indices' range."""
+    specs = {"t": spec_of_value(np.zeros((100, 16), np.float32)), "i": spec_of_value(np.zeros(7, np.int64))}
+    graph = trace_function(lambda t, i: t[i] * 2.0 + 1.0, specs)
+    assert len(graph.checks) == 1 and "gather" in graph.as_text()
+    plan = pipeline.plan(pipeline.optimize(graph))
+    assert sorted(g.kind for g in plan.groups) == ["elementwise", "reduce"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_traced_index_out_of_range_raises_and_writes_nothing(backend, cupy_for):
+    def step(x, i):
+        x += 1.0
+        return x[i]
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    f = kfuse.jit(step, backend=backend)
+    xp = np if backend == "cpu" else cupy_for(backend)
+    host = np.asarray if xp is np else xp.asnumpy
+    xd = xp.array(x)
+    for bad in ([0, 4], [-5], [2, 1, 7]):
+        with pytest.raises(IndexError, match=r"out of bounds for axis 0 with size 4 \(at .*test_indexing_jit.py"):
+            f(xd, xp.asarray(np.array(bad)))
+        assert np.array_equal(host(xd), x)     # nothing written back
+    got = f(xd, xp.asarray(np.array([-4, 3])))
+    assert np.array_equal(host(got), (x + 1)[[-4, 3]])
+    assert np.array_equal(host(xd), x + 1)
+
+
+@pytest.mark.parametrize("fn, err, match", [
+    (lambda a, i: a[[0, 9]], IndexError, "index 9 is out of bounds for axis 0 with size 6"),
+    (lambda a, i: a[:, np.array([-9])], IndexError, "index -9 is out of bounds for axis 1 with size 8"),
+    (lambda a, i: np.take(a, [50]), IndexError, "index 50 is out of bounds for axis 0 with size 48"),
+    (lambda a, i: a[i.astype(np.float32)], IndexError, "arrays used as indices must be of integer"),
+    (lambda a, i: a[i, i[:2]], IndexError, "shape mismatch: indexing arrays could not be broadcast"),
+    (lambda a, i: a[i, i, i], IndexError, "too many indices for array"),
+    (lambda a, i: np.take_along_axis(a, i, axis=0), ValueError, "same number of dimensions"),
+    (lambda a, i: np.take(a, i, mode="bogus"), ValueError, "clipmode must be one of"),
+])
+def test_indexing_errors_match_numpy(fn, err, match):
+    a, i = np.zeros((6, 8), np.float32), np.arange(5)
+    with pytest.raises(err, match=match):
+        fn(a, i)                              # NumPy's own error...
+    with pytest.raises(err, match=match):
+        kfuse.jit(fn)(a, i)                   # ...is kfuse's
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda a, i: a[a[:, 0] > 0, i[:1]], "traced boolean array combined with other indices"),
+    (lambda a, i: (lambda b: b.__setitem__(i, 0) or b)(a.copy()), "writing through an index array"),
+])
+def test_unsupported_indexing_names_the_line(fn, match):
+    with pytest.raises(UnsupportedError, match=match + ".*test_indexing_jit.py"):
+        kfuse.jit(fn)(np.zeros((6, 8), np.float32), np.arange(5))
