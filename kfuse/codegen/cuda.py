@@ -56,10 +56,10 @@ from . import kernel_ir as K
 from .cuda_accs import AccEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
-from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, max_itemsize, pads_along, reload_pays,
+from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, lane_itemsize, max_itemsize, pads_along, reload_pays,
                           rereads_rows, row_shape, split_ok, vector_access, vector_accesses, vector_ok, writes_rows)
 
-__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "max_itemsize",
+__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize", "max_itemsize",
            "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses",
            "vector_ok", "writes_rows"]
 
@@ -262,7 +262,14 @@ class _Gen(AccEmitter):
         last = f"i{dims[-1]}"
         lanes, loads, stores, fetch = [], {}, [], []
         gathered = False
+        # a GATHER's vector load (an embedding row): its position is computed once a unit, first
+        hoisted = lane_invariant(ph.pre, [s for s in ph.pre if isinstance(s, K.Load) and K.gathers(s.index)
+                                          and vector_access(s.index, last)], last)
+        index += [self.stmt(s) for s in hoisted]
+        hoisted = {id(s) for s in hoisted}
         for s in ph.pre:
+            if id(s) in hoisted:
+                continue
             if isinstance(s, K.Load):
                 off = self.offset("in", s.buf, s.index)
                 st = _STYPE[s.dtype]

@@ -47,8 +47,10 @@ class Variant:
 
 def vector_access(index, last: str) -> bool:
     """True when an access's last index is exactly the innermost loop variable and no other
-    component uses it (a contiguous run along the vector); False means it ignores that var."""
-    if not index or K.gathers(index):
+    component uses it (a contiguous run along the vector); False means it ignores that var.
+    A GATHER's position that does not depend on it (an embedding row) qualifies: the emitter
+    computes the position before the vector load (:func:`lane_invariant`)."""
+    if not index:
         return False
     uses = [last in K.expr_vars(e) for e in index]
     return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
@@ -69,8 +71,8 @@ def vector_accesses(kir: K.KernelIR):
     last = f"i{dims[-1]}"
     vec = []
     for s in stmts:
-        if isinstance(s, K.Load) and K.gathers(s.index):
-            return None     # a gather: loaded in statement order, element by element
+        if isinstance(s, K.Load) and K.gathers(s.index) and kir.kind == "reduce":
+            return None     # a row's gather: loaded in statement order, element by element
         if isinstance(s, (K.Load, K.Store)):
             if vector_access(s.index, last):
                 vec.append(s)
@@ -103,6 +105,56 @@ def pads_along(stmts, last: str) -> bool:
     return any(isinstance(s, K.Index) and last in K.expr_vars(s.expr) for s in stmts)
 
 
+def lane_invariant(stmts, loads, last: str) -> list:
+    """The statements computing the positions (``IVal``) of the gathered ``loads``, in order:
+    none depends on the innermost loop variable ``last``, so they run once a vector unit,
+    before its loads, instead of once a lane."""
+    defs = {s.dst: s for s in stmts if hasattr(s, "dst")}
+    need, stack = set(), [e.name for s in loads for e in _ivals(s.index)]
+    while stack:
+        v = stack.pop()
+        if v in need or v not in defs:
+            continue
+        need.add(v)
+        s = defs[v]
+        stack += list(s.args) if isinstance(s, K.Op) else [e.name for e in _ivals(getattr(s, "index", ()))]
+    out = [s for s in stmts if getattr(s, "dst", None) in need]
+    assert not any(isinstance(s, (K.Load, K.Index)) and last in set().union(
+        *map(K.expr_vars, s.index if isinstance(s, K.Load) else (s.expr,))) for s in out)
+    return out
+
+
+def _ivals(index) -> list:
+    out = []
+    for e in index:
+        if isinstance(e, K.IVal):
+            out.append(e)
+        elif isinstance(e, K.IBin):
+            out += _ivals((e.lhs, e.rhs))
+    return out
+
+
+def lane_itemsize(kir: K.KernelIR) -> int:
+    """The widest element a kernel moves along its innermost loop variable (what sets its vector
+    width). Elementwise: loads independent of that variable are read once a unit, so an int64
+    index broadcast along an embedding row does not halve the float32 row's vector. Reduce: the
+    rows' loads and stores (in the phases' loops); a value read or written once a row (a picked
+    label's logit) is scalar."""
+    if kir.kind == "reduce":
+        dims = kir.loop_dims(kir.inner)
+        stmts = [s for ph in kir.phases for s in ph.body]
+    else:
+        dims = kir.loop_dims(range(len(kir.domain)))
+        stmts = list(kir.phases[0].pre)
+    if not dims:
+        return max_itemsize(kir)
+    last = f"i{dims[-1]}"
+    sizes = [np.dtype(kir.outputs[s.buf].dtype if isinstance(s, K.Store) else s.dtype).itemsize
+             for s in stmts if isinstance(s, (K.Load, K.Store))
+             and (isinstance(s, K.Store) or any(last in K.expr_vars(e) for e in s.index))]
+    return max(sizes or [max_itemsize(kir)])
+
+
 def max_itemsize(kir: K.KernelIR) -> int:
     return max([np.dtype(b.dtype).itemsize for b in kir.inputs + kir.outputs] or [1])
 
@@ -116,14 +168,14 @@ def default_variant(kir: K.KernelIR) -> Variant:
         for d in kir.inner:
             e = kir.domain[d]
             L *= e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
-        vec = max(1, 16 // max_itemsize(kir)) if vector_accesses(kir) else 1
+        vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
         last = kir.domain[kir.loop_dims(kir.inner)[-1]] if kir.loop_dims(kir.inner) else K.lit(1)
         lv = last.value if isinstance(last, K.ILit) else next(s.value for s in kir.sizes if s.name == last.name)
         if lv % vec:
             vec = 1
         block, kc = row_shape(L // vec)
         return Variant("row", vec, bool(big), kc, block)
-    vec = max(1, 16 // max_itemsize(kir)) if vector_ok(kir) else 1
+    vec = max(1, 16 // lane_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
 
 

@@ -212,7 +212,7 @@ class _Launcher(LauncherBase):
         dims = kir.loop_dims(range(len(kir.domain)))
         vec = 1
         if self.vec_ok and dims:
-            vec = max(1, 16 // cuda_emit.max_itemsize(kir))
+            vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
             last = f"i{dims[-1]}"
             if self.extent(dims[-1]) % vec:
                 vec = 1
@@ -228,7 +228,7 @@ class _Launcher(LauncherBase):
         if st and vec > 1:
             reads = len({id(a) for a in ins if math.prod(a.shape) == total})
             if reads + len(outs) >= st.streams and reads >= st.inputs:
-                vec = max(1, min(vec, st.vector_bytes // cuda_emit.max_itemsize(kir)))
+                vec = max(1, min(vec, st.vector_bytes // cuda_emit.lane_itemsize(kir)))
                 block, min_blocks, one_pass = st.threads, st.min_blocks, st.one_pass
         units = total // vec
         ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
@@ -253,7 +253,7 @@ class _Launcher(LauncherBase):
         vec = 1
         va = cuda_emit.vector_accesses(kir)
         if va is not None and inner:
-            vec = max(1, 16 // cuda_emit.max_itemsize(kir))
+            vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
             if self.extent(inner[-1]) % vec:
                 vec = 1
             for st_ in va[1]:

@@ -62,8 +62,9 @@ def is_advanced(key) -> bool:
                for k in items)
 
 
-def getitem(a, key) -> Tracer:
-    """``a[key]`` for a key holding index arrays (:func:`is_advanced`)."""
+def getitem(a, key, checked: bool = True) -> Tracer:
+    """``a[key]`` for a key holding index arrays (:func:`is_advanced`); ``checked=False``: the
+    traced indices are known to be in range (``np.take``'s wrap and clip modes), no run-time check."""
     node = as_node(a, "indexed array")
     items = list(key) if isinstance(key, tuple) else [key]
     entries = []
@@ -102,7 +103,8 @@ def getitem(a, key) -> Tracer:
         axis += e is not None
     shape = _broadcast([e.node.shape for e in arrays])
     for p, ax, e in zip(pos, axes, arrays):
-        _check(e, view.shape[p], ax, shape)
+        if checked or e.value is not None:
+            _check(e, view.shape[p], ax, shape)
     return Tracer(gather(view, pos, [e.node for e in arrays], shape))
 
 
@@ -179,7 +181,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         if n == 0 and idx.size:
             raise IndexError(f"cannot do a non-empty take from an empty axes.{at(loc())}")
         indices = np.remainder(idx, max(n, 1)) if mode == "wrap" else np.clip(idx, 0, max(n - 1, 0))
-    return getitem(Tracer(node), (slice(None),) * axis + (indices,))
+    return getitem(Tracer(node), (slice(None),) * axis + (indices,), checked=mode == "raise")
 
 
 def take_along_axis(arr, indices, axis=-1):

@@ -42,18 +42,25 @@ def test_gather_kernels_compile_to_ptx(fn, dtype, itype, backend, tmp_path):
     assert clamp in src
 
 
-def test_embedding_keeps_vector_stores(tmp_path):
-    """The gathered rows are stored 16 bytes at a time; the table's element is a scalar load in
-    the lane loop, after its position is computed from the (vector-loaded) index."""
+def test_embedding_rows_are_vector_loads():
+    """An embedding row is contiguous: the position is computed once a vector unit from the index
+    (read once, not a lane's vector: an int64 index does not halve the float32 vector), then the
+    row is loaded and stored 16 bytes at a time. A position that changes along the row (a
+    transposed gather) is loaded lane by lane."""
+    from kfuse.codegen import cuda
     kernels = kfuse.jit(embedding, backend="cuda").lower("f32[1000,64]", "i64[32]").kernels(for_gpu=True)
     ew = [k for k in kernels if k.kind == "elementwise"]
-    assert len(ew) == 1 and cuda_shapes.vector_ok(ew[0])
+    assert len(ew) == 1 and cuda_shapes.vector_ok(ew[0]) and cuda_shapes.lane_itemsize(ew[0]) == 4
     loads = [s for s in ew[0].phases[0].pre if isinstance(s, K.Load)]
     assert [K.gathers(s.index) for s in loads] == [False, True]
-    from kfuse.codegen import cuda
     src = cuda.emit(ew[0])
-    lane_loop = src[src.index("for (int e_ = 0"):]
-    assert "in0[(IDX)v" in lane_loop and "KfVec<float, 2>*>(out0" in src     # int64 indices: 2 lanes
+    assert "KfVec<float, 4>*>(in0 + ((IDX)v" in src and "KfVec<float, 4>*>(out0" in src
+    assert src.index("kf_imin<long long>(") < src.index("for (int e_ = 0")     # once a unit
+
+    kernels = kfuse.jit(lambda t, i: t[i].T * 2.0, backend="cuda").lower("f32[1000,64]", "i64[32]").kernels(for_gpu=True)
+    src = cuda.emit([k for k in kernels if k.kind == "elementwise"][0])
+    lanes = src[src.index("for (int e_ = 0"):]
+    assert "in0[(IDX)v" in lanes and "kf_imin<long long>(" in lanes            # a lane's own position
 
 
 def test_row_kernels_with_gathers_are_scalar():
