@@ -9,12 +9,13 @@ and a boolean-mask reduction (``x[x > 0].sum(axis=0)``, all of x: a scalar). Eac
 Usage: PYTHONPATH=. python3 benchmarks/assemble_bench.py
 """
 import os
-import subprocess
 
 import cupy as cp
 import numpy as np
 
 import kfuse
+import peer_timing
+from peer_timing import copy_ms, interleaved
 
 N, D = 16384, 1024
 
@@ -60,16 +61,6 @@ def _torch_fns():
     return {"rotary": t_rotary, "writes": t_writes, "pad": t_pad, "masked_sum": t_masked_sum}
 
 
-def _time(fn, reps=10):
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(reps):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) / reps
-
-
 def main():
     import torch
     out_dir = os.environ.get("OUT", ".")
@@ -81,7 +72,6 @@ def main():
              "masked_sum": (masked_sum, 1, 1)}
     tfns = _torch_fns()
     rows = []
-    copy_src, copy_dst = cp.empty(N * D * 4, cp.float32), cp.empty(N * D * 4, cp.float32)
     for name, (fn, n_in, n_bytes_units) in cases.items():
         args, targs = xs[:n_in], ts[:n_in]
         kf = kfuse.jit(fn)
@@ -93,30 +83,14 @@ def main():
         terr = float(np.max(np.abs(tgot - want)) / (np.max(np.abs(want)) or 1))
         peers = {"kfuse[cuda]": lambda: kf(*args), "torch.compile": lambda: tc(*targs),
                  "cupy eager": lambda: fn(*args)}
-        for f in peers.values():
-            f(), f()
-        torch.cuda.synchronize()
-        times = {k: [] for k in peers}
-        for r in range(15):
-            order = list(peers)[r % len(peers):] + list(peers)[:r % len(peers)]
-            for k in order:
-                times[k].append(_time(peers[k]))
+        times = interleaved(peers)
         nbytes = N * D * 4 * n_bytes_units if name != "masked_sum" else N * D * 4
-        cp.copyto(copy_dst[:nbytes // 4], copy_src[:nbytes // 4])
-        copy_ms = float(np.median([_time(lambda: cp.copyto(copy_dst[:nbytes // 8],
-                                                          copy_src[:nbytes // 8])) for _ in range(15)]))
-        for k, v in times.items():
-            ms = float(np.median(v))
-            rows.append((name, k, ms, copy_ms / ms * 100, err if k == "kfuse[cuda]" else
+        copy = copy_ms(nbytes)
+        for k, ms in times.items():
+            rows.append((name, k, ms, copy / ms * 100, err if k == "kfuse[cuda]" else
                          terr if k == "torch.compile" else float("nan")))
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
-    lines = [f"# assemble_bench ({gpu})", "",
-             f"float32 {N}x{D}; ms: median of 15 rounds of 10 calls; % copy: a cupy copy of the "
-             "bytes the case reads and writes (once each), timed in this run.", "",
-             "| case | impl | ms | % of copy | max rel. err |", "|---|---|---|---|---|"]
-    lines += [f"| {c} | {k} | {ms:.4f} | {pc:.0f}% | {e:.1e} |" for c, k, ms, pc, e in rows]
-    text = "\n".join(lines) + "\n"
+    text = peer_timing.table("assemble_bench", f"float32 {N}x{D}; ms: median of 15 rounds of 10 calls; % copy: a "
+                 "cupy copy of the bytes the case reads and writes (once each), timed in this run.", rows)
     print(text)
     with open(os.path.join(out_dir, "assemble_bench.md"), "w") as f:
         f.write(text)

@@ -12,12 +12,13 @@ CUDA events, peers interleaved per round. Writes ``gather_bench.md`` under $OUT 
 directory). Usage: PYTHONPATH=. python3 benchmarks/gather_bench.py
 """
 import os
-import subprocess
 
 import cupy as cp
 import numpy as np
 
 import kfuse
+import peer_timing
+from peer_timing import copy_ms, interleaved
 
 V, D, B = 50000, 1024, 16384
 N, C = 8192, 8192
@@ -60,16 +61,6 @@ def _torch_fns():
             "xent-logp": t_xent_logp}
 
 
-def _time(fn, reps=10):
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(reps):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) / reps
-
-
 def main():
     import torch
     out_dir = os.environ.get("OUT", ".")
@@ -97,31 +88,16 @@ def main():
                  "cupy eager": lambda: fn(*args)}
         for k in list(peers):
             try:
-                peers[k](), peers[k]()
-            except Exception as e:      # CuPy eager: a NumPy index array into a CuPy array
+                peers[k]()
+            except Exception as e:      # CuPy eager: np.take's mode= (not in CuPy)
                 print(f"{name}: {k} skipped ({type(e).__name__}: {e})")
                 del peers[k]
-        torch.cuda.synchronize()
-        times = {k: [] for k in peers}
-        for r in range(15):
-            order = list(peers)[r % len(peers):] + list(peers)[:r % len(peers)]
-            for k in order:
-                times[k].append(_time(peers[k]))
-        src, dst = cp.empty(nbytes // 8, cp.float32), cp.empty(nbytes // 8, cp.float32)
-        cp.copyto(dst, src)
-        copy_ms = float(np.median([_time(lambda: cp.copyto(dst, src)) for _ in range(15)]))
-        for k, v in times.items():
-            ms = float(np.median(v))
-            rows.append((name, k, ms, copy_ms / ms * 100, errs.get(k, float("nan"))))
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
-    lines = [f"# gather_bench ({gpu})", "",
-             f"embedding: table {V}x{D}, {B} int64 indices; cross-entropy: logits {N}x{C}. ms: median "
-             "of 15 rounds of 10 calls; % copy: a cupy copy of the bytes the case must move (gathered "
-             "rows read and written; logits read once), timed in this run.", "",
-             "| case | impl | ms | % of copy | max rel. err |", "|---|---|---|---|---|"]
-    lines += [f"| {c} | {k} | {ms:.4f} | {pc:.0f}% | {e:.1e} |" for c, k, ms, pc, e in rows]
-    text = "\n".join(lines) + "\n"
+        times = interleaved(peers)
+        copy = copy_ms(nbytes)
+        rows += [(name, k, ms, copy / ms * 100, errs.get(k, float("nan"))) for k, ms in times.items()]
+    text = peer_timing.table("gather_bench", f"embedding: table {V}x{D}, {B} int64 indices; cross-entropy: logits "
+                 f"{N}x{C}. ms: median of 15 rounds of 10 calls; % copy: a cupy copy of the bytes the "
+                 "case must move (gathered rows read and written; logits read once), timed in this run.", rows)
     print(text)
     with open(os.path.join(out_dir, "gather_bench.md"), "w") as f:
         f.write(text)

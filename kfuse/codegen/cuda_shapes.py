@@ -56,19 +56,26 @@ def vector_access(index, last: str) -> bool:
     return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
 
 
-def vector_accesses(kir: K.KernelIR):
-    """(last loop var, the Loads/Stores that would use vector accesses), or None when some access
-    uses the innermost loop variable in another way (then only the scalar variant fits).
-    Elementwise: the innermost domain dim; reduce: the innermost reduced dim (row mode)."""
+def _innermost(kir: K.KernelIR) -> tuple[str | None, list]:
+    """(the innermost loop variable a vector runs along, or None; the statements run along it):
+    elementwise, the innermost domain dim and the kernel's statements; reduce, the innermost
+    reduced dim and the phases' loop bodies."""
     if kir.kind == "reduce":
         dims = kir.loop_dims(kir.inner)
         stmts = [s for ph in kir.phases for s in ph.body]
     else:
         dims = kir.loop_dims(range(len(kir.domain)))
         stmts = list(kir.phases[0].pre)
-    if not dims:
+    return (f"i{dims[-1]}" if dims else None), stmts
+
+
+def vector_accesses(kir: K.KernelIR):
+    """(last loop var, the Loads/Stores that would use vector accesses), or None when some access
+    uses the innermost loop variable in another way (then only the scalar variant fits).
+    Elementwise: the innermost domain dim; reduce: the innermost reduced dim (row mode)."""
+    last, stmts = _innermost(kir)
+    if last is None:
         return None
-    last = f"i{dims[-1]}"
     vec = []
     for s in stmts:
         if isinstance(s, K.Load) and K.gathers(s.index) and kir.kind == "reduce":
@@ -140,15 +147,9 @@ def lane_itemsize(kir: K.KernelIR) -> int:
     index broadcast along an embedding row does not halve the float32 row's vector. Reduce: the
     rows' loads and stores (in the phases' loops); a value read or written once a row (a picked
     label's logit) is scalar."""
-    if kir.kind == "reduce":
-        dims = kir.loop_dims(kir.inner)
-        stmts = [s for ph in kir.phases for s in ph.body]
-    else:
-        dims = kir.loop_dims(range(len(kir.domain)))
-        stmts = list(kir.phases[0].pre)
-    if not dims:
+    last, stmts = _innermost(kir)
+    if last is None:
         return max_itemsize(kir)
-    last = f"i{dims[-1]}"
     sizes = [np.dtype(kir.outputs[s.buf].dtype if isinstance(s, K.Store) else s.dtype).itemsize
              for s in stmts if isinstance(s, (K.Load, K.Store))
              and (isinstance(s, K.Store) or any(last in K.expr_vars(e) for e in s.index))]
