@@ -216,6 +216,8 @@ class JitFunction:
                                            "cast to float32 first")
         from .trace import trace_function
         graph = trace_function(self.fn, specs, self.fn.__name__)
+        if not _config.get().index_checks:
+            graph = graph.without_checks()
         lowered = Lowered(graph, self.options.device, backend, self.options)
         store = _open_cache()
         program = lowered.compile(store)

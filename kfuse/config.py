@@ -34,6 +34,8 @@ class Config:
     print_autotuning: bool = False      # KFUSE_PRINT_AUTOTUNING=1
     cpu_threads: int | None = None      # KFUSE_CPU_THREADS: Numba threads for the CPU backend
     device: str | None = None           # KFUSE_DEVICE: default DeviceSpec name for planning (e.g. h100)
+    index_checks: bool = True           # KFUSE_INDEX_CHECKS=0: no IndexError for a traced index out of
+                                        # range (read at the nearest end), no flag read back a call
 
 
 def from_env(env: dict | None = None) -> Config:
@@ -53,6 +55,7 @@ def from_env(env: dict | None = None) -> Config:
         print_autotuning=_bool(g("KFUSE_PRINT_AUTOTUNING")),
         cpu_threads=int(threads) if threads else None,
         device=g("KFUSE_DEVICE") or None,
+        index_checks=_bool(g("KFUSE_INDEX_CHECKS"), True),
     )
 
 

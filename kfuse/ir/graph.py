@@ -160,6 +160,14 @@ class Graph:
                     out[i].append(n)
         return out
 
+    def without_checks(self) -> "Graph":
+        """This graph with its index checks dropped (they are its last outputs): a gather then
+        reads an index out of range at the nearest end, as ``jax.jit`` does, and no call waits
+        for a flag (``KFUSE_INDEX_CHECKS=0``)."""
+        if not self.checks:
+            return self
+        return dataclasses.replace(self, outputs=self.outputs[:-len(self.checks)], checks=())
+
     def with_outputs(self, outputs: Iterable[Node]) -> "Graph":
         return dataclasses.replace(self, outputs=tuple(outputs))
 

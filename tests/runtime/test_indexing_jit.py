@@ -135,3 +135,20 @@ def test_indexing_errors_match_numpy(fn, err, match):
 def test_unsupported_indexing_names_the_line(fn, match):
     with pytest.raises(UnsupportedError, match=match + ".*test_indexing_jit.py"):
         kfuse.jit(fn)(np.zeros((6, 8), np.float32), np.arange(5))
+
+
+def test_index_checks_can_be_turned_off(monkeypatch):
+    """``KFUSE_INDEX_CHECKS=0``: no check kernels, no IndexError; an index out of range reads the
+    nearest end (GATHER's own rule), as jax.jit does."""
+    from kfuse import config
+    monkeypatch.setenv("KFUSE_INDEX_CHECKS", "0")
+    config.reload()
+    try:
+        f = kfuse.jit(lambda x, i: x[i] + 0.5)
+        x = np.arange(12, dtype=np.float32).reshape(4, 3)
+        got = f(x, np.array([1, 9, -2, -7]))
+        assert np.array_equal(got, x[[1, 3, 2, 0]] + 0.5)
+        assert f.trace(x, np.array([1])).checks     # the traced graph still has the check
+    finally:
+        monkeypatch.undo()
+        config.reload()
