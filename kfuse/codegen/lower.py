@@ -171,11 +171,11 @@ class _Lowerer:
         src, dims = node.inputs[0], node.attr("dims")
         src_index = []
         for d, p in enumerate(dims):
-            if p >= 0:
-                src_index.append(index[p])
-                continue
             if src.shape[d] == 1:
                 src_index.append(K.lit(0))
+                continue
+            if p >= 0:
+                src_index.append(index[p])
                 continue
             idx = node.inputs[-p]
             x = self.value(idx, index)

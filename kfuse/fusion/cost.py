@@ -299,17 +299,27 @@ def compute_dtype(nodes: Iterable[Node]):
 def estimate(kind: str, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
              device: DeviceSpec, evals: Mapping[Node, int] | None = None, passes: int = 1,
              reread: Iterable[Node] = ()) -> Cost:
-    """The roofline cost of one kernel: every input read once (``reread`` ones ``passes`` times),
-    every output written once, each node's FLOPs times its number of evaluations."""
+    """The roofline cost of one kernel: every input read once (``reread`` ones ``passes`` times;
+    one read only through gathers, the elements gathered), every output written once, each node's
+    FLOPs times its number of evaluations."""
     nodes = list(nodes)
     evals = evals or {}
     reread = set(reread)
-    br = sum(i.nbytes * (passes if i in reread else 1) for i in inputs)
+    br = sum(_read_bytes(i, nodes) * (passes if i in reread else 1) for i in inputs)
     bw = sum(o.nbytes for o in outputs)
     flops = sum(node_flops(n, evals.get(n), device.special_scale) for n in nodes)
     if kind == "matmul":
         return _matmul_cost(nodes, list(inputs), list(outputs), br, bw, flops, device)
     return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes)
+
+
+def _read_bytes(i: Node, nodes: list[Node]) -> int:
+    """Bytes a kernel reads of input ``i``: all of it, or (read only as gathers' source, an
+    embedding table) at most the elements the gathers pick."""
+    readers = [n for n in nodes if i in n.inputs]
+    if readers and all(n.op is Op.GATHER and i not in n.inputs[1:] for n in readers):
+        return min(i.nbytes, sum(n.size for n in readers) * i.dtype.itemsize)
+    return i.nbytes
 
 
 # -- matmul groups: two candidates ---------------------------------------------------------------

@@ -13,6 +13,9 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
   lossless.
 * ``empty``: a computed node with no elements becomes a broadcast constant.
 * ``outer``: a matmul over K = 1 becomes ``a * b + 0.0`` (NumPy's sum starts from +0.0).
+* ``gathers``: a GATHER of an elementwise op becomes the op of the gathered operands, and a
+  GATHER of a broadcast reads the broadcast's input, when the gather has no more elements than
+  its source: ``(x - lse)[rows, y]`` computes ``x[rows, y] - lse[rows, 0]``, not ``x - lse``.
 """
 from __future__ import annotations
 
@@ -277,4 +280,25 @@ outer = Pass("outer", lambda g: rewrite(g, _outer))
 
 dce = Pass("dce", lambda g: g.with_outputs(g.outputs))   # nodes live only if reachable
 
-PASSES: tuple[Pass, ...] = (empty, outer, fold_constants, identities, movement, casts, dce)
+def _gather(n: Node) -> Node | None:
+    if n.op is not Op.GATHER:
+        return None
+    src, index, dims = n.inputs[0], n.inputs[1:], n.attr("dims")
+    if n.size > src.size or n.size == 0:
+        return None
+
+    def gathered(x: Node) -> Node:
+        return Node(Op.GATHER, x.dtype, n.shape, (x,) + index, {"dims": dims}, n.loc)
+    if src.op in ELEMENTWISE:
+        return src.replace(inputs=tuple(gathered(i) if i.shape == src.shape else i for i in src.inputs),
+                           shape=n.shape)
+    if src.op is Op.BROADCAST:         # a broadcast dim (extent 1 in its input) is read at 0
+        a = src.inputs[0]
+        padded = (1,) * (src.ndim - a.ndim) + a.shape
+        a = a if a.shape == padded else Node(Op.RESHAPE, a.dtype, padded, (a,), {}, a.loc)
+        return Node(Op.GATHER, n.dtype, n.shape, (a,) + index, {"dims": dims}, n.loc)
+    return None
+
+
+gathers = Pass("gathers", lambda g: rewrite(g, _gather))
+PASSES: tuple[Pass, ...] = (empty, outer, fold_constants, identities, movement, casts, gathers, dce)

@@ -26,8 +26,8 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   at data-dependent positions: inputs ``(src, idx_0, ..., idx_k-1)``, every ``idx_j`` an integer
   array of ``node.shape`` (broadcast explicitly). Element ``I`` of the node reads ``src`` at the
   index whose dim ``d`` is ``I[dims[d]]`` when ``dims[d] >= 0`` (then ``src.shape[d]`` equals
-  ``node.shape[dims[d]]``), else ``idx_j[I]`` with ``j = -1 - dims[d]``, a negative value counting
-  from the end once (NumPy's rule). A value still out of range reads element 0 or the last: the
+  ``node.shape[dims[d]]``, or is 1: read at 0), else ``idx_j[I]`` with ``j = -1 - dims[d]``, a
+  negative value counting from the end once (NumPy's rule; a dim of extent 1 is read at 0). A value still out of range reads element 0 or the last: the
   tracer adds a run-time check that raises NumPy's IndexError (``Graph.checks``). Fancy
   indexing, ``np.take`` and ``np.take_along_axis`` are built on it.
 * ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch

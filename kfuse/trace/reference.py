@@ -72,12 +72,14 @@ def gather(src: np.ndarray, idx, dims, shape) -> np.ndarray:
     still out of range reads the nearest end."""
     index = []
     for d, p in enumerate(dims):
-        if p >= 0:
+        if src.shape[d] == 1:
+            index.append(np.zeros((1,) * len(shape), np.int64))
+        elif p >= 0:
             index.append(np.arange(shape[p]).reshape([-1 if q == p else 1 for q in range(len(shape))]))
         else:
             x, n = idx[-1 - p].astype(np.int64), src.shape[d]
             index.append(np.clip(np.where(x < 0, x + n, x), 0, n - 1))
-    return src[tuple(index)] if index else src.copy()
+    return np.broadcast_to(src[tuple(index)], shape).copy()
 
 
 def evaluate(graph: Graph, arrays: Sequence) -> list[np.ndarray]:

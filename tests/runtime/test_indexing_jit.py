@@ -152,3 +152,18 @@ def test_index_checks_can_be_turned_off(monkeypatch):
     finally:
         monkeypatch.undo()
         config.reload()
+
+
+def test_a_gather_of_computed_values_computes_only_the_gathered_ones():
+    """``(x - lse)[rows, y]``: the gather is pushed through the subtraction and the broadcast
+    (the ``gathers`` pass), so no kernel writes the full log-probabilities, only the row values."""
+    def xent_logp(x, y):
+        m = x.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(x - m).sum(axis=1, keepdims=True)) + m
+        return -(x - lse)[np.arange(x.shape[0]), y].mean()
+    specs = {"x": spec_of_value(np.zeros((64, 1000), np.float32)), "y": spec_of_value(np.zeros(64, np.int64))}
+    plan = pipeline.plan(pipeline.optimize(trace_function(xent_logp, specs)))
+    assert max(o.size for g in plan.groups for o in g.outputs) == 64
+    x = np.random.default_rng(3).standard_normal((64, 1000)).astype(np.float32)
+    y = np.random.default_rng(4).integers(-1000, 1000, 64)
+    assert_matches_numpy(np.asarray(kfuse.jit(xent_logp)(x, y)), np.asarray(xent_logp(x, y)), reductions=True)
