@@ -167,3 +167,21 @@ def test_a_gather_of_computed_values_computes_only_the_gathered_ones():
     x = np.random.default_rng(3).standard_normal((64, 1000)).astype(np.float32)
     y = np.random.default_rng(4).integers(-1000, 1000, 64)
     assert_matches_numpy(np.asarray(kfuse.jit(xent_logp)(x, y)), np.asarray(xent_logp(x, y)), reductions=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_int_index_is_traced_once(backend, cupy_for):
+    """``x[i]`` with ``i`` a Python int argument is a gather at a run-time position: one compile
+    serves every ``i`` (no recompile a row), and an ``i`` out of range raises NumPy's IndexError."""
+    def row(x, i):
+        return x[i] * 2, x[:, i - 1], x[i, i]
+    f = kfuse.jit(row, backend=backend)
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    xp = np if backend == "cpu" else cupy_for(backend)
+    host = np.asarray if xp is np else xp.asnumpy
+    for i in (0, 2, -1, -3):
+        for got, want in zip(f(xp.asarray(x), i), row(x, i)):
+            assert np.array_equal(host(got), want)
+    assert len(f._programs) == 1
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
+        f(xp.asarray(x), 3)
