@@ -73,7 +73,9 @@ def unit_dims_only(source, result) -> bool:
 
 def getitem(a, key):
     """``a[key]``: a view, except a 0-d result without ``...`` (NumPy gives a scalar copy); a
-    boolean mask gives a :class:`Selection`."""
+    boolean mask gives a :class:`Selection` (a constant one, NumPy's nonzero positions: a gather)."""
+    if isinstance(key, (np.ndarray, list)) and np.asarray(key).dtype == np.bool_ and np.ndim(key):
+        return indexing.getitem(a, key)
     mask = _mask(key)
     if mask is not None:
         node = a.node

@@ -36,6 +36,7 @@ CASES = {
     "newaxis-ellipsis": lambda a, i, j, k: a[None, i, ...][..., ::2],
     "list": lambda a, i, j, k: a[[0, -1, 3]],
     "bool-list": lambda a, i, j, k: a[[True, False, True, False, False, True]],
+    "bool-constant": lambda a, i, j, k: a[np.arange(6) % 4 != 1][:, 1:] + a[np.eye(6, 8, dtype=bool)].sum(),
     "take-axis": lambda a, i, j, k: np.take(a, j, axis=1) + a.take(i, axis=0)[:, :6].T,
     "take-flat": lambda a, i, j, k: np.take(a, k * 5),
     "take-wrap": lambda a, i, j, k: np.take(a, i * 7 - 3, axis=0, mode="wrap"),

@@ -40,7 +40,7 @@ UNSUPPORTED = [
     (lambda x: x[x > 0], "boolean-indexed array"),
     (lambda x: x[x > 0][0], "indexing of a boolean-indexed array"),
     (lambda x: x[x[:, 0] > 0, 0], "boolean indexing"),
-    (lambda x: x[np.array([True, False, True])], "boolean-indexed array"),
+    (lambda x: x[np.array(True)], "a 0-d boolean index"),
     (lambda x: x[True], "boolean indexing"),
     (lambda x: x.astype(np.complex64), "complex64"),
     (lambda x: x.astype(object), "object"),
