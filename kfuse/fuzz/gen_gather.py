@@ -116,7 +116,12 @@ def _traced_index(g, n: int) -> str | None:
 
 
 def _index(g, n: int) -> str:
-    """An index array for a dim of size ``n`` (mode='raise' valid), constant or traced."""
+    """An index array for a dim of size ``n`` (mode='raise' valid), constant or traced; now and
+    then a raw integer value (often out of range: NumPy's IndexError, an error program)."""
+    if g.chance(0.08):
+        raw = g.var(lambda v: v.dtype.kind in "iu" and 0 < v.size <= 12)
+        if raw is not None:
+            return raw
     if g.chance(0.55):
         t = _traced_index(g, n)
         if t is not None:
@@ -124,14 +129,22 @@ def _index(g, n: int) -> str:
     return _const_index(g, n)
 
 
-def _wild_index(g, n: int) -> str:
-    """An index for ``np.take(..., mode='wrap'|'clip')``: any integer values."""
+def _wild_index(g, n: int, mode: str) -> str:
+    """An index for ``np.take(..., mode='wrap'|'clip')``: any integer values, except that NumPy's
+    wrap loop steps by ``n`` (``while (i < 0) i += n``: an index near -2**63 hangs it), so a
+    wrapped index stays within +-2**20 once cast to intp (as NumPy casts it: 2**64 - 1 is -1)."""
     r = g.rng.random()
     if r < 0.4:
         ints = g.vars(lambda v: v.dtype.kind in "iu" and 0 < v.size <= 12)
         if ints:
             v = g.choice(ints)
-            return v if g.chance(0.6) else f"({v} * 3 - 2)"
+            v = v if g.chance(0.6) else f"({v} * 3 - 2)"
+            try:
+                vals = np.asarray(_evaluate(v, g.env)).astype(np.intp)
+            except Exception:       # noqa: BLE001
+                vals = None
+            if vals is not None and (mode == "clip" or np.all((vals > -2 ** 20) & (vals < 2 ** 20))):
+                return v
     if r < 0.7:
         return repr([int(v) for v in g.rng.integers(-3 * n - 3, 3 * n + 4, int(g.rng.integers(1, 6)))])
     return _index(g, n)
@@ -147,10 +160,10 @@ def _producer(g, x: str) -> str:
     return f"np.{g.choice(('negative', 'absolute', 'square'))}({x})"
 
 
-def _consumer(g, expr: str, nd: int) -> str:
+def _consumer(g, expr: str, shape: tuple) -> str:
     """``expr`` or a reduction / elementwise op of it (a gather fused with its consumer)."""
-    r = g.rng.random()
-    if r < 0.65 or nd < 0:
+    r, nd = g.rng.random(), len(shape)
+    if r < 0.65:
         return expr
     if r < 0.85:
         red = g.choice(("sum", "mean", "any", "prod", "max"))
@@ -158,8 +171,14 @@ def _consumer(g, expr: str, nd: int) -> str:
         init = ", initial=0" if red == "max" else ""
         sep = ", " if ax and init else ""
         return f"{expr}.{red}({ax}{sep}{init.lstrip(', ')})"
-    other = g.var()
-    return f"({expr} {g.choice(('+', '*', '-'))} {other})"
+    def fits(v):
+        try:
+            np.broadcast_shapes(v.shape, shape)
+        except ValueError:
+            return False
+        return v.dtype.kind != "b"
+    other = g.var(fits)
+    return expr if other is None else f"({expr} {g.choice(('+', '*', '-'))} {other})"
 
 
 def gather(g) -> str | None:
@@ -200,7 +219,7 @@ def gather(g) -> str | None:
         else:
             d = int(g.rng.integers(nd))
             ax, n = (d - nd if g.chance(0.3) else d), sh[d]
-        i = _index(g, n) if mode == "raise" else _wild_index(g, n)
+        i = _index(g, n) if mode == "raise" else _wild_index(g, n, mode)
         kw = ("" if ax is None else f", axis={ax}") + ("" if mode == "raise" and g.chance(0.5)
                                                        else f", mode='{mode}'")
         expr = f"np.take({src}, {i}{kw})" if g.chance(0.6) else f"{src}.take({i}{kw})"
@@ -209,17 +228,23 @@ def gather(g) -> str | None:
         if expr is None:
             return None
     try:
-        nd_out = np.asarray(_evaluate(expr, g.env)).ndim
+        shape = np.shape(_evaluate(expr, g.env))
     except Exception:       # noqa: BLE001 - NumPy rejects it: maybe an error program
         return expr
-    return _consumer(g, expr, nd_out)
+    return _consumer(g, expr, shape)
 
 
 def _along(g, a: str, src: str) -> str | None:
     x = g.env[a]
     nd, sh = x.ndim, x.shape
-    if g.chance(0.15):                  # axis=None: 1-D indices into the flattened array
-        return f"np.take_along_axis({src}, {_index(g, x.size) if x.size else '[]'}, axis=None)"
+    if g.chance(0.25):                  # axis=None: 1-D indices into the flattened array
+        i = _traced_index(g, x.size) if g.chance(0.5) else None
+        if i is None:
+            vals = [int(v) for v in g.rng.integers(-x.size, x.size, int(g.rng.integers(1, 6)))] if x.size else []
+            i = f"np.array({vals!r}, dtype=np.{g.choice(('intp', 'int16', 'int32'))})"
+        else:
+            i = f"{i}.reshape(-1)"
+        return f"np.take_along_axis({src}, {i}, axis=None)"
     d = int(g.rng.integers(nd))
     ax = d - nd if g.chance(0.3) else d
     r = g.rng.random()

@@ -426,7 +426,7 @@ class _Gen:
         kinds = (self.gen_unary, self.gen_binary, self.gen_reduction, self.gen_movement,
                  self.gen_matmul, self.gen_other, lambda: gen_arrays.assemble(self),
                  lambda: gen_arrays.write(self), lambda: gen_gather.gather(self))
-        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09, 0.05, 0.05, 0.08])
+        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09, 0.05, 0.05, 0.11])
         for _ in range(30):
             gen = kinds[int(self.rng.choice(len(kinds), p=weights / weights.sum()))]
             made = gen()
