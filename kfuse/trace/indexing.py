@@ -17,8 +17,8 @@ from ..errors import at
 from ..ir.graph import Node
 from ..ir.ops import Op
 from . import movement as mv
-from .core import (Tracer, add_check, as_node, broadcast, const_node, loc, mk, operand, shape_text,
-                   unsupported)
+from .core import (Tracer, add_check, as_node, broadcast, cast, const_node, loc, mk, operand,
+                   shape_text, unsupported)
 
 _NOT_INT = "arrays used as indices must be of integer (or boolean) type"
 
@@ -41,7 +41,7 @@ def _array(k) -> _Array | list | None:
                               "index with the mask alone (x[mask]) or use np.where")
         if k.dtype.kind not in "iu":
             raise IndexError(f"{_NOT_INT}{at(loc())}")
-        return _Array(k.node, None)
+        return _Array(cast(k.node, np.intp), None)      # NumPy casts to intp: 2**64-1 is -1
     if isinstance(k, np.ndarray):
         if k.dtype == np.bool_:
             if k.ndim == 0:
@@ -49,6 +49,7 @@ def _array(k) -> _Array | list | None:
             return [_Array(as_node(p.astype(np.intp)), p.astype(np.intp)) for p in np.nonzero(k)]
         if k.dtype.kind not in "iu":
             raise IndexError(f"{_NOT_INT}{at(loc())}")
+        k = k.astype(np.intp)
         if k.ndim == 0:
             return _Array(const_node(k.item(), k.dtype), k)
         return _Array(operand(k, "index array").node, k)
@@ -125,14 +126,10 @@ def _check(e: _Array, n: int, axis: int, shape: tuple) -> None:
         return
     if n == 0 and 0 not in shape:
         raise IndexError(f"index is out of bounds for axis {axis} with size 0{at(loc())}")
-    x = e.node
-    low = mk(Op.LESS, np.bool_, x.shape, [x, broadcast(const_node(-n, x.dtype), x.shape)]) \
-        if x.dtype.kind == "i" and -n >= np.iinfo(x.dtype).min else None
-    high = mk(Op.GREATER_EQUAL, np.bool_, x.shape, [x, broadcast(const_node(n, x.dtype), x.shape)]) \
-        if n <= np.iinfo(x.dtype).max else None
-    if low is None and high is None:
-        return
-    bad = high if low is None else low if high is None else mk(Op.LOGICAL_OR, np.bool_, x.shape, [low, high])
+    x = e.node                          # intp (_array)
+    low = mk(Op.LESS, np.bool_, x.shape, [x, broadcast(const_node(-n, x.dtype), x.shape)])
+    high = mk(Op.GREATER_EQUAL, np.bool_, x.shape, [x, broadcast(const_node(n, x.dtype), x.shape)])
+    bad = mk(Op.LOGICAL_OR, np.bool_, x.shape, [low, high])
     if bad.ndim:
         bad = mk(Op.ANY, np.bool_, (), [bad], {"axes": tuple(range(bad.ndim)), "keepdims": False})
     add_check(bad, f"index out of bounds for axis {axis} with size {n}{at(loc())}")
@@ -168,20 +165,20 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         node, axis = mv.reshape_node(node, (node.size,)), 0
     axis = mv.axis_index(axis, node.ndim)
-    if isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_)):
-        indices = np.asarray(indices, np.intp)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    # NumPy's take casts the indices to intp: booleans are 0 and 1, not a mask
+    idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
+    if idx.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
+                        f"according to the rule 'same_kind'{at(loc())}")
+    idx = idx.astype(np.intp)
     if mode != "raise":
         n = node.shape[axis]
-        idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
-        if idx.dtype.kind not in "iu":
-            raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
-                            f"according to the rule 'safe'{at(loc())}")
         if n == 0 and idx.size:
             raise IndexError(f"cannot do a non-empty take from an empty axes.{at(loc())}")
-        indices = np.remainder(idx, max(n, 1)) if mode == "wrap" else np.clip(idx, 0, max(n - 1, 0))
-    return getitem(Tracer(node), (slice(None),) * axis + (indices,), checked=mode == "raise")
+        idx = np.remainder(idx, max(n, 1)) if mode == "wrap" else np.clip(idx, 0, max(n - 1, 0))
+    return getitem(Tracer(node), (slice(None),) * axis + (idx,), checked=mode == "raise")
 
 
 def take_along_axis(arr, indices, axis=-1):
@@ -201,7 +198,8 @@ def take_along_axis(arr, indices, axis=-1):
     outer = _broadcast_dims(keep(node.shape), keep(idx.shape))
     shape = outer[:axis] + (idx.shape[axis],) + outer[axis + 1:]
     src = broadcast(node, outer[:axis] + (node.shape[axis],) + outer[axis + 1:])
-    e = _Array(broadcast(idx, shape), np.asarray(indices) if isinstance(indices, np.ndarray) else None)
+    e = _Array(broadcast(cast(idx, np.intp), shape),
+               np.asarray(indices).astype(np.intp) if isinstance(indices, np.ndarray) else None)
     _check(e, node.shape[axis], axis, shape)
     dims = list(range(node.ndim))
     dims[axis] = -1
