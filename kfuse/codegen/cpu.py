@@ -306,6 +306,11 @@ class _Emitter:
             return lines
         s = acc.src
         if where == "combine":
+            if acc.kind in ("sum", "prod") and vt.startswith("int"):
+                # wrapping, in uint64: Numba's signed += and *= carry LLVM's nsw flag, so LLVM may
+                # assume a product of positive terms stays positive (cpu seed 903 #317)
+                op = "+" if acc.kind == "sum" else "*"
+                return [f"{a} = np.{vt}(np.uint64({a}) {op} np.uint64({s}))"]
             if acc.kind == "sum":
                 if vector and vt in ("float32", "float64"):
                     return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]

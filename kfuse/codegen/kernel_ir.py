@@ -136,6 +136,11 @@ def expr_vars(e: Expr) -> set[str]:
     return set()
 
 
+def stmt_index(s) -> tuple:
+    """The index expressions a statement reads (a Load's or Store's index, an Index's expression)."""
+    return (s.expr,) if isinstance(s, Index) else tuple(getattr(s, "index", ()))
+
+
 def gathers(index) -> bool:
     """Whether an access's index reads a statement variable (:class:`IVal`): a data-dependent
     position, computed before the access in statement order (no emitter may hoist the access

@@ -68,8 +68,7 @@ class _Lowerer:
         if isinstance(stmt, K.Op):
             self.deps[stmt.dst] = frozenset().union(*(self.deps.get(a, ()) for a in stmt.args))
         elif isinstance(stmt, (K.Load, K.Index)):
-            exprs = stmt.index if isinstance(stmt, K.Load) else (stmt.expr,)
-            self.deps[stmt.dst] = frozenset().union(*map(K.expr_vars, exprs))
+            self.deps[stmt.dst] = frozenset().union(*map(K.expr_vars, K.stmt_index(stmt)))
 
     def _index_inner(self, index) -> bool:
         names = set()

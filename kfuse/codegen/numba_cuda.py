@@ -264,9 +264,9 @@ class _Gen:
         body.append("step_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
         body.append("u_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
         # loads first (a gather's load after the statements computing its position)
-        early = [s for s in stmts if isinstance(s, (K.Load, K.Index)) and not K.gathers(getattr(s, "index", ()))]
+        early = [s for s in stmts if isinstance(s, (K.Load, K.Index)) and not K.gathers(K.stmt_index(s))]
         ids = {id(s) for s in early}
-        order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load)) and id(s) not in ids]
+        order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load, K.Index)) and id(s) not in ids]
                  + [s for s in stmts if isinstance(s, K.Store)])
 
         def lanes(n: int) -> list[str]:
@@ -444,6 +444,8 @@ class _Gen:
         if vt == "bool":
             return f"{x} {'|' if a.kind == 'sum' else '&'} {y}"
         sym = "+" if a.kind == "sum" else "*"
+        if vt.startswith("int"):        # wrapping: a signed += / *= carries LLVM's nsw (cpu.acc_lines)
+            return f"np.{vt}(np.uint64({x}) {sym} np.uint64({y}))"
         return f"{x} {sym} {y}"
 
     def acc_step(self, a: K.Acc) -> list[str]:

@@ -169,6 +169,8 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     # NumPy's take casts the indices to intp: booleans are 0 and 1, not a mask
     idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
+    if isinstance(indices, list) and not idx.size:
+        idx = idx.astype(np.intp)       # NumPy converts a list straight to intp: [] is no float
     if idx.dtype.kind not in "biu":
         raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
                         f"according to the rule 'same_kind'{at(loc())}")

@@ -29,7 +29,13 @@ def picked_logits(a, idx):
     return a[np.arange(a.shape[0]), idx[:, 0]] - m[:, 0]
 
 
-FUNCS = [embedding, pairs, along_rows, picked_logits]
+def gathered_pad(a, idx):
+    """A gather of a concatenation: the PAD's index tests read the gathered position (numba-cuda
+    seed 72 #326, #591, #1051, #1461: those tests were emitted before the position, or dropped)."""
+    return np.concatenate([a, a[:3] * 2])[idx[:, 0] % 67] + 1
+
+
+FUNCS = [embedding, pairs, along_rows, picked_logits, gathered_pad]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -9,6 +9,8 @@ tracer: kfuse/trace/indexing.py).
   IndexError (``x[u]``, ``np.take``, ``np.take_along_axis``) or wrapped/clipped the unsigned value
   (``mode='wrap'|'clip'``; `kfuse fuzz --seed 902` program 5: ``np.take(u64, u64, axis=-2,
   mode='clip')`` read the last row where NumPy reads the first).
+* ``np.take(a, [])``: NumPy converts a list straight to intp, so an empty one is no float array
+  (cuda seed 71 programs 742, 2994, 3681, 4523: kfuse raised NumPy's same_kind TypeError).
 * ``np.take(a, i8, mode='wrap')`` with an int8 index into an axis longer than 127: kfuse raised
   OverflowError (``np.remainder(int8, 200)``); NumPy wraps in intp.
 """
@@ -30,6 +32,8 @@ CASES = {
     "take-clip-uint64-high": (lambda a, u: np.take(a, u, mode="clip"), (np.arange(5.0), U64)),
     "take-along-uint64-high": (lambda a, u: np.take_along_axis(a, u, axis=1),
                                (np.arange(6.0).reshape(2, 3), np.array([[2 ** 64 - 1], [0]], np.uint64))),
+    "take-empty-list": (lambda a: np.take(a, [], axis=0, mode="clip") + a.take([[]]).sum(),
+                        (np.arange(0, dtype=np.float32),)),
     "take-wrap-int8-long-axis": (lambda a, i: np.take(a, i, mode="wrap"),
                                  (np.arange(200.0), np.array([-1, 100, -128], np.int8))),
 }
