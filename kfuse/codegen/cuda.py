@@ -56,11 +56,12 @@ from . import kernel_ir as K
 from .cuda_accs import AccEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
-from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, lane_itemsize, max_itemsize, pads_along, reload_pays,
-                          rereads_rows, row_shape, split_ok, vector_access, vector_accesses, vector_ok, writes_rows)
+from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, lane_itemsize, max_itemsize,
+                          pads_along, reload_pays, rereads_rows, row_shape, split_ok, vector_access, vector_accesses,
+                          vector_ok, writes_rows)
 
-__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize", "max_itemsize",
-           "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses",
+__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize",
+           "max_itemsize", "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses",
            "vector_ok", "writes_rows"]
 
 

@@ -13,8 +13,8 @@ Per outer index the kernel runs its ``phases`` in order. A :class:`Phase` is
 An elementwise kernel is one phase whose ``pre`` computes and stores everything (``inner == ()``).
 
 Statements are SSA over scalar variables ``v<k>`` (names are unique in a kernel):
-:class:`Load` (input buffer at an index; a GATHER's index holds an int64 variable, :class:`IVal`), :class:`Const`, :class:`Index` (an index expression
-as an int64 value), :class:`Op` (a NumPy ufunc name, or
+:class:`Load` (input buffer at an index; a GATHER's index holds an int64 variable, :class:`IVal`),
+:class:`Const`, :class:`Index` (an index expression as an int64 value), :class:`Op` (a NumPy ufunc name, or
 ``"cast"``/``"where"``, computed with the NumPy loop dtypes ``arg_dtypes -> dtype``),
 :class:`Store` (output buffer at an index). Index expressions (:class:`IVar`, :class:`ILit`,
 :class:`IBin`) use loop variables and run-time int64 *size parameters* (:class:`SizeParam`):
