@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import assemble as asm
+from . import composite as cm
 from . import einsum as es
 from . import elementwise as ew
 from . import indexing as ix
@@ -78,6 +79,10 @@ FUNCTIONS = {
     np.fliplr: viewing(asm.fliplr), np.flipud: viewing(asm.flipud), np.diff: asm.diff,
     np.tril: asm.tril, np.triu: asm.triu,
     np.take: ix.take, np.take_along_axis: ix.take_along_axis,
+    np.isclose: cm.isclose, np.allclose: cm.allclose, np.nan_to_num: cm.nan_to_num,
+    np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
+    np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
+    np.tile: cm.tile, np.repeat: cm.repeat,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
     FUNCTIONS[np.concat] = asm.concatenate

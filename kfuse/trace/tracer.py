@@ -14,6 +14,7 @@ from ..ir.dtypes import check_supported, is_float
 from ..ir.graph import Graph, Node
 from ..ir.ops import MOVEMENT, Op
 from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
+from . import composite as cm
 from . import elementwise as ew
 from . import indexing as ix
 from . import linalg as la
@@ -162,7 +163,8 @@ def _install() -> None:
                      ("astype", ew.astype), ("swapaxes", mut.viewing(mv.swapaxes)),
                      ("squeeze", mut.viewing(mv.squeeze)), ("dot", la.dot),
                      ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
-                     ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take)):
+                     ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take),
+                     ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat)):
         setattr(T, name, _method(fn))
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)

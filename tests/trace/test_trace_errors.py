@@ -23,7 +23,7 @@ def line_of(fn) -> str:
 UNSUPPORTED = [
     (lambda x: np.sort(x), "np.sort"),
     (lambda x: np.cumsum(x), "np.cumsum"),
-    (lambda x: np.trace(x), "np.trace"),
+    (lambda x: np.repeat(x, x[0].astype(int)), "np.repeat with per-element counts"),
     (lambda x: np.add(x, 1, out=np.zeros(3)), "out=) into a NumPy array"),
     (lambda x: np.exp(x, where=x > 0), "where="),
     (lambda x: np.add(x, 1, dtype=np.float64), "dtype="),
