@@ -274,12 +274,13 @@ class _Gen(AccEmitter):
             if isinstance(s, K.Load):
                 off = self.offset("in", s.buf, s.index)
                 st = _STYPE[s.dtype]
+                uses_last = any(last in K.expr_vars(e) for e in s.index)
                 if vector_access(s.index, last):
                     fetch.append((f"KfVec<{st}, {V}>", f"w_{s.dst}", self.vload(s, V, off, dims)))
                     loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
-                elif K.gathers(s.index) or any(last in K.expr_vars(e) for e in s.index):
+                elif uses_last or K.gathers(s.index):
                     # a lane's own element (a PAD's wrapped read, a GATHER's): in the lane loop
-                    gathered = gathered or any(last in K.expr_vars(e) for e in s.index)
+                    gathered = gathered or uses_last
                 else:
                     fetch.append((st, f"w_{s.dst}", f"in{s.buf}[{off}]"))
                     loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)

@@ -282,8 +282,8 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
 
 def _index_only(n: Node, nodes: set[Node]) -> bool:
     """A movement chain over leaves inside a group (index math; no contract level)."""
-    if n.op is Op.GATHER:
+    if n.op is Op.GATHER:                       # its index arrays too, not only its source
         return all(_index_only(i, nodes) for i in n.inputs)
-    while n.op in MOVEMENT and n.op is not Op.GATHER:
-        n = n.inputs[0]
-    return n.op in LEAF or (n.op is Op.GATHER and _index_only(n, nodes))
+    if n.op in MOVEMENT:
+        return _index_only(n.inputs[0], nodes)
+    return n.op in LEAF

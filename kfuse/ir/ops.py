@@ -27,9 +27,10 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   array of ``node.shape`` (broadcast explicitly). Element ``I`` of the node reads ``src`` at the
   index whose dim ``d`` is ``I[dims[d]]`` when ``dims[d] >= 0`` (then ``src.shape[d]`` equals
   ``node.shape[dims[d]]``, or is 1: read at 0), else ``idx_j[I]`` with ``j = -1 - dims[d]``, a
-  negative value counting from the end once (NumPy's rule; a dim of extent 1 is read at 0). A value still out of range reads element 0 or the last: the
-  tracer adds a run-time check that raises NumPy's IndexError (``Graph.checks``). Fancy
-  indexing, ``np.take`` and ``np.take_along_axis`` are built on it.
+  negative value counting from the end once (NumPy's rule; a dim of extent 1 is read at 0). A
+  value still out of range reads element 0 or the last: the tracer adds a run-time check that
+  raises NumPy's IndexError (``Graph.checks``). Fancy indexing, ``np.take`` and
+  ``np.take_along_axis`` are built on it.
 * ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch
   dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
 * ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.

@@ -26,7 +26,7 @@ from ..ir.ops import Op
 from . import indexing
 from . import movement as mv
 from .assemble import overlay
-from .core import Tracer, broadcast, cast, const_node, loc, mk, operand, shape_text, unsupported
+from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, operand, shape_text, unsupported
 from .selection import Selection, spread_mask
 
 _VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
@@ -74,15 +74,13 @@ def unit_dims_only(source, result) -> bool:
 def getitem(a, key):
     """``a[key]``: a view, except a 0-d result without ``...`` (NumPy gives a scalar copy); a
     boolean mask gives a :class:`Selection` (a constant one, NumPy's nonzero positions: a gather)."""
-    if isinstance(key, (np.ndarray, list)) and np.asarray(key).dtype == np.bool_ and np.ndim(key):
-        return indexing.getitem(a, key)
-    mask = _mask(key)
+    if indexing.is_advanced(key):             # lists, constant arrays, integer tracers
+        return indexing.getitem(a, key)       # a copy, as NumPy's fancy indexing gives
+    mask = _mask(key)                         # (left: a traced boolean mask)
     if mask is not None:
         node = a.node
         _check_mask(node, mask)
         return Selection(node, mask)
-    if indexing.is_advanced(key):
-        return indexing.getitem(a, key)       # a copy, as NumPy's fancy indexing gives
     res = mv.getitem(a, key)
     if res.ndim == 0 and not any(k is Ellipsis for k in (key if isinstance(key, tuple) else (key,))):
         return res
@@ -135,8 +133,7 @@ def write_out(o, result: Tracer, ufunc: str, casting: str = "same_kind", where=T
                          f"doesn't match the broadcast shape {shape_text(shape)}{at(loc())}")
     new = broadcast(cast(result.node, o.dtype), o.shape)
     if where is not True:
-        w = operand(np.asarray(where) if isinstance(where, (list, tuple, bool)) else where, "where=")
-        m = w.node if w.node is not None else const_node(w.value, np.bool_)
+        m = as_node(np.asarray(where) if isinstance(where, (list, tuple, bool)) else where, "where=")
         new = mk(Op.WHERE, o.dtype, o.shape, [broadcast(cast(m, np.bool_), o.shape), new, o.node])
     _store(o, new)
     return o
