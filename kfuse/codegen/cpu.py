@@ -286,6 +286,8 @@ class _Emitter:
             return f"{st.dst} = np.int64({st.expr})"
         if isinstance(st, K.Op):
             return f"{st.dst} = {self.op_expr(st)}"
+        if isinstance(st, K.Scan):              # the running value is dst itself (set before the loop)
+            return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
             v = f"{self.use('_f2h')}({st.src})" if dt == "float16" else st.src
@@ -376,6 +378,7 @@ class _Emitter:
                 continue
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=vector)]
+            lines += ["    " * ind + f"{sc.dst} = {_literal(sc.init, sc.dtype)}" for sc in K.scans(ph.body)]
             keys = _value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"

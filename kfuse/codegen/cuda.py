@@ -154,22 +154,35 @@ class _Gen(AccEmitter):
             return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){index_c(s.expr)};"
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
-            args = list(s.args)
-            if s.op == "power" and _is_f(s.dtype) and self.consts.get(args[1]) in (1.0, 2.0, 3.0):
-                a, e = args[0], self.consts[args[1]]
-                ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
-                ex = round_lowp(ex, s.dtype) if s.dtype in LOWP else ex
-                return f"const {ctype(s.dtype)} {s.dst} = {ex};"
-            rd = self.const_reciprocal(s)
-            ex = f"(float)((double){args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, args, s.arg_dtypes)
-            if s.dtype in LOWP and s.op not in ("cast", "where"):
-                ex = round_lowp(ex, s.dtype)     # NumPy's float16 loops round every op's result
-            return f"const {ctype(s.dtype)} {s.dst} = {ex};"
+            return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
+        if isinstance(s, K.Scan):       # the running value is dst itself, declared before the loop
+            return f"{s.dst} = {self.op_value(s.step(s.dst))};"
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
                     f"{store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
         raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+
+    def op_value(self, s: K.Op) -> str:
+        """The C expression of an op statement's value."""
+        args = list(s.args)
+        if s.op == "power" and _is_f(s.dtype) and self.consts.get(args[1]) in (1.0, 2.0, 3.0):
+            a, e = args[0], self.consts[args[1]]
+            ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
+            return round_lowp(ex, s.dtype) if s.dtype in LOWP else ex
+        rd = self.const_reciprocal(s)
+        ex = f"(float)((double){args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, args, s.arg_dtypes)
+        if s.dtype in LOWP and s.op not in ("cast", "where"):
+            ex = round_lowp(ex, s.dtype)     # NumPy's float16 loops round every op's result
+        return ex
+
+    def scan_inits(self, ph: K.Phase) -> list[str]:
+        """The running values of ``ph``'s scans, declared and started before its loop."""
+        out = []
+        for sc in K.scans(ph.body):
+            self.dt[sc.dst] = sc.dtype
+            out.append(f"{ctype(sc.dtype)} {sc.dst} = {const_literal(sc.init, sc.dtype)};")
+        return out
 
     def const_reciprocal(self, s) -> str | None:
         """A float32 division by a finite nonzero constant: the literal of the constant's float64
@@ -397,6 +410,7 @@ class _Gen(AccEmitter):
                 continue
             for a in ph.accs:
                 rb += self.acc_init(a)
+            rb += self.scan_inits(ph)
             if v.stage == 2:      # the row's chunks instead of its loop: a thread every block-th, in
                 # order, then the block's fixed combine tree (deterministic)
                 rb += [f"for (int s_ = tid_; s_ < {v.split}; s_ += {v.block}) {{"]
@@ -570,6 +584,8 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
     elif kir.kind == "reduce":
         if variant.mode not in ("row", "col"):
             raise CompileError(f"kfuse: variant {variant} does not fit a reduce kernel")
+        if K.has_scan(kir) and (variant.mode != "col" or variant.split):
+            raise CompileError(f"kfuse: a scan runs its row in order in one thread, not in variant {variant}")
         code = g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")

@@ -163,6 +163,8 @@ def default_variant(kir: K.KernelIR) -> Variant:
     """The variant for contiguous, aligned buffers at the sizes the IR was lowered for."""
     vals = [s.value for s in kir.sizes]
     big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
+    if kir.kind == "reduce" and K.has_scan(kir):
+        return Variant("col", 1, bool(big), 0, 128)     # a thread a row, in order
     if kir.kind == "reduce":
         L = 1
         for d in kir.inner:

@@ -236,7 +236,38 @@ class Store:
         return f"store out{self.buf}[{', '.join(map(str, self.index))}] = {self.src}"
 
 
-Stmt = Union[Load, Const, Index, Op, Store]
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """A running reduction along the inner dim (NumPy's ``ufunc.accumulate``): each outer trip
+    starts a running value at ``init`` before the phase's loop; each inner iteration sets it to
+    ``op(running, src)`` (a NumPy ufunc name: add, multiply, maximum, minimum, computed with the
+    loop dtypes ``(dtype, dtype) -> dtype``, as an :class:`Op` would) and ``dst`` to it. The inner
+    loop must run in order, in one thread (a scan kernel's variant is serial along the row)."""
+    dst: str
+    op: str
+    dtype: str
+    src: str
+    init: Any
+
+    def __str__(self) -> str:
+        return f"{self.dst}: {self.dtype} = {self.op}-scan({self.src}) [init {self.init!r}]"
+
+    def step(self, running: str) -> "Op":
+        """The running value's update as an :class:`Op` on ``running`` (for the emitters)."""
+        return Op(running, self.op, self.dtype, (running, self.src), (self.dtype, self.dtype))
+
+
+Stmt = Union[Load, Const, Index, Op, Store, Scan]
+
+
+def scans(stmts) -> list[Scan]:
+    """The :class:`Scan` statements of ``stmts`` (their running values start before the loop)."""
+    return [s for s in stmts if isinstance(s, Scan)]
+
+
+def has_scan(kir: "KernelIR") -> bool:
+    """Whether ``kir`` scans (its inner loop must run in order, one thread a row)."""
+    return any(scans(ph.body) for ph in kir.phases)
 
 # Reduction kinds and their combine rules (emitters implement exactly these):
 #   sum/prod: acc op= src (ints wrap; float16/float32 accumulate in acc_dtype = float64; the CUDA

@@ -10,7 +10,9 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
-from ..ir.ops import ELEMENTWISE, MOVEMENT, Op, REDUCE
+import numpy as np
+
+from ..ir.ops import ELEMENTWISE, MOVEMENT, Op, REDUCE, SCAN, SCAN_UFUNC
 from . import kernel_ir as K
 
 _ACC_KIND = {Op.SUM: "sum", Op.PROD: "prod", Op.MAX: "max", Op.MIN: "min", Op.ANY: "any",
@@ -108,6 +110,8 @@ class _Lowerer:
             return self.value(node.inputs[0], self.move_index(node, index))
         if op in REDUCE:
             return self.reduce_value(node, index)
+        if op in SCAN:
+            return self.scan_value(node, index)
         if op in ELEMENTWISE:
             args, inner = [], False
             for i in node.inputs:
@@ -282,6 +286,18 @@ class _Lowerer:
                                f"reduce domain {self.domain_shape} (axes {self.axes})")
         return self.acc_vars[node], False
 
+    def scan_value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        """A scan's running value at the current inner index (a scan kernel's domain is the scan's
+        shape, its inner dim the scan's axis; the value is read only at the full index)."""
+        if tuple(index) != self.full_index or self.axes != (node.attr("axis"),):
+            raise CompileError(f"kfuse: scan {node!r} read at an index other than its own in a kernel "
+                               f"over {self.domain_shape} (axes {self.axes})")
+        src, _ = self.value(node.inputs[0], index)
+        v = self.new_var()
+        self.emit(K.Scan(v, SCAN_UFUNC[node.op], _dt(node), src, scan_init(node)), True)
+        self.deps[v] = frozenset(self.inner_loop_vars) | self.deps.get(src, frozenset())
+        return v, True
+
     def end_phase(self, accs=()) -> K.Phase:
         ph = K.Phase(tuple(self.pre), tuple(accs), tuple(self.body))
         self.pre, self.body = [], []
@@ -404,6 +420,24 @@ class _Lowerer:
         self.in_index = dict(self.in_index)
         self.in_index[mm] = slot
         return K.Contraction(la, ra, mm.dtype.name, slot, ls, rs)
+
+
+def scan_init(node: Node):
+    """The running value a scan starts from, so that its first step gives the first element
+    exactly: -0.0 for a float sum (-0.0 + x is x, -0.0 included), 1, -inf/+inf or the integer
+    limits; for booleans False (add, maximum) or True (multiply, minimum)."""
+    dt, op = node.dtype, node.op
+    if dt.kind == "b":
+        return op in (Op.CUMPROD, Op.CUMMIN)
+    if op is Op.CUMSUM:
+        return -0.0 if is_float(dt) else 0
+    if op is Op.CUMPROD:
+        return 1.0 if is_float(dt) else 1
+    hi = op is Op.CUMMIN
+    if is_float(dt):
+        return float("inf") if hi else float("-inf")
+    info = np.iinfo(dt)
+    return int(info.max) if hi else int(info.min)
 
 
 def lower_group(group, tile=None) -> K.KernelIR:

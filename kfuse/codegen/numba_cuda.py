@@ -120,6 +120,8 @@ def default_variant(kir: K.KernelIR) -> NVariant:
     def extent(d):
         e = kir.domain[d]
         return e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
+    if kir.kind == "reduce" and K.has_scan(kir):
+        return NVariant("col", 1, 0, 128)           # a thread a row, in order
     if kir.kind == "reduce":
         return row_variant(math.prod(extent(d) for d in kir.inner))
     total = math.prod(map(extent, kir.loop_dims(range(len(kir.domain)))))
@@ -189,15 +191,21 @@ class _Gen:
             return f"{self.n(s.dst)} = np.int64({self.ix(s.expr)})"
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
-            expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
-            if s.dtype == "float16" and s.op not in ("cast", "where"):
-                expr = f"np.float32(np.float16({expr}))"     # NumPy's float16 loops round every op
-            return f"{self.n(s.dst)} = {expr}"
+            return f"{self.n(s.dst)} = {self.op_value(s)}"
+        if isinstance(s, K.Scan):           # the running value is dst itself (started before the loop)
+            self.dt[s.dst] = s.dtype
+            return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
                     f"{store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype)}")
         raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+
+    def op_value(self, s: K.Op) -> str:
+        expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
+        if s.dtype == "float16" and s.op not in ("cast", "where"):
+            expr = f"np.float32(np.float16({expr}))"     # NumPy's float16 loops round every op
+        return expr
 
     # -- common pieces
     def signature(self) -> tuple[list[str], list[str]]:
@@ -350,6 +358,9 @@ class _Gen:
                 rb.append(f"A{a.dst} = {self.acc_init(a)}")
                 if a.kind in ("argmax", "argmin"):
                     rb.append(f"P{a.dst} = np.int64(-1)")
+            for sc in K.scans(ph.body):
+                self.globals.append(f"_S{sc.dst} = {_const_value(sc.init, sc.dtype)}")
+                rb.append(f"{sc.dst} = _S{sc.dst}")
             if kc:
                 rb += self.fill_slots(ph, inner, kc, cache, filled)
                 newly = set()
@@ -531,6 +542,8 @@ class _Gen:
         elif kir.kind == "reduce":
             if v.mode not in ("row", "col"):
                 raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
+            if K.has_scan(kir) and v.mode != "col":
+                raise CompileError(f"kfuse: a scan runs its row in order in one thread, not in variant {v}")
             body = self.reduce()
             for ph in kir.phases:
                 for a in ph.accs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.dtypes import short_name
+from ..ir.ops import SCAN
 from .cost import _fmt_bytes
 from .plan import KernelGroup, Plan
 
@@ -25,7 +26,9 @@ def _arrays(nodes) -> str:
 
 def format_kernel(g: KernelGroup) -> list[str]:
     head = f"kernel {g.id}: {g.kind}"
-    if g.kind == "reduce":
+    if g.kind == "reduce" and g.anchor is not None and g.anchor.op in SCAN:
+        head += f" (scan) along axis {g.axes[0]} of {list(g.domain)}"
+    elif g.kind == "reduce":
         head += f" over axes {g.axes} of {list(g.domain)}"
     elif g.domain:
         head += f" over {list(g.domain)}"

@@ -17,7 +17,7 @@ from typing import Iterable
 import networkx as nx
 
 from ..ir.graph import Graph, Node
-from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, REDUCE, Op
+from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, REDUCE, SCAN, Op
 from .plan import KernelGroup, Refusal
 
 
@@ -31,6 +31,9 @@ class Shape:
 
 
 def reduce_key(r: Node) -> tuple:
+    """(domain, axes) of a reduction, or of a scan (its shape, its one axis)."""
+    if r.op in SCAN:
+        return (r.shape, (r.attr("axis"),))
     return (r.inputs[0].shape, tuple(r.attr("axes")))
 
 
@@ -49,6 +52,12 @@ def classify(home: Iterable[Node], order: dict[Node, int]) -> tuple[Shape | None
     nodes = sorted(home, key=order.__getitem__)
     mms = [n for n in nodes if n.op is Op.MATMUL]
     reds = [n for n in nodes if n.op in REDUCE]
+    scans = [n for n in nodes if n.op in SCAN]
+    if scans and (mms or reds):
+        return None, (f"a scan runs its axis in order, a thread a row: it shares no kernel with a "
+                      f"{'matmul' if mms else 'reduction'}")
+    if scans:
+        return _check_scan(nodes, scans)
     if len(mms) > 1:
         return None, "two matmuls cannot share a kernel"
     if mms and reds:
@@ -107,6 +116,27 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
                               f"row inside a row kernel over {list(domain)}")
             level[n] = "full"
     return Shape("reduce", domain, axes, reds[0]), ""
+
+
+def _check_scan(nodes: list[Node], scans: list[Node]) -> tuple[Shape | None, str]:
+    """Scans along one axis of one shape, their producers and consumers, all of that shape (a
+    "reduce" kernel whose one inner dim is the scan axis, run in order); a movement of a scanned
+    value would read another position of the row, which the running value is not."""
+    keys = {reduce_key(s) for s in scans}
+    if len(keys) > 1:
+        (d1, a1), (d2, a2) = sorted(keys)[:2]
+        return None, f"scans over different axes or shapes ({list(d1)} axis {a1[0]} vs {list(d2)} axis {a2[0]})"
+    domain, axes = next(iter(keys))
+    after: set[Node] = set()
+    for n in nodes:
+        if n.shape != domain:
+            return None, f"{n.op.value} of shape {list(n.shape)} computed inside a scan kernel over {list(domain)}"
+        if n.op in SCAN or any(i in after for i in n.inputs):
+            if n.op in MOVEMENT:
+                return None, (f"{n.op.value} of a scanned value would read another position inside a scan "
+                              f"kernel over {list(domain)}")
+            after.add(n)
+    return Shape("reduce", domain, axes, scans[0]), ""
 
 
 def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:

@@ -15,7 +15,7 @@ import networkx as nx
 
 from .. import config as _config
 from ..ir.graph import Graph, Node
-from ..ir.ops import LEAF, REDUCE, Op
+from ..ir.ops import LEAF, REDUCE, SCAN, Op
 from . import elementwise, gemm_epilogue, reduction
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
 from .legality import Clustering, classify, reduce_key, verify_group
@@ -225,6 +225,10 @@ def _reason(state: Clustering, cid: int, shape, nodes) -> str:
     if shape.kind == "matmul":
         ep = [n for n in state.members[cid] if n is not shape.anchor]
         r = f"matmul with {len(ep)} fused operand-cast/epilogue op(s)" if ep else "matmul"
+    elif shape.kind == "reduce" and shape.anchor.op in SCAN:
+        nscan = sum(1 for n in state.members[cid] if n.op in SCAN)
+        r = (f"{nscan} scan(s) along axis {shape.axes[0]} of {list(shape.domain)} (in order, a thread a row) "
+             f"with {n_ops - nscan} fused elementwise op(s)")
     elif shape.kind == "reduce":
         nred = sum(1 for n in state.members[cid] if n.op in REDUCE)
         r = (f"{'row-wise: ' if nred > 1 else ''}{nred} reduction(s) over axes {shape.axes} of "

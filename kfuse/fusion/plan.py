@@ -22,6 +22,10 @@ This is the contract between ``fusion`` (which builds plans) and ``codegen`` (wh
     reduce nodes. The kernel, per outer index, runs the reductions in order over the reduced
     dims, then writes the outputs (softmax: max, sum, normalise - one kernel, the row read from
     cache).
+    A scan kernel is a "reduce" group too: scans (``CUMSUM``...) along one axis A of one shape D
+    (``axes == (A,)``, ``anchor`` the first scan), with their producers and elementwise consumers,
+    every node of shape D; no reduction or matmul shares it, and no movement reads a scanned
+    value. The kernel runs each row along A in order, in one thread (``kernel_ir.Scan``).
 
 ``"matmul"``
     One ``MATMUL`` node (``anchor``), optional ``CAST`` nodes on its operands, and an elementwise

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ..ir.graph import Node
-from ..ir.ops import REDUCE
+from ..ir.ops import REDUCE, SCAN
 from .cost import DeviceSpec, roofline
 from .legality import Clustering, reduce_key
 
@@ -24,7 +24,7 @@ name = "reduction"
 
 
 def run(state: Clustering, device=None, no_rowwise: frozenset = frozenset()) -> None:
-    reds = [n for n in state.order_list if n.op in REDUCE]
+    reds = [n for n in state.order_list if n.op in REDUCE | SCAN]     # scans take theirs the same way
     changed = True
     while changed:
         changed = False
@@ -65,7 +65,9 @@ def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
 def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
                  flops: float, dtype) -> tuple[int, str, bool]:
     """(passes over the row, the recorded decision, whether splitting is cheaper)."""
-    r = next(n for n in nodes if n.op in REDUCE)
+    r = next((n for n in nodes if n.op in REDUCE), None)
+    if r is None:                   # a scan kernel: one pass, in order
+        return 1, "", False
     domain, axes = reduce_key(r)
     row = math.prod(domain[a] for a in axes)
     full_in = [i for i in inputs if i.shape == domain]

@@ -31,6 +31,12 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   value still out of range reads element 0 or the last: the tracer adds a run-time check that
   raises NumPy's IndexError (``Graph.checks``). Fancy indexing, ``np.take`` and
   ``np.take_along_axis`` are built on it.
+* Scans (``CUMSUM``, ``CUMPROD``, ``CUMMAX``, ``CUMMIN``): ``attrs["axis"]`` (non-negative int);
+  one input of ``node.dtype`` and ``node.shape`` (the tracer inserts the ``CAST`` to NumPy's
+  accumulate dtype). NumPy's ``ufunc.accumulate`` of ``add``/``multiply``/``maximum``/``minimum``
+  along the axis, in order: element ``k`` is ``op(result[k-1], x[k])`` computed in ``node.dtype``
+  (integers wrap, float16 rounds every step, ``maximum``/``minimum`` propagate NaN), element 0 is
+  ``x[0]``. ``np.cumsum``/``np.cumprod`` (axis None: over a reshape to 1-D) are built on them.
 * ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch
   dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
 * ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.
@@ -132,6 +138,11 @@ class Op(enum.Enum):
     ALL = "all"
     ARGMAX = "argmax"
     ARGMIN = "argmin"
+    # scans (running reductions along one axis: NumPy's ufunc.accumulate)
+    CUMSUM = "cumsum"
+    CUMPROD = "cumprod"
+    CUMMAX = "cummax"
+    CUMMIN = "cummin"
     # movement (no arithmetic: index math only)
     BROADCAST = "broadcast"
     RESHAPE = "reshape"
@@ -164,6 +175,10 @@ BINARY = frozenset({
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
+SCAN = frozenset({Op.CUMSUM, Op.CUMPROD, Op.CUMMAX, Op.CUMMIN})
+# the NumPy ufunc a scan accumulates with
+SCAN_UFUNC: dict[Op, str] = {Op.CUMSUM: "add", Op.CUMPROD: "multiply", Op.CUMMAX: "maximum",
+                             Op.CUMMIN: "minimum"}
 MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE, Op.PAD, Op.GATHER})
 CONTRACTION = frozenset({Op.MATMUL})
 
@@ -178,7 +193,7 @@ FLOP_WEIGHT: dict[Op, float] = {
     Op.FMOD: 8.0, Op.GCD: 8.0, Op.LCM: 8.0,     # gcd/lcm: a loop of remainders, weighted as one
     Op.LDEXP: 4.0,                              # a clamp and a few multiplies by powers of two
     Op.CAST: 0.0, Op.POSITIVE: 0.0,
-    **{op: 1.0 for op in REDUCE},
+    **{op: 1.0 for op in REDUCE | SCAN},
     **{op: 0.0 for op in MOVEMENT | LEAF},
 }
 

@@ -243,6 +243,8 @@ class _Launcher(LauncherBase):
         inner = kir.loop_dims(kir.inner)
         n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
         L = math.prod(self.extent(d) for d in inner) if inner else 1
+        if K.has_scan(kir):        # a thread a row, in order (neighbouring rows coalesce where they sit apart by 1)
+            return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
         if self.column_reduction(ins):
             blocks = -(-n_rows // 128)
             chunks = min(-(-(COL_SPLIT_BLOCKS_PER_SM * 128 * sm) // n_rows), L // COL_SPLIT_MIN_LEN, SPLIT_MAX)

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from ..codegen import kernel_ir as K
 from ..codegen import numba_cuda as nc
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import UnsupportedError
@@ -101,7 +102,7 @@ class _Launcher(LauncherBase):
         outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
         n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
         L = math.prod(self.extent(d) for d in inner) if inner else 1
-        if self.column_reduction(ins):
+        if K.has_scan(kir) or self.column_reduction(ins):       # a scan: a thread a row, in order
             return nc.NVariant("col", 1, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
         v = nc.row_variant(L)
         return v, max(1, min(n_rows, sm * max(1, 2048 // v.block)))

@@ -17,6 +17,7 @@ from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
 from . import reductions as rd
+from . import scans as sc
 from .mutation import unit_dims_only, viewing, write_out
 from .selection import Selection
 from .core import Tracer, as_node, unsupported
@@ -83,10 +84,12 @@ FUNCTIONS = {
     np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
     np.tile: cm.tile, np.repeat: cm.repeat,
+    np.cumsum: sc.cumsum, np.cumprod: sc.cumprod, np.nancumsum: sc.nancumsum, np.nancumprod: sc.nancumprod,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
     FUNCTIONS[np.concat] = asm.concatenate
-for _name, _fn in (("astype", ew.astype), ("permute_dims", viewing(mv.permute_dims)),
+for _name, _fn in (("cumulative_sum", sc.cumulative_sum), ("cumulative_prod", sc.cumulative_prod),
+                   ("astype", ew.astype), ("permute_dims", viewing(mv.permute_dims)),
                    ("matrix_transpose", viewing(mv.matrix_transpose))):
     if hasattr(np, _name):           # NumPy >= 2.0 array-API names
         FUNCTIONS[getattr(np, _name)] = _fn
@@ -132,6 +135,8 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         return done if ufunc.nout > 1 else done[0]
     if method == "reduce":
         return rd.ufunc_reduce(ufunc, *inputs, **kwargs)
+    if method == "accumulate":
+        return sc.ufunc_accumulate(ufunc, *inputs, **kwargs)
     if method != "__call__":
         raise unsupported(f"np.{name}.{method}")
     if name in VECTOR_GUFUNCS and set(kwargs) <= {"axes", "axis"}:

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..ir.ops import BINARY, REDUCE, UNARY, Op
+from ..ir.ops import BINARY, SCAN_UFUNC, UNARY, Op
 
 
 def _slices(node: Node) -> tuple[slice, ...]:
@@ -47,6 +47,8 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
     if op in (Op.ARGMAX, Op.ARGMIN):
         fn = np.argmax if op is Op.ARGMAX else np.argmin
         return np.asarray(fn(args[0], axis=node.attr("axes")[0], keepdims=node.attr("keepdims")))
+    if op in SCAN_UFUNC:
+        return getattr(np, SCAN_UFUNC[op]).accumulate(args[0], axis=node.attr("axis"), dtype=node.dtype)
     if op is Op.BROADCAST:
         return np.broadcast_to(args[0], node.shape)
     if op is Op.RESHAPE:

@@ -22,6 +22,7 @@ from . import movement as mv
 from . import mutation as mut
 from . import numpy_api
 from . import reductions as rd
+from . import scans as sc
 from .core import Tracer, collecting_checks, collecting_constants, mk, operand, unsupported
 from .selection import Selection, install_operators
 
@@ -164,7 +165,8 @@ def _install() -> None:
                      ("squeeze", mut.viewing(mv.squeeze)), ("dot", la.dot),
                      ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
                      ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take),
-                     ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat)):
+                     ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat),
+                     ("cumsum", sc.cumsum), ("cumprod", sc.cumprod)):
         setattr(T, name, _method(fn))
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)

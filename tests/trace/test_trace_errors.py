@@ -22,12 +22,12 @@ def line_of(fn) -> str:
 
 UNSUPPORTED = [
     (lambda x: np.sort(x), "np.sort"),
-    (lambda x: np.cumsum(x), "np.cumsum"),
+    (lambda x: np.cumsum(x, out=x), "np.cumsum with out="),
     (lambda x: np.repeat(x, x[0].astype(int)), "np.repeat with per-element counts"),
     (lambda x: np.add(x, 1, out=np.zeros(3)), "out=) into a NumPy array"),
     (lambda x: np.exp(x, where=x > 0), "where="),
     (lambda x: np.add(x, 1, dtype=np.float64), "dtype="),
-    (lambda x: np.add.accumulate(x), "np.add.accumulate"),
+    (lambda x: np.subtract.accumulate(x), "np.subtract.accumulate"),
     (lambda x: np.add.outer(x, x), "np.add.outer"),
     (lambda x: np.subtract.reduce(x), "np.subtract.reduce"),
     (lambda x: np.nextafter(x, x), "np.nextafter"),

@@ -1,0 +1,78 @@
+"""Scan kernels compile on both GPU backends without a GPU: a thread a row (the ``col`` variant),
+the running value started before the row's loop and updated in it, in order; PTX that ptxas
+accepts for sm_90. A row variant is refused for them, by the emitters and by the autotuner.
+Values are checked on a GPU by tests/runtime/test_scan_jit.py."""
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.autotune import prune, space
+from kfuse.codegen import cuda, cuda_shapes, numba_cuda
+from kfuse.codegen import kernel_ir as K
+from kfuse.errors import CompileError
+from kfuse.fusion.cost import get_device_spec
+from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+
+
+def running_sum(x, y):
+    return np.cumsum(x * y, axis=1) / 3
+
+
+def running_extremes(x, y):
+    return np.maximum.accumulate(x, axis=0) + np.minimum.accumulate(y, axis=0)
+
+
+def flat_product(x, y):
+    return np.cumprod(x + y)
+
+
+FUNCS = [running_sum, running_extremes, flat_product]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["f32", "f16", "f64", "i8", "u32", "b1"])
+@pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.__name__)
+def test_scan_kernels_compile_to_ptx(fn, dtype, backend, tmp_path):
+    if dtype == "b1" and fn is running_sum:
+        pytest.skip("true divide of booleans is covered by i8")
+    src = compile_to_ptx(fn, backend, (f"{dtype}[64,40]", f"{dtype}[64,40]"), tmp_path, f"{fn.__name__}_{dtype}")
+    assert "-scan" not in src          # the IR's statement became code
+
+
+def _scan_kernel(fn=running_sum, specs=("f32[64,40]", "f32[64,40]")):
+    kernels = kfuse.jit(fn, backend="cuda").lower(*specs).kernels(for_gpu=True)
+    scans = [k for k in kernels if K.has_scan(k)]
+    assert len(scans) == 1
+    return scans[0]
+
+
+def test_running_value_is_started_before_the_loop_and_updated_in_it():
+    kir = _scan_kernel()
+    (sc,) = [s for ph in kir.phases for s in K.scans(ph.body)]
+    assert sc.op == "add" and sc.init == -0.0 and str(sc).startswith(f"{sc.dst}: float32 = add-scan(")
+    v = cuda_shapes.default_variant(kir)
+    assert v.mode == "col" and not v.split
+    src = cuda.emit(kir)
+    start, step = f"float {sc.dst} = kf_negzero_f;", f"{sc.dst} = ({sc.dst} + {sc.src});"
+    loop = src.index("for (IDX j_ = 0; j_ < row_len; ++j_)")
+    assert src.index(start) < loop < src.index(step)
+    nsrc = numba_cuda.emit(kir)
+    assert f"{sc.dst} = _S{sc.dst}" in nsrc and numba_cuda.default_variant(kir).mode == "col"
+
+
+def test_row_variants_are_refused():
+    kir = _scan_kernel()
+    with pytest.raises(CompileError, match="in order in one thread"):
+        cuda.emit(kir, cuda_shapes.Variant("row", 1, False, 0, 128))
+    with pytest.raises(CompileError, match="in order in one thread"):
+        numba_cuda.emit(kir, numba_cuda.NVariant("row", 1, 0, 128))
+
+
+def test_autotuner_offers_block_sizes_only():
+    plan = kfuse.jit(running_sum, backend="cuda").lower("f32[64,40]", "f32[64,40]").plan
+    (g,) = [g for g in plan.groups if space.is_scan(g)]
+    cands = space.space_for(g, "cuda")
+    assert cands and {c.kind for c in cands} == {"reduction"}
+    assert all(c.get("split") == 1 and c.get("rows") == 1 for c in cands)
+    row = space.rowwise_space(4)[0]
+    assert "in order in one thread" in prune.check(row, g, get_device_spec("h100"))
