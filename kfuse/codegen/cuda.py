@@ -54,14 +54,15 @@ import numpy as np
 from ..errors import CompileError
 from . import kernel_ir as K
 from .cuda_accs import AccEmitter
+from .cuda_scan import ScanEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
 from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, lane_itemsize, max_itemsize,
-                          pads_along, reload_pays, rereads_rows, row_shape, split_ok, vector_access, vector_accesses,
-                          vector_ok, writes_rows)
+                          pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
+                          vector_access, vector_accesses, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize",
-           "max_itemsize", "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "split_ok", "vector_access", "vector_accesses",
+           "max_itemsize", "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses",
            "vector_ok", "writes_rows"]
 
 
@@ -88,7 +89,7 @@ class CudaKernel:
 
 # ----------------------------------------------------------------------------- kernel shapes
 
-class _Gen(AccEmitter):
+class _Gen(AccEmitter, ScanEmitter):
     def __init__(self, kir: K.KernelIR, variant: Variant):
         self.kir, self.v = kir, variant
         self.dt = {}                    # var -> dtype name
@@ -99,7 +100,7 @@ class _Gen(AccEmitter):
         # the vector loop variable: with vec > 1 the runtime launches only where every access
         # along it has unit stride (runtime.cuda._vector_aligned), so its stride is left out of
         # the index math (a constant offset a register tile, as in a contiguous kernel)
-        va = vector_accesses(kir) if variant.vec > 1 else None
+        va = vector_accesses(kir) if variant.vec > 1 and variant.mode != "scan" else None   # scan: strides kept
         self.unit_var = va[0] if va else None
 
     # -- signature
@@ -582,11 +583,12 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
             raise CompileError(f"kfuse: variant {variant} does not fit a {kir.kind} kernel")
         code = g.elementwise()
     elif kir.kind == "reduce":
-        if variant.mode not in ("row", "col"):
-            raise CompileError(f"kfuse: variant {variant} does not fit a reduce kernel")
-        if K.has_scan(kir) and (variant.mode != "col" or variant.split):
-            raise CompileError(f"kfuse: a scan runs its row in order in one thread, not in variant {variant}")
-        code = g.reduce()
+        allowed = ("col", "scan") if K.has_scan(kir) else ("row", "col")    # a scan runs its rows in order
+        if variant.mode not in allowed:
+            raise CompileError(f"kfuse: variant {variant} does not fit this reduce kernel")
+        if K.has_scan(kir) and variant.mode == "col" and variant.split:
+            raise CompileError(f"kfuse: a column scan runs its column in order in one thread, not in variant {variant}")
+        code = g.scan_rows() if variant.mode == "scan" else g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
     return CudaKernel(g.name, PRELUDE + "\n" + code, variant, tuple(g.divisors), g.scalars)

@@ -235,6 +235,14 @@ __device__ __forceinline__ signed char kf_shfl(signed char v, int m) { return (s
 __device__ __forceinline__ unsigned char kf_shfl(unsigned char v, int m) { return (unsigned char)__shfl_xor_sync(0xffffffffu, (int)v, m); }
 __device__ __forceinline__ short kf_shfl(short v, int m) { return (short)__shfl_xor_sync(0xffffffffu, (int)v, m); }
 __device__ __forceinline__ unsigned short kf_shfl(unsigned short v, int m) { return (unsigned short)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+// scan kernels: the value of the lane d below (up) or of lane s (idx) within segments of w lanes
+template <typename T> __device__ __forceinline__ T kf_shfl_up(T v, int d, int w) { return __shfl_up_sync(0xffffffffu, v, d, w); }
+template <typename T> __device__ __forceinline__ T kf_shfl_idx(T v, int s, int w) { return __shfl_sync(0xffffffffu, v, s, w); }
+#define KF_SHFL_NARROW(T) \
+  __device__ __forceinline__ T kf_shfl_up(T v, int d, int w) { return (T)__shfl_up_sync(0xffffffffu, (int)v, d, w); } \
+  __device__ __forceinline__ T kf_shfl_idx(T v, int s, int w) { return (T)__shfl_sync(0xffffffffu, (int)v, s, w); }
+KF_SHFL_NARROW(bool) KF_SHFL_NARROW(signed char) KF_SHFL_NARROW(unsigned char) KF_SHFL_NARROW(short)
+KF_SHFL_NARROW(unsigned short)
 // arg-reduction pair: (value, position); position < 0 marks "empty"
 template <typename T> struct KfArg { T v; i64 i; };
 template <typename T, bool MAX> __device__ __forceinline__ KfArg<T> kf_argcomb(KfArg<T> a, KfArg<T> b) {

@@ -13,7 +13,7 @@ from . import kernel_ir as K
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    mode: str = "elementwise"   # "elementwise" | "row" | "col"
+    mode: str = "elementwise"   # "elementwise" | "row" | "col" | "scan"
     vec: int = 1                # elements per vector access (elementwise)
     idx64: bool = False         # 64-bit index math
     cache_k: int = 0            # row mode: register slots a thread (0: re-read from L2)
@@ -32,6 +32,8 @@ class Variant:
                                 # row in ``split`` chunks, in two kernels (``stage``), deterministic:
     stage: int = 0              # 1: a block (row) or thread (col) a chunk writes its accumulators to a
                                 # workspace; 2: a block a row combines its chunks' (a fixed tree), finishes it
+    lanes: int = 32             # scan mode: lanes sharing a row (32 / lanes rows a warp), each taking ``vec``
+                                # consecutive elements of a chunk of lanes x vec (kfuse.codegen.cuda_scan)
 
     @property
     def tag(self) -> str:
@@ -42,6 +44,7 @@ class Variant:
         t += "r" if self.reload else ""
         t += "x" if self.exact else ""
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
+        t += f"g{self.lanes}" if self.mode == "scan" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -163,8 +166,9 @@ def default_variant(kir: K.KernelIR) -> Variant:
     """The variant for contiguous, aligned buffers at the sizes the IR was lowered for."""
     vals = [s.value for s in kir.sizes]
     big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
-    if kir.kind == "reduce" and K.has_scan(kir):
-        return Variant("col", 1, bool(big), 0, 128)     # a thread a row, in order
+    if kir.kind == "reduce" and K.has_scan(kir):       # contiguous rows: lanes of a warp a row
+        lanes, vec = scan_shape(_extent(kir, kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
+        return Variant("scan", vec, bool(big), 0, 128, lanes=lanes)
     if kir.kind == "reduce":
         L = 1
         for d in kir.inner:
@@ -179,6 +183,32 @@ def default_variant(kir: K.KernelIR) -> Variant:
         return Variant("row", vec, bool(big), kc, block)
     vec = max(1, 16 // lane_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
+
+
+def _extent(kir: K.KernelIR, d: int) -> int:
+    e = kir.domain[d]
+    return e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
+
+
+def scan_shape(row_len: int, itemsize: int) -> tuple[int, int]:
+    """(lanes a row, consecutive elements a lane) of a scan row (Variant mode ``"scan"``): up to
+    32 bytes a lane (8 float32), as few lanes as cover a short row (a warp then holds several)."""
+    emax = max(1, min(8, 32 // itemsize))
+    lanes = min(32, 1 << max(0, -(-row_len // emax) - 1).bit_length())
+    return lanes, min(emax, 1 << max(0, -(-row_len // lanes) - 1).bit_length())
+
+
+def scan_split_ok(kir: K.KernelIR) -> bool:
+    """Whether a scan kernel's rows can be cut into chunks scanned in two stages (each chunk's
+    total first, then every chunk from the totals before it): no scan reads another's values."""
+    after: set = set()          # values computed from a scan
+    for s in (s for ph in kir.phases for s in ph.body):
+        reads = set(getattr(s, "args", ())) | {getattr(s, "src", None)} | {e.name for e in _ivals(K.stmt_index(s))}
+        if isinstance(s, K.Scan) and reads & after:
+            return False
+        if isinstance(s, K.Scan) or reads & after:
+            after.add(getattr(s, "dst", None))
+    return True
 
 
 def split_ok(kir: K.KernelIR) -> bool:

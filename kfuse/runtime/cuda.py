@@ -56,6 +56,8 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
+SCAN_WARPS_PER_SM = 32        # scan rows: split rows into chunks when fewer than a quarter of this many
+SCAN_MIN_UNITS = 4            # warps a SM would run, each chunk at least this many lanes x vec spans
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
@@ -150,10 +152,16 @@ class _Launcher(LauncherBase):
             return None
         import cupy
         rows = cuda_tiles.geometry(self, 1).units
-        n_acc = len(next(ph for ph in self.kir.phases if ph.has_loop).accs)
-        k2 = cuda_emit.emit_kernel(self.kir, cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2))
+        if v.mode == "scan":        # stage 2: the same (row, chunk) warps, each from the chunks before it
+            n_acc = len(K.scans(self.kir.phases[0].body))
+            k2 = cuda_emit.emit_kernel(self.kir, dataclasses.replace(v, stage=2))
+            grid2 = (max(1, min(-(-(rows * v.split) // 4), INT32_LIMIT // 2)),)
+        else:
+            n_acc = len(next(ph for ph in self.kir.phases if ph.has_loop).accs)
+            k2 = cuda_emit.emit_kernel(self.kir, cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2))
+            grid2 = (max(1, min(rows, INT32_LIMIT // 2)),)
         f2 = _function(k2, props["device_id"], self.arch, self.cache)
-        grid2, tail2 = (max(1, min(rows, INT32_LIMIT // 2)),), scalar_args(self.tail(ins, outs, k2))
+        tail2 = scalar_args(self.tail(ins, outs, k2))
         nbytes = rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
@@ -237,14 +245,27 @@ class _Launcher(LauncherBase):
         return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
                                   min_blocks=min_blocks, exact=one_pass), grid
 
+    def _scan_variant(self, ins, big, sm, n_rows, L):
+        """A column scan: a thread a column, in order (coalesced across threads). Contiguous rows:
+        lanes of a warp a row (codegen.cuda_scan); rows too few to fill the GPU in chunks, two stages."""
+        if self.column_reduction(ins):
+            return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
+        lanes, vec = cuda_emit.scan_shape(L, cuda_emit.max_itemsize(self.kir))
+        warps = -(-n_rows // (32 // lanes))
+        chunks = min(-(-(SCAN_WARPS_PER_SM * sm) // n_rows), L // (32 * vec * SCAN_MIN_UNITS), SPLIT_MAX)
+        if 4 * warps < SCAN_WARPS_PER_SM * sm and lanes == 32 and chunks >= 2 and cuda_emit.scan_split_ok(self.kir):
+            return (cuda_emit.Variant("scan", vec, big, 0, 128, split=chunks, stage=1, lanes=32),
+                    max(1, min(-(-(n_rows * chunks) // 4), INT32_LIMIT // 2)))
+        return cuda_emit.Variant("scan", vec, big, 0, 128, lanes=lanes), max(1, min(-(-warps // 4), sm * 16))
+
     def _reduce_variant(self, ins, outs, big, sm):
         kir = self.kir
         outer = kir.loop_dims(kir.outer)
         inner = kir.loop_dims(kir.inner)
         n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
         L = math.prod(self.extent(d) for d in inner) if inner else 1
-        if K.has_scan(kir):        # a thread a row, in order (neighbouring rows coalesce where they sit apart by 1)
-            return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
+        if K.has_scan(kir):
+            return self._scan_variant(ins, big, sm, n_rows, L)
         if self.column_reduction(ins):
             blocks = -(-n_rows // 128)
             chunks = min(-(-(COL_SPLIT_BLOCKS_PER_SM * 128 * sm) // n_rows), L // COL_SPLIT_MIN_LEN, SPLIT_MAX)

@@ -143,9 +143,9 @@ def apply_tile(tile, variant, grid: int, geom: Geometry) -> tuple:
             kc = 0
         new_grid = _same_threads(grid, variant.block, block, geom.units)
         return dataclasses.replace(variant, vec=vec, block=block, cache_k=kc), new_grid, None
-    if variant.mode == "col":
+    if variant.mode in ("col", "scan"):
         if tile.kind != "reduction":
-            return variant, grid, f"a {tile.kind} tile on a column reduction"
+            return variant, grid, f"a {tile.kind} tile on a {'scan' if variant.mode == 'scan' else 'column reduction'}"
         new_grid = _same_threads(grid, variant.block, block, -(-geom.units // block))
         return dataclasses.replace(variant, block=block), new_grid, None
     return variant, grid, f"unknown variant mode {variant.mode!r}"

@@ -47,12 +47,12 @@ def _scan_kernel(fn=running_sum, specs=("f32[64,40]", "f32[64,40]")):
 
 
 def test_running_value_is_started_before_the_loop_and_updated_in_it():
+    """A column scan (``col``): a thread a column, the running value started before the loop and
+    updated in it, in order. Numba-CUDA runs every scan that way."""
     kir = _scan_kernel()
     (sc,) = [s for ph in kir.phases for s in K.scans(ph.body)]
     assert sc.op == "add" and sc.init == -0.0 and str(sc).startswith(f"{sc.dst}: float32 = add-scan(")
-    v = cuda_shapes.default_variant(kir)
-    assert v.mode == "col" and not v.split
-    src = cuda.emit(kir)
+    src = cuda.emit(kir, cuda_shapes.Variant("col", 1, False, 0, 128))
     start, step = f"float {sc.dst} = kf_negzero_f;", f"{sc.dst} = ({sc.dst} + {sc.src});"
     loop = src.index("for (IDX j_ = 0; j_ < row_len; ++j_)")
     assert src.index(start) < loop < src.index(step)
@@ -60,9 +60,37 @@ def test_running_value_is_started_before_the_loop_and_updated_in_it():
     assert f"{sc.dst} = _S{sc.dst}" in nsrc and numba_cuda.default_variant(kir).mode == "col"
 
 
+def test_contiguous_rows_scan_as_lanes_of_a_warp():
+    """Contiguous rows (the default variant): lanes of a warp a row, each lane ``vec`` consecutive
+    elements scanned in order, then a shuffle-up tree over the row's lanes, the running value in
+    front; short rows share a warp."""
+    kir = _scan_kernel()
+    v = cuda_shapes.default_variant(kir)
+    assert (v.mode, v.lanes, v.vec, v.split) == ("scan", 8, 8, 0)        # 40 elements: 8 lanes x 8
+    src = cuda.emit(kir)
+    assert "kf_shfl_up(t_, s_, 8)" in src and "kf_shfl_idx(t_, 7, 8)" in src and "seg_ = lane_ / 8" in src
+    assert src.index("_s[e_] = ok_ ?") < src.index("kf_shfl_up(t_") < src.index("if (live_ && ok_) out0[")
+    assert cuda_shapes.scan_shape(100_000, 4) == (32, 8) and cuda_shapes.scan_shape(3, 8) == (1, 4)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_two_stage_scan_compiles(stage, tmp_path):
+    """Few long rows: a warp a (row, chunk); stage 1 writes the chunks' totals, stage 2 starts each
+    chunk from the totals before it. Not where a scan reads another's values."""
+    from kfuse.codegen import nvrtc
+    kir = _scan_kernel(flat_product, ("f32[1000000]", "f32[1000000]"))
+    assert cuda_shapes.scan_split_ok(kir)
+    src = cuda.emit(kir, cuda_shapes.Variant("scan", 8, False, 0, 128, split=64, stage=stage, lanes=32))
+    assert ("ws_ + " in src) and (("= C_v" in src) == (stage == 1)) and (("for (IDX q_ = lane_; q_ < c_" in src) == (stage == 2))
+    assert ("if (live_ && ok_) out0[" in src) == (stage == 2)
+    assert ".entry" in nvrtc.compile(src, arch="sm_90").ptx
+    nested = _scan_kernel(lambda x, y: np.cumsum(np.cumsum(x, axis=1), axis=1) + y, ("f32[4,9000]", "f32[4,9000]"))
+    assert not cuda_shapes.scan_split_ok(nested)
+
+
 def test_row_variants_are_refused():
     kir = _scan_kernel()
-    with pytest.raises(CompileError, match="in order in one thread"):
+    with pytest.raises(CompileError, match="does not fit this reduce kernel"):
         cuda.emit(kir, cuda_shapes.Variant("row", 1, False, 0, 128))
     with pytest.raises(CompileError, match="in order in one thread"):
         numba_cuda.emit(kir, numba_cuda.NVariant("row", 1, 0, 128))

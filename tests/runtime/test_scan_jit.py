@@ -1,13 +1,17 @@
 """Scans (``np.cumsum``/``cumprod``, ``np.cumulative_sum``/``cumulative_prod``, ``np.nancumsum``/
 ``nancumprod``, ``ufunc.accumulate`` of add/multiply/maximum/minimum) on every backend against
-NumPy. A scan runs its axis in order in the result dtype, as NumPy's accumulate loop does, and its
-producers and consumers here are exact IEEE operations, so results are NumPy's bit for bit (NaN
-positions, the sign of a leading -0.0, integer wrap-around and float16 rounding included)."""
+NumPy. On the CPU and Numba-CUDA, and down columns on CUDA C, a scan runs its axis in order in the
+result dtype, as NumPy's accumulate loop does, and its producers and consumers here are exact IEEE
+operations, so results are NumPy's bit for bit (NaN positions, the sign of a leading -0.0,
+integer wrap-around and float16 rounding included). CUDA C scans contiguous rows as a tree over a
+warp's lanes (codegen/cuda_scan.py): integers, booleans, max and min still exactly, float sums
+and products within the tolerance table (as a sum's order)."""
 import numpy as np
 import pytest
 
 import kfuse
 from kfuse.errors import UnsupportedError
+from tolerance import assert_matches_numpy
 
 BACKENDS = [pytest.param("cpu", id="cpu"),
             pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
@@ -60,8 +64,11 @@ def _run(fn, backend, *arrays, cupy_for=None):
     return cp.asnumpy(f(*(cp.asarray(a) for a in arrays)))
 
 
-def _exact(got, want):
+def _exact(got, want, backend="cpu"):
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    if backend == "cuda" and want.dtype.kind == "f":     # a tree over the lanes: a sum's tolerance
+        assert_matches_numpy(got, want, reductions=True)
+        return
     np.testing.assert_array_equal(got, want)
     if want.dtype.kind == "f":                        # -0.0 and +0.0 are equal above: signs too
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
@@ -78,10 +85,9 @@ def test_scans_match_numpy_exactly(backend, name, dtype, cupy_for):
         want = np.asarray(CASES[name](x))
         got = _run(CASES[name], backend, x, cupy_for=cupy_for)
     if name == "cdf" and want.dtype.kind == "f":      # the row sum's order is not NumPy's pairwise one
-        from tolerance import assert_matches_numpy
         assert_matches_numpy(got, want, reductions=True)
     else:
-        _exact(got, want)
+        _exact(got, want, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -106,7 +112,7 @@ def test_scan_edges(backend, cupy_for):
         with np.errstate(all="ignore"):
             want = np.asarray(fn(*args))
             got = _run(fn, backend, *args, cupy_for=cupy_for)
-        _exact(got, want)
+        _exact(got, want, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -116,8 +122,11 @@ def test_empty_and_long_rows(backend, cupy_for):
     for fn, x in [(lambda x: np.cumsum(x, axis=1), np.zeros((0, 5), np.float32)),
                   (lambda x: np.cumsum(x, axis=0), np.zeros((3, 0), np.int32)),
                   (lambda x: np.cumsum(x * 2, axis=1), rng.integers(-5, 5, (3, 100_000)).astype(np.int32)),
-                  (lambda x: np.maximum.accumulate(x, axis=1), rng.random((5000, 3)).astype(np.float32))]:
-        _exact(_run(fn, backend, x, cupy_for=cupy_for), np.asarray(fn(x)))
+                  (lambda x: np.maximum.accumulate(x, axis=1), rng.random((5000, 3)).astype(np.float32)),
+                  (lambda x: np.cumsum(x * 0.5), rng.integers(-8, 8, 3_000_001).astype(np.float64)),   # exact sums
+                  (lambda x: np.cumsum(np.maximum(x, 0.1)), rng.random(1_000_003).astype(np.float32)),
+                  (lambda x: np.minimum.accumulate(x, axis=-1), rng.random((2, 500_000)).astype(np.float32))]:
+        _exact(_run(fn, backend, x, cupy_for=cupy_for), np.asarray(fn(x)), backend)
 
 
 def test_errors_name_the_call_and_line():

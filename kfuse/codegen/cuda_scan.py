@@ -1,0 +1,190 @@
+"""The CUDA emitter's scan rows (a mixin of ``codegen.cuda._Gen``): Variant mode ``"scan"``, for
+scan kernels whose rows are contiguous (a column scan runs a thread a column, ``col``, in order).
+
+``v.lanes`` lanes of a warp share a row (``32 / lanes`` rows a warp); each lane takes ``v.vec``
+consecutive elements of a chunk of ``lanes * vec``, so neighbouring lanes read neighbouring memory.
+Per chunk the body runs in *stages*: stage 0 is every statement no scan feeds; after a stage's
+element loop each scan whose source it computed combines: the lane's elements in order, then the
+lanes' totals as a shuffle-up tree within the row's lanes, then the row's running value from the
+chunks before (``C_<scan>``) in front; a later stage reads the scanned values (scan of a scan,
+consumers, stores). Values crossing stages live in ``E``-element register arrays. Lanes past the
+row's end read its last element and add the identity; rows past the last compute the last row's
+and store nothing, so every lane reaches every shuffle.
+
+Integer, boolean, max and min scans give NumPy's values exactly; float sums and products are
+associated as a tree within a chunk (as CUB's and Triton's scans are), not NumPy's left-to-right
+order: within the tolerance table's float rows, like a sum's summation order (docs/SEMANTICS.md).
+
+Two stages (``split``, rows too few to fill the GPU, ``np.cumsum(x)`` of a long 1-D ``x``): a warp a
+(row, chunk of the row); stage 1 writes each chunk's scan totals to the workspace; stage 2 starts
+each chunk from the totals of the chunks before it (each lane every 32nd, then a fixed xor tree:
+the same value every run) and scans it. Only for kernels where no scan reads another's values.
+"""
+from __future__ import annotations
+
+from . import kernel_ir as K
+from .cuda_ops import const_literal, ctype
+from .cuda_shapes import SPLIT_SLOT, _ivals
+
+
+def _dtype(s) -> str:
+    return "int64" if isinstance(s, K.Index) else s.dtype
+
+
+class ScanEmitter:
+    """Scan-row code for ``codegen.cuda._Gen`` (which sets ``kir``, ``v`` and ``dt``)."""
+
+    def _combine(self, sc: K.Scan, a: str, b: str) -> str:
+        return self.op_value(K.Op("_", sc.op, sc.dtype, (a, b), (sc.dtype, sc.dtype)))
+
+    def _stages(self, body) -> dict:
+        """Statement -> the stage it runs in (a scan: the stage of its source; its value is
+        ready one stage later)."""
+        ready: dict[str, int] = {}
+        where = {}
+        for s in body:
+            reads = list(getattr(s, "args", ())) + [e.name for e in _ivals(K.stmt_index(s))]
+            reads += [s.src] if isinstance(s, (K.Scan, K.Store)) else []
+            k = max([ready.get(n, 0) for n in reads] + [0])
+            where[id(s)] = k
+            if hasattr(s, "dst"):
+                ready[s.dst] = k + 1 if isinstance(s, K.Scan) else k
+        return where
+
+    def scan_rows(self) -> str:
+        kir, v = self.kir, self.v
+        (ph,) = kir.phases
+        G, E = v.lanes, v.vec
+        rpw = 32 // G
+        outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
+        body = self.setup()
+        body.append(f"const IDX n_rows = {' * '.join(self._extent_c(d) for d in outer) or '(IDX)1'};")
+        body.append(f"const IDX row_len = {' * '.join(self._extent_c(d) for d in inner)};")
+        body.append(f"const int lane_ = threadIdx.x & 31, warp_ = threadIdx.x >> 5, seg_ = lane_ / {G}, "
+                    f"sl_ = lane_ % {G}; (void)seg_;")
+        body.append(f"constexpr int nwarps_ = {v.block // 32};")
+        scans = K.scans(ph.body)
+        split = v.split
+        if split:       # a warp a (row, chunk); the chunk's length a multiple of lanes x vec
+            body.append(f"const IDX chunk_ = ((row_len + {split - 1}) / {split} + {G * E - 1}) / {G * E} * {G * E};")
+            body.append(f"for (IDX t_ = (IDX)blockIdx.x * nwarps_ + warp_; t_ < n_rows * {split}; "
+                        f"t_ += (IDX)gridDim.x * nwarps_) {{")
+            body.append(f"  const IDX row_ = t_ / {split}, c_ = t_ % {split}; const bool live_ = true;")
+            body.append("  const IDX lo_ = c_ * chunk_, hi_ = lo_ + chunk_ < row_len ? lo_ + chunk_ : row_len;")
+            rowv = "row_"
+        else:
+            body.append(f"for (IDX w_ = ((IDX)blockIdx.x * nwarps_ + warp_) * {rpw}; w_ < n_rows; "
+                        f"w_ += (IDX)gridDim.x * nwarps_ * {rpw}) {{")
+            body.append("  const bool live_ = w_ + seg_ < n_rows;")
+            body.append("  const IDX rowc_ = live_ ? w_ + seg_ : n_rows - 1;")
+            body.append("  const IDX lo_ = 0, hi_ = row_len;")
+            rowv = "rowc_"
+        rb: list[str] = []
+        self.zero_dims([d for d in kir.outer if d not in outer], rb)
+        self.zero_dims([d for d in kir.inner if d not in inner], rb)
+        self.decompose(rowv, outer, rb)
+        for s in ph.pre:
+            rb.append(("if (live_ && sl_ == 0) " if isinstance(s, K.Store) else "") + self.stmt(s))
+        for sc in scans:
+            self.dt[sc.dst] = sc.dtype
+            rb.append(f"{ctype(sc.dtype)} C_{sc.dst} = {const_literal(sc.init, sc.dtype)};")
+        if split and v.stage == 2:
+            rb += self._chunk_prefix(scans)
+        rb.append(f"for (IDX b_ = lo_; b_ < hi_; b_ += {G * E}) {{")
+        chunk = self._chunk(ph.body, scans, inner, totals_only=bool(split) and v.stage == 1)
+        rb += ["  " + x for x in "\n".join(chunk).split("\n")]
+        rb.append("}")
+        if split and v.stage == 1:
+            rb += [f"if (sl_ == 0) {self._slot(sc, k, 'c_')} = C_{sc.dst};" for k, sc in enumerate(scans)]
+        body += ["  " + x for x in "\n".join(rb).split("\n")]
+        body.append("}")
+        return self.wrap(body)
+
+    def _extent_c(self, d: int) -> str:
+        from .cuda_ops import index_c
+        return index_c(self.kir.domain[d])
+
+    def _slot(self, sc: K.Scan, k: int, chunk: str) -> str:
+        off = f"((size_t)(row_ * {self.v.split} + {chunk}) * {len(K.scans(self.kir.phases[0].body))} + {k}) * {SPLIT_SLOT}"
+        return f"*reinterpret_cast<{ctype(sc.dtype)}*>(ws_ + {off})"
+
+    def _chunk_prefix(self, scans) -> list[str]:
+        """Stage 2: each scan's running value starts from the totals of the row's chunks before
+        this one: lane l combines chunks l, l + 32, ... in order, then a fixed xor tree."""
+        out = []
+        for k, sc in enumerate(scans):
+            T = ctype(sc.dtype)
+            p = f"P{sc.dst}"
+            out.append(f"{T} {p} = {const_literal(sc.init, sc.dtype)};")
+            out.append(f"for (IDX q_ = lane_; q_ < c_; q_ += 32) {p} = {self._combine(sc, p, self._slot(sc, k, 'q_'))};")
+            out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl({p}, m_); "
+                       f"{p} = {self._combine(sc, p, 'o_')}; }}")
+            out.append(f"C_{sc.dst} = {p};")
+        return out
+
+    def _chunk(self, stmts, scans, inner, totals_only: bool) -> list[str]:
+        """One chunk of ``lanes x vec`` elements: the stages' element loops and the scans between
+        them. ``totals_only``: stage 1 of a split, only the scans' running values (no stores)."""
+        E, G = self.v.vec, self.v.lanes
+        where = self._stages(stmts)
+        defined = {s.dst: where[id(s)] + (1 if isinstance(s, K.Scan) else 0) for s in stmts if hasattr(s, "dst")}
+        nstage = max(where.values(), default=0) + 1
+        if totals_only:
+            nstage = 1
+        scanned = {sc.dst for sc in scans}
+        uses: dict[str, set[int]] = {}     # a value read in a later stage than it is computed in -> those stages
+        for s in stmts:
+            reads = list(getattr(s, "args", ())) + [e.name for e in _ivals(K.stmt_index(s))]
+            reads += [s.src] if isinstance(s, (K.Scan, K.Store)) else []
+            for n in reads:
+                if n in scanned or (n in defined and defined[n] < where[id(s)]):
+                    uses.setdefault(n, set()).add(where[id(s)])
+        types = {s.dst: _dtype(s) for s in stmts if hasattr(s, "dst")}
+        out = [f"{ctype(types[n])} {n}_a[{E}];" for n in uses]
+        out += [f"{ctype(sc.dtype)} {sc.dst}_s[{E}];" for sc in scans]
+        for k in range(nstage):
+            loop = [f"const IDX j_ = b_ + (IDX)(sl_ * {E} + e_);", "const bool ok_ = j_ < hi_; (void)ok_;",
+                    "const IDX jc_ = ok_ ? j_ : hi_ - 1;"]
+            self.decompose("jc_", inner, loop)
+            loop += [f"const {ctype(types[n])} {n} = {n}_a[e_];" for n, ks in uses.items() if k in ks]
+            for s in stmts:
+                if where[id(s)] != k:
+                    continue
+                if isinstance(s, K.Scan):
+                    self.dt[s.dst] = s.dtype
+                    loop.append(f"{s.dst}_s[e_] = ok_ ? {s.src} : {const_literal(s.init, s.dtype)};")
+                elif isinstance(s, K.Store):
+                    if not totals_only:
+                        loop.append("if (live_ && ok_) " + self.stmt(s))
+                else:
+                    loop.append(self.stmt(s))
+                    if s.dst in uses:
+                        loop.append(f"{s.dst}_a[e_] = {s.dst};")
+            out.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {E}; ++e_) {{")
+            out += ["  " + x for x in "\n".join(loop).split("\n")]
+            out.append("}")
+            for sc in scans:
+                if where[id(sc)] == k:
+                    out += self._combine_scan(sc, E, G, totals_only)
+        return out
+
+    def _combine_scan(self, sc: K.Scan, E: int, G: int, totals_only: bool) -> list[str]:
+        """A scan over the chunk's elements of stage values ``<scan>_s``: in order along the lane,
+        a shuffle-up tree over the row's lanes, the running value in front; the scanned values to
+        ``<scan>_a`` (read as ``<scan>`` by later stages), the running value past the chunk."""
+        T, d, ident = ctype(sc.dtype), sc.dst, const_literal(sc.init, sc.dtype)
+        out = ["{", f"  {T} u_ = {ident};"]
+        if not totals_only:
+            out.append(f"  {T} l_[{E}];")
+        body = f"u_ = {self._combine(sc, 'u_', f'{d}_s[e_]')};" + ("" if totals_only else " l_[e_] = u_;")
+        out.append(f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {{ {body} }}")
+        out.append(f"  {T} t_ = u_;")
+        out.append(f"  #pragma unroll\n  for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
+                   f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}")
+        if not totals_only:
+            out.append(f"  {T} x_ = kf_shfl_up(t_, 1, {G}); if (sl_ == 0) x_ = {ident};")
+            out.append(f"  const {T} f_ = {self._combine(sc, f'C_{d}', 'x_')};")
+            out.append(f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {d}_a[e_] = {self._combine(sc, 'f_', 'l_[e_]')};")
+        out.append(f"  C_{d} = {self._combine(sc, f'C_{d}', f'kf_shfl_idx(t_, {G - 1}, {G})')};")
+        out.append("}")
+        return out
