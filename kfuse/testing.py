@@ -57,6 +57,14 @@ undefined in NumPy (x86 wraps, the GPUs saturate), as for any float-to-int cast.
 0-d value that is not a view rebinds it, as on a NumPy scalar (a 0-d array aliased elsewhere would
 see the update in NumPy). A function that writes into an argument and returns it returns a new
 array equal to the updated argument, not the argument object itself.
+
+Scans (``np.cumsum``, ``np.maximum.accumulate``...; ``kfuse/trace/scans.py``): on the CPU and
+Numba-CUDA, and down columns on CUDA C, a scan runs in order in the result dtype as NumPy's
+accumulate loop does: NumPy's values bit for bit. CUDA C scans contiguous rows as a tree over a
+warp's lanes and the row's chunks (``codegen/cuda_scan.py``, as CUB, Triton and torch do): integer,
+boolean, max and min scans are still exact; float sums and products round in another order, within
+the float rows below, and closer to the exact result than NumPy's loop, which drifts over long rows
+(a million float32 terms in [0.1, 1): NumPy 8e-4 from the float64 sums, kfuse within 1e-6).
 """
 from __future__ import annotations
 

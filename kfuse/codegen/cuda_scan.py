@@ -1,13 +1,13 @@
 """The CUDA emitter's scan rows (a mixin of ``codegen.cuda._Gen``): Variant mode ``"scan"``, for
 scan kernels whose rows are contiguous (a column scan runs a thread a column, ``col``, in order).
 
-``v.lanes`` lanes of a warp share a row (``32 / lanes`` rows a warp); each lane takes ``v.vec``
-consecutive elements of a chunk of ``lanes * vec``, so neighbouring lanes read neighbouring memory.
-Per chunk the body runs in *stages*: stage 0 is every statement no scan feeds; after a stage's
-element loop each scan whose source it computed combines: the lane's elements in order, then the
-lanes' totals as a shuffle-up tree within the row's lanes, then the row's running value from the
-chunks before (``C_<scan>``) in front; a later stage reads the scanned values (scan of a scan,
-consumers, stores). Values crossing stages live in ``E``-element register arrays. Lanes past the
+``v.lanes`` lanes of a warp share a row (``32 / lanes`` rows a warp); a chunk of the row is
+``vec`` segments of ``lanes`` elements, lane ``l`` taking element ``l`` of each (so every load and
+store of a segment is coalesced, and the ``vec`` loads of a lane are in flight together). Per
+chunk the body runs in *stages*: stage 0 is every statement no scan feeds; after a stage's element
+loop each scan whose source it computed combines, segment by segment: a shuffle-up tree over the
+row's lanes, with the row's running value (``C_<scan>``) in front; a later stage reads the scanned
+values (scan of a scan, consumers, stores). Values crossing stages live in ``E``-element register arrays. Lanes past the
 row's end read its last element and add the identity; rows past the last compute the last row's
 and store nothing, so every lane reaches every shuffle.
 
@@ -143,7 +143,7 @@ class ScanEmitter:
         out = [f"{ctype(types[n])} {n}_a[{E}];" for n in uses]
         out += [f"{ctype(sc.dtype)} {sc.dst}_s[{E}];" for sc in scans]
         for k in range(nstage):
-            loop = [f"const IDX j_ = b_ + (IDX)(sl_ * {E} + e_);", "const bool ok_ = j_ < hi_; (void)ok_;",
+            loop = [f"const IDX j_ = b_ + (IDX)(e_ * {G} + sl_);", "const bool ok_ = j_ < hi_; (void)ok_;",
                     "const IDX jc_ = ok_ ? j_ : hi_ - 1;"]
             self.decompose("jc_", inner, loop)
             loop += [f"const {ctype(types[n])} {n} = {n}_a[e_];" for n, ks in uses.items() if k in ks]
@@ -169,22 +169,16 @@ class ScanEmitter:
         return out
 
     def _combine_scan(self, sc: K.Scan, E: int, G: int, totals_only: bool) -> list[str]:
-        """A scan over the chunk's elements of stage values ``<scan>_s``: in order along the lane,
-        a shuffle-up tree over the row's lanes, the running value in front; the scanned values to
-        ``<scan>_a`` (read as ``<scan>`` by later stages), the running value past the chunk."""
-        T, d, ident = ctype(sc.dtype), sc.dst, const_literal(sc.init, sc.dtype)
-        out = ["{", f"  {T} u_ = {ident};"]
+        """A scan over the chunk's stage values ``<scan>_s`` (element ``e`` of a lane is the row's
+        ``b + e * lanes + lane``): segment by segment, a shuffle-up tree over the row's lanes with
+        the running value in front, then the running value past the segment; the scanned values
+        to ``<scan>_a`` (read as ``<scan>`` by later stages). The E trees are independent."""
+        T, d = ctype(sc.dtype), sc.dst
+        out = ["{", f"  {T} c_ = C_{d};", f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {{",
+               f"    {T} t_ = {d}_s[e_];",
+               f"    #pragma unroll\n    for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
+               f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}"]
         if not totals_only:
-            out.append(f"  {T} l_[{E}];")
-        body = f"u_ = {self._combine(sc, 'u_', f'{d}_s[e_]')};" + ("" if totals_only else " l_[e_] = u_;")
-        out.append(f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {{ {body} }}")
-        out.append(f"  {T} t_ = u_;")
-        out.append(f"  #pragma unroll\n  for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
-                   f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}")
-        if not totals_only:
-            out.append(f"  {T} x_ = kf_shfl_up(t_, 1, {G}); if (sl_ == 0) x_ = {ident};")
-            out.append(f"  const {T} f_ = {self._combine(sc, f'C_{d}', 'x_')};")
-            out.append(f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {d}_a[e_] = {self._combine(sc, 'f_', 'l_[e_]')};")
-        out.append(f"  C_{d} = {self._combine(sc, f'C_{d}', f'kf_shfl_idx(t_, {G - 1}, {G})')};")
-        out.append("}")
+            out.append(f"    {d}_a[e_] = {self._combine(sc, 'c_', 't_')};")
+        out += [f"    c_ = {self._combine(sc, 'c_', f'kf_shfl_idx(t_, {G - 1}, {G})')};", "  }", f"  C_{d} = c_;", "}"]
         return out

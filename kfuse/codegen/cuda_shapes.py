@@ -191,10 +191,11 @@ def _extent(kir: K.KernelIR, d: int) -> int:
 
 
 def scan_shape(row_len: int, itemsize: int) -> tuple[int, int]:
-    """(lanes a row, consecutive elements a lane) of a scan row (Variant mode ``"scan"``): up to
-    32 bytes a lane (8 float32), as few lanes as cover a short row (a warp then holds several)."""
+    """(lanes a row, segments a chunk) of a scan row (Variant mode ``"scan"``): a row shorter than
+    a warp takes as few lanes as cover it (a warp then holds several rows, read together); a
+    longer one 32 lanes and up to 32 bytes a lane a chunk (8 float32), their loads in flight together."""
+    lanes = min(32, 1 << max(0, row_len - 1).bit_length())
     emax = max(1, min(8, 32 // itemsize))
-    lanes = min(32, 1 << max(0, -(-row_len // emax) - 1).bit_length())
     return lanes, min(emax, 1 << max(0, -(-row_len // lanes) - 1).bit_length())
 
 

@@ -61,16 +61,17 @@ def test_running_value_is_started_before_the_loop_and_updated_in_it():
 
 
 def test_contiguous_rows_scan_as_lanes_of_a_warp():
-    """Contiguous rows (the default variant): lanes of a warp a row, each lane ``vec`` consecutive
-    elements scanned in order, then a shuffle-up tree over the row's lanes, the running value in
-    front; short rows share a warp."""
+    """Contiguous rows (the default variant): lanes of a warp a row, a chunk ``vec`` segments of a
+    lane each (coalesced), each segment a shuffle-up tree over the row's lanes with the running
+    value in front; short rows share a warp."""
     kir = _scan_kernel()
     v = cuda_shapes.default_variant(kir)
-    assert (v.mode, v.lanes, v.vec, v.split) == ("scan", 8, 8, 0)        # 40 elements: 8 lanes x 8
+    assert (v.mode, v.lanes, v.vec, v.split) == ("scan", 32, 2, 0)        # 40 elements: 2 segments of 32
     src = cuda.emit(kir)
-    assert "kf_shfl_up(t_, s_, 8)" in src and "kf_shfl_idx(t_, 7, 8)" in src and "seg_ = lane_ / 8" in src
+    assert "kf_shfl_up(t_, s_, 32)" in src and "kf_shfl_idx(t_, 31, 32)" in src and "j_ = b_ + (IDX)(e_ * 32 + sl_)" in src
     assert src.index("_s[e_] = ok_ ?") < src.index("kf_shfl_up(t_") < src.index("if (live_ && ok_) out0[")
-    assert cuda_shapes.scan_shape(100_000, 4) == (32, 8) and cuda_shapes.scan_shape(3, 8) == (1, 4)
+    assert cuda_shapes.scan_shape(100_000, 4) == (32, 8) and cuda_shapes.scan_shape(3, 8) == (4, 1)
+    assert cuda_shapes.scan_shape(16, 4) == (16, 1)       # two rows a warp, read together
 
 
 @pytest.mark.parametrize("stage", [1, 2])
@@ -81,7 +82,7 @@ def test_two_stage_scan_compiles(stage, tmp_path):
     kir = _scan_kernel(flat_product, ("f32[1000000]", "f32[1000000]"))
     assert cuda_shapes.scan_split_ok(kir)
     src = cuda.emit(kir, cuda_shapes.Variant("scan", 8, False, 0, 128, split=64, stage=stage, lanes=32))
-    assert ("ws_ + " in src) and (("= C_v" in src) == (stage == 1)) and (("for (IDX q_ = lane_; q_ < c_" in src) == (stage == 2))
+    assert ("ws_ + " in src) and (("if (sl_ == 0) *reinterpret_cast" in src) == (stage == 1)) and (("for (IDX q_ = lane_; q_ < c_" in src) == (stage == 2))
     assert ("if (live_ && ok_) out0[" in src) == (stage == 2)
     assert ".entry" in nvrtc.compile(src, arch="sm_90").ptx
     nested = _scan_kernel(lambda x, y: np.cumsum(np.cumsum(x, axis=1), axis=1) + y, ("f32[4,9000]", "f32[4,9000]"))
