@@ -57,9 +57,10 @@ class ScanEmitter:
         G, E = v.lanes, v.vec
         rpw = 32 // G
         outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
+        assert len(inner) == 1, "a scan kernel loops over its one scan axis"
         body = self.setup()
         body.append(f"const IDX n_rows = {' * '.join(self._extent_c(d) for d in outer) or '(IDX)1'};")
-        body.append(f"const IDX row_len = {' * '.join(self._extent_c(d) for d in inner)};")
+        body.append(f"const IDX row_len = {self._extent_c(inner[0])};")
         body.append(f"const int lane_ = threadIdx.x & 31, warp_ = threadIdx.x >> 5, seg_ = lane_ / {G}, "
                     f"sl_ = lane_ % {G}; (void)seg_;")
         body.append(f"constexpr int nwarps_ = {v.block // 32};")
@@ -71,29 +72,33 @@ class ScanEmitter:
                         f"t_ += (IDX)gridDim.x * nwarps_) {{")
             body.append(f"  const IDX row_ = t_ / {split}, c_ = t_ % {split}; const bool live_ = true;")
             body.append("  const IDX lo_ = c_ * chunk_, hi_ = lo_ + chunk_ < row_len ? lo_ + chunk_ : row_len;")
-            rowv = "row_"
         else:
-            body.append(f"for (IDX w_ = ((IDX)blockIdx.x * nwarps_ + warp_) * {rpw}; w_ < n_rows; "
-                        f"w_ += (IDX)gridDim.x * nwarps_ * {rpw}) {{")
-            body.append("  const bool live_ = w_ + seg_ < n_rows;")
-            body.append("  const IDX rowc_ = live_ ? w_ + seg_ : n_rows - 1;")
+            step = rpw * E if v.packed else rpw
+            body.append(f"for (IDX w_ = ((IDX)blockIdx.x * nwarps_ + warp_) * {step}; w_ < n_rows; "
+                        f"w_ += (IDX)gridDim.x * nwarps_ * {step}) {{")
+            if not v.packed:
+                body.append("  const bool live_ = w_ + seg_ < n_rows;")
+                body.append("  const IDX rowc_ = live_ ? w_ + seg_ : n_rows - 1;")
             body.append("  const IDX lo_ = 0, hi_ = row_len;")
-            rowv = "rowc_"
         rb: list[str] = []
         self.zero_dims([d for d in kir.outer if d not in outer], rb)
         self.zero_dims([d for d in kir.inner if d not in inner], rb)
-        self.decompose(rowv, outer, rb)
-        for s in ph.pre:
-            rb.append(("if (live_ && sl_ == 0) " if isinstance(s, K.Store) else "") + self.stmt(s))
+        if not v.packed:                        # packed: each segment's rows, in the element loops
+            self.decompose("row_" if split else "rowc_", outer, rb)
+            for s in ph.pre:
+                rb.append(("if (live_ && sl_ == 0) " if isinstance(s, K.Store) else "") + self.stmt(s))
         for sc in scans:
             self.dt[sc.dst] = sc.dtype
             rb.append(f"{ctype(sc.dtype)} C_{sc.dst} = {const_literal(sc.init, sc.dtype)};")
         if split and v.stage == 2:
             rb += self._chunk_prefix(scans)
-        rb.append(f"for (IDX b_ = lo_; b_ < hi_; b_ += {G * E}) {{")
-        chunk = self._chunk(ph.body, scans, inner, totals_only=bool(split) and v.stage == 1)
-        rb += ["  " + x for x in "\n".join(chunk).split("\n")]
-        rb.append("}")
+        chunk = self._chunk(ph, scans, inner[0], outer, totals_only=bool(split) and v.stage == 1)
+        if v.packed:                            # a row is one segment: no chunk loop
+            rb += ["const IDX b_ = 0;"] + chunk
+        else:
+            rb.append(f"for (IDX b_ = lo_; b_ < hi_; b_ += {G * E}) {{")
+            rb += ["  " + x for x in "\n".join(chunk).split("\n")]
+            rb.append("}")
         if split and v.stage == 1:
             rb += [f"if (sl_ == 0) {self._slot(sc, k, 'c_')} = C_{sc.dst};" for k, sc in enumerate(scans)]
         body += ["  " + x for x in "\n".join(rb).split("\n")]
@@ -122,10 +127,25 @@ class ScanEmitter:
             out.append(f"C_{sc.dst} = {p};")
         return out
 
-    def _chunk(self, stmts, scans, inner, totals_only: bool) -> list[str]:
+    def _element(self, e_loop_pre, inner: int, outer) -> list[str]:
+        """The head of an element loop: element ``e_`` of this lane (``j_``, its row's clamp
+        ``jc_`` where the lane is past the row's end); packed, its row too, and the row's values."""
+        G = self.v.lanes
+        if not self.v.packed:
+            return [f"const IDX j_ = b_ + (IDX)(e_ * {G} + sl_);", "const bool ok_ = j_ < hi_; (void)ok_;",
+                    "const IDX jc_ = ok_ ? j_ : hi_ - 1;", f"const IDX i{inner} = jc_;"]
+        out = [f"const IDX rw_ = w_ + (IDX)(e_ * {32 // G} + seg_);", "const bool live_ = rw_ < n_rows;",
+               "const IDX rowc_ = live_ ? rw_ : n_rows - 1;"]
+        self.decompose("rowc_", outer, out)
+        out += ["const IDX j_ = sl_;", "const bool ok_ = j_ < hi_; (void)ok_;", "const IDX jc_ = ok_ ? j_ : hi_ - 1;",
+                f"const IDX i{inner} = jc_;"]
+        return out + [self.stmt(s) for s in e_loop_pre if not isinstance(s, K.Store)]
+
+    def _chunk(self, ph, scans, inner: int, outer, totals_only: bool) -> list[str]:
         """One chunk of ``lanes x vec`` elements: the stages' element loops and the scans between
         them. ``totals_only``: stage 1 of a split, only the scans' running values (no stores)."""
         E, G = self.v.vec, self.v.lanes
+        stmts = ph.body
         where = self._stages(stmts)
         defined = {s.dst: where[id(s)] + (1 if isinstance(s, K.Scan) else 0) for s in stmts if hasattr(s, "dst")}
         nstage = max(where.values(), default=0) + 1
@@ -143,9 +163,7 @@ class ScanEmitter:
         out = [f"{ctype(types[n])} {n}_a[{E}];" for n in uses]
         out += [f"{ctype(sc.dtype)} {sc.dst}_s[{E}];" for sc in scans]
         for k in range(nstage):
-            loop = [f"const IDX j_ = b_ + (IDX)(e_ * {G} + sl_);", "const bool ok_ = j_ < hi_; (void)ok_;",
-                    "const IDX jc_ = ok_ ? j_ : hi_ - 1;"]
-            self.decompose("jc_", inner, loop)
+            loop = self._element(ph.pre, inner, outer)
             loop += [f"const {ctype(types[n])} {n} = {n}_a[e_];" for n, ks in uses.items() if k in ks]
             for s in stmts:
                 if where[id(s)] != k:
@@ -174,6 +192,11 @@ class ScanEmitter:
         the running value in front, then the running value past the segment; the scanned values
         to ``<scan>_a`` (read as ``<scan>`` by later stages). The E trees are independent."""
         T, d = ctype(sc.dtype), sc.dst
+        if self.v.packed:       # each segment a row of its own: no running value between them
+            return [f"#pragma unroll\nfor (int e_ = 0; e_ < {E}; ++e_) {{", f"  {T} t_ = {d}_s[e_];",
+                    f"  #pragma unroll\n  for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
+                    f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}",
+                    f"  {d}_a[e_] = {self._combine(sc, f'C_{d}', 't_')};", "}"]
         out = ["{", f"  {T} c_ = C_{d};", f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {{",
                f"    {T} t_ = {d}_s[e_];",
                f"    #pragma unroll\n    for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "

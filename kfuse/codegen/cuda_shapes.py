@@ -32,8 +32,9 @@ class Variant:
                                 # row in ``split`` chunks, in two kernels (``stage``), deterministic:
     stage: int = 0              # 1: a block (row) or thread (col) a chunk writes its accumulators to a
                                 # workspace; 2: a block a row combines its chunks' (a fixed tree), finishes it
-    lanes: int = 32             # scan mode: lanes sharing a row (32 / lanes rows a warp), each taking ``vec``
-                                # consecutive elements of a chunk of lanes x vec (kfuse.codegen.cuda_scan)
+    lanes: int = 32             # scan mode: lanes sharing a row (32 / lanes rows a warp), a chunk ``vec``
+                                # segments of lanes elements (kfuse.codegen.cuda_scan) ...
+    packed: bool = False        # ... or, rows no longer than lanes, ``vec`` segments each of other rows
 
     @property
     def tag(self) -> str:
@@ -44,7 +45,7 @@ class Variant:
         t += "r" if self.reload else ""
         t += "x" if self.exact else ""
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
-        t += f"g{self.lanes}" if self.mode == "scan" else ""
+        t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -167,8 +168,8 @@ def default_variant(kir: K.KernelIR) -> Variant:
     vals = [s.value for s in kir.sizes]
     big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
     if kir.kind == "reduce" and K.has_scan(kir):       # contiguous rows: lanes of a warp a row
-        lanes, vec = scan_shape(_extent(kir, kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
-        return Variant("scan", vec, bool(big), 0, 128, lanes=lanes)
+        lanes, vec, packed = scan_shape(_extent(kir, kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
+        return Variant("scan", vec, bool(big), 0, 128, lanes=lanes, packed=packed)
     if kir.kind == "reduce":
         L = 1
         for d in kir.inner:
@@ -190,13 +191,16 @@ def _extent(kir: K.KernelIR, d: int) -> int:
     return e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
 
 
-def scan_shape(row_len: int, itemsize: int) -> tuple[int, int]:
-    """(lanes a row, segments a chunk) of a scan row (Variant mode ``"scan"``): a row shorter than
-    a warp takes as few lanes as cover it (a warp then holds several rows, read together); a
-    longer one 32 lanes and up to 32 bytes a lane a chunk (8 float32), their loads in flight together."""
+def scan_shape(row_len: int, itemsize: int) -> tuple[int, int, bool]:
+    """(lanes a row, segments a chunk, packed) of a scan row (Variant mode ``"scan"``): a row of
+    up to 32 elements takes as few lanes as cover it and a chunk is ``vec`` segments of other rows
+    (packed); a longer row 32 lanes and up to 32 bytes a lane a chunk (8 float32). Either way a
+    lane's ``vec`` loads are in flight together, each coalesced across the warp."""
     lanes = min(32, 1 << max(0, row_len - 1).bit_length())
     emax = max(1, min(8, 32 // itemsize))
-    return lanes, min(emax, 1 << max(0, -(-row_len // lanes) - 1).bit_length())
+    if row_len <= lanes:
+        return lanes, emax, True
+    return lanes, min(emax, 1 << max(0, -(-row_len // lanes) - 1).bit_length()), False
 
 
 def scan_split_ok(kir: K.KernelIR) -> bool:

@@ -250,13 +250,14 @@ class _Launcher(LauncherBase):
         lanes of a warp a row (codegen.cuda_scan); rows too few to fill the GPU in chunks, two stages."""
         if self.column_reduction(ins):
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
-        lanes, vec = cuda_emit.scan_shape(L, cuda_emit.max_itemsize(self.kir))
-        warps = -(-n_rows // (32 // lanes))
+        lanes, vec, packed = cuda_emit.scan_shape(L, cuda_emit.max_itemsize(self.kir))
+        warps = -(-n_rows // (32 // lanes * (vec if packed else 1)))
         chunks = min(-(-(SCAN_WARPS_PER_SM * sm) // n_rows), L // (32 * vec * SCAN_MIN_UNITS), SPLIT_MAX)
         if 4 * warps < SCAN_WARPS_PER_SM * sm and lanes == 32 and chunks >= 2 and cuda_emit.scan_split_ok(self.kir):
             return (cuda_emit.Variant("scan", vec, big, 0, 128, split=chunks, stage=1, lanes=32),
                     max(1, min(-(-(n_rows * chunks) // 4), INT32_LIMIT // 2)))
-        return cuda_emit.Variant("scan", vec, big, 0, 128, lanes=lanes), max(1, min(-(-warps // 4), sm * 16))
+        return (cuda_emit.Variant("scan", vec, big, 0, 128, lanes=lanes, packed=packed),
+                max(1, min(-(-warps // 4), sm * 16)))
 
     def _reduce_variant(self, ins, outs, big, sm):
         kir = self.kir

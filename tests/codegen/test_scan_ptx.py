@@ -70,8 +70,20 @@ def test_contiguous_rows_scan_as_lanes_of_a_warp():
     src = cuda.emit(kir)
     assert "kf_shfl_up(t_, s_, 32)" in src and "kf_shfl_idx(t_, 31, 32)" in src and "j_ = b_ + (IDX)(e_ * 32 + sl_)" in src
     assert src.index("_s[e_] = ok_ ?") < src.index("kf_shfl_up(t_") < src.index("if (live_ && ok_) out0[")
-    assert cuda_shapes.scan_shape(100_000, 4) == (32, 8) and cuda_shapes.scan_shape(3, 8) == (4, 1)
-    assert cuda_shapes.scan_shape(16, 4) == (16, 1)       # two rows a warp, read together
+    assert cuda_shapes.scan_shape(100_000, 4) == (32, 8, False) and cuda_shapes.scan_shape(40, 8) == (32, 2, False)
+
+
+def test_short_rows_are_packed(tmp_path):
+    """Rows of up to 32 elements: as few lanes as cover a row, several rows a warp, and a chunk's
+    segments are other rows (each scanned on its own, no running value between them)."""
+    from kfuse.codegen import nvrtc
+    assert cuda_shapes.scan_shape(16, 4) == (16, 8, True) and cuda_shapes.scan_shape(3, 8) == (4, 4, True)
+    kir = _scan_kernel(running_sum, ("f32[1000,16]", "f32[1000,16]"))
+    v = cuda_shapes.default_variant(kir)
+    assert (v.mode, v.lanes, v.vec, v.packed) == ("scan", 16, 8, True) and v.tag.endswith("g16w")
+    src = cuda.emit(kir, v)
+    assert "const IDX rw_ = w_ + (IDX)(e_ * 2 + seg_);" in src and "C_v" in src and "c_ = C_" not in src
+    assert ".entry" in nvrtc.compile(src, arch="sm_90").ptx
 
 
 @pytest.mark.parametrize("stage", [1, 2])

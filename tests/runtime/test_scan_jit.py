@@ -104,6 +104,9 @@ def test_scan_edges(backend, cupy_for):
         (lambda x: np.cumsum(x, axis=0, dtype=np.float16), [rng.random((300, 3)).astype(np.float32)]),
         (lambda x: np.logical_or.accumulate(x, axis=1) ^ np.logical_and.accumulate(x, axis=0),
          [rng.random((8, 9)) < 0.3]),
+        (lambda x: np.cumsum(x, axis=-1) - x[:, :1], [rng.integers(-9, 9, (1001, 16)).astype(np.int32)]),   # packed rows
+        (lambda x: np.cumprod(x, axis=-1), [rng.integers(1, 3, (7, 9, 20)).astype(np.int64)]),
+        (lambda x: np.cumsum(x, axis=-1), [rng.integers(-9, 9, (3, 5, 300)).astype(np.float32)]),
     ]
     for k, (fn, args) in enumerate(cases):
         with np.errstate(all="ignore"):
