@@ -28,6 +28,8 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   kernel (the reciprocal computed on the host).
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
+* scan (scan kernels, rows contiguous): lanes of a warp a row, a shuffle-up tree a segment
+  (:mod:`kfuse.codegen.cuda_scan`); a column scan is ``col``, its running value in order.
 * two-stage (``split``, reduce kernels of one pass over the row, too few rows or columns to fill
   the GPU: ``x.sum()``, a few long rows, a few long columns): stage 1 reduces each (row, chunk) as
   a row block or a column thread would, and writes the chunk's accumulators to a workspace (the
@@ -176,14 +178,6 @@ class _Gen(AccEmitter, ScanEmitter):
         if s.dtype in LOWP and s.op not in ("cast", "where"):
             ex = round_lowp(ex, s.dtype)     # NumPy's float16 loops round every op's result
         return ex
-
-    def scan_inits(self, ph: K.Phase) -> list[str]:
-        """The running values of ``ph``'s scans, declared and started before its loop."""
-        out = []
-        for sc in K.scans(ph.body):
-            self.dt[sc.dst] = sc.dtype
-            out.append(f"{ctype(sc.dtype)} {sc.dst} = {const_literal(sc.init, sc.dtype)};")
-        return out
 
     def const_reciprocal(self, s) -> str | None:
         """A float32 division by a finite nonzero constant: the literal of the constant's float64

@@ -2,18 +2,19 @@
 scan kernels whose rows are contiguous (a column scan runs a thread a column, ``col``, in order).
 
 ``v.lanes`` lanes of a warp share a row (``32 / lanes`` rows a warp); a chunk of the row is
-``vec`` segments of ``lanes`` elements, lane ``l`` taking element ``l`` of each (so every load and
-store of a segment is coalesced, and the ``vec`` loads of a lane are in flight together). Per
-chunk the body runs in *stages*: stage 0 is every statement no scan feeds; after a stage's element
-loop each scan whose source it computed combines, segment by segment: a shuffle-up tree over the
-row's lanes, with the row's running value (``C_<scan>``) in front; a later stage reads the scanned
-values (scan of a scan, consumers, stores). Values crossing stages live in ``E``-element register arrays. Lanes past the
-row's end read its last element and add the identity; rows past the last compute the last row's
-and store nothing, so every lane reaches every shuffle.
+``vec`` segments of ``lanes`` elements, lane ``l`` taking element ``l`` of each, so every load and
+store of a segment is coalesced and the ``vec`` loads of a lane are in flight together. Rows of up
+to 32 elements are *packed*: one segment a row, a chunk's segments other rows. Per chunk the body
+runs in *stages*: stage 0 is every statement no scan feeds; after a stage's element loop each scan
+whose source it computed combines, segment by segment: a shuffle-up tree over the row's lanes, with
+the row's running value (``C_<scan>``) in front; a later stage reads the scanned values (scan of a
+scan, consumers, stores). Values crossing stages live in ``vec``-element register arrays. Lanes past
+the row's end read its last element and add the identity; rows past the last compute the last
+row's and store nothing, so every lane reaches every shuffle.
 
 Integer, boolean, max and min scans give NumPy's values exactly; float sums and products are
-associated as a tree within a chunk (as CUB's and Triton's scans are), not NumPy's left-to-right
-order: within the tolerance table's float rows, like a sum's summation order (docs/SEMANTICS.md).
+associated as a tree over the lanes (as CUB's and Triton's scans are), not NumPy's left-to-right
+order: within the tolerance table's float rows, like a sum's summation order (``kfuse/testing.py``).
 
 Two stages (``split``, rows too few to fill the GPU, ``np.cumsum(x)`` of a long 1-D ``x``): a warp a
 (row, chunk of the row); stage 1 writes each chunk's scan totals to the workspace; stage 2 starts
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from . import kernel_ir as K
 from .cuda_ops import const_literal, ctype
-from .cuda_shapes import SPLIT_SLOT, _ivals
+from .cuda_shapes import SPLIT_SLOT
 
 
 def _dtype(s) -> str:
@@ -33,6 +34,15 @@ def _dtype(s) -> str:
 
 class ScanEmitter:
     """Scan-row code for ``codegen.cuda._Gen`` (which sets ``kir``, ``v`` and ``dt``)."""
+
+    def scan_inits(self, ph: K.Phase) -> list[str]:
+        """``col`` mode: the running values of ``ph``'s scans, declared and started before its
+        loop (each step then updates the value in place, in order)."""
+        out = []
+        for sc in K.scans(ph.body):
+            self.dt[sc.dst] = sc.dtype
+            out.append(f"{ctype(sc.dtype)} {sc.dst} = {const_literal(sc.init, sc.dtype)};")
+        return out
 
     def _combine(self, sc: K.Scan, a: str, b: str) -> str:
         return self.op_value(K.Op("_", sc.op, sc.dtype, (a, b), (sc.dtype, sc.dtype)))
@@ -43,9 +53,7 @@ class ScanEmitter:
         ready: dict[str, int] = {}
         where = {}
         for s in body:
-            reads = list(getattr(s, "args", ())) + [e.name for e in _ivals(K.stmt_index(s))]
-            reads += [s.src] if isinstance(s, (K.Scan, K.Store)) else []
-            k = max([ready.get(n, 0) for n in reads] + [0])
+            k = max([ready.get(n, 0) for n in K.stmt_reads(s)] + [0])
             where[id(s)] = k
             if hasattr(s, "dst"):
                 ready[s.dst] = k + 1 if isinstance(s, K.Scan) else k
@@ -154,9 +162,7 @@ class ScanEmitter:
         scanned = {sc.dst for sc in scans}
         uses: dict[str, set[int]] = {}     # a value read in a later stage than it is computed in -> those stages
         for s in stmts:
-            reads = list(getattr(s, "args", ())) + [e.name for e in _ivals(K.stmt_index(s))]
-            reads += [s.src] if isinstance(s, (K.Scan, K.Store)) else []
-            for n in reads:
+            for n in K.stmt_reads(s):
                 if n in scanned or (n in defined and defined[n] < where[id(s)]):
                     uses.setdefault(n, set()).add(where[id(s)])
         types = {s.dst: _dtype(s) for s in stmts if hasattr(s, "dst")}

@@ -208,7 +208,7 @@ def scan_split_ok(kir: K.KernelIR) -> bool:
     total first, then every chunk from the totals before it): no scan reads another's values."""
     after: set = set()          # values computed from a scan
     for s in (s for ph in kir.phases for s in ph.body):
-        reads = set(getattr(s, "args", ())) | {getattr(s, "src", None)} | {e.name for e in _ivals(K.stmt_index(s))}
+        reads = set(K.stmt_reads(s))
         if isinstance(s, K.Scan) and reads & after:
             return False
         if isinstance(s, K.Scan) or reads & after:

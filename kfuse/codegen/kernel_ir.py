@@ -141,6 +141,17 @@ def stmt_index(s) -> tuple:
     return (s.expr,) if isinstance(s, Index) else tuple(getattr(s, "index", ()))
 
 
+def stmt_reads(s) -> list[str]:
+    """The statement variables ``s`` reads: an op's arguments, a scan's or store's source, and
+    the positions (:class:`IVal`) in its index."""
+    def ivals(e):
+        if isinstance(e, IVal):
+            return [e.name]
+        return ivals(e.lhs) + ivals(e.rhs) if isinstance(e, IBin) else []
+    out = list(getattr(s, "args", ())) + ([s.src] if isinstance(s, (Scan, Store)) else [])
+    return out + [n for e in stmt_index(s) for n in ivals(e)]
+
+
 def gathers(index) -> bool:
     """Whether an access's index reads a statement variable (:class:`IVal`): a data-dependent
     position, computed before the access in statement order (no emitter may hoist the access
