@@ -80,7 +80,7 @@ def _literal(value, dtype: str) -> str:
     return f"np.{dtype}({int(value)})"
 
 
-_NP_UNARY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "cbrt", "sin", "cos",
+_NP_UNARY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos",
              "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
              "arctanh", "floor", "ceil", "trunc", "rint"}
 _CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
@@ -153,6 +153,8 @@ class _Emitter:
             return f"{self.use('_tanhf')}({a[0]})"
         if op in _NP_UNARY:
             return f"np.{op}({a[0]})"
+        if op == "cbrt":
+            return f"{self.use('_cbrt')}({a[0]})"
         if op == "floor_divide":
             return f"{self.use('_floordiv_' + vt)}({a[0]}, {a[1]})"
         if op == "remainder":

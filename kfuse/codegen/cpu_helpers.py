@@ -26,6 +26,13 @@ def _radd(a, b):
     """a + b that LLVM may reassociate: a float sum's add (kfuse.codegen.cpu)."""
     return a + b
 ''')
+_helper("_cbrt", '''
+@numba.njit(error_model="numpy")
+def _cbrt(x):
+    """np.cbrt with NaN, +-inf and +-0.0 passed through: Numba's own is compiled with fastmath, so
+    once inlined LLVM took its result for finite and folded a later isinf/isfinite (cpu seed 905 #133)."""
+    return x if (x == 0 or not np.isfinite(x)) else np.cbrt(x)
+''')
 for _T, _I, _B in (("float32", "int32", 31), ("float64", "int64", 63)):
     _helper(f"_fkey_{_T}", f'''
 @numba.njit(error_model="numpy")

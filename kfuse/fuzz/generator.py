@@ -12,7 +12,8 @@ shift counts ``& (bits - 1)``, ldexp's exponents ``(e & 63) - 32``, float->int c
 ``isfinite``/``clip`` into range, and max/min/argmax/argmin never reduce zero elements. The sign
 bits signbit/copysign read are never an op-made NaN's (:meth:`_Gen._sign_operand`). These guards
 live inside the step's own expression, so dropping a step while shrinking can never expose an
-undefined operation (a gather's index arrays are kept in range the same way: ``gen_gather``).
+undefined operation (a gather's index arrays are kept in range the same way: ``gen_gather``; a
+float product scan's terms are kept near 1: ``gen_scan``).
 A few programs end with a step NumPy rejects (``-bool``, bad broadcast, ...):
 kfuse must raise the same exception type.
 """
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import gen_arrays, gen_gather
+from . import gen_arrays, gen_gather, gen_scan
 from .compare import ZERO_SIGN_UNSPECIFIED
+from .gen_scan import scan_steps  # noqa: F401 (re-exported)
 from .program import InputSpec, Program, Step, _evaluate, _fmt_float  # noqa: F401 (re-exported)
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -425,8 +427,9 @@ class _Gen:
         """Add one step; False when the program ended with an expected NumPy error."""
         kinds = (self.gen_unary, self.gen_binary, self.gen_reduction, self.gen_movement,
                  self.gen_matmul, self.gen_other, lambda: gen_arrays.assemble(self),
-                 lambda: gen_arrays.write(self), lambda: gen_gather.gather(self))
-        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09, 0.05, 0.05, 0.11])
+                 lambda: gen_arrays.write(self), lambda: gen_gather.gather(self),
+                 lambda: gen_scan.scan(self))
+        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09, 0.05, 0.05, 0.11, 0.08])
         for _ in range(30):
             gen = kinds[int(self.rng.choice(len(kinds), p=weights / weights.sum()))]
             made = gen()

@@ -139,7 +139,10 @@ class Program:
                         "uint64", "float16", "float32", "float64", "bool"}
 
     def has_reduction(self) -> bool:
-        return bool(self.ops() & (CONTRACTIONS | {"sum", "mean", "prod", "var", "std"}))
+        # float scans: CUDA C adds a row's elements as a tree (kfuse/testing.py), as a sum's order
+        return bool(self.ops() & (CONTRACTIONS | {"sum", "mean", "prod", "var", "std", "cumsum", "cumprod",
+                                                  "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod",
+                                                  "accumulate"}))
 
     def describe(self) -> str:
         head = [f"# seed={self.seed} index={self.index}"]

@@ -47,9 +47,11 @@ def scan(op: Op, node, axis: int, dtype) -> Tracer:
 
 
 def _flat_or_axis(node, axis):
-    """(node, axis): axis None scans the C-order flattening (a 0-d array too), else the axis."""
-    if axis is None:
-        return reshape_node(node, (node.size,)), 0
+    """(node, axis): axis None scans the C-order flattening, else the axis; NumPy scans a 0-d
+    array as one of shape (1,) (axis 0 or -1)."""
+    if axis is None or node.ndim == 0:
+        flat = reshape_node(node, (node.size,))
+        return flat, 0 if axis is None else normalize_axis_index(int(axis), 1)
     return node, normalize_axis_index(int(axis), node.ndim)
 
 
@@ -91,7 +93,7 @@ def _cumulative(fname: str, op: Op, x, axis, dtype, out, include_initial):
         raise unsupported(f"np.{fname} with out=", "return the result instead")
     node = as_node(x, f"argument of np.{fname}")
     dt = _numpy(f"np.{fname}", lambda d: getattr(np, fname)(d, axis=axis, dtype=dtype), node.shape, node.dtype)
-    ax = 0 if axis is None else normalize_axis_index(int(axis), node.ndim)
+    node, ax = _flat_or_axis(node, 0 if axis is None else axis)    # (NumPy checked axis None's rank)
     res = scan(op, node, ax, dt)
     if not include_initial:
         return res
@@ -122,4 +124,6 @@ def ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
         raise unsupported(f"np.{name}.accumulate with out=", "return the result instead")
     dt = _numpy(f"np.{name}.accumulate", lambda d: ufunc.accumulate(d, axis=axis, dtype=dtype),
                 node.shape, node.dtype)
+    if axis is None or isinstance(axis, tuple):      # NumPy accepted it for this rank: one axis
+        axis = 0 if axis is None else axis[0]
     return scan(op, node, normalize_axis_index(int(axis), node.ndim), dt)
