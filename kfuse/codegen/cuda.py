@@ -393,6 +393,7 @@ class _Gen(AccEmitter, ScanEmitter):
                         rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
         row_vars = {f"i{d}" for d in kir.outer}
         row_level = set()   # values computed once a row (outside the phases' loops)
+        declared = set()    # row-level reciprocals declared so far (rd_<divisor>)
         filled = set()
         for pi, ph in enumerate(phases):
             for s in ph.pre:
@@ -505,7 +506,10 @@ class _Gen(AccEmitter, ScanEmitter):
             filled |= newly
             if kc:
                 loop.append("}")
-            rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()]
+            # once a row: two phases dividing by one row-level value share it (cuda seed 75 #2934)
+            rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
+                                   if rd not in declared]
+            declared |= set(recips.values())
             rb += ["  " + x for x in "\n".join(loop).split("\n")]
             rb.append("}")
             for a in ph.accs:
