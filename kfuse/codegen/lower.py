@@ -7,11 +7,11 @@ subexpressions are computed once. Every concrete extent/start becomes a run-time
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import CompileError
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
-import numpy as np
-
 from ..ir.ops import ELEMENTWISE, MOVEMENT, Op, REDUCE, SCAN, SCAN_UFUNC
 from . import kernel_ir as K
 

@@ -171,6 +171,12 @@ def _consumer(g, expr: str, shape: tuple) -> str:
         init = ", initial=0" if red == "max" else ""
         sep = ", " if ax and init else ""
         return f"{expr}.{red}({ax}{sep}{init.lstrip(', ')})"
+    return with_other(g, expr, shape)
+
+
+def with_other(g, expr: str, shape) -> str:
+    """``expr`` combined (+, *, -) with a numeric variable that broadcasts against ``shape``, if
+    the program has one (the gather and scan kinds' consumers)."""
     def fits(v):
         try:
             np.broadcast_shapes(v.shape, shape)

@@ -31,6 +31,7 @@ import re
 
 import numpy as np
 
+from .gen_gather import with_other
 from .program import _evaluate
 
 # form -> (template, weight); {x}: the scanned expression, {k}: axis/dtype/... keywords
@@ -187,15 +188,7 @@ def _consumer(g, expr: str, src: str, arr, out) -> str:
         fn = g.choice(("np.cumsum({e}, axis={a})", "np.maximum.accumulate({e}, axis={a})",
                        "np.minimum.accumulate({e}, {a})"))
         return fn.format(e=expr, a=ax)
-
-    def fits(v):
-        try:
-            np.broadcast_shapes(v.shape, out.shape)
-        except ValueError:
-            return False
-        return v.dtype.kind != "b"
-    other = g.var(fits)
-    return expr if other is None else f"({expr} {g.choice(('+', '*', '-'))} {other})"
+    return with_other(g, expr, out.shape)
 
 
 def scan(g) -> str | None:

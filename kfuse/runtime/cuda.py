@@ -56,8 +56,8 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
-SCAN_WARPS_PER_SM = 32        # scan rows: split rows into chunks when fewer than a quarter of this many
-SCAN_MIN_UNITS = 4            # warps a SM would run, each chunk at least this many lanes x vec spans
+SCAN_WARPS_PER_SM = 32        # scan rows too few for a quarter of this many warps a SM run in chunks,
+SCAN_MIN_UNITS = 4            # two stages, each chunk at least this many spans of lanes x vec
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:

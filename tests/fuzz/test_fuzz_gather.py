@@ -7,8 +7,9 @@ import re
 
 import numpy as np
 
-from kfuse.fuzz import gen_gather, generator, writer
-from kfuse.fuzz.runner import Result, run_numpy, run_program
+from kfuse.fuzz import gen_gather, generator
+from kfuse.fuzz.runner import run_numpy, run_program
+from tests.fuzz.writer_check import check_written
 
 SEED, N = 13, 600
 
@@ -80,17 +81,7 @@ def test_wrapped_indices_stay_small():
 
 
 def test_writer_prints_gather_programs(tmp_path):
-    for p in _gather_programs()[:20]:
-        src = open(writer.write(p, Result("mismatch", "x"), str(tmp_path))).read()
-        ns = {}
-        exec(compile(src, "<regression>", "exec"), ns)
-        args = ns["_inputs"]()
-        assert [a.shape for a in args] == [a.shape for a in p.inputs_arrays()]
-        want, exc = run_numpy(p)
-        if exc is None:
-            got = ns[p.fn_name](*args)
-            for g, w in zip(got if p.tuple_out else (got,), want if p.tuple_out else (want,)):
-                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    check_written(_gather_programs()[:20], tmp_path)
 
 
 def test_a_few_gather_programs_run_through_kfuse():

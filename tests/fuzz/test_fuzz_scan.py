@@ -10,11 +10,11 @@ import functools
 import re
 
 import numpy as np
-import pytest
 
-from kfuse.fuzz import gen_scan, generator, writer
+from kfuse.fuzz import gen_scan, generator
 from kfuse.fuzz.program import _evaluate
-from kfuse.fuzz.runner import Result, run_numpy, run_program
+from kfuse.fuzz.runner import run_numpy, run_program
+from tests.fuzz.writer_check import check_written
 
 SEED, N = 13, 1000
 
@@ -171,17 +171,7 @@ def test_edge_forms_are_drawn():
 
 
 def test_writer_prints_scan_programs(tmp_path):
-    for p in _scan_programs()[:20]:
-        src = open(writer.write(p, Result("mismatch", "x"), str(tmp_path))).read()
-        ns = {}
-        exec(compile(src, "<regression>", "exec"), ns)
-        args = ns["_inputs"]()
-        assert [a.shape for a in args] == [a.shape for a in p.inputs_arrays()]
-        want, exc = run_numpy(p)
-        if exc is None:
-            got = ns[p.fn_name](*args)
-            for g, w in zip(got if p.tuple_out else (got,), want if p.tuple_out else (want,)):
-                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    check_written(_scan_programs()[:20], tmp_path)
 
 
 def _covering(programs, n):
