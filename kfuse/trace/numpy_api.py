@@ -16,6 +16,7 @@ from . import elementwise as ew
 from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
+from . import norms as nm
 from . import reductions as rd
 from . import scans as sc
 from .mutation import unit_dims_only, viewing, write_out
@@ -84,10 +85,14 @@ FUNCTIONS = {
     np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
     np.tile: cm.tile, np.repeat: cm.repeat,
+    np.linalg.norm: nm.norm,
     np.cumsum: sc.cumsum, np.cumprod: sc.cumprod, np.nancumsum: sc.nancumsum, np.nancumprod: sc.nancumprod,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
     FUNCTIONS[np.concat] = asm.concatenate
+for _name, _fn in (("vector_norm", nm.vector_norm), ("matrix_norm", nm.matrix_norm)):
+    if hasattr(np.linalg, _name):       # NumPy >= 2.0 array-API names
+        FUNCTIONS[getattr(np.linalg, _name)] = _fn
 for _name, _fn in (("cumulative_sum", sc.cumulative_sum), ("cumulative_prod", sc.cumulative_prod),
                    ("astype", ew.astype), ("permute_dims", viewing(mv.permute_dims)),
                    ("matrix_transpose", viewing(mv.matrix_transpose))):
