@@ -2,11 +2,14 @@
 written here the same way over traced values, so their results and dtypes are NumPy's:
 ``np.isclose``/``np.allclose``, ``np.nan_to_num``, ``np.nansum``/``nanmean``/``nanmax``/``nanmin``,
 ``np.ptp``, ``np.count_nonzero``, ``np.diagonal``/``np.trace`` (a gather of the diagonal),
-``np.tile`` and ``np.repeat`` with an int count (a broadcast and a reshape: index math only).
+``np.tile`` and ``np.repeat`` with an int count (a broadcast and a reshape: index math only),
+``np.average`` (weights too; weights summing to zero give inf/NaN where NumPy raises
+ZeroDivisionError: a kernel cannot raise, see kfuse/testing.py).
 """
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..errors import at
 from . import movement as mv
@@ -160,3 +163,34 @@ def repeat(a, repeats, axis=None):
     wide = s[:axis + 1] + (int(repeats),) + s[axis + 1:]
     x = np.broadcast_to(Tracer(mv.reshape_node(node, inter)), wide)
     return Tracer(mv.reshape_node(as_node(x), s[:axis] + (s[axis] * int(repeats),) + s[axis + 1:]))
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
+    """``np.average``: the mean, or ``sum(a * w) / sum(w)`` in NumPy's result dtype (float64 for
+    integer and boolean ``a``), weights broadcast along ``axis`` as NumPy sets them up."""
+    t = _t(a, "argument of np.average")
+    if axis is not None:
+        axis = normalize_axis_tuple(axis, t.ndim, argname="axis")
+    kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+    if weights is None:
+        avg = rd.mean(t, axis, **kw)
+        scl = avg.dtype.type(t.size / max(avg.size, 1))
+    else:
+        w = _t(weights, "weights of np.average")
+        if t.shape != w.shape:
+            if axis is None:
+                raise TypeError(f"Axis must be specified when shapes of a and weights differ.{at(loc())}")
+            if w.shape != tuple(t.shape[ax] for ax in axis):
+                raise ValueError(f"Shape of weights must be consistent with shape of a along specified axis."
+                                 f"{at(loc())}")
+            w = mv.transpose(w, tuple(int(i) for i in np.argsort(axis)))
+            w = mv.reshape(w, tuple(s if ax in axis else 1 for ax, s in enumerate(t.shape)))
+        extra = ("f8",) if t.dtype.kind in "biu" else ()
+        dt = np.result_type(t.dtype, w.dtype, *extra)
+        scl = rd.sum(w, axis=axis, dtype=dt, **kw)
+        avg = rd.sum(t.astype(dt) * w.astype(dt), axis, **kw) / scl
+    if not returned:
+        return avg
+    if np.shape(scl) != avg.shape:
+        scl = Tracer(as_node(np.broadcast_to(scl, avg.shape)))
+    return avg, scl

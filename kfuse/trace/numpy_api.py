@@ -85,7 +85,7 @@ FUNCTIONS = {
     np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
     np.tile: cm.tile, np.repeat: cm.repeat,
-    np.linalg.norm: nm.norm,
+    np.linalg.norm: nm.norm, np.average: cm.average,
     np.cumsum: sc.cumsum, np.cumprod: sc.cumprod, np.nancumsum: sc.nancumsum, np.nancumprod: sc.nancumprod,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name

@@ -1,7 +1,7 @@
 """NumPy functions NumPy writes in Python over ufuncs, reductions and indexing, traced the same
 way (kfuse/trace/composite.py), on every backend against NumPy: ``isclose``/``allclose``,
 ``nan_to_num``, ``nansum``/``nanmean``/``nanmax``/``nanmin``, ``ptp``, ``count_nonzero``,
-``diagonal``/``trace``, ``tile``, ``repeat``; results and dtypes NumPy's, NaN rows included."""
+``diagonal``/``trace``, ``tile``, ``repeat``, ``average``; results and dtypes NumPy's, NaN rows included."""
 import warnings
 
 import numpy as np
@@ -28,6 +28,9 @@ CASES = {
     "trace": lambda a, b: np.trace(a, offset=-1) + a.reshape(2, 3, 8).trace(axis1=1, axis2=2),
     "tile": lambda a, b: np.tile(a[0], (2, 3)) + np.tile(b, 2).sum(),
     "repeat": lambda a, b: np.repeat(a, 3, axis=1)[:, ::5] + np.repeat(b[0], 2).sum(),
+    "average": lambda a, b: np.average(a, axis=1, weights=np.abs(b[0]) + 1) + np.average(a, keepdims=True)[0],
+    "average_returned": lambda a, b: np.multiply(*np.average(a.reshape(2, 3, 8), axis=(2, 0),
+                                                             weights=np.abs(b[:2].T) + 1, returned=True)),
 }
 DTYPES = ["float32", "int32", "float16"]
 
