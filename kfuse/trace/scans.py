@@ -17,6 +17,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..errors import at
 from ..ir.dtypes import check_supported
 from ..ir.ops import Op
+from .assemble import concatenate
 from .core import Tracer, as_node, cast, loc, mk, unsupported
 from .movement import reshape_node
 
@@ -55,11 +56,17 @@ def _flat_or_axis(node, axis):
     return node, normalize_axis_index(int(axis), node.ndim)
 
 
-def _cum(fname: str, op: Op, a, axis, dtype, out):
+def _prepare(fname: str, a, axis, dtype, out):
+    """(the argument's node, NumPy's result dtype) of ``np.<fname>``, or its error."""
     if out is not None:
         raise unsupported(f"np.{fname} with out=", "return the result instead")
     node = as_node(a, f"argument of np.{fname}")
-    dt = _numpy(f"np.{fname}", lambda d: getattr(np, fname)(d, axis=axis, dtype=dtype), node.shape, node.dtype)
+    return node, _numpy(f"np.{fname}", lambda d: getattr(np, fname)(d, axis=axis, dtype=dtype), node.shape,
+                        node.dtype)
+
+
+def _cum(fname: str, op: Op, a, axis, dtype, out):
+    node, dt = _prepare(fname, a, axis, dtype, out)
     node, ax = _flat_or_axis(node, axis)
     return scan(op, node, ax, dt)
 
@@ -89,15 +96,11 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 def _cumulative(fname: str, op: Op, x, axis, dtype, out, include_initial):
-    if out is not None:
-        raise unsupported(f"np.{fname} with out=", "return the result instead")
-    node = as_node(x, f"argument of np.{fname}")
-    dt = _numpy(f"np.{fname}", lambda d: getattr(np, fname)(d, axis=axis, dtype=dtype), node.shape, node.dtype)
+    node, dt = _prepare(fname, x, axis, dtype, out)
     node, ax = _flat_or_axis(node, 0 if axis is None else axis)    # (NumPy checked axis None's rank)
     res = scan(op, node, ax, dt)
     if not include_initial:
         return res
-    from .assemble import concatenate
     shape = tuple(1 if d == ax else s for d, s in enumerate(node.shape))
     first = np.full(shape, _IDENTITY[op], dt)
     return concatenate([first, res], axis=ax)
