@@ -4,7 +4,9 @@ written here the same way over traced values, so their results and dtypes are Nu
 ``np.ptp``, ``np.count_nonzero``, ``np.diagonal``/``np.trace`` (a gather of the diagonal),
 ``np.tile`` and ``np.repeat`` with an int count (a broadcast and a reshape: index math only),
 ``np.average`` (weights too; weights summing to zero give inf/NaN where NumPy raises
-ZeroDivisionError: a kernel cannot raise, see kfuse/testing.py).
+ZeroDivisionError: a kernel cannot raise, see kfuse/testing.py), ``np.select`` (a chain of
+``where``), ``np.sinc``, ``np.polyval`` (Horner), ``np.fix``, ``np.isposinf``/``isneginf``,
+``np.trapezoid``.
 """
 from __future__ import annotations
 
@@ -194,3 +196,81 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     if np.shape(scl) != avg.shape:
         scl = Tracer(as_node(np.broadcast_to(scl, avg.shape)))
     return avg, scl
+
+
+def select(condlist, choicelist, default=0):
+    """``np.select``: the first choice whose condition holds, else ``default``, in NumPy's common
+    dtype of the choices and default (Python scalars weak), a chain of ``where``."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"list of cases must be same length as list of conditions{at(loc())}")
+    if len(condlist) == 0:
+        raise ValueError(f"select with an empty condition list is not possible{at(loc())}")
+    choices = [c if type(c) in (int, float) else c if isinstance(c, Tracer) else np.asarray(c)
+               for c in list(choicelist) + [default]]
+    dtype = np.result_type(*[c.dtype if isinstance(c, Tracer) else c for c in choices])
+    conds = [c if isinstance(c, Tracer) else np.asarray(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if c.dtype != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray{at(loc())}")
+    shape = np.broadcast_shapes(*[np.shape(c) for c in conds], *[np.shape(c) for c in choices])
+    out = np.broadcast_to(np.asarray(choices[-1], dtype) if not isinstance(choices[-1], Tracer)
+                          else choices[-1].astype(dtype), shape)
+    for cond, choice in zip(reversed(conds), reversed(choices[:-1])):
+        value = choice.astype(dtype) if isinstance(choice, Tracer) else np.asarray(choice, dtype)
+        out = np.where(cond, value, out)
+    return out if isinstance(out, Tracer) else Tracer(as_node(out))
+
+
+def sinc(x):
+    """``np.sinc``: ``sin(pi x) / (pi x)``, 1 at 0 (through eps, as NumPy)."""
+    y = np.pi * _t(x, "argument of np.sinc")
+    eps = np.finfo(y.dtype).eps if y.dtype.kind == "f" else 1e-20
+    y = np.where(y != 0, y, y.dtype.type(eps))
+    return np.sin(y) / y
+
+
+def polyval(p, x):
+    """``np.polyval``: Horner's rule over the coefficients (a constant or a traced 1-D array)."""
+    p = p if isinstance(p, Tracer) else np.asarray(p)
+    t = _t(x, "x of np.polyval")
+    y = np.zeros_like(t)
+    for pv in p:
+        y = y * t + pv
+    return y
+
+
+def fix(x, out=None):
+    """``np.fix``: ``np.trunc``."""
+    if out is not None:
+        raise unsupported("np.fix with out=", "return the result instead")
+    return np.trunc(_t(x, "argument of np.fix"))
+
+
+def isposinf(x, out=None):
+    t = _t(x, "argument of np.isposinf")
+    return np.isinf(t) & ~np.signbit(t)
+
+
+def isneginf(x, out=None):
+    t = _t(x, "argument of np.isneginf")
+    return np.isinf(t) & np.signbit(t)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """``np.trapezoid``: ``sum(d * (y[1:] + y[:-1]) / 2)`` along ``axis``."""
+    t = _t(y, "y of np.trapezoid")
+    if x is None:
+        d = dx
+    else:
+        xs = x if isinstance(x, Tracer) else np.asarray(x)
+        if xs.ndim == 1:
+            d = np.diff(xs)
+            shape = [1] * t.ndim
+            shape[axis] = d.shape[0]
+            d = d.reshape(shape)
+        else:
+            d = np.diff(xs, axis=axis)
+    nd = t.ndim
+    hi, lo = [slice(None)] * nd, [slice(None)] * nd
+    hi[axis], lo[axis] = slice(1, None), slice(None, -1)
+    return rd.sum(d * (t[tuple(hi)] + t[tuple(lo)]) / 2.0, axis)

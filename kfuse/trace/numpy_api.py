@@ -19,6 +19,7 @@ from . import movement as mv
 from . import norms as nm
 from . import reductions as rd
 from . import scans as sc
+from . import splitting as sp
 from .mutation import unit_dims_only, viewing, write_out
 from .selection import Selection
 from .core import Tracer, as_node, unsupported
@@ -86,6 +87,9 @@ FUNCTIONS = {
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
     np.tile: cm.tile, np.repeat: cm.repeat,
     np.linalg.norm: nm.norm, np.average: cm.average,
+    np.select: cm.select, np.sinc: cm.sinc, np.polyval: cm.polyval, np.fix: cm.fix, np.isposinf: cm.isposinf,
+    np.isneginf: cm.isneginf, np.split: sp.split, np.array_split: sp.array_split, np.hsplit: sp.hsplit,
+    np.vsplit: sp.vsplit, np.dsplit: sp.dsplit, np.rot90: sp.rot90, np.meshgrid: sp.meshgrid,
     np.cumsum: sc.cumsum, np.cumprod: sc.cumprod, np.nancumsum: sc.nancumsum, np.nancumprod: sc.nancumprod,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
@@ -93,6 +97,8 @@ if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
 for _name, _fn in (("vector_norm", nm.vector_norm), ("matrix_norm", nm.matrix_norm)):
     if hasattr(np.linalg, _name):       # NumPy >= 2.0 array-API names
         FUNCTIONS[getattr(np.linalg, _name)] = _fn
+if hasattr(np, "trapezoid"):                    # NumPy >= 2.0
+    FUNCTIONS[np.trapezoid] = cm.trapezoid
 for _name, _fn in (("cumulative_sum", sc.cumulative_sum), ("cumulative_prod", sc.cumulative_prod),
                    ("astype", ew.astype), ("permute_dims", viewing(mv.permute_dims)),
                    ("matrix_transpose", viewing(mv.matrix_transpose))):
