@@ -18,3 +18,21 @@ def cupy_for():
         import cupy
         return cupy
     return need
+
+
+@pytest.fixture
+def run_jit(cupy_for):
+    """``run_jit(fn, backend, *arrays)``: ``kfuse.jit(fn, backend=backend)`` called on ``arrays``
+    (copied to the GPU for a GPU backend, a skip where ``backend`` cannot run), its results as NumPy
+    arrays (a tuple stays a tuple)."""
+    def run(fn, backend, *arrays):
+        import kfuse
+        import numpy as np
+        f = kfuse.jit(fn, backend=backend)
+        if backend == "cpu":
+            out, host = f(*arrays), np.asarray
+        else:
+            cp = cupy_for(backend)
+            out, host = f(*(cp.asarray(a) for a in arrays)), cp.asnumpy
+        return tuple(host(o) for o in out) if isinstance(out, tuple) else host(out)
+    return run

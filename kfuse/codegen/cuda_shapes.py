@@ -5,6 +5,7 @@ and where re-loading rows through L1 beats holding them (``reload_pays``). The r
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -168,27 +169,18 @@ def default_variant(kir: K.KernelIR) -> Variant:
     vals = [s.value for s in kir.sizes]
     big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
     if kir.kind == "reduce" and K.has_scan(kir):       # contiguous rows: lanes of a warp a row
-        lanes, vec, packed = scan_shape(_extent(kir, kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
+        lanes, vec, packed = scan_shape(kir.extent(kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
         return Variant("scan", vec, bool(big), 0, 128, lanes=lanes, packed=packed)
     if kir.kind == "reduce":
-        L = 1
-        for d in kir.inner:
-            e = kir.domain[d]
-            L *= e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
+        L = math.prod(kir.extent(d) for d in kir.inner)
         vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
-        last = kir.domain[kir.loop_dims(kir.inner)[-1]] if kir.loop_dims(kir.inner) else K.lit(1)
-        lv = last.value if isinstance(last, K.ILit) else next(s.value for s in kir.sizes if s.name == last.name)
+        lv = kir.extent(kir.loop_dims(kir.inner)[-1]) if kir.loop_dims(kir.inner) else 1
         if lv % vec:
             vec = 1
         block, kc = row_shape(L // vec)
         return Variant("row", vec, bool(big), kc, block)
     vec = max(1, 16 // lane_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
-
-
-def _extent(kir: K.KernelIR, d: int) -> int:
-    e = kir.domain[d]
-    return e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
 
 
 def scan_shape(row_len: int, itemsize: int) -> tuple[int, int, bool]:

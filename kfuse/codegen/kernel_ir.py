@@ -353,6 +353,11 @@ class KernelIR:
     contraction: Contraction | None = None
     tile: Any = None                # emitter-specific tiling (CUDA); ignored on the CPU
 
+    def extent(self, d: int) -> int:
+        """Domain dim ``d``'s extent in the plan this IR was lowered from."""
+        e = self.domain[d]
+        return e.value if isinstance(e, ILit) else next(s.value for s in self.sizes if s.name == e.name)
+
     def loop_dims(self, dims) -> list[int]:
         """The dims of ``dims`` that need a loop (extent not the literal 1)."""
         return [d for d in dims if not (isinstance(self.domain[d], ILit) and self.domain[d].value == 1)]

@@ -117,14 +117,11 @@ def fastdiv_fits(kir: K.KernelIR, total: int) -> bool:
 
 def default_variant(kir: K.KernelIR) -> NVariant:
     """The variant for contiguous buffers at the sizes the IR was lowered for."""
-    def extent(d):
-        e = kir.domain[d]
-        return e.value if isinstance(e, K.ILit) else next(s.value for s in kir.sizes if s.name == e.name)
     if kir.kind == "reduce" and K.has_scan(kir):
         return NVariant("col", 1, 0, 128)           # a thread a row, in order
     if kir.kind == "reduce":
-        return row_variant(math.prod(extent(d) for d in kir.inner))
-    total = math.prod(map(extent, kir.loop_dims(range(len(kir.domain)))))
+        return row_variant(math.prod(kir.extent(d) for d in kir.inner))
+    total = math.prod(map(kir.extent, kir.loop_dims(range(len(kir.domain)))))
     return NVariant("elementwise", 4, 0, 256, fastdiv=fastdiv_fits(kir, total))
 
 

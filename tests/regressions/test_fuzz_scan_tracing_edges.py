@@ -20,14 +20,10 @@ CASES = [
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu),
                                      pytest.param("numba-cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("expr,arg", CASES, ids=[c[0] for c in CASES])
-def test_scan_tracing_edges(expr, arg, backend, cupy_for):
+def test_scan_tracing_edges(expr, arg, backend, run_jit):
     fn = eval(f"lambda x: {expr}", {"np": np})
     want = fn(arg)
-    if backend == "cpu":
-        got = kfuse.jit(fn, backend="cpu")(arg)
-    else:
-        cp = cupy_for(backend)
-        got = cp.asnumpy(kfuse.jit(fn, backend=backend)(cp.asarray(arg)))
+    got = run_jit(fn, backend, arg)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
 

@@ -44,18 +44,13 @@ CASES = {
 @pytest.mark.parametrize("dtype", ["float32", "int16", "float16"])
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_norms_match_numpy(backend, name, dtype, cupy_for):
+def test_norms_match_numpy(backend, name, dtype, run_jit):
     a = (np.random.default_rng(2).standard_normal((4, 5, 6)) * 3).astype(dtype)
     a[1, 2, :] = 0
     fn = CASES[name]
     with np.errstate(all="ignore"):
         want = np.asarray(fn(a))
-        f = kfuse.jit(fn, backend=backend)
-        if backend == "cpu":
-            got = np.asarray(f(a))
-        else:
-            cp = cupy_for(backend)
-            got = cp.asnumpy(f(cp.asarray(a)))
+        got = run_jit(fn, backend, a)
     assert_matches_numpy(got, want, reductions=True)
 
 

@@ -56,14 +56,6 @@ def _input(dtype, shape=(7, 33)):
     return rng.integers(0 if dtype.startswith("u") else -100, 100, shape).astype(dtype)   # wraps
 
 
-def _run(fn, backend, *arrays, cupy_for=None):
-    f = kfuse.jit(fn, backend=backend)
-    if backend == "cpu":
-        return np.asarray(f(*arrays))
-    cp = cupy_for(backend)
-    return cp.asnumpy(f(*(cp.asarray(a) for a in arrays)))
-
-
 def _exact(got, want, backend="cpu"):
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
     if backend == "cuda" and want.dtype.kind == "f":     # a tree over the lanes: a sum's tolerance
@@ -77,18 +69,18 @@ def _exact(got, want, backend="cpu"):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_scans_match_numpy_exactly(backend, name, dtype, cupy_for):
+def test_scans_match_numpy_exactly(backend, name, dtype, run_jit):
     if dtype == "bool" and name in _NOT_ON_BOOL:
         pytest.skip("NumPy refuses this on booleans (subtract, nan) or it is covered by int8")
     x = _input(dtype)
     with np.errstate(all="ignore"):
         want = np.asarray(CASES[name](x))
-        got = _run(CASES[name], backend, x, cupy_for=cupy_for)
+        got = run_jit(CASES[name], backend, x)
     _exact(got, want, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_scan_edges(backend, cupy_for):
+def test_scan_edges(backend, run_jit):
     """0-d and 1-D input (axis None), an axis of length 1, 3-D along the middle axis, a strided
     argument, int8 wrap with dtype=, bool to int64, float16 rounding every step, dtype= float16."""
     rng = np.random.default_rng(3)
@@ -111,12 +103,12 @@ def test_scan_edges(backend, cupy_for):
     for k, (fn, args) in enumerate(cases):
         with np.errstate(all="ignore"):
             want = np.asarray(fn(*args))
-            got = _run(fn, backend, *args, cupy_for=cupy_for)
+            got = run_jit(fn, backend, *args)
         _exact(got, want, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_empty_and_long_rows(backend, cupy_for):
+def test_empty_and_long_rows(backend, run_jit):
     """An empty array scans to an empty one (no kernel); long rows and many short rows."""
     rng = np.random.default_rng(4)
     for fn, x in [(lambda x: np.cumsum(x, axis=1), np.zeros((0, 5), np.float32)),
@@ -125,16 +117,16 @@ def test_empty_and_long_rows(backend, cupy_for):
                   (lambda x: np.maximum.accumulate(x, axis=1), rng.random((5000, 3)).astype(np.float32)),
                   (lambda x: np.cumsum(x * 0.5), rng.integers(-8, 8, 3_000_001).astype(np.float64)),   # exact sums
                   (lambda x: np.minimum.accumulate(x, axis=-1), rng.random((2, 500_000)).astype(np.float32))]:
-        _exact(_run(fn, backend, x, cupy_for=cupy_for), np.asarray(fn(x)), backend)
+        _exact(run_jit(fn, backend, x), np.asarray(fn(x)), backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_long_float32_cumsum(backend, cupy_for):
+def test_long_float32_cumsum(backend, run_jit):
     """A million float32 terms: NumPy's left-to-right float32 loop drifts 8e-4 from the exact sums
     (its result is the CPU's and Numba-CUDA's, bit for bit); CUDA C's tree over a warp's lanes and
     chunks stays within float32's tolerance row of the exact (float64) sums."""
     x = np.maximum(np.random.default_rng(8).random(1_000_003).astype(np.float32), np.float32(0.1))
-    got = _run(lambda x: np.cumsum(x), backend, x, cupy_for=cupy_for)
+    got = run_jit(lambda x: np.cumsum(x), backend, x)
     if backend == "cuda":
         assert_matches_numpy(got, np.cumsum(x.astype(np.float64)).astype(np.float32))
     else:
