@@ -91,7 +91,7 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
             return f"innermost extent {_inner_extent(group)} not a multiple of vec={vec} (alignment)"
         regs = BASE_REGS + int(cfg.get("ept", 1)) * vec * max(1, size // 4) * 2 * max(1, len(group.inputs))
         return _regs_ok(regs, block, device)
-    if cfg.kind == "row" and S.is_scan(group):
+    if cfg.kind == "row" and group.is_scan:
         return "a scan runs its row in order in one thread, not a block a row"
     if cfg.kind == "row":
         L = S.reduced_length(group)

@@ -110,12 +110,6 @@ def outer_rows(group) -> int:
     return int(math.prod(keep)) if keep else 1
 
 
-def is_scan(group) -> bool:
-    """A reduce group of scans (its row runs in order in one thread)."""
-    from ..ir.ops import SCAN
-    return any(n.op in SCAN for n in group.nodes)
-
-
 def is_rowwise(group) -> bool:
     """A reduce group whose reduced axes are the trailing dims (softmax/layernorm/row sums)."""
     n = len(group.domain)
@@ -201,7 +195,7 @@ def space_for(group, backend: str = "cpu", *, max_threads: int | None = None) ->
     if group.kind == "matmul":
         return gemm_space(gemm_dtype(group))
     size = max_itemsize(group)
-    if group.kind == "reduce" and is_scan(group):      # a thread a row, in order: the block size alone
+    if group.is_scan:      # a thread a row, in order: the block size alone
         return [TileConfig.make("reduction", block=b, rows=1, split=1) for b in THREADS_PER_BLOCK]
     if group.kind == "reduce":
         return rowwise_space(size) if is_rowwise(group) else reduction_space(reduced_length(group))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.dtypes import short_name
-from ..ir.ops import SCAN
 from .cost import _fmt_bytes
 from .plan import KernelGroup, Plan
 
@@ -26,7 +25,7 @@ def _arrays(nodes) -> str:
 
 def format_kernel(g: KernelGroup) -> list[str]:
     head = f"kernel {g.id}: {g.kind}"
-    if g.kind == "reduce" and g.anchor is not None and g.anchor.op in SCAN:
+    if g.is_scan:
         head += f" (scan) along axis {g.axes[0]} of {list(g.domain)}"
     elif g.kind == "reduce":
         head += f" over axes {g.axes} of {list(g.domain)}"

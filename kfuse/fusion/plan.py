@@ -64,6 +64,12 @@ class KernelGroup:
         from ..ir.ops import LEAF, MOVEMENT
         return [n.op.value for n in self.nodes if n.op not in LEAF | MOVEMENT]
 
+    @property
+    def is_scan(self) -> bool:
+        """A "reduce" group of scans (its rows run in order, see above)."""
+        from ..ir.ops import SCAN
+        return self.kind == "reduce" and self.anchor is not None and self.anchor.op in SCAN
+
     def describe(self) -> str:
         outs = ", ".join(f"{short_name(o.dtype)}{list(o.shape)}" for o in self.outputs)
         return f"kernel {self.id} [{self.kind}] ops={'/'.join(self.ops) or 'copy'} -> {outs}"

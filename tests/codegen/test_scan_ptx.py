@@ -111,7 +111,7 @@ def test_row_variants_are_refused():
 
 def test_autotuner_offers_block_sizes_only():
     plan = kfuse.jit(running_sum, backend="cuda").lower("f32[64,40]", "f32[64,40]").plan
-    (g,) = [g for g in plan.groups if space.is_scan(g)]
+    (g,) = [g for g in plan.groups if g.is_scan]
     cands = space.space_for(g, "cuda")
     assert cands and {c.kind for c in cands} == {"reduction"}
     assert all(c.get("split") == 1 and c.get("rows") == 1 for c in cands)
