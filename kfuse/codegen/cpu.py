@@ -292,8 +292,16 @@ class _Emitter:
             return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
-            v = f"{self.use('_f2h')}({st.src})" if dt == "float16" else st.src
-            return f"out{st.buf}[{self.index(st.index)}] = {v}"
+            ref = f"out{st.buf}[{self.index(st.index)}]"
+            if not st.combine:
+                v = f"{self.use('_f2h')}({st.src})" if dt == "float16" else st.src
+                return f"{ref} = {v}"
+            # a ufunc.at element: read, combine in the loop dtype, write back (the loop is serial)
+            old, new = f"o_{st.src}", f"n_{st.src}"
+            lines = [f"{old} = {self.use('_h2f')}({ref})" if dt == "float16" else f"{old} = {ref}"]
+            lines += [self.stmt(op) for op in st.combine_ops(dt, old, new)]
+            lines.append(f"{ref} = {self.use('_f2h')}({new})" if dt == "float16" else f"{ref} = {new}")
+            return "; ".join(lines)
         raise TypeError(st)
 
     def acc_lines(self, acc: K.Acc, where: str, vector: bool = False):
@@ -369,7 +377,8 @@ class _Emitter:
                      f'inner={list(kir.inner)}"""')
         ind = 1
         for n, d in enumerate(kir.loop_dims(kir.outer)):
-            rng = "numba.prange" if n == 0 else "range"
+            # a scatter runs in C order (the last write to a position wins, as in NumPy)
+            rng = "numba.prange" if n == 0 and kir.kind != "scatter" else "range"
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
         inner = kir.loop_dims(kir.inner)

@@ -239,12 +239,33 @@ class Index:
 
 @dataclasses.dataclass(frozen=True)
 class Store:
+    """``out[index] = src``; with ``combine`` (a binary NumPy ufunc name, a scatter's
+    ``ufunc.at``): ``out[index] = op(out[index] as loop, src)`` cast back to the buffer's dtype,
+    ``src`` being of dtype ``loop``, one element at a time (atomically where threads may collide)."""
     buf: int                        # index into KernelIR.outputs
     index: tuple[Expr, ...]
     src: str
+    combine: str = ""
+    loop: str = ""
 
     def __str__(self) -> str:
-        return f"store out{self.buf}[{', '.join(map(str, self.index))}] = {self.src}"
+        ref = f"out{self.buf}[{', '.join(map(str, self.index))}]"
+        if self.combine:
+            return f"store {ref} = {self.combine}({ref}, {self.src}) in {self.loop}"
+        return f"store {ref} = {self.src}"
+
+    def combine_ops(self, out_dtype: str, old: str, dst: str) -> list["Op"]:
+        """The combine as :class:`Op` statements: ``old`` (the element read, of ``out_dtype``) to
+        ``dst`` (the value to write back); intermediate names are ``dst`` with suffixes."""
+        ops, cur = [], old
+        if self.loop != out_dtype:
+            ops.append(Op(f"{dst}_o", "cast", self.loop, (old,), (out_dtype,)))
+            cur = f"{dst}_o"
+        r = dst if self.loop == out_dtype else f"{dst}_r"
+        ops.append(Op(r, self.combine, self.loop, (cur, self.src), (self.loop, self.loop)))
+        if self.loop != out_dtype:
+            ops.append(Op(dst, "cast", out_dtype, (r,), (self.loop,)))
+        return ops
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,7 +363,7 @@ class Contraction:
 @dataclasses.dataclass(frozen=True)
 class KernelIR:
     name: str
-    kind: str                       # "elementwise" | "reduce" | "matmul"
+    kind: str                       # "elementwise" | "reduce" | "matmul" | "scatter"
     inputs: tuple[Buffer, ...]
     outputs: tuple[Buffer, ...]
     sizes: tuple[SizeParam, ...]    # run-time int64 arguments, in argument order
@@ -352,6 +373,8 @@ class KernelIR:
     phases: tuple[Phase, ...]
     contraction: Contraction | None = None
     tile: Any = None                # emitter-specific tiling (CUDA); ignored on the CPU
+    init_from: tuple = ()           # (output, input) pairs: the runtime copies the input into the
+                                    # output buffer before the kernel runs (a scatter's base)
 
     def extent(self, d: int) -> int:
         """Domain dim ``d``'s extent in the plan this IR was lowered from."""
@@ -372,6 +395,8 @@ class KernelIR:
         lines.append(f"  domain: [{dom}] outer={list(self.outer)} inner={list(self.inner)}")
         if self.contraction is not None:
             lines.append(f"  {self.contraction}")
+        for o, i in self.init_from:
+            lines.append(f"  out{o} starts as a copy of in{i}")
         for p, ph in enumerate(self.phases):
             lines.append(f"  phase {p}:")
             lines += [f"    {s}" for s in ph.pre]

@@ -168,9 +168,14 @@ class _Lowerer:
         return self.op_value("where", _dt(node), (cond, val, fill), ("bool", _dt(node), _dt(node)))
 
     def gather_value(self, node: Node, index: tuple) -> tuple[str, bool]:
-        """The source at the positions the index arrays hold (read at ``index``). A position ``x``
-        along a dim of extent n is ``where(x < 0, x + n, x)`` clamped to ``[0, n-1]``: always in
-        bounds (an index out of range raises after the call, from the graph's check)."""
+        """The source at the positions the index arrays hold (read at ``index``)."""
+        return self.value(node.inputs[0], self.positions(node, index, 1))
+
+    def positions(self, node: Node, index: tuple, first: int) -> tuple:
+        """The index into ``node.inputs[0]`` that a GATHER (or SCATTER) ``node``'s element ``index``
+        reads (writes), its index arrays being ``node.inputs[first:]``. A position ``x`` along a dim
+        of extent n is ``where(x < 0, x + n, x)`` clamped to ``[0, n-1]``: always in bounds (an
+        index out of range raises after the call, from the graph's check)."""
         src, dims = node.inputs[0], node.attr("dims")
         src_index = []
         for d, p in enumerate(dims):
@@ -180,7 +185,7 @@ class _Lowerer:
             if p >= 0:
                 src_index.append(index[p])
                 continue
-            idx = node.inputs[-p]
+            idx = node.inputs[first - 1 - p]
             x = self.value(idx, index)
             if _dt(idx) != "int64":
                 x = self.op_value("cast", "int64", (x,), (_dt(idx),))
@@ -193,7 +198,7 @@ class _Lowerer:
                               ("bool", "int64", "int64"))
             c = self.op_value("minimum", "int64", (self.op_value("maximum", "int64", (w, zero), i64), last), i64)
             src_index.append(K.IVal(c[0], self.deps[c[0]]))
-        return self.value(src, tuple(src_index))
+        return tuple(src_index)
 
     def index_value(self, expr) -> tuple[str, bool]:
         return self.derived(("index", expr), self._index_inner((expr,)), lambda v: K.Index(v, expr))
@@ -359,7 +364,7 @@ class _Lowerer:
         self.out_index = {n: k for k, n in enumerate(g.outputs)}
         self.acc_vars: dict = {}
         phases = []
-        contraction = None
+        contraction, init_from = None, ()
         inputs = [K.Buffer(f"in{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(self.inputs)]
         if g.kind in ("elementwise", "matmul"):
             for o in g.outputs:
@@ -387,6 +392,16 @@ class _Lowerer:
             self.store_outputs(full, True)
             phases.append(self.end_phase())
             outer, inner = self.outer, self.axes
+        elif g.kind == "scatter":
+            sc = g.anchor
+            k, idx = self.out_index[sc], self.full_index
+            v, inner = self.value(sc.inputs[1], idx)
+            mode = sc.attr("mode")
+            self.emit(K.Store(k, self.positions(sc, idx, 2), v, "" if mode == "set" else mode,
+                              "" if mode == "set" else sc.attr("loop")), inner)
+            phases.append(self.end_phase())
+            outer, inner = tuple(range(len(self.domain_shape))), ()
+            init_from = ((k, self.in_index[sc.inputs[0]]),)
         else:
             raise CompileError(f"kfuse: unknown kernel kind {g.kind!r}")
         outputs = [K.Buffer(f"out{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(g.outputs)]
@@ -395,7 +410,8 @@ class _Lowerer:
                                         g.anchor.ndim, g.anchor.shape)]
         return K.KernelIR(name=f"k{g.id}", kind=g.kind, inputs=tuple(inputs), outputs=tuple(outputs),
                           sizes=tuple(self.sizes), domain=self.domain, outer=outer, inner=inner,
-                          phases=tuple(phases), contraction=contraction, tile=self.tile)
+                          phases=tuple(phases), contraction=contraction, tile=self.tile,
+                          init_from=init_from)
 
     def contraction(self, inputs) -> K.Contraction:
         mm = self.group.anchor

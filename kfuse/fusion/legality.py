@@ -53,6 +53,9 @@ def classify(home: Iterable[Node], order: dict[Node, int]) -> tuple[Shape | None
     mms = [n for n in nodes if n.op is Op.MATMUL]
     reds = [n for n in nodes if n.op in REDUCE]
     scans = [n for n in nodes if n.op in SCAN]
+    scatters = [n for n in nodes if n.op is Op.SCATTER]
+    if scatters:
+        return _check_scatter(nodes, scatters, bool(mms or reds or scans))
     if scans and (mms or reds):
         return None, (f"a scan runs its axis in order, a thread a row: it shares no kernel with a "
                       f"{'matmul' if mms else 'reduction'}")
@@ -139,6 +142,29 @@ def _check_scan(nodes: list[Node], scans: list[Node]) -> tuple[Shape | None, str
     return Shape("reduce", domain, axes, scans[0]), ""
 
 
+def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool) -> tuple[Shape | None, str]:
+    """One SCATTER with the elementwise producers of its values and indices (all of its domain);
+    its base is written before the kernel runs and its result is complete only when it ends."""
+    if len(scatters) > 1:
+        return None, "two scatters cannot share a kernel"
+    sc = scatters[0]
+    if other:
+        return None, "a scatter shares its kernel only with the elementwise producers of its values and indices"
+    domain = sc.inputs[1].shape
+    for n in nodes:
+        if n is sc:
+            continue
+        if n is sc.inputs[0]:
+            return None, "the array a scatter writes into is copied into its output before the scatter runs"
+        if sc in n.inputs:
+            return None, ("a scattered array is complete only when the scatter's kernel ends: "
+                          "its readers run in a later kernel")
+        if n.shape != domain or n.op not in ELEMENTWISE | MOVEMENT | LEAF:
+            return None, (f"{n.op.value} of shape {list(n.shape)} is not an elementwise producer of "
+                          f"a scatter over {list(domain)}")
+    return Shape("scatter", domain, (), sc), ""
+
+
 def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:
     after = {mm}
     for n in nodes:
@@ -179,7 +205,7 @@ class Clustering:
         self.refused: list[Refusal] = []
         self.notes: dict[int, list[str]] = {}
         for n in self.order_list:
-            if n.op is Op.INPUT or n in self.free or (n.op is Op.CONST and n not in self.outputs):
+            if n.op is Op.INPUT or n in self.free or (n.op is Op.CONST and n not in self.outputs | keep):
                 continue
             cid = len(self.members)
             self.home[n] = cid
@@ -288,7 +314,7 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
         for n in g.nodes:
             if n.op not in ELEMENTWISE | MOVEMENT | LEAF:
                 problems.append(f"{n.op.value} in an elementwise group")
-    elif g.kind in ("reduce", "matmul"):
+    elif g.kind in ("reduce", "matmul", "scatter"):
         computed = [n for n in g.nodes if n.op not in LEAF and not _index_only(n, nodes)]
         shape, why = classify(computed, order)
         if shape is None or shape.kind != g.kind:

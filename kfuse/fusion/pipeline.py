@@ -225,6 +225,10 @@ def _reason(state: Clustering, cid: int, shape, nodes) -> str:
     if shape.kind == "matmul":
         ep = [n for n in state.members[cid] if n is not shape.anchor]
         r = f"matmul with {len(ep)} fused operand-cast/epilogue op(s)" if ep else "matmul"
+    elif shape.kind == "scatter":
+        mode = shape.anchor.attr("mode")
+        r = (f"scatter ({'assignment' if mode == 'set' else 'np.' + mode + '.at'}) of {list(shape.domain)} "
+             f"values into {list(shape.anchor.shape)} with {n_ops - 1} fused elementwise op(s)")
     elif shape.kind == "reduce" and shape.anchor.op in SCAN:
         nscan = sum(1 for n in state.members[cid] if n.op in SCAN)
         r = (f"{nscan} scan(s) along axis {shape.axes[0]} of {list(shape.domain)} (in order, a thread a row) "

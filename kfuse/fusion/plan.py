@@ -31,6 +31,14 @@ This is the contract between ``fusion`` (which builds plans) and ``codegen`` (wh
     One ``MATMUL`` node (``anchor``), optional ``CAST`` nodes on its operands, and an elementwise
     epilogue of the matmul's output shape (bias, activation, residual, scaling, cast).
 
+``"scatter"``
+    One ``SCATTER`` node (``anchor``) and the elementwise/movement nodes computing its values and
+    index arrays, all of the scatter's domain (its values' shape, the group's ``domain``). Its one
+    output is the ``SCATTER`` node (the base's shape): the runtime copies the base (an input of the
+    group, never computed in it) into the output buffer, then the kernel writes (or, for a
+    ``ufunc.at``, combines) each domain element's value at its position. Nothing reads the scattered
+    array inside the kernel that writes it.
+
 Groups are listed in topological order; each group's ``inputs`` are graph ``INPUT`` nodes or
 ``outputs`` of earlier groups (the buffers that cross kernels). ``CONST`` nodes are never inputs.
 A graph output that is an ``INPUT`` node needs no kernel; ``Plan.passthrough`` lists those.
@@ -43,7 +51,7 @@ from typing import Any
 from ..ir.dtypes import short_name
 from ..ir.graph import Graph, Node
 
-KINDS = ("elementwise", "reduce", "matmul")
+KINDS = ("elementwise", "reduce", "matmul", "scatter")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -55,7 +63,7 @@ class KernelGroup:
     outputs: tuple[Node, ...]       # nodes written to memory
     domain: tuple[int, ...]         # iteration shape (elementwise: output shape; reduce: D)
     axes: tuple[int, ...] = ()      # reduce: the reduced axes of the domain
-    anchor: Node | None = None      # matmul: the MATMUL node; reduce: the first reduce node
+    anchor: Node | None = None      # matmul/scatter: its MATMUL/SCATTER node; reduce: the first reduce node
     cost: Any = None                # fusion.cost.Cost: bytes, flops, predicted time
     reason: str = ""                # why these nodes are together (for explain)
 

@@ -31,6 +31,19 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   value still out of range reads element 0 or the last: the tracer adds a run-time check that
   raises NumPy's IndexError (``Graph.checks``). Fancy indexing, ``np.take`` and
   ``np.take_along_axis`` are built on it.
+* ``SCATTER`` (``attrs["dims"]`` as GATHER's, ``attrs["mode"]``, ``attrs["loop"]``): the base
+  ``inputs[0]`` (``node.shape``, ``node.dtype``) with values written at data-dependent positions:
+  inputs ``(base, values, idx_0, ..., idx_k-1)``, ``values`` and every ``idx_j`` of one shape S
+  (the scatter's domain, broadcast explicitly). Element ``I`` of S goes to the base position a
+  GATHER with those ``dims`` would read for its element ``I`` (negative positions counted from the
+  end once; a base dim of extent 1 is position 0). ``mode`` ``"set"``: the position takes
+  ``values[I]`` (of ``node.dtype``; when two elements hit one position which one lands is
+  unspecified, as in NumPy, the CPU taking the last in C order as NumPy does). Any other mode is
+  a binary ufunc name (NumPy's unbuffered ``ufunc.at``): in C order of S, the position becomes
+  ``op(base[p] as loop, values[I])`` computed in the dtype ``loop`` (``values`` has it) and cast
+  back to ``node.dtype`` (unsafe, as ``ufunc.at`` does). Out-of-range positions are clamped as
+  GATHER's, with the same run-time check. ``x[idx] = v``, ``np.add.at`` and the other ``ufunc.at``,
+  ``np.put`` and ``np.put_along_axis`` are built on it.
 * Scans (``CUMSUM``, ``CUMPROD``, ``CUMMAX``, ``CUMMIN``): ``attrs["axis"]`` (non-negative int);
   one input of ``node.dtype`` and ``node.shape`` (the tracer inserts the ``CAST`` to NumPy's
   accumulate dtype). NumPy's ``ufunc.accumulate`` of ``add``/``multiply``/``maximum``/``minimum``
@@ -150,6 +163,8 @@ class Op(enum.Enum):
     SLICE = "slice"
     PAD = "pad"
     GATHER = "gather"
+    # writes at data-dependent positions
+    SCATTER = "scatter"
     # contraction
     MATMUL = "matmul"
 
@@ -195,6 +210,7 @@ FLOP_WEIGHT: dict[Op, float] = {
     Op.CAST: 0.0, Op.POSITIVE: 0.0,
     **{op: 1.0 for op in REDUCE | SCAN},
     **{op: 0.0 for op in MOVEMENT | LEAF},
+    Op.SCATTER: 1.0,
 }
 
 

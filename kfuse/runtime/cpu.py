@@ -16,6 +16,7 @@ given a ``kfuse.runtime.cache.CacheStore`` it hands the dispatchers to
 from __future__ import annotations
 
 import linecache
+import math
 import threading
 
 import llvmlite
@@ -88,7 +89,7 @@ def default_parallel(group) -> bool:
     kernel is large enough. Matmul epilogues stay sequential: the BLAS product is multithreaded
     already, and a parallel epilogue leaves Numba's threads spinning while the next call's BLAS
     threads start (measured: P5 512^3 8.5 ms with a parallel epilogue, 3.1 ms sequential)."""
-    if group.kind == "matmul":
+    if group.kind in ("matmul", "scatter"):
         return False
     outer = [d for d in range(len(group.domain)) if d not in group.axes and group.domain[d] != 1]
     n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
@@ -150,9 +151,11 @@ class CpuProgram:
         g, kir = k.group, k.kir
         ins = [env[n] for n in g.inputs]
         outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
+        for o, i in kir.init_from:              # a scatter's base: the output starts as its copy
+            np.copyto(outs[o], ins[i])
         for n, a in zip(g.outputs, outs):
             env[n] = a
-        if all(a.size == 0 for a in outs):
+        if all(a.size == 0 for a in outs) or (kir.init_from and not math.prod(g.domain)):
             return
         c = kir.contraction
         if c is not None:

@@ -7,7 +7,8 @@ key; the arrays broadcast together; when they sit next to each other their broad
 theirs in place, otherwise they come first. A constant index array (a list, a NumPy array) is
 checked while tracing, with NumPy's message; a traced one adds a run-time check to the graph
 (``Graph.checks``): the call raises IndexError naming the user's line, and writes nothing back.
-Writing through an index array (``x[idx] = v``) is not supported.
+Writing through index arrays (``x[idx] = v``, ``np.add.at``, ``np.put``, ``np.put_along_axis``)
+is a ``SCATTER`` of the same placement (:func:`scatter`; the writes themselves: ``mutation``).
 """
 from __future__ import annotations
 
@@ -66,7 +67,31 @@ def is_advanced(key) -> bool:
 def getitem(a, key, checked: bool = True) -> Tracer:
     """``a[key]`` for a key holding index arrays (:func:`is_advanced`); ``checked=False``: the
     traced indices are known to be in range (``np.take``'s wrap and clip modes), no run-time check."""
-    node = as_node(a, "indexed array")
+    view, pos, arrays, shape, _ = _parse(as_node(a, "indexed array"), key, checked)
+    return Tracer(gather(view, pos, [e.node for e in arrays], shape))
+
+
+def scatter(node: Node, key, values, mode: str = "set", loop=None, checked: bool = True):
+    """``node`` after ``node[key] = values`` (``mode`` "set") or NumPy's ``ufunc.at(node, key,
+    values)`` (``mode`` the ufunc's name, computed in the dtype ``loop``), for a key holding index
+    arrays. ``values`` is a function of the indexed shape giving the values' node (of
+    ``node.dtype`` for "set", ``loop`` otherwise) broadcast to it. Returns ``(new, basic)``: the new
+    value of the view ``node[basic]`` (``basic`` the key's slices and new axes) that the arrays index."""
+    view, pos, arrays, shape, basic = _parse(node, key, checked)
+    out, dims, index = _placement(view, pos, [e.node for e in arrays], shape)
+    vals = values(out)
+    if 0 in out:
+        return view, basic
+    attrs = {"dims": tuple(dims), "mode": mode, "loop": np.dtype(loop or view.dtype).name}
+    return mk(Op.SCATTER, view.dtype, view.shape, [view, vals] + index, attrs), basic
+
+
+def _parse(node: Node, key, checked: bool):
+    """A key holding index arrays, read as NumPy reads it: ``(view, pos, arrays, shape, basic)``,
+    ``view`` the node sliced by the key's basic part ``basic`` (slices, new axes), ``arrays`` the
+    index arrays (:class:`_Array`) indexing ``view``'s dims ``pos``, broadcast to ``shape``; each
+    checked against its dim (a constant one now, a traced one at run time unless ``checked`` is
+    False)."""
     items = list(key) if isinstance(key, tuple) else [key]
     entries = []
     for k in items:
@@ -106,7 +131,7 @@ def getitem(a, key, checked: bool = True) -> Tracer:
     for p, ax, e in zip(pos, axes, arrays):
         if checked or e.value is not None:
             _check(e, view.shape[p], ax, shape)
-    return Tracer(gather(view, pos, [e.node for e in arrays], shape))
+    return view, pos, arrays, shape, basic
 
 
 def _broadcast(shapes) -> tuple:
@@ -137,8 +162,15 @@ def _check(e: _Array, n: int, axis: int, shape: tuple) -> None:
 
 def gather(src: Node, pos: list[int], index: list[Node], shape: tuple) -> Node:
     """``src`` indexed along dims ``pos`` by the arrays ``index`` (of broadcast shape ``shape``),
-    the other dims sliced whole: the broadcast dims replace ``pos`` in place when ``pos`` is a run,
-    else they come first (NumPy's placement)."""
+    the other dims sliced whole (see :func:`_placement`)."""
+    out, dims, arrays = _placement(src, pos, index, shape)
+    return mk(Op.GATHER, src.dtype, out, [src] + arrays, {"dims": tuple(dims)})
+
+
+def _placement(src: Node, pos: list[int], index: list[Node], shape: tuple):
+    """NumPy's placement of index arrays (broadcast shape ``shape``) along ``src``'s dims ``pos``:
+    the broadcast dims replace ``pos`` in place when ``pos`` is a run, else they come first.
+    Returns the indexed shape, GATHER's ``dims`` and the index arrays broadcast to that shape."""
     k, b = len(pos), len(shape)
     run = pos == list(range(pos[0], pos[0] + k))
     first = pos[0] if run else 0
@@ -154,7 +186,7 @@ def gather(src: Node, pos: list[int], index: list[Node], shape: tuple) -> Node:
     lead = (1,) * first
     trail = (1,) * (len(out) - first - b)
     arrays = [broadcast(mv.reshape_node(broadcast(x, shape), lead + shape + trail), out) for x in index]
-    return mk(Op.GATHER, src.dtype, out, [src] + arrays, {"dims": tuple(dims)})
+    return out, dims, arrays
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):
@@ -185,8 +217,20 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 
 def take_along_axis(arr, indices, axis=-1):
     """``np.take_along_axis``: ``out[..., j, ...] = arr[..., indices[..., j, ...], ...]``."""
-    node = as_node(arr, "argument of np.take_along_axis")
-    idx = as_node(indices, "indices of np.take_along_axis")
+    node, axis, shape, idx = along_axis(arr, indices, axis, "np.take_along_axis")
+    src = broadcast(node, shape[:axis] + (node.shape[axis],) + shape[axis + 1:])
+    dims = list(range(node.ndim))
+    dims[axis] = -1
+    return Tracer(mk(Op.GATHER, node.dtype, shape, [src, idx], {"dims": tuple(dims)}))
+
+
+def along_axis(arr, indices, axis, what: str):
+    """The arguments of ``np.take_along_axis``/``np.put_along_axis`` checked as NumPy checks them:
+    ``(node, axis, shape, index)``, ``node`` the array (flattened for ``axis=None``), ``shape`` the
+    indexed shape (the two broadcast off ``axis``, the indices' extent along it) and ``index`` the
+    indices (intp, broadcast to ``shape``, range-checked)."""
+    node = as_node(arr, f"argument of {what}")
+    idx = as_node(indices, f"indices of {what}")
     if idx.dtype.kind not in "iu":
         raise IndexError(f"`indices` must be an integer array{at(loc())}")
     if axis is None:
@@ -199,13 +243,10 @@ def take_along_axis(arr, indices, axis=-1):
     keep = lambda s: tuple(1 if d == axis else n for d, n in enumerate(s))  # noqa: E731
     outer = _broadcast_dims(keep(node.shape), keep(idx.shape))
     shape = outer[:axis] + (idx.shape[axis],) + outer[axis + 1:]
-    src = broadcast(node, outer[:axis] + (node.shape[axis],) + outer[axis + 1:])
     e = _Array(broadcast(cast(idx, np.intp), shape),
                np.asarray(indices).astype(np.intp) if isinstance(indices, np.ndarray) else None)
     _check(e, node.shape[axis], axis, shape)
-    dims = list(range(node.ndim))
-    dims[axis] = -1
-    return Tracer(mk(Op.GATHER, node.dtype, shape, [src, e.node], {"dims": tuple(dims)}))
+    return node, axis, shape, e.node
 
 
 def _broadcast_dims(a: tuple, b: tuple) -> tuple:

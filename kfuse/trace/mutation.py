@@ -12,6 +12,10 @@ A write into an argument (or a view of one) changes the caller's array, as in Nu
 function's graph returns the argument's final value too (``Graph.writebacks``) and the call copies
 it into the argument once every kernel has run (``kfuse.api``).
 
+Writing through index arrays (``x[idx] = v``, ``x[rows, 1:] = v``) is a ``SCATTER`` into the view
+the arrays index (``indexing.scatter``), written back as a basic-key write; ``np.add.at`` and the
+other ``ufunc.at``, ``np.put`` and ``np.put_along_axis`` are in :mod:`kfuse.trace.scatter`.
+
 Refused, with a clear error: writing into a broadcast (read-only in NumPy too, ValueError),
 through a reshape whose view-or-copy NumPy decides by memory layout, and assigning an array of
 values through a boolean mask (its length is the mask's count, not known while tracing).
@@ -207,9 +211,9 @@ def _assigned(cur: Node, key, value) -> Node:
     mask = _mask(key)
     if mask is not None:
         return _masked(cur, mask, value)
-    if indexing.is_advanced(key):
-        raise unsupported("writing through an index array (x[idx] = v, x[idx] += v)",
-                          "write under a boolean mask (np.where) or a slice instead")
+    if indexing.is_advanced(key):               # a SCATTER into the view the arrays index
+        new, basic = indexing.scatter(cur, key, lambda shape: _value_node(value, cur.dtype, shape))
+        return _assigned(cur, basic, Tracer(new))
     starts, steps, lengths, out_shape = mv.basic_index(cur.shape, key)
     piece = _value_node(value, cur.dtype, tuple(out_shape))
     return _overlay(cur, mv.reshape_node(piece, tuple(lengths)), starts, steps)

@@ -19,6 +19,7 @@ from . import movement as mv
 from . import norms as nm
 from . import reductions as rd
 from . import scans as sc
+from . import scatter as st
 from . import splitting as sp
 from .mutation import unit_dims_only, viewing, write_out
 from .selection import Selection
@@ -82,6 +83,7 @@ FUNCTIONS = {
     np.fliplr: viewing(asm.fliplr), np.flipud: viewing(asm.flipud), np.diff: asm.diff,
     np.tril: asm.tril, np.triu: asm.triu,
     np.take: ix.take, np.take_along_axis: ix.take_along_axis,
+    np.put: st.put, np.put_along_axis: st.put_along_axis,
     np.isclose: cm.isclose, np.allclose: cm.allclose, np.nan_to_num: cm.nan_to_num,
     np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
@@ -148,6 +150,8 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         return rd.ufunc_reduce(ufunc, *inputs, **kwargs)
     if method == "accumulate":
         return sc.ufunc_accumulate(ufunc, *inputs, **kwargs)
+    if method == "at":
+        return st.ufunc_at(ufunc, *inputs, **kwargs)
     if method != "__call__":
         raise unsupported(f"np.{name}.{method}")
     if name in VECTOR_GUFUNCS and set(kwargs) <= {"axes", "axis"}:

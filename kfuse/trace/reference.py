@@ -64,24 +64,45 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
         return out
     if op is Op.GATHER:
         return gather(args[0], args[1:], node.attr("dims"), node.shape)
+    if op is Op.SCATTER:
+        return scatter(args[0], args[1], args[2:], node.attr("dims"), node.attr("mode"))
     if op is Op.MATMUL:
         return np.asarray(np.matmul(*args))
     raise NotImplementedError(f"reference: no rule for {op}")
 
 
-def gather(src: np.ndarray, idx, dims, shape) -> np.ndarray:
-    """GATHER's meaning (``kfuse/ir/ops.py``): a negative position counts from the end once, one
-    still out of range reads the nearest end."""
+def positions(src_shape, idx, dims, shape) -> list:
+    """The index arrays (broadcastable to ``shape``) of the ``src_shape`` positions a GATHER with
+    ``dims`` reads (``kfuse/ir/ops.py``): a negative position counts from the end once, one still
+    out of range reads the nearest end."""
     index = []
     for d, p in enumerate(dims):
-        if src.shape[d] == 1:
+        if src_shape[d] == 1:
             index.append(np.zeros((1,) * len(shape), np.int64))
         elif p >= 0:
             index.append(np.arange(shape[p]).reshape([-1 if q == p else 1 for q in range(len(shape))]))
         else:
-            x, n = idx[-1 - p].astype(np.int64), src.shape[d]
+            x, n = idx[-1 - p].astype(np.int64), src_shape[d]
             index.append(np.clip(np.where(x < 0, x + n, x), 0, n - 1))
-    return np.broadcast_to(src[tuple(index)], shape).copy()
+    return index
+
+
+def gather(src: np.ndarray, idx, dims, shape) -> np.ndarray:
+    """GATHER's meaning (``kfuse/ir/ops.py``)."""
+    return np.broadcast_to(src[tuple(positions(src.shape, idx, dims, shape))], shape).copy()
+
+
+def scatter(base: np.ndarray, values: np.ndarray, idx, dims, mode: str) -> np.ndarray:
+    """SCATTER's meaning (``kfuse/ir/ops.py``): NumPy's own assignment (``mode == "set"``) or
+    unbuffered ``ufunc.at`` at the positions a GATHER with ``dims`` reads; the result is a copy."""
+    out = base.copy()
+    index = tuple(np.broadcast_to(i, values.shape) for i in positions(base.shape, idx, dims, values.shape))
+    if mode == "set":
+        out[index] = values
+    else:
+        with np.errstate(all="ignore"):
+            getattr(np, mode).at(out, index, values)
+    return out
 
 
 def evaluate(graph: Graph, arrays: Sequence) -> list[np.ndarray]:

@@ -1,0 +1,131 @@
+"""NumPy's writes at index positions other than item assignment: ``ufunc.at`` (``np.add.at`` and
+every binary ufunc's ``at``), ``np.put`` (and ``ndarray.put``) and ``np.put_along_axis``. Each is
+a ``SCATTER`` (``kfuse/ir/ops.py``) written into the traced array the way
+``mutation.setitem`` writes (through its views, back into an argument).
+
+``ufunc.at(a, indices, b)`` is NumPy's unbuffered in-place operation: every index, repeated ones
+included, applies ``op`` once, in the loop dtype NumPy resolves for ``a``'s dtype and ``b``'s
+(``b`` converted as ``np.asarray`` does), the result cast back to ``a``'s dtype unsafely. A key
+without index arrays (a slice, an int) cannot repeat a position: it is an ordinary elementwise
+update. Unary ``at`` (``np.negative.at``) and a traced boolean mask are refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import at
+from ..ir.ops import BINARY, BY_UFUNC, Op
+from . import elementwise as ew
+from . import indexing
+from . import movement as mv
+from .core import Tracer, as_node, broadcast, cast, loc, mk, unsupported
+from .mutation import _assigned, _check_writable, _store, _value_node, getitem
+
+# the IR op of each binary NumPy ufunc (np.divide is np.true_divide)
+_TRACED = ("the array written must be traced (make it with np.zeros_like / np.empty_like of a traced "
+           "one; a NumPy array made inside the function is a constant)")
+_BINARY_UFUNCS = {getattr(np, k): op for k, op in BY_UFUNC.items() if op in BINARY and hasattr(np, k)}
+
+
+def ufunc_at(ufunc, a, indices, b=None):
+    """``ufunc.at(a, indices, b)`` on a traced ``a``; returns None, as NumPy does."""
+    name = ufunc.__name__
+    if not isinstance(a, Tracer):
+        raise unsupported(f"np.{name}.at into a NumPy array", _TRACED)
+    op = _BINARY_UFUNCS.get(ufunc)
+    if op is None:
+        raise unsupported(f"np.{name}.at", "kfuse traces the at method of binary ufuncs")
+    if b is None:
+        raise ValueError(f"second operand needed for ufunc{at(loc())}")
+    _check_writable(a, f"np.{name}.at")
+    if isinstance(b, (list, tuple)):
+        b = np.asarray(b)
+    bd = b.dtype if isinstance(b, (Tracer, np.ndarray, np.generic)) else np.asarray(b).dtype
+    loop = _loop_dtype(ufunc, a.dtype, bd)
+    b_node = as_node(np.asarray(b, bd) if not isinstance(b, Tracer) else b, f"operand of np.{name}.at")
+
+    def values(shape):
+        if not _broadcasts(b_node.shape, shape):
+            raise ValueError(f"array is not broadcastable to correct shape{at(loc())}")
+        return broadcast(cast(b_node, loop), shape)
+
+    key = indices if isinstance(indices, tuple) else (indices,)
+    if indexing.is_advanced(key):
+        new, basic = indexing.scatter(a.node, key, values, mode=op.value, loop=loop)
+        _store(a, _assigned(a.node, basic, Tracer(new)))
+        return None
+    if any(isinstance(k, Tracer) for k in key):
+        raise unsupported(f"np.{name}.at with a traced boolean mask", f"use a[mask] = np.{name}(a, b)[mask]")
+    piece = getitem(a, key)                 # no index arrays: no position repeats
+    res = ew.apply_ufunc(op.value, Tracer(cast(as_node(piece), loop)), Tracer(values(piece.shape)))
+    _store(a, _assigned(a.node, key, Tracer(cast(res.node, a.dtype))))
+    return None
+
+
+def _loop_dtype(ufunc, a: np.dtype, b: np.dtype) -> np.dtype:
+    """The dtype NumPy's ``ufunc.at`` computes in (its own TypeError, noted with the user's line)."""
+    try:
+        with np.errstate(all="ignore"):
+            return ufunc(np.zeros((), a), np.zeros((), b)).dtype
+    except TypeError as e:
+        e.add_note(f"kfuse: np.{ufunc.__name__}.at{at(loc())}")
+        raise
+
+
+def _broadcasts(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
+def put(a, ind, v, mode="raise"):
+    """``np.put(a, ind, v, mode)``: ``a.flat[ind] = v``, ``v`` repeated as ``ind`` needs."""
+    if not isinstance(a, Tracer):
+        raise unsupported("np.put into a NumPy array", _TRACED)
+    _check_writable(a, "np.put")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    flat = mv.reshape_node(a.node, (a.size,))
+    idx = ind if isinstance(ind, Tracer) else np.asarray(ind)
+    if idx.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
+                        f"according to the rule 'safe'{at(loc())}")
+    idx = idx.astype(np.intp).reshape(-1)
+    n = idx.shape[0]
+    if n == 0:
+        return None
+    if a.size == 0:
+        raise IndexError(f"cannot replace elements of an empty array{at(loc())}")
+    if mode != "raise":
+        idx = np.remainder(idx, a.size) if mode == "wrap" else np.clip(idx, 0, a.size - 1)
+    vals = v if isinstance(v, Tracer) else np.asarray(v)
+    if vals.size == 0:
+        return None
+    vals = vals.reshape(-1)
+    if vals.shape[0] != n:                  # NumPy repeats v (or ignores its tail)
+        vals = vals[np.arange(n) % vals.shape[0]]
+    vnode = _value_node(vals, a.dtype, (n,))
+    new, _ = indexing.scatter(flat, (idx,), lambda shape: vnode, checked=mode == "raise")
+    _store(a, mv.reshape_node(new, a.shape))
+    return None
+
+
+def put_along_axis(arr, indices, values, axis):
+    """``np.put_along_axis``: ``arr[..., indices[..., j, ...], ...] = values[..., j, ...]``."""
+    if not isinstance(arr, Tracer):
+        raise unsupported("np.put_along_axis into a NumPy array", _TRACED)
+    _check_writable(arr, "np.put_along_axis")
+    node, axis, shape, idx = indexing.along_axis(arr, indices, axis, "np.put_along_axis")
+    if 0 in shape:
+        return None
+    dims = list(range(node.ndim))
+    dims[axis] = -1
+    vals = _value_node(values, node.dtype, shape)
+    new = mk(Op.SCATTER, node.dtype, node.shape, [node, vals, idx],
+             {"dims": tuple(dims), "mode": "set", "loop": node.dtype.name})
+    _store(arr, mv.reshape_node(new, arr.shape))
+    return None
+
+
+__all__ = ["ufunc_at", "put", "put_along_axis"]
