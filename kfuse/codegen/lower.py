@@ -395,6 +395,7 @@ class _Lowerer:
         elif g.kind == "scatter":
             sc = g.anchor
             k, idx = self.out_index[sc], self.full_index
+            self.store_outputs([o for o in g.outputs if o is not sc], True)   # producers read elsewhere
             v, inner = self.value(sc.inputs[1], idx)
             mode = sc.attr("mode")
             self.emit(K.Store(k, self.positions(sc, idx, 2), v, "" if mode == "set" else mode,

@@ -96,7 +96,7 @@ def _pull_allowed(state: Clustering, c: int, nodes: set[Node]) -> bool:
     if shape.kind == "reduce":
         return all(n.shape == shape.domain for n in nodes)
     if shape.kind == "scatter":     # (never the array it writes into: copied before it runs)
-        return all(n.shape == shape.domain for n in nodes) and shape.anchor.inputs[0] not in nodes
+        return shape.anchor.inputs[0] not in nodes
     return False
 
 

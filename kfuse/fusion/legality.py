@@ -142,9 +142,11 @@ def _check_scan(nodes: list[Node], scans: list[Node]) -> tuple[Shape | None, str
     return Shape("reduce", domain, axes, scans[0]), ""
 
 
-def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool) -> tuple[Shape | None, str]:
-    """One SCATTER with the elementwise producers of its values and indices (all of its domain);
-    its base is written before the kernel runs and its result is complete only when it ends."""
+def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool,
+                   shapes: bool = True) -> tuple[Shape | None, str]:
+    """One SCATTER with the elementwise producers of its values and indices (all of its domain;
+    ``shapes=False``: of any shape, as the cheap producers a kernel recomputes may be); its base is
+    written before the kernel runs and its result is complete only when it ends."""
     if len(scatters) > 1:
         return None, "two scatters cannot share a kernel"
     sc = scatters[0]
@@ -159,7 +161,7 @@ def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool) -> tupl
         if sc in n.inputs:
             return None, ("a scattered array is complete only when the scatter's kernel ends: "
                           "its readers run in a later kernel")
-        if n.shape != domain or n.op not in ELEMENTWISE | MOVEMENT | LEAF:
+        if (shapes and n.shape != domain) or n.op not in ELEMENTWISE | MOVEMENT | LEAF:
             return None, (f"{n.op.value} of shape {list(n.shape)} is not an elementwise producer of "
                           f"a scatter over {list(domain)}")
     return Shape("scatter", domain, (), sc), ""
@@ -314,7 +316,16 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
         for n in g.nodes:
             if n.op not in ELEMENTWISE | MOVEMENT | LEAF:
                 problems.append(f"{n.op.value} in an elementwise group")
-    elif g.kind in ("reduce", "matmul", "scatter"):
+    elif g.kind == "scatter":
+        scatters = [n for n in g.nodes if n.op is Op.SCATTER]
+        shape, why = _check_scatter(list(g.nodes), scatters, any(n.op in REDUCE | SCAN | {Op.MATMUL} for n in g.nodes),
+                                    shapes=False) if scatters else (None, "no scatter")
+        if shape is None or shape.anchor is not g.anchor:
+            problems.append(why or "the anchor is not the group's scatter")
+        for o in g.outputs:
+            if o is not g.anchor and o.shape != tuple(g.domain):
+                problems.append(f"output of shape {o.shape} in a scatter group over {g.domain}")
+    elif g.kind in ("reduce", "matmul"):
         computed = [n for n in g.nodes if n.op not in LEAF and not _index_only(n, nodes)]
         shape, why = classify(computed, order)
         if shape is None or shape.kind != g.kind:

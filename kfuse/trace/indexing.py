@@ -198,7 +198,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         node, axis = mv.reshape_node(node, (node.size,)), 0
     axis = mv.axis_index(axis, node.ndim)
     if mode not in ("raise", "wrap", "clip"):
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r}){at(loc())}")
     # NumPy's take casts the indices to intp: booleans are 0 and 1, not a mask
     idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
     if isinstance(indices, list) and not idx.size:

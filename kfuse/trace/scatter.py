@@ -85,7 +85,7 @@ def put(a, ind, v, mode="raise"):
         raise unsupported("np.put into a NumPy array", _TRACED)
     _check_writable(a, "np.put")
     if mode not in ("raise", "wrap", "clip"):
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r}){at(loc())}")
     flat = mv.reshape_node(a.node, (a.size,))
     idx = ind if isinstance(ind, Tracer) else np.asarray(ind)
     if idx.dtype.kind not in "biu":
