@@ -105,6 +105,20 @@ class Plan:
     def kernels(self) -> list[KernelGroup]:
         return list(self.groups)
 
+    def scatters_in_place(self, g: KernelGroup) -> bool:
+        """Whether scatter group ``g`` may write into its base's buffer instead of a copy of it:
+        the base is an earlier kernel's output that no graph output is, no later kernel reads and
+        the scatter's own values and indices do not read (they are computed from the array before
+        the write, as NumPy evaluates the right-hand side first)."""
+        if g.kind != "scatter":
+            return False
+        base = g.anchor.inputs[0]
+        if base in self.graph.outputs or not any(base in h.outputs for h in self.groups[:g.id]):
+            return False
+        if any(base in n.inputs for n in g.nodes if n is not g.anchor):
+            return False
+        return not any(base in h.inputs for h in self.groups[g.id + 1:])
+
     def as_text(self) -> str:
         lines = [f"plan for {self.graph.name}: {len(self.groups)} kernel(s)"]
         lines += ["  " + g.describe() for g in self.groups]

@@ -152,7 +152,10 @@ class CpuProgram:
         ins = [env[n] for n in g.inputs]
         outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
         for o, i in kir.init_from:              # a scatter's base: the output starts as its copy
-            np.copyto(outs[o], ins[i])
+            if self.plan.scatters_in_place(g):
+                outs[o] = ins[i]                # (or is the base's buffer, dead after this kernel)
+            else:
+                np.copyto(outs[o], ins[i])
         for n, a in zip(g.outputs, outs):
             env[n] = a
         if all(a.size == 0 for a in outs) or (kir.init_from and not math.prod(g.domain)):

@@ -195,3 +195,26 @@ def test_errors_name_the_line(fn, error, match):
     with pytest.raises(error, match=match) as e:
         kfuse.jit(fn, backend="cpu")(_x())
     assert "test_scatter_jit.py" in str(e.value) + "".join(getattr(e.value, "__notes__", []))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scatter_into_a_dead_intermediate_writes_in_place(backend, cupy_for):
+    """``y = x * 2; y[i] = ...``: y's buffer is the scatter's output (no copy) unless y is still
+    read (by the scatter's own values, a later kernel or as a result)."""
+    def f(x, i):
+        y = x * 2
+        y[i] = 1.0
+        return y + 1
+    def g(x, i):
+        y = x.sum(axis=1)
+        y[i] = y[i[::-1]] * 3                 # the values read y's buffer before the write
+        return y + 1
+    args = (_x(), I)
+    for fn, in_place in ((f, True), (g, False)):
+        plan = kfuse.jit(fn).lower(*args, backend="cpu").plan
+        sc = next(k for k in plan.groups if k.kind == "scatter")
+        assert plan.scatters_in_place(sc) == in_place
+        want = fn(*[a.copy() for a in args])
+        got, _ = _run(backend, fn, args, cupy_for)
+        for w, o in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            np.testing.assert_array_equal(np.asarray(o), w)
