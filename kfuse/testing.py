@@ -66,6 +66,15 @@ warp's lanes and the row's chunks (``codegen/cuda_scan.py``, as CUB, Triton and 
 boolean, max and min scans are still exact; float sums and products round in another order, within
 the float rows below, and closer to the exact result than NumPy's loop, which drifts over long rows
 (a million float32 terms in [0.1, 1): NumPy 8e-4 from the float64 sums, kfuse within 1e-6).
+
+Scatters (``x[idx] = v``, ``np.add.at`` and the other ``ufunc.at``, ``np.put``,
+``np.put_along_axis``; ``kfuse/trace/scatter.py``): the CPU runs a scatter's elements in C order,
+one at a time: NumPy's values bit for bit, repeated positions included (the last assignment lands,
+``ufunc.at`` applies every one in order). The GPU backends run the elements in parallel: an
+assignment to a repeated position lands one of its values (NumPy does not specify which either);
+``ufunc.at`` combines atomically, so integer, boolean, max and min results are exact, while float
+sums and products (``np.add.at`` of floats) round in the order the atomics ran, which may change
+from run to run: within the float rows below, compared as a sum's.
 """
 from __future__ import annotations
 
