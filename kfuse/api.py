@@ -301,9 +301,14 @@ def _buffer(a) -> tuple[int, int]:
     return a.data.ptr, a.nbytes
 
 
+def _is_array(a) -> bool:
+    """An array with a buffer (NumPy, CuPy, torch), not a scalar (a NumPy scalar has a shape too)."""
+    return hasattr(a, "shape") and not isinstance(a, np.generic)
+
+
 def _inside(a, buffers) -> bool:
     """Whether ``a`` starts inside one of ``buffers`` (a view of it, or it)."""
-    if not hasattr(a, "shape"):
+    if not _is_array(a):
         return False
     p = _buffer(a)[0]
     return any(start <= p < start + max(n, 1) for start, n in buffers)
@@ -391,7 +396,7 @@ class _Entry:
         """Before any kernel runs: an argument the function writes into must be writable and must
         not share memory with another argument (NumPy would let each write show in the other)."""
         arrays = [(self.graph.inputs[i].attr("name"), args[pos]) for i, pos in enumerate(self.positions)
-                  if hasattr(args[pos], "shape")]
+                  if _is_array(args[pos])]
         for i, _ in self.graph.writebacks:
             name, arg = self.graph.inputs[i].attr("name"), args[self.positions[i]]
             if isinstance(arg, np.ndarray) and not arg.flags.writeable:
