@@ -137,7 +137,10 @@ def expr_vars(e: Expr) -> set[str]:
 
 
 def stmt_index(s) -> tuple:
-    """The index expressions a statement reads (a Load's or Store's index, an Index's expression)."""
+    """The index expressions a statement reads (a Load's or Store's index, an Index's expression,
+    a Search's table length)."""
+    if isinstance(s, Search):
+        return (s.n,)
     return (s.expr,) if isinstance(s, Index) else tuple(getattr(s, "index", ()))
 
 
@@ -149,6 +152,7 @@ def stmt_reads(s) -> list[str]:
             return [e.name]
         return ivals(e.lhs) + ivals(e.rhs) if isinstance(e, IBin) else []
     out = list(getattr(s, "args", ())) + ([s.src] if isinstance(s, (Scan, Store)) else [])
+    out += [s.key] if isinstance(s, Search) else []
     return out + [n for e in stmt_index(s) for n in ivals(e)]
 
 
@@ -224,6 +228,23 @@ class Op:
 
     def __str__(self) -> str:
         return f"{self.dst}: {self.dtype} = {self.op}({', '.join(self.args)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """``dst`` (int64) = ``np.searchsorted(in<buf>[:n], key, side)``: a binary search of the 1-D
+    input buffer ``buf`` (sorted, of ``dtype``, the key's dtype too), comparing as NumPy sorts
+    (NaN after every number): ``left`` counts the elements below ``key``, ``right`` those not
+    above it."""
+    dst: str
+    buf: int
+    n: "Expr"
+    key: str
+    dtype: str
+    side: str
+
+    def __str__(self) -> str:
+        return f"{self.dst}: int64 = searchsorted_{self.side}(in{self.buf}[:{self.n}], {self.key})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,6 +71,8 @@ class _Lowerer:
             self.deps[stmt.dst] = frozenset().union(*(self.deps.get(a, ()) for a in stmt.args))
         elif isinstance(stmt, (K.Load, K.Index)):
             self.deps[stmt.dst] = frozenset().union(*map(K.expr_vars, K.stmt_index(stmt)))
+        elif isinstance(stmt, K.Search):
+            self.deps[stmt.dst] = self.deps.get(stmt.key, frozenset()) | K.expr_vars(stmt.n)
 
     def _index_inner(self, index) -> bool:
         names = set()
@@ -106,6 +108,8 @@ class _Lowerer:
             return self.pad_value(node, index)
         if op is Op.GATHER:
             return self.gather_value(node, index)
+        if op is Op.SEARCHSORTED:
+            return self.search_value(node, index)
         if op in MOVEMENT:
             return self.value(node.inputs[0], self.move_index(node, index))
         if op in REDUCE:
@@ -170,6 +174,18 @@ class _Lowerer:
     def gather_value(self, node: Node, index: tuple) -> tuple[str, bool]:
         """The source at the positions the index arrays hold (read at ``index``)."""
         return self.value(node.inputs[0], self.positions(node, index, 1))
+
+    def search_value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        """A binary search of the key (read at ``index``) in the table, an input buffer."""
+        table, key = node.inputs
+        if table not in self.in_index:
+            raise CompileError(f"kfuse: the table {node!r} searches is computed in kernel {self.group.id}; "
+                               "it must be one of its inputs")
+        k, inner = self.value(key, index)
+        n = self.size((node, "table-n"), table.shape[0], "search table length")
+        v = self.new_var()
+        self.emit(K.Search(v, self.in_index[table], n, k, _dt(table), node.attr("side")), inner)
+        return v, inner
 
     def positions(self, node: Node, index: tuple, first: int) -> tuple:
         """The index into ``node.inputs[0]`` that a GATHER (or SCATTER) ``node``'s element ``index``

@@ -13,7 +13,7 @@ from __future__ import annotations
 import networkx as nx
 
 from ..ir.graph import Node
-from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT
+from ..ir.ops import ELEMENTWISE, LEAF, LOOKUP, MOVEMENT
 from .legality import Clustering
 
 name = "elementwise"
@@ -90,6 +90,8 @@ def _recomputable(state: Clustering, p: int) -> set[Node]:
 
 
 def _pull_allowed(state: Clustering, c: int, nodes: set[Node]) -> bool:
+    if any(n.op in LOOKUP and n.inputs[0] in nodes for n in state.nodeset(c)):
+        return False                # a searched table stays a buffer
     shape = state.shape(c)
     if shape.kind == "elementwise":
         return True

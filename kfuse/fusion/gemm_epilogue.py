@@ -24,10 +24,11 @@ def _permute_of_input(x) -> bool:
 def keep_clustered(graph) -> set:
     """Nodes that must not be treated as free index math: movement feeding a matmul operand
     (except a PERMUTE chain over an input, when OPERAND_MOVEMENT), and the array a scatter writes
-    into (a buffer the runtime copies; a constant one is materialised by a kernel of its own)."""
+    into (a buffer the runtime copies; a constant one is materialised by a kernel of its own), and
+    a searched table (read whole by every element: a buffer too)."""
     out = set()
     for n in graph.nodes():
-        if n.op is Op.SCATTER and n.inputs[0].op is not Op.INPUT:
+        if n.op in (Op.SCATTER, Op.SEARCHSORTED) and n.inputs[0].op is not Op.INPUT:
             out.add(n.inputs[0])
         if n.op is Op.MATMUL:
             for x in n.inputs:

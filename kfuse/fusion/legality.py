@@ -17,7 +17,9 @@ from typing import Iterable
 import networkx as nx
 
 from ..ir.graph import Graph, Node
-from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, REDUCE, SCAN, Op
+from ..ir.ops import ELEMENTWISE, LEAF, LOOKUP, MOVEMENT, REDUCE, SCAN, Op
+
+POINTWISE = ELEMENTWISE | LOOKUP            # what an elementwise kernel computes per element
 from .plan import KernelGroup, Refusal
 
 
@@ -50,6 +52,11 @@ def _padded(shape, ndim) -> tuple:
 def classify(home: Iterable[Node], order: dict[Node, int]) -> tuple[Shape | None, str]:
     """The kernel kind of ``home`` (computed nodes, no pulled copies), or None and the reason."""
     nodes = sorted(home, key=order.__getitem__)
+    member = set(nodes)
+    table = next((n for n in nodes if n.op in LOOKUP and n.inputs[0] in member), None)
+    if table is not None:
+        return None, (f"the sorted table {table.op.value} reads is read whole by every element: "
+                      "it is written by an earlier kernel, not computed in the searching one")
     mms = [n for n in nodes if n.op is Op.MATMUL]
     reds = [n for n in nodes if n.op in REDUCE]
     scans = [n for n in nodes if n.op in SCAN]
@@ -72,7 +79,7 @@ def classify(home: Iterable[Node], order: dict[Node, int]) -> tuple[Shape | None
     shapes = {n.shape for n in nodes}
     if len(shapes) > 1:
         return None, f"different shapes {sorted(shapes)}"
-    bad = [n for n in nodes if n.op not in ELEMENTWISE | MOVEMENT | LEAF]
+    bad = [n for n in nodes if n.op not in POINTWISE | MOVEMENT | LEAF]
     if bad:
         return None, f"{bad[0].op.value} is not elementwise"
     return Shape("elementwise", nodes[0].shape if nodes else ()), ""
@@ -161,7 +168,7 @@ def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool,
         if sc in n.inputs:
             return None, ("a scattered array is complete only when the scatter's kernel ends: "
                           "its readers run in a later kernel")
-        if (shapes and n.shape != domain) or n.op not in ELEMENTWISE | MOVEMENT | LEAF:
+        if (shapes and n.shape != domain) or n.op not in POINTWISE | MOVEMENT | LEAF:
             return None, (f"{n.op.value} of shape {list(n.shape)} is not an elementwise producer of "
                           f"a scatter over {list(domain)}")
     return Shape("scatter", domain, (), sc), ""
@@ -314,7 +321,7 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
         if shapes and shapes != {tuple(g.domain)}:
             problems.append(f"outputs of shapes {shapes} in an elementwise group over {g.domain}")
         for n in g.nodes:
-            if n.op not in ELEMENTWISE | MOVEMENT | LEAF:
+            if n.op not in POINTWISE | MOVEMENT | LEAF:
                 problems.append(f"{n.op.value} in an elementwise group")
     elif g.kind == "scatter":
         scatters = [n for n in g.nodes if n.op is Op.SCATTER]

@@ -31,6 +31,11 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   value still out of range reads element 0 or the last: the tracer adds a run-time check that
   raises NumPy's IndexError (``Graph.checks``). Fancy indexing, ``np.take`` and
   ``np.take_along_axis`` are built on it.
+* ``SEARCHSORTED`` (``attrs["side"]``: ``"left"`` or ``"right"``): inputs ``(a, v)``, ``a`` 1-D and
+  sorted, both of one dtype; ``node`` is int64 of ``v``'s shape: for each element of ``v`` NumPy's
+  ``np.searchsorted(a, v, side)`` (a binary search; NaN sorts after every number, as NumPy sorts).
+  ``a`` is read whole by every element, so it is a buffer (a kernel input), never computed in
+  the searching kernel. ``np.searchsorted``, ``np.digitize`` and ``np.interp`` are built on it.
 * ``SCATTER`` (``attrs["dims"]`` as GATHER's, ``attrs["mode"]``, ``attrs["loop"]``): the base
   ``inputs[0]`` (``node.shape``, ``node.dtype``) with values written at data-dependent positions:
   inputs ``(base, values, idx_0, ..., idx_k-1)``, ``values`` and every ``idx_j`` of one shape S
@@ -165,6 +170,8 @@ class Op(enum.Enum):
     GATHER = "gather"
     # writes at data-dependent positions
     SCATTER = "scatter"
+    # a binary search of each element in a sorted table
+    SEARCHSORTED = "searchsorted"
     # contraction
     MATMUL = "matmul"
 
@@ -196,6 +203,9 @@ SCAN_UFUNC: dict[Op, str] = {Op.CUMSUM: "add", Op.CUMPROD: "multiply", Op.CUMMAX
                              Op.CUMMIN: "minimum"}
 MOVEMENT = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE, Op.PAD, Op.GATHER})
 CONTRACTION = frozenset({Op.MATMUL})
+# elementwise over their last input, reading their first (a sorted table) whole: fused as
+# elementwise ops are, the table always a kernel input
+LOOKUP = frozenset({Op.SEARCHSORTED})
 
 # Relative cost of one application, in "flops", for the roofline model (special functions weighted).
 FLOP_WEIGHT: dict[Op, float] = {
@@ -211,6 +221,7 @@ FLOP_WEIGHT: dict[Op, float] = {
     **{op: 1.0 for op in REDUCE | SCAN},
     **{op: 0.0 for op in MOVEMENT | LEAF},
     Op.SCATTER: 1.0,
+    Op.SEARCHSORTED: 16.0,      # ~log2(table) compares and loads
 }
 
 

@@ -20,6 +20,7 @@ from . import norms as nm
 from . import reductions as rd
 from . import scans as sc
 from . import scatter as st
+from . import searching as se
 from . import splitting as sp
 from .mutation import unit_dims_only, viewing, write_out
 from .selection import Selection
@@ -84,6 +85,7 @@ FUNCTIONS = {
     np.tril: asm.tril, np.triu: asm.triu,
     np.take: ix.take, np.take_along_axis: ix.take_along_axis,
     np.put: st.put, np.put_along_axis: st.put_along_axis,
+    np.searchsorted: se.searchsorted, np.digitize: se.digitize, np.interp: se.interp,
     np.isclose: cm.isclose, np.allclose: cm.allclose, np.nan_to_num: cm.nan_to_num,
     np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,

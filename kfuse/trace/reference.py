@@ -64,6 +64,8 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
         return out
     if op is Op.GATHER:
         return gather(args[0], args[1:], node.attr("dims"), node.shape)
+    if op is Op.SEARCHSORTED:
+        return np.searchsorted(args[0], args[1], side=node.attr("side")).astype(np.int64)
     if op is Op.SCATTER:
         return scatter(args[0], args[1], args[2:], node.attr("dims"), node.attr("mode"))
     if op is Op.MATMUL:

@@ -24,6 +24,7 @@ from . import numpy_api
 from . import reductions as rd
 from . import scans as sc
 from . import scatter as st
+from . import searching as se
 from .core import Tracer, collecting_checks, collecting_constants, mk, operand, unsupported
 from .selection import Selection, install_operators
 
@@ -165,7 +166,7 @@ def _install() -> None:
                      ("astype", ew.astype), ("swapaxes", mut.viewing(mv.swapaxes)),
                      ("squeeze", mut.viewing(mv.squeeze)), ("dot", la.dot),
                      ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
-                     ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take), ("put", st.put),
+                     ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take), ("put", st.put), ("searchsorted", se.searchsorted),
                      ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat),
                      ("cumsum", sc.cumsum), ("cumprod", sc.cumprod)):
         setattr(T, name, _method(fn))
