@@ -384,6 +384,8 @@ class _Entry:
             outs = [_copy(o) if _inside(o, buffers) else o for o in outs]
         for i, k in self.graph.writebacks:  # every kernel has run: now the arguments written into
             arg, new = args[self.positions[i]], outs[k]
+            if _buffer(new) == _buffer(arg) and tuple(new.shape) == tuple(arg.shape):
+                continue                    # written in place (a scatter into the argument)
             if _inside(new, [_buffer(arg)]):
                 new = _copy(new)            # (a view of the argument itself: x[...] = x[::-1])
             if hasattr(arg, "copy_"):

@@ -57,7 +57,8 @@ written into an integer array casts as ``astype`` does: values out of the intege
 undefined in NumPy (x86 wraps, the GPUs saturate), as for any float-to-int cast. ``x += 1`` on a
 0-d value that is not a view rebinds it, as on a NumPy scalar (a 0-d array aliased elsewhere would
 see the update in NumPy). A function that writes into an argument and returns it returns a new
-array equal to the updated argument, not the argument object itself.
+array equal to the updated argument, not the argument object itself, unless its last write was a
+scatter made in place (``np.add.at(t, ids, g); return t`` returns ``t``, as NumPy does).
 
 Scans (``np.cumsum``, ``np.maximum.accumulate``...; ``kfuse/trace/scans.py``): on the CPU and
 Numba-CUDA, and down columns on CUDA C, a scan runs in order in the result dtype as NumPy's

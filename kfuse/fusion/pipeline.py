@@ -208,6 +208,7 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
                 dag.add_edge(home_of[i], cid)
     if not nx.is_directed_acyclic_graph(dag):   # pragma: no cover - merges keep hulls convex
         raise AssertionError("fusion produced a cycle between kernels")
+    _checks_before_argument_scatters(state, built, home_of, dag)
     order = nx.lexicographical_topological_sort(
         dag, key=lambda c: min(state.order[n] for n in built[c][1]))
     groups = []
@@ -218,6 +219,19 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
                                   axes=tuple(shape.axes), anchor=shape.anchor, cost=c,
                                   reason=reason))
     return groups, split_keys
+
+
+def _checks_before_argument_scatters(state: Clustering, built: dict, home_of: dict, dag: nx.DiGraph) -> None:
+    """Order the index checks before each scatter into an argument where no path forbids it, so
+    that the runtime can raise before writing into the argument in place
+    (``Plan.scatters_into_argument``)."""
+    graph = state.graph
+    checks = [home_of[graph.outputs[k]] for k, _ in graph.checks if graph.outputs[k] in home_of]
+    for cid, (shape, *_rest) in built.items():
+        if shape.kind == "scatter" and shape.anchor.inputs[0].op is Op.INPUT:
+            for c in checks:
+                if c != cid and not nx.has_path(dag, cid, c):
+                    dag.add_edge(c, cid)
 
 
 def _reason(state: Clustering, cid: int, shape, nodes) -> str:

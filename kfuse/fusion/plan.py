@@ -119,6 +119,28 @@ class Plan:
             return False
         return not any(base in h.inputs for h in self.groups[g.id + 1:])
 
+    def scatters_into_argument(self, g: KernelGroup) -> bool:
+        """Whether scatter group ``g`` may write straight into the argument it updates (instead of
+        a copy, copied back after the call): the base is an argument whose final value
+        (``Graph.writebacks``) is this scatter's result, which no later kernel reads in its old
+        value, the scatter's own values and indices do not read, nor the function returns; and
+        every index check is computed by an earlier kernel, so that the runtime raises before the
+        write (a call that raises writes nothing into its arguments)."""
+        if g.kind != "scatter":
+            return False
+        base, gr = g.anchor.inputs[0], self.graph
+        if base not in gr.inputs or base in gr.outputs:
+            return False
+        k = gr.inputs.index(base)
+        if not any(i == k and gr.outputs[o] is g.anchor for i, o in gr.writebacks):
+            return False
+        if any(base in n.inputs for n in g.nodes if n is not g.anchor):
+            return False
+        if any(base in h.inputs for h in self.groups[g.id + 1:]):
+            return False
+        earlier = {o for h in self.groups[:g.id] for o in h.outputs}
+        return all(gr.outputs[o] in earlier for o, _ in gr.checks)
+
     def as_text(self) -> str:
         lines = [f"plan for {self.graph.name}: {len(self.groups)} kernel(s)"]
         lines += ["  " + g.describe() for g in self.groups]

@@ -152,8 +152,11 @@ class CpuProgram:
         ins = [env[n] for n in g.inputs]
         outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
         for o, i in kir.init_from:              # a scatter's base: the output starts as its copy
-            if self.plan.scatters_in_place(g):
-                outs[o] = ins[i]                # (or is the base's buffer, dead after this kernel)
+            if self.plan.scatters_into_argument(g):
+                raise_failed_checks(self.plan.graph, env)
+                outs[o] = ins[i]                # (or is the argument itself, written in place,
+            elif self.plan.scatters_in_place(g):
+                outs[o] = ins[i]                # or the base's buffer, dead after this kernel)
             else:
                 np.copyto(outs[o], ins[i])
         for n, a in zip(g.outputs, outs):
@@ -174,6 +177,14 @@ class CpuProgram:
                 numba.set_num_threads(old)
         else:
             fn(*args, *k.sizes)
+
+
+def raise_failed_checks(graph, env) -> None:
+    """NumPy's IndexError for an index check already computed (in ``env``) that failed: called
+    before a kernel writes into an argument in place (``Plan.scatters_into_argument``)."""
+    for k, message in graph.checks:
+        if bool(env[graph.outputs[k]]):
+            raise IndexError(message)
 
 
 def matmul(ins, c) -> np.ndarray:

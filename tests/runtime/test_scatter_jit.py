@@ -218,3 +218,36 @@ def test_scatter_into_a_dead_intermediate_writes_in_place(backend, cupy_for):
         got, _ = _run(backend, fn, args, cupy_for)
         for w, o in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
             np.testing.assert_array_equal(np.asarray(o), w)
+
+
+def test_scatter_into_an_argument_writes_it_in_place_after_the_checks():
+    """``np.add.at(t, ids, g)`` into an argument: the index check runs first, then the scatter
+    writes the caller's array itself (no copy of it, none back); an index out of range raises
+    before anything is written."""
+    def f(t, ids, g):
+        np.add.at(t, ids, g)
+        return t
+    t, g = np.zeros((8, 3)), np.ones((4, 3))
+    jf = kfuse.jit(f, backend="cpu")
+    plan = jf.lower(t, np.array([1, 1, 7, 0]), g).plan
+    assert [plan.scatters_into_argument(k) for k in plan.groups] == [False, True]   # the check first
+    assert jf(t, np.array([1, 1, 7, 0]), g) is t
+    np.testing.assert_array_equal(t.sum(axis=1), [3, 6, 0, 0, 0, 0, 0, 3])
+    with pytest.raises(IndexError, match="out of bounds"):
+        jf(t, np.array([1, 9, 0, 0]), g)
+    np.testing.assert_array_equal(t.sum(axis=1), [3, 6, 0, 0, 0, 0, 0, 3])
+
+
+def test_scatter_into_an_argument_still_read_writes_a_copy():
+    def f(t, ids):
+        old = t * 1                      # read after the scatter in a later kernel: t's old value
+        t[ids] = 0.0
+        return old.sum() + t.sum()
+    plan = kfuse.jit(f).lower(np.ones(6), I, backend="cpu").plan
+    sc = next(k for k in plan.groups if k.kind == "scatter")
+    want_t = np.ones(6)
+    want = f(want_t, I)
+    t = np.ones(6)
+    assert kfuse.jit(f, backend="cpu")(t, I) == want
+    np.testing.assert_array_equal(t, want_t)
+    assert not plan.scatters_into_argument(sc) or all(sc.id > k.id for k in plan.groups if sc.anchor.inputs[0] in k.inputs and k is not sc)
