@@ -94,7 +94,7 @@ class CudaTarget:
         """The group's candidates the CUDA C runtime can launch (others go to ``dropped``). A
         matmul group's kernel is its elementwise epilogue (the product is cuBLAS's)."""
         i = self.group_index(group.id)
-        if self.heur[i].kind == "elementwise":
+        if self.heur[i].kind == "elementwise" and group.kind != "scatter":
             cands = S.elementwise_space(S.max_itemsize(group))
         else:
             cands = S.space_for(group, "cuda")

@@ -54,6 +54,8 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
             return f"unknown CPU variant {cfg.get('variant')!r}"
         if t < 1 or t > mt:
             return f"{t} threads > NUMBA_NUM_THREADS={mt}"
+        if cfg.get("variant") == "par" and group.kind == "scatter":
+            return "a scatter runs in C order in one thread (its writes may hit one position)"
         if cfg.get("variant") == "par" and not S.cpu_has_parallel_loop(group):
             return "no outer loop to parallelise"
         return None
@@ -87,6 +89,8 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
     if cfg.kind == "elementwise":
         if group.kind == "reduce":
             return "an elementwise config on a reduce kernel"
+        if group.kind == "scatter" and vec != 1:
+            return "a scatter stores at data-dependent addresses, an element at a time (vec=1)"
         if _inner_extent(group) % vec:
             return f"innermost extent {_inner_extent(group)} not a multiple of vec={vec} (alignment)"
         regs = BASE_REGS + int(cfg.get("ept", 1)) * vec * max(1, size // 4) * 2 * max(1, len(group.inputs))
@@ -213,7 +217,7 @@ def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None =
             block, kc = row_shape(max(1, L // vec))
             return S.TileConfig.make("row", block=block, storage="registers" if kc else "reread", vec=vec)
         return S.TileConfig.make("reduction", block=128, rows=1, split=1)
-    vec = max(1, 16 // size)
+    vec = 1 if group.kind == "scatter" else max(1, 16 // size)
     if _inner_extent(group) % vec:
         vec = 1
     return S.TileConfig.make("elementwise", block=256, ept=1, vec=vec)

@@ -10,6 +10,7 @@ Kinds and their parameters:
 ``cpu``          ``variant`` ("par" | "seq"), ``threads`` (Numba threads for the par variant).
                  The CPU emitter has no chunk / inner-block knob yet, so nothing else is tuned.
 ``elementwise``  ``block`` (threads a block), ``ept`` (elements a thread), ``vec`` (vector width).
+                 A scatter kernel is one too, with ``vec`` 1 (its store addresses are data).
 ``reduction``    ``block`` (threads), ``rows`` (rows a block), ``split`` (split factor of long rows).
 ``row``          ``block`` (threads a row), ``storage`` ("registers" | "shared" | "reread"), ``vec``.
 ``gemm``         ``block_m, block_n, block_k, warps_m, warps_n, stages, group_m`` (a GemmTile).
@@ -139,10 +140,11 @@ def cpu_has_parallel_loop(group) -> bool:
 
 
 def cpu_space(group, max_threads: int | None = None) -> list[TileConfig]:
-    """seq, and par at every thread count in 2..max_threads (powers of two + the max)."""
+    """seq, and par at every thread count in 2..max_threads (powers of two + the max); a
+    scatter seq alone (it runs in C order: its writes may hit one position)."""
     max_threads = cpu_max_threads() if max_threads is None else int(max_threads)
     out = [TileConfig.make("cpu", variant="seq", threads=1)]
-    if cpu_has_parallel_loop(group):
+    if cpu_has_parallel_loop(group) and group.kind != "scatter":
         out += [TileConfig.make("cpu", variant="par", threads=t) for t in cpu_thread_counts(max_threads)]
     return out
 
@@ -153,6 +155,11 @@ def elementwise_space(itemsize: int = 4) -> list[TileConfig]:
     vmax = max(1, 16 // itemsize)
     return [TileConfig.make("elementwise", block=b, ept=e, vec=v)
             for b in (128, 256, 512, 1024) for e in (1, 2, 4, 8) for v in _pow2_upto(vmax)]
+
+
+def scatter_space() -> list[TileConfig]:
+    """A scatter's scalar grid-stride loop: threads a block and elements a thread, ``vec`` 1."""
+    return [TileConfig.make("elementwise", block=b, ept=e, vec=1) for b in (128, 256, 512, 1024) for e in (1, 2, 4)]
 
 
 def reduction_space(length: int | None = None) -> list[TileConfig]:
@@ -194,6 +201,8 @@ def space_for(group, backend: str = "cpu", *, max_threads: int | None = None) ->
         return cpu_space(group, max_threads)
     if group.kind == "matmul":
         return gemm_space(gemm_dtype(group))
+    if group.kind == "scatter":
+        return scatter_space()
     size = max_itemsize(group)
     if group.is_scan:      # a thread a row, in order: the block size alone
         return [TileConfig.make("reduction", block=b, rows=1, split=1) for b in THREADS_PER_BLOCK]

@@ -31,7 +31,11 @@ def _arg(a: np.ndarray) -> np.ndarray:
 
 
 def call_kernel(kernel, ins, outs, variant: str, threads: int) -> None:
-    """Run one runtime ``_Kernel`` (its ``fns = (seq, par)`` and ``sizes``) on prepared buffers."""
+    """Run one runtime ``_Kernel`` (its ``fns = (seq, par)`` and ``sizes``) on prepared buffers;
+    a scatter's output starts each run as a copy of its base (``KernelIR.init_from``), so a
+    ``ufunc.at`` run again gives the same result."""
+    for o, i in kernel.kir.init_from:
+        np.copyto(outs[o], ins[i])
     if variant == "par":
         old = numba.get_num_threads()
         if threads != old:

@@ -318,7 +318,7 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
         if target.compile_workers > 1:        # compile up front, concurrently
             compiled = bench.compile_all(cands, lambda c: target.precompile(i, c),
                                          workers=target.compile_workers, deadline=deadline)
-        reductions = g.kind == "reduce"
+        reductions = g.kind in ("reduce", "scatter")    # a scatter's float atomics add in any order
         reference = None
         for c in cands:
             if time.perf_counter() >= deadline and c != heur:     # the reference always runs

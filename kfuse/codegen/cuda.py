@@ -12,6 +12,7 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   last index is the innermost loop variable use ``V``-wide vector accesses (16 bytes), loads that
   do not depend on it are read once per unit (broadcast); 32- or 64-bit index math, with no
   stride multiply along the vector (the runtime vectorizes only unit-stride accesses).
+  A scatter kernel: this loop, ``V == 1``, its ``ufunc.at`` store atomic (``cuda_scatter``).
 * row (reduce, reduced dims contiguous): one block per outer index, threads stride over the
   reduced dims; warp shuffles + a shared-memory block combine (fixed order: deterministic);
   with ``cache_k > 0`` every body load is kept in registers (``cache_k`` slots a thread), so each
@@ -57,6 +58,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from .cuda_accs import AccEmitter
 from .cuda_scan import ScanEmitter
+from .cuda_scatter import ScatterEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
 from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, lane_itemsize, max_itemsize,
@@ -91,7 +93,7 @@ class CudaKernel:
 
 # ----------------------------------------------------------------------------- kernel shapes
 
-class _Gen(AccEmitter, ScanEmitter):
+class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
     def __init__(self, kir: K.KernelIR, variant: Variant):
         self.kir, self.v = kir, variant
         self.dt = {}                    # var -> dtype name
@@ -160,6 +162,8 @@ class _Gen(AccEmitter, ScanEmitter):
             return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
         if isinstance(s, K.Scan):       # the running value is dst itself, declared before the loop
             return f"{s.dst} = {self.op_value(s.step(s.dst))};"
+        if isinstance(s, K.Store) and s.combine:    # a scatter's ufunc.at: atomic (codegen.cuda_scatter)
+            return self.combine_store(s)
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
@@ -265,7 +269,7 @@ class _Gen(AccEmitter, ScanEmitter):
         if V == 1:
             work = [self.stmt(s) for s in ph.pre]
             body += (self.unit_loop(U, per_unit, unit + index + work + end_unit) if U > 1
-                     else ["  " + x for x in index + work])
+                     else ["  " + x for x in "\n".join(index + work).split("\n")])
             body.append("}")
             return self.wrap(body)
         last = f"i{dims[-1]}"
@@ -576,8 +580,8 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
     if variant is None:
         variant = default_variant(kir)
     g = _Gen(kir, variant)
-    if kir.kind in ("elementwise", "matmul"):
-        if variant.mode != "elementwise":
+    if kir.kind in ("elementwise", "matmul", "scatter"):     # a scatter: scalar (its addresses are data)
+        if variant.mode != "elementwise" or (kir.kind == "scatter" and variant.vec != 1):
             raise CompileError(f"kfuse: variant {variant} does not fit a {kir.kind} kernel")
         code = g.elementwise()
     elif kir.kind == "reduce":

@@ -97,8 +97,9 @@ def vector_ok(kir: K.KernelIR) -> bool:
     """Whether the elementwise IR admits the vector variant: every store contiguous along the
     innermost loop variable, every load contiguous along it or independent of it (read once) --
     except in a kernel with a PAD along it (an index test on it): there a load using it another
-    way (the PAD's wrapped read) is gathered lane by lane, as a GATHER's load always is."""
-    if kir.kind == "reduce":
+    way (the PAD's wrapped read) is gathered lane by lane, as a GATHER's load always is. Never a
+    scatter: its store goes to a data-dependent address, element by element."""
+    if kir.kind in ("reduce", "scatter"):
         return False
     dims = kir.loop_dims(range(len(kir.domain)))
     if not dims:
@@ -168,6 +169,8 @@ def default_variant(kir: K.KernelIR) -> Variant:
     """The variant for contiguous, aligned buffers at the sizes the IR was lowered for."""
     vals = [s.value for s in kir.sizes]
     big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
+    if kir.kind == "scatter":      # its positions reach anywhere in the output, not only the domain
+        big = big or any(math.prod(b.shape) >= 2 ** 31 for b in kir.outputs)
     if kir.kind == "reduce" and K.has_scan(kir):       # contiguous rows: lanes of a warp a row
         lanes, vec, packed = scan_shape(kir.extent(kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
         return Variant("scan", vec, bool(big), 0, 128, lanes=lanes, packed=packed)

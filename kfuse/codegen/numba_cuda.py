@@ -14,6 +14,7 @@ Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's 
   ``fastdiv`` (a domain under 2^31 elements) the flat index is unravelled by multiply-high with
   host-computed divisors (``fast_div_dims``; runtime ``fast_divisor``), not by 64-bit ``%``/``//``
   (a software routine on the GPU: P1 on an H200 ran at 31% of the copy bandwidth with it);
+* scatter: the elementwise loop, its ``ufunc.at`` store an atomic (``numba_cuda_scatter``);
 * row (reduce): one block per outer index, threads stride over the reduced dims, warp shuffles then
   a shared-memory combine in a fixed order (deterministic); with ``cache_k > 0`` the row's loads are
   kept in registers (``cache_k`` unrolled slots a thread), so each row is read once (softmax, layernorm);
@@ -42,6 +43,7 @@ import numpy as np
 
 from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
+from . import numba_cuda_scatter as scatter
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _is_f, _vt, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -192,6 +194,9 @@ class _Gen:
         if isinstance(s, K.Scan):           # the running value is dst itself (started before the loop)
             self.dt[s.dst] = s.dtype
             return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
+        if isinstance(s, K.Store) and s.combine:    # a scatter's ufunc.at: an atomic
+            return scatter.combine_store(s, self.kir.outputs[s.buf].dtype, self.offset("out", s.buf, s.index),
+                                         self.n(s.src))
         if isinstance(s, K.Store):
             b = self.kir.outputs[s.buf]
             return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
@@ -532,7 +537,7 @@ class _Gen:
     def source(self) -> str:
         kir, v = self.kir, self.v
         names, types = self.signature()
-        if kir.kind in ("elementwise", "matmul"):
+        if kir.kind in ("elementwise", "matmul", "scatter"):
             if v.mode != "elementwise":
                 raise CompileError(f"kfuse: variant {v} does not fit a {kir.kind} kernel")
             body = self.elementwise()
@@ -554,7 +559,9 @@ class _Gen:
                 'kfuse.codegen.numba_cuda."""',
                 "import numpy as np", "from numba import cuda", "from numba.cuda import libdevice as ld",
                 "from numba.cuda import types as T",
-                "from kfuse.codegen.numba_cuda_narrow import " + ", ".join(f"narrow_{t}" for t in NARROW_INTS), "",
+                "from kfuse.codegen.numba_cuda_narrow import " + ", ".join(f"narrow_{t}" for t in NARROW_INTS)]
+        head += [scatter.IMPORT] if scatter.combining_stores(kir) else []
+        head += ["",
                 "INF32 = np.float32(np.inf)", "INF64 = np.float64(np.inf)"]
         head += self.globals + [""]
         for h in self.used:
@@ -570,6 +577,7 @@ class _Gen:
 def emit(kir: K.KernelIR, variant: NVariant | None = None) -> str:
     """KernelIR -> Python source of a numba.cuda kernel ``kfuse_kernel`` (+ ``SIG``, ``LAUNCH_BOUNDS``)."""
     K.refuse_bfloat16(kir, "the Numba-CUDA backend")
+    scatter.refuse_unsupported(kir)
     return _Gen(kir, variant or default_variant(kir)).source()
 
 

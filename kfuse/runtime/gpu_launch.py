@@ -7,7 +7,10 @@ memoises, per stride/alignment pattern of the arguments, the chosen variant, the
 the launch shape and that scalar tail, packed once into a host buffer CuPy passes by reference
 (:func:`scalar_args`), so a hot call only builds a key and launches. :class:`GpuProgram` runs a
 plan's groups in order on CuPy arrays (torch tensors as ``interop.tensor_view`` objects);
-subclasses say how a group's launcher is made and what their stages are.
+subclasses say how a group's launcher is made and what their stages are. A scatter kernel's output
+starts as a copy of its base (:meth:`LauncherBase.start_from_bases`, before the launch, on the
+same stream), or is the base's own buffer where the plan says nothing else reads it
+(``Plan.scatters_in_place``).
 """
 from __future__ import annotations
 
@@ -91,11 +94,37 @@ class LauncherBase:
         # writes its identity (any() of a (0,) array is False), so it must launch
         if not outs[0].size and all(o.size == 0 for o in outs):
             return
+        if self.kir.init_from and not self.start_from_bases(ins, outs):
+            return
         _, func, grid, block, tail, finish = self.choose(ins, outs, props)
         if finish is None:
             func(grid, block, (*outs, *ins, *tail))
         else:
             finish(func, grid, block, tail, ins, outs)
+
+    def start_from_bases(self, ins, outs) -> bool:
+        """A scatter: each output listed in ``kir.init_from`` made a copy of its base input (on
+        the current stream; none where it is the base's own buffer, ``Plan.scatters_in_place``).
+        Whether the kernel has anything to write (an empty domain writes nothing)."""
+        for o, i in self.kir.init_from:
+            if outs[o].data.ptr != ins[i].data.ptr:
+                copy_into(outs[o], ins[i])
+        return all(self.extent(d) for d in range(len(self.kir.domain)))
+
+
+def copy_into(dst, src) -> None:
+    """``dst`` (a C-contiguous output, a CuPy array or a tensor view) filled with ``src`` (same
+    shape and dtype, any strides) on the current stream: one device-to-device copy where ``src``
+    is C-contiguous too, else CuPy's strided copy."""
+    import cupy
+    if not src.size:
+        return
+    if tuple(src.strides) == tuple(dst.strides) or src.size == 1:
+        rt = cupy.cuda.runtime
+        rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.size * src.itemsize, rt.memcpyDeviceToDevice,
+                       cupy.cuda.get_current_stream().ptr)
+    else:
+        cupy.copyto(interop.as_cupy(dst), interop.as_cupy(src))
 
 
 def fast_divisor(d: int) -> tuple[int, int]:
@@ -160,6 +189,9 @@ class GpuProgram:
         self._props: dict = {}
         self._single = None             # _single_kernel(), decided when the launchers are made
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
+        # scatter group id -> {output: base input} where it writes into its base's buffer
+        self._in_place = {g.id: dict(k.init_from) for g, k in zip(plan.groups, kirs)
+                          if plan.scatters_in_place(g)}
 
     def _launcher(self, group, kir) -> LauncherBase:
         raise NotImplementedError
@@ -239,7 +271,9 @@ class GpuProgram:
             if kir.contraction is not None:     # CuPy and cuBLAS calls: CuPy arrays of tensor views
                 outs = self._matmul(g, kir, launch, [interop.as_cupy(a) for a in ins], out_sig, props)
             else:
-                outs = [empty(shape, dtype) for shape, dtype in out_sig]
+                bases = self._in_place.get(g.id, {})
+                outs = [ins[bases[k]] if k in bases else empty(shape, dtype)
+                        for k, (shape, dtype) in enumerate(out_sig)]
                 launch(ins, outs, props)
             env.update(zip(g.outputs, outs))
         results = []

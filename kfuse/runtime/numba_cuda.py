@@ -7,7 +7,9 @@ the CUDA 13.0 driver JIT-compiles to the device's exact arch), loads the PTX as 
 driver's JIT makes the CUBIN; memoised process-wide per device and source text) and launches it with
 CuPy on the current stream. The kernels take raw pointers, sizes and element strides in the same
 order as the NVRTC kernels (outputs, inputs, sizes, input strides, output strides), so the launch is
-CuPy's ``Function.__call__``: no numba dispatcher is on the call path.
+CuPy's ``Function.__call__``: no numba dispatcher is on the call path. A scatter kernel's output
+starts as a copy of its base (``gpu_launch``); a ``ufunc.at`` that no numba atomic computes exactly
+is refused when the plan is compiled (``codegen.numba_cuda_scatter``).
 
 Importing numba.cuda fails with NumPy >= 2.5 (numba-cuda 0.30): :func:`compile_plan` raises one
 :class:`~kfuse.errors.DeviceError` naming the versions and the fix; ``available()`` reports it.
@@ -22,6 +24,7 @@ import numpy as np
 from ..codegen import kernel_ir as K
 from ..codegen import numba_cuda as nc
 from ..codegen.cuda import lower_for_cuda as lower_group
+from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
 from . import device as devmod
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
@@ -116,7 +119,10 @@ class NumbaCudaProgram(GpuProgram):
         for g in plan.groups:
             if g.kind == "matmul":
                 raise UnsupportedError("kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'")
-        super().__init__(plan, [lower_group(g) for g in plan.groups], cache, arch)
+        kirs = [lower_group(g) for g in plan.groups]
+        for kir in kirs:                # a ufunc.at no numba atomic computes: refused now, not at the first call
+            refuse_unsupported(kir)
+        super().__init__(plan, kirs, cache, arch)
 
     def _launcher(self, group, kir) -> _Launcher:
         return _Launcher(group, kir, self.arch, self.cache)

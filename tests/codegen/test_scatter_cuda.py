@@ -1,0 +1,445 @@
+"""Scatter kernels (``x[i] = v``, ``ufunc.at``, ``np.put``, ``np.put_along_axis``) on the two GPU
+backends.
+
+Without a GPU: each program's scatter kernel as CUDA C, compiled by NVRTC to PTX for sm_80 and
+sm_90 that ptxas accepts, with the store the emitter must pick (a plain store, one hardware atomic,
+or a compare-and-swap loop on the element's word); as Numba-CUDA source compiled to PTX where
+numba's atomics compute the combine exactly, and refused (``UnsupportedError``, when the program is
+compiled) where they do not; the launch shape (scalar, 64-bit index math when the output is large
+even if the domain is small).
+
+With a GPU (``gpu`` marked, skipped without one): the same programs on backends "cuda" and
+"numba-cuda" against NumPy, the argument written included: exact for plain stores to distinct
+positions, integer and boolean combines, max and min (NaN included); float add and multiply within
+the tolerance table (the atomics' order is not NumPy's)."""
+import dataclasses
+import os
+import subprocess
+import types
+
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.autotune.space import TileConfig
+from kfuse.codegen import cuda, cuda_shapes, numba_cuda
+from kfuse.codegen import kernel_ir as K
+from kfuse.errors import CompileError, UnsupportedError
+from kfuse.runtime import cuda_tiles
+from tests.codegen.ptx_backends import PTXAS
+from tests.tolerance import assert_matches_numpy
+
+N = 37              # slots of the written axis: odd, so a narrow element's word may end past the array
+M = 1000            # values: each slot is hit about 27 times
+
+
+def set_1d(x, i, v):
+    x[i] = v
+    return x
+
+
+def set_cols(x, j, v):
+    x[:, j] = v
+    return x
+
+
+def set_pairs(x, i, j, v):
+    x[i, j] = v * 2
+    return x
+
+
+def add_at(x, i, v):
+    np.add.at(x, i, v)
+    return x
+
+
+def or_at(x, i, v):
+    np.logical_or.at(x, i, v)
+    return x
+
+
+def maximum_at(x, i, v):
+    np.maximum.at(x, i, v)
+    return x
+
+
+def minimum_at(x, i, v):
+    np.minimum.at(x, i, v)
+    return x
+
+
+def multiply_at(x, i, v):
+    np.multiply.at(x, i, v)
+    return x
+
+
+def subtract_at(x, i, v):
+    np.subtract.at(x, i, v)
+    return x
+
+
+def put(x, i, v):
+    np.put(x, i, v)
+    return x
+
+
+def put_along_axis(x, i, v):
+    np.put_along_axis(x, i, v, axis=1)
+    return x
+
+
+def _rng(seed: int = 0):
+    return np.random.default_rng(seed)
+
+
+def _base(dtype: str, shape=(N,)):
+    rng = _rng(1)
+    if dtype == "bool":
+        return rng.random(shape) < 0.3
+    if np.dtype(dtype).kind == "f":
+        return (rng.integers(-8, 9, shape) * 0.5).astype(dtype)
+    lo = 0 if dtype.startswith("u") else -100
+    return rng.integers(lo, 100, shape).astype(dtype)
+
+
+def _values(dtype: str, n: int = M, kind: str = "any"):
+    """``n`` values: "any" (floats normal), "quarters" (floats with exact sums), "nonzero" (no
+    zero, so no +0.0/-0.0 ties in max/min; a NaN), "factors" (exact products)."""
+    rng = _rng(2)
+    if dtype == "bool":
+        return rng.random(n) < 0.1
+    if kind == "factors":
+        return rng.choice(np.array([0.5, 2.0, -1.0, 1.5]), n).astype(dtype)
+    if kind == "integral":
+        return rng.integers(-3, 4, n).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        if kind == "quarters":
+            return (rng.integers(-8, 9, n) * 0.25).astype(dtype)
+        v = rng.standard_normal(n)
+        if kind == "nonzero":
+            v = (rng.integers(1, 9, n) * 0.5 * rng.choice([-1, 1], n))
+            v[n // 2] = np.nan
+        return v.astype(dtype)
+    lo = 0 if dtype.startswith("u") else -100
+    return rng.integers(lo, 100, n).astype(dtype)
+
+
+def _repeated(n: int = M, slots: int = N):
+    """Positions with repeats, negative ones counted from the end."""
+    return _rng(3).integers(-slots, slots, n)
+
+
+def _distinct(n: int = 20, slots: int = N):
+    """Distinct positions (a plain store's result is then NumPy's), some negative."""
+    rng = _rng(4)
+    p = rng.permutation(slots)[:n]
+    return np.where(rng.random(n) < 0.3, p - slots, p)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    fn: object
+    args: tuple
+    store: str          # what the CUDA C store must contain ("" for a plain store)
+    numba: str          # the numba atomic used ("" plain, None: refused)
+    exact: bool = True  # the GPU result is NumPy's bit for bit
+
+
+def _cases() -> dict:
+    f32, f64 = "float32", "float64"
+    rows = np.argsort(_rng(5).random((6, 8)), axis=1)[:, :3]      # distinct positions in each row
+    return {
+        "set_1d": Case(set_1d, (_base(f32), _distinct(), _values(f32, 20)), "", ""),
+        "set_cols": Case(set_cols, (_base(f64, (5, N)), _distinct(12), _values(f64, 60).reshape(5, 12)), "", ""),
+        "set_pairs": Case(set_pairs, (_base("float16", (N, 9)), _distinct(9), _distinct(9, 9), _values("float16", 9)),
+                          "", ""),
+        "add_at_float32": Case(add_at, (_base(f32), _repeated(), _values(f32)), "atomicAdd((float*)", "add", False),
+        "add_at_float64": Case(add_at, (_base(f64), _repeated(), _values(f64)), "atomicAdd((double*)", "add", False),
+        "add_at_rows_float32": Case(add_at, (_base(f32, (N, 5)), _repeated(200), _values(f32, 1000).reshape(200, 5)),
+                                    "atomicAdd((float*)", "add", False),
+        "add_at_int8": Case(add_at, (_base("int8"), _repeated(), _values("int8")), "atomicCAS", None),
+        "add_at_uint8": Case(add_at, (_base("uint8"), _repeated(), _values("uint8")), "atomicCAS", None),
+        "add_at_int32": Case(add_at, (_base("int32"), _repeated(), _values("int32")), "atomicAdd((int*)", "add"),
+        "add_at_int64": Case(add_at, (_base("int64"), _repeated(), _values("int64")),
+                             "atomicAdd((unsigned long long*)", "add"),
+        "add_at_float16": Case(add_at, (_base("float16"), _repeated(), _values("float16", kind="quarters")),
+                               "atomicCAS", None, False),
+        "or_at_bool": Case(or_at, (_base("bool"), _repeated(), _values("bool")), "atomicCAS", None),
+        "maximum_at_float64": Case(maximum_at, (_base(f64), _repeated(), _values(f64, kind="nonzero")),
+                                   "atomicCAS", None),
+        "minimum_at_float32": Case(minimum_at, (_base(f32), _repeated(), _values(f32, kind="nonzero")),
+                                   "atomicCAS", None),
+        "maximum_at_int32": Case(maximum_at, (_base("int32"), _repeated(), _values("int32")), "atomicMax((int*)", "max"),
+        "minimum_at_int64": Case(minimum_at, (_base("int64"), _repeated(), _values("int64")),
+                                 "atomicMin((long long*)", "min"),
+        "maximum_at_uint8": Case(maximum_at, (_base("uint8"), _repeated(), _values("uint8")), "atomicCAS", None),
+        "multiply_at_float64": Case(multiply_at, (_base(f64), _repeated(), _values(f64, kind="factors")),
+                                    "atomicCAS", None, False),
+        "subtract_at_float64_into_int32": Case(subtract_at, (_base("int32"), _repeated(), _values(f64, kind="integral")),
+                                               "atomicCAS", None),
+        "put": Case(put, (_base(f32, (N, 3)), _distinct(30, 3 * N), _values(f32, 30)), "", ""),
+        "put_along_axis": Case(put_along_axis, (_base("int32", (6, 8)), rows, _values("int32", 18).reshape(6, 3)),
+                               "", ""),
+    }
+
+
+CASES = _cases()
+ARCHS = ["sm_80", "sm_90"]
+
+
+def _scatter_kernels(case: Case, backend: str = "cuda") -> list:
+    kernels = kfuse.jit(case.fn, backend=backend).lower(*case.args).kernels(for_gpu=True)
+    out = [k for k in kernels if k.kind == "scatter"]
+    assert len(out) == 1, [k.kind for k in kernels]
+    return out
+
+
+def _ptxas(ptx: str, arch: str, path) -> None:
+    """Assemble ``ptx`` for ``arch`` with the machine's ptxas (skipped where there is none)."""
+    if not PTXAS:
+        return
+    from kfuse.codegen.nvrtc import ptx_for_ptxas
+    path.write_text(ptx_for_ptxas(ptx))
+    r = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------ CUDA C, no GPU
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_c_compiles_to_ptx_ptxas_accepts(name, arch, tmp_path):
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from kfuse.codegen import nvrtc
+    (kir,) = _scatter_kernels(CASES[name])
+    ptx = nvrtc.compile(cuda.emit(kir), arch=arch).ptx
+    assert ".entry" in ptx
+    if CASES[name].store:
+        assert "atom." in ptx
+    _ptxas(ptx, arch, tmp_path / f"{name}_{arch}.ptx")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_c_store_is_plain_one_atomic_or_a_cas_loop(name):
+    case = CASES[name]
+    (kir,) = _scatter_kernels(case)
+    src = cuda.emit(kir)
+    body = src[src.index("extern \"C\""):]
+    if not case.store:
+        assert "atomic" not in body and "out0[" in body
+    else:
+        assert case.store in body
+        assert ("atomicCAS" in body) == (case.store == "atomicCAS")    # one path, not both
+    assert "KfVec" not in body              # scalar: no vector access in a scatter kernel
+
+
+def test_cas_loops_compute_the_combine_as_the_kernel_computes_ops():
+    """float16 rounds the sum to float16 on the 32-bit word holding the element; a float max
+    propagates NaN (NumPy's maximum); a cast through ``loop`` converts both ways."""
+    half = cuda.emit(_scatter_kernels(CASES["add_at_float16"])[0])
+    assert "kf_h2f(kf_f2h((" in half and "& 0xffffu) << sh_" in half and "(size_t)p_ & 3" in half
+    assert "unsigned int seen_ = *w_" in half
+    byte = cuda.emit(_scatter_kernels(CASES["add_at_int8"])[0])
+    assert "kf_narrow<signed char>" in byte and "& 0xffu) << sh_" in byte
+    fmax = cuda.emit(_scatter_kernels(CASES["maximum_at_float64"])[0])
+    assert "kf_maxnan<double>" in fmax and "atomicCAS(w_, want_, (u64)__double_as_longlong(" in fmax
+    assert "sh_" not in fmax                # an 8-byte element is its own word
+    fmin = cuda.emit(_scatter_kernels(CASES["minimum_at_float32"])[0])
+    assert "kf_minnan<float>" in fmin and "__float_as_uint(" in fmin
+    cast = cuda.emit(_scatter_kernels(CASES["subtract_at_float64_into_int32"])[0])
+    assert "((double)v" in cast and "((int)v" in cast and "atomicCAS" in cast
+
+
+def test_plain_store_writes_at_the_position_through_the_output_strides():
+    """``x[:, j] = v``: the row is the loop's, the column the clamped position read from ``j``."""
+    (kir,) = _scatter_kernels(CASES["set_cols"])
+    (st,) = [s for s in kir.phases[0].pre if isinstance(s, K.Store)]
+    assert st.index[0] == K.IVar("i0") and isinstance(st.index[1], K.IVal) and not st.combine
+    src = cuda.emit(kir)
+    assert f"out0[i0 * (IDX)st_out0_0 + (IDX){st.index[1].name} * (IDX)st_out0_1] = (double)(" in src
+
+
+def test_scatter_kernels_are_scalar_and_refuse_vectors():
+    (kir,) = _scatter_kernels(CASES["add_at_rows_float32"])       # rows: a contiguous last index
+    assert not cuda_shapes.vector_ok(kir)
+    v = cuda_shapes.default_variant(kir)
+    assert (v.mode, v.vec) == ("elementwise", 1)
+    with pytest.raises(CompileError, match="does not fit"):
+        cuda.emit(kir, dataclasses.replace(v, vec=4))
+    tile = TileConfig.make("elementwise", block=512, ept=2, vec=4)
+    geom = cuda_tiles.Geometry(units=1000)
+    tv, grid, note = cuda_tiles.apply_tile(tile, v, 8, geom)
+    assert note is None and (tv.vec, tv.block, tv.ept) == (1, 512, 2) and grid == 1
+    assert "for (int k_ = 0; k_ < 2; ++k_)" in cuda.emit(kir, tv)
+
+
+def test_index_math_is_64_bit_when_the_output_is_large():
+    """A few values into an array of over 2^31 elements: the positions reach past 32-bit offsets
+    though the domain is small (the emitter's default and the runtime's launch choice)."""
+    big = kfuse.jit(add_at).lower("f32[2200000000]", "i64[4]", "f32[4]").kernels(for_gpu=True)
+    (kir,) = [k for k in big if k.kind == "scatter"]
+    assert cuda_shapes.default_variant(kir).idx64
+    assert "typedef long long IDX;" in cuda.emit(kir)
+    (small,) = _scatter_kernels(CASES["add_at_float32"])
+    assert not cuda_shapes.default_variant(small).idx64
+
+    from kfuse.runtime import cuda as rcuda
+
+    def fake(shape, itemsize):
+        strides, step = [], itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+        return types.SimpleNamespace(shape=shape, strides=tuple(strides), itemsize=itemsize,
+                                     data=types.SimpleNamespace(ptr=0))
+    plan = kfuse.jit(add_at).lower("f32[2200000000]", "i64[4]", "f32[4]", backend="cuda").plan
+    group = next(g for g in plan.groups if g.kind == "scatter")
+    launcher = rcuda._Launcher(group, kir, "sm_90", None)
+    ins = [fake((2200000000,), 4), fake((4,), 8), fake((4,), 4)]
+    variant, grid = launcher.variant_for(ins, [fake((2200000000,), 4)], {"sm_count": 132, "name": ""})
+    assert variant.idx64 and variant.vec == 1 and grid == 1
+
+
+# ------------------------------------------------------------------------------ Numba-CUDA, no GPU
+
+needs_numba_cuda = pytest.mark.skipif(not numba_cuda.numba_cuda_available()[0], reason="numba-cuda does not import")
+
+
+@needs_numba_cuda
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.numba is not None))
+def test_numba_source_compiles_to_ptx(name, arch, tmp_path):
+    case = CASES[name]
+    (kir,) = _scatter_kernels(case, "numba-cuda")
+    src = numba_cuda.emit(kir)
+    if case.numba:
+        assert f"cuda.atomic.{case.numba}(element_array(out0, " in src
+    else:
+        assert "cuda.atomic" not in src and "element_array" not in src
+    ptx = numba_cuda.compile_ptx(src, arch=arch)
+    assert ".entry" in ptx and (("atom." in ptx) == bool(case.numba))
+    _ptxas(ptx, arch, tmp_path / f"numba_{name}_{arch}.ptx")
+
+
+@needs_numba_cuda
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.numba is None))
+def test_numba_refuses_combines_without_an_exact_atomic(name):
+    """Refused by the emitter and when the program is compiled, naming the op and the fix."""
+    from kfuse.runtime.numba_cuda import NumbaCudaProgram
+    case = CASES[name]
+    (kir,) = _scatter_kernels(case, "numba-cuda")
+    (st,) = [s for s in kir.phases[0].pre if isinstance(s, K.Store)]
+    with pytest.raises(UnsupportedError, match=rf"np\.{st.combine}\.at into a {kir.outputs[0].dtype} array.*use backend='cuda'"):
+        numba_cuda.emit(kir)
+    plan = kfuse.jit(case.fn, backend="numba-cuda").lower(*case.args).plan
+    with pytest.raises(UnsupportedError, match="use backend='cuda'"):
+        NumbaCudaProgram(plan)
+
+
+# ------------------------------------------------------------------------------ on a GPU
+
+BACKENDS = ["cuda", "numba-cuda"]
+
+
+def _run(case: Case, backend: str, cupy_for, *, autotune=None):
+    """``case.fn`` on ``backend`` with the arguments copied to the GPU: (result, first argument
+    after the call) as NumPy arrays."""
+    cp = cupy_for(backend)
+    dev = [cp.asarray(a) for a in case.args]
+    f = kfuse.jit(case.fn, backend=backend, **({"autotune": autotune} if autotune else {}))
+    out = f(*dev)
+    cp.cuda.get_current_stream().synchronize()
+    return cp.asnumpy(out), cp.asnumpy(dev[0])
+
+
+def _check(case: Case, got, want) -> None:
+    for g, w in zip(got, want):
+        if case.exact:
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+        else:
+            assert_matches_numpy(g, w, reductions=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_scatter_on_the_gpu_matches_numpy(name, backend, cupy_for):
+    case = CASES[name]
+    cupy_for(backend)
+    if backend == "numba-cuda" and case.numba is None:
+        with pytest.raises(UnsupportedError, match="use backend='cuda'"):
+            _run(case, backend, cupy_for)
+        return
+    args = [a.copy() for a in case.args]
+    with np.errstate(invalid="ignore"):      # NaN values in max/min
+        want = case.fn(*args)
+    _check(case, _run(case, backend, cupy_for), (want, args[0]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeated_plain_stores_land_one_of_their_values(backend, cupy_for):
+    x, i, v = _base("float64"), _repeated(300), _values("float64", 300)
+    got, _ = _run(Case(set_1d, (x, i, v), "", ""), backend, cupy_for)
+    pos = i % N
+    for p in range(N):
+        assert got[p] in set(v[pos == p]) if (pos == p).any() else got[p] == x[p]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_domain_copies_the_base(backend, cupy_for):
+    case = Case(add_at, (_base("int32"), np.zeros(0, np.int64), np.zeros(0, np.int32)), "", "add")
+    got, arg = _run(case, backend, cupy_for)
+    np.testing.assert_array_equal(got, case.args[0])
+    np.testing.assert_array_equal(arg, case.args[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strided_base_and_dead_intermediate(backend, cupy_for):
+    """A transposed (non-contiguous) base is copied element by element; a base that is an earlier
+    kernel's dead output is written in place (``Plan.scatters_in_place``): NumPy's values both."""
+    def strided(x, i, v):
+        y = x.T
+        np.add.at(y, i, v)
+        return y * 1
+    def dead(x, i, v):
+        y = x.T * 2
+        np.add.at(y, i, v)
+        return y + 1
+    x, i, v = _base("int64", (4, N)), _repeated(), _values("int64", M * 4).reshape(M, 4)
+    for fn in (strided, dead):
+        case = Case(fn, (x, i, v), "", "add")
+        want = fn(*[a.copy() for a in case.args])
+        got, _ = _run(case, backend, cupy_for)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.gpu
+def test_torch_tensors_go_through_the_same_copy(cupy_for):
+    torch = pytest.importorskip("torch")
+    cupy_for("cuda")
+    case = CASES["add_at_int64"]
+    x, i, v = (torch.as_tensor(a, device="cuda") for a in case.args)
+    got = kfuse.jit(add_at, backend="cuda")(x, i, v).cpu().numpy()
+    np.testing.assert_array_equal(got, add_at(*[a.copy() for a in case.args]))
+
+
+@pytest.mark.gpu
+def test_autotuned_scatter_matches_numpy(cupy_for, tmp_path, monkeypatch):
+    from kfuse import config
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
+    config.reload()
+    try:
+        for name in ("add_at_int32", "maximum_at_float64"):
+            case = CASES[name]
+            with np.errstate(invalid="ignore"):
+                want = case.fn(*[a.copy() for a in case.args])
+            got, _ = _run(case, "cuda", cupy_for, autotune="on")
+            np.testing.assert_array_equal(got, want)
+    finally:
+        monkeypatch.undo()
+        config.reload()
