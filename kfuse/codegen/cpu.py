@@ -287,7 +287,7 @@ class _Emitter:
         if isinstance(st, K.Index):
             return f"{st.dst} = np.int64({st.expr})"
         if isinstance(st, K.Search):
-            return f"{st.dst} = {self.use('_search_' + st.side)}(in{st.buf}, {st.n}, {st.key})"
+            return f"{st.dst} = {self.use('_search_' + st.side)}(in{st.buf}, {st.n}, 1, {st.key})"
         if isinstance(st, K.Op):
             return f"{st.dst} = {self.op_expr(st)}"
         if isinstance(st, K.Scan):              # the running value is dst itself (set before the loop)

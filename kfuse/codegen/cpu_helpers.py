@@ -47,22 +47,6 @@ def _fval_{_T}(k):
     """The {_T} whose _fkey_{_T} is k (the map is its own inverse)."""
     return np.{_I}(k ^ ((k >> np.{_I}({_B})) & np.{_I}({(1 << _B) - 1}))).view(np.{_T})
 ''')
-for _side, _below in (("left", "x < v or (v != v and x == x)"),
-                      ("right", "not (v < x or (x != x and v == v))")):
-    _helper(f"_search_{_side}", f'''
-@numba.njit(error_model="numpy")
-def _search_{_side}(a, n, v):
-    """np.searchsorted(a[:n], v, side="{_side}") of a sorted a, NaN after every number."""
-    lo, hi = np.int64(0), np.int64(n)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        x = a[mid]
-        if {_below}:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-''')
 _helper("_h2f", '''
 @numba.njit(error_model="numpy")
 def _h2f(h):

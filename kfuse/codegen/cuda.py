@@ -160,6 +160,11 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
             return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
+        if isinstance(s, K.Search):     # a binary search of the table (cuda_ops.PRELUDE)
+            self.dt[s.dst] = "int64"
+            right = "true" if s.side == "right" else "false"
+            return (f"const long long {s.dst} = kf_search<{right}>(in{s.buf}, (long long){index_c(s.n)}, "
+                    f"(long long)st_in{s.buf}_0, ({_STYPE[s.dtype]}){s.key});")
         if isinstance(s, K.Scan):       # the running value is dst itself, declared before the loop
             return f"{s.dst} = {self.op_value(s.step(s.dst))};"
         if isinstance(s, K.Store) and s.combine:    # a scatter's ufunc.at: atomic (codegen.cuda_scatter)

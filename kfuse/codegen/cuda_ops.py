@@ -72,6 +72,18 @@ template <typename T, int N> __device__ __forceinline__ KfVec<T, N> NAME(const T
 }
 KF_LDHINT(kf_ldlast, "evict_last")
 KF_LDHINT(kf_ldfirst, "evict_first")
+// np.searchsorted(a[:n:st], v): a binary search of a sorted table, NaN after every number (RIGHT:
+// side="right", the elements not above v; else those below it)
+template <bool RIGHT, typename T> __device__ long long kf_search(const T* a, long long n, long long st, T v) {
+  long long lo = 0, hi = n;
+  while (lo < hi) {
+    const long long mid = (lo + hi) >> 1;
+    const T x = a[mid * st];
+    const bool below = RIGHT ? !(v < x || (x != x && v == v)) : (x < v || (v != v && x == x));
+    if (below) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
 template <typename T, int N> __device__ __forceinline__ void kf_stcs(T* p, const KfVec<T, N>& v) {
   if constexpr (sizeof(v) == 16) __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
   else if constexpr (sizeof(v) == 8) __stcs(reinterpret_cast<int2*>(p), *reinterpret_cast<const int2*>(&v));

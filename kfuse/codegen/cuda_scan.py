@@ -29,7 +29,7 @@ from .cuda_shapes import SPLIT_SLOT
 
 
 def _dtype(s) -> str:
-    return "int64" if isinstance(s, K.Index) else s.dtype
+    return "int64" if isinstance(s, (K.Index, K.Search)) else s.dtype
 
 
 class ScanEmitter:

@@ -130,7 +130,7 @@ def lane_invariant(stmts, loads, last: str) -> list:
             continue
         need.add(v)
         s = defs[v]
-        stack += list(s.args) if isinstance(s, K.Op) else [e.name for e in _ivals(K.stmt_index(s))]
+        stack += K.stmt_reads(s)
     out = [s for s in stmts if getattr(s, "dst", None) in need]
     assert not any(last in set().union(*map(K.expr_vars, K.stmt_index(s))) for s in out)
     return out

@@ -2,7 +2,8 @@
 floor division, remainder, fmod and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
 wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative signed right shift;
 unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands), and
-gcd/lcm of magnitudes (``_uabs``) as NumPy's npy_gcd/npy_lcm compute them.
+gcd/lcm of magnitudes (``_uabs``) as NumPy's npy_gcd/npy_lcm compute them, and the binary
+searches of ``np.searchsorted`` (``_search_left``/``_search_right``).
 :mod:`kfuse.codegen.cpu_helpers` compiles them with ``numba.njit``, :mod:`kfuse.codegen.numba_cuda_ops`
 as ``cuda.jit`` device functions (:func:`decorated`). One float pair is shared the same way, with
 each emitter's math functions: np.logaddexp/np.logaddexp2 step by step (:func:`logaddexp_sources`)."""
@@ -97,6 +98,24 @@ def _lcm(a, b):
     return a // g * b
 ''',
 }
+
+
+for _side, _below in (("left", "x < v or (v != v and x == x)"),
+                      ("right", "not (v < x or (x != x and v == v))")):
+    _SOURCES[f"_search_{_side}"] = f'''
+def _search_{_side}(a, n, st, v):
+    """np.searchsorted(a[:n:st], v, side="{_side}") of a sorted a, NaN after every number (a
+    binary search; the CPU passes st 1, the GPU the flat buffer's stride)."""
+    lo, hi = np.int64(0), np.int64(n)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        x = a[mid * st]
+        if {_below}:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+'''
 
 
 def decorated(decorator: str) -> dict[str, str]:

@@ -191,6 +191,10 @@ class _Gen:
         if isinstance(s, K.Op):
             self.dt[s.dst] = s.dtype
             return f"{self.n(s.dst)} = {self.op_value(s)}"
+        if isinstance(s, K.Search):         # a binary search of the flat table (int_helpers)
+            self.dt[s.dst] = "int64"
+            return (f"{self.n(s.dst)} = {self.use('_search_' + s.side)}(in{s.buf}, {self.ix(s.n)}, "
+                    f"st_in{s.buf}_0, {self.n(s.key)})")
         if isinstance(s, K.Scan):           # the running value is dst itself (started before the loop)
             self.dt[s.dst] = s.dtype
             return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
@@ -276,7 +280,7 @@ class _Gen:
         # loads first (a gather's load after the statements computing its position)
         early = [s for s in stmts if isinstance(s, (K.Load, K.Index)) and not K.gathers(K.stmt_index(s))]
         ids = {id(s) for s in early}
-        order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load, K.Index)) and id(s) not in ids]
+        order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load, K.Index, K.Search)) and id(s) not in ids]
                  + [s for s in stmts if isinstance(s, K.Store)])
 
         def lanes(n: int) -> list[str]:

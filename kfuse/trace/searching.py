@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import at
+from ..ir.dtypes import is_float
 from ..ir.ops import Op
 from . import indexing
 from .core import Tracer, as_node, cast, loc, mk, operand, unsupported
@@ -30,7 +31,7 @@ def searchsorted(a, v, side="left", sorter=None):
         table = indexing.take(Tracer(table), sorter).node
     key = operand(np.asarray(v) if isinstance(v, (list, tuple)) else v, "values of np.searchsorted")
     common = np.result_type(table.dtype, key.dtype)
-    if common == np.float16:            # float32 orders float16 values exactly
+    if is_float(common) and common.itemsize == 2:   # float32 orders float16/bfloat16 values exactly
         common = np.dtype(np.float32)
     keys = as_node(v if isinstance(v, Tracer) else np.asarray(v, common), "values of np.searchsorted")
     return Tracer(mk(Op.SEARCHSORTED, np.int64, keys.shape, [cast(table, common), cast(keys, common)],

@@ -1,0 +1,40 @@
+"""Search kernels (``np.searchsorted``, ``np.digitize``, ``np.interp``) compile on both GPU backends
+without a GPU: the binary search is a call on the table's buffer (CUDA C ``kf_search``, Numba-CUDA
+``_search_left``/``_search_right``), and the PTX assembles with ptxas for sm_90, in elementwise,
+row-reduction, scan and scatter kernels. Values are checked on a GPU by tests/runtime/test_search_jit.py."""
+import numpy as np
+import pytest
+
+from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+
+
+def left(a, v):
+    return np.searchsorted(a, v * 2)
+
+
+def right_rows(a, v):
+    return (np.searchsorted(a, v, side="right") > 3).sum(axis=1)
+
+
+def in_a_scan(a, v):
+    return np.cumsum(np.searchsorted(a, v), axis=1)
+
+
+def interp(a, v):
+    return np.interp(v, a, np.cos(a))
+
+
+def histogram(a, v):                # a search feeding a scatter's positions
+    h = np.zeros_like(a, dtype=np.int64)
+    np.add.at(h, np.minimum(np.searchsorted(a, v), 36), 1)
+    return h
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "i8", "u32", "b1"])
+@pytest.mark.parametrize("fn", [left, right_rows, in_a_scan, interp, histogram], ids=lambda f: f.__name__)
+def test_search_kernels_compile_to_ptx(fn, dtype, backend, tmp_path):
+    if dtype == "b1" and fn in (left, interp):
+        pytest.skip("arithmetic on booleans is covered by i8")
+    src = compile_to_ptx(fn, backend, (f"{dtype}[37]", f"{dtype}[16,24]"), tmp_path, f"{fn.__name__}_{dtype}")
+    assert ("kf_search<" in src) if backend == "cuda" else ("_search_" in src)
