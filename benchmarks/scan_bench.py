@@ -18,9 +18,7 @@ import os
 import cupy as cp
 import numpy as np
 
-import kfuse
 import peer_timing
-from peer_timing import copy_ms, interleaved
 
 
 def row_cumsum(x):
@@ -59,7 +57,6 @@ def _cupy_fns():
 
 
 def main():
-    import torch
     out_dir = os.environ.get("OUT", ".")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8192, 4096)).astype(np.float32)
@@ -71,28 +68,9 @@ def main():
     tfns, cfns = _torch_fns(), _cupy_fns()
     rows = []
     for name, (fn, host) in cases.items():
-        args = [cp.asarray(a) for a in host]
-        targs = [torch.as_tensor(a, device="cuda") for a in host]
-        kf = kfuse.jit(fn)
-        tc = torch.compile(tfns[name])
         with np.errstate(all="ignore"):
             want = np.asarray(fn(*[a.astype(np.float64) for a in host]))
-        scale = float(np.max(np.abs(want))) or 1.0
-        outs = {"kfuse[cuda]": lambda: cp.asnumpy(kf(*args)), "torch.compile": lambda: tc(*targs).cpu().numpy(),
-                "torch eager": lambda: tfns[name](*targs).cpu().numpy(), "cupy eager": lambda: cp.asnumpy(cfns[name](*args))}
-        peers = {"kfuse[cuda]": lambda: kf(*args), "torch.compile": lambda: tc(*targs),
-                 "torch eager": lambda: tfns[name](*targs), "cupy eager": lambda: cfns[name](*args)}
-        errs = {}
-        for k in list(peers):
-            try:
-                errs[k] = float(np.max(np.abs(outs[k]() - want))) / scale
-            except Exception as e:      # CuPy: no maximum.accumulate
-                print(f"{name}: {k} skipped ({type(e).__name__}: {e})")
-                del peers[k]
-        times = interleaved(peers)
-        copy = copy_ms(2 * host[0].nbytes)
-        rows += [(name, k, ms, copy / ms * 100, errs.get(k, float("nan"))) for k, ms in times.items()]
-        del args, targs
+        rows += peer_timing.four_peers(name, fn, host, tfns[name], cfns[name], want, 2 * host[0].nbytes)
         cp.get_default_memory_pool().free_all_blocks()
     text = peer_timing.table("scan_bench", "float32; shapes in the module docstring. ms: median of 15 rounds of "
                              "10 calls; % copy: a cupy copy of the input's bytes read and written, timed in "

@@ -24,9 +24,7 @@ import os
 import cupy as cp
 import numpy as np
 
-import kfuse
 import peer_timing
-from peer_timing import copy_ms, interleaved
 
 
 def embedding_grad(table, ids, g):
@@ -107,40 +105,14 @@ def _cases(rng):
 
 
 def main():
-    import torch
     out_dir = os.environ.get("OUT", ".")
     rng = np.random.default_rng(0)
     tfns, cfns = _torch_fns(), _cupy_fns()
     rows = []
     for name, (fn, host, least) in _cases(rng).items():
-        args = [cp.asarray(a) for a in host]
-        targs = [torch.as_tensor(a, device="cuda") for a in host]
-        kf = kfuse.jit(fn)
-        tc = torch.compile(tfns[name])
         with np.errstate(all="ignore"):
-            ref = [a.copy() for a in host]
-            want = np.asarray(fn(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in ref]))
-        scale = float(np.max(np.abs(want))) or 1.0
-
-        def fresh(xs, lib):             # one call on fresh copies (a scatter writes its argument)
-            return [lib(a) for a in xs]
-        outs = {"kfuse[cuda]": lambda: cp.asnumpy(kf(*fresh(host, cp.asarray))),
-                "torch.compile": lambda: tc(*fresh(host, lambda a: torch.as_tensor(a.copy(), device="cuda"))).cpu().numpy(),
-                "torch eager": lambda: tfns[name](*fresh(host, lambda a: torch.as_tensor(a.copy(), device="cuda"))).cpu().numpy(),
-                "cupy eager": lambda: cp.asnumpy(cfns[name](*fresh(host, cp.asarray)))}
-        peers = {"kfuse[cuda]": lambda: kf(*args), "torch.compile": lambda: tc(*targs),
-                 "torch eager": lambda: tfns[name](*targs), "cupy eager": lambda: cfns[name](*args)}
-        errs = {}
-        for k in list(peers):
-            try:
-                errs[k] = float(np.max(np.abs(outs[k]() - want))) / scale
-            except Exception as e:
-                print(f"{name}: {k} skipped ({type(e).__name__}: {e})")
-                del peers[k]
-        times = interleaved(peers)
-        copy = copy_ms(least)
-        rows += [(name, k, ms, copy / ms * 100, errs.get(k, float("nan"))) for k, ms in times.items()]
-        del args, targs
+            want = np.asarray(fn(*[a.astype(np.float64) if a.dtype.kind == "f" else a.copy() for a in host]))
+        rows += peer_timing.four_peers(name, fn, host, tfns[name], cfns[name], want, least, fresh=True)
         cp.get_default_memory_pool().free_all_blocks()
     text = peer_timing.table("scatter_bench", "shapes in the module docstring. ms: median of 15 rounds of 10 "
                              "calls; % copy: a cupy copy of the bytes the case reads and writes at least, "

@@ -17,9 +17,7 @@ import os
 import cupy as cp
 import numpy as np
 
-import kfuse
 import peer_timing
-from peer_timing import copy_ms, interleaved
 
 
 def searchsorted(table, x):
@@ -67,33 +65,13 @@ def _cases(rng):
 
 
 def main():
-    import torch
     out_dir = os.environ.get("OUT", ".")
     rng = np.random.default_rng(0)
     tfns, cfns = _torch_fns(), _cupy_fns()
     rows = []
     for name, (fn, host, least) in _cases(rng).items():
-        args = [cp.asarray(a) for a in host]
-        targs = [torch.as_tensor(a, device="cuda") for a in host]
-        kf = kfuse.jit(fn)
-        tc = torch.compile(tfns[name])
         want = np.asarray(fn(*host)).astype(np.float64)
-        scale = float(np.max(np.abs(want))) or 1.0
-        outs = {"kfuse[cuda]": lambda: cp.asnumpy(kf(*args)), "torch.compile": lambda: tc(*targs).cpu().numpy(),
-                "torch eager": lambda: tfns[name](*targs).cpu().numpy(), "cupy eager": lambda: cp.asnumpy(cfns[name](*args))}
-        peers = {"kfuse[cuda]": lambda: kf(*args), "torch.compile": lambda: tc(*targs),
-                 "torch eager": lambda: tfns[name](*targs), "cupy eager": lambda: cfns[name](*args)}
-        errs = {}
-        for k in list(peers):
-            try:
-                errs[k] = float(np.max(np.abs(outs[k]().astype(np.float64) - want))) / scale
-            except Exception as e:
-                print(f"{name}: {k} skipped ({type(e).__name__}: {e})")
-                del peers[k]
-        times = interleaved(peers)
-        copy = copy_ms(least)
-        rows += [(name, k, ms, copy / ms * 100, errs.get(k, float("nan"))) for k, ms in times.items()]
-        del args, targs
+        rows += peer_timing.four_peers(name, fn, host, tfns[name], cfns[name], want, least)
         cp.get_default_memory_pool().free_all_blocks()
     text = peer_timing.table("search_bench", "shapes in the module docstring. ms: median of 15 rounds of 10 "
                              "calls; % copy: a cupy copy of the keys' bytes read and the result's written "
