@@ -19,7 +19,7 @@ from . import elementwise as ew
 from . import indexing
 from . import movement as mv
 from .core import Tracer, as_node, broadcast, cast, loc, mk, unsupported
-from .mutation import _assigned, _check_writable, _store, _value_node, getitem
+from .mutation import _assigned, _broadcasts_to, _check_writable, _store, _value_node, getitem
 
 # the IR op of each binary NumPy ufunc (np.divide is np.true_divide)
 _TRACED = ("the array written must be traced (make it with np.zeros_like / np.empty_like of a traced "
@@ -45,7 +45,7 @@ def ufunc_at(ufunc, a, indices, b=None):
     b_node = as_node(np.asarray(b, bd) if not isinstance(b, Tracer) else b, f"operand of np.{name}.at")
 
     def values(shape):
-        if not _broadcasts(b_node.shape, shape):
+        if not _broadcasts_to(b_node.shape, shape):
             raise ValueError(f"array is not broadcastable to correct shape{at(loc())}")
         return broadcast(cast(b_node, loop), shape)
 
@@ -70,13 +70,6 @@ def _loop_dtype(ufunc, a: np.dtype, b: np.dtype) -> np.dtype:
     except TypeError as e:
         e.add_note(f"kfuse: np.{ufunc.__name__}.at{at(loc())}")
         raise
-
-
-def _broadcasts(shape, target) -> bool:
-    try:
-        return np.broadcast_shapes(shape, target) == tuple(target)
-    except ValueError:
-        return False
 
 
 def put(a, ind, v, mode="raise"):
