@@ -8,7 +8,9 @@ math, row/column reduction, register caching), loads the module once per source 
 process-wide, so a new size never recompiles), and launches on the current CuPy stream.
 Matmul groups run their contraction through ``cupy.matmul`` (cuBLAS) and the epilogue as a kernel.
 Scatter groups run as scalar elementwise kernels (``vector_ok`` is false for them: their store
-addresses are data), their outputs started as copies of their bases (``gpu_launch``).
+addresses are data), their outputs started as copies of their bases, or the bases' own buffers: a
+dead intermediate, or the argument a call updates, written in place once its index checks passed
+(``gpu_launch``).
 """
 from __future__ import annotations
 

@@ -10,7 +10,10 @@ plan's groups in order on CuPy arrays (torch tensors as ``interop.tensor_view`` 
 subclasses say how a group's launcher is made and what their stages are. A scatter kernel's output
 starts as a copy of its base (:meth:`LauncherBase.start_from_bases`, before the launch, on the
 same stream), or is the base's own buffer where the plan says nothing else reads it
-(``Plan.scatters_in_place``).
+(``Plan.scatters_in_place``), or is the argument it updates (``Plan.scatters_into_argument``:
+``np.add.at(t, ids, g)`` writes the caller's CuPy array or torch tensor itself, after the index
+checks computed by earlier kernels have been read back and found passing, see
+:meth:`GpuProgram.bases_in_place`; the call then copies nothing back into it).
 """
 from __future__ import annotations
 
@@ -112,6 +115,29 @@ class LauncherBase:
         return all(self.extent(d) for d in range(len(self.kir.domain)))
 
 
+def raise_failed_checks(graph, env) -> None:
+    """NumPy's IndexError for an index check already computed (in ``env``: CuPy arrays or tensor
+    views, read back on the current stream) that failed: called before a kernel writes into an
+    argument in place, as ``runtime.cpu.raise_failed_checks`` is."""
+    for k, message in graph.checks:
+        if bool(interop.as_cupy(env[graph.outputs[k]])):
+            raise IndexError(message)
+
+
+def writable_layout(a) -> bool:
+    """Whether no two elements of ``a`` (a CuPy array or a tensor view) share memory: its dims of
+    extent above 1, by stride magnitude, each step past the whole extent of the smaller ones (the
+    kernels take every buffer's strides, signs included, so any such layout is written as is)."""
+    if not a.size:
+        return True             # (NumPy gives an empty array zero strides: nothing is written)
+    need = a.itemsize
+    for stride, n in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n > 1):
+        if stride < need:
+            return False
+        need = stride * n
+    return True
+
+
 def copy_into(dst, src) -> None:
     """``dst`` (a C-contiguous output, a CuPy array or a tensor view) filled with ``src`` (same
     shape and dtype, any strides) on the current stream: one device-to-device copy where ``src``
@@ -192,6 +218,9 @@ class GpuProgram:
         # scatter group id -> {output: base input} where it writes into its base's buffer
         self._in_place = {g.id: dict(k.init_from) for g, k in zip(plan.groups, kirs)
                           if plan.scatters_in_place(g)}
+        # scatter group id -> its (output, base input) pairs where it may write into the argument
+        self._into_argument = {g.id: k.init_from for g, k in zip(plan.groups, kirs)
+                               if k.init_from and plan.scatters_into_argument(g)}
 
     def _launcher(self, group, kir) -> LauncherBase:
         raise NotImplementedError
@@ -272,6 +301,8 @@ class GpuProgram:
                 outs = self._matmul(g, kir, launch, [interop.as_cupy(a) for a in ins], out_sig, props)
             else:
                 bases = self._in_place.get(g.id, {})
+                if g.id in self._into_argument:
+                    bases = self.bases_in_place(g, ins, env)
                 outs = [ins[bases[k]] if k in bases else empty(shape, dtype)
                         for k, (shape, dtype) in enumerate(out_sig)]
                 launch(ins, outs, props)
@@ -287,12 +318,22 @@ class GpuProgram:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results
 
+    def bases_in_place(self, g, ins, env) -> dict:
+        """A scatter into an argument (``Plan.scatters_into_argument``): ``{output: base input}``
+        for the bases whose own buffer the kernel writes. First the index checks (computed by
+        earlier kernels) are read back, a host sync, and a failed one raises NumPy's IndexError
+        before anything is written into the argument. A base whose elements overlap in memory (a
+        zero stride: a broadcast view) is written through a copy instead (NumPy would refuse to
+        write it; the call's write-back then does what it does for any copy)."""
+        raise_failed_checks(self.plan.graph, env)
+        return {o: i for o, i in self._into_argument[g.id] if writable_layout(ins[i])}
+
     def _single_kernel(self):
         """``(input positions, launcher, output signature)`` when the plan is one non-matmul
         kernel whose outputs are the program's outputs, in order (the common case: its call then
         skips the value environment); else None."""
-        if len(self.plan.groups) != 1 or self.kirs[0].contraction is not None:
-            return None
+        if len(self.plan.groups) != 1 or self.kirs[0].contraction is not None or self._into_argument:
+            return None         # (a scatter into an argument: _run writes the argument itself)
         g, graph = self.plan.groups[0], self.plan.graph
         if tuple(graph.outputs) != tuple(g.outputs) or len(set(g.outputs)) != len(g.outputs):
             return None

@@ -8,8 +8,9 @@ driver's JIT makes the CUBIN; memoised process-wide per device and source text) 
 CuPy on the current stream. The kernels take raw pointers, sizes and element strides in the same
 order as the NVRTC kernels (outputs, inputs, sizes, input strides, output strides), so the launch is
 CuPy's ``Function.__call__``: no numba dispatcher is on the call path. A scatter kernel's output
-starts as a copy of its base (``gpu_launch``); a ``ufunc.at`` that no numba atomic computes exactly
-is refused when the plan is compiled (``codegen.numba_cuda_scatter``).
+starts as a copy of its base, or is the base's own buffer (a dead intermediate, or the argument the
+call updates, once its index checks passed: ``gpu_launch``); a ``ufunc.at`` that no numba atomic
+computes exactly is refused when the plan is compiled (``codegen.numba_cuda_scatter``).
 
 Importing numba.cuda fails with NumPy >= 2.5 (numba-cuda 0.30): :func:`compile_plan` raises one
 :class:`~kfuse.errors.DeviceError` naming the versions and the fix; ``available()`` reports it.

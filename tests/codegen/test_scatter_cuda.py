@@ -78,6 +78,36 @@ def subtract_at(x, i, v):
     return x
 
 
+def and_at(x, i, v):
+    np.logical_and.at(x, i, v)
+    return x
+
+
+def xor_at(x, i, v):
+    np.logical_xor.at(x, i, v)
+    return x
+
+
+def bitwise_or_at(x, i, v):
+    np.bitwise_or.at(x, i, v)
+    return x
+
+
+def bitwise_and_at(x, i, v):
+    np.bitwise_and.at(x, i, v)
+    return x
+
+
+def bitwise_xor_at(x, i, v):
+    np.bitwise_xor.at(x, i, v)
+    return x
+
+
+def divide_at(x, i, v):
+    np.true_divide.at(x, i, v)
+    return x
+
+
 def put(x, i, v):
     np.put(x, i, v)
     return x
@@ -163,8 +193,30 @@ def _cases() -> dict:
         "add_at_int64": Case(add_at, (_base("int64"), _repeated(), _values("int64")),
                              "atomicAdd((unsigned long long*)", "add"),
         "add_at_float16": Case(add_at, (_base("float16"), _repeated(), _values("float16", kind="quarters")),
-                               "atomicCAS", None, False),
-        "or_at_bool": Case(or_at, (_base("bool"), _repeated(), _values("bool")), "atomicCAS", None),
+                               "red.add.noftz.f16", None, False),
+        "or_at_bool": Case(or_at, (_base("bool"), _repeated(), _values("bool")), "atomicOr(w_, acc_)", None),
+        "and_at_bool": Case(and_at, (_base("bool"), _repeated(), ~_values("bool")), "atomicAnd(w_, acc_)", None),
+        "xor_at_bool": Case(xor_at, (_base("bool"), _repeated(), _values("bool")), "atomicXor(w_, acc_)", None),
+        "add_at_int8_int64_values": Case(add_at, (_base("int8"), _repeated(), _values("int64")), "atomicCAS", None),
+        "add_at_int16": Case(add_at, (_base("int16"), _repeated(), _values("int16")), "atomicCAS", None),
+        "subtract_at_uint16": Case(subtract_at, (_base("uint16"), _repeated(), _values("uint16")), "atomicCAS", None),
+        "multiply_at_int8": Case(multiply_at, (_base("int8"), _repeated(), _values("int8")), "atomicCAS", None),
+        "subtract_at_int32": Case(subtract_at, (_base("int32"), _repeated(), _values("int32")),
+                                  "atomicAdd((unsigned int*)", None),
+        "subtract_at_float32": Case(subtract_at, (_base(f32), _repeated(), _values(f32)), "atomicAdd((float*)",
+                                    None, False),
+        "multiply_at_int32": Case(multiply_at, (_base("int32"), _repeated(), _values("int32", kind="integral")),
+                                  "atomicCAS", None),
+        "bitwise_or_at_int8": Case(bitwise_or_at, (_base("int8"), _repeated(), _values("int8")),
+                                   "atomicOr(w_, acc_)", None),
+        "bitwise_and_at_uint16": Case(bitwise_and_at, (_base("uint16"), _repeated(), _values("uint16")),
+                                      "atomicAnd(w_, acc_)", None),
+        "bitwise_xor_at_int64": Case(bitwise_xor_at, (_base("int64"), _repeated(), _values("int64")),
+                                     "atomicXor((unsigned long long*)", None),
+        "maximum_at_float16": Case(maximum_at, (_base("float16"), _repeated(), _values("float16", kind="nonzero")),
+                                   "atomicCAS", None),
+        "divide_at_float32": Case(divide_at, (_base(f32), _repeated(), _values(f32, kind="factors")), "atomicCAS",
+                                  None, False),
         "maximum_at_float64": Case(maximum_at, (_base(f64), _repeated(), _values(f64, kind="nonzero")),
                                    "atomicCAS", None),
         "minimum_at_float32": Case(minimum_at, (_base(f32), _repeated(), _values(f32, kind="nonzero")),
@@ -216,7 +268,7 @@ def test_cuda_c_compiles_to_ptx_ptxas_accepts(name, arch, tmp_path):
     ptx = nvrtc.compile(cuda.emit(kir), arch=arch).ptx
     assert ".entry" in ptx
     if CASES[name].store:
-        assert "atom." in ptx
+        assert "atom." in ptx or "red." in ptx
     _ptxas(ptx, arch, tmp_path / f"{name}_{arch}.ptx")
 
 
@@ -235,20 +287,158 @@ def test_cuda_c_store_is_plain_one_atomic_or_a_cas_loop(name):
 
 
 def test_cas_loops_compute_the_combine_as_the_kernel_computes_ops():
-    """float16 rounds the sum to float16 on the 32-bit word holding the element; a float max
-    propagates NaN (NumPy's maximum); a cast through ``loop`` converts both ways."""
-    half = cuda.emit(_scatter_kernels(CASES["add_at_float16"])[0])
-    assert "kf_h2f(kf_f2h((" in half and "& 0xffffu) << sh_" in half and "(size_t)p_ & 3" in half
+    """float16 rounds on the 32-bit word holding the element (its two halves at bits 0 and 16);
+    a float max propagates NaN (NumPy's maximum, float16's keeping the first of equal values); a
+    cast through ``loop`` converts both ways."""
+    half = cuda.emit(_scatter_kernels(CASES["maximum_at_float16"])[0])
+    assert "kf_h2f(kf_f2h(kf_maxnan_h<float>(" in half and "(size_t)p_ & 3" in half
+    assert "& 0xffffu) << 0)" in half and "& 0xffffu) << 16)" in half
     assert "unsigned int seen_ = *w_" in half
     byte = cuda.emit(_scatter_kernels(CASES["add_at_int8"])[0])
-    assert "kf_narrow<signed char>" in byte and "& 0xffu) << sh_" in byte
+    assert "kf_narrow<signed char>" in byte and "& 0xffu) << 24)" in byte
     fmax = cuda.emit(_scatter_kernels(CASES["maximum_at_float64"])[0])
-    assert "kf_maxnan<double>" in fmax and "atomicCAS(w_, want_, (u64)__double_as_longlong(" in fmax
+    assert "kf_maxnan<double>" in fmax and "put_ = (u64)__double_as_longlong(" in fmax
+    assert "atomicCAS(w_, want_, put_)" in fmax
     assert "sh_" not in fmax                # an 8-byte element is its own word
     fmin = cuda.emit(_scatter_kernels(CASES["minimum_at_float32"])[0])
     assert "kf_minnan<float>" in fmin and "__float_as_uint(" in fmin
     cast = cuda.emit(_scatter_kernels(CASES["subtract_at_float64_into_int32"])[0])
     assert "((double)v" in cast and "((int)v" in cast and "atomicCAS" in cast
+
+
+def _store_of(case: Case) -> str:
+    """The CUDA C block of the case's combining store."""
+    src = cuda.emit(_scatter_kernels(case)[0])
+    start = src.index("{  // store")
+    depth, k = 0, start
+    while True:
+        depth += {"{": 1, "}": -1}.get(src[k], 0)
+        if depth == 0:
+            return src[start:k + 1]
+        k += 1
+
+
+def test_contended_int8_add_aggregates_a_warps_values_per_word_first():
+    """``np.add.at`` into int8 with int64 values (a Python int's loop): the values are narrowed to
+    int8 first (exact: wrapping), the lanes of a warp on one 32-bit word are found with
+    ``__match_any_sync``, their values summed per byte of the word with shuffles every lane of the
+    group runs alike, and one compare-and-swap loop of the group's lowest lane updates every byte
+    the warp touched, backing off when it loses."""
+    body = _store_of(CASES["add_at_int8_int64_values"])
+    assert "kf_narrow<signed char>(v" in body
+    assert "__activemask()" in body and "__match_any_sync(am_, (unsigned long long)(w_))" in body
+    assert "__shfl_sync(peers_, " in body and "if (lead_) {" in body
+    assert body.count("atomicCAS(") == 1 and "__nanosleep(" in body
+    for k in range(4):                      # each byte of the word: its own sum and update
+        assert f"if (has_ & {1 << k}u) {{" in body and f"& 0xffu) << {8 * k})" in body
+    assert "__match_any_sync" in _store_of(CASES["add_at_int8"])
+
+
+def test_bool_or_and_xor_are_one_bit_atomic_on_the_word():
+    """bool's or/and/xor (and narrow integers' bitwise ops): the element's bits shifted into its
+    32-bit word (and-ed with ones elsewhere), combined over the warp's lanes on that word, one
+    hardware atomic: no compare-and-swap loop."""
+    for name, fn in (("or_at_bool", "atomicOr"), ("and_at_bool", "atomicAnd"), ("xor_at_bool", "atomicXor"),
+                     ("bitwise_or_at_int8", "atomicOr"), ("bitwise_and_at_uint16", "atomicAnd")):
+        body = _store_of(CASES[name])
+        assert f"if (lead_) {fn}(w_, acc_);" in body, name
+        assert "atomicCAS" not in body and "__nanosleep" not in body and "__match_any_sync" in body
+    assert "| ~(0xffu << sh_)" in _store_of(CASES["and_at_bool"])       # the word's other bytes kept
+    assert "| ~(0xffffu << sh_)" in _store_of(CASES["bitwise_and_at_uint16"])
+    assert "~(0xffu << sh_)" not in _store_of(CASES["or_at_bool"])
+
+
+def test_order_dependent_combines_keep_the_plain_cas_loop():
+    """true_divide (and a max computed in a wider loop, a float add through float64) applies each
+    value on its own: no aggregation, one compare-and-swap loop a value."""
+    def max_wide(x, i, v):
+        np.maximum.at(x, i, v)
+        return x
+    cases = [CASES["divide_at_float32"], CASES["subtract_at_float64_into_int32"],
+             Case(max_wide, (_base("int8"), _repeated(), _values("int64")), "atomicCAS", None),
+             Case(add_at, (_base("float32"), _repeated(), _values("float64")), "atomicCAS", None)]
+    for case in cases:
+        body = _store_of(case)
+        assert "__match_any_sync" not in body and "__shfl_sync" not in body and "lead_" not in body
+        assert body.count("atomicCAS(") == 1 and "__nanosleep(" in body
+
+
+def test_hardware_atomics_take_the_warps_combined_value():
+    body = _store_of(CASES["add_at_float32"])
+    assert "__match_any_sync(am_, (unsigned long long)(ep_))" in body
+    assert "if (lead_) atomicAdd((float*)(ep_), (float)v0_g);" in body
+    sub = _store_of(CASES["subtract_at_int32"])      # x - a - b == x + (0 - (a + b)), wrapping
+    assert "atomicAdd((unsigned int*)(ep_), (unsigned int)0 - (unsigned int)" in sub
+    fsub = _store_of(CASES["subtract_at_float32"])
+    assert "atomicAdd((float*)(ep_), -(float)" in fsub
+    half = _store_of(CASES["add_at_float16"])         # float16: each partial sum rounded to float16
+    assert "kf_h2f(kf_f2h((v0_g + xv_)))" in half and "red.add.noftz.f16" in half
+    assert "atomicXor((unsigned long long*)(ep_)" in _store_of(CASES["bitwise_xor_at_int64"])
+
+
+@pytest.mark.parametrize("ufunc, out, values, want", [
+    ("add", "int8", "int8", ("cas", True)),
+    ("add", "int8", "int64", ("cas", True)),            # narrowed: wrapping add commutes with truncation
+    ("add", "int32", "int64", ("atomic", True)),
+    ("add", "bool", "int64", ("cas", False)),           # int64 -> bool is != 0, not a truncation
+    ("subtract", "uint8", "int64", ("cas", True)),
+    ("multiply", "int16", "int16", ("cas", True)),
+    ("maximum", "int8", "int8", ("cas", True)),
+    ("maximum", "int8", "int64", ("cas", False)),       # max in int64, then truncated: order matters
+    ("maximum", "int32", "int32", ("atomic", True)),
+    ("maximum", "float32", "float32", ("cas", True)),
+    ("fmin", "float64", "float64", ("cas", True)),
+    ("add", "float16", "float16", ("atomic", True)),
+    ("add", "float32", "float64", ("cas", False)),      # float64 sum rounded to float32 each time
+    ("multiply", "float32", "float32", ("cas", True)),
+    ("logical_or", "bool", "bool", ("bits", True)),
+    ("logical_xor", "bool", "bool", ("bits", True)),
+    ("maximum", "bool", "bool", ("bits", True)),
+    ("logical_or", "int8", "int8", ("cas", False)),     # computed in bool, cast back
+    ("bitwise_xor", "uint16", "int64", ("bits", True)),
+    ("bitwise_and", "int32", "int32", ("atomic", True)),
+    ("true_divide", "float32", "float32", ("cas", False)),
+    ("power", "int8", "int8", ("cas", False)),
+    ("floor_divide", "int16", "int16", ("cas", False)),
+    ("left_shift", "uint8", "uint8", ("cas", False)),
+])
+def test_which_combines_aggregate_and_which_use_a_hardware_atomic(ufunc, out, values, want):
+    from kfuse.codegen.cuda_scatter import strategy
+    u = getattr(np, ufunc)
+
+    def f(x, i, v):
+        u.at(x, i, v)
+        return x
+    (kir,) = _scatter_kernels(Case(f, (np.zeros(N, out), _repeated(), np.ones(M, values)), "", ""))
+    (st,) = [s for s in kir.phases[0].pre if isinstance(s, K.Store)]
+    assert strategy(st, kir.outputs[0].dtype) == want
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_aggregated_stores_compile_in_every_launch_shape(arch, tmp_path):
+    """Several elements a thread (the unrolled unit loop, its guard), the exact grid (no guard),
+    64-bit index math: the warp's groups are formed inside each, and NVRTC and ptxas accept them."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from kfuse.codegen import nvrtc
+    for name in ("add_at_int8_int64_values", "or_at_bool", "maximum_at_float16", "add_at_float32",
+                 "multiply_at_int32"):
+        (kir,) = _scatter_kernels(CASES[name])
+        v = cuda_shapes.default_variant(kir)
+        for variant in (dataclasses.replace(v, ept=2), dataclasses.replace(v, ept=4, exact=True),
+                        dataclasses.replace(v, idx64=True)):
+            src = cuda.emit(kir, variant)
+            assert "__match_any_sync" in src
+            ptx = nvrtc.compile(src, arch=arch).ptx
+            _ptxas(ptx, arch, tmp_path / f"{name}_{arch}.ptx")
+
+
+def test_warp_aggregation_can_be_switched_off(monkeypatch):
+    from kfuse.codegen import cuda_scatter
+    monkeypatch.setattr(cuda_scatter, "WARP_AGGREGATE", False)
+    byte = _store_of(CASES["add_at_int8"])
+    assert "__match_any_sync" not in byte and "atomicCAS(w_, want_, put_)" in byte and "sh_)" in byte
+    assert "atomicOr(w_, bits_);" in _store_of(CASES["or_at_bool"])
+    assert "atomicAdd((float*)(ep_), (float)v0);" in _store_of(CASES["add_at_float32"])
 
 
 def test_plain_store_writes_at_the_position_through_the_output_strides():
@@ -443,3 +633,99 @@ def test_autotuned_scatter_matches_numpy(cupy_for, tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         config.reload()
+
+
+# ------------------------------------------------------------------------------ contention, on a GPU
+
+def _contended(ufunc: str, out: str, values: str, slots: int, n: int = 1 << 20):
+    """``n`` values into ``slots`` positions (every warp's lanes collide), base and values of the
+    given dtypes; or/and/xor values sparse enough (and the odd positions untouched where that
+    matters) that the result is not all ones or all zeros."""
+    rng = _rng(7)
+    idx = rng.integers(-slots, slots, n)
+    odd = (idx % slots) % 2 == 1
+    if out == "bool":
+        base = rng.random(slots) < 0.5
+    else:
+        info = np.iinfo(out)
+        base = rng.integers(max(info.min, -100), min(info.max, 100), slots).astype(out)
+    if values == "bool":
+        v = rng.random(n) < 0.5
+        v = v & ~odd if ufunc == "logical_or" else v | odd if ufunc == "logical_and" else v
+    elif ufunc.startswith("bitwise_"):
+        bits = 8 * np.dtype(out).itemsize
+        one = (np.int64(1) << rng.integers(0, bits, n)) * (rng.random(n) < 3.0 * slots / n)
+        v = (~one if ufunc == "bitwise_and" else one).astype(values)
+    elif ufunc == "multiply":
+        v = rng.choice(np.array([1, 1, 1, 3, 5, 7, 255]), n).astype(values)     # odd: no collapse to 0
+    else:
+        info = np.iinfo(values)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        v = rng.integers(lo, hi, n)
+        limit = rng.permutation(np.linspace(lo, hi - 1, slots).astype(np.int64))[idx % slots]   # a max (min) each
+        v = np.minimum(v, limit) if ufunc == "maximum" else np.maximum(v, limit) if ufunc == "minimum" else v
+        v = v.astype(values)
+    u = getattr(np, ufunc)
+
+    def f(x, i, w):
+        u.at(x, i, w)
+        return x
+    return f, (base, idx, v)
+
+
+CONTENDED = [
+    ("add", "int8", "int8", 37), ("add", "int8", "int64", 3), ("add", "uint8", "uint8", 3),
+    ("add", "uint8", "int64", 40), ("add", "int16", "int16", 5), ("add", "uint16", "int64", 33),
+    ("subtract", "int8", "int8", 7), ("subtract", "uint16", "uint16", 3), ("multiply", "uint8", "uint8", 6),
+    ("multiply", "int16", "int64", 9), ("maximum", "int8", "int8", 3), ("minimum", "uint16", "uint16", 11),
+    ("maximum", "int32", "int32", 3), ("minimum", "int64", "int64", 40), ("maximum", "uint8", "uint8", 40),
+    ("logical_or", "bool", "bool", 3), ("logical_or", "bool", "bool", 40), ("logical_and", "bool", "bool", 5),
+    ("logical_xor", "bool", "bool", 7), ("bitwise_or", "uint8", "uint8", 5), ("bitwise_and", "int16", "int16", 3),
+    ("bitwise_xor", "int8", "int64", 9), ("add", "int32", "int64", 3), ("multiply", "int32", "int32", 4),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ufunc, out, values, slots", CONTENDED)
+def test_contended_combines_are_exact_on_the_gpu(ufunc, out, values, slots, cupy_for):
+    """1M values into 3 to 40 positions: each warp's lanes hit a few words many times over, the
+    warp's aggregate and the other warps' updates interleave; NumPy's result bit for bit."""
+    fn, args = _contended(ufunc, out, values, slots)
+    want = fn(*[a.copy() for a in args])
+    got, arg = _run(Case(fn, args, "", ""), "cuda", cupy_for)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(arg, want)
+
+
+@pytest.mark.gpu
+def test_contended_float_combines_on_the_gpu(cupy_for):
+    """float16 adds through ``red.add.noftz.f16`` (every partial sum, in any order, an integer of at
+    most 2048 in magnitude: exact), float32 max with NaN, a float64 product of powers of two (exact
+    in any order): NumPy's values bit for bit."""
+    rng = _rng(8)
+    n = 1 << 20
+    cases = [(add_at, (np.zeros(16, np.float16), rng.integers(0, 16, 16 * 1900),
+                       rng.integers(-1, 2, 16 * 1900).astype(np.float16)), True),
+             (maximum_at, (np.zeros(3, np.float32), rng.integers(0, 3, n), rng.standard_normal(n).astype(np.float32)),
+              True),
+             (multiply_at, (np.ones(7), rng.integers(0, 7, 4000), rng.choice([0.5, 2.0, -1.0], 4000)), True)]
+    cases[1][1][2][12345] = np.nan
+    for fn, args, exact in cases:
+        with np.errstate(invalid="ignore"):
+            want = fn(*[a.copy() for a in args])
+        got, _ = _run(Case(fn, args, "", ""), "cuda", cupy_for)
+        np.testing.assert_array_equal(got, want) if exact else assert_matches_numpy(got, want, reductions=True)
+
+
+@pytest.mark.gpu
+def test_contended_int8_add_into_three_slots_completes(cupy_for):
+    """The compare-and-swap loop under the worst contention: 1M int8 adds into 3 positions of one
+    32-bit word (a Python int's loop, int64). Before warp aggregation this took seconds (31 s for
+    uint8 on an H100); it must now take a small fraction of a second, which a slow test shows."""
+    rng = _rng(9)
+    base = np.zeros(3, np.int8)
+    idx, v = rng.integers(0, 3, 1 << 20), np.ones(1 << 20, np.int64)
+    want = add_at(base.copy(), idx, v)
+    for _ in range(3):      # the first call compiles
+        got, _ = _run(Case(add_at, (base, idx, v), "", ""), "cuda", cupy_for)
+        np.testing.assert_array_equal(got, want)
