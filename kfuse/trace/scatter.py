@@ -18,7 +18,7 @@ from ..ir.ops import BINARY, BY_UFUNC, Op
 from . import elementwise as ew
 from . import indexing
 from . import movement as mv
-from .core import Tracer, as_node, broadcast, cast, loc, mk, unsupported
+from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, unsupported
 from .mutation import _assigned, _broadcasts_to, _check_writable, _store, _value_node, getitem
 
 # the IR op of each binary NumPy ufunc (np.divide is np.true_divide)
@@ -41,7 +41,7 @@ def ufunc_at(ufunc, a, indices, b=None):
     if isinstance(b, (list, tuple)):
         b = np.asarray(b)
     bd = b.dtype if isinstance(b, (Tracer, np.ndarray, np.generic)) else np.asarray(b).dtype
-    loop = _loop_dtype(ufunc, a.dtype, bd)
+    loop = _narrowed(op, a.dtype, _loop_dtype(ufunc, a.dtype, bd), b)
     b_node = as_node(np.asarray(b, bd) if not isinstance(b, Tracer) else b, f"operand of np.{name}.at")
 
     def values(shape):
@@ -52,7 +52,7 @@ def ufunc_at(ufunc, a, indices, b=None):
     key = indices if isinstance(indices, tuple) else (indices,)
     if indexing.is_advanced(key):
         new, basic = indexing.scatter(a.node, key, values, mode=op.value, loop=loop)
-        _store(a, _assigned(a.node, basic, Tracer(new)))
+        _store(a, _assigned(a.node, basic, Tracer(_summed_wide(new))))
         return None
     if any(isinstance(k, Tracer) for k in key):
         raise unsupported(f"np.{name}.at with a traced boolean mask", f"use a[mask] = np.{name}(a, b)[mask]")
@@ -60,6 +60,47 @@ def ufunc_at(ufunc, a, indices, b=None):
     res = ew.apply_ufunc(op.value, Tracer(cast(as_node(piece), loop)), Tracer(values(piece.shape)))
     _store(a, _assigned(a.node, key, Tracer(cast(res.node, a.dtype))))
     return None
+
+
+# ops whose float result computed in a wider float and rounded once equals the op in the narrower
+# one when both operands are of the narrower (p' >= 2p + 2: float64 for float32, float32 for
+# float16), and the NaN-propagating or -ignoring extremes (exact in any width)
+_NARROWABLE = frozenset({"add", "subtract", "multiply", "true_divide", "maximum", "minimum", "fmax", "fmin"})
+
+
+def _narrowed(op: Op, a: np.dtype, loop: np.dtype, b) -> np.dtype:
+    """``a``'s own float dtype instead of NumPy's wider float ``loop`` where that gives the same
+    values (``np.add.at(h32, i, 1)`` computes in float64 and rounds back each time: the same as
+    float32 adds, which a hardware atomic does), that is when every value of ``b`` is one of
+    ``a``'s dtype: a constant equal to itself cast, or a traced array of a dtype ``a``'s holds."""
+    if a.kind != "f" or loop.kind != "f" or loop.itemsize <= a.itemsize or op.value not in _NARROWABLE \
+            or 2 * np.finfo(a).nmant + 4 > np.finfo(loop).nmant + 1:
+        return loop
+    if isinstance(b, Tracer):
+        fits = np.can_cast(b.dtype, a, "safe")
+    else:
+        with np.errstate(all="ignore"):
+            v = np.asarray(b)
+            fits = v.dtype.kind in "biuf" and bool(np.all((v.astype(a) == v) | (v != v)))
+    return np.dtype(a) if fits else loop
+
+
+def _summed_wide(new):
+    """A sub-word integer ``np.add.at``/``np.subtract.at`` with at least as many values as the
+    array has elements (a histogram): the values summed into an int32 array of zeros first (a
+    hardware atomic add on the GPU, where the 8/16-bit combine takes a compare-and-swap a value),
+    then added to the array once, wrapping. Exact: wrapping adds are sums modulo 2**8 (2**16),
+    which 2**32 is a multiple of."""
+    base, vals = new.inputs[:2]
+    mode = new.attr("mode")
+    if base.dtype.kind not in "iu" or base.dtype.itemsize > 2 or mode not in ("add", "subtract") \
+            or vals.size < base.size:
+        return new
+    zeros = broadcast(const_node(0, np.int32), base.shape)
+    summed = mk(Op.SCATTER, np.int32, base.shape, [zeros, cast(vals, np.int32)] + list(new.inputs[2:]),
+                dict(new.attrs, mode="add", loop="int32"))
+    res = ew.apply_ufunc(mode, Tracer(cast(base, np.int32)), Tracer(summed))
+    return cast(res.node, base.dtype)
 
 
 def _loop_dtype(ufunc, a: np.dtype, b: np.dtype) -> np.dtype:
