@@ -1,7 +1,8 @@
 """``kfuse fuzz``: generate N seeded programs, run each through kfuse and NumPy, shrink and write
 every failure, and print ``programs N, mismatches M, crashes C, unsupported U (ops...)``.
 
-Program ``i`` of seed ``S`` is reproducible on its own: ``--seed S --start i --n 1``.
+Program ``i`` of seed ``S`` is reproducible on its own: ``--seed S --start i --n 1`` (with the
+same ``--kind``: ``--kind scatter`` draws that kind of step about half the time, another run).
 Run as ``python3 -m kfuse.fuzz.cli`` (``kfuse fuzz`` delegates to :func:`main`).
 
 ``--jobs J`` runs the programs in J worker processes (spawned; each worker builds program ``i``
@@ -19,7 +20,7 @@ import os
 import sys
 import time
 
-from .generator import generate
+from .generator import KINDS, generate
 from .runner import Result, run_program
 from .shrink import renumber, shrink
 from .writer import write
@@ -60,52 +61,61 @@ def _log(msg: str) -> None:
 def fuzz(n: int, seed: int, backend: str = "cpu", out: str | None = None, start: int = 0,
          max_steps: int = 5, do_shrink: bool = True, verbose: bool = False,
          log=None, jobs: int = 1, time_limit: float | None = None,
-         program_timeout: float | None = 180.0) -> Summary:
+         program_timeout: float | None = 180.0, favor: str | None = None) -> Summary:
     """Run programs ``start .. start+n-1`` of ``seed``; shrink and write failures under ``out``.
     ``jobs > 1`` spreads them over that many worker processes (same programs, same summary).
     ``time_limit`` (seconds): no program starts after it; the ones left out are in ``not_run``.
-    ``program_timeout`` (``jobs > 1``): a program run longer than this is a crash (hung kernel)."""
+    ``program_timeout`` (``jobs > 1``): a program run longer than this is a crash (hung kernel).
+    ``favor``: a kind of step (``generator.KINDS``) drawn about half the time."""
     deadline = time.time() + time_limit if time_limit else None
     if jobs > 1 and n > 1:
         return _fuzz_parallel(n, seed, backend, out, start, max_steps, do_shrink, verbose,
-                              log or _log, jobs, deadline, program_timeout)
+                              log or _log, jobs, deadline, program_timeout, favor)
     return _fuzz_indices(range(start, start + n), seed, backend, out, max_steps, do_shrink,
-                         verbose, log, deadline)
+                         verbose, log, deadline, favor=favor)
 
 
 class _Watchdog:
     """In a worker: one program run (``run_program``) that passes ``timeout`` seconds (a hung
-    kernel never returns) is recorded in ``hang_dir`` and the worker exits; the parent reports
-    that program as a crash and runs the rest again in fresh workers."""
+    kernel never returns), or one program's generation that does (NumPy's own loops can hang on
+    a drawn operand), is recorded in ``hang_dir`` and the worker exits; the parent reports that
+    program as a crash and runs the rest again in fresh workers."""
 
     def __init__(self, timeout: float | None, hang_dir: str | None):
         self.timeout, self.hang_dir = timeout, hang_dir
 
     def run(self, program, backend: str) -> Result:
+        return self._guard(program.index, lambda: run_program(program, backend))
+
+    def generate(self, seed: int, index: int, max_steps: int, favor: str | None):
+        return self._guard(index, lambda: generate(seed, index, max_steps, favor))
+
+    def _guard(self, index: int, fn):
         if not self.timeout:
-            return run_program(program, backend)
+            return fn()
         import threading
 
         def fire():
             if self.hang_dir:
-                with open(os.path.join(self.hang_dir, str(program.index)), "w") as f:
+                with open(os.path.join(self.hang_dir, str(index)), "w") as f:
                     f.write(str(self.timeout))
-            _log(f"[{program.index}] crash: ran past {self.timeout:.0f} s (a hung kernel?); worker exits")
+            _log(f"[{index}] crash: ran past {self.timeout:.0f} s (a hung kernel?); worker exits")
             os._exit(70)
         t = threading.Timer(self.timeout, fire)
         t.daemon = True
         t.start()
         try:
-            return run_program(program, backend)
+            return fn()
         finally:
             t.cancel()
 
 
 def _fuzz_indices(indices, seed: int, backend: str, out: str | None, max_steps: int,
                   do_shrink: bool, verbose: bool, log=None, deadline: float | None = None,
-                  watchdog: _Watchdog | None = None) -> Summary:
+                  watchdog: _Watchdog | None = None, favor: str | None = None) -> Summary:
     log = log or _log
-    run = (watchdog or _Watchdog(None, None)).run
+    watchdog = watchdog or _Watchdog(None, None)
+    run = watchdog.run
     indices = list(indices)
     s = Summary()
     t0 = time.time()
@@ -114,7 +124,7 @@ def _fuzz_indices(indices, seed: int, backend: str, out: str | None, max_steps: 
         if deadline is not None and time.time() > deadline:
             s.not_run.append(indices[k:])
             break
-        p = generate(seed, i, max_steps)
+        p = watchdog.generate(seed, i, max_steps, favor)
         r = run(p, backend)
         s.programs += 1
         if r.status == "unsupported":
@@ -167,14 +177,15 @@ def _worker_init(threads: int) -> None:
 
 def _worker_run(chunk, seed: int, backend: str, out: str | None, max_steps: int,
                 do_shrink: bool, deadline: float | None, program_timeout: float | None,
-                hang_dir: str) -> Summary:
+                hang_dir: str, favor: str | None = None) -> Summary:
     return _fuzz_indices(chunk, seed, backend, out, max_steps, do_shrink, False, None, deadline,
-                         _Watchdog(program_timeout, hang_dir))
+                         _Watchdog(program_timeout, hang_dir), favor)
 
 
 def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int, max_steps: int,
                    do_shrink: bool, verbose: bool, log, jobs: int,
-                   deadline: float | None = None, program_timeout: float | None = 180.0) -> Summary:
+                   deadline: float | None = None, program_timeout: float | None = 180.0,
+                   favor: str | None = None) -> Summary:
     import concurrent.futures as cf
     import multiprocessing
     import tempfile
@@ -186,6 +197,7 @@ def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int,
         part.failures = [(i, Result("crash", why, exc_type=kind), None) for i in idx]
         return part
 
+    backend_arg = f"{backend} --kind {favor}" if favor else backend     # (in the re-run commands)
     pending = [list(c) for c in _chunks(start, n, jobs)]
     jobs = min(jobs, len(pending))
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -200,7 +212,7 @@ def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int,
             with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
                                         initargs=(threads,)) as ex:
                 futs = {ex.submit(_worker_run, c, seed, backend, out, max_steps, do_shrink,
-                                  deadline, program_timeout, hang_dir): c for c in pending}
+                                  deadline, program_timeout, hang_dir, favor): c for c in pending}
                 for fut in cf.as_completed(futs):
                     c = futs[fut]
                     try:
@@ -211,7 +223,7 @@ def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int,
                     except Exception as e:     # noqa: BLE001 - the chunk counts as crashed
                         why = (f"worker failed ({type(e).__name__}: {e}) running programs {c[0]}-"
                                f"{c[-1]}; re-run: --seed {seed} --start {c[0]} --n {len(c)} "
-                               f"--backend {backend}")
+                               f"--backend {backend_arg}")
                         log(f"[{c[0]}-{c[-1]}] crash: {why}")
                         part = crashed(c, why, "worker")
                     total.add(part)
@@ -225,12 +237,12 @@ def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int,
             hung |= new
             for i in sorted(new):
                 total.add(crashed([i], f"ran past {program_timeout:.0f} s (a hung kernel?); re-run: "
-                                       f"--seed {seed} --start {i} --n 1 --backend {backend}", "timeout"))
+                                       f"--seed {seed} --start {i} --n 1 --backend {backend_arg}", "timeout"))
                 done += 1
             if not new or rounds >= 20:     # a worker died without a hang: its chunk is a crash
                 for c in broken:
                     why = (f"a worker died running one of programs {c[0]}-{c[-1]}; re-run: --seed "
-                           f"{seed} --start {c[0]} --n {c[-1] - c[0] + 1} --backend {backend}")
+                           f"{seed} --start {c[0]} --n {c[-1] - c[0] + 1} --backend {backend_arg}")
                     log(f"[{c[0]}-{c[-1]}] crash: {why}")
                     total.add(crashed([i for i in c if i not in hung], why, "worker"))
                 break
@@ -259,6 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--program-timeout", type=float, default=180.0, metavar="S",
                     help="with --jobs: a program (one run) longer than S seconds is a crash "
                          "(a hung kernel); the other programs go on in fresh workers (default 180)")
+    ap.add_argument("--kind", choices=tuple(KINDS), default=None,
+                    help="draw this kind of step about half the time (other programs than without: "
+                         "re-run a program with the same --kind); kinds: " + ", ".join(KINDS))
     ap.add_argument("-v", "--verbose", action="store_true", help="print failing programs, progress")
     return ap
 
@@ -267,8 +282,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     s = fuzz(args.n, args.seed, args.backend, args.out, args.start, args.max_steps,
              not args.no_shrink, args.verbose, jobs=args.jobs, time_limit=args.time_limit,
-             program_timeout=args.program_timeout)
-    print(f"# seed {args.seed}, backend {args.backend}, programs {args.start}-"
+             program_timeout=args.program_timeout, favor=args.kind)
+    kind = f", kind {args.kind}" if args.kind else ""
+    print(f"# seed {args.seed}{kind}, backend {args.backend}, programs {args.start}-"
           f"{args.start + args.n - 1}, jobs {args.jobs}: {s.seconds:.0f} s", file=sys.stderr)
     if s.not_run:
         left = sum(len(r) for r in s.not_run)

@@ -13,15 +13,23 @@ shift counts ``& (bits - 1)``, ldexp's exponents ``(e & 63) - 32``, float->int c
 bits signbit/copysign read are never an op-made NaN's (:meth:`_Gen._sign_operand`). These guards
 live inside the step's own expression, so dropping a step while shrinking can never expose an
 undefined operation (a gather's index arrays are kept in range the same way: ``gen_gather``; a
-float product scan's terms are kept near 1: ``gen_scan``).
-A few programs end with a step NumPy rejects (``-bool``, bad broadcast, ...):
+float product scan's terms are kept near 1: ``gen_scan``; a scatter's ``ufunc.at`` into an integer
+array stays in its range: ``gen_scatter``).
+A few programs end with a step NumPy rejects (``-bool``, bad broadcast, an index out of range...):
 kfuse must raise the same exception type.
+
+Kinds of step (:data:`KINDS`): ufuncs, reductions, movement, matmul and friends, where/clip/astype,
+arrays from pieces and writes into copies (``gen_arrays``), gathers (``gen_gather``), scans
+(``gen_scan``), writes at index positions (``gen_scatter``: item assignment with index arrays,
+``ufunc.at``, ``np.put``, ``np.put_along_axis``, into arguments too). A step that writes into an
+argument or an earlier value (:attr:`Step.in_place`) changes env's arrays as the program's run
+does; a step drawn again after NumPy rejected it first has that write undone.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import gen_arrays, gen_gather, gen_scan
+from . import gen_arrays, gen_gather, gen_scan, gen_scatter
 from .compare import ZERO_SIGN_UNSPECIFIED
 from .gen_scan import scan_steps  # noqa: F401 (re-exported)
 from .program import InputSpec, Program, Step, _evaluate, _fmt_float  # noqa: F401 (re-exported)
@@ -61,6 +69,11 @@ BINARY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
 REDUCTIONS = ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std", "argmax", "argmin")
 _NONEMPTY = ("max", "min", "argmax", "argmin")
 MAX_ELEMENTS = 256          # no intermediate grows past this
+# the kinds of step (each a _Gen method or a gen_* module's function) and how often each is drawn;
+# ``generate(..., favor=kind)`` draws one about half the time (``kfuse fuzz --kind``)
+KINDS = {"unary": 0.27, "binary": 0.33, "reduction": 0.17, "movement": 0.09, "matmul": 0.05,
+         "other": 0.09, "assemble": 0.05, "write": 0.05, "gather": 0.11, "scan": 0.08, "scatter": 0.08}
+ERROR_CHANCE = 0.04         # a step NumPy rejects ends the program this often (else it is redrawn)
 
 
 def _accumulators(dtype) -> tuple:
@@ -78,9 +91,11 @@ def _accumulators(dtype) -> tuple:
 
 
 class _Gen:
-    def __init__(self, seed: int, index: int, max_steps: int):
+    def __init__(self, seed: int, index: int, max_steps: int, favor: str | None = None):
         self.rng = np.random.default_rng([seed & 0xFFFFFFFF, index])
         self.seed, self.index, self.max_steps = seed, index, max_steps
+        self.kind_weights = _kind_weights(favor)
+        self.error_chance = ERROR_CHANCE       # a kind drawing an error on purpose raises it
         self.env: dict[str, np.ndarray] = {}
         self.inputs: list[InputSpec] = []
         self.steps: list[Step] = []
@@ -423,26 +438,36 @@ class _Gen:
                     f".astype(np.{dst.name})")
         return f"{a}.astype(np.{dst.name})"
 
+    def kinds(self) -> dict:
+        """Each kind of step (the keys of KINDS) -> the function drawing one."""
+        return {"unary": self.gen_unary, "binary": self.gen_binary, "reduction": self.gen_reduction,
+                "movement": self.gen_movement, "matmul": self.gen_matmul, "other": self.gen_other,
+                "assemble": lambda: gen_arrays.assemble(self), "write": lambda: gen_arrays.write(self),
+                "gather": lambda: gen_gather.gather(self), "scan": lambda: gen_scan.scan(self),
+                "scatter": lambda: gen_scatter.scatter(self)}
+
     def step(self) -> bool:
         """Add one step; False when the program ended with an expected NumPy error."""
-        kinds = (self.gen_unary, self.gen_binary, self.gen_reduction, self.gen_movement,
-                 self.gen_matmul, self.gen_other, lambda: gen_arrays.assemble(self),
-                 lambda: gen_arrays.write(self), lambda: gen_gather.gather(self),
-                 lambda: gen_scan.scan(self))
-        weights = np.array([0.27, 0.33, 0.17, 0.09, 0.05, 0.09, 0.05, 0.05, 0.11, 0.08])
+        kinds = list(self.kinds().values())
+        weights = self.kind_weights
         for _ in range(30):
-            gen = kinds[int(self.rng.choice(len(kinds), p=weights / weights.sum()))]
+            self.error_chance = ERROR_CHANCE
+            gen = kinds[int(self.rng.choice(len(kinds), p=weights))]
             made = gen()
             if made is None:
                 continue
             step = Step(f"v{len(self.steps)}", *made) if isinstance(made, tuple) else \
                 Step(f"v{len(self.steps)}", made)
+            # a step writing in place changes an earlier value in env: undone if it is redrawn
+            written = np.array(self.env[step.expr]) if step.in_place else None
             try:
                 val = step.run(self.env)
             except Exception:
-                if self.chance(0.04):
+                if self.chance(self.error_chance):
                     self.steps.append(step)
                     return False
+                if written is not None and self.env[step.expr].flags.writeable:
+                    np.copyto(self.env[step.expr], written)
                 continue
             val = np.asarray(val)
             if val.dtype.name not in DTYPES or val.size > MAX_ELEMENTS:
@@ -487,6 +512,18 @@ class _Gen:
                        tuple_out)
 
 
-def generate(seed: int, index: int, max_steps: int = 5) -> Program:
-    """The ``index``-th program of the run seeded ``seed`` (deterministic)."""
-    return _Gen(seed, index, max_steps).build()
+def _kind_weights(favor: str | None) -> np.ndarray:
+    """KINDS' weights as probabilities; ``favor`` (a kind) gets half of them."""
+    w = dict(KINDS)
+    if favor is not None:
+        if favor not in w:
+            raise ValueError(f"unknown kind {favor!r}; kinds: {', '.join(KINDS)}")
+        w[favor] = sum(v for k, v in w.items() if k != favor)
+    p = np.array(list(w.values()))
+    return p / p.sum()
+
+
+def generate(seed: int, index: int, max_steps: int = 5, favor: str | None = None) -> Program:
+    """The ``index``-th program of the run seeded ``seed`` (deterministic); ``favor``: a kind of
+    step (a key of KINDS) drawn about half the time."""
+    return _Gen(seed, index, max_steps, favor).build()

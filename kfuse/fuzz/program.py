@@ -14,6 +14,11 @@ import numpy as np
 from .compare import CONTRACTIONS
 
 NAME_RE = re.compile(r"\b([av]\d+)\b")
+# ends a write whose result depends on the order of writes to a repeated position (``x[[0, 0]] =
+# [1, 2]``: NumPy's, and the CPU backend's, last write lands; a GPU lands any one): such a program
+# is compared on the CPU backend only (``Program.cpu_only``)
+CPU_ORDER = "# repeated positions: C order, CPU only"
+_AT_RE = re.compile(r"np\.([a-z_0-9]+)\.at\(")
 
 
 def _fmt_float(x: float) -> str:
@@ -73,6 +78,12 @@ class Step:
     expr: str
     writes: tuple[str, ...] = ()
 
+    @property
+    def in_place(self) -> bool:
+        """Whether the step writes into an earlier name's memory (``v3 = a0`` then ``v3[i] = 1``:
+        an argument's or an earlier value's), a side effect that later reads of that name see."""
+        return bool(self.writes) and NAME_RE.fullmatch(self.expr) is not None
+
     def uses(self) -> list[str]:
         return [n for n in NAME_RE.findall(" ".join((self.expr,) + self.writes)) if n != self.out]
 
@@ -131,6 +142,7 @@ class Program:
             text = " ".join(s.lines())
             names.update(re.findall(r"np\.([a-z_0-9]+)\(", text))
             names.update(re.findall(r"\.([a-z_]+)\(", text))
+            names.update(f"{u}.at" for u in _AT_RE.findall(text))     # np.add.at -> "add.at"
             if "@" in text:
                 names.add("matmul")
             if s.writes:
@@ -143,6 +155,11 @@ class Program:
         return bool(self.ops() & (CONTRACTIONS | {"sum", "mean", "prod", "var", "std", "cumsum", "cumprod",
                                                   "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod",
                                                   "accumulate"}))
+
+    def cpu_only(self) -> bool:
+        """Whether a write's result depends on the order of writes to a repeated position (a
+        line ending in ``CPU_ORDER``): defined on the CPU backend only, which writes in C order."""
+        return any(w.endswith(CPU_ORDER) for s in self.steps for w in s.writes)
 
     def describe(self) -> str:
         head = [f"# seed={self.seed} index={self.index}"]

@@ -1,9 +1,11 @@
 """Run one fuzz program through ``kfuse.jit`` and through NumPy, and classify the outcome.
 
 Outcomes: ``ok``; ``mismatch`` (dtype, shape, values or signed zeros differ, per the tolerance
-table; or kfuse changed an input); ``crash`` (kfuse raised where NumPy did not, raised another
-exception type than NumPy, or returned where NumPy raised); ``unsupported``
-(:class:`kfuse.UnsupportedError`, with the op name taken from its message).
+table, in an output or in an argument the program writes; or kfuse changed an input NumPy left
+alone); ``crash`` (kfuse raised where NumPy did not, raised another exception type than NumPy, or
+returned where NumPy raised); ``unsupported`` (:class:`kfuse.UnsupportedError`, with the op name
+taken from its message; also a program whose writes to a repeated position land in C order only,
+:meth:`Program.cpu_only`, on a GPU backend).
 """
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ import warnings
 
 import numpy as np
 
-from .compare import ZERO_SIGN_UNSPECIFIED, compare, flatten_outputs
+from .compare import ATOMIC_ROUNDING, ATOMIC_ZERO_SIGN, ZERO_SIGN_UNSPECIFIED, compare, flatten_outputs
 from .generator import Program
 
-_UNSUPPORTED_RE = re.compile(r"kfuse: (.*?) (?:is|are) not supported")
+# "kfuse: np.dot of arrays with more than 2 dimensions is not supported ...", and the numba-cuda
+# backend's refusal of a ufunc.at combine: "kfuse: np.multiply.at into a float32 array has no exact
+# atomic on the numba-cuda backend ..."
+_UNSUPPORTED_RE = re.compile(r"kfuse: (.*?) (?:(?:is|are) not supported|has no exact atomic)")
 
 
 @dataclasses.dataclass
@@ -55,15 +60,33 @@ def _to_device(backend: str):
 
 def run_numpy(program: Program):
     """NumPy's result as ``(outputs, None)`` or ``(None, exception)``."""
+    return numpy_call(program)[:2]
+
+
+def numpy_call(program: Program):
+    """``(outputs, exception, arguments)``: NumPy's result (one of the first two is None) and the
+    argument arrays after the call (a program may write into them)."""
     fn = program.function()
     args = program.inputs_arrays()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             try:
-                return fn(*args), None
+                return fn(*args), None, args
             except Exception as e:      # noqa: BLE001 - any NumPy error is an expected outcome
-                return None, e
+                return None, e, args
+
+
+def comparison(program: Program, backend: str) -> tuple[bool, bool]:
+    """``(reductions, zero_sign)`` for comparing ``program``'s results from ``backend``: a sum's
+    tolerance for reductions, contractions and scans, and on a GPU for float ``ufunc.at`` sums and
+    products (atomics' order); zero signs unless an op leaves them open (on a GPU also
+    ``maximum.at``/``minimum.at``: the last of +0.0 and -0.0 to run stays)."""
+    ops = program.ops()
+    gpu = backend != "cpu"
+    reductions = program.has_reduction() or (gpu and bool(ops & ATOMIC_ROUNDING))
+    zero_sign = not (ops & ZERO_SIGN_UNSPECIFIED or (gpu and ops & ATOMIC_ZERO_SIGN))
+    return reductions, zero_sign
 
 
 def _loosest_float(program: Program):
@@ -84,7 +107,10 @@ def run_program(program: Program, backend: str = "cpu") -> Result:
     import kfuse
     from kfuse.errors import UnsupportedError
 
-    expected, np_exc = run_numpy(program)
+    if backend != "cpu" and program.cpu_only():
+        return Result("unsupported", "writes to a repeated position land in C order on the CPU only",
+                      op="repeated scatter positions (CPU only)")
+    expected, np_exc, expected_args = numpy_call(program)
     xp, to_host = _to_device(backend)
     args = program.inputs_arrays(xp)
     before = [np.array(to_host(a), copy=True) for a in args]
@@ -111,24 +137,33 @@ def run_program(program: Program, backend: str = "cpu") -> Result:
     outs_e = flatten_outputs(expected)
     if len(outs_a) != len(outs_e):
         return Result("mismatch", f"{len(outs_a)} outputs, NumPy has {len(outs_e)}")
-    red = program.has_reduction()
-    zs = not (program.ops() & ZERO_SIGN_UNSPECIFIED)
-    loosest = None
+    red, zs = comparison(program, backend)
     for i, (a, e) in enumerate(zip(outs_a, outs_e)):
-        a = to_host(a)
-        why = compare(a, e, reductions=red, zero_sign=zs)
-        if why and np.asarray(a).dtype == np.asarray(e).dtype and np.asarray(a).shape == np.shape(e):
-            # a float64 output computed from float32/float16 intermediates carries their
-            # rounding: compare at the least precise float dtype the program went through
-            loosest = loosest or _loosest_float(program)
-            if loosest is not None and np.asarray(e).dtype.kind == "f" \
-                    and loosest.itemsize < np.asarray(e).dtype.itemsize:
-                with np.errstate(all="ignore"):
-                    why = compare(np.asarray(a).astype(loosest), np.asarray(e).astype(loosest),
-                                  reductions=red, zero_sign=zs)
+        why = _compare_value(program, to_host(a), e, red, zs)
         if why:
             return Result("mismatch", f"output {i}: {why}")
-    for spec, b, a in zip(program.inputs, before, args):
-        if not np.array_equal(b, to_host(a), equal_nan=True):
-            return Result("mismatch", f"kfuse modified input {spec.name}")
+    for spec, b, a, e in zip(program.inputs, before, args, expected_args):
+        a = to_host(a)
+        if np.array_equal(b, e, equal_nan=True):        # NumPy left it alone: so must kfuse
+            if not np.array_equal(b, a, equal_nan=True):
+                return Result("mismatch", f"kfuse modified input {spec.name}")
+            continue
+        why = _compare_value(program, a, e, red, zs)
+        if why:
+            return Result("mismatch", f"argument {spec.name} after the call: {why}")
     return Result("ok")
+
+
+def _compare_value(program: Program, a, e, red: bool, zs: bool) -> str | None:
+    """Why kfuse's value ``a`` differs from NumPy's ``e`` (an output, or an argument written)."""
+    why = compare(a, e, reductions=red, zero_sign=zs)
+    if why and np.asarray(a).dtype == np.asarray(e).dtype and np.asarray(a).shape == np.shape(e):
+        # a float64 value computed from float32/float16 intermediates carries their rounding:
+        # compare at the least precise float dtype the program went through
+        loosest = _loosest_float(program)
+        if loosest is not None and np.asarray(e).dtype.kind == "f" \
+                and loosest.itemsize < np.asarray(e).dtype.itemsize:
+            with np.errstate(all="ignore"):
+                why = compare(np.asarray(a).astype(loosest), np.asarray(e).astype(loosest),
+                              reductions=red, zero_sign=zs)
+    return why

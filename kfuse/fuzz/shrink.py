@@ -20,11 +20,13 @@ def _sub(expr: str, mapping: dict[str, str]) -> str:
 
 
 def dce(p: Program) -> Program:
-    """Drop steps nothing returned depends on, and inputs no step or output uses."""
+    """Drop steps nothing returned depends on, and inputs no step or output uses. A step that
+    writes in place (into an argument or an earlier value: :attr:`Step.in_place`) is a side
+    effect and stays."""
     live = set(p.outputs)
     kept = []
     for s in reversed(p.steps):
-        if s.out in live:
+        if s.out in live or s.in_place:
             kept.append(s)
             live.update(s.uses())
     kept.reverse()

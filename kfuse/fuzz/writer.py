@@ -1,8 +1,9 @@
 """Write a (shrunk) failing program as a standalone pytest file, ready for ``tests/regressions/``.
 
 The file holds the function, the literal inputs (with the same views), and a test that runs it
-through ``kfuse.jit`` and NumPy and compares with ``kfuse/testing.py`` (plus signed zeros), or
-expects NumPy's exception type when NumPy raises.
+through ``kfuse.jit`` and NumPy and compares with ``kfuse/testing.py`` (plus signed zeros) the
+results and the arguments after the call (a program may write into them), or expects NumPy's
+exception type when NumPy raises.
 """
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import os
 import textwrap
 
 from .generator import Program
-from .compare import ZERO_SIGN_UNSPECIFIED
-from .runner import Result, run_numpy
+from .runner import Result, comparison, run_numpy
 
 _TEMPLATE = '''\
 """Found by `kfuse fuzz --seed {seed}` (program {index}, backend {backend}): {status}.
@@ -40,12 +40,13 @@ def test_{name}():
 '''
 
 _EXPECT_VALUES = '''\
-        expected = {fn}(*[a.copy() for a in args])
+        want_args = [a.copy() for a in args]
+        expected = {fn}(*want_args)
     actual = kfuse.jit({fn}, backend="{backend}")(*args)
     if not isinstance(expected, tuple):
         expected, actual = (expected,), (actual,)
     assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
+    for a, e in zip(list(actual) + args, list(expected) + want_args):   # the arguments written too
         assert_matches_numpy(a, e, reductions={red})
         a, e = np.asarray(a), np.asarray(e)
         if {zs} and e.dtype.kind == "f":   # zeros keep NumPy's sign
@@ -68,9 +69,8 @@ def render(p: Program, result: Result, backend: str = "cpu") -> str:
     if np_exc is not None:
         expect = _EXPECT_RAISES.format(exc=_exception_name(type(np_exc)), fn=p.fn_name, backend=backend)
     else:
-        expect = _EXPECT_VALUES.format(fn=p.fn_name, backend=backend,
-                                       red=p.has_reduction(),
-                                       zs=not (p.ops() & ZERO_SIGN_UNSPECIFIED))
+        red, zs = comparison(p, backend)
+        expect = _EXPECT_VALUES.format(fn=p.fn_name, backend=backend, red=red, zs=zs)
     inputs = "\n".join(f"    {i.name} = {i.source()}" for i in p.inputs)
     inputs += f"\n    return [{', '.join(i.name for i in p.inputs)}]"
     detail = textwrap.indent(result.detail.strip()[:1200], "    ").replace('"""', "'''")

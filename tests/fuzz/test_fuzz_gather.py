@@ -16,7 +16,9 @@ SEED, N = 13, 600
 
 @functools.cache
 def _programs():
-    return [generator.generate(SEED, i) for i in range(N)]
+    # gathers about half the steps (kfuse fuzz --kind gather): the forms below do not hang on the
+    # other kinds' weights (a new kind changes every seed's programs)
+    return [generator.generate(SEED, i, favor="gather") for i in range(N)]
 
 
 @functools.cache
@@ -70,9 +72,9 @@ def test_wrapped_indices_stay_small():
     for p in _gather_programs():
         env = {i.name: i.build() for i in p.inputs}
         for s in p.steps:
-            m = re.search(r"take\(([^,]+, )?(\w+), .*mode='wrap'", s.expr)
-            if m and m.group(2) in env:
-                v = np.asarray(env[m.group(2)]).astype(np.intp)
+            m = re.search(r"(?:np\.take\([^,]+, |(?<!np)\.take\()(\w+), .*mode='wrap'", s.expr)   # the indices
+            if m and m.group(1) in env:
+                v = np.asarray(env[m.group(1)]).astype(np.intp)
                 assert np.all(np.abs(v.astype(float)) < 2 ** 20), s.expr
             try:
                 env[s.out] = np.asarray(s.run(env))
