@@ -392,7 +392,7 @@ class _Entry:
                 arg.copy_(new)
             else:
                 arg[...] = new
-        return unflatten(self.graph.out_tree, outs)
+        return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
 
     def _check_written(self, args: tuple) -> None:
         """Before any kernel runs: an argument the function writes into must be writable and must

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -126,7 +126,9 @@ def toposort(outputs: Iterable[Node]) -> list[Node]:
     return order
 
 
-# The user's return structure: an int leaf indexes ``Graph.outputs``; containers are
+# The user's return structure: an int leaf indexes ``Graph.outputs``; ("arg", (k, o)) is the
+# caller's array of input k itself, an argument the function wrote into and returned (NumPy returns
+# the same object), whose final value is output o (written back into it); containers are
 # ("tuple", items), ("list", items) or ("dict", ((key, item), ...)).
 OutTree = Any
 
@@ -181,15 +183,18 @@ class Graph:
     __str__ = as_text
 
 
-def unflatten(out_tree: OutTree, values: list) -> Any:
-    """Rebuild the user's return structure from the flat list of output values."""
+def unflatten(out_tree: OutTree, values: list, argument: Callable[[int], Any] | None = None) -> Any:
+    """Rebuild the user's return structure from the flat list of output values; ``argument(k)`` is
+    the caller's array of input k (an ("arg", (k, o)) leaf; without it, output o's value)."""
     if isinstance(out_tree, int):
         return values[out_tree]
     kind, items = out_tree
+    if kind == "arg":
+        return argument(items[0]) if argument is not None else values[items[1]]
     if kind == "tuple":
-        return tuple(unflatten(t, values) for t in items)
+        return tuple(unflatten(t, values, argument) for t in items)
     if kind == "list":
-        return [unflatten(t, values) for t in items]
+        return [unflatten(t, values, argument) for t in items]
     if kind == "dict":
-        return {k: unflatten(t, values) for k, t in items}
+        return {k: unflatten(t, values, argument) for k, t in items}
     raise ValueError(f"bad output tree {out_tree!r}")

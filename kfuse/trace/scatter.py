@@ -91,6 +91,8 @@ def _summed_wide(new):
     hardware atomic add on the GPU, where the 8/16-bit combine takes a compare-and-swap a value),
     then added to the array once, wrapping. Exact: wrapping adds are sums modulo 2**8 (2**16),
     which 2**32 is a multiple of."""
+    if new.op is not Op.SCATTER:            # no values (an empty index): the array unchanged
+        return new
     base, vals = new.inputs[:2]
     mode = new.attr("mode")
     if base.dtype.kind not in "iu" or base.dtype.itemsize > 2 or mode not in ("add", "subtract") \

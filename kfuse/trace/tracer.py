@@ -196,14 +196,18 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
     raise TypeError(f"bad spec for argument {pname!r}: {spec!r}")
 
 
-def _flatten(value: Any, outputs: list[Node], path: str):
+def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]):
+    """The return structure's leaves appended to ``outputs``; an argument the function wrote into
+    (``written``: its tracer's id to its input index) is a ("written", k) leaf."""
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return ("tuple", tuple(_flatten(v, outputs, f"{path}[{i}]") for i, v in enumerate(value)))
+        return ("tuple", tuple(_flatten(v, outputs, f"{path}[{i}]", written) for i, v in enumerate(value)))
     if isinstance(value, list):
-        return ("list", tuple(_flatten(v, outputs, f"{path}[{i}]") for i, v in enumerate(value)))
+        return ("list", tuple(_flatten(v, outputs, f"{path}[{i}]", written) for i, v in enumerate(value)))
     if isinstance(value, dict):
-        return ("dict", tuple((k, _flatten(v, outputs, f"{path}[{k!r}]"))
+        return ("dict", tuple((k, _flatten(v, outputs, f"{path}[{k!r}]", written))
                               for k, v in value.items()))
+    if id(value) in written:
+        return ("written", written[id(value)])
     if isinstance(value, Tracer):
         node = value.node
     elif isinstance(value, Selection):
@@ -216,6 +220,18 @@ def _flatten(value: Any, outputs: list[Node], path: str):
                          "return arrays, scalars, or tuples/lists/dicts of them")
     outputs.append(node)
     return len(outputs) - 1
+
+
+def _returned_arguments(tree, leaf: Callable[[int], Any]):
+    """``tree`` with each ("written", k) leaf replaced by ``leaf(k)``."""
+    if isinstance(tree, int):
+        return tree
+    kind, items = tree
+    if kind == "written":
+        return leaf(items)
+    if kind == "dict":
+        return kind, tuple((k, _returned_arguments(t, leaf)) for k, t in items)
+    return kind, tuple(_returned_arguments(t, leaf) for t in items)
 
 
 def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = None) -> Graph:
@@ -249,12 +265,16 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
             collecting_checks() as checks:
         result = fn(*args, **kwargs)
         outputs: list[Node] = []
-        tree = _flatten(result, outputs, "return")
+        changed = {id(t): k for t, k in written if t.node is not inputs[k]}
+        tree = _flatten(result, outputs, "return", changed)
     writebacks = []         # arguments the function wrote into: their final values, copied back
     for t, k in written:
-        if t.node is not inputs[k]:
+        if id(t) in changed:
             writebacks.append((k, len(outputs)))
             outputs.append(t.node)
+    if writebacks:          # a returned argument written into: the caller's array itself
+        final = dict(writebacks)
+        tree = _returned_arguments(tree, lambda k: ("arg", (k, final[k])))
     index_checks = []       # index arrays checked at run time: raise if a value is out of range
     for node, message in checks.items:
         index_checks.append((len(outputs), message))

@@ -339,3 +339,25 @@ def test_written_argument_must_not_alias_another():
         kfuse.jit(_write_first)(np.broadcast_to(np.ones(4, np.float32), (4, 4)), a)
     b = np.ones((4, 4), np.float32)
     assert kfuse.jit(_write_first)(b, a) == 32 and (b == 2).all()
+
+
+def _step_returning_arguments(p, g, m):
+    m *= 0.9
+    p -= 0.1 * g
+    return p, {"m": m, "p2": p * 2}, [g]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_returned_written_argument_is_the_callers_array(backend, cupy_for):
+    """NumPy returns the argument object a function wrote into; so does kfuse (with its final
+    value), in every container of the return structure; an argument not written is itself too."""
+    rng = np.random.default_rng(6)
+    p, g, m = (rng.standard_normal((4, 3)).astype(np.float32) for _ in range(3))
+    want_p, want_m = p.copy(), m.copy()
+    want = _step_returning_arguments(want_p, g, want_m)
+    xp = np if backend == "cpu" else cupy_for(backend)
+    dp, dg, dm = (xp.asarray(a) for a in (p, g, m))
+    got_p, got_d, got_l = kfuse.jit(_step_returning_arguments, backend=backend)(dp, dg, dm)
+    assert got_p is dp and got_d["m"] is dm and got_l[0] is dg
+    for got, w in [(got_p, want_p), (got_d["m"], want_m), (got_d["p2"], want[1]["p2"])]:
+        assert_matches_numpy(np.asarray(got if xp is np else xp.asnumpy(got)), w)
