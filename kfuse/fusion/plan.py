@@ -93,6 +93,13 @@ class Refusal:
     between: tuple = dataclasses.field(default=(), compare=False, repr=False)
 
 
+def _reads_base(g: KernelGroup) -> bool:
+    """Whether scatter group ``g`` reads its base other than as the array it starts from: as its
+    values or indices (``v[[1, 0]] = v``), or in a fused producer of them."""
+    base = g.anchor.inputs[0]
+    return base in g.anchor.inputs[1:] or any(base in n.inputs for n in g.nodes if n is not g.anchor)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Plan:
     graph: Graph
@@ -115,7 +122,7 @@ class Plan:
         base = g.anchor.inputs[0]
         if base in self.graph.outputs or not any(base in h.outputs for h in self.groups[:g.id]):
             return False
-        if any(base in n.inputs for n in g.nodes if n is not g.anchor):
+        if _reads_base(g):
             return False
         return not any(base in h.inputs for h in self.groups[g.id + 1:])
 
@@ -134,7 +141,7 @@ class Plan:
         k = gr.inputs.index(base)
         if not any(i == k and gr.outputs[o] is g.anchor for i, o in gr.writebacks):
             return False
-        if any(base in n.inputs for n in g.nodes if n is not g.anchor):
+        if _reads_base(g):
             return False
         if any(base in h.inputs for h in self.groups[g.id + 1:]):
             return False

@@ -50,19 +50,13 @@ VIEWS = ("[::-1]", "[1:]", ".T", "[:, ::2]", "[::2, ::-1]")
 CPU_ONLY_CHANCE = 0.2       # an order-dependent draw is kept, marked CPU_ORDER, this often
 WILD_CHANCE = 0.04          # an index out of range (NumPy's IndexError ends the program)
 WILD_ERROR_CHANCE = 0.5     # ... and the step is kept this often (else redrawn)
-# held out until kfuse is fixed (found by this kind): np.put(x, [], v) raises TypeError in kfuse,
-# which converts the list with np.asarray (float64) where NumPy converts it straight to intp (as
-# np.take did: docs/FUZZING.md bug 32). Empty put indices are drawn as an intp array meanwhile.
-PUT_EMPTY_LIST = False
-# held out until kfuse is fixed (found by this kind): a scatter whose values are the array it
-# writes (``v[[1, 0]] = v``), an equal expression (``v = a * 2; v[[1, 0]] = a * 2``: one interned
-# node) or the array a copy was made from (``v = a.copy(); v.put([1, 0], a)``, a of shape (1, 2))
-# reads them from the buffer it is updating: an element gets a value an earlier one overwrote.
-# Meanwhile a value never is (a view of) the array written or its copy's source (computed values
-# from it, ``v[[1, 0]] = v[::-1] * 2``, are drawn). Even then a boolean mask's value must not
-# overlap the array written: NumPy's mask assignment does not copy it (``x[::-1][[True, True]] =
-# x`` gives ``[x[0], x[0]]``; an index array's does).
-VALUES_READ_DESTINATION = False
+# A scatter's value may be the array it writes (``v[[1, 0]] = v``), an equal expression (``v = a *
+# 2; v[[1, 0]] = a * 2``: one interned node) or the array a copy was made from (``v = a.copy();
+# v.put([1, 0], a)``): kfuse wrote such a scatter into its base's buffer, reading values it had
+# overwritten (docs/FUZZING.md bug 39, found by this kind). Two NumPy rules stay out of the draws:
+# ``ufunc.at`` and ``put`` do not copy a value that is a view of the array written, and neither does
+# a boolean mask's assignment (``x[::-1][[True, True]] = x`` gives ``[x[0], x[0]]``; an index
+# array's does copy).
 # held out until kfuse is fixed (found by this kind): indexing with a traced integer scalar
 # (``w = a[a[:, 0].argmin()]``, or a 0-d integer argument) is basic indexing in NumPy, a view of
 # ``a``; kfuse takes a copy, so a later write into ``a`` (``a[...] = 0``, a scatter) is not seen
@@ -165,9 +159,9 @@ def _contiguous(a: np.ndarray) -> bool:
 
 
 def _aliases(g, t: _Target, value: np.ndarray) -> bool:
-    """Whether env's ``value`` is (a view of) the array written or of the source it was copied
-    from: never a value (VALUES_READ_DESTINATION)."""
-    return np.may_share_memory(value, g.env[t.source])
+    """Whether env's ``value`` is (a view of) the array written in place: never the value of a
+    ``ufunc.at``, a ``put`` or a mask assignment (NumPy reads it as the write goes)."""
+    return len(t.names) > 1 and np.may_share_memory(value, g.env[t.source])
 
 
 # --- index arrays
@@ -371,7 +365,7 @@ def _assign(g, t: _Target, augmented: bool) -> _Draw | None:
     if old is None:
         return _Draw(f"{read} = 0", positions, None) if t.wild else None
     # (a boolean list in the key is a mask: NumPy's mask assignment does not copy an overlapping value)
-    alias_ok = VALUES_READ_DESTINATION and not re.search(r"\[(True|False)", key)
+    alias_ok = not re.search(r"\[(True|False)", key)
     value = _value(g, t, old.shape, read, alias_ok)
     if not augmented:
         return _Draw(f"{read} = {value}", positions, _array(g, t, value, t.cur.dtype))
@@ -443,8 +437,6 @@ def _put(g, t: _Target) -> _Draw | None:
     n = t.cur.size
     mode = g.choice(("raise", "raise", "wrap", "clip")) if n else "raise"
     ind = _index(g, t, n, unique=True) if mode == "raise" else _wild_index(g, n, mode)
-    if ind == "[]" and not PUT_EMPTY_LIST:
-        ind = "np.zeros(0, dtype=np.intp)"
     kw = "" if mode == "raise" and g.chance(0.5) else f", mode='{mode}'"
     r = g.rng.random()
     if r < 0.4:

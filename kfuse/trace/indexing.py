@@ -189,6 +189,18 @@ def _placement(src: Node, pos: list[int], index: list[Node], shape: tuple):
     return out, dims, arrays
 
 
+def as_intp(indices, rule: str):
+    """Indices as NumPy's take and put convert them: to intp (booleans are 0 and 1, not a mask; a
+    list straight to intp, so ``[]`` is no float), a float array refused with NumPy's TypeError."""
+    idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
+    if isinstance(indices, (list, tuple)) and not idx.size:
+        idx = idx.astype(np.intp)
+    if idx.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
+                        f"according to the rule '{rule}'{at(loc())}")
+    return idx.astype(np.intp)
+
+
 def take(a, indices, axis=None, out=None, mode="raise"):
     """``np.take``: ``mode`` ``raise`` (an out-of-range index raises), ``wrap`` or ``clip``."""
     if out is not None:
@@ -200,13 +212,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r}){at(loc())}")
     # NumPy's take casts the indices to intp: booleans are 0 and 1, not a mask
-    idx = indices if isinstance(indices, Tracer) else np.asarray(indices)
-    if isinstance(indices, list) and not idx.size:
-        idx = idx.astype(np.intp)       # NumPy converts a list straight to intp: [] is no float
-    if idx.dtype.kind not in "biu":
-        raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
-                        f"according to the rule 'same_kind'{at(loc())}")
-    idx = idx.astype(np.intp)
+    idx = as_intp(indices, "same_kind")
     if mode != "raise":
         n = node.shape[axis]
         if n == 0 and idx.size:

@@ -123,11 +123,7 @@ def put(a, ind, v, mode="raise"):
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r}){at(loc())}")
     flat = mv.reshape_node(a.node, (a.size,))
-    idx = ind if isinstance(ind, Tracer) else np.asarray(ind)
-    if idx.dtype.kind not in "biu":
-        raise TypeError(f"Cannot cast array data from dtype('{idx.dtype}') to dtype('int64') "
-                        f"according to the rule 'safe'{at(loc())}")
-    idx = idx.astype(np.intp).reshape(-1)
+    idx = indexing.as_intp(ind, "safe").reshape(-1)
     n = idx.shape[0]
     if n == 0:
         return None

@@ -276,41 +276,6 @@ def test_scatter_programs_run_through_kfuse(half):
     _run_through_kfuse(_scatter_programs()[half:200:2])
 
 
-@pytest.mark.xfail(reason="kfuse bug (gen_scatter.PUT_EMPTY_LIST): np.put(x, [], v) raises TypeError")
-def test_kfuse_put_with_an_empty_list():
-    import kfuse
-
-    def f(x):
-        np.put(x, [], 1.0)
-        return x
-    np.testing.assert_array_equal(kfuse.jit(f, backend="cpu")(np.zeros(3)), np.zeros(3))
-
-
-@pytest.mark.xfail(reason="kfuse bug (gen_scatter.VALUES_READ_DESTINATION): a scatter's values read "
-                          "from the buffer it writes")
-@pytest.mark.parametrize("case", ["self", "interned", "copy source"])
-def test_kfuse_scatter_values_from_the_destination(case):
-    import kfuse
-
-    def self_(a):
-        v = a * 2
-        v[[1, 0]] = v
-        return v
-
-    def interned(a):
-        v = a * 2
-        np.add.at(v, [1, 0], a * 2)
-        return v
-
-    def copy_source(a):
-        v = a.copy()
-        v.put([1, 0], a)
-        return v
-    fn, x = {"self": (self_, np.array([1.0, 2.0])), "interned": (interned, np.array([1.0, 2.0])),
-             "copy source": (copy_source, np.array([[1.0, 2.0]]))}[case]
-    np.testing.assert_array_equal(kfuse.jit(fn, backend="cpu")(x.copy()), fn(x.copy()))
-
-
 @pytest.mark.xfail(reason="kfuse bug (gen_scatter.SCALAR_INDEX_VIEWS): a[traced int] is a copy, "
                           "NumPy's a view")
 def test_kfuse_view_by_a_traced_scalar_index():
