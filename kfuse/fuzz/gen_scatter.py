@@ -29,7 +29,6 @@ intermediate must be finite and in the integer's range (else the cast back is un
 :func:`scatter_steps` counts the steps that scatter (for reports and tests)."""
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 import warnings
@@ -57,11 +56,9 @@ WILD_ERROR_CHANCE = 0.5     # ... and the step is kept this often (else redrawn)
 # ``ufunc.at`` and ``put`` do not copy a value that is a view of the array written, and neither does
 # a boolean mask's assignment (``x[::-1][[True, True]] = x`` gives ``[x[0], x[0]]``; an index
 # array's does copy).
-# held out until kfuse is fixed (found by this kind): indexing with a traced integer scalar
-# (``w = a[a[:, 0].argmin()]``, or a 0-d integer argument) is basic indexing in NumPy, a view of
-# ``a``; kfuse takes a copy, so a later write into ``a`` (``a[...] = 0``, a scatter) is not seen
-# through ``w``. Meanwhile no array with such a view is written in place.
-SCALAR_INDEX_VIEWS = False
+# An array made by indexing with a traced integer scalar (``w = a[a[:, 0].argmin()]``) is a view in
+# NumPy, and in kfuse since docs/FUZZING.md bug 40 (found by this kind): a later write into ``a``
+# shows through ``w``, and one into ``w`` reaches ``a``; both are drawn.
 _CALL_RE = re.compile(r"\bnp\.\w+\.at\(|\bput\(|\bput_along_axis\(")
 
 
@@ -105,30 +102,10 @@ def _owns(g, name: str) -> bool:
     return not any(np.may_share_memory(a, b) for k, b in g.env.items() if k != name)
 
 
-def _scalar_indexed(g, name: str) -> bool:
-    """Whether env's ``name`` was made by indexing with a traced integer scalar (``x[v.argmax()]``,
-    ``x[a1]`` of a 0-d ``a1``): a view in NumPy, a copy in kfuse (SCALAR_INDEX_VIEWS)."""
-    step = next((s for s in g.steps if s.out == name), None)
-    if step is None:
-        return False
-    for node in ast.walk(ast.parse(step.expr, mode="eval")):
-        if isinstance(node, ast.Subscript):
-            for e in node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]:
-                try:
-                    k = _evaluate(ast.unparse(e), g.env) if not isinstance(e, ast.Slice) else None
-                except Exception:       # noqa: BLE001
-                    continue
-                if isinstance(k, np.integer) or isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
-                    return True
-    return False
-
-
 def _target(g) -> tuple[str, _Target] | None:
     """The step's expression (an earlier name: written in place; or a fresh copy) and target."""
     out = f"v{len(g.steps)}"
-    held = [] if SCALAR_INDEX_VIEWS else [g.env[v] for v in g.vars() if _scalar_indexed(g, v)]
-    writable = g.vars(lambda v: v.ndim >= 1 and v.flags.writeable
-                      and not any(np.may_share_memory(v, w) for w in held))
+    writable = g.vars(lambda v: v.ndim >= 1 and v.flags.writeable)
     args = [v for v in writable if v.startswith("a") and v not in g.index_inputs]
     owned = [v for v in writable if v.startswith("v") and _owns(g, v)]
     r = g.rng.random()

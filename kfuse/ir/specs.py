@@ -19,6 +19,7 @@ from .dtypes import format_spec, parse_spec
 class ArraySpec:
     dtype: np.dtype
     shape: tuple[int, ...]
+    numpy_scalar: bool = False      # a NumPy scalar (np.int64(3)): NumPy indexes with it as an int
 
     def __str__(self) -> str:
         return format_spec(self.dtype, self.shape)
@@ -63,6 +64,8 @@ def spec_of_value(v: Any) -> ArgSpec:
         return ScalarSpec(bool if isinstance(v, bool) else int if isinstance(v, int) else float)
     if isinstance(v, (ArraySpec, ScalarSpec, StaticSpec)):
         return v
+    if isinstance(v, np.generic):
+        return ArraySpec(v.dtype, (), numpy_scalar=True)
     dtype = getattr(v, "dtype", None)
     shape = getattr(v, "shape", None)
     if dtype is None or shape is None:

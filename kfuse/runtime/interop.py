@@ -157,8 +157,10 @@ def tensor_view(t):
 
 def as_cupy(x):
     """A CuPy array of a launcher argument: ``x`` itself, or a CuPy view of a tensor view's tensor
-    (for the cuBLAS path, which calls CuPy)."""
-    return to_cupy(x.tensor) if isinstance(x, _view_type()) else x
+    (for the cuBLAS path, which calls CuPy); read without importing CuPy (a tensor view holds its
+    ``tensor``, a CuPy array or a host flag has none)."""
+    tensor = getattr(x, "tensor", None)
+    return x if tensor is None else to_cupy(tensor)
 
 
 @functools.cache

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import TraceError, UnsupportedError, at, user_location
 from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node
-from ..ir.ops import Op
+from ..ir.ops import MOVEMENT, Op
 
 PYTYPES = (bool, int, float)
 
@@ -219,6 +219,21 @@ class Tracer:
 
     def tolist(self):
         self._control_flow(".tolist()")
+
+
+def numpy_scalar(t) -> bool:
+    """Whether eager NumPy holds this value as a NumPy scalar rather than an ndarray: a 0-d result
+    of a reduction or a ufunc is a scalar there, and so is a NumPy scalar argument; an array
+    argument, a constant and what a reshape, broadcast or slice gives stay arrays (a cast keeps
+    what its input is)."""
+    if t.ndim:
+        return False
+    n = t.node
+    while n.op is Op.CAST:
+        n = n.inputs[0]
+    if n.op is Op.INPUT:
+        return bool(n.attr("numpy_scalar"))
+    return n.op is Op.GATHER or n.op not in MOVEMENT and n.op is not Op.CONST
 
 
 @dataclasses.dataclass(frozen=True)

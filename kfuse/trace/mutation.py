@@ -30,21 +30,24 @@ from ..ir.ops import Op
 from . import indexing
 from . import movement as mv
 from .assemble import overlay
-from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, operand, shape_text, unsupported
+from .core import (Tracer, as_node, broadcast, cast, const_node, loc, mk, numpy_scalar, operand, shape_text,
+                   unsupported)
 from .selection import Selection, spread_mask
 
 _VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
 
 
 # --- views -----------------------------------------------------------------------------------
-def link_view(result, source, exact: bool = True):
+def link_view(result, source, exact: bool = True, scalar_index: bool = False):
     """Mark ``result`` (just made from ``source`` by a NumPy function that returns a view) as a
-    view of ``source``'s data; ``exact=False`` for a view-or-copy (reshape). Returns ``result``."""
+    view of ``source``'s data; ``exact=False`` for a view-or-copy (reshape); ``scalar_index``: a
+    GATHER at traced integer scalars is in the chain too (``x[i]``). Returns ``result``."""
     if not isinstance(result, Tracer) or not isinstance(source, Tracer) or source.weak is not None:
         return result
     src, n, chain = source.node, result.node, []
+    view_ops = _VIEW_OPS | {Op.GATHER} if scalar_index else _VIEW_OPS
     while n is not src:
-        if n.op not in _VIEW_OPS:
+        if n.op not in view_ops:
             return result                       # not a movement of source: a new array
         chain.append(n)
         n = n.inputs[0]
@@ -79,7 +82,10 @@ def getitem(a, key):
     """``a[key]``: a view, except a 0-d result without ``...`` (NumPy gives a scalar copy); a
     boolean mask gives a :class:`Selection` (a constant one, NumPy's nonzero positions: a gather)."""
     if indexing.is_advanced(key):             # lists, constant arrays, integer tracers
-        return indexing.getitem(a, key)       # a copy, as NumPy's fancy indexing gives
+        res = indexing.getitem(a, key)        # a copy, as NumPy's fancy indexing gives,
+        if res.ndim and _scalar_key(key):     # but a view at NumPy integer scalars (x[i], x[v.argmax()])
+            return link_view(res, a, scalar_index=True)
+        return res
     mask = _mask(key)                         # (left: a traced boolean mask)
     if mask is not None:
         node = a.node
@@ -89,6 +95,16 @@ def getitem(a, key):
     if res.ndim == 0 and not any(k is Ellipsis for k in (key if isinstance(key, tuple) else (key,))):
         return res
     return link_view(res, a)
+
+
+def _scalar_key(key) -> bool:
+    """Whether ``key``'s only non-basic items are traced integer scalars that NumPy holds as
+    Python or NumPy scalars (a basic index there: ``x[i]`` is a view), not 0-d arrays (an index
+    array there: a copy)."""
+    items = key if isinstance(key, tuple) else (key,)
+    arrays = [k for k in items if isinstance(k, (list, np.ndarray, Tracer))]
+    return all(isinstance(k, Tracer) and k.ndim == 0 and k.dtype.kind in "iu"
+               and (k.weak is not None or numpy_scalar(k)) for k in arrays)
 
 
 # --- writes ----------------------------------------------------------------------------------
@@ -183,6 +199,9 @@ def _unview(m: Node, parent: Node, child: Node) -> Node:
         return mv.permute_node(child, np.argsort(m.attr("perm")))
     if m.op is Op.SLICE:
         return _overlay(parent, child, list(m.attr("starts")), list(m.attr("steps")))
+    if m.op is Op.GATHER:                       # a view at traced integer scalars: set them
+        attrs = {"dims": m.attr("dims"), "mode": "set", "loop": parent.dtype.name}
+        return mk(Op.SCATTER, parent.dtype, parent.shape, [parent, child] + list(m.inputs[1:]), attrs)
     raise ValueError(f"assignment destination is read-only{at(loc())}")
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.dtypes import check_supported, is_float
 from ..ir.graph import Graph, Node
-from ..ir.ops import MOVEMENT, Op
+from ..ir.ops import Op
 from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
 from . import composite as cm
 from . import elementwise as ew
@@ -25,7 +25,7 @@ from . import reductions as rd
 from . import scans as sc
 from . import scatter as st
 from . import searching as se
-from .core import Tracer, collecting_checks, collecting_constants, mk, operand, unsupported
+from .core import Tracer, collecting_checks, collecting_constants, mk, numpy_scalar, operand, unsupported
 from .selection import Selection, install_operators
 
 __all__ = ["Tracer", "trace_function"]
@@ -60,24 +60,12 @@ def _pow(self, other):
     """``x ** e``: NumPy's ndarray.__pow__ fast path computes ``x ** 2`` of bool as np.square
     (int8 result) and ``x ** 0.5`` of floats as np.sqrt (``-0.0``/``-inf`` differ from power).
     A NumPy scalar takes no fast path (``np.True_ ** 2`` is int64: seed 32 #9697)."""
-    if self.weak is None and not _numpy_scalar(self):
+    if self.weak is None and not numpy_scalar(self):
         if type(other) is int and other == 2 and self.dtype == np.bool_:
             return ew.apply_ufunc("square", self)
         if type(other) is float and other == 0.5 and is_float(self.dtype):
             return ew.apply_ufunc("sqrt", self)
     return ew.apply_ufunc("power", self, other, python_op=True)
-
-
-def _numpy_scalar(t) -> bool:
-    """Whether eager NumPy holds this value as a NumPy scalar rather than an ndarray: a 0-d result
-    of a reduction or a ufunc is a scalar there; an argument, a constant and what a reshape,
-    broadcast or slice gives stay arrays (a cast keeps what its input is)."""
-    if t.ndim:
-        return False
-    n = t.node
-    while n.op is Op.CAST:
-        n = n.inputs[0]
-    return n.op is Op.GATHER or n.op not in MOVEMENT and n.op not in (Op.INPUT, Op.CONST)
 
 
 def _divmod(self, other):
@@ -185,8 +173,8 @@ _install()
 def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
     if isinstance(spec, ArraySpec):
         dt = check_supported(spec.dtype, f"argument {pname!r}")
-        node = Node(Op.INPUT, dt, tuple(spec.shape), (), {"index": index, "name": pname},
-                    loc=None)
+        attrs = {"index": index, "name": pname} | ({"numpy_scalar": True} if spec.numpy_scalar else {})
+        node = Node(Op.INPUT, dt, tuple(spec.shape), (), attrs, loc=None)
         return Tracer(node, argument=pname)
     if isinstance(spec, ScalarSpec):
         if spec.pytype not in (bool, int, float):

@@ -274,16 +274,3 @@ def test_scatter_programs_run_through_kfuse(half):
     """200 scatter programs (two halves, for two workers): 0 mismatches, 0 crashes on the CPU
     backend, where scatters are NumPy's values bit for bit (no sum tolerance: comparison())."""
     _run_through_kfuse(_scatter_programs()[half:200:2])
-
-
-@pytest.mark.xfail(reason="kfuse bug (gen_scatter.SCALAR_INDEX_VIEWS): a[traced int] is a copy, "
-                          "NumPy's a view")
-def test_kfuse_view_by_a_traced_scalar_index():
-    import kfuse
-
-    def f(a):
-        w = a[a[:, 0].argmin()]
-        a[...] = 0.0
-        return w
-    x = np.array([[3.0, 1.0], [2.0, 5.0]])
-    np.testing.assert_array_equal(kfuse.jit(f, backend="cpu")(x.copy()), f(x.copy()))

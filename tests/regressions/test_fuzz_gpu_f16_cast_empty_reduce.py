@@ -61,10 +61,12 @@ class _Arr:
 @pytest.mark.parametrize("rt", ["cuda", "numba_cuda"])
 def test_reduction_over_empty_axis_still_launches(rt, monkeypatch):
     import importlib
+    import types
     mod = importlib.import_module(f"kfuse.runtime.{rt}")
     calls = []
     launcher = object.__new__(mod._Launcher)
     launcher.sizes = ()
+    launcher.kir = types.SimpleNamespace(init_from=())  # (no scatter: no base to start from)
     func = lambda grid, block, args: calls.append(grid)  # noqa: E731
     stub = (None, func, (1,), (32,), (), None)     # both runtimes share LauncherBase.__call__
     monkeypatch.setattr(launcher, "choose", lambda i, o, p: stub, raising=False)
