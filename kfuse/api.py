@@ -376,9 +376,7 @@ class _Entry:
         if self._torch_cpu:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
-        for k, message in self.graph.checks:    # an index out of range: raise, write nothing back
-            if bool(outs[k]):
-                raise IndexError(message)
+        self.graph.raise_failed_checks(lambda k: bool(outs[k]))    # raise, write nothing back
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
             buffers = self._constant_buffers()
             outs = [_copy(o) if _inside(o, buffers) else o for o in outs]

@@ -35,7 +35,8 @@ class Config:
     cpu_threads: int | None = None      # KFUSE_CPU_THREADS: Numba threads for the CPU backend
     device: str | None = None           # KFUSE_DEVICE: default DeviceSpec name for planning (e.g. h100)
     index_checks: bool = True           # KFUSE_INDEX_CHECKS=0: no IndexError for a traced index out of
-                                        # range (read at the nearest end), no flag read back a call
+                                        # range (read at the nearest end), no ValueError for the max of
+                                        # an empty x[mask] (the identity), no flag read back a call
 
 
 def from_env(env: dict | None = None) -> Config:

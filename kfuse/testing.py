@@ -50,9 +50,9 @@ there, with a second row of x nan). The two agree on finite values up to roundin
 infinities of both signs meet, kfuse gives nan and NumPy may give inf.
 
 Writes and selections (``kfuse/trace/mutation.py``, ``selection.py``): ``x[mask].max()`` and
-``.min()`` of an empty selection give the identity (-inf, +inf, the integer limits) where NumPy
-raises ValueError (a kernel cannot raise; pass ``initial=`` to make the two agree), and
-``np.average`` with weights summing to zero gives inf/NaN where NumPy raises ZeroDivisionError. A traced float
+``.min()`` of an empty selection raise NumPy's ValueError (a run-time check read back after the
+call); with ``KFUSE_INDEX_CHECKS=0`` they give the identity (-inf, +inf, the integer limits)
+instead, and ``np.average`` with weights summing to zero gives inf/NaN where NumPy raises ZeroDivisionError. A traced float
 written into an integer array casts as ``astype`` does: values out of the integer's range are
 undefined in NumPy (x86 wraps, the GPUs saturate), as for any float-to-int cast. ``x += 1`` on a
 0-d value that is not a view rebinds it, as on a NumPy scalar (a 0-d array aliased elsewhere would

@@ -226,7 +226,7 @@ def _checks_before_argument_scatters(state: Clustering, built: dict, home_of: di
     that the runtime can raise before writing into the argument in place
     (``Plan.scatters_into_argument``)."""
     graph = state.graph
-    checks = [home_of[graph.outputs[k]] for k, _ in graph.checks if graph.outputs[k] in home_of]
+    checks = [home_of[graph.outputs[k]] for k, *_ in graph.checks if graph.outputs[k] in home_of]
     for cid, (shape, *_rest) in built.items():
         if shape.kind == "scatter" and shape.anchor.inputs[0].op is Op.INPUT:
             for c in checks:

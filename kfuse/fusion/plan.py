@@ -146,7 +146,7 @@ class Plan:
         if any(base in h.inputs for h in self.groups[g.id + 1:]):
             return False
         earlier = {o for h in self.groups[:g.id] for o in h.outputs}
-        return all(gr.outputs[o] in earlier for o, _ in gr.checks)
+        return all(gr.outputs[o] in earlier for o, *_ in gr.checks)
 
     def as_text(self) -> str:
         lines = [f"plan for {self.graph.name}: {len(self.groups)} kernel(s)"]

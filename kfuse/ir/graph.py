@@ -126,6 +126,9 @@ def toposort(outputs: Iterable[Node]) -> list[Node]:
     return order
 
 
+# the exceptions a run-time check (``Graph.checks``) raises, by name
+CHECK_ERRORS = {"IndexError": IndexError, "ValueError": ValueError}
+
 # The user's return structure: an int leaf indexes ``Graph.outputs``; ("arg", (k, o)) is the
 # caller's array of input k itself, an argument the function wrote into and returned (NumPy returns
 # the same object), whose final value is output o (written back into it); containers are
@@ -146,9 +149,10 @@ class Graph:
     # (input index, output index): an argument the function wrote into, and the output holding its
     # final value, which the call copies into the caller's array (after the user's outputs)
     writebacks: tuple[tuple[int, int], ...] = ()
-    # (output index, message): a bool scalar output that is True when the call must raise
-    # IndexError(message) instead of returning (an index out of range), after the writebacks
-    checks: tuple[tuple[int, str], ...] = ()
+    # (output index, message, error): a bool scalar output that is True when the call must raise
+    # error(message) instead of returning (CHECK_ERRORS: an index out of range, IndexError; the max
+    # of an empty selection, ValueError), after the writebacks
+    checks: tuple[tuple[int, str, str], ...] = ()
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""
@@ -162,10 +166,16 @@ class Graph:
                     out[i].append(n)
         return out
 
+    def raise_failed_checks(self, failed: Callable[[int], bool]) -> None:
+        """Raise the error of the first check whose output ``failed(output index)``."""
+        for k, message, error in self.checks:
+            if failed(k):
+                raise CHECK_ERRORS[error](message)
+
     def without_checks(self) -> "Graph":
-        """This graph with its index checks dropped (they are its last outputs): a gather then
-        reads an index out of range at the nearest end, as ``jax.jit`` does, and no call waits
-        for a flag (``KFUSE_INDEX_CHECKS=0``)."""
+        """This graph with its run-time checks dropped (they are its last outputs): a gather then
+        reads an index out of range at the nearest end, as ``jax.jit`` does, an empty selection's
+        max gives the identity, and no call waits for a flag (``KFUSE_INDEX_CHECKS=0``)."""
         if not self.checks:
             return self
         return dataclasses.replace(self, outputs=self.outputs[:-len(self.checks)], checks=())

@@ -26,5 +26,5 @@ def format_graph(graph: Graph) -> str:
     lines.append("  return " + ", ".join(names[o] for o in graph.outputs))
     lines += [f"  write back {names[graph.outputs[o]]} into {names[graph.inputs[i]]}"
               for i, o in graph.writebacks]
-    lines += [f"  check {names[graph.outputs[o]]}: IndexError {msg!r}" for o, msg in graph.checks]
+    lines += [f"  check {names[graph.outputs[o]]}: {error} {msg!r}" for o, msg, error in graph.checks]
     return "\n".join(lines)

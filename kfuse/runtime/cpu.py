@@ -180,11 +180,9 @@ class CpuProgram:
 
 
 def raise_failed_checks(graph, env) -> None:
-    """NumPy's IndexError for an index check already computed (in ``env``) that failed: called
-    before a kernel writes into an argument in place (``Plan.scatters_into_argument``)."""
-    for k, message in graph.checks:
-        if bool(env[graph.outputs[k]]):
-            raise IndexError(message)
+    """NumPy's error for a check already computed (in ``env``) that failed: called before a
+    kernel writes into an argument in place (``Plan.scatters_into_argument``)."""
+    graph.raise_failed_checks(lambda k: bool(env[graph.outputs[k]]))
 
 
 def matmul(ins, c) -> np.ndarray:

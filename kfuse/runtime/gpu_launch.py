@@ -116,12 +116,10 @@ class LauncherBase:
 
 
 def raise_failed_checks(graph, env) -> None:
-    """NumPy's IndexError for an index check already computed (in ``env``: CuPy arrays or tensor
-    views, read back on the current stream) that failed: called before a kernel writes into an
-    argument in place, as ``runtime.cpu.raise_failed_checks`` is."""
-    for k, message in graph.checks:
-        if bool(interop.as_cupy(env[graph.outputs[k]])):
-            raise IndexError(message)
+    """NumPy's error for a check already computed (in ``env``: CuPy arrays or tensor views, read
+    back on the current stream) that failed: called before a kernel writes into an argument in
+    place, as ``runtime.cpu.raise_failed_checks`` is."""
+    graph.raise_failed_checks(lambda k: bool(interop.as_cupy(env[graph.outputs[k]])))
 
 
 def writable_layout(a) -> bool:

@@ -65,10 +65,11 @@ def collecting_constants(first_index: int) -> Iterator[ConstantInputs]:
 
 class IndexChecks:
     """The run-time checks one trace adds (``Graph.checks``): a bool scalar node that is True when
-    the call must raise ``IndexError(message)`` (an index array's value out of range)."""
+    the call must raise ``error(message)`` (an index array's value out of range: IndexError; the
+    max of an empty selection: ValueError)."""
 
     def __init__(self):
-        self.items: list[tuple[Node, str]] = []
+        self.items: list[tuple[Node, str, str]] = []
 
 
 _CHECKS: contextvars.ContextVar[IndexChecks | None] = contextvars.ContextVar("kfuse_checks", default=None)
@@ -85,11 +86,11 @@ def collecting_checks() -> Iterator[IndexChecks]:
         _CHECKS.reset(token)
 
 
-def add_check(node: Node, message: str) -> None:
+def add_check(node: Node, message: str, error: str = "IndexError") -> None:
     checks = _CHECKS.get()
     if checks is None:
-        raise TraceError("kfuse: an index array checked outside kfuse.trace_function")
-    checks.items.append((node, message))
+        raise TraceError("kfuse: a run-time check made outside kfuse.trace_function")
+    checks.items.append((node, message, error))
 
 
 def loc() -> str | None:

@@ -8,8 +8,9 @@ make it an array. What code does with one is usually static, and that is what a
   scalars, with arrays shaped like the rows' trailing dims and with selections under the same
   mask run on the full shape and stay selections;
 * reductions over the selected rows (``x[m].sum()``, ``.mean(axis=0)``, ``np.max(x[m])``...)
-  become masked reductions (``where=``): an empty selection's ``max``/``min`` gives the identity
-  (-inf, the integer minimum...) where NumPy raises;
+  become masked reductions (``where=``); an empty selection's ``max``/``min`` raises NumPy's
+  ValueError after the call (a run-time check, ``Graph.checks``; with ``KFUSE_INDEX_CHECKS=0`` it
+  gives the identity, -inf or the integer minimum, and no flag is read back);
 * ``y[mask] = selection`` and ``x[mask] += 1`` write back through the same mask.
 
 Anything needing the length (returning it, ``len``, ``.shape``, indexing, concatenating it)
@@ -20,11 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from ..errors import at
 from ..ir.graph import Node
 from . import elementwise as ew
 from . import movement as mv
 from . import reductions as rd
-from .core import Tracer, broadcast, cast, loc, operand, unsupported
+from .core import Tracer, add_check, broadcast, cast, loc, operand, unsupported
 
 _WHY = ("its length (the mask's count) is known only at run time; kfuse supports elementwise "
         "ops on it, reductions of it and assigning it back under the same mask")
@@ -106,7 +108,12 @@ class Selection:
         k = self.mask.ndim
         full_axes = tuple(range(k)) + tuple(k - 1 + a for a in axes if a > 0)
         if fname in ("max", "amax", "min", "amin") and "initial" not in kwargs:
-            kwargs["initial"] = _identity(self.dtype, fname.endswith("max"))
+            is_max = fname.endswith("max")
+            kwargs["initial"] = _identity(self.dtype, is_max)
+            if all(n for a, n in enumerate(self.trailing) if a + 1 not in axes):    # a non-empty result
+                empty = ew.apply_ufunc("logical_not", rd.any(Tracer(self.mask)))
+                add_check(empty.node, f"zero-size array to reduction operation {'maximum' if is_max else 'minimum'}"
+                          f" which has no identity{at(loc())}", "ValueError")
         res = fn(Tracer(self.values), full_axes, *args, where=Tracer(self.full_mask()), **kwargs)
         if keepdims:
             kept = (1,) + tuple(1 if a + 1 in axes else n for a, n in enumerate(self.trailing))

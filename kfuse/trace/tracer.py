@@ -263,9 +263,9 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
     if writebacks:          # a returned argument written into: the caller's array itself
         final = dict(writebacks)
         tree = _returned_arguments(tree, lambda k: ("arg", (k, final[k])))
-    index_checks = []       # index arrays checked at run time: raise if a value is out of range
-    for node, message in checks.items:
-        index_checks.append((len(outputs), message))
+    index_checks = []       # checked at run time: raise if an index is out of range, ...
+    for node, message, error in checks.items:
+        index_checks.append((len(outputs), message, error))
         outputs.append(node)
     gname = name or getattr(fn, "__name__", "fn")
     return Graph(gname, tuple(inputs) + tuple(consts.nodes), tuple(outputs), tree,

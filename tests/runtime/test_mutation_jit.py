@@ -361,3 +361,25 @@ def test_returned_written_argument_is_the_callers_array(backend, cupy_for):
     assert got_p is dp and got_d["m"] is dm and got_l[0] is dg
     for got, w in [(got_p, want_p), (got_d["m"], want_m), (got_d["p2"], want[1]["p2"])]:
         assert_matches_numpy(np.asarray(got if xp is np else xp.asnumpy(got)), w)
+
+
+def _selection_extremes(x):
+    s = x[x > 10]
+    return s.max(), s.min(axis=0), s.sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_empty_selection_max_raises_as_numpy(backend, dtype, cupy_for):
+    """x[mask].max() of an empty selection raises NumPy's ValueError (a run-time check, naming the
+    line), and returns NumPy's values when the selection is not empty."""
+    x = np.arange(12).reshape(4, 3).astype(dtype)
+    xp = np if backend == "cpu" else cupy_for(backend)
+    f = kfuse.jit(_selection_extremes, backend=backend)
+    got = f(xp.asarray(x + 5))
+    for g, w in zip(got, _selection_extremes(x + 5)):
+        np.testing.assert_array_equal(np.asarray(g if xp is np else xp.asnumpy(g)), w)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        _selection_extremes(x - 20)
+    with pytest.raises(ValueError, match=r"reduction operation maximum which has no identity \(at .*test_mutation_jit"):
+        f(xp.asarray(x - 20))

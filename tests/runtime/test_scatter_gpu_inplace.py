@@ -55,9 +55,9 @@ def test_a_failed_check_raises_before_the_write():
     graph, sc = prog.plan.graph, prog.plan.groups[1]
     assert graph.checks
     t = np.zeros((8, 3))
-    flags = {graph.outputs[k]: np.array(False) for k, _ in graph.checks}
+    flags = {graph.outputs[k]: np.array(False) for k, *_ in graph.checks}
     assert prog.bases_in_place(sc, [t], flags) == {0: 0}
-    k, message = graph.checks[0]
+    k, message, _ = graph.checks[0]
     flags[graph.outputs[k]] = np.array(True)
     with pytest.raises(IndexError) as e:
         prog.bases_in_place(sc, [t], flags)
@@ -74,7 +74,7 @@ def test_overlapping_layouts_are_written_through_a_copy():
     assert not gpu_launch.writable_layout(np.lib.stride_tricks.as_strided(a, (4, 4), (8, 8)))   # rows overlap
     prog = _program(add_at, _args())
     sc = prog.plan.groups[1]
-    flags = {prog.plan.graph.outputs[k]: np.array(False) for k, _ in prog.plan.graph.checks}
+    flags = {prog.plan.graph.outputs[k]: np.array(False) for k, *_ in prog.plan.graph.checks}
     assert prog.bases_in_place(sc, [np.broadcast_to(np.zeros(3), (8, 3))], flags) == {}
 
 
