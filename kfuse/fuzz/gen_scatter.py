@@ -29,6 +29,7 @@ intermediate must be finite and in the integer's range (else the cast back is un
 :func:`scatter_steps` counts the steps that scatter (for reports and tests)."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import warnings
