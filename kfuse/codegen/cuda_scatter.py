@@ -41,7 +41,9 @@ one of four means (:func:`strategy` says which):
   :data:`CAS_BACKOFF_NS` up to its cap, with jitter: contenders that retry at once only delay the
   winner) and tries again. Words compare as integers: a NaN element cannot keep the loop spinning.
 
-**Warp aggregation** (:data:`WARP_AGGREGATE`). Before the atomic or the compare-and-swap, the
+**Warp aggregation** (:data:`WARP_AGGREGATE`; not where the lanes of a warp write different
+elements of a row and one hardware atomic applies each value, :func:`lanes_apart`: an embedding
+gradient's rows). Before the atomic or the compare-and-swap, the
 lanes of a warp that update one word (``__match_any_sync`` on its address, among the lanes
 ``__activemask()`` names: the lanes of the grid-stride loop with an element here; a lane past the
 end of the domain is not there) combine their values with shuffles: every lane of such a group
@@ -182,6 +184,16 @@ def strategy(st: K.Store, out_dtype: str) -> tuple[str, bool]:
     return ("atomic" if one_atomic(n, out_dtype) else "cas"), agg
 
 
+def lanes_apart(st: K.Store, kir: K.KernelIR) -> bool:
+    """Whether store ``st`` writes the output's innermost dim at the domain's innermost loop
+    variable (``np.add.at(table, ids, g)`` of rows: ``out[v, i1]``): consecutive lanes of a warp
+    then update consecutive elements of a row, where a warp's groups (``__match_any_sync`` each
+    value) would cost and combine nothing; one hardware atomic each (rows shorter than a warp may
+    still meet in an element: the atomic applies both)."""
+    dims = kir.loop_dims(range(len(kir.domain)))
+    return bool(dims and st.index) and isinstance(st.index[-1], K.IVar) and st.index[-1].name == f"i{dims[-1]}"
+
+
 def value_of_bits(bits: str, dt: str) -> str:
     """The register value of an element of ``dt`` whose storage bits are the low bits of the
     unsigned integer expression ``bits`` (the rest zero)."""
@@ -241,6 +253,8 @@ class ScatterEmitter:
         agg = aggregate_op(n, dt) if WARP_AGGREGATE else None
         bits = bit_atomic(n, dt)
         fast = one_atomic(n, dt)
+        if fast is not None and bits is None and lanes_apart(st, self.kir):
+            agg = None              # the lanes of a warp update different elements: no groups
         if bits is not None:
             body = self.bit_atomic_store(n, dt, ptr, bits, agg is not None)
         elif fast is not None:

@@ -735,3 +735,46 @@ def test_contended_int8_add_into_three_slots_completes(cupy_for):
     for _ in range(3):      # the first call compiles
         got, _ = _run(Case(add_at, (base, idx, v), "", ""), "cuda", cupy_for)
         np.testing.assert_array_equal(got, want)
+
+
+def _add_rows_at(t, i, g):
+    np.add.at(t, i, g)
+    return t
+
+
+def _add_columns_at(t, i, g):
+    np.add.at(t, (slice(None), i), g)
+    return t
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_rows_written_across_the_lanes_take_one_atomic_each(arch, tmp_path):
+    """An embedding gradient (``np.add.at(table, ids, g)`` of rows) writes ``out[v, i1]``: a warp's
+    lanes update consecutive elements of a row, so no warp groups are formed (one hardware atomic
+    a value); the same scatter along columns (``out[i0, v]``) and a 1-D one keep them."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from kfuse.codegen import nvrtc
+    rows = Case(_add_rows_at, (np.zeros((N, 64), np.float32), _repeated(), np.ones((M, 64), np.float32)), "", "")
+    cols = Case(_add_columns_at, (np.zeros((64, N), np.float32), _repeated(), np.ones((64, M), np.float32)), "", "")
+    store = _store_of(rows)
+    assert "__match_any_sync" not in store and "atomicAdd((float*)(ep_), (float)v" in store
+    assert "__match_any_sync" in _store_of(cols) and "__match_any_sync" in _store_of(CASES["add_at_float32"])
+    for case in (rows, cols):
+        (kir,) = _scatter_kernels(case)
+        _ptxas(nvrtc.compile(cuda.emit(kir), arch=arch).ptx, arch, tmp_path / f"{case.fn.__name__}_{arch}.ptx")
+
+
+@pytest.mark.gpu
+def test_rows_scatter_without_warp_groups_matches_numpy(cupy_for):
+    """The rows case on the GPU: integer sums exact, float sums within a sum's tolerance."""
+    cp = cupy_for("cuda")
+    rng = np.random.default_rng(7)
+    ids = rng.integers(-N, N, 4 * M)
+    for dt in ("int32", "float32"):
+        t0 = rng.integers(-9, 9, (N, 40)).astype(dt)
+        g = rng.integers(-9, 9, (4 * M, 40)).astype(dt)
+        want = _add_rows_at(t0.copy(), ids, g)
+        t = cp.asarray(t0)
+        got = kfuse.jit(_add_rows_at, backend="cuda")(t, cp.asarray(ids), cp.asarray(g))
+        assert got is t
+        np.testing.assert_array_equal(cp.asnumpy(t), want)     # small integers: exact in float32 too
