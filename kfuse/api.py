@@ -365,6 +365,10 @@ class _Entry:
         self._constants = {}            # (array kind, device) -> the graph's array constants there
 
     def run(self, args: tuple):
+        if self.graph.host_checks:              # x[i] of a Python int i: raise before any kernel
+            from .trace.reference import evaluate_nodes
+            self.graph.raise_failed_host_checks(evaluate_nodes(
+                [n for n, *_ in self.graph.host_checks], lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
             self._check_written(args)
         if self._cupy_device is not None:

@@ -153,6 +153,9 @@ class Graph:
     # error(message) instead of returning (CHECK_ERRORS: an index out of range, IndexError; the max
     # of an empty selection, ValueError), after the writebacks
     checks: tuple[tuple[int, str, str], ...] = ()
+    # (node, message, error): a check reading only arguments passed as host scalars (``x[i]`` of a
+    # Python int i), evaluated on the host before any kernel runs; not an output
+    host_checks: tuple[tuple[Node, str, str], ...] = ()
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""
@@ -172,13 +175,19 @@ class Graph:
             if failed(k):
                 raise CHECK_ERRORS[error](message)
 
+    def raise_failed_host_checks(self, values: list) -> None:
+        """Raise the error of the first host check whose value (``values``, in order) is True."""
+        for (_, message, error), v in zip(self.host_checks, values):
+            if bool(v):
+                raise CHECK_ERRORS[error](message)
+
     def without_checks(self) -> "Graph":
         """This graph with its run-time checks dropped (they are its last outputs): a gather then
         reads an index out of range at the nearest end, as ``jax.jit`` does, an empty selection's
         max gives the identity, and no call waits for a flag (``KFUSE_INDEX_CHECKS=0``)."""
         if not self.checks:
-            return self
-        return dataclasses.replace(self, outputs=self.outputs[:-len(self.checks)], checks=())
+            return dataclasses.replace(self, host_checks=())
+        return dataclasses.replace(self, outputs=self.outputs[:-len(self.checks)], checks=(), host_checks=())
 
     def with_outputs(self, outputs: Iterable[Node]) -> "Graph":
         return dataclasses.replace(self, outputs=tuple(outputs))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .dtypes import short_name
-from .graph import Graph, Node
+from .graph import Graph, Node, toposort
 from .ops import Op
 
 
@@ -19,7 +19,7 @@ def format_node(node: Node, names: dict[Node, str]) -> str:
 
 
 def format_graph(graph: Graph) -> str:
-    nodes = graph.nodes()
+    nodes = toposort(tuple(graph.inputs) + tuple(graph.outputs) + tuple(n for n, *_ in graph.host_checks))
     names = {n: f"%{i}" for i, n in enumerate(nodes)}
     lines = [f"graph {graph.name}:"]
     lines += ["  " + format_node(n, names) for n in nodes]
@@ -27,4 +27,5 @@ def format_graph(graph: Graph) -> str:
     lines += [f"  write back {names[graph.outputs[o]]} into {names[graph.inputs[i]]}"
               for i, o in graph.writebacks]
     lines += [f"  check {names[graph.outputs[o]]}: {error} {msg!r}" for o, msg, error in graph.checks]
+    lines += [f"  host check {names[n]}: {error} {msg!r}" for n, msg, error in graph.host_checks]
     return "\n".join(lines)

@@ -6,11 +6,11 @@ each node's dtype and shape (checked).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph, Node, toposort
 from ..ir.ops import BINARY, SCAN_UFUNC, UNARY, Op
 
 
@@ -105,6 +105,18 @@ def scatter(base: np.ndarray, values: np.ndarray, idx, dims, mode: str) -> np.nd
         with np.errstate(all="ignore"):
             getattr(np, mode).at(out, index, values)
     return out
+
+
+def evaluate_nodes(nodes: Sequence[Node], input_value: Callable[[Node], Any]) -> list[np.ndarray]:
+    """The values of ``nodes`` (a graph's host checks), ``input_value(node)`` giving each INPUT's."""
+    values: dict[Node, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for node in toposort(nodes):
+            if node.op is Op.INPUT:
+                values[node] = np.asarray(input_value(node), dtype=node.dtype)
+            else:
+                values[node] = eval_node(node, [values[i] for i in node.inputs])
+    return [values[n] for n in nodes]
 
 
 def evaluate(graph: Graph, arrays: Sequence) -> list[np.ndarray]:

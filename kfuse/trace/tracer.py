@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir.dtypes import check_supported, is_float
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph, Node, toposort
 from ..ir.ops import Op
 from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
 from . import composite as cm
@@ -179,7 +179,8 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
     if isinstance(spec, ScalarSpec):
         if spec.pytype not in (bool, int, float):
             raise unsupported(f"scalar argument {pname!r} of type {spec.pytype.__name__}")
-        node = Node(Op.INPUT, spec.dtype, (), (), {"index": index, "name": pname}, loc=None)
+        node = Node(Op.INPUT, spec.dtype, (), (), {"index": index, "name": pname, "weak": spec.pytype.__name__},
+                    loc=None)
         return Tracer(node, weak=spec.pytype)
     raise TypeError(f"bad spec for argument {pname!r}: {spec!r}")
 
@@ -208,6 +209,12 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
                          "return arrays, scalars, or tuples/lists/dicts of them")
     outputs.append(node)
     return len(outputs) - 1
+
+
+def _host_values_only(node: Node) -> bool:
+    """Whether ``node`` reads only arguments the caller passes as host scalars (Python or NumPy
+    scalars, whatever the backend): a check of it can run on the host before the call."""
+    return all(n.attr("weak") or n.attr("numpy_scalar") for n in toposort((node,)) if n.op is Op.INPUT)
 
 
 def _returned_arguments(tree, leaf: Callable[[int], Any]):
@@ -263,11 +270,14 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
     if writebacks:          # a returned argument written into: the caller's array itself
         final = dict(writebacks)
         tree = _returned_arguments(tree, lambda k: ("arg", (k, final[k])))
-    index_checks = []       # checked at run time: raise if an index is out of range, ...
+    index_checks, host_checks = [], []      # checked at run time: raise if an index is out of range, ...
     for node, message, error in checks.items:
-        index_checks.append((len(outputs), message, error))
-        outputs.append(node)
+        if _host_values_only(node):         # x[i] of a Python int i: before any kernel, no flag read back
+            host_checks.append((node, message, error))
+        else:
+            index_checks.append((len(outputs), message, error))
+            outputs.append(node)
     gname = name or getattr(fn, "__name__", "fn")
     return Graph(gname, tuple(inputs) + tuple(consts.nodes), tuple(outputs), tree,
                  constants=tuple(consts.values), writebacks=tuple(writebacks),
-                 checks=tuple(index_checks))
+                 checks=tuple(index_checks), host_checks=tuple(host_checks))

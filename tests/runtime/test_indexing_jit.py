@@ -186,3 +186,34 @@ def test_a_python_int_index_is_traced_once(backend, cupy_for):
     assert len(f._programs) == 1
     with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
         f(xp.asarray(x), 3)
+
+
+def _row_update(x, i):
+    row = x[i]
+    row += 1
+    return x[i - 1] * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scalar_argument_index_is_checked_on_the_host(backend, cupy_for):
+    """x[i] of a Python int (or NumPy scalar) argument: its range check reads nothing computed on
+    the device, so it runs on the host before any kernel (no flag read back a call), raising
+    NumPy's IndexError with nothing written; a 0-d array index stays a device check."""
+    f = kfuse.jit(_row_update, backend=backend)
+    x = np.arange(12.0).reshape(4, 3)
+    g = f.trace(x, 2)
+    assert not g.checks and len(g.host_checks) == 2 and "host check" in g.as_text()
+    assert f.trace(x, np.array(2)).checks
+    xp = np if backend == "cpu" else cupy_for(backend)
+    for i in (2, np.int64(-3), 0):
+        want_x = x.copy()
+        want = _row_update(want_x, i)
+        got_x = xp.asarray(x)
+        got = f(got_x, i)
+        for a, b in ((got, want), (got_x, want_x)):
+            np.testing.assert_array_equal(a if xp is np else xp.asnumpy(a), b)
+    for i in (4, -5, np.int32(9)):
+        got_x = xp.asarray(x)
+        with pytest.raises(IndexError, match=r"index out of bounds for axis 0 with size 4 \(at .*test_indexing_jit"):
+            f(got_x, i)
+        np.testing.assert_array_equal(got_x if xp is np else xp.asnumpy(got_x), x)     # nothing written
