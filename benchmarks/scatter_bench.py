@@ -4,9 +4,8 @@ torch.compile, torch eager, CuPy eager and a device-to-device copy, all measured
 Cases:
   * ``embedding-grad``: ``np.add.at(table, ids, g)`` into a float32 65536 x 256 table argument
     (64 MiB), 16384 ids with repeats, g 16384 x 256 (torch: ``index_add_``, CuPy:
-    ``cupyx.scatter_add``). kfuse writes into a copy of the table and copies it back (an
-    argument is written only once the call's index checks have passed), so it moves the table
-    twice more than an in-place scatter does;
+    ``cupyx.scatter_add``). kfuse scatters into the table in place once the call's index check
+    has passed: its flag is read back from the GPU first (none with ``KFUSE_INDEX_CHECKS=0``);
   * ``histogram``: ``np.add.at(h, bins, 1)``, 4096 int32 bins, 2**24 int64 bin numbers (the
     same array written as an argument; torch: ``index_add_`` of ones);
   * ``permute-fused``: ``out = np.zeros_like(x); out[perm] = x * 2 + 1`` for 2**24 float32
