@@ -286,9 +286,25 @@ def operand(x: Any, what: str = "operand") -> Operand:
                                   "pass the array as an argument")
             return Operand(consts.node_for(x), None, x.dtype, None)
         return Operand(None, np.asarray(x).item(), x.dtype, None)
+    if isinstance(x, (list, tuple)):          # an array-like: NumPy converts it with np.asarray
+        if _holds_tracer(x):
+            raise unsupported(f"a {type(x).__name__} holding traced values (used as {what})",
+                              "build the array with np.stack or np.array of it first")
+        try:
+            arr = np.asarray(x)
+        except ValueError as e:                 # NumPy's own, for a ragged list
+            e.add_note(f"kfuse: a {type(x).__name__} used as {what}{at(loc())}")
+            raise
+        if arr.dtype == object:
+            raise unsupported(f"a {type(x).__name__} NumPy makes an object array of (used as {what})")
+        return operand(arr, what)
     if isinstance(x, complex):
         raise unsupported(f"complex scalar {x!r} (used as {what})")
     raise unsupported(f"a value of type {type(x).__name__} (used as {what})")
+
+
+def _holds_tracer(x) -> bool:
+    return any(isinstance(v, Tracer) or isinstance(v, (list, tuple)) and _holds_tracer(v) for v in x)
 
 
 def _uniform(x: np.ndarray) -> bool:

@@ -55,7 +55,7 @@ UNSUPPORTED = [
     (lambda x: x.reshape(12, order="F"), "order='F'"),
     (lambda x: x.reshape(12).__iadd__(1), "in-place add through a reshape"),
     (lambda x: np.where(x > 0), "np.where with one argument"),
-    (lambda x: x + [1, 2, 3, 4], "list"),
+    (lambda x: x + [x[0, 0], 1, 2, 3], "list holding traced values"),
 ]
 
 
