@@ -778,3 +778,28 @@ def test_rows_scatter_without_warp_groups_matches_numpy(cupy_for):
         got = kfuse.jit(_add_rows_at, backend="cuda")(t, cp.asarray(ids), cp.asarray(g))
         assert got is t
         np.testing.assert_array_equal(cp.asnumpy(t), want)     # small integers: exact in float32 too
+
+
+def _max_at_f16_of_f32(x, i, v):
+    np.maximum.at(x, i, v)
+    return x
+
+
+def _min_at_f16_of_a_python_float(x, i):
+    np.minimum.at(x, i, -0.0)
+    return x
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float16_extremes_in_a_wider_loop_compile(arch, tmp_path):
+    """Bug 41: float16 maximum/minimum ``at`` with float32 or Python float values compute in the
+    wider loop (no narrowing): a compare-and-swap on the element's word, cast there and back."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from kfuse.codegen import nvrtc
+    cases = [Case(_max_at_f16_of_f32, (np.zeros(N, np.float16), _repeated(), np.ones(M, np.float32)), "", None),
+             Case(_min_at_f16_of_a_python_float, (np.zeros(N, np.float16), _repeated()), "", None)]
+    for case in cases:
+        (kir,) = _scatter_kernels(case)
+        (st,) = [s for s in kir.phases[0].pre if isinstance(s, K.Store)]
+        assert st.loop in ("float32", "float64") and "atomicCAS" in _store_of(case)
+        _ptxas(nvrtc.compile(cuda.emit(kir), arch=arch).ptx, arch, tmp_path / f"{case.fn.__name__}_{arch}.ptx")
