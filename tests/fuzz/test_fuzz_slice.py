@@ -4,7 +4,7 @@ import numpy as np
 
 from kfuse.fuzz.cli import fuzz
 
-SEED, N = 0, 300
+SEED, N = 0, 200
 
 
 def test_fuzz_slice_cpu(tmp_path):
