@@ -218,6 +218,8 @@ class JitFunction:
         graph = trace_function(self.fn, specs, self.fn.__name__)
         if not _config.get().index_checks:
             graph = graph.without_checks()
+        elif backend == "cpu":
+            graph = graph.with_host_checks_on_device()
         lowered = Lowered(graph, self.options.device, backend, self.options)
         store = _open_cache()
         program = lowered.compile(store)

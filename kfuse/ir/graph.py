@@ -189,6 +189,17 @@ class Graph:
             return dataclasses.replace(self, host_checks=())
         return dataclasses.replace(self, outputs=self.outputs[:-len(self.checks)], checks=(), host_checks=())
 
+    def with_host_checks_on_device(self) -> "Graph":
+        """This graph with its host checks computed by the kernels as its other checks are (the
+        CPU backend: no read-back to save there, and a check in a kernel costs less than
+        evaluating it on the host each call); checks stay the last outputs."""
+        if not self.host_checks:
+            return self
+        n = len(self.outputs)
+        moved = tuple((n + k, message, error) for k, (_, message, error) in enumerate(self.host_checks))
+        return dataclasses.replace(self, outputs=self.outputs + tuple(c for c, *_ in self.host_checks),
+                                   checks=self.checks + moved, host_checks=())
+
     def with_outputs(self, outputs: Iterable[Node]) -> "Graph":
         return dataclasses.replace(self, outputs=tuple(outputs))
 

@@ -197,13 +197,23 @@ def _row_update(x, i):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_scalar_argument_index_is_checked_on_the_host(backend, cupy_for):
     """x[i] of a Python int (or NumPy scalar) argument: its range check reads nothing computed on
-    the device, so it runs on the host before any kernel (no flag read back a call), raising
-    NumPy's IndexError with nothing written; a 0-d array index stays a device check."""
+    the device, so on a GPU backend it runs on the host before any kernel (no flag read back a
+    call; the CPU backend computes it in a kernel, which costs less there), raising NumPy's
+    IndexError with nothing written; a 0-d array index stays a device check."""
+    from kfuse.trace.reference import evaluate_nodes
     f = kfuse.jit(_row_update, backend=backend)
     x = np.arange(12.0).reshape(4, 3)
     g = f.trace(x, 2)
     assert not g.checks and len(g.host_checks) == 2 and "host check" in g.as_text()
     assert f.trace(x, np.array(2)).checks
+    assert len(g.with_host_checks_on_device().checks) == 2
+    for i, fails in ((2, False), (0, False), (4, True), (-5, True)):
+        flags = evaluate_nodes([n for n, *_ in g.host_checks], lambda n: (x, i)[n.attr("index")])
+        if fails:
+            with pytest.raises(IndexError, match="index out of bounds for axis 0 with size 4"):
+                g.raise_failed_host_checks(flags)
+        else:
+            g.raise_failed_host_checks(flags)
     xp = np if backend == "cpu" else cupy_for(backend)
     for i in (2, np.int64(-3), 0):
         want_x = x.copy()
