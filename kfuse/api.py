@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -98,6 +99,19 @@ def _key_uncacheable(a):
     return _UNCACHEABLE
 
 
+def _key_static(a):
+    return (type(a), a)
+
+
+def _static_type(t: type) -> bool:
+    """Arguments of type ``t`` are passed to the traced function as they are (as if named in
+    ``static_argnames``): a module (``xp=np``), None, a function or ufunc, a type or dtype, a
+    string (``mode="clip"``; in ``lower()`` a string is an argument spec instead)."""
+    return (t is type(None) or issubclass(t, (types.ModuleType, type, np.dtype, str, types.FunctionType,
+                                              types.BuiltinFunctionType, types.MethodType, np.ufunc,
+                                              functools.partial)))
+
+
 _KEY_OF_FAMILY = {"numpy": _key_numpy, "cupy": _key_cupy, "torch": _key_torch}
 
 
@@ -112,6 +126,8 @@ def _keyer(t: type) -> Callable[[Any], Any]:
         return _KEY_OF_FAMILY[family]
     if issubclass(t, np.generic):
         return _key_numpy_scalar
+    if _static_type(t):
+        return _key_static
     return _key_uncacheable
 
 
@@ -146,17 +162,16 @@ class JitFunction:
         bound.apply_defaults()
         return dict(bound.arguments)
 
+    def _static_names(self, values: dict[str, Any], *, abstract_ok: bool) -> frozenset:
+        """``static_argnames`` and the arguments passed as they are by their type (``_static_type``;
+        in ``lower()`` a string is an argument spec, unless it is the parameter's default)."""
+        params = self._signature.parameters
+        return self._static | {n for n, v in values.items() if _static_type(type(v)) and not (
+            abstract_ok and isinstance(v, str) and v is not params[n].default)}
+
     def _specs(self, values: dict[str, Any], *, abstract_ok: bool) -> dict[str, ArgSpec]:
-        specs: dict[str, ArgSpec] = {}
-        for name, v in values.items():
-            if name in self._static:
-                specs[name] = StaticSpec(v)
-            elif abstract_ok or not isinstance(v, str):
-                specs[name] = spec_of_value(v)
-            else:
-                raise TypeError(f"{self.fn.__name__}(): argument {name!r} is a string; "
-                                "pass arrays (spec strings are for lower()/explain())")
-        return specs
+        static = self._static_names(values, abstract_ok=abstract_ok)
+        return {name: StaticSpec(v) if name in static else spec_of_value(v) for name, v in values.items()}
 
     # ---- stages --------------------------------------------------------------------------
     def trace(self, *args, **kwargs) -> Graph:
@@ -203,7 +218,8 @@ class JitFunction:
 
     def _build(self, args: tuple) -> "_Entry":
         values = dict(zip(self._params, args))
-        kinds = {_array_kind(v) for n, v in values.items() if n not in self._static} - {None}
+        static = self._static_names(values, abstract_ok=False)
+        kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
         backend = _choose_backend(self.options.backend, kinds, self.fn.__name__)
         specs = self._specs(values, abstract_ok=False)
         for name, spec in specs.items():
@@ -226,7 +242,7 @@ class JitFunction:
         self._count_compile(specs)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
-        dynamic = [n for n in self._params if n not in self._static]
+        dynamic = [n for n in self._params if n not in static]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend)
         # device arrays only: later calls with this key (argument types are in it) pass them to

@@ -119,8 +119,14 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
 
     def signature(self) -> str:
         kir = self.kir
-        ps = [f"{_STYPE[b.dtype]}* __restrict__ out{k}" for k, b in enumerate(kir.outputs)]
-        ps += [f"const {_STYPE[b.dtype]}* __restrict__ in{k}" for k, b in enumerate(kir.inputs)]
+        # an output that may be an input's own buffer (written in place): neither is __restrict__,
+        # so their loads are coherent (ld.global, not .nc) and stay ordered before the stores
+        shared = {f"out{o}" for o, _ in kir.in_place} | {f"in{i}" for _, i in kir.in_place}
+
+        def ptr(ctype, name):
+            return f"{ctype}*{'' if name in shared else ' __restrict__'} {name}"
+        ps = [ptr(_STYPE[b.dtype], f"out{k}") for k, b in enumerate(kir.outputs)]
+        ps += [ptr(f"const {_STYPE[b.dtype]}", f"in{k}") for k, b in enumerate(kir.inputs)]
         ps += [f"{t} {n}" for (t, n), keep in zip(self.scalar_params(), self.scalars) if keep]
         ps += ["unsigned char* __restrict__ ws_"] if self.v.split else []     # two-stage: the chunks' accumulators
         bounds = f"{self.v.block}, {self.v.min_blocks}" if self.v.min_blocks else f"{self.v.block}"

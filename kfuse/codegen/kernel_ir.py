@@ -396,6 +396,10 @@ class KernelIR:
     tile: Any = None                # emitter-specific tiling (CUDA); ignored on the CPU
     init_from: tuple = ()           # (output, input) pairs: the runtime copies the input into the
                                     # output buffer before the kernel runs (a scatter's base)
+    in_place: tuple = ()            # (output, input) pairs: the runtime may pass the input's own
+                                    # buffer as the output (an argument written in place); the
+                                    # kernel reads it only at the element it writes, and emitters
+                                    # must not assume the two do not alias (no __restrict__)
 
     def extent(self, d: int) -> int:
         """Domain dim ``d``'s extent in the plan this IR was lowered from."""
@@ -418,6 +422,8 @@ class KernelIR:
             lines.append(f"  {self.contraction}")
         for o, i in self.init_from:
             lines.append(f"  out{o} starts as a copy of in{i}")
+        for o, i in self.in_place:
+            lines.append(f"  out{o} may be in{i}'s own buffer (written in place)")
         for p, ph in enumerate(self.phases):
             lines.append(f"  phase {p}:")
             lines += [f"    {s}" for s in ph.pre]

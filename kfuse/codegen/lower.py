@@ -390,6 +390,8 @@ class _Lowerer:
             if g.kind == "matmul":
                 contraction = self.contraction(inputs)
             self.store_outputs(g.outputs, True)
+            if g.in_place:      # an output may be an input's buffer: every load before any store
+                self.pre.sort(key=lambda st: isinstance(st, K.Store))
             phases.append(self.end_phase())
             outer, inner = tuple(range(len(self.domain_shape))), ()
         elif g.kind == "reduce":
@@ -428,7 +430,8 @@ class _Lowerer:
         return K.KernelIR(name=f"k{g.id}", kind=g.kind, inputs=tuple(inputs), outputs=tuple(outputs),
                           sizes=tuple(self.sizes), domain=self.domain, outer=outer, inner=inner,
                           phases=tuple(phases), contraction=contraction, tile=self.tile,
-                          init_from=init_from)
+                          init_from=init_from,
+                          in_place=tuple((o, self.in_index[b]) for o, b in g.in_place if b in self.in_index))
 
     def contraction(self, inputs) -> K.Contraction:
         mm = self.group.anchor

@@ -19,7 +19,7 @@ from ..ir.ops import LEAF, REDUCE, SCAN, Op
 from . import elementwise, gemm_epilogue, reduction
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
 from .legality import Clustering, classify, reduce_key, verify_group
-from .plan import KernelGroup, Plan, Refusal
+from .plan import KernelGroup, Plan, Refusal, with_argument_writes
 from .simplify import PASSES, Pass
 
 MAX_ROUNDS = 20
@@ -170,6 +170,7 @@ def plan(graph: Graph, device=None) -> Plan:
             break
         no_rowwise = no_rowwise | split
     passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
+    groups = with_argument_writes(graph, groups)
     p = Plan(graph=graph, groups=tuple(groups), refused=final_refusals(state.refused, groups), device=device,
              passthrough=passthrough)
     check_plan(p)
@@ -208,7 +209,7 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
                 dag.add_edge(home_of[i], cid)
     if not nx.is_directed_acyclic_graph(dag):   # pragma: no cover - merges keep hulls convex
         raise AssertionError("fusion produced a cycle between kernels")
-    _checks_before_argument_scatters(state, built, home_of, dag)
+    _checks_before_argument_writes(state, built, home_of, dag)
     order = nx.lexicographical_topological_sort(
         dag, key=lambda c: min(state.order[n] for n in built[c][1]))
     groups = []
@@ -221,14 +222,17 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
     return groups, split_keys
 
 
-def _checks_before_argument_scatters(state: Clustering, built: dict, home_of: dict, dag: nx.DiGraph) -> None:
-    """Order the index checks before each scatter into an argument where no path forbids it, so
-    that the runtime can raise before writing into the argument in place
-    (``Plan.scatters_into_argument``)."""
+def _checks_before_argument_writes(state: Clustering, built: dict, home_of: dict, dag: nx.DiGraph) -> None:
+    """Order the index checks before each kernel that may write into an argument in place (a
+    scatter into one, ``Plan.scatters_into_argument``; an elementwise kernel computing one's final
+    value, ``plan.with_argument_writes``) where no path forbids it, so that the runtime can raise
+    before writing into the argument."""
     graph = state.graph
     checks = [home_of[graph.outputs[k]] for k, *_ in graph.checks if graph.outputs[k] in home_of]
-    for cid, (shape, *_rest) in built.items():
-        if shape.kind == "scatter" and shape.anchor.inputs[0].op is Op.INPUT:
+    finals = {graph.outputs[o] for _, o in graph.writebacks}
+    for cid, (shape, _nodes, _inputs, outputs, *_rest) in built.items():
+        if ((shape.kind == "scatter" and shape.anchor.inputs[0].op is Op.INPUT)
+                or (shape.kind == "elementwise" and finals.intersection(outputs))):
             for c in checks:
                 if c != cid and not nx.has_path(dag, cid, c):
                     dag.add_edge(c, cid)

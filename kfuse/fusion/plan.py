@@ -66,6 +66,9 @@ class KernelGroup:
     anchor: Node | None = None      # matmul/scatter: its MATMUL/SCATTER node; reduce: the first reduce node
     cost: Any = None                # fusion.cost.Cost: bytes, flops, predicted time
     reason: str = ""                # why these nodes are together (for explain)
+    # elementwise: (output position, argument INPUT node) pairs, the output being the argument's
+    # final value, written into the caller's array itself (see :func:`with_argument_writes`)
+    in_place: tuple[tuple[int, Node], ...] = ()
 
     @property
     def ops(self) -> list[str]:
@@ -80,7 +83,8 @@ class KernelGroup:
 
     def describe(self) -> str:
         outs = ", ".join(f"{short_name(o.dtype)}{list(o.shape)}" for o in self.outputs)
-        return f"kernel {self.id} [{self.kind}] ops={'/'.join(self.ops) or 'copy'} -> {outs}"
+        into = "".join(f" (writes {b.attr('name')!r} in place)" for _, b in self.in_place)
+        return f"kernel {self.id} [{self.kind}] ops={'/'.join(self.ops) or 'copy'} -> {outs}{into}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +102,38 @@ def _reads_base(g: KernelGroup) -> bool:
     values or indices (``v[[1, 0]] = v``), or in a fused producer of them."""
     base = g.anchor.inputs[0]
     return base in g.anchor.inputs[1:] or any(base in n.inputs for n in g.nodes if n is not g.anchor)
+
+
+def with_argument_writes(graph: Graph, groups: list[KernelGroup]) -> list[KernelGroup]:
+    """``groups`` with ``in_place`` set on each elementwise group that may compute an argument's
+    final value (``Graph.writebacks``: ``x += y``, ``x[1:] = v``, ``np.add(a, b, out=x)``) straight
+    into the caller's array, so the call copies nothing back: the kernel reads the argument's old
+    value (if at all) only at the element it writes, through elementwise ops of its domain (no
+    movement: ``x[...] = x[::-1]`` keeps its copy), no later kernel reads the old value, the
+    value is no other output of the function, and every index check is computed by an earlier
+    kernel (a call that raises writes nothing into its arguments)."""
+    from ..ir.ops import ELEMENTWISE, LEAF
+    final = {graph.outputs[o]: graph.inputs[i] for i, o in graph.writebacks}
+    out = []
+    for g in groups:
+        pairs = []
+        for k, node in enumerate(g.outputs):
+            base = final.get(node)
+            if (g.kind != "elementwise" or base is None or base in graph.outputs
+                    or sum(o is node for o in graph.outputs) != 1
+                    or node.dtype != base.dtype or tuple(node.shape) != tuple(base.shape)
+                    or any(base in h.inputs for h in groups[g.id + 1:])):
+                continue
+            readers, moved = {base}, False
+            for n in g.nodes:               # (topological order) the nodes reading the old value
+                if n.op not in LEAF and any(i in readers for i in n.inputs):
+                    readers.add(n)
+                    moved |= n.op not in ELEMENTWISE or tuple(n.shape) != tuple(g.domain)
+            earlier = {o for h in groups[:g.id] for o in h.outputs}
+            if not moved and all(graph.outputs[o] in earlier for o, *_ in graph.checks):
+                pairs.append((k, base))
+        out.append(dataclasses.replace(g, in_place=tuple(pairs)) if pairs else g)
+    return out
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -91,7 +91,8 @@ def write(g) -> tuple[str, tuple[str, ...]] | None:
         return None
     x = g.env[a]
     out = f"v{len(g.steps)}"
-    expr = g.choice((f"{a}.copy()", f"np.zeros_like({a})", f"{a} * 1"))
+    # (``a`` itself: the writes go into an argument or an earlier value, and views of it see them)
+    expr = g.choice((f"{a}.copy()", f"np.zeros_like({a})", f"{a} * 1", a))
     try:
         start = np.asarray(_evaluate(expr, g.env))
     except Exception:       # noqa: BLE001

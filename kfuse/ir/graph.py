@@ -132,7 +132,7 @@ CHECK_ERRORS = {"IndexError": IndexError, "ValueError": ValueError}
 # The user's return structure: an int leaf indexes ``Graph.outputs``; ("arg", (k, o)) is the
 # caller's array of input k itself, an argument the function wrote into and returned (NumPy returns
 # the same object), whose final value is output o (written back into it); containers are
-# ("tuple", items), ("list", items) or ("dict", ((key, item), ...)).
+# ("tuple", items), ("list", items) or ("dict", ((key, item), ...)); ("none", ()) is None (a function that only writes).
 OutTree = Any
 
 
@@ -221,6 +221,8 @@ def unflatten(out_tree: OutTree, values: list, argument: Callable[[int], Any] | 
     kind, items = out_tree
     if kind == "arg":
         return argument(items[0]) if argument is not None else values[items[1]]
+    if kind == "none":
+        return None
     if kind == "tuple":
         return tuple(unflatten(t, values, argument) for t in items)
     if kind == "list":

@@ -151,6 +151,10 @@ class CpuProgram:
         g, kir = k.group, k.kir
         ins = [env[n] for n in g.inputs]
         outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
+        if g.in_place:                          # an argument's final value, written into it
+            raise_failed_checks(self.plan.graph, env)
+            for o, base in g.in_place:
+                outs[o] = env[base]
         for o, i in kir.init_from:              # a scatter's base: the output starts as its copy
             if self.plan.scatters_into_argument(g):
                 raise_failed_checks(self.plan.graph, env)
@@ -181,7 +185,8 @@ class CpuProgram:
 
 def raise_failed_checks(graph, env) -> None:
     """NumPy's error for a check already computed (in ``env``) that failed: called before a
-    kernel writes into an argument in place (``Plan.scatters_into_argument``)."""
+    kernel writes into an argument in place (``Plan.scatters_into_argument``,
+    ``KernelGroup.in_place``)."""
     graph.raise_failed_checks(lambda k: bool(env[graph.outputs[k]]))
 
 

@@ -13,7 +13,9 @@ same stream), or is the base's own buffer where the plan says nothing else reads
 (``Plan.scatters_in_place``), or is the argument it updates (``Plan.scatters_into_argument``:
 ``np.add.at(t, ids, g)`` writes the caller's CuPy array or torch tensor itself, after the index
 checks computed by earlier kernels have been read back and found passing, see
-:meth:`GpuProgram.bases_in_place`; the call then copies nothing back into it).
+:meth:`GpuProgram.buffers_in_place`; the call then copies nothing back into it). An elementwise
+kernel computing an argument's final value (``x += y``, ``KernelGroup.in_place``) writes into the
+argument the same way.
 """
 from __future__ import annotations
 
@@ -298,10 +300,8 @@ class GpuProgram:
             if kir.contraction is not None:     # CuPy and cuBLAS calls: CuPy arrays of tensor views
                 outs = self._matmul(g, kir, launch, [interop.as_cupy(a) for a in ins], out_sig, props)
             else:
-                bases = self._in_place.get(g.id, {})
-                if g.id in self._into_argument:
-                    bases = self.bases_in_place(g, ins, env)
-                outs = [ins[bases[k]] if k in bases else empty(shape, dtype)
+                into = self.buffers_in_place(g, ins, env)
+                outs = [into[k] if k in into else empty(shape, dtype)
                         for k, (shape, dtype) in enumerate(out_sig)]
                 launch(ins, outs, props)
             env.update(zip(g.outputs, outs))
@@ -316,22 +316,31 @@ class GpuProgram:
                 raise DeviceError(f"kfuse: output {o!r} was computed by no kernel of the plan")
         return results
 
-    def bases_in_place(self, g, ins, env) -> dict:
-        """A scatter into an argument (``Plan.scatters_into_argument``): ``{output: base input}``
-        for the bases whose own buffer the kernel writes. First the index checks (computed by
+    def buffers_in_place(self, g, ins, env) -> dict:
+        """``{output: buffer}`` for the outputs of group ``g`` written into an existing buffer:
+        a scatter's base dead after it (``Plan.scatters_in_place``), or an argument: the argument a
+        scatter updates (``Plan.scatters_into_argument``) or whose final value an elementwise kernel
+        computes (``KernelGroup.in_place``). For an argument, first the index checks (computed by
         earlier kernels) are read back, a host sync, and a failed one raises NumPy's IndexError
-        before anything is written into the argument. A base whose elements overlap in memory (a
-        zero stride: a broadcast view) is written through a copy instead (NumPy would refuse to
-        write it; the call's write-back then does what it does for any copy)."""
+        before anything is written into it. An argument whose elements overlap in memory (a zero
+        stride: a broadcast view) is written through a copy instead (NumPy would refuse to write
+        it; the call's write-back then does what it does for any copy)."""
+        if g.id in self._into_argument:
+            written = [(o, ins[i]) for o, i in self._into_argument[g.id]]
+        elif g.in_place:
+            written = [(o, env[base]) for o, base in g.in_place]
+        else:
+            return {o: ins[i] for o, i in self._in_place.get(g.id, {}).items()}
         raise_failed_checks(self.plan.graph, env)
-        return {o: i for o, i in self._into_argument[g.id] if writable_layout(ins[i])}
+        return {o: a for o, a in written if writable_layout(a)}
 
     def _single_kernel(self):
         """``(input positions, launcher, output signature)`` when the plan is one non-matmul
         kernel whose outputs are the program's outputs, in order (the common case: its call then
         skips the value environment); else None."""
-        if len(self.plan.groups) != 1 or self.kirs[0].contraction is not None or self._into_argument:
-            return None         # (a scatter into an argument: _run writes the argument itself)
+        if (len(self.plan.groups) != 1 or self.kirs[0].contraction is not None or self._into_argument
+                or self.plan.groups[0].in_place):
+            return None         # (a write into an argument: _run writes the argument itself)
         g, graph = self.plan.groups[0], self.plan.graph
         if tuple(graph.outputs) != tuple(g.outputs) or len(set(g.outputs)) != len(g.outputs):
             return None

@@ -225,8 +225,19 @@ def _mask(key) -> Node | None:
     return None
 
 
+def _one_element(cur: Node, key) -> bool:
+    """Whether ``key`` names one element of ``cur`` by an integer for every dim (``x[1, -2]``,
+    ``x[i]`` of a 1-D ``x``, ``s[()]`` of a 0-d ``s``): NumPy then stores one scalar."""
+    items = key if isinstance(key, tuple) else (key,)
+    return len(items) == cur.ndim and all(
+        (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))
+        or (isinstance(k, Tracer) and k.ndim == 0 and k.dtype.kind in "iu") for k in items)
+
+
 def _assigned(cur: Node, key, value) -> Node:
     """The node of ``cur`` after ``cur[key] = value``."""
+    if _one_element(cur, key) and (value.ndim if hasattr(value, "ndim") else np.ndim(value)):
+        raise ValueError(f"setting an array element with a sequence.{at(loc())}")
     mask = _mask(key)
     if mask is not None:
         return _masked(cur, mask, value)

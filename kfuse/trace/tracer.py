@@ -187,7 +187,8 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
 
 def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]):
     """The return structure's leaves appended to ``outputs``; an argument the function wrote into
-    (``written``: its tracer's id to its input index) is a ("written", k) leaf."""
+    (``written``: its tracer's id to its input index) is a ("written", k) leaf, ``None`` a
+    ("none", ()) leaf."""
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return ("tuple", tuple(_flatten(v, outputs, f"{path}[{i}]", written) for i, v in enumerate(value)))
     if isinstance(value, list):
@@ -195,6 +196,8 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
     if isinstance(value, dict):
         return ("dict", tuple((k, _flatten(v, outputs, f"{path}[{k!r}]", written))
                               for k, v in value.items()))
+    if value is None:               # a function that only writes into its arguments, or a None leaf
+        return ("none", ())
     if id(value) in written:
         return ("written", written[id(value)])
     if isinstance(value, Tracer):
@@ -206,7 +209,7 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
         node = o.node if o.node is not None else mk(Op.CONST, o.dtype, (), attrs={"value": o.value})
     else:
         raise TraceError(f"kfuse: the traced function returned {type(value).__name__} at {path}; "
-                         "return arrays, scalars, or tuples/lists/dicts of them")
+                         "return arrays, scalars, None, or tuples/lists/dicts of them")
     outputs.append(node)
     return len(outputs) - 1
 
@@ -224,6 +227,8 @@ def _returned_arguments(tree, leaf: Callable[[int], Any]):
     kind, items = tree
     if kind == "written":
         return leaf(items)
+    if kind == "none":
+        return tree
     if kind == "dict":
         return kind, tuple((k, _returned_arguments(t, leaf)) for k, t in items)
     return kind, tuple(_returned_arguments(t, leaf) for t in items)

@@ -56,11 +56,12 @@ def test_a_failed_check_raises_before_the_write():
     assert graph.checks
     t = np.zeros((8, 3))
     flags = {graph.outputs[k]: np.array(False) for k, *_ in graph.checks}
-    assert prog.bases_in_place(sc, [t], flags) == {0: 0}
+    into = prog.buffers_in_place(sc, [t], flags)
+    assert list(into) == [0] and into[0] is t
     k, message, _ = graph.checks[0]
     flags[graph.outputs[k]] = np.array(True)
     with pytest.raises(IndexError) as e:
-        prog.bases_in_place(sc, [t], flags)
+        prog.buffers_in_place(sc, [t], flags)
     assert str(e.value) == message and "out of bounds" in message
 
 
@@ -75,7 +76,7 @@ def test_overlapping_layouts_are_written_through_a_copy():
     prog = _program(add_at, _args())
     sc = prog.plan.groups[1]
     flags = {prog.plan.graph.outputs[k]: np.array(False) for k, *_ in prog.plan.graph.checks}
-    assert prog.bases_in_place(sc, [np.broadcast_to(np.zeros(3), (8, 3))], flags) == {}
+    assert prog.buffers_in_place(sc, [np.broadcast_to(np.zeros(3), (8, 3))], flags) == {}
 
 
 # ------------------------------------------------------------------------------ on a GPU
