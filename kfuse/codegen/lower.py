@@ -189,14 +189,21 @@ class _Lowerer:
 
     def positions(self, node: Node, index: tuple, first: int) -> tuple:
         """The index into ``node.inputs[0]`` that a GATHER (or SCATTER) ``node``'s element ``index``
-        reads (writes), its index arrays being ``node.inputs[first:]``. A position ``x`` along a dim
+        reads (writes), its index arrays being ``node.inputs[first:]`` (a region scatter's position
+        along a domain dim is ``start + I * step``, of its ``starts``/``steps``). A position ``x`` along a dim
         of extent n is ``where(x < 0, x + n, x)`` clamped to ``[0, n-1]``: always in bounds (an
         index out of range raises after the call, from the graph's check)."""
         src, dims = node.inputs[0], node.attr("dims")
+        starts, steps = node.attr("starts"), node.attr("steps")     # (a region scatter)
         src_index = []
         for d, p in enumerate(dims):
             if src.shape[d] == 1:
                 src_index.append(K.lit(0))
+                continue
+            if p >= 0 and starts is not None:
+                start = self.size((node, "region-start", d), starts[d], f"region start, dim {d}")
+                step = self.size((node, "region-step", d), steps[d], f"region step, dim {d}")
+                src_index.append(K.add(start, K.mul(index[p], step)))
                 continue
             if p >= 0:
                 src_index.append(index[p])

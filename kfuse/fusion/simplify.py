@@ -16,6 +16,8 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``gathers``: a GATHER of an elementwise op becomes the op of the gathered operands, and a
   GATHER of a broadcast reads the broadcast's input, when the gather has no more elements than
   its source: ``(x - lse)[rows, y]`` computes ``x[rows, y] - lse[rows, 0]``, not ``x - lse``.
+* ``region_writes``: an argument's final value that overwrites a slice of it, where nothing else
+  reads the old value, becomes a region SCATTER of the written piece (written in place).
 """
 from __future__ import annotations
 
@@ -301,4 +303,49 @@ def _gather(n: Node) -> Node | None:
 
 
 gathers = Pass("gathers", lambda g: rewrite(g, _gather))
-PASSES: tuple[Pass, ...] = (empty, outer, fold_constants, identities, movement, casts, gathers, dce)
+
+
+def _region_scatter(w: Node, base: Node) -> Node | None:
+    """``w``, an argument's final value, as a region SCATTER of the piece it writes into ``base``
+    when it has the form a slice write traces to (``WHERE(region mask, PAD(piece), base)``);
+    else None."""
+    if w.op is not Op.WHERE or w.inputs[2] is not base:
+        return None
+    mask, placed = w.inputs[0], w.inputs[1]
+    if mask.op is not Op.PAD or placed.op is not Op.PAD or mask.attr("fill") is not False:
+        return None
+    starts, steps, piece = placed.attr("starts"), placed.attr("steps"), placed.inputs[0]
+    if (mask.attr("starts"), mask.attr("steps")) != (starts, steps):
+        return None
+    true = mask.inputs[0]
+    while true.op is Op.BROADCAST:
+        true = true.inputs[0]
+    if mask.inputs[0].shape != piece.shape or true.op is not Op.CONST or true.attr("value") is not True:
+        return None
+    attrs = {"dims": tuple(range(base.ndim)), "mode": "set", "loop": base.dtype.name,
+             "starts": tuple(starts), "steps": tuple(steps)}
+    return Node(Op.SCATTER, base.dtype, base.shape, (base, piece), attrs, w.loc)
+
+
+def _region_writes(graph: Graph) -> Graph:
+    """An argument's final value that is its old value with a slice overwritten (``x[:, 0] = v``,
+    ``cache[:, t] = k``), where nothing else reads the old value, becomes a region SCATTER of the
+    piece (``kfuse/ir/ops.py``): one kernel over the piece writing into the argument in place
+    (``Plan.scatters_into_argument``), instead of one reading and writing the whole array."""
+    readers: dict[Node, int] = {}
+    for n in graph.nodes():
+        for i in n.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    swap = {}
+    for i, o in graph.writebacks:
+        base, w = graph.inputs[i], graph.outputs[o]
+        if readers.get(base) == 1 and base not in graph.outputs:
+            s = _region_scatter(w, base)
+            if s is not None:
+                swap[w] = s
+    return rewrite(graph, swap.get) if swap else graph
+
+
+region_writes = Pass("region_writes", _region_writes)
+PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, movement, casts, gathers,
+                            dce)

@@ -47,7 +47,10 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   a binary ufunc name (NumPy's unbuffered ``ufunc.at``): in C order of S, the position becomes
   ``op(base[p] as loop, values[I])`` computed in the dtype ``loop`` (``values`` has it) and cast
   back to ``node.dtype`` (unsafe, as ``ufunc.at`` does). Out-of-range positions are clamped as
-  GATHER's, with the same run-time check. ``x[idx] = v``, ``np.add.at`` and the other ``ufunc.at``,
+  GATHER's, with the same run-time check. A *region* scatter (``attrs["starts"]`` and
+  ``attrs["steps"]``, one per base dim; inputs ``(base, values)``, every dim a domain dim) writes
+  ``values[I]`` at ``starts[d] + I[dims[d]] * steps[d]`` along each dim ``d``: an argument's slice
+  overwritten (``x[:, 0] = v``, ``fusion.simplify.region_writes``), distinct in-range positions. ``x[idx] = v``, ``np.add.at`` and the other ``ufunc.at``,
   ``np.put`` and ``np.put_along_axis`` are built on it.
 * Scans (``CUMSUM``, ``CUMPROD``, ``CUMMAX``, ``CUMMIN``): ``attrs["axis"]`` (non-negative int);
   one input of ``node.dtype`` and ``node.shape`` (the tracer inserts the ``CAST`` to NumPy's

@@ -67,22 +67,25 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
     if op is Op.SEARCHSORTED:
         return np.searchsorted(args[0], args[1], side=node.attr("side")).astype(np.int64)
     if op is Op.SCATTER:
-        return scatter(args[0], args[1], args[2:], node.attr("dims"), node.attr("mode"))
+        return scatter(args[0], args[1], args[2:], node.attr("dims"), node.attr("mode"),
+                       node.attr("starts"), node.attr("steps"))
     if op is Op.MATMUL:
         return np.asarray(np.matmul(*args))
     raise NotImplementedError(f"reference: no rule for {op}")
 
 
-def positions(src_shape, idx, dims, shape) -> list:
+def positions(src_shape, idx, dims, shape, starts=None, steps=None) -> list:
     """The index arrays (broadcastable to ``shape``) of the ``src_shape`` positions a GATHER with
     ``dims`` reads (``kfuse/ir/ops.py``): a negative position counts from the end once, one still
-    out of range reads the nearest end."""
+    out of range reads the nearest end; a region scatter's (``starts``/``steps``) along a domain
+    dim are ``start + I * step``."""
     index = []
     for d, p in enumerate(dims):
         if src_shape[d] == 1:
             index.append(np.zeros((1,) * len(shape), np.int64))
         elif p >= 0:
-            index.append(np.arange(shape[p]).reshape([-1 if q == p else 1 for q in range(len(shape))]))
+            at = np.arange(shape[p]) if starts is None else starts[d] + np.arange(shape[p]) * steps[d]
+            index.append(at.reshape([-1 if q == p else 1 for q in range(len(shape))]))
         else:
             x, n = idx[-1 - p].astype(np.int64), src_shape[d]
             index.append(np.clip(np.where(x < 0, x + n, x), 0, n - 1))
@@ -94,11 +97,12 @@ def gather(src: np.ndarray, idx, dims, shape) -> np.ndarray:
     return np.broadcast_to(src[tuple(positions(src.shape, idx, dims, shape))], shape).copy()
 
 
-def scatter(base: np.ndarray, values: np.ndarray, idx, dims, mode: str) -> np.ndarray:
+def scatter(base: np.ndarray, values: np.ndarray, idx, dims, mode: str, starts=None, steps=None) -> np.ndarray:
     """SCATTER's meaning (``kfuse/ir/ops.py``): NumPy's own assignment (``mode == "set"``) or
     unbuffered ``ufunc.at`` at the positions a GATHER with ``dims`` reads; the result is a copy."""
     out = base.copy()
-    index = tuple(np.broadcast_to(i, values.shape) for i in positions(base.shape, idx, dims, values.shape))
+    index = tuple(np.broadcast_to(i, values.shape)
+                  for i in positions(base.shape, idx, dims, values.shape, starts, steps))
     if mode == "set":
         out[index] = values
     else:

@@ -157,7 +157,7 @@ def test_lossy_cast_chain_kept():
 
 
 def test_passes_are_named_and_pure():
-    assert [p.name for p in simplify.PASSES] == ["empty", "outer", "fold_constants", "identities",
+    assert [p.name for p in simplify.PASSES] == ["region_writes", "empty", "outer", "fold_constants", "identities",
                                                   "movement", "casts", "gathers", "dce"]
     g = fb.layernorm(8, 16)
     text = g.as_text()

@@ -47,7 +47,15 @@ def add_out(x, a, b):
 
 
 def column(x):
-    x[:, 0] = -1
+    x[:, 0] = -1                    # a region scatter: one kernel over the column, in place
+
+
+def kv_update(cache, k, t):
+    cache[:, t] = k                 # t a Python int: a scatter at a traced position, in place
+
+
+def reversed_rows(x, v):
+    x[::-2, 1:3] = v * 2            # a region with a negative step
 
 
 def centred(x):
@@ -79,6 +87,8 @@ CASES = {   # function -> (argument shapes, names of the arguments written in pl
     shifted: ([(41,)], set()),
     add_out: ([(8, 9), (8, 9), (9,)], {"x"}),
     column: ([(6, 7)], {"x"}),
+    kv_update: ([(3, 9, 4), (3, 4), 5], {"cache"}),
+    reversed_rows: ([(7, 5), (2,)], {"x"}),
     centred: ([(300,)], None),           # (in place or not: the planner's choice of kernels)
     write_then_reduce: ([(20, 30), (30,)], None),    # (fused into the reduction here)
     returns_written: ([(17,)], {"x"}),
@@ -87,12 +97,15 @@ CASES = {   # function -> (argument shapes, names of the arguments written in pl
 
 def _arrays(shapes, dtype, seed):
     rng = np.random.default_rng(seed)
-    return [rng.uniform(0.1, 2.0, s).astype(dtype) for s in shapes]
+    return [rng.uniform(0.1, 2.0, s).astype(dtype) if isinstance(s, tuple) else s for s in shapes]
 
 
 def _in_place_names(fn, args, backend="cpu"):
+    """The arguments some kernel of the plan writes in place: an elementwise kernel computing its
+    final value, or a scatter into it."""
     plan = kfuse.jit(fn).lower(*args, backend=backend).plan
-    return {base.attr("name") for g in plan.groups for _, base in g.in_place}
+    return ({base.attr("name") for g in plan.groups for _, base in g.in_place}
+            | {g.anchor.inputs[0].attr("name") for g in plan.groups if plan.scatters_into_argument(g)})
 
 
 @pytest.mark.parametrize("fn", list(CASES), ids=lambda f: f.__name__)
@@ -100,6 +113,19 @@ def test_which_writes_go_into_the_argument(fn):
     shapes, want = CASES[fn]
     if want is not None:
         assert _in_place_names(fn, _arrays(shapes, np.float32, 0)) == want
+
+
+def test_a_slice_write_is_one_kernel_over_the_slice():
+    """``x[:, 0] = v`` into an argument: a region scatter, whose kernel's domain is the column (not
+    the array) and whose stores go to ``start + i * step`` (size parameters, so another slice of the
+    same shape reuses the kernel)."""
+    plan = kfuse.jit(reversed_rows).lower(*_arrays(CASES[reversed_rows][0], np.float32, 0)).plan
+    (g,) = plan.groups
+    assert g.kind == "scatter" and g.domain == (4, 2) and plan.scatters_into_argument(g)
+    assert g.anchor.attr("starts") == (0, 1) and g.anchor.attr("steps") == (2, 1)   # (the piece reversed)
+    kir = kfuse.jit(reversed_rows).lower(*_arrays(CASES[reversed_rows][0], np.float32, 0)).kernels()[0]
+    assert [s.what for s in kir.sizes if "region" in s.what] == [
+        "region start, dim 0", "region step, dim 0", "region start, dim 1", "region step, dim 1"]
 
 
 def test_the_plan_says_which_argument_a_kernel_writes():
@@ -117,24 +143,28 @@ def test_the_plan_says_which_argument_a_kernel_writes():
 def test_argument_writes_match_numpy(backend, dtype, fn, cupy_for):
     shapes, _ = CASES[fn]
     args = _arrays(shapes, dtype, 1)
-    want_args = [a.copy() for a in args]
+    arrays = [k for k, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+    def fresh(to=np.array):
+        return [to(a.copy()) if k in arrays else a for k, a in enumerate(args)]
+    want_args = fresh()
     want = fn(*want_args)
     f = kfuse.jit(fn, backend=backend)
     if backend == "cpu":
-        got_args = [a.copy() for a in args]
+        got_args = fresh()
         got = f(*got_args)
         host = got_args
     else:
         cp = cupy_for(backend)
-        got_args = [cp.asarray(a) for a in args]
+        got_args = fresh(cp.asarray)
         got = f(*got_args)
-        host = [cp.asnumpy(a) for a in got_args]
+        host = [cp.asnumpy(a) if k in arrays else a for k, a in enumerate(got_args)]
     if want is None:
         assert got is None
     elif fn is returns_written:
         assert got[0] is got_args[0]                    # the caller's array itself, as in NumPy
-    for h, w in zip(host, want_args):
-        assert_matches_numpy(h, w)
+    for k in arrays:
+        assert_matches_numpy(host[k], want_args[k])
     if want is not None and fn is not returns_written:
         assert_matches_numpy(np.asarray(got if backend == "cpu" else cp.asnumpy(got)), want)
 
