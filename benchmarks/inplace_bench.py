@@ -1,15 +1,18 @@
 """GPU timing of functions that write into their arguments (``KernelGroup.in_place``: an
 elementwise kernel computes an argument's final value straight into the caller's array) against
-the same kfuse function with that pass off (the value written to a new buffer and copied back,
-as before the eighteenth session), torch.compile, torch eager and CuPy eager, all in one run.
+the same kfuse function with those passes off (``plan.with_argument_writes`` and
+``simplify.region_writes``: the value written to a new buffer and copied back, as before the
+eighteenth session), torch.compile, torch eager and CuPy eager, all in one run.
 
 Cases (float32, arguments written in place, nothing returned but ``p``/``x`` for the error):
   * ``adam``: an Adam step ``m *= b1; m += (1 - b1) * g; v *= b2; v += (1 - b2) * g * g;
     p -= lr * mhat / (sqrt(vhat) + eps)`` on 2**26 elements (P6's arithmetic, written as an
     optimizer writes it: 4 arrays read, 3 written);
   * ``sgd``: ``p -= lr * g`` on 2**26 elements (2 read, 1 written);
-  * ``set-column``: ``x[:, 0] = 0`` into a 16384 x 1024 argument: kfuse rewrites the whole
-    array (one kernel over its domain), torch and CuPy touch the column only.
+  * ``set-column``: ``x[:, 0] = 0`` into a 16384 x 1024 argument (a region scatter: one kernel
+    over the column, in place; before, with the pass off, one kernel over the whole array);
+  * ``kv-cache``: ``cache[:, t] = k`` into a 64 x 2048 x 256 cache, ``t`` a Python int (a scatter at
+    a traced position, its range checked on the host).
 Each: the median over 15 rounds of 10 back-to-back calls between two CUDA events, peers
 interleaved per round. % copy: a CuPy copy moving the bytes the case must touch at least.
 Writes ``inplace_bench.md`` under $OUT (or the current directory).
@@ -44,6 +47,11 @@ def set_column(x):
     return x
 
 
+def kv_cache(cache, k, t):
+    cache[:, t] = k
+    return cache
+
+
 def _torch_adam(p, g, m, v):
     import torch
     return adam(p, g, m, v, xp=torch)
@@ -53,9 +61,11 @@ def _cases(rng):
     n = 2 ** 26
     big = [rng.standard_normal(n).astype(np.float32) for _ in range(3)] + [rng.random(n).astype(np.float32)]
     x = rng.standard_normal((16384, 1024)).astype(np.float32)
+    cache, k = rng.standard_normal((64, 2048, 256)).astype(np.float32), rng.standard_normal((64, 256)).astype(np.float32)
     return {"adam": (adam, _torch_adam, lambda *a: adam(*a, xp=cp), big, 7 * 4 * n),
             "sgd": (sgd, sgd, sgd, big[:2], 3 * 4 * n),
-            "set-column": (set_column, set_column, set_column, [x], 2 * 4 * x.shape[0])}
+            "set-column": (set_column, set_column, set_column, [x], 2 * 4 * x.shape[0]),
+            "kv-cache": (kv_cache, kv_cache, kv_cache, [cache, k, 1000], 2 * k.nbytes)}
 
 
 def main():
@@ -67,24 +77,26 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     for name, (fn, tfn, cfn, host, least) in _cases(rng).items():
-        want = np.asarray(fn(*[a.astype(np.float64) for a in host]))
+        want = np.asarray(fn(*[a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in host]))
         scale = float(np.max(np.abs(want))) or 1.0
         kf, before = kfuse.jit(fn), kfuse.jit(fn)
-        args = [cp.asarray(a) for a in host]
-        targs = [torch.as_tensor(a, device="cuda") for a in host]
-        keep = pipeline.with_argument_writes
-        pipeline.with_argument_writes = lambda graph, groups: groups   # plans without the pass
+        args = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host]
+        targs = [torch.as_tensor(a, device="cuda") if isinstance(a, np.ndarray) else a for a in host]
+        keep, defaults = pipeline.with_argument_writes, pipeline.optimize.__defaults__
+        pipeline.with_argument_writes = lambda graph, groups: groups   # plans without the passes
+        pipeline.optimize.__defaults__ = (tuple(p for p in defaults[0] if p.name != "region_writes"),) + defaults[1:]
         try:
-            before(*[cp.asarray(a) for a in host])
+            before(*[cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host])
         finally:
-            pipeline.with_argument_writes = keep
+            pipeline.with_argument_writes, pipeline.optimize.__defaults__ = keep, defaults
         calls = {"kfuse[cuda]": (kf, cp.asarray, cp.asnumpy),
                  "kfuse[cuda], copied back": (before, cp.asarray, cp.asnumpy),
                  "torch.compile": (torch.compile(tfn), _torch, _torch_host),
                  "torch eager": (tfn, _torch, _torch_host), "cupy eager": (cfn, cp.asarray, cp.asnumpy)}
         peers, errs = {}, {}
         for k, (f, dev, host_of) in calls.items():
-            errs[k] = float(np.max(np.abs(host_of(f(*[dev(a.copy()) for a in host])) - want))) / scale
+            fresh = [dev(a.copy()) if isinstance(a, np.ndarray) else a for a in host]
+            errs[k] = float(np.max(np.abs(host_of(f(*fresh)) - want))) / scale
             on = targs if dev is _torch else args
             peers[k] = lambda f=f, on=on: f(*on)
         times = peer_timing.interleaved(peers)

@@ -367,7 +367,7 @@ class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants")
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -381,12 +381,15 @@ class _Entry:
         self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
         self._torch_device = None       # the same for an all-torch-CUDA key
         self._constants = {}            # (array kind, device) -> the graph's array constants there
+        self._host_checks = None        # reference.evaluator of the host checks, made on first use
 
     def run(self, args: tuple):
         if self.graph.host_checks:              # x[i] of a Python int i: raise before any kernel
-            from .trace.reference import evaluate_nodes
-            self.graph.raise_failed_host_checks(evaluate_nodes(
-                [n for n, *_ in self.graph.host_checks], lambda n: args[self.positions[n.attr("index")]]))
+            if self._host_checks is None:
+                from .trace.reference import evaluator
+                self._host_checks = evaluator([n for n, *_ in self.graph.host_checks])
+            self.graph.raise_failed_host_checks(
+                self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
             self._check_written(args)
         if self._cupy_device is not None:

@@ -42,7 +42,8 @@ def link_view(result, source, exact: bool = True, scalar_index: bool = False):
     """Mark ``result`` (just made from ``source`` by a NumPy function that returns a view) as a
     view of ``source``'s data; ``exact=False`` for a view-or-copy (reshape); ``scalar_index``: a
     GATHER at traced integer scalars is in the chain too (``x[i]``). Returns ``result``."""
-    if not isinstance(result, Tracer) or not isinstance(source, Tracer) or source.weak is not None:
+    if (not isinstance(result, Tracer) or not isinstance(source, Tracer) or source.weak is not None
+            or numpy_scalar(source)):      # (NumPy's "view" of a NumPy scalar is a new array)
         return result
     src, n, chain = source.node, result.node, []
     view_ops = _VIEW_OPS | {Op.GATHER} if scalar_index else _VIEW_OPS
