@@ -275,6 +275,8 @@ class GpuProgram:
         """Run on torch's current stream, outputs allocated by torch; torch tensors out."""
         outs = interop.TorchOutputs(dev)
         stream = interop.launch_stream(dev)
+        if stream is not None:      # what was queued on CuPy's stream (scalar uploads) comes first
+            stream.wait_event(cupy.cuda.get_current_stream().record())
         with stream if stream is not None else contextlib.nullcontext():
             results = self._run(cupy, views, dev, outs.empty)
         return [outs.result(r, o.dtype) for r, o in zip(results, self.plan.graph.outputs)]

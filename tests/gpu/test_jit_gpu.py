@@ -88,6 +88,30 @@ def test_torch_side_stream_bool_and_strided():
     assert_matches_numpy(after.cpu().numpy(), want + 1, reductions=True)
 
 
+_SPIN = r"""extern "C" __global__ void spin(long long cycles) {
+  long long t0 = clock64(); while (clock64() - t0 < cycles) { }
+}"""
+
+
+def test_torch_call_waits_for_its_scalar_upload():
+    """A scalar argument is uploaded on CuPy's current stream (a fill, no host wait); a torch
+    caller's kernels run on torch's stream, which first waits for CuPy's: here CuPy's stream is
+    kept busy and torch's is idle, so a kernel that did not wait would read the scalar unwritten."""
+    torch = pytest.importorskip("torch")
+    import cupy
+    spin = cupy.RawKernel(_SPIN, "spin")
+    f = kfuse.jit(lambda x, a: x * a + 1.0)
+    x = torch.ones(1 << 20, device="cuda")
+    s = torch.cuda.Stream()
+    for value in (3.5, -0.0, 7.25):
+        with cupy.cuda.Stream(non_blocking=True) as busy, torch.cuda.stream(s):
+            spin((1,), (1,), (200_000_000,))                 # ~0.1 s on CuPy's current stream
+            out = f(x, value)
+            busy.synchronize()
+        s.synchronize()
+        assert out.eq(value + 1.0).all().item(), (value, out[:4])
+
+
 def test_torch_exchange_is_zero_copy():
     torch = pytest.importorskip("torch")
     from kfuse.runtime.interop import from_cupy, to_cupy
