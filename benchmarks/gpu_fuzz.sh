@@ -7,7 +7,7 @@
 #   bash benchmarks/gpu_fuzz.sh numba-cuda      # one backend (one 600 s device call each)
 #   PARALLEL=1 JOBS=7 LIMIT=400 bash benchmarks/gpu_fuzz.sh   # both at once on 16 cores
 # Env: N (2000), JOBS (12), SEED_CUDA (21), SEED_NUMBA_CUDA (22), LIMIT (seconds of programs per
-# backend; default 500 for one backend, 270 each for both), START (0).
+# backend; default 500 for one backend, 270 each for both), START (0), KIND (a --kind of step).
 # Results in $OUT: device.txt, fuzz_<backend>.txt (the log and the summary line),
 # fuzz_<backend>/ (each shrunk failure as a pytest file). Exit status: 0 only if every run
 # finished all N programs with 0 mismatches and 0 crashes.
@@ -29,7 +29,7 @@ one() {
   echo "== $b: seed $seed, programs $START-$((START + N - 1)), jobs $JOBS, limit ${LIMIT}s, $(date -u +%H:%M:%S)" > "$OUT/fuzz_$b.txt"
   # --time-limit stops starting programs (the summary still prints); timeout is the hard guard
   timeout -k 10 $((LIMIT + 60)) python3 -m kfuse.fuzz.cli --backend "$b" --seed "$seed" --start "$START" \
-    --n "$N" --jobs "$JOBS" --time-limit "$LIMIT" --out "$OUT/fuzz_$b" >> "$OUT/fuzz_$b.txt" 2>&1
+    --n "$N" --jobs "$JOBS" --time-limit "$LIMIT" ${KIND:+--kind "$KIND"} --out "$OUT/fuzz_$b" >> "$OUT/fuzz_$b.txt" 2>&1
   local st=$?
   echo "== $b exit $st, $(date -u +%H:%M:%S)" >> "$OUT/fuzz_$b.txt"
   return $st

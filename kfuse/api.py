@@ -18,7 +18,7 @@ import numpy as np
 
 from . import config as _config
 from .errors import DeviceError, KfuseError, UnsupportedError
-from .ir.graph import Graph, unflatten
+from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
 
 BACKENDS = ("auto", "cpu", "cuda", "numba-cuda")
@@ -367,7 +367,7 @@ class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks")
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -382,6 +382,7 @@ class _Entry:
         self._torch_device = None       # the same for an all-torch-CUDA key
         self._constants = {}            # (array kind, device) -> the graph's array constants there
         self._host_checks = None        # reference.evaluator of the host checks, made on first use
+        self._copied = copied_outputs(graph.out_tree)   # outputs returned as copies of an argument
 
     def run(self, args: tuple):
         if self.graph.host_checks:              # x[i] of a Python int i: raise before any kernel
@@ -402,6 +403,8 @@ class _Entry:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
         self.graph.raise_failed_checks(lambda k: bool(outs[k]))    # raise, write nothing back
+        if self._copied:            # x.copy() of an argument: a new array, before x is written
+            outs = [_copy(o) if k in self._copied else o for k, o in enumerate(outs)]
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
             buffers = self._constant_buffers()
             outs = [_copy(o) if _inside(o, buffers) else o for o in outs]

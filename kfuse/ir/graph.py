@@ -132,8 +132,24 @@ CHECK_ERRORS = {"IndexError": IndexError, "ValueError": ValueError}
 # The user's return structure: an int leaf indexes ``Graph.outputs``; ("arg", (k, o)) is the
 # caller's array of input k itself, an argument the function wrote into and returned (NumPy returns
 # the same object), whose final value is output o (written back into it); containers are
-# ("tuple", items), ("list", items) or ("dict", ((key, item), ...)); ("none", ()) is None (a function that only writes).
+# ("tuple", items), ("list", items) or ("dict", ((key, item), ...)); ("none", ()) is None (a function
+# that only writes); ("copy", o) is output o, an argument's value returned as a new array (``x.copy()``),
+# copied by the call before any argument is written (:func:`copied_outputs`).
 OutTree = Any
+
+
+def copied_outputs(out_tree: OutTree) -> frozenset:
+    """The outputs of ("copy", o) leaves."""
+    if isinstance(out_tree, int):
+        return frozenset()
+    kind, items = out_tree
+    if kind == "copy":
+        return frozenset({items})
+    if kind in ("tuple", "list"):
+        return frozenset().union(*(copied_outputs(t) for t in items))
+    if kind == "dict":
+        return frozenset().union(*(copied_outputs(t) for _, t in items))
+    return frozenset()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -223,6 +239,8 @@ def unflatten(out_tree: OutTree, values: list, argument: Callable[[int], Any] | 
         return argument(items[0]) if argument is not None else values[items[1]]
     if kind == "none":
         return None
+    if kind == "copy":
+        return values[items]
     if kind == "tuple":
         return tuple(unflatten(t, values, argument) for t in items)
     if kind == "list":

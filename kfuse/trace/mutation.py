@@ -228,7 +228,8 @@ def _mask(key) -> Node | None:
 
 def _one_element(cur: Node, key) -> bool:
     """Whether ``key`` names one element of ``cur`` by an integer for every dim (``x[1, -2]``,
-    ``x[i]`` of a 1-D ``x``, ``s[()]`` of a 0-d ``s``): NumPy then stores one scalar."""
+    ``x[i]`` of a 1-D ``x``, ``s[()]`` of a 0-d ``s``): NumPy then stores one scalar, and refuses an
+    array value (even of one element) unless the element is a bool (it takes the value's truth)."""
     items = key if isinstance(key, tuple) else (key,)
     return len(items) == cur.ndim and all(
         (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))
@@ -238,7 +239,10 @@ def _one_element(cur: Node, key) -> bool:
 def _assigned(cur: Node, key, value) -> Node:
     """The node of ``cur`` after ``cur[key] = value``."""
     if _one_element(cur, key) and (value.ndim if hasattr(value, "ndim") else np.ndim(value)):
-        raise ValueError(f"setting an array element with a sequence.{at(loc())}")
+        if cur.dtype == np.bool_ and isinstance(value, (list, tuple)):
+            value = bool(value)         # (NumPy stores a bool element as the value's truth)
+        elif cur.dtype != np.bool_ or np.prod(value.shape, dtype=np.int64) != 1:
+            raise ValueError(f"setting an array element with a sequence.{at(loc())}")
     mask = _mask(key)
     if mask is not None:
         return _masked(cur, mask, value)

@@ -185,23 +185,29 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
     raise TypeError(f"bad spec for argument {pname!r}: {spec!r}")
 
 
-def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]):
+def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int], arguments: set[int]):
     """The return structure's leaves appended to ``outputs``; an argument the function wrote into
     (``written``: its tracer's id to its input index) is a ("written", k) leaf, ``None`` a
-    ("none", ()) leaf."""
+    ("none", ()) leaf, and a new array holding an argument's value (``x.copy()``, ``x.astype(x.dtype)``:
+    not the argument itself, ``arguments`` the ids of theirs, nor a view of one) a ("copy", o) leaf."""
+    def inner(v, where):
+        return _flatten(v, outputs, where, written, arguments)
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return ("tuple", tuple(_flatten(v, outputs, f"{path}[{i}]", written) for i, v in enumerate(value)))
+        return ("tuple", tuple(inner(v, f"{path}[{i}]") for i, v in enumerate(value)))
     if isinstance(value, list):
-        return ("list", tuple(_flatten(v, outputs, f"{path}[{i}]", written) for i, v in enumerate(value)))
+        return ("list", tuple(inner(v, f"{path}[{i}]") for i, v in enumerate(value)))
     if isinstance(value, dict):
-        return ("dict", tuple((k, _flatten(v, outputs, f"{path}[{k!r}]", written))
-                              for k, v in value.items()))
+        return ("dict", tuple((k, inner(v, f"{path}[{k!r}]")) for k, v in value.items()))
     if value is None:               # a function that only writes into its arguments, or a None leaf
         return ("none", ())
     if id(value) in written:
         return ("written", written[id(value)])
     if isinstance(value, Tracer):
         node = value.node
+        if (node.op is Op.INPUT and value.weak is None and not node.attr("weak") and id(value) not in arguments
+                and value.base is None):
+            outputs.append(node)
+            return ("copy", len(outputs) - 1)
     elif isinstance(value, Selection):
         value._dynamic(f"returning ({path})")
     elif isinstance(value, (bool, int, float, np.generic, np.ndarray)):
@@ -227,7 +233,7 @@ def _returned_arguments(tree, leaf: Callable[[int], Any]):
     kind, items = tree
     if kind == "written":
         return leaf(items)
-    if kind == "none":
+    if kind in ("none", "copy"):
         return tree
     if kind == "dict":
         return kind, tuple((k, _returned_arguments(t, leaf)) for k, t in items)
@@ -266,7 +272,7 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
         result = fn(*args, **kwargs)
         outputs: list[Node] = []
         changed = {id(t): k for t, k in written if t.node is not inputs[k]}
-        tree = _flatten(result, outputs, "return", changed)
+        tree = _flatten(result, outputs, "return", changed, {id(t) for t, _ in written})
     writebacks = []         # arguments the function wrote into: their final values, copied back
     for t, k in written:
         if id(t) in changed:

@@ -2,7 +2,8 @@
 stored the one value where NumPy raises ``ValueError: setting an array element with a sequence.``
 A key that names one element by an integer for every dim makes NumPy store a scalar, and an
 array value of any shape (even (1,)) is refused; with a slice or an Ellipsis in the key, the value
-broadcasts (leading length-1 dims dropped) as before."""
+broadcasts (leading length-1 dims dropped) as before. A bool element takes a one-element array's
+truth (cuda seed 81 #494, #784, #1245: the first fix refused it) and a list's."""
 import numpy as np
 import pytest
 
@@ -53,3 +54,22 @@ def test_slices_and_ellipsis_still_broadcast():
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert kfuse.jit(into_0d)(np.zeros(()), np.float64(2.5)) == 2.5     # a 0-d value is one element
+
+
+def into_bool(a, b):
+    v = a.copy()
+    v[-1] = a * 2                       # a one-element int array into a bool element: its truth
+    w = np.expand_dims(b, 0).copy()
+    w[0] *= np.expand_dims(b, 0)
+    v[0] = [0]                          # a list: its truth (non-empty: True), as NumPy's
+    return v, w
+
+
+def test_a_bool_element_takes_the_truth_of_one_value():
+    a, b = np.array([True, False]), np.array(True)
+    want = into_bool(a[-1:].copy(), b)
+    got = kfuse.jit(into_bool, backend="cpu")(a[-1:].copy(), b)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="setting an array element with a sequence"):
+        kfuse.jit(into_bool, backend="cpu")(np.array([True, True]), b)    # two values: refused
