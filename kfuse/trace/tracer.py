@@ -81,11 +81,27 @@ def _rdivmod(self, other):
 def _inplace(operator_fn, ufunc: str):
     """``x op= y``: NumPy's ``op(x, y, out=x)`` (:func:`kfuse.trace.mutation.update`)."""
     def op(self, other):
-        result = operator_fn(self, other)
+        try:
+            result = operator_fn(self, other)
+        except ValueError:          # NumPy resolves the loop and its cast to x before the shapes
+            if ufunc != "matmul":
+                _check_out_cast(self, other, ufunc)
+            raise
         if result is NotImplemented:
             return result
         return mut.update(self, result, ufunc)
     return op
+
+
+def _check_out_cast(x, other, ufunc: str) -> None:
+    """Raise NumPy's casting error of ``x op= other`` if its result dtype cannot be cast to ``x``'s
+    (``same_kind``), which NumPy reports before operands of mismatched shapes."""
+    try:
+        key = operand(other).key
+        loop = getattr(np, ufunc).resolve_dtypes((x.dtype if x.weak is None else x.weak, key, None))
+    except Exception:           # noqa: BLE001 (no loop for these types: the shape error stands)
+        return
+    mut.check_same_kind(ufunc, loop[-1], x.dtype)
 
 
 def _iter(self):
