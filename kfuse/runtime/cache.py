@@ -517,7 +517,7 @@ class RecompileCounter:
             return None
         self._warned.add(fn_name)
         nargs = max(len(s) for s in hist)
-        best, best_n = None, 1
+        best, best_n, static = None, 1, False
         for i in range(nargs):
             n = len({s[i] if i < len(s) else None for s in hist})
             if n > best_n:
@@ -531,9 +531,13 @@ class RecompileCounter:
                 v = s[best] if best < len(s) else None
                 if v not in vals:
                     vals.append(v)
-            what = (f"argument {name!r} keeps changing dtype/rank/broadcast pattern "
-                    f"({best_n} variants, e.g. {', '.join(map(str, vals[:3]))})")
-        msg = (f"kfuse: {fn_name} was compiled {len(hist)} times (limit {self.limit}): {what}; "
-               "pass arguments of stable dtype and rank, or cast them before the call")
+            static = all(isinstance(v, tuple) and v[:1] == ("static",) for v in vals)
+            what = (f"argument {name!r} keeps changing "
+                    f"{'value (a static argument: each value compiles once)' if static else 'dtype/rank/broadcast pattern'}"
+                    f" ({best_n} variants, e.g. {', '.join(map(str, vals[:3]))})")
+        advice = ("pass the same object each call (a function or lambda made once, outside the loop)"
+                  if best is not None and static else
+                  "pass arguments of stable dtype and rank, or cast them before the call")
+        msg = f"kfuse: {fn_name} was compiled {len(hist)} times (limit {self.limit}): {what}; {advice}"
         warnings.warn(msg, RecompileWarning, stacklevel=2)
         return msg

@@ -37,3 +37,14 @@ def test_a_string_default_is_static_in_lower():
         kfuse.jit(scaled).lower("f32[8]", mode="abs")
     text = kfuse.jit(scaled, static_argnames=("mode",)).lower("f32[8]", mode="abs").as_text("traced")
     assert "absolute" in text and "sqrt" not in text
+
+
+def test_a_new_function_each_call_warns_naming_it():
+    """A lambda made inside a loop is a new static value each call: each compiles once, and past the
+    recompile limit the warning names the argument and says to pass the same object."""
+    from kfuse.runtime.cache import RecompileWarning
+    f = kfuse.jit(lambda x, fn: fn(x) * 2)
+    x = np.ones(4)
+    with pytest.warns(RecompileWarning, match=r"argument 'fn' keeps changing value \(a static argument.*same object"):
+        for _ in range(12):
+            f(x, lambda y: y + 1)
