@@ -251,6 +251,18 @@ def _call_key(items: list[str]) -> str:
     return conv[0] if len(conv) == 1 else f"({', '.join(conv)})"
 
 
+def _multi_dim_index(g, t: _Target, items: list[str]) -> bool:
+    """Whether a key item is an index array of more than one dim: NumPy 2.4.6's ``ufunc.at`` then
+    reads garbage for a ``b`` of lower rank that broadcasts (``np.add.at(x, np.zeros((3, 3), int),
+    [1, 1, 2])``), where kfuse computes the broadcast sum."""
+    for item in items:
+        if item != "..." and not _SLICE_RE.fullmatch(item):
+            a = _array(g, t, item)
+            if a is not None and a.ndim > 1:
+                return True
+    return False
+
+
 # --- values
 def _value(g, t: _Target, shape: tuple, read: str, alias_ok: bool = False) -> str:
     """A value to assign at positions of ``shape`` in ``t``: a variable that broadcasts (one that
@@ -371,6 +383,8 @@ def _at(g, t: _Target) -> _Draw | None:
     loop = _loop_dtype(ufunc, t.cur.dtype, b_vals)
     if loop is None or not _broadcasts(b_vals.shape, old.shape):
         return None             # NumPy rejects it (a bitwise float...): redrawn
+    if 0 < b_vals.ndim < old.ndim and _multi_dim_index(g, t, items):
+        return None             # NumPy 2.4's at reads past such a b (docs/FUZZING.md, seed 1804 #1781)
     b_vals = np.broadcast_to(b_vals.astype(loop), old.shape)
     pos = np.asarray(_evaluate(positions, {**t.scope(g), "_p": _positions(t)}))
     if not _at_defined(ufunc, t.cur, pos, b_vals, loop):
