@@ -169,8 +169,9 @@ class JitFunction:
         return self._static | {n for n, v in values.items() if _static_type(type(v)) and not (
             abstract_ok and isinstance(v, str) and v is not params[n].default)}
 
-    def _specs(self, values: dict[str, Any], *, abstract_ok: bool) -> dict[str, ArgSpec]:
-        static = self._static_names(values, abstract_ok=abstract_ok)
+    def _specs(self, values: dict[str, Any], *, abstract_ok: bool, static=None) -> dict[str, ArgSpec]:
+        if static is None:
+            static = self._static_names(values, abstract_ok=abstract_ok)
         return {name: StaticSpec(v) if name in static else spec_of_value(v) for name, v in values.items()}
 
     # ---- stages --------------------------------------------------------------------------
@@ -221,7 +222,7 @@ class JitFunction:
         static = self._static_names(values, abstract_ok=False)
         kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
         backend = _choose_backend(self.options.backend, kinds, self.fn.__name__)
-        specs = self._specs(values, abstract_ok=False)
+        specs = self._specs(values, abstract_ok=False, static=static)
         for name, spec in specs.items():
             if isinstance(spec, ArraySpec):
                 from .ir.dtypes import BF16, check_supported
@@ -381,14 +382,14 @@ class _Entry:
         self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
         self._torch_device = None       # the same for an all-torch-CUDA key
         self._constants = {}            # (array kind, device) -> the graph's array constants there
-        self._host_checks = None        # reference.evaluator of the host checks, made on first use
+        self._host_checks = None        # reference.evaluator of the host checks (GPU backends)
+        if graph.host_checks:
+            from .trace.reference import evaluator
+            self._host_checks = evaluator([n for n, *_ in graph.host_checks])
         self._copied = copied_outputs(graph.out_tree)   # outputs returned as copies of an argument
 
     def run(self, args: tuple):
-        if self.graph.host_checks:              # x[i] of a Python int i: raise before any kernel
-            if self._host_checks is None:
-                from .trace.reference import evaluator
-                self._host_checks = evaluator([n for n, *_ in self.graph.host_checks])
+        if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
             self.graph.raise_failed_host_checks(
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:

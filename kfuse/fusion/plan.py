@@ -104,6 +104,13 @@ def _reads_base(g: KernelGroup) -> bool:
     return base in g.anchor.inputs[1:] or any(base in n.inputs for n in g.nodes if n is not g.anchor)
 
 
+def _checks_before(graph: Graph, groups, g: KernelGroup) -> bool:
+    """Whether every index check of ``graph`` is computed by a group before ``g`` (so the runtime
+    can raise before ``g`` writes into an argument)."""
+    earlier = {o for h in groups[:g.id] for o in h.outputs}
+    return all(graph.outputs[o] in earlier for o, *_ in graph.checks)
+
+
 def with_argument_writes(graph: Graph, groups: list[KernelGroup]) -> list[KernelGroup]:
     """``groups`` with ``in_place`` set on each elementwise group that may compute an argument's
     final value (``Graph.writebacks``: ``x += y``, ``x[1:] = v``, ``np.add(a, b, out=x)``) straight
@@ -116,10 +123,13 @@ def with_argument_writes(graph: Graph, groups: list[KernelGroup]) -> list[Kernel
     final = {graph.outputs[o]: graph.inputs[i] for i, o in graph.writebacks}
     out = []
     for g in groups:
+        if g.kind != "elementwise" or not _checks_before(graph, groups, g):
+            out.append(g)
+            continue
         pairs = []
         for k, node in enumerate(g.outputs):
             base = final.get(node)
-            if (g.kind != "elementwise" or base is None or base in graph.outputs
+            if (base is None or base in graph.outputs
                     or sum(o is node for o in graph.outputs) != 1
                     or node.dtype != base.dtype or tuple(node.shape) != tuple(base.shape)
                     or any(base in h.inputs for h in groups[g.id + 1:])):
@@ -129,8 +139,7 @@ def with_argument_writes(graph: Graph, groups: list[KernelGroup]) -> list[Kernel
                 if n.op not in LEAF and any(i in readers for i in n.inputs):
                     readers.add(n)
                     moved |= n.op not in ELEMENTWISE or tuple(n.shape) != tuple(g.domain)
-            earlier = {o for h in groups[:g.id] for o in h.outputs}
-            if not moved and all(graph.outputs[o] in earlier for o, *_ in graph.checks):
+            if not moved:
                 pairs.append((k, base))
         out.append(dataclasses.replace(g, in_place=tuple(pairs)) if pairs else g)
     return out
@@ -181,8 +190,7 @@ class Plan:
             return False
         if any(base in h.inputs for h in self.groups[g.id + 1:]):
             return False
-        earlier = {o for h in self.groups[:g.id] for o in h.outputs}
-        return all(gr.outputs[o] in earlier for o, *_ in gr.checks)
+        return _checks_before(gr, self.groups, g)
 
     def as_text(self) -> str:
         lines = [f"plan for {self.graph.name}: {len(self.groups)} kernel(s)"]
