@@ -61,12 +61,12 @@ from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
-from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, lane_itemsize, max_itemsize,
+from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize",
-           "max_itemsize", "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses",
+           "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses",
            "vector_ok", "writes_rows"]
 
 
@@ -372,10 +372,13 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
                 body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
                             "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
             body.append("  par_ ^= 1;")
-        elif v.stage == 1:        # a thread a (column, chunk), neighbouring threads neighbouring columns
+        elif v.stage == 1 or v.grid_sync:   # a thread a (column, chunk), neighbouring threads neighbouring columns
             body.append("{ const IDX g_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x, row_ = g_ % n_rows, "
                         "c_ = g_ / n_rows;")
-            body.append(f"  if (c_ >= {v.split}) return;")
+            # grid_sync: a thread past the last chunk has an empty chunk but meets every barrier
+            body.append(f"  if (c_ >= {v.split}) return;" if v.stage == 1 else
+                        f"  unsigned bar_ = 0; const IDX chunk_ = (row_len + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
+                        "hi_ = lo_ + chunk_ < row_len ? lo_ + chunk_ : row_len;")
         else:
             body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
                         "row_ += (IDX)gridDim.x * blockDim.x) {")
@@ -410,10 +413,12 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
         row_level = set()   # values computed once a row (outside the phases' loops)
         declared = set()    # row-level reciprocals declared so far (rd_<divisor>)
         filled = set()
+        q_acc = 0           # grid_sync: the accumulators of earlier passes (their workspace slots)
+        n_acc = sum(len(ph.accs) for ph in phases)
         for pi, ph in enumerate(phases):
             for s in ph.pre:
-                if isinstance(s, K.Store) and row:
-                    rb.append("if (tid_ == 0) " + self.stmt(s))
+                if isinstance(s, K.Store) and (row or v.grid_sync):
+                    rb.append(("if (tid_ == 0) " if row else "if (c_ == 0) ") + self.stmt(s))
                 else:
                     rb.append(self.stmt(s))
                     row_level.add(getattr(s, "dst", None))
@@ -443,9 +448,10 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
                 rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
                 loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
                 loop.append("{" if v.exact else f"if (j_ < {units}) {{")
-            elif v.stage == 1:     # this block's (row) or thread's (col) chunk of the row
-                rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
-                          f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
+            elif v.stage == 1 or v.grid_sync:     # this block's (row) or thread's (col) chunk of the row
+                if v.stage == 1:
+                    rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
+                              f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
                 step = f"lo_ + tid_; j_ < hi_; j_ += {v.block}" if row else "lo_; j_ < hi_; ++j_"
                 rb.append(f"#pragma unroll 4\nfor (IDX j_ = {step}) {{")      # several loads in flight
             elif row:
@@ -527,6 +533,9 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
             declared |= set(recips.values())
             rb += ["  " + x for x in "\n".join(loop).split("\n")]
             rb.append("}")
+            if v.grid_sync and ph.accs:
+                rb += self.grid_combine(ph, q_acc, n_acc)
+                q_acc += len(ph.accs)
             for a in ph.accs:
                 rb += self.acc_final(a, row)
                 row_level.add(a.dst)
@@ -537,6 +546,26 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
         body += ["  " + x for x in "\n".join(rb).split("\n")]
         body.append("}")
         return self.wrap(body)
+
+    def grid_combine(self, ph: K.Phase, first: int, n_acc: int) -> list[str]:
+        """Variant.grid_sync, after a pass's chunk loop: each accumulator to its workspace slot
+        (accumulator, chunk, column: a warp's writes and reads coalesce), a grid barrier, then the
+        column's chunks combined in chunk order by every thread of the column (the same value)."""
+        v = self.v
+        slot = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({{q}} * {v.split} + {{ch}}) "
+                f"* n_rows + row_) * {SPLIT_SLOT})")
+        out = []
+        for k, a in enumerate(ph.accs):
+            T = self.acc_types(a)
+            out.append(f"if (c_ < {v.split}) {slot.format(c='', T=T, q=first + k, ch='c_')} = A{a.dst};")
+        out.append(f"bar_ += gridDim.x; kf_grid_sync(reinterpret_cast<unsigned*>(ws_), bar_);")
+        for k, a in enumerate(ph.accs):
+            T, b = self.acc_types(a), dataclasses.replace(a, dst=f"{a.dst}g")
+            out += ["{"] + self.acc_init(b)
+            out.append(f"for (int s_ = 0; s_ < {v.split}; ++s_) A{b.dst} = "
+                       f"{self.combine(a, f'A{b.dst}', slot.format(c='const ', T=T, q=first + k, ch='s_'))};")
+            out += [f"A{a.dst} = A{b.dst}; }}"]
+        return out
 
     def reload_loads(self, ph, pi, cache, last_read, row_vars, units, inner) -> list[str]:
         """Variant.reload, a reduction pass: its row loads, all issued before its compute loop

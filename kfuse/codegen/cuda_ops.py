@@ -241,6 +241,21 @@ template <typename T, typename U> __device__ __forceinline__ T kf_pow_i(T a, T b
 __device__ __forceinline__ int kf_udiv(int r, unsigned m, unsigned s) {
   return (int)((__umulhi((unsigned)r, m) + (unsigned)r) >> s);
 }
+// A barrier across the whole grid (Variant.grid_sync: every block resident, a cooperative launch):
+// the block's writes fenced, one arrival a block on a counter the launch zeroed, a spin until
+// ``target`` blocks arrived (the k-th barrier waits for k x gridDim.x), then a fence before the
+// block reads what other blocks wrote (as cooperative groups' grid.sync does)
+__device__ __forceinline__ void kf_grid_sync(unsigned* bar, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(bar, 1u);
+    unsigned seen;
+    do { asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(bar) : "memory"); } while (seen < target);
+    __threadfence();
+  }
+  __syncthreads();
+}
 template <typename T> __device__ __forceinline__ T kf_shfl(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 __device__ __forceinline__ bool kf_shfl(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
 __device__ __forceinline__ signed char kf_shfl(signed char v, int m) { return (signed char)__shfl_xor_sync(0xffffffffu, (int)v, m); }

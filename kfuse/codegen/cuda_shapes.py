@@ -36,6 +36,10 @@ class Variant:
     lanes: int = 32             # scan mode: lanes sharing a row (32 / lanes rows a warp), a chunk ``vec``
                                 # segments of lanes elements (kfuse.codegen.cuda_scan) ...
     packed: bool = False        # ... or, rows no longer than lanes, ``vec`` segments each of other rows
+    grid_sync: bool = False     # col mode, several passes over columns too few to fill the GPU: a thread a
+                                # (column, chunk of ``split``), every block resident (a cooperative launch);
+                                # each pass's chunk accumulators meet in a workspace at a grid barrier and
+                                # every thread of a column combines them in chunk order (deterministic)
 
     @property
     def tag(self) -> str:
@@ -47,6 +51,7 @@ class Variant:
         t += "x" if self.exact else ""
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
+        t += f"y{self.split}" if self.grid_sync else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
@@ -219,6 +224,14 @@ def split_ok(kir: K.KernelIR) -> bool:
 
 
 SPLIT_SLOT = 16     # workspace bytes an accumulator a chunk (the widest: KfArg<double>)
+GRID_SYNC_HEAD = 16  # grid_sync: workspace bytes before the accumulators (the barrier's counter)
+
+
+def grid_sync_ok(kir: K.KernelIR) -> bool:
+    """Whether a reduce kernel can run as one grid-synchronised launch (Variant.grid_sync): more
+    than one pass with accumulators (one pass splits into two kernels instead), no scan."""
+    return (kir.kind == "reduce" and not K.has_scan(kir)
+            and sum(1 for ph in kir.phases if ph.has_loop and ph.accs) >= 1 and not split_ok(kir))
 
 
 def rereads_rows(kir: K.KernelIR) -> bool:

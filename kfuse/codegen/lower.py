@@ -402,11 +402,18 @@ class _Lowerer:
             phases.append(self.end_phase())
             outer, inner = tuple(range(len(self.domain_shape))), ()
         elif g.kind == "reduce":
+            same = {}     # a reduction computed once: x.mean(0) and x.var(0)'s own mean differ only in keepdims
             for node in g.nodes:
                 if node.op in REDUCE:
                     if tuple(node.inputs[0].shape) != self.domain_shape or tuple(node.attr("axes")) != self.axes:
                         raise CompileError(f"kfuse: reduction {node!r} does not match the group's "
                                            f"domain {self.domain_shape} / axes {self.axes}")
+                    key = (node.op, node.dtype, node.inputs[0],
+                           tuple((k, repr(v)) for k, v in node.attrs if k != "keepdims"))
+                    if key in same:
+                        self.acc_vars[node] = self.acc_vars[same[key]]
+                        continue
+                    same[key] = node
                     acc = self.acc_for(node)
                     phases.append(self.end_phase([acc]))
             # a value of the domain's shape is full-level (if the reduced extents are all 1 the

@@ -60,6 +60,7 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
+GRID_SYNC_BLOCKS_PER_SM = 8   # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 64 registers)
 SCAN_WARPS_PER_SM = 32        # scan rows too few for a quarter of this many warps a SM run in chunks,
 SCAN_MIN_UNITS = 4            # two stages, each chunk at least this many spans of lanes x vec
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
@@ -155,6 +156,8 @@ class _Launcher(LauncherBase):
         if not v.split:
             return None
         import cupy
+        if v.grid_sync:
+            return self._grid_sync_run(kernel)
         rows = cuda_tiles.geometry(self, 1).units
         if v.mode == "scan":        # stage 2: the same (row, chunk) warps, each from the chunks before it
             n_acc = len(K.scans(self.kir.phases[0].body))
@@ -172,6 +175,23 @@ class _Launcher(LauncherBase):
             ws = cupy.empty(nbytes, cupy.uint8)
             func(grid, block, (*outs, *ins, *tail, ws))
             f2(grid2, (128,), (*outs, *ins, *tail2, ws))
+        return run
+
+    def _grid_sync_run(self, kernel):
+        """Variant.grid_sync's launch: a workspace (the barrier's counter, zeroed on the stream, then
+        the chunks' accumulators) and a cooperative launch, which fails rather than start a grid
+        whose blocks cannot all be resident (the barrier would wait for them forever)."""
+        import cupy
+        v = kernel.variant
+        rows = cuda_tiles.geometry(self, 1).units
+        n_acc = sum(len(ph.accs) for ph in self.kir.phases)
+        nbytes = cuda_emit.GRID_SYNC_HEAD + rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
+
+        def run(func, grid, block, tail, ins, outs):
+            ws = cupy.empty(nbytes, cupy.uint8)
+            stream = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memsetAsync(ws.data.ptr, 0, cuda_emit.GRID_SYNC_HEAD, stream.ptr)
+            func(grid, block, (*outs, *ins, *tail, ws), enable_cooperative_groups=True)
         return run
 
     def tail(self, ins, outs, kernel) -> list:
@@ -277,6 +297,12 @@ class _Launcher(LauncherBase):
             if blocks < sm and chunks >= 2 and cuda_emit.split_ok(kir):
                 return (cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
                         -(-(n_rows * chunks) // 128))
+            # several passes (statistics, then their use): chunks of columns meet at grid barriers,
+            # every block resident (launch bounds for GRID_SYNC_BLOCKS_PER_SM 128-thread blocks a SM)
+            chunks = min(GRID_SYNC_BLOCKS_PER_SM * 128 * sm // n_rows, L // COL_SPLIT_MIN_LEN, SPLIT_MAX)
+            if blocks < sm and chunks >= 2 and cuda_emit.grid_sync_ok(kir):
+                return (cuda_emit.Variant("col", 1, big, 0, 128, min_blocks=GRID_SYNC_BLOCKS_PER_SM,
+                                          split=chunks, grid_sync=True), -(-(n_rows * chunks) // 128))
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
         vec = 1
         va = cuda_emit.vector_accesses(kir)

@@ -1,0 +1,42 @@
+"""The grid-synchronised column variant (Variant.grid_sync) in CUDA C and PTX, without a GPU: one
+barrier a pass with accumulators, each pass's partials in their own workspace slots, the launch
+bounds that keep every block resident, and NVRTC compiles it for sm_80 and sm_90."""
+import re
+
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.codegen import cuda as ce
+
+nvrtc = pytest.importorskip("kfuse.codegen.nvrtc")
+
+FUNCS = {
+    "standardise": (lambda x: (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5), 2),
+    "softmax0": (lambda x: np.exp(x - x.max(0)) / np.exp(x - x.max(0)).sum(0), 2),
+    "max_and_use": (lambda x: x - x.max(0), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCS))
+def test_grid_sync_variant_compiles_with_one_barrier_a_pass(name):
+    fn, passes = FUNCS[name]
+    kir = kfuse.jit(fn).lower(np.zeros((4099, 257), np.float32)).kernels()[-1]
+    assert ce.grid_sync_ok(kir)
+    v = ce.Variant("col", 1, False, 0, 128, min_blocks=8, split=37, grid_sync=True)
+    src = ce.emit(kir, v)
+    body = src[src.index('extern "C"'):]
+    assert "__launch_bounds__(128, 8)" in body
+    assert body.count("kf_grid_sync(") == passes
+    # each pass's partials in their own slots: accumulator q's slot index starts q x split
+    slots = sorted(set(re.findall(r"\(size_t\)\((\d+) \* 37 \+ c_\)", body)))
+    assert slots == [str(q) for q in range(len(slots))] and len(slots) >= passes
+    assert "if (c_ >= 37) return;" not in body          # every thread meets every barrier
+    for arch in ("sm_80", "sm_90"):
+        ptx = nvrtc.compile(ce.emit(kir, v), arch).ptx
+        assert ptx.count("ld.acquire.gpu") >= 1 and "atom.global.add" in ptx
+
+
+def test_single_pass_reductions_split_in_two_kernels_instead():
+    kir = kfuse.jit(lambda x: x.sum(0)).lower(np.zeros((4099, 257), np.float32)).kernels()[0]
+    assert not ce.grid_sync_ok(kir) and ce.split_ok(kir)
