@@ -65,6 +65,8 @@ from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, def
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_ok, writes_rows)
 
+CHUNK_UNROLL_GRID_SYNC = 4     # Variant.grid_sync: a column chunk's rows unrolled (loads in flight a thread)
+
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize",
            "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses",
            "vector_ok", "writes_rows"]
@@ -453,7 +455,8 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter):
                     rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
                               f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
                 step = f"lo_ + tid_; j_ < hi_; j_ += {v.block}" if row else "lo_; j_ < hi_; ++j_"
-                rb.append(f"#pragma unroll 4\nfor (IDX j_ = {step}) {{")      # several loads in flight
+                unroll = CHUNK_UNROLL_GRID_SYNC if v.grid_sync else 4
+                rb.append(f"#pragma unroll {unroll}\nfor (IDX j_ = {step}) {{")      # several loads in flight
             elif row:
                 rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
