@@ -2,8 +2,9 @@
 ``JitFunction.lower(...).as_text(stage)``, ``kfuse.explain``) plus ``demo``, ``bench`` and ``cache``.
 
 Functions are addressed as ``path/to/file.py:func`` (the file is imported as a module by path) and
-their arguments by spec strings such as ``f32[4096,4096]``, ``f32[]``, ``float`` or ``int``; a
-spec is never allocated, so every dump works without the memory (and without a GPU).
+their arguments by spec strings such as ``'f32[4096,4096]'``, ``'f32[]'``, ``float`` or ``int``
+(quoted: the brackets are a glob pattern in zsh and bash); a spec is never allocated, so every dump
+works without the memory (and without a GPU).
 """
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def parse_specs(tokens: Sequence[str], fn: Callable) -> tuple[list[Any], dict[st
         missing = [n for n in required if n not in positional_names[:len(args)]]
         if missing:
             raise CLIError(f"{fname}({', '.join(p.name for p in params)}): no spec for "
-                           f"{', '.join(missing)}; give one spec per argument, e.g. f32[1024,1024] float")
+                           f"{', '.join(missing)}; give one spec per argument, e.g. 'f32[1024,1024]' float")
     return args, kwargs
 
 
@@ -256,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kfuse",
         description="kfuse: a JIT kernel-fusion compiler for NumPy-style Python. "
                     "Functions are given as path/file.py:func, arguments as specs such as "
-                    "f32[4096,4096] f32[4096] float int (nothing is allocated).")
+                    "'f32[4096,4096]' 'f32[4096]' float int (nothing is allocated; quote the "
+                    "specs with brackets, which zsh and bash read as glob patterns).")
     parser.add_argument("--version", action="version", version=f"kfuse {kfuse.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -265,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_, **kw)
         p.add_argument("target", metavar="path/file.py:func", help="the function to compile")
         p.add_argument("specs", nargs="*", metavar="SPEC",
-                       help="one per argument: f32[1024,1024], f32[] (0-d), float, int, bool; "
-                            "name=SPEC for a keyword; a Python literal for a static argument")
+                       help="one per argument, quoted: 'f32[1024,1024]', 'f32[]' (0-d), float, int, "
+                            "bool; name=SPEC for a keyword; a Python literal for a static argument")
         p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
         p.add_argument("--device", default=None,
                        help="device the plan is made for (e.g. h100, h200, cpu); default: the backend's")
@@ -311,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _message(e: BaseException) -> str:
+    """The exception's text without the ``kfuse: `` its message starts with (the CLI says it once)."""
+    text = str(e)
+    return text[len("kfuse: "):] if text.startswith("kfuse: ") else text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kfuse`` console script; returns the exit status."""
     from .errors import KfuseError
@@ -324,14 +332,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CLIError as e:
-        print(f"kfuse: error: {e}", file=sys.stderr)
+        print(f"kfuse: error: {_message(e)}", file=sys.stderr)
         return 2
     except (KfuseError, ValueError, TypeError) as e:
         from . import config
         if config.get().debug:
             raise
         kind = "" if isinstance(e, KfuseError) else f"{type(e).__name__}: "
-        print(f"kfuse: error: {kind}{e}", file=sys.stderr)
+        print(f"kfuse: error: {kind}{_message(e)}", file=sys.stderr)
         if not isinstance(e, KfuseError):
             print("(set KFUSE_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1

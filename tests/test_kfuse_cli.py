@@ -178,6 +178,29 @@ def test_error_in_user_code_is_reported_without_traceback(capsys, tmp_path):
     assert "Traceback" not in err
 
 
+def test_error_prefix_is_said_once(capsys, tmp_path):
+    """kfuse's own messages start with ``kfuse: ``; the CLI prints ``kfuse: error: `` once."""
+    src = tmp_path / "branchy.py"
+    src.write_text("def f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n")
+    rc, out, err = run(capsys, "dump-ir", f"{src}:f", "f32[3]", "--stage", "traced")
+    assert rc == 1
+    assert err.startswith("kfuse: error: ") and "kfuse: error: kfuse:" not in err, err
+    assert "branchy.py:2" in err and "np.where" in err
+    rc, out, err = run(capsys, "dump-ir", f"{EX}/softmax.py:softmax", "f33[4,4]")
+    assert err.count("kfuse:") == 1, err
+
+
+def test_spec_hints_are_quoted(capsys):
+    """Hints show specs quoted, as a shell needs them ('f32[4,4]': brackets are a zsh glob)."""
+    rc, out, err = run(capsys, "dump-ir", f"{EX}/softmax.py:softmax", "f33[4,4]")
+    assert "'f32[1024,1024]'" in err, err
+    rc, out, err = run(capsys, "dump-ir", f"{EX}/layernorm.py:layernorm", "f32[4,4]")
+    assert "'f32[1024,1024]'" in err, err
+    res = subprocess.run([sys.executable, "-m", "kfuse.cli", "dump-ir", "--help"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert "'f32[1024,1024]'" in res.stdout, res.stdout
+
+
 # ---- entry point -------------------------------------------------------------------------------
 
 def test_module_entry_point_help():

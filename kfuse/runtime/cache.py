@@ -493,11 +493,12 @@ def _dir_size_and_last_used(path: str) -> tuple[int, float]:
 # recompile policy
 # ---------------------------------------------------------------------------------------------
 class RecompileCounter:
-    """Counts compiles per function; past ``limit`` warns once naming the unstable argument.
+    """Counts compiles per function; past ``limit`` phrases, once, the warning naming the unstable
+    argument (the caller issues it, so that it is issued once and points at the user's line).
 
     ``record(fn_name, arg_sigs, arg_names=None)``: ``arg_sigs`` is one hashable signature tuple
     per argument (e.g. ``("array", "float32", 2, (False, True))``: dtype, rank, broadcast
-    pattern). Returns the warning text when it warned, else None.
+    pattern). Returns the warning text the first time the limit is passed, else None.
     """
 
     def __init__(self, limit: int | None = None):
@@ -538,6 +539,4 @@ class RecompileCounter:
         advice = ("pass the same object each call (a function or lambda made once, outside the loop)"
                   if best is not None and static else
                   "pass arguments of stable dtype and rank, or cast them before the call")
-        msg = f"kfuse: {fn_name} was compiled {len(hist)} times (limit {self.limit}): {what}; {advice}"
-        warnings.warn(msg, RecompileWarning, stacklevel=2)
-        return msg
+        return f"kfuse: {fn_name} was compiled {len(hist)} times (limit {self.limit}): {what}; {advice}"

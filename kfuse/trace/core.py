@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedError, at, user_location
+from ..errors import KfuseError, UnsupportedError, at, user_location
 from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node
 from ..ir.ops import MOVEMENT, Op
@@ -89,7 +89,7 @@ def collecting_checks() -> Iterator[IndexChecks]:
 def add_check(node: Node, message: str, error: str = "IndexError") -> None:
     checks = _CHECKS.get()
     if checks is None:
-        raise TraceError("kfuse: a run-time check made outside kfuse.trace_function")
+        raise KfuseError("kfuse: a run-time check made outside kfuse.trace_function")
     checks.items.append((node, message, error))
 
 
@@ -188,7 +188,7 @@ class Tracer:
 
     # --- Python control flow on values cannot be traced --------------------------------------
     def _control_flow(self, what: str, hint: str = ""):
-        raise TraceError(
+        raise UnsupportedError(
             f"kfuse: {what} of a traced array{at(loc())}: the value is not known while tracing "
             "(Python control flow such as `if`/`while`/`and`/`or` on array values cannot be "
             "compiled). Use np.where(cond, a, b) for a data-dependent choice, or pass the argument "
