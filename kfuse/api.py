@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 import types
 from typing import Any, Callable
 
 import numpy as np
 
 from . import config as _config
+from . import logs
 from .errors import DeviceError, KfuseError, UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
@@ -182,6 +184,7 @@ class JitFunction:
 
     def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
         """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
+        logs.configure(_config.get().debug)
         graph = self.trace(*args, **kwargs)
         return Lowered(graph, device or self.options.device, backend or self.options.backend,
                        self.options)
@@ -218,6 +221,7 @@ class JitFunction:
         return tuple(a if n in static else _arg_key(a) for n, a in zip(self._params, args))
 
     def _build(self, args: tuple) -> "_Entry":
+        logs.configure(_config.get().debug)
         values = dict(zip(self._params, args))
         static = self._static_names(values, abstract_ok=False)
         kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
@@ -241,6 +245,7 @@ class JitFunction:
         store = _open_cache()
         program = lowered.compile(store)
         self._count_compile(specs)
+        _log_compile(self.fn, specs, backend, program)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
         dynamic = [n for n in self._params if n not in static]
@@ -282,6 +287,14 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
+
+
+def _log_compile(fn, specs: dict, backend: str, program) -> None:
+    """The plan of a new compile, at INFO on the ``kfuse`` logger (``KFUSE_DEBUG=1``)."""
+    if logs.logger.isEnabledFor(logging.INFO):
+        sig = ", ".join(f"{k}: {v}" for k, v in specs.items())
+        logs.logger.info("compiled %s.%s(%s) for %s:\n%s", fn.__module__, fn.__qualname__, sig,
+                         backend, program.plan)
 
 
 def _dump_stages(root: str, name: str, specs: dict, program) -> None:
