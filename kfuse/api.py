@@ -377,11 +377,39 @@ def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
     return requested
 
 
+def _numpy_scalar_outputs(graph: Graph) -> frozenset:
+    """The returned outputs that eager NumPy would give as NumPy scalars: 0-d results of ufuncs,
+    reductions and contractions, and an element picked by integer indices (``x[1, 2]``); not
+    arguments, views of 0-d arrays, ``np.where``'s result, constants or copies."""
+    from .ir.ops import Op
+    from .trace.core import numpy_scalar_node
+
+    def scalar(n) -> bool:
+        if n.op is Op.WHERE:                    # np.where returns an ndarray, 0-d too
+            return False
+        if n.op is Op.RESHAPE and n.inputs[0].op in (Op.MATMUL, Op.SLICE):
+            return True                         # a vector product, x[i, j]
+        return numpy_scalar_node(n)
+
+    def leaves(tree):
+        if isinstance(tree, int):
+            yield tree
+        elif tree[0] in ("tuple", "list"):
+            for t in tree[1]:
+                yield from leaves(t)
+        elif tree[0] == "dict":
+            for _, t in tree[1]:
+                yield from leaves(t)
+    return frozenset(k for k in leaves(graph.out_tree)
+                     if graph.outputs[k].shape == () and scalar(graph.outputs[k]))
+
+
 class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied")
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
+                 "_scalars")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -400,6 +428,9 @@ class _Entry:
             from .trace.reference import evaluator
             self._host_checks = evaluator([n for n, *_ in graph.host_checks])
         self._copied = copied_outputs(graph.out_tree)   # outputs returned as copies of an argument
+        # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
+        # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
+        self._scalars = _numpy_scalar_outputs(graph) if backend == "cpu" else frozenset()
 
     def run(self, args: tuple):
         if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
@@ -432,6 +463,8 @@ class _Entry:
                 arg.copy_(new)
             else:
                 arg[...] = new
+        if self._scalars and not self._torch_cpu:
+            outs = [o[()] if k in self._scalars else o for k, o in enumerate(outs)]
         return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
 
     def _check_written(self, args: tuple) -> None:

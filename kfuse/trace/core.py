@@ -227,9 +227,11 @@ def numpy_scalar(t) -> bool:
     of a reduction or a ufunc is a scalar there, and so is a NumPy scalar argument; an array
     argument, a constant and what a reshape, broadcast or slice gives stay arrays (a cast keeps
     what its input is)."""
-    if t.ndim:
-        return False
-    n = t.node
+    return not t.ndim and numpy_scalar_node(t.node)
+
+
+def numpy_scalar_node(n: Node) -> bool:
+    """:func:`numpy_scalar` of the value node ``n`` computes, given that it is 0-d."""
     while n.op is Op.CAST:
         n = n.inputs[0]
     if n.op is Op.INPUT:
