@@ -243,6 +243,12 @@ class JitFunction:
             graph = graph.with_host_checks_on_device()
         lowered = Lowered(graph, self.options.device, backend, self.options)
         store = _open_cache()
+        if store is not None:       # new kernel entries name this function (`kfuse cache ls`)
+            from .runtime.cache import LabelledStore
+            store = LabelledStore(store, {
+                "function": f"{self.fn.__module__}:{self.fn.__qualname__}",
+                "signature": ", ".join(f"{k}: {v}" for k, v in specs.items()),
+                "device": lowered.plan.device.name})
         program = lowered.compile(store)
         self._count_compile(specs)
         _log_compile(self.fn, specs, backend, program)
