@@ -597,15 +597,18 @@ class Lowered:
             return self.ptx()
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
 
-    def ptx(self, arch: str = "sm_90") -> str:
-        """PTX of every kernel for ``arch``, from this Lowered's backend (no GPU needed)."""
+    def ptx(self, arch: str = "sm_90", ptx_isa: str | None = None) -> str:
+        """PTX of every kernel for ``arch``, from this Lowered's backend (no GPU needed). The CUDA
+        C backend's is written for ``ptx_isa`` (default: the newest that NVRTC and the installed
+        driver, or without one the ``ptxas`` on PATH, accept; ``nvrtc.ptx_dump``), each kernel
+        headed by a comment naming the NVRTC, ISA and arch; the kernels make one PTX module."""
         if self.backend == "numba-cuda":
-            from .codegen import numba_cuda
-            return "\n\n".join(numba_cuda.compile_ptx(numba_cuda.emit(k), arch=arch)
-                               for k in self.kernels(for_gpu=True))
+            from .codegen import numba_cuda, nvrtc
+            ptxs = [numba_cuda.compile_ptx(numba_cuda.emit(k), arch=arch) for k in self.kernels(for_gpu=True)]
+            return nvrtc.one_module([nvrtc.with_ptx_isa(p, ptx_isa) if ptx_isa else p for p in ptxs])
         from .codegen import cuda, nvrtc
-        return "\n\n".join(nvrtc.compile(cuda.emit(k), arch=arch).ptx
-                           for k in self.kernels(for_gpu=True))
+        return nvrtc.one_module([nvrtc.ptx_dump(nvrtc.compile(cuda.emit(k), arch=arch), ptx_isa)
+                                 for k in self.kernels(for_gpu=True)])
 
     def compile(self, store=None):
         """The runnable program; ``store`` is the disk cache (``_open_cache()``), or None."""

@@ -160,13 +160,13 @@ def _default_backend(stage: str, requested: str | None) -> str | None:
 
 
 def _lower_text(target: str, specs: Sequence[str], stage: str, backend: str | None,
-                device: str | None = None, arch: str | None = None) -> str:
+                device: str | None = None, arch: str | None = None, ptx_isa: str | None = None) -> str:
     fn = load_function(target)
     args, kwargs = parse_specs(specs, fn)
     jf = _jitted(fn, _default_backend(stage, backend))
     lowered = jf.lower(*args, device=device, **kwargs)
     if stage == "ptx":
-        return lowered.ptx(arch or "sm_90")   # NVRTC or numba-cuda per backend; no GPU needed
+        return lowered.ptx(arch or "sm_90", ptx_isa)   # NVRTC or numba-cuda per backend; no GPU needed
     return lowered.as_text(stage)
 
 
@@ -184,7 +184,8 @@ def _cmd_dump_cuda(args) -> int:
 
 
 def _cmd_dump_ptx(args) -> int:
-    text = _lower_text(args.target, args.specs, "ptx", args.backend, device=args.device, arch=args.arch)
+    text = _lower_text(args.target, args.specs, "ptx", args.backend, device=args.device, arch=args.arch,
+                       ptx_isa=args.ptx_isa)
     _write_or_print(text, args.output)
     return 0
 
@@ -286,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = target_parser("dump-ptx", "print the PTX of a function's kernels (NVRTC; no GPU needed)")
     p.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
+    p.add_argument("--ptx-isa", default=None, metavar="X.Y",
+                   help="PTX ISA to write (e.g. 9.0; default: the newest that both NVRTC and the installed "
+                        "driver, or without one the ptxas on PATH, accept)")
     p.add_argument("--backend", choices=("cuda", "numba-cuda"), default="cuda",
                    help="code generator whose PTX to print (default: cuda)")
     p.set_defaults(func=_cmd_dump_ptx)
