@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 import types
 from typing import Any, Callable
 
 import numpy as np
 
 from . import config as _config
+from . import logs
 from .errors import DeviceError, KfuseError, UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
@@ -182,6 +184,7 @@ class JitFunction:
 
     def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
         """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
+        logs.configure(_config.get().debug)
         graph = self.trace(*args, **kwargs)
         return Lowered(graph, device or self.options.device, backend or self.options.backend,
                        self.options)
@@ -218,6 +221,7 @@ class JitFunction:
         return tuple(a if n in static else _arg_key(a) for n, a in zip(self._params, args))
 
     def _build(self, args: tuple) -> "_Entry":
+        logs.configure(_config.get().debug)
         values = dict(zip(self._params, args))
         static = self._static_names(values, abstract_ok=False)
         kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
@@ -239,8 +243,15 @@ class JitFunction:
             graph = graph.with_host_checks_on_device()
         lowered = Lowered(graph, self.options.device, backend, self.options)
         store = _open_cache()
+        if store is not None:       # new kernel entries name this function (`kfuse cache ls`)
+            from .runtime.cache import LabelledStore
+            store = LabelledStore(store, {
+                "function": f"{self.fn.__module__}:{self.fn.__qualname__}",
+                "signature": ", ".join(f"{k}: {v}" for k, v in specs.items()),
+                "device": lowered.plan.device.name})
         program = lowered.compile(store)
         self._count_compile(specs)
+        _log_compile(self.fn, specs, backend, program)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
         dynamic = [n for n in self._params if n not in static]
@@ -282,6 +293,14 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
+
+
+def _log_compile(fn, specs: dict, backend: str, program) -> None:
+    """The plan of a new compile, at INFO on the ``kfuse`` logger (``KFUSE_DEBUG=1``)."""
+    if logs.logger.isEnabledFor(logging.INFO):
+        sig = ", ".join(f"{k}: {v}" for k, v in specs.items())
+        logs.logger.info("compiled %s.%s(%s) for %s:\n%s", fn.__module__, fn.__qualname__, sig,
+                         backend, program.plan)
 
 
 def _dump_stages(root: str, name: str, specs: dict, program) -> None:
@@ -364,11 +383,39 @@ def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
     return requested
 
 
+def _numpy_scalar_outputs(graph: Graph) -> frozenset:
+    """The returned outputs that eager NumPy would give as NumPy scalars: 0-d results of ufuncs,
+    reductions and contractions, and an element picked by integer indices (``x[1, 2]``); not
+    arguments, views of 0-d arrays, ``np.where``'s result, constants or copies."""
+    from .ir.ops import Op
+    from .trace.core import numpy_scalar_node
+
+    def scalar(n) -> bool:
+        if n.op is Op.WHERE:                    # np.where returns an ndarray, 0-d too
+            return False
+        if n.op is Op.RESHAPE and n.inputs[0].op in (Op.MATMUL, Op.SLICE):
+            return True                         # a vector product, x[i, j]
+        return numpy_scalar_node(n)
+
+    def leaves(tree):
+        if isinstance(tree, int):
+            yield tree
+        elif tree[0] in ("tuple", "list"):
+            for t in tree[1]:
+                yield from leaves(t)
+        elif tree[0] == "dict":
+            for _, t in tree[1]:
+                yield from leaves(t)
+    return frozenset(k for k in leaves(graph.out_tree)
+                     if graph.outputs[k].shape == () and scalar(graph.outputs[k]))
+
+
 class _Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied")
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
+                 "_scalars")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -387,6 +434,9 @@ class _Entry:
             from .trace.reference import evaluator
             self._host_checks = evaluator([n for n, *_ in graph.host_checks])
         self._copied = copied_outputs(graph.out_tree)   # outputs returned as copies of an argument
+        # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
+        # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
+        self._scalars = _numpy_scalar_outputs(graph) if backend == "cpu" else frozenset()
 
     def run(self, args: tuple):
         if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
@@ -419,6 +469,8 @@ class _Entry:
                 arg.copy_(new)
             else:
                 arg[...] = new
+        if self._scalars and not self._torch_cpu:
+            outs = [o[()] if k in self._scalars else o for k, o in enumerate(outs)]
         return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
 
     def _check_written(self, args: tuple) -> None:
@@ -545,15 +597,18 @@ class Lowered:
             return self.ptx()
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
 
-    def ptx(self, arch: str = "sm_90") -> str:
-        """PTX of every kernel for ``arch``, from this Lowered's backend (no GPU needed)."""
+    def ptx(self, arch: str = "sm_90", ptx_isa: str | None = None) -> str:
+        """PTX of every kernel for ``arch``, from this Lowered's backend (no GPU needed). The CUDA
+        C backend's is written for ``ptx_isa`` (default: the newest that NVRTC and the installed
+        driver, or without one the ``ptxas`` on PATH, accept; ``nvrtc.ptx_dump``), each kernel
+        headed by a comment naming the NVRTC, ISA and arch; the kernels make one PTX module."""
         if self.backend == "numba-cuda":
-            from .codegen import numba_cuda
-            return "\n\n".join(numba_cuda.compile_ptx(numba_cuda.emit(k), arch=arch)
-                               for k in self.kernels(for_gpu=True))
+            from .codegen import numba_cuda, nvrtc
+            ptxs = [numba_cuda.compile_ptx(numba_cuda.emit(k), arch=arch) for k in self.kernels(for_gpu=True)]
+            return nvrtc.one_module([nvrtc.with_ptx_isa(p, ptx_isa) if ptx_isa else p for p in ptxs])
         from .codegen import cuda, nvrtc
-        return "\n\n".join(nvrtc.compile(cuda.emit(k), arch=arch).ptx
-                           for k in self.kernels(for_gpu=True))
+        return nvrtc.one_module([nvrtc.ptx_dump(nvrtc.compile(cuda.emit(k), arch=arch), ptx_isa)
+                                 for k in self.kernels(for_gpu=True)])
 
     def compile(self, store=None):
         """The runnable program; ``store`` is the disk cache (``_open_cache()``), or None."""

@@ -31,8 +31,10 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=None, help="cache directory (default: KFUSE_CACHE_DIR)")
     sub = p.add_subparsers(dest="cache_cmd", metavar="COMMAND")
     sub.required = True
-    q = sub.add_parser("ls", help="list entries")
+    q = sub.add_parser("ls", help="list entries: function, signature, backend, device, kernel kind")
     q.add_argument("--tuning", action="store_true", help="list tuning results instead")
+    q.add_argument("--function", default=None, metavar="NAME",
+                   help="only this function's entries (its name, module:name, or a dotted qualname)")
     q = sub.add_parser("show", help="meta and file paths of one entry")
     q.add_argument("key", help="key hash or a unique prefix")
     sub.add_parser("stats", help="entries, bytes, by backend")
@@ -122,13 +124,32 @@ def _ls(store, args, out):
     for e in store.entries("kernels"):
         m = e.meta or {}
         if e.error:
-            rows.append([e.key_hash[:16], "BAD: " + e.error, "", "", "", _fmt_bytes(e.size), ""])
+            if args.function is None:
+                rows.append([e.key_hash[:16], "BAD: " + e.error] + [""] * 5 + [_fmt_bytes(e.size), ""])
             continue
-        rows.append([e.key_hash[:16], m.get("function", "-"), m.get("kind", "-"),
-                     m.get("backend", "-"), str(m.get("arch", "-")), _fmt_bytes(e.size),
-                     _fmt_time(e.last_used)])
-    _table(rows, ["key", "function", "kind", "backend", "arch", "size", "last used"], out)
+        if not _function_matches(m, args.function):
+            continue
+        rows.append([e.key_hash[:16], m.get("function", "-"), _signature(m), m.get("backend", "-"),
+                     m.get("device", "-"), m.get("kernel_kind", "-"), str(m.get("arch", "-")),
+                     _fmt_bytes(e.size), _fmt_time(e.last_used)])
+    _table(rows, ["key", "function", "signature", "backend", "device", "kind", "arch", "size",
+                  "last used"], out)
     return 0
+
+
+def _function_matches(meta: dict, name: str | None) -> bool:
+    """Whether an entry's ``function`` (``module:qualname``) is ``name``: the whole of it, its
+    qualname, or the qualname's last part."""
+    if name is None:
+        return True
+    fn = str(meta.get("function", ""))
+    qualname = fn.rpartition(":")[2]
+    return name in (fn, qualname, qualname.rpartition(".")[2])
+
+
+def _signature(meta: dict) -> str:
+    sig = meta.get("signature", "-")
+    return ", ".join(map(str, sig)) if isinstance(sig, list) else str(sig)
 
 
 def _find(store, prefix):
@@ -213,7 +234,7 @@ def _clear(store, args, out):
     for e in store.entries("tuning" if args.tuning else None):
         if age is not None and now - e.last_used < age:
             continue
-        if args.function is not None and (e.meta or {}).get("function") != args.function:
+        if args.function is not None and not _function_matches(e.meta or {}, args.function):
             continue
         store.remove(e.path)
         n += 1

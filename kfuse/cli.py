@@ -2,8 +2,9 @@
 ``JitFunction.lower(...).as_text(stage)``, ``kfuse.explain``) plus ``demo``, ``bench`` and ``cache``.
 
 Functions are addressed as ``path/to/file.py:func`` (the file is imported as a module by path) and
-their arguments by spec strings such as ``f32[4096,4096]``, ``f32[]``, ``float`` or ``int``; a
-spec is never allocated, so every dump works without the memory (and without a GPU).
+their arguments by spec strings such as ``'f32[4096,4096]'``, ``'f32[]'``, ``float`` or ``int``
+(quoted: the brackets are a glob pattern in zsh and bash); a spec is never allocated, so every dump
+works without the memory (and without a GPU).
 """
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def parse_specs(tokens: Sequence[str], fn: Callable) -> tuple[list[Any], dict[st
         missing = [n for n in required if n not in positional_names[:len(args)]]
         if missing:
             raise CLIError(f"{fname}({', '.join(p.name for p in params)}): no spec for "
-                           f"{', '.join(missing)}; give one spec per argument, e.g. f32[1024,1024] float")
+                           f"{', '.join(missing)}; give one spec per argument, e.g. 'f32[1024,1024]' float")
     return args, kwargs
 
 
@@ -159,13 +160,13 @@ def _default_backend(stage: str, requested: str | None) -> str | None:
 
 
 def _lower_text(target: str, specs: Sequence[str], stage: str, backend: str | None,
-                device: str | None = None, arch: str | None = None) -> str:
+                device: str | None = None, arch: str | None = None, ptx_isa: str | None = None) -> str:
     fn = load_function(target)
     args, kwargs = parse_specs(specs, fn)
     jf = _jitted(fn, _default_backend(stage, backend))
     lowered = jf.lower(*args, device=device, **kwargs)
     if stage == "ptx":
-        return lowered.ptx(arch or "sm_90")   # NVRTC or numba-cuda per backend; no GPU needed
+        return lowered.ptx(arch or "sm_90", ptx_isa)   # NVRTC or numba-cuda per backend; no GPU needed
     return lowered.as_text(stage)
 
 
@@ -183,7 +184,8 @@ def _cmd_dump_cuda(args) -> int:
 
 
 def _cmd_dump_ptx(args) -> int:
-    text = _lower_text(args.target, args.specs, "ptx", args.backend, device=args.device, arch=args.arch)
+    text = _lower_text(args.target, args.specs, "ptx", args.backend, device=args.device, arch=args.arch,
+                       ptx_isa=args.ptx_isa)
     _write_or_print(text, args.output)
     return 0
 
@@ -256,7 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kfuse",
         description="kfuse: a JIT kernel-fusion compiler for NumPy-style Python. "
                     "Functions are given as path/file.py:func, arguments as specs such as "
-                    "f32[4096,4096] f32[4096] float int (nothing is allocated).")
+                    "'f32[4096,4096]' 'f32[4096]' float int (nothing is allocated; quote the "
+                    "specs with brackets, which zsh and bash read as glob patterns).")
     parser.add_argument("--version", action="version", version=f"kfuse {kfuse.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -265,8 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_, **kw)
         p.add_argument("target", metavar="path/file.py:func", help="the function to compile")
         p.add_argument("specs", nargs="*", metavar="SPEC",
-                       help="one per argument: f32[1024,1024], f32[] (0-d), float, int, bool; "
-                            "name=SPEC for a keyword; a Python literal for a static argument")
+                       help="one per argument, quoted: 'f32[1024,1024]', 'f32[]' (0-d), float, int, "
+                            "bool; name=SPEC for a keyword; a Python literal for a static argument")
         p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
         p.add_argument("--device", default=None,
                        help="device the plan is made for (e.g. h100, h200, cpu); default: the backend's")
@@ -284,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = target_parser("dump-ptx", "print the PTX of a function's kernels (NVRTC; no GPU needed)")
     p.add_argument("--arch", default="sm_90", help="target architecture (default: sm_90)")
+    p.add_argument("--ptx-isa", default=None, metavar="X.Y",
+                   help="PTX ISA to write (e.g. 9.0; default: the newest that both NVRTC and the installed "
+                        "driver, or without one the ptxas on PATH, accept)")
     p.add_argument("--backend", choices=("cuda", "numba-cuda"), default="cuda",
                    help="code generator whose PTX to print (default: cuda)")
     p.set_defaults(func=_cmd_dump_ptx)
@@ -311,6 +317,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _message(e: BaseException) -> str:
+    """The exception's text without the ``kfuse: `` its message starts with (the CLI says it once)."""
+    text = str(e)
+    return text[len("kfuse: "):] if text.startswith("kfuse: ") else text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kfuse`` console script; returns the exit status."""
     from .errors import KfuseError
@@ -324,14 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CLIError as e:
-        print(f"kfuse: error: {e}", file=sys.stderr)
+        print(f"kfuse: error: {_message(e)}", file=sys.stderr)
         return 2
     except (KfuseError, ValueError, TypeError) as e:
         from . import config
         if config.get().debug:
             raise
         kind = "" if isinstance(e, KfuseError) else f"{type(e).__name__}: "
-        print(f"kfuse: error: {kind}{e}", file=sys.stderr)
+        print(f"kfuse: error: {kind}{_message(e)}", file=sys.stderr)
         if not isinstance(e, KfuseError):
             print("(set KFUSE_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1

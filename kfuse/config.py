@@ -22,7 +22,8 @@ def _bool(v: str | None, default: bool = False) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    debug: int = 0                      # KFUSE_DEBUG: 1 = print plans, 2 = print IR between passes
+    debug: int = 0                      # KFUSE_DEBUG: 1 = log plans, 2 = also the IR between passes
+                                        # (the "kfuse" logger, to stderr: kfuse.logs)
     dump_dir: str | None = None         # KFUSE_DUMP_DIR: write every stage of every compile here
     cache_dir: str = dataclasses.field(default_factory=_xdg_cache)  # KFUSE_CACHE_DIR
     cache_enabled: bool = True          # KFUSE_CACHE=0 disables the disk cache

@@ -16,11 +16,13 @@ class KfuseError(Exception):
 
 
 class UnsupportedError(KfuseError, TypeError):
-    """An operation, argument or dtype that kfuse does not support (names the op and the line)."""
+    """kfuse cannot compile this: an operation, argument or dtype it does not support, or Python
+    control flow on a traced value. The message names the op and the user's line and says what to
+    do instead (a static argument, ``np.where``, ...)."""
 
 
-class TraceError(KfuseError):
-    """The traced function did something that cannot be traced (e.g. Python control flow on a value)."""
+# The former name of "cannot be traced" errors: the same type, so one ``except`` catches both.
+TraceError = UnsupportedError
 
 
 class CompileError(KfuseError):

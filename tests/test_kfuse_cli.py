@@ -5,6 +5,8 @@ module as a subprocess to check the entry point.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +86,35 @@ def test_dump_cuda_and_ptx_without_gpu(capsys, tmp_path):
     assert rc == 0, err
     text = ptx.read_text()
     assert ".version" in text and ".entry" in text
+
+
+PTXAS = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+PTX_CASES = {"gelu_bias": ["f32[256,512]", "f32[512]", "f32[512]"], "adam": ["f32[4096]"] * 4,
+             "layernorm": ["f32[64,96]", "f32[96]", "f32[96]"], "gemm_gelu": ["f16[64,32]", "f16[32,48]", "f16[48]"]}
+
+
+@pytest.mark.skipif(not _has_nvrtc() or PTXAS is None, reason="needs NVRTC and ptxas")
+@pytest.mark.parametrize("name", list(PTX_CASES))
+def test_dump_ptx_file_passes_the_machines_ptxas_as_written(capsys, tmp_path, name):
+    """The file ``dump-ptx`` writes is assembled as it stands by the machine's ptxas (one module,
+    an ISA this ptxas reads); its header names the NVRTC, ISA and arch."""
+    ptx = tmp_path / f"{name}.ptx"
+    rc, out, err = run(capsys, "dump-ptx", f"{EX}/{name}.py:{name}", *PTX_CASES[name], "--arch", "sm_90", "-o", ptx)
+    assert rc == 0, err
+    text = ptx.read_text()
+    assert text.startswith("// kfuse: NVRTC ") and "PTX ISA " in text.splitlines()[0] and "sm_90" in text.splitlines()[0]
+    r = subprocess.run([PTXAS, "-arch=sm_90", str(ptx), "-o", os.devnull], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.skipif(not _has_nvrtc(), reason="needs NVRTC")
+def test_dump_ptx_isa_option(capsys, tmp_path):
+    ptx = tmp_path / "g.ptx"
+    rc, out, err = run(capsys, "dump-ptx", f"{EX}/gelu_bias.py:gelu_bias", "f32[64,96]", "f32[96]", "f32[96]",
+                       "--ptx-isa", "8.7", "-o", ptx)
+    assert rc == 0, err
+    text = ptx.read_text()
+    assert "\n.version 8.7\n" in text and "PTX ISA 8.7 (--ptx-isa" in text
 
 
 # ---- explain ---------------------------------------------------------------------------------
@@ -176,6 +207,29 @@ def test_error_in_user_code_is_reported_without_traceback(capsys, tmp_path):
     assert rc == 1
     assert "(3,)" in err and "(4,)" in err
     assert "Traceback" not in err
+
+
+def test_error_prefix_is_said_once(capsys, tmp_path):
+    """kfuse's own messages start with ``kfuse: ``; the CLI prints ``kfuse: error: `` once."""
+    src = tmp_path / "branchy.py"
+    src.write_text("def f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n")
+    rc, out, err = run(capsys, "dump-ir", f"{src}:f", "f32[3]", "--stage", "traced")
+    assert rc == 1
+    assert err.startswith("kfuse: error: ") and "kfuse: error: kfuse:" not in err, err
+    assert "branchy.py:2" in err and "np.where" in err
+    rc, out, err = run(capsys, "dump-ir", f"{EX}/softmax.py:softmax", "f33[4,4]")
+    assert err.count("kfuse:") == 1, err
+
+
+def test_spec_hints_are_quoted(capsys):
+    """Hints show specs quoted, as a shell needs them ('f32[4,4]': brackets are a zsh glob)."""
+    rc, out, err = run(capsys, "dump-ir", f"{EX}/softmax.py:softmax", "f33[4,4]")
+    assert "'f32[1024,1024]'" in err, err
+    rc, out, err = run(capsys, "dump-ir", f"{EX}/layernorm.py:layernorm", "f32[4,4]")
+    assert "'f32[1024,1024]'" in err, err
+    res = subprocess.run([sys.executable, "-m", "kfuse.cli", "dump-ir", "--help"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert "'f32[1024,1024]'" in res.stdout, res.stdout
 
 
 # ---- entry point -------------------------------------------------------------------------------

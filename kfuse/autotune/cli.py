@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
     ap = argparse.ArgumentParser(prog="kfuse tune", description="tune a function's kernels and "
                                  "store the results in the kfuse cache")
     ap.add_argument("target", help="path/file.py:function")
-    ap.add_argument("specs", nargs="*", help="argument specs, e.g. f32[4096,4096] f32[4096] float")
+    ap.add_argument("specs", nargs="*", help="argument specs, quoted, e.g. 'f32[4096,4096]' 'f32[4096]' float")
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--budget", type=float, default=60.0, help="total seconds (default 60)")
     ap.add_argument("--top-k", type=int, default=8)

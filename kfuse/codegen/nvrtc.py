@@ -2,8 +2,9 @@
 
 NVRTC runs without a GPU or driver, so code can be compiled and inspected anywhere. The CUBIN is
 what the runtime loads (a CUDA 13.0 driver cannot JIT the PTX ISA 9.5 that NVRTC 13.5 emits); the
-PTX is kept for dumps. :func:`ptx_for_ptxas` rewrites the PTX ``.version`` line so an older
-``ptxas`` can validate it (see DESIGN.md, GPU facts). On a compile error the source is saved
+PTX is kept for dumps. A dump is written for a chosen PTX ISA (:func:`ptx_dump`): by default the
+newest that both NVRTC and the installed driver (or, without one, the ``ptxas`` on PATH) read,
+its ``.version`` line lowered to it (:func:`with_ptx_isa`). On a compile error the source is saved
 (under ``KFUSE_DUMP_DIR`` or a temp dir) and :class:`~kfuse.errors.CompileError` names it.
 """
 from __future__ import annotations
@@ -144,11 +145,132 @@ def ptx_isa_version(ptx: str) -> str | None:
     return m.group(1) if m else None
 
 
-def ptx_for_ptxas(ptx: str, isa: str = "9.0") -> str:
-    """The PTX with its ``.version`` lowered to ``isa`` when newer, so an older ptxas (CUDA 13.0
-    accepts ISA <= 9.0) can validate it. Valid when the kernel uses no instruction newer than
-    ``isa``, which holds for kfuse's generated code (plain loads, stores, shuffles, math)."""
+# ---- the PTX ISA a dump is written for ----------------------------------------------------------
+# CUDA release -> the newest PTX ISA its ptxas / driver reads (PTX ISA manual, release notes).
+CUDA_PTX_ISA = {(12, 0): (8, 0), (12, 1): (8, 1), (12, 2): (8, 2), (12, 3): (8, 3), (12, 4): (8, 4),
+                (12, 5): (8, 5), (12, 6): (8, 5), (12, 8): (8, 7), (12, 9): (8, 8), (13, 0): (9, 0),
+                (13, 1): (9, 1)}
+
+
+def _isa(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", str(text))
+    if not m:
+        raise ValueError(f"bad PTX ISA version {text!r} (expected e.g. 9.0)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def isa_of_cuda(version: tuple[int, int]) -> tuple[int, int]:
+    """The newest PTX ISA that CUDA ``version`` (major, minor) reads: the table, or for a release
+    after it in CUDA 13, ISA 9.minor (13.5 writes 9.5), else the newest listed release below it."""
+    version = tuple(version[:2])
+    if version in CUDA_PTX_ISA:
+        return CUDA_PTX_ISA[version]
+    if version[0] == 13:
+        return 9, version[1]
+    older = [v for v in CUDA_PTX_ISA if v <= version]
+    return CUDA_PTX_ISA[max(older)] if older else (7, 0)
+
+
+def driver_cuda_version() -> tuple[int, int] | None:
+    """The CUDA version of the installed driver (``cuDriverGetVersion``), or None without one."""
+    try:
+        from cuda.bindings import driver
+        err, v = driver.cuDriverGetVersion()
+    except Exception:               # no libcuda on this machine
+        return None
+    if int(err) != 0 or not v:
+        return None
+    return int(v) // 1000, (int(v) % 1000) // 10
+
+
+def ptxas_cuda_version(ptxas: str | None = None) -> tuple[int, int] | None:
+    """The CUDA release of ``ptxas`` (default: the one on PATH), from ``ptxas --version``."""
+    import shutil
+    import subprocess
+    ptxas = ptxas or shutil.which("ptxas")
+    if not ptxas:
+        return None
+    try:
+        out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release (\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclasses.dataclass(frozen=True)
+class PtxTarget:
+    """The PTX ISA a dump is written for and why (``reason`` names the reader it must satisfy)."""
+    isa: tuple[int, int]
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.isa[0]}.{self.isa[1]}"
+
+
+def default_ptx_target(nvrtc_isa: tuple[int, int]) -> PtxTarget:
+    """The newest PTX ISA that both NVRTC (``nvrtc_isa``: what it writes) and the installed driver
+    accept; without a driver, the ``ptxas`` on PATH; with neither, NVRTC's own."""
+    driver = driver_cuda_version()
+    if driver is not None:
+        reader, isa = f"the CUDA {driver[0]}.{driver[1]} driver", isa_of_cuda(driver)
+    else:
+        ptxas = ptxas_cuda_version()
+        if ptxas is None:
+            return PtxTarget(nvrtc_isa, "NVRTC's own (no driver or ptxas found)")
+        reader, isa = f"ptxas {ptxas[0]}.{ptxas[1]}", isa_of_cuda(ptxas)
+    if isa >= nvrtc_isa:
+        return PtxTarget(nvrtc_isa, f"NVRTC's own, which {reader} reads")
+    return PtxTarget(isa, f"the newest {reader} reads")
+
+
+def with_ptx_isa(ptx: str, isa: str | tuple[int, int]) -> str:
+    """The PTX with its ``.version`` set to ``isa`` when that is older than what NVRTC wrote, so an
+    older ptxas or driver reads it. Valid when the kernel uses no instruction newer than ``isa``,
+    which holds for kfuse's generated code (loads, stores, shuffles, math, cp.async, mma.sync:
+    ISA <= 7.8); a newer ``isa`` than the PTX's is refused (NVRTC wrote for what it knows)."""
+    want = isa if isinstance(isa, tuple) else _isa(isa)
     cur = ptx_isa_version(ptx)
-    if cur is None or tuple(map(int, cur.split("."))) <= tuple(map(int, isa.split("."))):
+    if cur is None:
         return ptx
-    return re.sub(r"^(\s*\.version\s+)\d+\.\d+", rf"\g<1>{isa}", ptx, count=1, flags=re.M)
+    if want > _isa(cur):
+        raise ValueError(f"PTX ISA {want[0]}.{want[1]} is newer than the {cur} this NVRTC writes")
+    return re.sub(r"^(\s*\.version\s+)\d+\.\d+", rf"\g<1>{want[0]}.{want[1]}", ptx, count=1, flags=re.M)
+
+
+def for_installed(ptx: str) -> str:
+    """``ptx`` (NVRTC's or NVVM's) written for the default target (:func:`default_ptx_target`)."""
+    cur = ptx_isa_version(ptx)
+    return ptx if cur is None else with_ptx_isa(ptx, default_ptx_target(_isa(cur)).isa)
+
+
+def one_module(ptxs: list[str]) -> str:
+    """Several kernels' PTX as one module (one file ptxas reads): the first module's
+    ``.version``/``.target``/``.address_size`` directives, dropped from the others, as is a
+    one-line module-scope declaration seen before (the CUDA prelude's constants)."""
+    head = re.compile(r"^\s*\.(version|target|address_size)\b.*$\n?", re.M)
+    decl = re.compile(r"^\.(?:global|const|extern|visible \.global)\b[^\n{]*;$")
+    seen: set[str] = set()
+    out = []
+    for k, p in enumerate(ptxs):
+        lines = []
+        for line in (p if k == 0 else head.sub("", p)).split("\n"):
+            if decl.match(line.strip()) and line.startswith("."):
+                if line in seen:
+                    continue
+                seen.add(line)
+            lines.append(line)
+        out.append("\n".join(lines))
+    return "\n".join(out)
+
+
+def ptx_dump(compiled: "CompiledCuda", ptx_isa: str | None = None) -> str:
+    """The PTX of ``compiled`` written for ``ptx_isa`` (default: :func:`default_ptx_target`), with a
+    header comment naming the NVRTC, the ISA and the arch it was made for."""
+    nv_isa = _isa(ptx_isa_version(compiled.ptx) or "0.0")
+    target = default_ptx_target(nv_isa) if ptx_isa is None else PtxTarget(_isa(ptx_isa), "--ptx-isa")
+    nv = ".".join(map(str, compiled.nvrtc_version))
+    head = (f"// kfuse: NVRTC {nv}, PTX ISA {target.text} ({target.reason}; NVRTC writes "
+            f"{nv_isa[0]}.{nv_isa[1]}), arch {compiled.arch}\n")
+    return head + with_ptx_isa(compiled.ptx, target.isa)

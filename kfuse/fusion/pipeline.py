@@ -4,11 +4,12 @@ fusion rules in order, then recompute-or-materialise, then the kernels with thei
     optimize:  fold_constants -> identities -> movement -> casts -> dce   (repeat to fixpoint)
     plan:      gemm_epilogue -> reduction (row-wise) -> elementwise -> recompute -> groups
 
-``KFUSE_DEBUG=2`` (config.debug >= 2) prints the graph after every pass that changed it; any
-``callback(pass_name, graph)`` can be given instead.
+The graph after every pass that changed it is logged at DEBUG on the ``kfuse`` logger
+(``KFUSE_DEBUG=2``, :mod:`kfuse.logs`); any ``callback(pass_name, graph)`` can be given instead.
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import networkx as nx
@@ -16,6 +17,7 @@ import networkx as nx
 from .. import config as _config
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, REDUCE, SCAN, Op
+from ..logs import logger
 from . import elementwise, gemm_epilogue, reduction
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
 from .legality import Clustering, classify, reduce_key, verify_group
@@ -25,15 +27,15 @@ from .simplify import PASSES, Pass
 MAX_ROUNDS = 20
 
 
-def _print_callback(name: str, graph: Graph) -> None:
-    print(f"--- after {name} ---\n{graph.as_text()}")
+def _log_callback(name: str, graph: Graph) -> None:
+    logger.debug("--- after %s ---\n%s", name, graph.as_text())
 
 
 def optimize(graph: Graph, passes: tuple[Pass, ...] = PASSES,
              callback: Callable[[str, Graph], None] | None = None) -> Graph:
     """Run the simplification passes in order, repeatedly, until none changes the graph."""
-    if callback is None and _config.get().debug >= 2:
-        callback = _print_callback
+    if callback is None and logger.isEnabledFor(logging.DEBUG):
+        callback = _log_callback
     for _ in range(MAX_ROUNDS):
         before = graph.outputs
         for p in passes:

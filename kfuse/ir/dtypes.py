@@ -98,7 +98,7 @@ def parse_spec(spec: str):
         return {"float": float, "int": int, "bool": bool}[s]
     m = _SPEC.match(s)
     if not m or m.group(1) not in SHORT_NAMES:
-        raise ValueError(f"bad argument spec {spec!r}: expected e.g. f32[1024,1024], i64[], float "
+        raise ValueError(f"bad argument spec {spec!r}: expected e.g. 'f32[1024,1024]', 'i64[]', float "
                          f"(dtypes: {' '.join(SHORT_NAMES)})")
     dims = [d for d in m.group(2).replace(" ", "").split(",") if d]
     return SHORT_NAMES[m.group(1)], tuple(int(d) for d in dims)

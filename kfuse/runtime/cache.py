@@ -99,9 +99,6 @@ class Entry:
     def read(self, name: str) -> bytes:
         return self.files[name]
 
-    def file_path(self, name: str) -> str:
-        return os.path.join(self.path, name)
-
 
 @dataclasses.dataclass(frozen=True)
 class EntryInfo:
@@ -233,9 +230,6 @@ class CacheStore:
         if namespace not in NAMESPACES:
             raise ValueError(f"unknown cache namespace {namespace!r}")
         return os.path.join(self.root, namespace)
-
-    def entry_path(self, namespace: str, key_dict: dict) -> str:
-        return os.path.join(self._ns_dir(namespace), key_hash(key_dict))
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, namespace: str, key_dict: dict) -> Entry | None:
@@ -490,14 +484,51 @@ def _dir_size_and_last_used(path: str) -> tuple[int, float]:
 
 
 # ---------------------------------------------------------------------------------------------
+# what an entry was made for
+# ---------------------------------------------------------------------------------------------
+_KERNEL_KIND_RE = re.compile(rb"kfuse (?:CPU kernel \(([\w-]+)\)|(?:Numba-CUDA )?kernel \w+ \[([\w-]+)\])")
+
+
+def kernel_kind(files: dict) -> str | None:
+    """The kernel kind (elementwise, reduce, scan, ...) a generated source names in its header."""
+    for name in ("kernel.py", "kernel.cu"):
+        m = _KERNEL_KIND_RE.search(files.get(name, b"")[:65536])
+        if m:
+            return (m.group(1) or m.group(2)).decode()
+    return None
+
+
+class LabelledStore:
+    """A :class:`CacheStore` whose new kernel entries name what they were compiled for: the user's
+    function (``module:qualname``), its argument signature and the device planned for (``labels``),
+    and the kernel kind read from the source. Everything else is the store's own."""
+
+    def __init__(self, store: "CacheStore", labels: dict):
+        self.store = store
+        self.labels = dict(labels)
+
+    def put(self, namespace: str, key_dict: dict, files: dict, meta: dict | None = None, **kw):
+        meta = {**(meta or {}), **self.labels}
+        if namespace == "kernels" and "kernel_kind" not in meta:
+            kind = kernel_kind(files)
+            if kind:
+                meta["kernel_kind"] = kind
+        return self.store.put(namespace, key_dict, files, meta, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+# ---------------------------------------------------------------------------------------------
 # recompile policy
 # ---------------------------------------------------------------------------------------------
 class RecompileCounter:
-    """Counts compiles per function; past ``limit`` warns once naming the unstable argument.
+    """Counts compiles per function; past ``limit`` phrases, once, the warning naming the unstable
+    argument (the caller issues it, so that it is issued once and points at the user's line).
 
     ``record(fn_name, arg_sigs, arg_names=None)``: ``arg_sigs`` is one hashable signature tuple
     per argument (e.g. ``("array", "float32", 2, (False, True))``: dtype, rank, broadcast
-    pattern). Returns the warning text when it warned, else None.
+    pattern). Returns the warning text the first time the limit is passed, else None.
     """
 
     def __init__(self, limit: int | None = None):
@@ -538,6 +569,4 @@ class RecompileCounter:
         advice = ("pass the same object each call (a function or lambda made once, outside the loop)"
                   if best is not None and static else
                   "pass arguments of stable dtype and rank, or cast them before the call")
-        msg = f"kfuse: {fn_name} was compiled {len(hist)} times (limit {self.limit}): {what}; {advice}"
-        warnings.warn(msg, RecompileWarning, stacklevel=2)
-        return msg
+        return f"kfuse: {fn_name} was compiled {len(hist)} times (limit {self.limit}): {what}; {advice}"

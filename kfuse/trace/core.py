@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedError, at, user_location
+from ..errors import KfuseError, UnsupportedError, at, user_location
 from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node
 from ..ir.ops import MOVEMENT, Op
@@ -89,7 +89,7 @@ def collecting_checks() -> Iterator[IndexChecks]:
 def add_check(node: Node, message: str, error: str = "IndexError") -> None:
     checks = _CHECKS.get()
     if checks is None:
-        raise TraceError("kfuse: a run-time check made outside kfuse.trace_function")
+        raise KfuseError("kfuse: a run-time check made outside kfuse.trace_function")
     checks.items.append((node, message, error))
 
 
@@ -188,7 +188,7 @@ class Tracer:
 
     # --- Python control flow on values cannot be traced --------------------------------------
     def _control_flow(self, what: str, hint: str = ""):
-        raise TraceError(
+        raise UnsupportedError(
             f"kfuse: {what} of a traced array{at(loc())}: the value is not known while tracing "
             "(Python control flow such as `if`/`while`/`and`/`or` on array values cannot be "
             "compiled). Use np.where(cond, a, b) for a data-dependent choice, or pass the argument "
@@ -227,9 +227,11 @@ def numpy_scalar(t) -> bool:
     of a reduction or a ufunc is a scalar there, and so is a NumPy scalar argument; an array
     argument, a constant and what a reshape, broadcast or slice gives stay arrays (a cast keeps
     what its input is)."""
-    if t.ndim:
-        return False
-    n = t.node
+    return not t.ndim and numpy_scalar_node(t.node)
+
+
+def numpy_scalar_node(n: Node) -> bool:
+    """:func:`numpy_scalar` of the value node ``n`` computes, given that it is 0-d."""
     while n.op is Op.CAST:
         n = n.inputs[0]
     if n.op is Op.INPUT:

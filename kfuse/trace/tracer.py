@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import UnsupportedError
 from ..ir.dtypes import check_supported, is_float
 from ..ir.graph import Graph, Node, toposort
 from ..ir.ops import Op
@@ -230,8 +230,8 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
         o = operand(value, f"return value {path}")
         node = o.node if o.node is not None else mk(Op.CONST, o.dtype, (), attrs={"value": o.value})
     else:
-        raise TraceError(f"kfuse: the traced function returned {type(value).__name__} at {path}; "
-                         "return arrays, scalars, None, or tuples/lists/dicts of them")
+        raise UnsupportedError(f"kfuse: the traced function returned {type(value).__name__} at {path}; "
+                               "return arrays, scalars, None, or tuples/lists/dicts of them")
     outputs.append(node)
     return len(outputs) - 1
 

@@ -37,10 +37,37 @@ def test_ls_and_tuning(filled):
     rc, out = cli("ls")
     assert rc == 0
     lines = out.strip().splitlines()
-    assert lines[0].split()[:7] == ["key", "function", "kind", "backend", "arch", "size", "last"]
+    assert lines[0].split() == ["key", "function", "signature", "backend", "device", "kind", "arch", "size",
+                                "last", "used"]
     assert len(lines) == 4 and any("softmax" in l and "cuda" in l and "sm_90" in l for l in lines)
     rc, out = cli("ls", "--tuning")
     assert rc == 0 and "1024x1024" in out and '"threads": 256' in out
+
+
+def test_ls_names_the_users_function(cache_dir):
+    """A jitted call's kernel entries name the user's function (module:qualname), its argument
+    signature, the backend, the device and the kernel kind; ``ls --function`` filters by it."""
+    import numpy as np
+
+    import kfuse
+
+    @kfuse.jit
+    def row_total(x):
+        return (x * 2).sum(axis=1)
+    row_total(np.ones((4, 8), np.float32))
+    rc, out = cli("ls")
+    assert rc == 0
+    rows = [l for l in out.splitlines()[1:] if l.strip()]
+    assert rows, out
+    want = f"{__name__}:test_ls_names_the_users_function.<locals>.row_total"
+    for row in rows:
+        assert want in row and "x: f32[4,8]" in row and " cpu " in row and " reduce " in row, out
+        assert "kfuse_kernel" not in row, out
+    for name in ("row_total", want, "test_ls_names_the_users_function.<locals>.row_total"):
+        rc, out = cli("ls", "--function", name)
+        assert len(out.strip().splitlines()) == 1 + len(rows), out
+    rc, out = cli("ls", "--function", "other")
+    assert rc == 0 and len(out.strip().splitlines()) == 1, out
 
 
 def test_show(filled):

@@ -34,9 +34,9 @@ def compile_to_ptx(fn, backend: str, specs, tmp_path, tag: str) -> str:
     for k, ptx in enumerate(ptxs):
         assert ".entry" in ptx
         if PTXAS:
-            from kfuse.codegen.nvrtc import ptx_for_ptxas
+            from kfuse.codegen.nvrtc import for_installed
             path = tmp_path / f"{tag}_{k}.ptx"
-            path.write_text(ptx_for_ptxas(ptx))
+            path.write_text(for_installed(ptx))
             r = subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", os.devnull], capture_output=True, text=True)
             assert r.returncode == 0, r.stderr[-2000:]
     return "\n".join(srcs)

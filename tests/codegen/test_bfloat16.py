@@ -136,7 +136,7 @@ def test_bfloat16_cuda_c_compiles(name, tmp_path):
             ptx = nvrtc.compile(cuda.emit(kir), arch).ptx
             if PTXAS:
                 p = tmp_path / f"{name}_{k}_{arch}.ptx"
-                p.write_text(nvrtc.ptx_for_ptxas(ptx))
+                p.write_text(nvrtc.for_installed(ptx))
                 r = subprocess.run([PTXAS, f"-arch={arch}", str(p), "-o", str(p) + ".o"], capture_output=True, text=True)
                 assert r.returncode == 0, r.stderr
 

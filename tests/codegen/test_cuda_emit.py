@@ -1,8 +1,9 @@
 """CUDA emitter + NVRTC, without a GPU: generate CUDA C for hand-built kernels, compile it to PTX
 and CUBIN for sm_80 and sm_90, and assemble the PTX with ptxas where it is installed.
 
-NVRTC 13.5 emits PTX ISA 9.5, which ptxas 13.0 rejects; the PTX is validated after lowering its
-``.version`` line to 9.0 (``nvrtc.ptx_for_ptxas``); the CUBIN is NVRTC's own assembly of it.
+NVRTC 13.5 emits PTX ISA 9.5, which ptxas 13.0 rejects; the PTX is validated as written for the
+machine's toolchain (``nvrtc.for_installed``, the ISA ``dump-ptx`` writes); the CUBIN is NVRTC's
+own assembly of it.
 """
 import dataclasses
 import os
@@ -193,7 +194,7 @@ def test_same_structure_same_source():
 def test_ptxas_accepts_ptx(compiled, tmp_path):
     for (name, tag, arch), (src, res) in compiled.items():
         p = tmp_path / f"{name}-{tag}-{arch}.ptx"
-        p.write_text(nvrtc.ptx_for_ptxas(res.ptx))
+        p.write_text(nvrtc.for_installed(res.ptx))
         r = subprocess.run([PTXAS, f"-arch={arch}", str(p), "-o", str(p) + ".o"],
                            capture_output=True, text=True)
         assert r.returncode == 0, f"{name} {tag} {arch}: {r.stderr}"
@@ -215,6 +216,6 @@ def test_compile_error_saves_source(tmp_path, monkeypatch):
 
 def test_ptx_version_rewrite():
     ptx = ".version 9.5\n.target sm_90\n"
-    assert nvrtc.ptx_for_ptxas(ptx).startswith(".version 9.0")
-    assert nvrtc.ptx_for_ptxas(".version 8.0\n") == ".version 8.0\n"
+    assert nvrtc.with_ptx_isa(ptx, "9.0").startswith(".version 9.0")
+    assert nvrtc.with_ptx_isa(".version 8.0\n", (8, 0)) == ".version 8.0\n"
     assert nvrtc.normalize_arch((9, 0)) == "sm_90" and nvrtc.normalize_arch("80") == "sm_80"

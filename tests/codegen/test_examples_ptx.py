@@ -30,9 +30,9 @@ def _jitted(name):
 
 
 def _ptxas(ptx: str, arch: str, tmp_path: Path) -> None:
-    from kfuse.codegen.nvrtc import ptx_for_ptxas
+    from kfuse.codegen.nvrtc import for_installed
     path = tmp_path / f"k_{arch}.ptx"
-    path.write_text(ptx_for_ptxas(ptx))
+    path.write_text(for_installed(ptx))
     r = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
 

@@ -2,7 +2,7 @@
 (CUBIN: NVRTC runs ptxas internally, so a CUBIN proves the PTX assembles for that arch), and the
 PTX also passes the machine's ``ptxas`` when present. NVRTC 13.5 writes PTX ISA 9.5, which the
 CUDA 13.0 ptxas rejects (it reads ISA <= 9.0) and NVRTC has no option to pick an older ISA, so
-the PTX's ``.version`` line is lowered with ``nvrtc.ptx_for_ptxas`` first (valid: the kernels use
+the PTX's ``.version`` line is lowered with ``nvrtc.for_installed`` first (valid: the kernels use
 no instruction newer than ISA 7.x: cp.async, ldmatrix, mma.sync need ISA 7.0-7.8 / sm_80)."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _ptxas(ptx, arch, tmp_path):
     if PTXAS is None:
         return ""
     p = tmp_path / "k.ptx"
-    p.write_text(nvrtc.ptx_for_ptxas(ptx))
+    p.write_text(nvrtc.for_installed(ptx))
     r = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(p), "-o", os.devnull],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -256,8 +256,8 @@ def _ptxas(ptx: str, arch: str, path) -> None:
     """Assemble ``ptx`` for ``arch`` with the machine's ptxas (skipped where there is none)."""
     if not PTXAS:
         return
-    from kfuse.codegen.nvrtc import ptx_for_ptxas
-    path.write_text(ptx_for_ptxas(ptx))
+    from kfuse.codegen.nvrtc import for_installed
+    path.write_text(for_installed(ptx))
     r = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
 

@@ -3,6 +3,7 @@ line (``test_trace_errors.py:N``)."""
 import numpy as np
 import pytest
 
+import kfuse
 import kfuse.errors as ke
 from kfuse.ir.specs import ArraySpec, ScalarSpec, StaticSpec
 from kfuse.trace import trace_function
@@ -96,9 +97,12 @@ CONTROL_FLOW = [
 
 
 @pytest.mark.parametrize("fn", CONTROL_FLOW)
-def test_control_flow_is_a_trace_error(fn):
-    with pytest.raises(ke.TraceError) as info:
+def test_control_flow_is_an_unsupported_error(fn):
+    """One type for "kfuse cannot compile this" (the README's UnsupportedError, a TypeError); its
+    message says what to do instead."""
+    with pytest.raises(ke.UnsupportedError) as info:
         trace(fn)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ke.TraceError)
     msg = str(info.value)
     assert line_of(fn) in msg, msg
     assert "np.where" in msg and "static_argnames" in msg, msg
@@ -110,7 +114,7 @@ def test_if_statement_points_at_the_if_line():
         if y.sum() > 0:  # <- the line
             return y
         return -y
-    with pytest.raises(ke.TraceError) as info:
+    with pytest.raises(kfuse.UnsupportedError) as info:
         trace(f)
     assert f"test_trace_errors.py:{f.__code__.co_firstlineno + 2}" in str(info.value)
 
@@ -152,5 +156,5 @@ def test_numpy_errors_keep_numpy_types():
 
 def test_bad_return_value():
     assert trace(lambda x: None).out_tree == ("none", ())     # (a function that only writes)
-    with pytest.raises(ke.TraceError, match="returned str"):
+    with pytest.raises(ke.UnsupportedError, match="returned str"):
         trace(lambda x: (x, "a"))
