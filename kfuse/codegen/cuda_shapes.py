@@ -14,7 +14,7 @@ from . import kernel_ir as K
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    mode: str = "elementwise"   # "elementwise" | "row" | "col" | "scan"
+    mode: str = "elementwise"   # "elementwise" | "tile" | "row" | "col" | "scan"
     vec: int = 1                # elements per vector access (elementwise)
     idx64: bool = False         # 64-bit index math
     cache_k: int = 0            # row mode: register slots a thread (0: re-read from L2)
@@ -36,6 +36,8 @@ class Variant:
     lanes: int = 32             # scan mode: lanes sharing a row (32 / lanes rows a warp), a chunk ``vec``
                                 # segments of lanes elements (kfuse.codegen.cuda_scan) ...
     packed: bool = False        # ... or, rows no longer than lanes, ``vec`` segments each of other rows
+    tile_t: int = -1            # tile mode (codegen.cuda_tile2d): the domain dim the staged loads run along ...
+    staged: tuple = ()          # ... and those loads (their statements' variables), read through shared memory
     grid_sync: bool = False     # col mode, several passes over columns too few to fill the GPU: a thread a
                                 # (column, chunk of ``split``), every block resident (a cooperative launch);
                                 # each pass's chunk accumulators meet in a workspace at a grid barrier and
@@ -52,18 +54,28 @@ class Variant:
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         t += f"y{self.split}" if self.grid_sync else ""
+        t += f"d{self.tile_t}_" + "_".join(self.staged) if self.mode == "tile" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 
 def vector_access(index, last: str) -> bool:
-    """True when an access's last index is exactly the innermost loop variable and no other
-    component uses it (a contiguous run along the vector); False means it ignores that var.
+    """True when an access's last index is the innermost loop variable plus an offset free of it
+    (a slice's start: the runtime checks that the offset keeps the vector aligned,
+    :func:`vector_offset`) and no other component uses it (a contiguous run along the vector);
+    False means it ignores that var.
     A GATHER's position that does not depend on it (an embedding row) qualifies: the emitter
     computes the position before the vector load (:func:`lane_invariant`)."""
     if not index:
         return False
     uses = [last in K.expr_vars(e) for e in index]
-    return isinstance(index[-1], K.IVar) and index[-1].name == last and not any(uses[:-1])
+    return K.unit_offset(index[-1], last) is not None and not any(uses[:-1])
+
+
+def vector_offset(index, last: str):
+    """The offset (an index expression of sizes and literals) of a vector access's last index
+    from the vector's loop variable; None where it also depends on loop variables (no vector)."""
+    off = K.unit_offset(index[-1], last)
+    return None if off is None or any(v.startswith("i") for v in K.expr_vars(off)) else off
 
 
 def _innermost(kir: K.KernelIR) -> tuple[str | None, list]:

@@ -136,6 +136,28 @@ def expr_vars(e: Expr) -> set[str]:
     return set()
 
 
+def eval_expr(e: Expr, env: dict) -> int:
+    """The value of an index expression whose variables all have values in ``env`` (name -> int)."""
+    if isinstance(e, ILit):
+        return e.value
+    if isinstance(e, (IVar, IVal)):
+        return int(env[e.name])
+    a, b = eval_expr(e.lhs, env), eval_expr(e.rhs, env)
+    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[e.op]
+
+
+def unit_offset(e: Expr, var: str):
+    """``e`` as ``var + offset`` with ``offset`` free of ``var``: the offset (``ILit(0)`` for ``var``
+    itself), or None (a slice's start along a vector: ``x[:, n:]``'s ``i1 + s2``)."""
+    if isinstance(e, IVar) and e.name == var:
+        return ILit(0)
+    if isinstance(e, IBin) and e.op == "+":
+        for a, b in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if isinstance(a, IVar) and a.name == var and var not in expr_vars(b) and not isinstance(b, IVal):
+                return b
+    return None
+
+
 def stmt_index(s) -> tuple:
     """The index expressions a statement reads (a Load's or Store's index, an Index's expression,
     a Search's table length)."""

@@ -60,7 +60,10 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
-GRID_SYNC_BLOCKS_PER_SM = 8   # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 64 registers)
+TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
+TILE_BLOCKS_PER_SM = 8        # ... and its grid cap, in 256-thread blocks a SM (tiles grid-stride beyond)
+GRID_SYNC_BLOCKS_PER_SM = 16  # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 32 registers; H200,
+                              # softmax over axis 0 of 4096x8192: 0.230 ms at 16, 0.252 at 8, 0.377 at 4)
 SCAN_WARPS_PER_SM = 32        # scan rows too few for a quarter of this many warps a SM run in chunks,
 SCAN_MIN_UNITS = 4            # two stages, each chunk at least this many spans of lanes x vec
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
@@ -215,7 +218,9 @@ class _Launcher(LauncherBase):
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             known = cost.known_device(props.get("name", ""))
-            variant, grid = self._ew_variant(ins, outs, big, sm, known.multi_stream_tile if known else None)
+            variant, grid = self._tile_variant(ins, big, sm) if not self.vec_ok else (None, 0)
+            if variant is None:
+                variant, grid = self._ew_variant(ins, outs, big, sm, known.multi_stream_tile if known else None)
         if self.tile is not None and variant.split:     # only its own shape (the tuner's reference) fits
             own = cuda_tiles.tile_params(variant, grid, cuda_tiles.geometry(self, sm))
             self.tile_note = None if (self.tile.kind, dict(self.tile.params)) == own else \
@@ -236,6 +241,38 @@ class _Launcher(LauncherBase):
             return grid == g.units and g.row_len % v.vec == 0 and g.row_len // v.vec == v.cache_k * v.block
         return False
 
+    def _tile_variant(self, ins, big, sm):
+        """``(Variant, grid)`` of the 2-D tile schedule (codegen.cuda_tile2d) where some loads run
+        contiguously along another dim than the output's last one (a transposed or permuted
+        operand): those loads staged through shared memory; ``(None, 0)`` where none does, or
+        the plane is too small for tiles. Not for a kernel writing an argument in place."""
+        kir = self.kir
+        dims = kir.loop_dims(range(len(kir.domain)))
+        if kir.kind != "elementwise" or kir.in_place or len(dims) < 2:
+            return None, 0
+        dl = f"i{dims[-1]}"
+        along = {}      # dim -> the loads contiguous along it
+        for s in cuda_emit.tile_loads(kir):
+            a = ins[s.buf]
+            for var, comp in cuda_emit.load_axes(s).items():
+                if abs(a.strides[comp]) == a.itemsize and a.shape[comp] > 1:
+                    along.setdefault(int(var[1:]), []).append(s.dst)
+        cands = [(len(v), d) for d, v in along.items() if f"i{d}" != dl and self.extent(d) >= TILE_MIN_EXTENT]
+        if not cands or self.extent(dims[-1]) < TILE_MIN_EXTENT:
+            return None, 0
+        dt = max(cands)[1]
+        staged = tuple(x for x in along[dt] if x not in along.get(dims[-1], ()))
+        tiles = math.prod(-(-self.extent(d) // 32) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
+        return (cuda_emit.Variant("tile", 1, big, 0, 256, tile_t=dt, staged=staged),
+                max(1, min(tiles, sm * TILE_BLOCKS_PER_SM)))
+
+    def _offset_aligned(self, index, last: str, vec: int) -> bool:
+        """Whether a vector access's offset along ``last`` (a slice's start) is a whole number of
+        vectors at this call's sizes."""
+        off = cuda_emit.vector_offset(index, last)
+        env = {s.name: v for s, v in zip(self.kir.sizes, self.sizes)}
+        return off is not None and K.eval_expr(off, env) % vec == 0
+
     def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
         """The elementwise shape: 16-byte vector units where every access allows them, 128 threads;
         ``multi_stream_tile`` (the device's ``cost.StreamTile``) replaces that for the kernels
@@ -252,7 +289,8 @@ class _Launcher(LauncherBase):
                 if vec == 1:
                     break
                 if isinstance(s, (K.Load, K.Store)) and cuda_emit.vector_access(s.index, last):
-                    if not _vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec):
+                    if not (_vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec)
+                            and self._offset_aligned(s.index, last, vec)):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         block, min_blocks, one_pass = EW_BLOCK, MIN_BLOCKS, False
@@ -313,7 +351,8 @@ class _Launcher(LauncherBase):
             for st_ in va[1]:
                 if vec == 1:
                     break
-                if not _vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec):
+                if not (_vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec)
+                        and self._offset_aligned(st_.index, va[0], vec)):
                     vec = 1
         chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS,
                      SPLIT_MAX)

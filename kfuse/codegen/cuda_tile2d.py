@@ -1,0 +1,91 @@
+"""The CUDA emitter's 2-D tile schedule for elementwise kernels whose operands disagree on the
+contiguous axis (a mixin of ``codegen.cuda._Gen``; ``Variant`` mode ``"tile"``).
+
+``np.exp(x.T) + y``, a permute of NCHW to NHWC, ``x + x.T``: the output (and some operands) run
+contiguously along the domain's last loop dim ``l``, while the *staged* loads run contiguously along
+another dim ``t`` (``Variant.tile_t``). A block of ``TILE x ROWS`` threads takes a ``TILE x TILE``
+tile of the (t, l) plane at a time: it reads each staged load's tile with threads along ``t``
+(coalesced), parks it in shared memory (rows padded by one element: no bank conflicts on the
+transposed read), and then computes the tile's elements with threads along ``l`` (coalesced
+stores and unstaged loads), reading the staged values across the shared tile. The other loop
+dims index whole tiles. Which loads are staged (``Variant.staged``, their statements' variables)
+is the runtime's choice, from the arrays' strides (``runtime.cuda``): the emitter renders it.
+"""
+from __future__ import annotations
+
+from . import kernel_ir as K
+from .cuda_ops import ctype, index_c
+
+TILE = 32       # a tile's side, in elements
+ROWS = 8        # thread rows a block: TILE x ROWS threads, each TILE / ROWS elements a tile
+
+
+def tile_loads(kir: K.KernelIR) -> list:
+    """The loads a tile schedule may stage: plain affine reads (each index component a loop
+    variable plus an offset of sizes, or free of loop variables), no gathers."""
+    out = []
+    for s in kir.phases[0].pre:
+        if isinstance(s, K.Load) and not K.gathers(s.index):
+            comps = [e for e in s.index if any(v.startswith("i") for v in K.expr_vars(e))]
+            if comps and all(_var_of(e) is not None for e in comps):
+                out.append(s)
+    return out
+
+
+def _var_of(e) -> str | None:
+    """The loop variable ``e`` is an offset of (``i3``, ``i3 + s4``), or None."""
+    for v in K.expr_vars(e):
+        if v.startswith("i") and K.unit_offset(e, v) is not None:
+            return v
+    return None
+
+
+def load_axes(s: K.Load) -> dict:
+    """{loop variable: index component} of a tile-stageable load (:func:`tile_loads`)."""
+    return {_var_of(e): d for d, e in enumerate(s.index) if _var_of(e) is not None}
+
+
+class Tile2dEmitter:
+    """Renders ``Variant`` mode ``"tile"`` (needs ``_Gen``'s ``setup``, ``stmt``, ``zero_dims``,
+    ``wrap``)."""
+
+    def tile2d(self) -> str:
+        kir, v = self.kir, self.v
+        ph = kir.phases[0]
+        dims = kir.loop_dims(range(len(kir.domain)))
+        dl, dt = dims[-1], v.tile_t
+        rest = [d for d in dims if d not in (dl, dt)]
+        staged = [s for s in ph.pre if isinstance(s, K.Load) and s.dst in v.staged]
+        body = self.setup()
+        ext = {d: index_c(kir.domain[d]) for d in dims}
+        body.append(f"const IDX nl_ = ({ext[dl]} + {TILE - 1}) / {TILE}, nt_ = ({ext[dt]} + {TILE - 1}) / {TILE};")
+        body.append("const IDX n_tiles = nl_ * nt_" + "".join(f" * {ext[d]}" for d in rest) + ";")
+        body.append(f"const int tx_ = threadIdx.x % {TILE}, ty_ = threadIdx.x / {TILE};")
+        for k, s in enumerate(staged):
+            body.append(f"__shared__ {ctype(s.dtype)} sm{k}_[{TILE}][{TILE + 1}];")
+        body.append("for (IDX tile_ = blockIdx.x; tile_ < n_tiles; tile_ += gridDim.x) {")
+        tb = []
+        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], tb)
+        tb.append(f"IDX r_ = tile_; const IDX l0_ = (r_ % nl_) * {TILE}; r_ /= nl_; "
+                  f"const IDX t0_ = (r_ % nt_) * {TILE}; r_ /= nt_;")
+        for d in reversed(rest):
+            tb.append(f"const IDX i{d} = r_ % {ext[d]}; r_ /= {ext[d]};")
+        inside = f"i{dt} < {ext[dt]} && i{dl} < {ext[dl]}"
+        # stage: threads along t read each staged load's tile (coalesced in its memory order)
+        tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {TILE // ROWS}; ++k_) {{")
+        tb.append(f"  const IDX i{dt} = t0_ + tx_, i{dl} = l0_ + ty_ + k_ * {ROWS};")
+        tb.append(f"  if ({inside}) {{")
+        for k, s in enumerate(staged):
+            tb.append("    " + self.stmt(s))
+            tb.append(f"    sm{k}_[ty_ + k_ * {ROWS}][tx_] = {s.dst};")
+        tb += ["  }", "}", "__syncthreads();"]
+        # compute: threads along l, each staged value read across the shared tile
+        reads = {s.dst: f"sm{k}_[tx_][ty_ + k_ * {ROWS}]" for k, s in enumerate(staged)}
+        tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {TILE // ROWS}; ++k_) {{")
+        tb.append(f"  const IDX i{dl} = l0_ + tx_, i{dt} = t0_ + ty_ + k_ * {ROWS};")
+        tb.append(f"  if ({inside}) {{")
+        tb += ["    " + self.stmt(s, reads) for s in ph.pre]
+        tb += ["  }", "}", "__syncthreads();"]
+        body += ["  " + x for x in "\n".join(tb).split("\n")]
+        body.append("}")
+        return self.wrap(body)

@@ -1,0 +1,85 @@
+"""Elementwise schedules for layouts other than contiguous rows, on the GPU (skipped without one):
+operands transposed or permuted against the output run as 2-D tiles through shared memory
+(Variant mode "tile"), and a slice's start along the vector keeps 16-byte vectors where it is a
+whole number of them. Results against NumPy at odd sizes and every dtype family; the launcher
+really picked the schedule."""
+import numpy as np
+import pytest
+
+from kfuse.runtime import device
+
+pytestmark = pytest.mark.gpu
+if not device.has_gpu():
+    pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
+
+import cupy as cp  # noqa: E402
+
+import kfuse  # noqa: E402
+from tolerance import assert_matches_numpy  # noqa: E402
+
+RNG = np.random.default_rng(5)
+
+
+def _variants(f, *args):
+    entry = f._programs[f._key(args)]
+    return [h[0].variant for lau in entry.program.launchers for h in lau._variants.values()]
+
+
+def _arr(shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return RNG.standard_normal(shape).astype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) < 0.5
+    return RNG.integers(-100, 100, shape).astype(dtype)
+
+
+TILED = {
+    "exp_xT_plus_y": (lambda x, y: np.exp(x.T) + y, [(1023, 517), (517, 1023)]),
+    "x_plus_xT": (lambda x: x + x.T * 2, [(777, 777)]),
+    "nchw_to_nhwc": (lambda x, b: np.transpose(x, (0, 2, 3, 1)) * b, [(3, 67, 19, 41), (67,)]),
+    "attention_permute": (lambda q: np.transpose(q, (0, 2, 1, 3)).reshape(2, 33, -1) + 1,
+                          [(2, 40, 33, 64)]),
+}
+
+
+@pytest.mark.parametrize("name", list(TILED))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int8])
+def test_transposed_operands_run_as_tiles(name, dtype):
+    fn, shapes = TILED[name]
+    args = [_arr(s, dtype) for s in shapes]
+    dev = [cp.asarray(a) for a in args]
+    f = kfuse.jit(fn)
+    got = f(*dev)
+    want = fn(*args)
+    if name == "attention_permute":        # the last dim is already contiguous in q: no tile needed
+        assert not any(v.mode == "tile" for v in _variants(f, *dev))
+    else:
+        assert any(v.mode == "tile" for v in _variants(f, *dev))
+    if np.dtype(dtype).kind == "f":
+        assert_matches_numpy(cp.asnumpy(got), want)
+    else:
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+def test_tiles_of_a_sliced_transposed_view_and_bool():
+    x = _arr((301, 203), np.float32)
+    m = _arr((203, 301), np.bool_)
+    fn = lambda x, m: np.where(m, x.T, -x.T)   # noqa: E731
+    f = kfuse.jit(fn)
+    got = f(cp.asarray(x), cp.asarray(m))
+    np.testing.assert_array_equal(cp.asnumpy(got), fn(x, m))
+    xs = x[:, ::2]                       # a strided view: its loads still tiled where contiguous
+    g = kfuse.jit(lambda x, y: x.T + y)
+    y = _arr((102, 301), np.float32)
+    np.testing.assert_array_equal(cp.asnumpy(g(cp.asarray(xs), cp.asarray(y))), xs.T + y)
+
+
+@pytest.mark.parametrize("start", [4096, 3])
+def test_halves_of_one_array_in_vectors_where_aligned(start):
+    x = _arr((257, 4096 + start), np.float16)
+    fn = lambda x: np.tanh(x[:, :4096]) * x[:, start:]          # noqa: E731
+    f = kfuse.jit(fn)
+    got = f(cp.asarray(x))
+    vec = max(v.vec for v in _variants(f, cp.asarray(x)))
+    assert vec == (8 if start % 8 == 0 else 1)
+    assert_matches_numpy(cp.asnumpy(got), fn(x))
