@@ -59,6 +59,8 @@ def format_plan(plan: Plan) -> str:
         total += g.cost.seconds if g.cost is not None else 0.0
     if plan.passthrough:
         lines.append(f"  passthrough (returned inputs, no kernel): {_arrays(plan.passthrough)}")
+    if plan.views:
+        lines.append(f"  views (returned reshapes of kernel outputs, no copy): {_arrays(plan.views)}")
     lines.append(f"  total predicted: {total * 1e6:.2f} us")
     if plan.refused:
         lines.append("  refused fusions:")

@@ -195,6 +195,15 @@ def is_free(n: Node, free: set[Node]) -> bool:
     return n.op in MOVEMENT and all(i.op in LEAF or i in free for i in n.inputs)
 
 
+def output_views(graph: Graph) -> set[Node]:
+    """Graph outputs that are reshapes of a computed value read by nothing else: returned as a
+    reshape of the kernel output that holds the value (C-contiguous, so a view: GroupNorm's
+    ``y.reshape(N, C, H, W)``), not copied by a kernel of their own (``Plan.views``)."""
+    read = {i for n in graph.nodes() for i in n.inputs}
+    return {o for o in graph.outputs if o.op is Op.RESHAPE and o.size > 1 and o not in read
+            and o.inputs[0].op not in LEAF and o.inputs[0].op is not Op.RESHAPE}
+
+
 class Clustering:
     """Mutable planning state (local to one ``plan()`` call)."""
 
@@ -202,7 +211,8 @@ class Clustering:
         self.graph = graph
         self.order_list = graph.nodes()
         self.order = {n: i for i, n in enumerate(self.order_list)}
-        self.outputs = set(graph.outputs)
+        self.views = output_views(graph)
+        self.outputs = (set(graph.outputs) - self.views) | {v.inputs[0] for v in self.views}
         keep = set(keep_clustered)
         self.free: set[Node] = set()
         for n in self.order_list:
@@ -214,7 +224,7 @@ class Clustering:
         self.refused: list[Refusal] = []
         self.notes: dict[int, list[str]] = {}
         for n in self.order_list:
-            if n.op is Op.INPUT or n in self.free or (n.op is Op.CONST and n not in self.outputs | keep):
+            if n.op is Op.INPUT or n in self.free or n in self.views or (n.op is Op.CONST and n not in self.outputs | keep):
                 continue
             cid = len(self.members)
             self.home[n] = cid

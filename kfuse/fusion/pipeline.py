@@ -173,8 +173,9 @@ def plan(graph: Graph, device=None) -> Plan:
         no_rowwise = no_rowwise | split
     passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
     groups = with_argument_writes(graph, groups)
+    views = tuple(o for o in dict.fromkeys(graph.outputs) if o in state.views)
     p = Plan(graph=graph, groups=tuple(groups), refused=final_refusals(state.refused, groups), device=device,
-             passthrough=passthrough)
+             passthrough=passthrough, views=views)
     check_plan(p)
     return p
 
@@ -279,7 +280,7 @@ def check_plan(p: Plan) -> None:
             raise AssertionError(f"kernel {g.id} ({g.kind}) breaks the plan contract: {problems}")
         produced |= set(g.outputs)
     for o in p.graph.outputs:
-        if o not in produced:
+        if o not in produced and not (o in p.views and o.inputs[0] in produced):
             raise AssertionError(f"graph output {o!r} is produced by no kernel")
 
 

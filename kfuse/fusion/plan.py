@@ -41,7 +41,9 @@ This is the contract between ``fusion`` (which builds plans) and ``codegen`` (wh
 
 Groups are listed in topological order; each group's ``inputs`` are graph ``INPUT`` nodes or
 ``outputs`` of earlier groups (the buffers that cross kernels). ``CONST`` nodes are never inputs.
-A graph output that is an ``INPUT`` node needs no kernel; ``Plan.passthrough`` lists those.
+A graph output that is an ``INPUT`` node needs no kernel; ``Plan.passthrough`` lists those. A graph
+output that is a reshape of a computed value read by nothing else (``legality.output_views``) is
+returned as a reshape (a view) of the kernel output holding the value; ``Plan.views`` lists those.
 """
 from __future__ import annotations
 
@@ -152,6 +154,7 @@ class Plan:
     refused: tuple[Refusal, ...] = ()
     device: Any = None              # fusion.cost.DeviceSpec used for the decisions
     passthrough: tuple[Node, ...] = ()
+    views: tuple[Node, ...] = ()    # outputs returned as a reshape of their input's kernel output
 
     @property
     def kernels(self) -> list[KernelGroup]:

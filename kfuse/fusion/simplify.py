@@ -16,6 +16,9 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``gathers``: a GATHER of an elementwise op becomes the op of the gathered operands, and a
   GATHER of a broadcast reads the broadcast's input, when the gather has no more elements than
   its source: ``(x - lse)[rows, y]`` computes ``x[rows, y] - lse[rows, 0]``, not ``x - lse``.
+* ``sink_reshapes``: an elementwise op of a computed value's reshape is computed in the value's
+  shape and reshaped after (the same elements in the same order: exact), so a row kernel keeps
+  its consumers across a reshape (GroupNorm's per-channel affine after per-group statistics).
 * ``region_writes``: an argument's final value that overwrites a slice of it, where nothing else
   reads the old value, becomes a region SCATTER of the written piece (written in place).
 """
@@ -29,7 +32,7 @@ import numpy as np
 
 from ..ir.dtypes import BF16, is_float
 from ..ir.graph import Graph, Node
-from ..ir.ops import ELEMENTWISE, Op
+from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, Op
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +220,33 @@ def _movement(n: Node) -> Node | None:
 movement = Pass("movement", lambda g: rewrite(g, _movement))
 
 
+def _computed(n: Node) -> bool:
+    """Whether ``n`` is computed (not an argument or constant seen through movement)."""
+    while n.op in MOVEMENT:
+        n = n.inputs[0]
+    return n.op not in LEAF
+
+
+def _sink_reshape(n: Node) -> Node | None:
+    """An elementwise op of a computed value's reshape computes in the value's shape and is
+    reshaped after: ``(y - m).reshape(N, C, H, W) * g[:, None, None]`` (GroupNorm's affine after
+    its per-group statistics) becomes ``((y - m) * g4.reshape(y.shape)).reshape(N, C, H, W)``, so the
+    row kernel that computes ``y - m`` also applies the affine (its other operands read through the
+    inverse reshape's index math) instead of a second kernel re-reading the normalised array."""
+    if n.op not in ELEMENTWISE:
+        return None
+    r = [i for i in n.inputs if i.op is Op.RESHAPE and _computed(i.inputs[0])]
+    if len(r) != 1 or any(i.shape != n.shape for i in n.inputs):
+        return None
+    a = r[0].inputs[0]
+    ins = tuple(a if i is r[0] else Node(Op.RESHAPE, i.dtype, a.shape, (i,), {}, i.loc) for i in n.inputs)
+    inner = Node(n.op, n.dtype, a.shape, ins, n.attrs, n.loc)
+    return Node(Op.RESHAPE, n.dtype, n.shape, (inner,), {}, n.loc)
+
+
+sink_reshapes = Pass("sink_reshapes", lambda g: rewrite(g, _sink_reshape))
+
+
 # (significand bits, exponent bits) of each float dtype
 _FLOAT_BITS = {np.dtype(np.float16): (11, 5), BF16: (8, 8), np.dtype(np.float32): (24, 8), np.dtype(np.float64): (53, 11)}
 
@@ -347,5 +377,5 @@ def _region_writes(graph: Graph) -> Graph:
 
 
 region_writes = Pass("region_writes", _region_writes)
-PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, movement, casts, gathers,
-                            dce)
+PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, movement, sink_reshapes,
+                            casts, gathers, dce)

@@ -141,6 +141,8 @@ class CpuProgram:
         for o in graph.outputs:
             if o in env:
                 outs.append(env[o])
+            elif o in self.plan.views:
+                outs.append(env[o.inputs[0]].reshape(o.shape))
             elif o.op is Op.CONST:
                 outs.append(np.full(o.shape, o.attr("value"), dtype=o.dtype))
             else:

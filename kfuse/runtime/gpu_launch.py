@@ -311,6 +311,8 @@ class GpuProgram:
         for o in graph.outputs:
             if o in env:
                 results.append(env[o])
+            elif o in self.plan.views:
+                results.append(interop.reshaped(env[o.inputs[0]], o.shape))
             elif o.op is Op.CONST:
                 # (bfloat16: its uint16 bits; a torch caller gets it back as torch.bfloat16)
                 results.append(interop.host_to_device(np.asarray(o.attr("value"), dtype=o.dtype)))

@@ -163,6 +163,12 @@ def tensor_view(t):
     return to_cupy(t) if dtype is None else _view_type()(t, dtype)
 
 
+def reshaped(x, shape):
+    """A C-contiguous launcher array (a CuPy array or a tensor view) reshaped: a view."""
+    tensor = getattr(x, "tensor", None)
+    return x.reshape(shape) if tensor is None else tensor_view(tensor.reshape(shape))
+
+
 def as_cupy(x):
     """A CuPy array of a launcher argument: ``x`` itself, or a CuPy view of a tensor view's tensor
     (for the cuBLAS path, which calls CuPy); read without importing CuPy (a tensor view holds its

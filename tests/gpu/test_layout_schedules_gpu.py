@@ -55,7 +55,7 @@ def test_transposed_operands_run_as_tiles(name, dtype):
         assert not any(v.mode == "tile" for v in _variants(f, *dev))
     else:
         assert any(v.mode == "tile" for v in _variants(f, *dev))
-    if np.dtype(dtype).kind == "f":
+    if want.dtype.kind == "f":
         assert_matches_numpy(cp.asnumpy(got), want)
     else:
         np.testing.assert_array_equal(cp.asnumpy(got), want)
@@ -83,3 +83,25 @@ def test_halves_of_one_array_in_vectors_where_aligned(start):
     vec = max(v.vec for v in _variants(f, cp.asarray(x)))
     assert vec == (8 if start % 8 == 0 else 1)
     assert_matches_numpy(cp.asnumpy(got), fn(x))
+
+
+def _group_norm(x, g, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, 8, -1)
+    y = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-5)
+    return y.reshape(n, c, h, w) * g[None, :, None, None] + b[None, :, None, None]
+
+
+def test_group_norm_one_kernel_returned_as_a_view_cupy_and_torch():
+    x = _arr((4, 32, 13, 11), np.float32)
+    g, b = _arr((32,), np.float32), _arr((32,), np.float32)
+    f = kfuse.jit(_group_norm)
+    got = f(cp.asarray(x), cp.asarray(g), cp.asarray(b))
+    assert len(f._programs[f._key((cp.asarray(x), cp.asarray(g), cp.asarray(b)))].program.plan.groups) == 1
+    assert got.shape == x.shape and got.flags.c_contiguous
+    assert_matches_numpy(cp.asnumpy(got), _group_norm(x, g, b), reductions=True)
+    torch = pytest.importorskip("torch")
+    t = [torch.as_tensor(a, device="cuda") for a in (x, g, b)]
+    tg = f(*t)
+    assert isinstance(tg, torch.Tensor) and tuple(tg.shape) == x.shape
+    assert_matches_numpy(tg.cpu().numpy(), _group_norm(x, g, b), reductions=True)
