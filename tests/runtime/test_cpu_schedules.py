@@ -18,7 +18,7 @@ from tests.tolerance import assert_matches_numpy
 
 os.environ.setdefault("KFUSE_AUTOTUNE", "off")
 # one jit function per kind of body, shared by every case: each case is a new signature
-pytestmark = pytest.mark.filterwarnings("ignore::kfuse.errors.RecompileWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::kfuse.runtime.cache.RecompileWarning")
 
 
 def _norm(x, axes):
