@@ -15,7 +15,10 @@ approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vec
 Float sums over one inner dim add through ``_radd`` (``fastmath={"reassoc"}`` on that add alone), so
 LLVM vectorises them in a summation order fixed by the compiled code; float max/min over one inner
 dim run over order-preserving integer keys (see the comments below). Helper sources:
-:mod:`kfuse.codegen.cpu_helpers`.
+:mod:`kfuse.codegen.cpu_helpers`. The loop layout follows a :class:`CpuSchedule` the runtime picks
+from the arguments' strides (:mod:`kfuse.codegen.cpu_schedule`; the ``cols`` order of a reduction
+over non-contiguous axes is rendered by :mod:`kfuse.codegen.cpu_cols`), printed in the kernel's
+docstring.
 """
 from __future__ import annotations
 
