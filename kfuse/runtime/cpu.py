@@ -27,21 +27,22 @@ import numpy as np
 
 from ..codegen import cpu_schedule as CS
 from ..codegen.cpu import FN_NAME, emit
+from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..ir.ops import Op
 
 PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (the autotuner's default)
-# Threads per call (untuned kernels): one thread below PAR_MIN_WORK element-passes, then one per
+# Threads per call (untuned kernels): one thread below PAR_MIN_WORK (kernel_work), then one per
 # PAR_WORK_PER_THREAD, capped by KFUSE_CPU_THREADS / Numba's pool. Measured on the 2-core dev box
 # (a prange row sum vs range): idle, 2 threads win from ~16K elements (6.1 vs 7.1 us) and by 1.7x
 # at 64K (16 vs 27 us); with other processes on the cores a parallel region's join waits for a
 # descheduled worker: 8 ms minimum at 256K elements, where one thread takes 0.11 ms. So when the
 # load average reaches the core count, only kernels past BUSY_PAR_MIN_WORK (~7 ms on one thread)
 # take threads, and the rest degrade as NumPy's single-threaded loops do.
-PAR_MIN_WORK = 1 << 17
-PAR_WORK_PER_THREAD = 1 << 16
-BUSY_PAR_MIN_WORK = 1 << 24
+PAR_MIN_WORK = 1 << 18            # (work counts that row sum's load + add as 2 per element)
+PAR_WORK_PER_THREAD = 1 << 17
+BUSY_PAR_MIN_WORK = 1 << 25
 
 _COMPILED: dict[tuple, tuple] = {}
 _LOCK = threading.Lock()
@@ -125,10 +126,25 @@ def machine_busy() -> bool:
     return _LOAD[1]
 
 
+# Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar
+# np.log/np.log1p/...; the float32 exp/tanh helpers vectorise and count as cheap) costs about as
+# much as 16 simple ops (a 4096x1024 f32 log/log1p row loss: 45 ms on one thread, a row sum 2 ms).
+_LIBM = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
+         "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "power",
+         "arctan2", "hypot", "logaddexp", "logaddexp2", "cbrt"}
+
+
 def kernel_work(kir) -> int:
-    """Element-passes of a kernel: its domain's size times the loops it runs over it."""
+    """A kernel's cost in simple-op element-passes: its domain's size times (the loops it runs
+    over the domain + the cost of its ops, a libm call counting 16)."""
     n = math.prod(kir.extent(d) for d in range(len(kir.domain)))
-    return n * max(1, sum(ph.has_loop for ph in kir.phases))
+    ops = 0
+    for ph in kir.phases:
+        for s in ph.pre + ph.body:
+            if isinstance(s, KOp):
+                cheap = s.op not in _LIBM or (s.op in ("exp", "tanh") and s.dtype == "float32")
+                ops += 1 if cheap else 16
+    return n * (max(1, sum(ph.has_loop for ph in kir.phases)) + ops)
 
 
 def auto_threads(k: "_Kernel", cap: int) -> int:
