@@ -15,7 +15,10 @@ approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vec
 Float sums over one inner dim add through ``_radd`` (``fastmath={"reassoc"}`` on that add alone), so
 LLVM vectorises them in a summation order fixed by the compiled code; float max/min over one inner
 dim run over order-preserving integer keys (see the comments below). Helper sources:
-:mod:`kfuse.codegen.cpu_helpers`.
+:mod:`kfuse.codegen.cpu_helpers`. The loop layout follows a :class:`CpuSchedule` the runtime picks
+from the arguments' strides (:mod:`kfuse.codegen.cpu_schedule`; the ``cols`` order of a reduction
+over non-contiguous axes is rendered by :mod:`kfuse.codegen.cpu_cols`), printed in the kernel's
+docstring.
 """
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from . import cpu_cols
 from .cpu_helpers import HELPERS as _HELPERS
+from .cpu_schedule import ROWS, CpuSchedule, flat_index
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
@@ -90,8 +95,10 @@ _BITS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
 class _Emitter:
-    def __init__(self, kir: K.KernelIR):
+    def __init__(self, kir: K.KernelIR, sched: CpuSchedule = ROWS):
         self.kir = kir
+        self.sched = sched
+        self.flat = flat_index(kir, sched)      # load dst -> index text into a collapsed buffer
         self.used: set[str] = set()
         self.vtype: dict[str, str] = {}
         self.scratch: dict[tuple, str] = {}     # (inner dim, value key) -> staged scratch row
@@ -280,7 +287,7 @@ class _Emitter:
 
     def stmt(self, st) -> str:
         if isinstance(st, K.Load):
-            ref = f"in{st.buf}[{self.index(st.index)}]"
+            ref = f"in{st.buf}[{self.flat.get(st.dst) or self.index(st.index)}]"
             return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
         if isinstance(st, K.Const):
             return f"{st.dst} = {_literal(st.value, st.dtype)}"
@@ -368,15 +375,22 @@ class _Emitter:
         return [f"{acc.dst} = np.{dt}(np.nan) if nan_{acc.dst} else {self.use('_fval_' + dt)}({a})"]
 
     # -- the function ------------------------------------------------------------------------
+    def docstring(self, sched: CpuSchedule) -> str:
+        kir = self.kir
+        flat = dict(sched.flat)
+        ins = ", ".join(f"in{k}: {b.dtype}[{flat[k] + 1 if k in flat else b.ndim}d]"
+                        for k, b in enumerate(kir.inputs))
+        outs = ", ".join(f"out{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.outputs))
+        return (f'    """{kir.kind}: ({ins}) -> ({outs}); outer={list(kir.outer)} '
+                f'inner={list(kir.inner)}; schedule: {sched}"""')
+
     def function(self) -> list[str]:
         kir = self.kir
+        if self.sched.order == "cols":
+            return cpu_cols.function(self, self.sched)
         params = [f"in{k}" for k in range(len(kir.inputs))] + \
                  [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes]
-        lines = [f"def {FN_NAME}({', '.join(params)}):"]
-        ins = ", ".join(f"in{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.inputs))
-        outs = ", ".join(f"out{k}: {b.dtype}[{b.ndim}d]" for k, b in enumerate(kir.outputs))
-        lines.append(f'    """{kir.kind}: ({ins}) -> ({outs}); outer={list(kir.outer)} '
-                     f'inner={list(kir.inner)}"""')
+        lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)]
         ind = 1
         for n, d in enumerate(kir.loop_dims(kir.outer)):
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
@@ -469,7 +483,9 @@ def _value_keys(body) -> dict:
     return keys
 
 
-def emit(kir: K.KernelIR) -> str:
-    """Python source defining ``kfuse_kernel``, ``kfuse_kernel_seq`` and ``kfuse_kernel_par``."""
+def emit(kir: K.KernelIR, schedule: CpuSchedule = ROWS) -> str:
+    """Python source defining ``kfuse_kernel``, ``kfuse_kernel_seq`` and ``kfuse_kernel_par``,
+    its loops laid out by ``schedule`` (:mod:`kfuse.codegen.cpu_schedule`; ``cols`` takes the
+    column block ``cb`` as a last argument, ``flat`` buffers come collapsed)."""
     K.refuse_bfloat16(kir, "the CPU backend")
-    return _Emitter(kir).source()
+    return _Emitter(kir, schedule).source()

@@ -17,18 +17,32 @@ from __future__ import annotations
 
 import linecache
 import math
+import os
 import threading
+import time
 
 import llvmlite
 import numba
 import numpy as np
 
+from ..codegen import cpu_schedule as CS
 from ..codegen.cpu import FN_NAME, emit
+from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..ir.ops import Op
 
-PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded
+PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (the autotuner's default)
+# Threads per call (untuned kernels): one thread below PAR_MIN_WORK (kernel_work), then one per
+# PAR_WORK_PER_THREAD, capped by KFUSE_CPU_THREADS / Numba's pool. Measured on the 2-core dev box
+# (a prange row sum vs range): idle, 2 threads win from ~16K elements (6.1 vs 7.1 us) and by 1.7x
+# at 64K (16 vs 27 us); with other processes on the cores a parallel region's join waits for a
+# descheduled worker: 8 ms minimum at 256K elements, where one thread takes 0.11 ms. So when the
+# load average reaches the core count, only kernels past BUSY_PAR_MIN_WORK (~7 ms on one thread)
+# take threads, and the rest degrade as NumPy's single-threaded loops do.
+PAR_MIN_WORK = 1 << 18            # (work counts that row sum's load + add as 2 per element)
+PAR_WORK_PER_THREAD = 1 << 17
+BUSY_PAR_MIN_WORK = 1 << 25
 
 _COMPILED: dict[tuple, tuple] = {}
 _LOCK = threading.Lock()
@@ -96,14 +110,127 @@ def default_parallel(group) -> bool:
     return bool(outer) and n >= PARALLEL_MIN_ELEMENTS
 
 
-class _Kernel:
-    __slots__ = ("group", "kir", "source", "fns", "sizes", "parallel", "threads")
+_LOAD = [0.0, False]         # (time read, busy)
 
-    def __init__(self, group, kir, source, fns):
-        self.group, self.kir, self.source, self.fns = group, kir, source, fns
+
+def machine_busy() -> bool:
+    """Whether the 1-minute load average has reached the cores this process may use (read at
+    most once a second)."""
+    now = time.monotonic()
+    if now - _LOAD[0] > 1.0:
+        try:
+            _LOAD[1] = os.getloadavg()[0] >= len(os.sched_getaffinity(0))
+        except (OSError, AttributeError):       # pragma: no cover
+            _LOAD[1] = False
+        _LOAD[0] = now
+    return _LOAD[1]
+
+
+# Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar
+# np.log/np.log1p/...; the float32 exp/tanh helpers vectorise and count as cheap) costs about as
+# much as 16 simple ops (a 4096x1024 f32 log/log1p row loss: 45 ms on one thread, a row sum 2 ms).
+_LIBM = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
+         "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "power",
+         "arctan2", "hypot", "logaddexp", "logaddexp2", "cbrt"}
+
+
+def kernel_work(kir) -> int:
+    """A kernel's cost in simple-op element-passes: its domain's size times (the loops it runs
+    over the domain + the cost of its ops, a libm call counting 16)."""
+    n = math.prod(kir.extent(d) for d in range(len(kir.domain)))
+    ops = 0
+    for ph in kir.phases:
+        for s in ph.pre + ph.body:
+            if isinstance(s, KOp):
+                cheap = s.op not in _LIBM or (s.op in ("exp", "tanh") and s.dtype == "float32")
+                ops += 1 if cheap else 16
+    return n * (max(1, sum(ph.has_loop for ph in kir.phases)) + ops)
+
+
+def auto_threads(k: "_Kernel", cap: int) -> int:
+    """Threads for an untuned kernel's call (1: the sequential variant); see PAR_MIN_WORK."""
+    if not k.parallel_ok or cap <= 1 or k.work < PAR_MIN_WORK:
+        return 1
+    if k.work < BUSY_PAR_MIN_WORK and machine_busy():
+        return 1
+    return max(1, min(cap, k.work // PAR_WORK_PER_THREAD))
+
+
+class _Variants:
+    """A kernel's schedules (:mod:`kfuse.codegen.cpu_schedule`): the one for the inputs' strides
+    of each call, its source emitted and compiled on first use (memoised by source)."""
+
+    def __init__(self, kir, cache):
+        self.kir, self.cache = kir, cache
+        self.sizes = {p.name: p.value for p in kir.sizes}
+        self.by_strides: dict = {}
+        self.by_sched: dict = {}
+        self.last = None
+
+    def schedule(self, ins) -> CS.CpuSchedule:
+        key = tuple(a.strides for a in ins)
+        sched = self.by_strides.get(key)
+        if sched is None:
+            sched = self.by_strides[key] = CS.choose(self.kir, ins, self.sizes)
+        return sched
+
+    def compiled(self, sched):
+        hit = self.by_sched.get(sched)
+        if hit is None:
+            src = emit(self.kir, sched)
+            hit = self.by_sched[sched] = (src,) + tuple(_compile_source(src, FN_NAME, self.cache))
+        self.last = sched
+        return hit
+
+
+class _Call:
+    """``fns[0]``/``fns[1]`` of a kernel: called as the unscheduled kernel was (inputs, outputs,
+    sizes), it picks the schedule for the inputs' strides, collapses the inputs it says and adds
+    the column block of the ``cols`` order."""
+    __slots__ = ("v", "par", "nin", "nout")
+
+    def __init__(self, variants: _Variants, par: bool):
+        self.v, self.par = variants, par
+        self.nin, self.nout = len(variants.kir.inputs), len(variants.kir.outputs)
+
+    def __call__(self, *args):
+        v, nin = self.v, self.nin
+        ins = list(args[:nin])
+        sched = v.schedule(ins)
+        _, seq, par = v.compiled(sched)
+        for b, first in sched.flat:
+            ins[b] = CS.collapse(ins[b], first)
+        extra = ()
+        if sched.order == "cols":
+            kir = v.kir
+            others = [d for d in kir.loop_dims(kir.outer) if d != sched.col]
+            n0 = kir.extent(others[0]) if others else 1
+            threads = numba.get_num_threads() if self.par else 1
+            cb = CS.col_block(kir.extent(sched.col), -(-threads // n0))
+            extra = (np.int64(cb),)
+            if n0 * -(-kir.extent(sched.col) // cb) < 2:
+                par = seq                           # one block: nothing to share
+        (par if self.par else seq)(*ins, *args[nin:], *extra)
+
+
+class _Kernel:
+    __slots__ = ("group", "kir", "variants", "fns", "sizes", "parallel", "threads", "tuned",
+                 "work", "parallel_ok")
+
+    def __init__(self, group, kir, variants: _Variants):
+        self.group, self.kir, self.variants = group, kir, variants
+        self.fns = (_Call(variants, False), _Call(variants, True))
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
         self.parallel = default_parallel(group)
+        self.parallel_ok = group.kind not in ("matmul", "scatter") and bool(kir.loop_dims(kir.outer))
+        self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
+        self.tuned = False  # set_variant (the autotuner) fixed variant and threads
+
+    @property
+    def source(self) -> str:
+        """The source of the schedule last run (before any call: C-contiguous inputs')."""
+        return self.variants.compiled(self.variants.last)[0]
 
 
 class CpuProgram:
@@ -112,10 +239,14 @@ class CpuProgram:
     def __init__(self, plan, kernels: list[_Kernel]):
         self.plan = plan
         self.kernels = kernels
-        self.stages = {
-            "kernel": "\n\n".join(k.kir.as_text() for k in kernels),
-            "cpu": "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in kernels),
-        }
+        self.stages = {"kernel": "\n\n".join(k.kir.as_text() for k in kernels)}
+        self._render_cpu()
+
+    def _render_cpu(self) -> None:
+        """The ``cpu`` stage: every kernel's source in the schedule it last ran (re-rendered
+        when a call's strides choose another one)."""
+        self._shown = tuple(k.variants.last for k in self.kernels)
+        self.stages["cpu"] = "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in self.kernels)
 
     def set_variant(self, group_id: int, variant: str, threads: int = 0) -> None:
         """Use the parallel ("par") or sequential ("seq") kernel of a group (the autotuner's knob)."""
@@ -123,6 +254,7 @@ class CpuProgram:
             if k.group.id == group_id:
                 k.parallel = variant == "par"
                 k.threads = int(threads)
+                k.tuned = True
 
     def __call__(self, arrays):
         graph = self.plan.graph
@@ -135,8 +267,11 @@ class CpuProgram:
                 raise ValueError(f"kfuse: argument {node.attr('name')} is {a.dtype}{list(a.shape)}; "
                                  f"this program was compiled for {node.dtype}{list(node.shape)}")
             env[node] = a
+        cap = numba.get_num_threads()
         for k in self.kernels:
-            self._run(k, env)
+            self._run(k, env, cap)
+        if any(k.variants.last is not s for k, s in zip(self.kernels, self._shown)):
+            self._render_cpu()
         outs = []
         for o in graph.outputs:
             if o in env:
@@ -149,7 +284,7 @@ class CpuProgram:
                 raise CompileError(f"kfuse: output {o!r} of {graph.name} is computed by no kernel")
         return outs
 
-    def _run(self, k: _Kernel, env: dict) -> None:
+    def _run(self, k: _Kernel, env: dict, cap: int) -> None:
         g, kir = k.group, k.kir
         ins = [env[n] for n in g.inputs]
         outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
@@ -172,11 +307,16 @@ class CpuProgram:
         c = kir.contraction
         if c is not None:
             ins.append(matmul(ins, c))
-        fn = k.fns[1] if k.parallel else k.fns[0]
+        if k.tuned:
+            parallel, threads = k.parallel, k.threads
+        else:
+            threads = auto_threads(k, cap)
+            parallel = threads > 1
+        fn = k.fns[1] if parallel else k.fns[0]
         args = [_arg(a) for a in ins] + [_arg(a) for a in outs]
-        if k.parallel and k.threads and k.threads != numba.get_num_threads():
-            old = numba.get_num_threads()
-            numba.set_num_threads(k.threads)
+        if parallel and threads and threads != cap:
+            old = cap
+            numba.set_num_threads(threads)
             try:
                 fn(*args, *k.sizes)
             finally:
@@ -211,6 +351,8 @@ def compile_plan(plan, cache=None) -> CpuProgram:
     kernels = []
     for g in plan.groups:
         kir = lower_group(g)
-        src = emit(kir)
-        kernels.append(_Kernel(g, kir, src, _compile_source(src, FN_NAME, cache)))
+        variants = _Variants(kir, cache)
+        metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
+        variants.compiled(CS.choose(kir, metas, variants.sizes))   # contiguous inputs' schedule
+        kernels.append(_Kernel(g, kir, variants))
     return CpuProgram(plan, kernels)

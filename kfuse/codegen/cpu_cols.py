@@ -1,0 +1,172 @@
+"""The ``cols`` loop order of a CPU reduce kernel (:mod:`kfuse.codegen.cpu_schedule`).
+
+The kept dim ``col`` (the main operand's contiguous axis) is cut into blocks of ``cb`` columns
+(``cb`` a run-time argument after the sizes); the parallel loop runs over (first other kept dim x
+blocks). Inside, per phase: the reduced dims loop outside and the block's columns inside, each
+column with its own accumulator in a small array (``cacc_*``, in the accumulation dtype of the
+rows order: float64 for float16/float32 sums), so the innermost loop is unit-stride and LLVM
+vectorises it across columns without reassociating anything: every column adds its terms one by
+one in the reduced dims' C order (NumPy's own order for a leading axis of a C-contiguous array).
+Each column loop runs ``j`` from 0 over the block, its column ``i<col> = c0 + j``.
+Outer-level values (a phase's ``pre`` statements, accumulator results) are computed in a loop
+over the block's columns and kept in column arrays (``col_*``) for the loops that read them.
+The first phase's statements per column and the later phases' run in the same order as in rows.
+"""
+from __future__ import annotations
+
+from . import kernel_ir as K
+
+
+def _vtype(dtype: str) -> str:
+    if dtype == "bool":
+        return "np.bool_"
+    return "np.float32" if dtype == "float16" else f"np.{dtype}"
+
+
+def _defs(stmts) -> dict:
+    """Variable -> NumPy type name of the values ``stmts`` define."""
+    out = {}
+    for s in stmts:
+        if isinstance(s, (K.Index, K.Search)):
+            out[s.dst] = "np.int64"
+        elif isinstance(s, (K.Load, K.Const, K.Op)):
+            out[s.dst] = _vtype(s.dtype)
+    return out
+
+
+def _reads(stmts, accs=()) -> set:
+    r = set()
+    for s in stmts:
+        r.update(K.stmt_reads(s))
+        if isinstance(s, K.Store):
+            r.add(s.src)
+    for a in accs:
+        r.add(a.src)
+        if a.pos is not None:
+            r.update(K.expr_vars(a.pos))
+    return r
+
+
+def function(em, sched) -> list[str]:
+    """The kernel function's lines in the ``cols`` order (``em``: the :class:`_Emitter`)."""
+    kir = em.kir
+    c = sched.col
+    params = [f"in{k}" for k in range(len(kir.inputs))] + \
+             [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes] + ["cb"]
+    lines = [f"def kfuse_kernel({', '.join(params)}):", em.docstring(sched)]
+    others = [d for d in kir.loop_dims(kir.outer) if d != c]
+    inner = kir.loop_dims(kir.inner)
+    n0 = str(kir.domain[others[0]]) if others else "1"
+    lines += [f"    nblk = ({kir.domain[c]} + cb - 1) // cb",
+              f"    for t in numba.prange({n0} * nblk):"]
+    ind = 2
+    if others:
+        lines.append("    " * ind + f"i{others[0]} = t // nblk")
+    # c0 >= 0 and a 0-based loop over the block let LLVM drop Numba's negative-index fix-up,
+    # which kept the column loop scalar (a 16384x512 f32 column sum: 7.1 -> 0.9 ms)
+    lines += ["    " * ind + "c0 = max((t % nblk) * cb, 0)",
+              "    " * ind + f"nb = min(c0 + cb, {kir.domain[c]}) - c0"]
+
+    # segments: the column loop before each phase's reduction loop (the previous phase's
+    # results and this phase's pre), each reduction loop, and the last column loop
+    outer_types: dict = {}
+    for ph in kir.phases:
+        outer_types.update(_defs(ph.pre))
+        for a in ph.accs:
+            outer_types[a.dst] = _vtype(a.dtype) if a.kind not in ("argmax", "argmin") else "np.int64"
+    seg_defs, seg_reads = [], []
+    prev_accs: tuple = ()
+    for ph in kir.phases:
+        seg_defs.append(set(_defs(ph.pre)) | {a.dst for a in prev_accs})
+        seg_reads.append(_reads(ph.pre))
+        if ph.has_loop:
+            seg_defs.append(set())
+            seg_reads.append(_reads(ph.body, ph.accs))
+            prev_accs = ph.accs
+        else:
+            prev_accs = ()
+    if prev_accs:
+        seg_defs.append({a.dst for a in prev_accs})
+        seg_reads.append(set())
+    kept = sorted(v for k, r in enumerate(seg_reads) for v in r
+                  if v in outer_types and v not in seg_defs[k])
+    accs = [a for ph in kir.phases for a in ph.accs]
+    lines += ["    " * ind + f"col_{v} = np.empty(cb, {outer_types[v]})" for v in dict.fromkeys(kept)]
+    for a in accs:
+        lines.append("    " * ind + f"cacc_{a.dst} = np.empty(cb, np.{_acc_store_type(a)})")
+        if a.kind in ("argmax", "argmin"):
+            lines.append("    " * ind + f"cpos_{a.dst} = np.empty(cb, np.int64)")
+    for d in others[1:]:
+        lines.append("    " * ind + f"for i{d} in range({kir.domain[d]}):")
+        ind += 1
+
+    kept_set = set(kept)
+    seg = 0
+
+    def column_loop(level, body_fn, reads, defs):
+        pad = "    " * level
+        lines_in = body_fn()
+        if not lines_in and not defs & kept_set:
+            return []
+        out = [pad + "for j in range(nb):", pad + f"    i{c} = c0 + j"]
+        out += [pad + f"    {v} = col_{v}[j]" for v in sorted(reads & kept_set - defs)]
+        out += [pad + "    " + x for x in lines_in]
+        out += [pad + f"    col_{v}[j] = {v}" for v in sorted(defs & kept_set)]
+        return out
+
+    prev_accs = ()
+    for ph in kir.phases:
+        def head(ph=ph, prev=prev_accs):
+            out = []
+            for a in prev:
+                out += _load_acc(a) + em.acc_lines(a, "result")
+            return out + [em.stmt(s) for s in ph.pre]
+        lines += column_loop(ind, head, seg_reads[seg], seg_defs[seg])
+        seg += 1
+        if not ph.has_loop:
+            prev_accs = ()
+            continue
+
+        def init(ph=ph):
+            out = []
+            for a in ph.accs:
+                out += em.acc_lines(a, "init") + _save_acc(a)
+            return out
+        lines += column_loop(ind, init, set(), set())
+        j = ind
+        for d in inner:
+            lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
+            j += 1
+
+        def body(ph=ph):
+            out = [x for a in ph.accs for x in _load_acc(a)]
+            out += [em.stmt(s) for s in ph.body]
+            for a in ph.accs:
+                out += em.acc_lines(a, "combine") + _save_acc(a)
+            return out
+        lines += column_loop(j, body, seg_reads[seg], seg_defs[seg])
+        seg += 1
+        prev_accs = ph.accs
+    if prev_accs:
+        lines += column_loop(ind, lambda: [x for a in prev_accs for x in _load_acc(a) + em.acc_lines(a, "result")],
+                             set(), seg_defs[seg])
+    return lines
+
+
+def _acc_store_type(a: K.Acc) -> str:
+    vt = "float32" if a.acc_dtype == "float16" else a.acc_dtype
+    return "bool_" if vt == "bool" else vt
+
+
+def _load_acc(a: K.Acc) -> list[str]:
+    out = [f"acc_{a.dst} = cacc_{a.dst}[j]"]
+    if a.kind in ("argmax", "argmin"):
+        out.append(f"pos_{a.dst} = cpos_{a.dst}[j]")
+    return out
+
+
+def _save_acc(a: K.Acc) -> list[str]:
+    out = [f"cacc_{a.dst}[j] = acc_{a.dst}"]
+    if a.kind in ("argmax", "argmin"):
+        out.append(f"cpos_{a.dst}[j] = pos_{a.dst}")
+    return out

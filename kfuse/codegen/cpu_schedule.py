@@ -1,0 +1,220 @@
+"""CPU schedules: how the CPU emitter lays a kernel's loops over memory (pure functions of the IR).
+
+A :class:`CpuSchedule` is chosen by the runtime for the actual arrays of a call (their strides
+are known only then) and rendered by :func:`kfuse.codegen.cpu.emit`; it is printed in the
+kernel's docstring, so ``dump-ir --stage cpu`` shows it.
+
+* ``order="rows"``: the reduced (inner) dims are looped inside each outer index, as the kernel IR
+  reads; right when the reduced dims are the arrays' innermost memory axis (``x.sum(-1)``).
+* ``order="cols"``: a reduce kernel whose main operand is contiguous along a *kept* (outer) dim
+  ``col`` (``x.mean(0)`` of a C-contiguous matrix, NHWC statistics over (0, 1, 2)) loops the
+  reduced dims outside and a block of ``col`` inside, with one accumulator per column
+  (:mod:`kfuse.codegen.cpu_cols`): the inner loop is unit-stride and vectorises across columns,
+  and each column still adds its terms one by one in the reduced dims' C order (for a leading
+  axis of a C-contiguous array this is NumPy's own order).
+* ``flat``: input buffers read through a C-order unravel of one linear position over their last
+  dims (what a ``reshape`` lowers to: ``[L // (s1*s2), (L // s2) % s1, L % s2]``) are passed
+  with those dims collapsed into one and read at ``[..., L]``: no integer division per element
+  (GroupNorm's ``x.reshape(N, G, -1)`` statistics read a 4-D input this way).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import kernel_ir as K
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuSchedule:
+    order: str = "rows"             # "rows" | "cols"
+    col: int = -1                   # cols: the kept domain dim looped innermost, in blocks
+    flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
+
+    def __str__(self) -> str:
+        s = f"order={self.order}" + (f"(i{self.col})" if self.order == "cols" else "")
+        if self.flat:
+            s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
+        return s
+
+
+ROWS = CpuSchedule()
+
+
+# --------------------------------------------------------------------------- reshape unravels
+
+
+def _unravel_of(index: tuple, first: int):
+    """If ``index[first:]`` is the C-order unravel of one linear expression over run-time sizes
+    (as :meth:`kfuse.codegen.lower._Lowerer.reshape_index` builds it), ``(L, size names of dims
+    first+1..)``; else None."""
+    last = index[-1]
+    if not (isinstance(last, K.IBin) and last.op == "%" and isinstance(last.rhs, K.IVar)):
+        return None
+    lin = last.lhs
+    sizes = [last.rhs]
+    stride: K.Expr = last.rhs
+    for d in range(len(index) - 2, first - 1, -1):
+        q = K.floordiv(lin, stride)
+        if d == first:
+            if index[d] != q:
+                return None
+        else:
+            e = index[d]
+            if not (isinstance(e, K.IBin) and e.op == "%" and isinstance(e.rhs, K.IVar)
+                    and e.lhs == q):
+                return None
+            sizes.append(e.rhs)
+            stride = K.mul(stride, e.rhs)
+    return lin, tuple(reversed([s.name for s in sizes]))
+
+
+def flat_candidates(kir: K.KernelIR) -> dict:
+    """Input buffers every load of which reads an unravel over its last dims: ``{buf: (first
+    dim, size names of dims first+1.., {load dst: linear expression})}``. The runtime collapses
+    such a buffer only where those sizes are the array's extents and the dims are contiguous."""
+    loads: dict = {}
+    for ph in kir.phases:
+        for s in ph.pre + ph.body:
+            if isinstance(s, K.Load):
+                loads.setdefault(s.buf, []).append(s)
+            elif s.__class__ is K.Search:
+                loads.setdefault(s.buf, []).append(None)       # read whole: never collapsed
+    if kir.contraction is not None:
+        for b in (kir.contraction.lhs, kir.contraction.rhs, kir.contraction.result):
+            loads.setdefault(b, []).append(None)
+    out = {}
+    for buf, ls in loads.items():
+        if None in ls or kir.inputs[buf].ndim < 2:
+            continue
+        best = None
+        for first in range(kir.inputs[buf].ndim - 1):   # the widest collapse that fits every load
+            got = [_unravel_of(tuple(s.index), first) for s in ls]
+            if all(g is not None for g in got) and len({g[1] for g in got}) == 1:
+                best = (first, got[0][1], {s.dst: g[0] for s, g in zip(ls, got)})
+                break
+        if best is not None:
+            out[buf] = best
+    return out
+
+
+def flat_index(kir: K.KernelIR, sched: CpuSchedule) -> dict:
+    """``{load dst: rendered index text}`` for the loads of the schedule's collapsed buffers."""
+    if not sched.flat:
+        return {}
+    cands = flat_candidates(kir)
+    res = {}
+    for s in (s for ph in kir.phases for s in ph.pre + ph.body if isinstance(s, K.Load)):
+        for buf, first in sched.flat:
+            if s.buf == buf:
+                lin = cands[buf][2][s.dst]
+                res[s.dst] = ", ".join([str(e) for e in s.index[:first]] + [str(lin)])
+    return res
+
+
+# --------------------------------------------------------------------------- loop order
+
+
+def unit_var(e) -> str | None:
+    """The loop variable that moves an index expression by one per step (``i2`` in
+    ``(i1 * s3) + i2``, ``L % s``, ``start + i * step``), or None."""
+    if isinstance(e, K.IVar):
+        return e.name if e.name.startswith("i") else None
+    if isinstance(e, K.IBin):
+        if e.op in ("+", "-"):
+            return unit_var(e.rhs) or unit_var(e.lhs)
+        if e.op == "%":
+            return unit_var(e.lhs)
+        if e.op == "*" and isinstance(e.rhs, K.ILit):
+            return unit_var(e.lhs)
+    return None
+
+
+def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
+    """The schedule for a call on ``arrays`` (the kernel's inputs, as passed to it; ``sizes``:
+    size-parameter name -> value): collapse what can be collapsed, then ``cols`` when the main
+    operand (the largest input read inside the reduced loops) is contiguous along a kept dim."""
+    flat = []
+    for buf, (first, names, _) in flat_candidates(kir).items():
+        a = arrays[buf]
+        if all(sizes.get(n) == a.shape[first + 1 + k] for k, n in enumerate(names)) \
+                and _collapsible(a, first):
+            flat.append((buf, first))
+    flat = tuple(sorted(flat))
+    if kir.kind != "reduce" or not kir.loop_dims(kir.outer) or K.has_scan(kir):
+        return CpuSchedule(flat=flat)
+    index = _main_index(kir, arrays, dict(flat))
+    d = unit_var(index) if index is not None else None
+    if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
+        return CpuSchedule("cols", int(d[1:]), flat)
+    return CpuSchedule(flat=flat)
+
+
+def _collapsible(a, first: int) -> bool:
+    """Whether dims ``first..`` of ``a`` (anything with ``shape``/``strides``) merge into one
+    without a copy (NumPy's rule: consecutive dims of extent > 1 nest exactly)."""
+    dims = [d for d in range(first, len(a.shape)) if a.shape[d] != 1]
+    if 0 in a.shape:
+        return False
+    return all(a.strides[d] == a.strides[e] * a.shape[e] for d, e in zip(dims, dims[1:]))
+
+
+def collapse(a, first: int):
+    """``a`` (an array) with dims ``first..`` merged into one, as a view."""
+    return a.reshape(a.shape[:first] + (-1,), copy=False)
+
+
+def _main_index(kir, arrays, flat: dict):
+    """The index expression of the main operand's fastest-moving memory axis, or None."""
+    best, size = None, -1
+    for ph in kir.phases:
+        for s in ph.body:
+            if not isinstance(s, K.Load) or K.gathers(s.index):
+                continue
+            a = arrays[s.buf]
+            if _size(a) <= size:
+                continue
+            if s.buf in flat:
+                lin = flat_candidates(kir)[s.buf][2][s.dst]
+                if all(a.shape[d] == 1 for d in range(flat[s.buf])) or \
+                        abs(a.strides[-1]) <= min(abs(a.strides[d]) for d in range(flat[s.buf])
+                                                  if a.shape[d] > 1):
+                    best, size = lin, _size(a)
+                continue
+            axes = [d for d in range(len(a.shape)) if a.shape[d] > 1]
+            if axes:
+                best, size = s.index[min(axes, key=lambda d: abs(a.strides[d]))], _size(a)
+    return best
+
+
+def _size(a) -> int:
+    n = 1
+    for e in a.shape:
+        n *= e
+    return n
+
+
+class Meta:
+    """An array's shape and strides only (a C-contiguous one by default): what :func:`choose`
+    reads, so a schedule can be chosen before any array exists."""
+    __slots__ = ("shape", "strides")
+
+    def __init__(self, shape, itemsize: int, strides=None):
+        self.shape = tuple(shape)
+        if strides is None:
+            strides, st = [], itemsize
+            for e in reversed(self.shape):
+                strides.append(st)
+                st *= max(e, 1)
+            strides = tuple(reversed(strides))
+        self.strides = tuple(strides)
+
+
+def col_block(extent: int, blocks_wanted: int) -> int:
+    """Columns per block in the ``cols`` order: the whole kept extent up to 1024 columns (a block
+    narrower than a row reads every row in pieces: a 16384x512 f32 mean/var/normalise took 83 ms
+    in blocks of 128 or 256 columns, 30 ms in one of 512; 2048x4096 was best at 1024), split
+    for threads only where the pieces stay at least 512 columns wide."""
+    if extent <= 1024:
+        return extent if blocks_wanted <= 1 or extent < 1024 else 512
+    per = -(-extent // max(1, blocks_wanted))
+    return max(512, min(1024, -(-per // 16) * 16))
