@@ -22,6 +22,7 @@ import numpy as np
 from ..codegen import cuda as cuda_emit
 from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
+from ..codegen.variance import one_pass_variance
 from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import DeviceError
 from ..fusion import cost
@@ -142,9 +143,16 @@ class _Launcher(LauncherBase):
     tile = None         # an autotune tile (CudaProgram.set_tile; runtime.cuda_tiles); None: heuristic
     tile_note = None    # why the last build ignored ``tile`` (None: applied, or no tile)
 
+    def kir_for(self, variant) -> K.KernelIR:
+        """The kernel IR ``variant`` renders: a variance's two passes folded into one
+        (codegen.variance) where the variant reads its rows from memory again in every pass (a
+        column pass, or rows not held in registers), else the group's own."""
+        rereads = variant.mode == "col" or (variant.mode == "row" and not variant.cache_k)
+        return one_pass_variance(self.kir) if rereads and not variant.stage else self.kir
+
     def _build(self, ins, outs, props) -> tuple:
         variant, grid = self.variant_for(ins, outs, props)
-        kernel = cuda_emit.emit_kernel(self.kir, variant)
+        kernel = cuda_emit.emit_kernel(self.kir_for(variant), variant)
         func = _function(kernel, props["device_id"], self.arch, self.cache)
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:
@@ -187,7 +195,7 @@ class _Launcher(LauncherBase):
         import cupy
         v = kernel.variant
         rows = cuda_tiles.geometry(self, 1).units
-        n_acc = sum(len(ph.accs) for ph in self.kir.phases)
+        n_acc = sum(len(ph.accs) for ph in self.kir_for(v).phases)
         nbytes = cuda_emit.GRID_SYNC_HEAD + rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
