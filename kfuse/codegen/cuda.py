@@ -65,7 +65,7 @@ from .cuda_shapes import (SPLIT_SLOT, Variant, default_variant, lane_invariant, 
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_ok, writes_rows)
 
-__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize",
+__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "lane_itemsize",
            "max_itemsize", "SPLIT_SLOT", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses",
            "vector_ok", "writes_rows"]
 
@@ -610,15 +610,3 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:
     """KernelIR -> readable CUDA C source (one ``extern "C"`` kernel plus the prelude)."""
     return emit_kernel(kir, variant).source
-
-
-def lower_for_cuda(group, tile=None) -> K.KernelIR:
-    """``lower.lower_group`` with a workaround: full-level outputs of a reduce group (softmax's
-    output, of the domain's shape) must be stored per element, not at the reduced index.
-    (Requested from lower.py's owner: ``_is_outer_level`` should be false for domain-shaped nodes.)"""
-    from . import lower as _lower
-
-    class _Fixed(_lower._Lowerer):
-        def _is_outer_level(self, node):
-            return tuple(node.shape) != self.domain_shape and super()._is_outer_level(node)
-    return _Fixed(group, tile).run()

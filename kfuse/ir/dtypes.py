@@ -28,10 +28,6 @@ SHORT_NAMES: dict[str, np.dtype] = {
 }
 _BY_DTYPE = {v: k for k, v in SHORT_NAMES.items()}
 SUPPORTED = frozenset(SHORT_NAMES.values())
-FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f") | {BF16}
-INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
-BOOL = np.dtype(np.bool_)
-INTP = np.dtype(np.int64)
 
 
 def is_float(dt) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 from ..codegen import cuda as cuda_emit
 from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
-from ..codegen.cuda import lower_for_cuda as lower_group
+from ..codegen.lower import lower_group
 from ..errors import DeviceError
 from ..fusion import cost
 from . import cuda_tiles
