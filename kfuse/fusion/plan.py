@@ -50,6 +50,7 @@ from typing import Any
 
 from ..ir.dtypes import short_name
 from ..ir.graph import Graph, Node
+from .explain import format_plan
 
 KINDS = ("elementwise", "reduce", "matmul", "scatter")
 
@@ -201,5 +202,4 @@ class Plan:
 
     def __str__(self) -> str:
         """The explain table: per kernel ops, bytes, FLOPs, intensity, predicted time, refusals."""
-        from .explain import format_plan
         return format_plan(self)
