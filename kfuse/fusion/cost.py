@@ -20,6 +20,7 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
+from .gemm_ir import epilogue_from_group
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -363,7 +364,6 @@ def generated_gemm_ok(nodes, outputs) -> str:
         return "operands not 2-D/3-D"
     if len(outputs) != 1:
         return "several outputs"
-    from .gemm_ir import epilogue_from_group
 
     class _G:        # the duck-typed group epilogue_from_group reads
         pass
