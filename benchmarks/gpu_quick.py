@@ -14,7 +14,7 @@ between two events, median of 15:
 Host time of a cached call on 1024 elements: kfuse 17.7 us, CuPy ElementwiseKernel 7.0 us.
 
 Run 2 (NVIDIA H200, driver 580.159.04, 2026-11-21 23:36 UTC, copy 4.19 TB/s; one barrier per block
-reduce; results in benchmarks/gpu-2026-11-21/gpu_quick-run2.md): P1 90.8%, P2 77.4%, P3 85.5%,
+reduce; results of 2026-11-21, commit 219ecaa): P1 90.8%, P2 77.4%, P3 85.5%,
 P4 84.8%, P6 100.8% of copy; torch.compile 96.0/58.5/95.0/96.3/100.0%. --sweep (same run): best P2
 80.3% at ROW_UNITS_PER_THREAD=8, P3 87.2% at 4 (80.0% with the old two barriers), P4 90.3% at 8.
 Hot call on 1024 f32: kfuse.jit 17.6 us (program alone 14.8 us), CuPy ElementwiseKernel 8.0 us.

@@ -568,11 +568,9 @@ class Lowered:
         return self._plan
 
     def kernels(self, for_gpu: bool = False):
-        """KernelIR of every non-matmul group (matmul groups run a GEMM plus an epilogue)."""
-        if for_gpu:
-            from .codegen.cuda import lower_for_cuda as lower_group
-        else:
-            from .codegen.lower import lower_group
+        """KernelIR of every non-matmul group (matmul groups run a GEMM plus an epilogue). Every
+        backend lowers the same KernelIR; ``for_gpu`` is accepted for callers that say which."""
+        from .codegen.lower import lower_group
         return [lower_group(g) for g in self.plan.groups]
 
     def as_text(self, stage: str = "fused") -> str:

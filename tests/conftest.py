@@ -1,5 +1,25 @@
-"""Fixtures shared across the test directories."""
+"""Fixtures shared across the test directories, and the parallel run.
+
+With pytest-xdist installed (the ``test`` extra) and no ``-n`` given, the suite runs on every core
+(``-n auto``), each test file whole on one worker (``--dist loadfile``: a file's tests keep their
+order and share their module fixtures). Without xdist, or with ``-n 0`` / ``-p no:xdist``, it runs
+in one process as before. kfuse's disk cache is safe under concurrent processes; tests that need
+an empty one make their own (``tests/cache/conftest.py``).
+"""
+import os
+
 import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    opt = config.option
+    if (getattr(opt, "numprocesses", 0) is not None or getattr(opt, "dist", "no") != "no"
+            or opt.collectonly or opt.usepdb or os.environ.get("PYTEST_XDIST_WORKER")):
+        return
+    opt.numprocesses, opt.dist = "auto", "loadfile"
 
 
 @pytest.fixture

@@ -1,10 +1,15 @@
-"""Import hygiene: imports inside kfuse point one way (CONTRACTS.md), and ``import kfuse`` loads no
-GPU stack (cupy, torch, numba.cuda, jax) eagerly.
+"""Import hygiene: imports inside kfuse point one way (docs/ARCHITECTURE.md), form no cycle, and
+``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax) eagerly.
 
 Layers, lowest first: ``config/errors/logs <- ir <- {trace, fusion} <- codegen <- runtime <- autotune
 <- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
 import each other. Modules outside the table (``cli``, ``demo``, ``cache_cli``, ``bench``,
 ``__init__``) are front ends at the top: nothing inside the layers may import them.
+
+No cycles: the graph of every import between kfuse modules (top-level and function-local alike)
+has no strongly connected component of more than one module. A function-local import does not
+make a cycle acceptable; move the shared helper to the module that owns its data, or to a small
+module of its own.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "kfuse"
@@ -114,7 +120,55 @@ def test_imports_point_one_way(module):
             wrong.append(f"line {line}: {module} imports {target} ({src_unit} and {dst_unit} never import each other)")
         elif dst_rank > src_rank or (dst_rank == TOP and src_rank < TOP):
             wrong.append(f"line {line}: {module} (layer {src_unit}) imports {target} (layer {dst_unit}, higher)")
-    assert not wrong, "wrong-way imports (see docs/CONTRACTS.md):\n" + "\n".join(wrong)
+    assert not wrong, "wrong-way imports (see docs/ARCHITECTURE.md):\n" + "\n".join(wrong)
+
+
+def _import_graph(modules: dict[str, Path]) -> nx.DiGraph:
+    """kfuse module -> every kfuse module it imports (any depth of the file), edges carrying a line."""
+    graph = nx.DiGraph()
+    for module, path in modules.items():
+        graph.add_node(module)
+        for target, line in _imports(module, path):
+            if target != module and target in modules:
+                graph.add_edge(module, target, line=line)
+    return graph
+
+
+def _cycles(graph: nx.DiGraph) -> list[str]:
+    """One description per strongly connected component of more than one module: its members
+    and the import lines between them."""
+    found = []
+    for scc in nx.strongly_connected_components(graph):
+        if len(scc) < 2:
+            continue
+        edges = sorted((a, b, d["line"]) for a, b, d in graph.subgraph(scc).edges(data=True))
+        found.append(f"{len(scc)} modules: " + ", ".join(sorted(scc)) + "\n"
+                     + "\n".join(f"    {a} -> {b} (line {line})" for a, b, line in edges))
+    return sorted(found)
+
+
+def test_cycle_check_can_fail(tmp_path):
+    """The checker itself must be able to fail: two modules importing each other, one of them only
+    inside a function, are one cycle."""
+    pkg = tmp_path / "kfuse" / "ir"
+    pkg.mkdir(parents=True)
+    (pkg / "a.py").write_text("from .b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import x\n    return x\n")
+    (pkg / "c.py").write_text("from .a import f\n")
+    mods = {"kfuse.ir.a": pkg / "a.py", "kfuse.ir.b": pkg / "b.py", "kfuse.ir.c": pkg / "c.py"}
+    graph = nx.DiGraph()
+    for module, path in mods.items():
+        graph.add_node(module)
+        for target, _ in _imports(module, path):
+            if target in mods and target != module:
+                graph.add_edge(module, target, line=0)
+    cycles = _cycles(graph)
+    assert len(cycles) == 1 and cycles[0].startswith("2 modules: kfuse.ir.a, kfuse.ir.b")
+
+
+def test_no_import_cycles():
+    cycles = _cycles(_import_graph(MODULES))
+    assert not cycles, "import cycles (see the module docstring):\n" + "\n".join(cycles)
 
 
 def test_import_kfuse_is_light():

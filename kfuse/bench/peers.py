@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import timing
-from .workloads import Case, TorchNamespace, as_tuple
+from .workloads import Case, TorchNamespace
 
 
 class PeerUnavailable(Exception):
@@ -389,7 +389,3 @@ def _predicted_seconds(cost) -> float | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v) * scale
     return None
-
-
-def as_list(out) -> list:
-    return as_tuple(out)

@@ -9,7 +9,6 @@ import dataclasses
 import datetime
 import gc
 import json
-import math
 import os
 import platform
 import subprocess
@@ -453,7 +452,3 @@ def _loadavg():
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None
-
-
-def finite(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

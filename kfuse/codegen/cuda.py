@@ -68,7 +68,7 @@ from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, def
 
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
 
-__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "lower_for_cuda", "default_variant", "lane_itemsize",
+__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "lane_itemsize",
            "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows"]
 
@@ -644,15 +644,3 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:
     """KernelIR -> readable CUDA C source (one ``extern "C"`` kernel plus the prelude)."""
     return emit_kernel(kir, variant).source
-
-
-def lower_for_cuda(group, tile=None) -> K.KernelIR:
-    """``lower.lower_group`` with a workaround: full-level outputs of a reduce group (softmax's
-    output, of the domain's shape) must be stored per element, not at the reduced index.
-    (Requested from lower.py's owner: ``_is_outer_level`` should be false for domain-shaped nodes.)"""
-    from . import lower as _lower
-
-    class _Fixed(_lower._Lowerer):
-        def _is_outer_level(self, node):
-            return tuple(node.shape) != self.domain_shape and super()._is_outer_level(node)
-    return _Fixed(group, tile).run()

@@ -221,7 +221,7 @@ template <typename T> __device__ __forceinline__ T kf_logaddexp2(T x, T y) {
   return d;
 }
 // log2, exact at powers of two as NumPy's libm: CUDA's double log2 is 1 ulp off at 362 of the
-// 2098 (log2(8.0) = 3 - 4e-16; benchmarks/exact_points_probe.py, H200 2026-11-25); float32's is exact
+// 2098 (log2(8.0) = 3 - 4e-16; a probe at commit 1e78006, H200 2026-11-25); float32's is exact
 __device__ __forceinline__ double kf_log2d(double x) {
   const double r = log2(x), k = rint(r);
   return (fabs(r) < 2000.0 && ldexp(1.0, (int)k) == x) ? k : r;

@@ -20,6 +20,7 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
+from .gemm_ir import epilogue_from_group
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -111,33 +112,33 @@ def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16
 # datasheet numbers derated to ~85% (bandwidth) and ~70% (tensor GEMM), which is what cuBLAS and a
 # copy kernel reach on those parts.
 DEVICES: dict[str, DeviceSpec] = {
-    # Row kernels' L1/shared carve-out, swept by benchmarks/tile_probe.py (gpu-2026-11-24/eighth/
-    # *carveout*): the H200 runs P2 and P3 fastest with the least shared memory (P2 0.1319 vs 0.1334
+    # Row kernels' L1/shared carve-out, swept by a tile probe (commit 70d2784; run notes
+    # of 2026-11-24, commit 4343aa0): the H200 runs P2 and P3 fastest with the least shared memory (P2 0.1319 vs 0.1334
     # ms at the driver's choice), the H100 with 45-100% shared for rows in registers (P2 0.1809 vs
     # 0.1823; 40% or less: 0.1823) and 25-35% for rows re-read through L1 (P3 0.1809-0.1811 vs 0.1818;
     # 40%: 0.1855, 45% or more: 0.1976): the middle of each plateau. The H200's P4 (a row in registers,
     # one value a row out) runs fastest at 25% shared, against P2's 0% (0.0633-0.0634 vs 0.0636-0.0638
-    # ms; 30% or more: 0.0641; 2026-11-25, benchmarks/p4_read_probe.py, gpu-2026-11-25/), and so does
+    # ms; 30% or more: 0.0641; 2026-11-25, a P4 probe, commit a7ca7b6), and so does
     # the H100's (0.0885-0.0887 ms at 25% or 0%, 0.0889-0.0892 at 10-20% and 30-100%; torch.compile's
-    # fast mode 0.0882-0.0885; gpu-2026-11-25/eleventh/)
+    # fast mode 0.0882-0.0885; run notes of 2026-11-25, commit 0534f17)
     # H200, kernels reading 4+ full-size arrays: 8-byte units at 256 threads with registers capped for
     # 6 blocks an SM (~48 KiB of loads in flight an SM): P6 0.4390 ms against 0.4439 at the 5 blocks
     # its 44 registers allow, 0.4400-0.4402 at 8 (Triton's 22-register kernel; torch.compile
-    # 0.4403), 0.4408 for 16-byte units (benchmarks/ptx_bisect.py, gpu-2026-11-24/ninth/). At parity
-    # or ahead for 4 and 6 inputs (stream_probe.py); fewer inputs at 6 blocks lose 1-4% (too few
+    # 0.4403), 0.4408 for 16-byte units (a PTX bisection probe, commit 70d2784; notes commit bc49317). At parity
+    # or ahead for 4 and 6 inputs (a stream probe, commit 30013ba); fewer inputs at 6 blocks lose 1-4% (too few
     # loads in flight), so they keep the default. Capping blocks by a shared-memory pad loses 1.5-4%
     # (the carve-out takes L1). One pass (no grid-stride loop: 8 blocks an SM, as Triton's) is the
     # robust pick: in a whole suite, after P1-P5, P6 runs 0.4411-0.4413 ms one pass, 0.4424-0.4429
     # looped at 6 blocks, torch.compile 0.4411-0.4413; alone 0.4407 vs 0.4400 and 0.4404
-    # (tile_probe.py with BEFORE=, 2026-11-25)
+    # (the tile probe after P1-P5, 2026-11-25)
     "h200": dataclasses.replace(_gpu("h200", 4.24e12, 51e12, 656e12, 330e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=5, inputs=4, vector_bytes=8, threads=256,
                                                              min_blocks=6, one_pass=True),
                                 row_carveout=RowCarveout(rows=0, reread=0, reduction=25)),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
-    # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (benchmarks/stream_probe.py,
-    # gpu-2026-11-24/eighth/*stream_probe*, *tile_probe*); blocks an SM (5, 6 or 8) made no difference
+    # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (the stream and tile
+    # probes, run notes of 2026-11-24, commit 4343aa0); blocks an SM (5, 6 or 8) made no difference
     # to P6 (0.6172-0.6174 ms, ninth/)
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
@@ -363,7 +364,6 @@ def generated_gemm_ok(nodes, outputs) -> str:
         return "operands not 2-D/3-D"
     if len(outputs) != 1:
         return "several outputs"
-    from .gemm_ir import epilogue_from_group
 
     class _G:        # the duck-typed group epilogue_from_group reads
         pass

@@ -1,15 +1,18 @@
 """The text of a plan for ``kfuse explain``: per kernel its ops, kind, bytes, FLOPs, intensity,
-predicted time and whether it is memory- or compute-bound; then every refused fusion and why."""
+predicted time and whether it is memory- or compute-bound; then every refused fusion and why.
+
+``plan.Plan.__str__`` calls :func:`format_plan`; this module reads plans and groups by their
+attributes and imports nothing from ``plan`` (which imports it).
+"""
 from __future__ import annotations
 
 from collections import Counter
 
 from ..ir.dtypes import short_name
 from .cost import _fmt_bytes
-from .plan import KernelGroup, Plan
 
 
-def _ops(g: KernelGroup, limit: int = 12) -> str:
+def _ops(g, limit: int = 12) -> str:
     ops = g.ops
     if not ops:
         return "copy"
@@ -23,7 +26,8 @@ def _arrays(nodes) -> str:
     return ", ".join(f"{short_name(n.dtype)}{list(n.shape)}" for n in nodes) or "-"
 
 
-def format_kernel(g: KernelGroup) -> list[str]:
+def format_kernel(g) -> list[str]:
+    """The lines of one ``plan.KernelGroup``."""
     head = f"kernel {g.id}: {g.kind}"
     if g.is_scan:
         head += f" (scan) along axis {g.axes[0]} of {list(g.domain)}"
@@ -48,7 +52,8 @@ def format_kernel(g: KernelGroup) -> list[str]:
     return lines
 
 
-def format_plan(plan: Plan) -> str:
+def format_plan(plan) -> str:
+    """The text of a ``plan.Plan`` (``str(plan)``)."""
     dev = plan.device
     lines = [f"plan for {plan.graph.name} on {getattr(dev, 'name', dev)}: {len(plan.groups)} kernel(s)"]
     if dev is not None and hasattr(dev, "describe"):
@@ -69,8 +74,3 @@ def format_plan(plan: Plan) -> str:
         lines.append("  refused fusions: none")
     return "\n".join(lines)
 
-
-def explain(graph, device=None, optimize: bool = True) -> str:
-    """Optimize (optionally), plan and format ``graph`` for ``device``."""
-    from .pipeline import optimize as _opt, plan
-    return format_plan(plan(_opt(graph) if optimize else graph, device))

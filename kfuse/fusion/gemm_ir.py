@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..ir.ops import Op
+
 DTYPES = ("f16", "bf16", "f32")
 
 # ---------------------------------------------------------------- epilogue description
@@ -124,7 +126,6 @@ def epilogue_from_group(group):
     ``input_nodes[i]`` is the node whose array feeds epilogue input ``i`` (a group input; the
     runtime broadcasts it to the output shape and passes its strides). Operand-side ``CAST``s are
     skipped (the runtime casts operands); bool/int intermediates, f64, several outputs -> None."""
-    from ..ir.ops import Op
     mm = group.anchor
     if mm is None or mm.op is not Op.MATMUL or len(group.outputs) != 1:
         return None

@@ -52,6 +52,8 @@ from typing import Any
 
 from ..ir.dtypes import short_name
 from ..ir.graph import Graph, Node
+from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, SCAN
+from .explain import format_plan
 
 KINDS = ("elementwise", "reduce", "matmul", "scatter")
 
@@ -74,13 +76,11 @@ class KernelGroup:
 
     @property
     def ops(self) -> list[str]:
-        from ..ir.ops import LEAF, MOVEMENT
         return [n.op.value for n in self.nodes if n.op not in LEAF | MOVEMENT]
 
     @property
     def is_scan(self) -> bool:
         """A "reduce" group of scans (its rows run in order, see above)."""
-        from ..ir.ops import SCAN
         return self.kind == "reduce" and self.anchor is not None and self.anchor.op in SCAN
 
     def describe(self) -> str:
@@ -121,7 +121,6 @@ def with_argument_writes(graph: Graph, groups: list[KernelGroup]) -> list[Kernel
     movement: ``x[...] = x[::-1]`` keeps its copy), no later kernel reads the old value, the
     value is no other output of the function, and every index check is computed by an earlier
     kernel (a call that raises writes nothing into its arguments)."""
-    from ..ir.ops import ELEMENTWISE, LEAF
     final = {graph.outputs[o]: graph.inputs[i] for i, o in graph.writebacks}
     out = []
     for g in groups:
@@ -204,5 +203,4 @@ class Plan:
 
     def __str__(self) -> str:
         """The explain table: per kernel ops, bytes, FLOPs, intensity, predicted time, refusals."""
-        from .explain import format_plan
         return format_plan(self)

@@ -73,10 +73,6 @@ def const_value(n: Node):
     return None
 
 
-def _is_const_like(n: Node) -> bool:
-    return const_value(n) is not None or _const_root(n) is not None
-
-
 def _const_root(n: Node) -> Node | None:
     while n.op in (Op.BROADCAST, Op.RESHAPE):
         n = n.inputs[0]

@@ -16,7 +16,7 @@ import re
 import ml_dtypes
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, at
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
@@ -28,10 +28,6 @@ SHORT_NAMES: dict[str, np.dtype] = {
 }
 _BY_DTYPE = {v: k for k, v in SHORT_NAMES.items()}
 SUPPORTED = frozenset(SHORT_NAMES.values())
-FLOATS = frozenset(d for d in SUPPORTED if d.kind == "f") | {BF16}
-INTS = frozenset(d for d in SUPPORTED if d.kind in "iu")
-BOOL = np.dtype(np.bool_)
-INTP = np.dtype(np.int64)
 
 
 def is_float(dt) -> bool:
@@ -75,7 +71,6 @@ def short_name(dt) -> str:
 
 def check_supported(dt, what: str = "array", loc: str | None = None) -> np.dtype:
     """Return ``np.dtype(dt)`` or raise :class:`UnsupportedError` (complex, object, strings...)."""
-    from ..errors import at
     try:
         dt = np.dtype(dt)
     except TypeError as e:

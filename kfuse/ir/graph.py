@@ -4,6 +4,7 @@ Nodes are interned: building a node equal to a live one returns that object, so 
 are one object, ``==`` is identity and common-subexpression elimination is free (tinygrad's UOp
 habit). The intern table holds nodes weakly; it is the only module-level state of the IR.
 Equality of attrs uses ``repr`` so that ``-0.0``/``0.0`` and NaN constants stay distinct.
+:meth:`Graph.as_text` (:func:`format_graph`) is the text form, one line per node.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from .dtypes import short_name
 from .ops import Op
 
 Shape = tuple[int, ...]
@@ -91,7 +93,6 @@ class Node:
         return Node(**fields)
 
     def __repr__(self) -> str:
-        from .dtypes import short_name
         return f"<{self.op.value} {short_name(self.dtype)}{list(self.shape)}>"
 
 
@@ -223,10 +224,36 @@ class Graph:
         return iter(self.nodes())
 
     def as_text(self) -> str:
-        from .printer import format_graph
         return format_graph(self)
 
     __str__ = as_text
+
+
+# the text form: one line per node, ``%id = op inputs {attrs} : dtype[shape]``
+
+def format_node(node: Node, names: dict[Node, str]) -> str:
+    args = ", ".join(names[i] for i in node.inputs)
+    attrs = ", ".join(f"{k}={v!r}" for k, v in node.attrs if k != "name")
+    if node.op is Op.INPUT:
+        head = f"input {node.attr('name')!s}"
+    else:
+        head = node.op.value + (" " + args if args else "")
+    if attrs:
+        head += " {" + attrs + "}"
+    return f"{names[node]} = {head} : {short_name(node.dtype)}[{','.join(map(str, node.shape))}]"
+
+
+def format_graph(graph: Graph) -> str:
+    nodes = toposort(tuple(graph.inputs) + tuple(graph.outputs) + tuple(n for n, *_ in graph.host_checks))
+    names = {n: f"%{i}" for i, n in enumerate(nodes)}
+    lines = [f"graph {graph.name}:"]
+    lines += ["  " + format_node(n, names) for n in nodes]
+    lines.append("  return " + ", ".join(names[o] for o in graph.outputs))
+    lines += [f"  write back {names[graph.outputs[o]]} into {names[graph.inputs[i]]}"
+              for i, o in graph.writebacks]
+    lines += [f"  check {names[graph.outputs[o]]}: {error} {msg!r}" for o, msg, error in graph.checks]
+    lines += [f"  host check {names[n]}: {error} {msg!r}" for n, msg, error in graph.host_checks]
+    return "\n".join(lines)
 
 
 def unflatten(out_tree: OutTree, values: list, argument: Callable[[int], Any] | None = None) -> Any:

@@ -228,13 +228,6 @@ FLOP_WEIGHT: dict[Op, float] = {
 }
 
 
-def ufunc_name(op: Op) -> str:
-    """The NumPy ufunc implementing an elementwise op (``np.<name>``)."""
-    if op not in ELEMENTWISE or op in (Op.CAST, Op.WHERE):
-        raise ValueError(f"{op} is not a ufunc")
-    return op.value
-
-
 BY_UFUNC: dict[str, Op] = {op.value: op for op in (UNARY | BINARY) if op is not Op.CAST}
 BY_UFUNC["true_divide"] = Op.TRUE_DIVIDE
 BY_UFUNC["abs"] = Op.ABSOLUTE

@@ -22,8 +22,8 @@ import numpy as np
 from ..codegen import cuda as cuda_emit
 from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
+from ..codegen.lower import lower_group
 from ..codegen.variance import one_pass_variance
-from ..codegen.cuda import lower_for_cuda as lower_group
 from ..errors import DeviceError
 from ..fusion import cost
 from . import cuda_tiles
@@ -42,7 +42,7 @@ ROW_BARRIERS = 2              # row reductions: __syncthreads per block reduce (
                               # with a block per row 2 was as fast or faster and uses fewer registers)
 EW_BLOCK = 128                # elementwise: threads a block (sweep 2026-11-22 04:25: P1 96.7% of copy at
                               # 128, 95.7% at 256, 93.6% at 512; Inductor's pick is 128 too)
-EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread handles per loop trip (tile_probe.py,
+EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread handles per loop trip (a tile probe, commit 70d2784,
                               # H200 2026-11-24 01:15, unit-stride index math: P1 0.1291 ms at 1, 0.1304 at
                               # 2 (exact), 0.1331 at 4; P6 0.4411 at 1, 0.4465 at 2; the 2026-11-22 sweep,
                               # on the strided index math, had P1 95.0% of copy at 2, 93.5% at 1)
@@ -71,12 +71,12 @@ STREAM = False                # evict-first loads/stores of data touched once (n
 MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 8 spills, 6 no gain; tunable)
 # Also measured and dropped (2026-11-22, sweep5_rows_per_block.md): several rows a block (2 rows:
 # within 1% of one row, 4 rows: 64-88% of copy); re-reading the row from L2 per phase (78-87%).
-# And on P3 (benchmarks/row_probe.py; probe_p3_runs.md, ncu_summary.md): rows in shared memory
+# And on P3 (a row probe and Nsight Compute notes, commits e4f27b3, 547653f): rows in shared memory
 # (with launch bounds for 8 blocks: 32 registers, 88% occupancy, no faster), re-reading with L2
 # evict-last/evict-first hints as Triton does (74-88%), 512-thread rows (80-88%), a shuffle-tree
 # cross-warp combine, division by a per-row reciprocal with exact correction or by a float64
 # reciprocal (exact, 6-8 fewer registers), a hand-written kernel in Triton's shape: none gained.
-# Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22; benchmarks/gpu-2026-11-22/)
+# Sweeps: benchmarks/gpu_quick.py --sweep --sweep-ew (H200, 2026-11-22, commit 8892d42)
 
 
 def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:

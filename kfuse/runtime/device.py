@@ -43,10 +43,6 @@ def require_gpu():
     return cp
 
 
-def current_device_id() -> int:
-    return int(require_gpu().cuda.runtime.getDevice())
-
-
 @functools.lru_cache(maxsize=None)
 def device_properties(device_id: int | None = None) -> dict:
     """Properties of a CUDA device: name, arch (``"sm_90"``), SMs, L2, shared memory, memory size,
@@ -81,7 +77,3 @@ def device_properties(device_id: int | None = None) -> dict:
 
 def arch(device_id: int | None = None) -> str:
     return device_properties(device_id)["arch"]
-
-
-def sm_count(device_id: int | None = None) -> int:
-    return device_properties(device_id)["sm_count"]

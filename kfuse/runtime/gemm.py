@@ -22,6 +22,7 @@ from ..codegen import nvrtc
 from ..codegen.gemm_cuda import (GemmEpilogue, GemmSpec, GemmTile, default_tile,
                                  emit_epilogue_kernel, emit_gemm)
 from ..errors import DeviceError, UnsupportedError
+from .cublas_matmul import matmul, tf32
 
 _NP_DT = {"f16": np.float16, "f32": np.float32, "bf16": np.uint16}
 
@@ -196,13 +197,12 @@ class GemmRunner:
         that buffer is returned. ``reverse``: the epilogue walks rows last-first (meant to start on
         the rows cuBLAS wrote last; measured no faster on an H200, 2026-11-22: off by default)."""
         import cupy as cp
-        from .gpu_launch import _matmul, _tf32
         spec = call.spec
         if allow_tf32 and spec.dtype == "f32":
-            with _tf32():
-                x = _matmul(a, b)
+            with tf32():
+                x = matmul(a, b)
         else:
-            x = _matmul(a, b)
+            x = matmul(a, b)
         x3 = x.reshape(call.batch, call.M, call.N)
         in_place = out is None and np.dtype(x.dtype) == np.dtype(_NP_DT[spec.out_dtype]) and x.flags.c_contiguous
         if out is None:

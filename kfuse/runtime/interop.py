@@ -302,8 +302,3 @@ def _external_stream(ptr: int, dev: int):
     if hasattr(cupy.cuda.Stream, "from_external"):
         return cupy.cuda.Stream.from_external(_Raw())
     return cupy.cuda.ExternalStream(ptr, dev)        # CuPy < 14 (deprecated there since)
-
-
-def backend_for(arrays) -> str:
-    """"cpu" for host arguments, "cuda" for device ones (raises on mixes)."""
-    return "cpu" if classify(arrays)[0] == "numpy" else "cuda"

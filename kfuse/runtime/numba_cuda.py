@@ -1,6 +1,6 @@
 """The Numba-CUDA runtime: compile a fusion Plan with ``kfuse.codegen.numba_cuda`` and launch on CuPy arrays.
 
-``compile_plan(plan)`` lowers every group (``codegen.cuda.lower_for_cuda``, the same KernelIR as the
+``compile_plan(plan)`` lowers every group (``codegen.lower.lower_group``, the same KernelIR as the
 CUDA C path), emits numba.cuda Python source per kernel variant, compiles it to PTX with
 ``numba.cuda.compile_ptx`` (libNVVM; numba-cuda 0.30.4 with a CUDA 13.0 NVVM emits PTX ISA 9.0, which
 the CUDA 13.0 driver JIT-compiles to the device's exact arch), loads the PTX as a CuPy module (the
@@ -13,7 +13,8 @@ call updates, once its index checks passed: ``gpu_launch``); a ``ufunc.at`` that
 computes exactly is refused when the plan is compiled (``codegen.numba_cuda_scatter``).
 
 Importing numba.cuda fails with NumPy >= 2.5 (numba-cuda 0.30): :func:`compile_plan` raises one
-:class:`~kfuse.errors.DeviceError` naming the versions and the fix; ``available()`` reports it.
+:class:`~kfuse.errors.DeviceError` naming the versions and the fix;
+``codegen.numba_cuda.numba_cuda_available()`` reports it.
 """
 from __future__ import annotations
 
@@ -24,24 +25,13 @@ import numpy as np
 
 from ..codegen import kernel_ir as K
 from ..codegen import numba_cuda as nc
-from ..codegen.cuda import lower_for_cuda as lower_group
+from ..codegen.lower import lower_group
 from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
-from . import device as devmod
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
 COMPILE_SECONDS: dict = {}  # source -> seconds spent in compile_ptx (for benchmarks)
-
-
-def available() -> tuple[bool, str]:
-    """Whether this backend can run here: numba.cuda imports and a GPU is visible."""
-    ok, why = nc.numba_cuda_available()
-    if not ok:
-        return False, why
-    if not devmod.has_gpu():
-        return False, "kfuse: no CUDA GPU / CuPy for the numba-cuda backend"
-    return True, ""
 
 
 def ptx_for(source: str, arch: str, cache=None) -> str:

@@ -15,40 +15,11 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.graph import Node
-from ..ir.ops import Op
 from . import elementwise as ew
 from . import movement as mv
 from ..errors import at
-from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, operand, unsupported
-
-
-def pad_node(node: Node, starts, steps, shape, fill) -> Node:
-    """``node`` placed at ``starts`` (every ``steps``-th element) of ``shape``, ``fill`` elsewhere."""
-    shape, starts = tuple(shape), tuple(int(s) for s in starts)
-    steps = tuple(1 if n == 1 else int(t) for n, t in zip(node.shape, steps))
-    if node.size == 0:
-        return broadcast(const_node(fill, node.dtype), shape)
-    if shape == node.shape:
-        return node
-    return mk(Op.PAD, node.dtype, shape, [node], {"starts": starts, "steps": steps, "fill": fill})
-
-
-def region_mask(piece_shape, starts, steps, shape) -> Node:
-    """A bool array of ``shape``: True where a piece placed by :func:`pad_node` lands."""
-    return pad_node(broadcast(const_node(True, np.bool_), piece_shape), starts, steps, shape, False)
-
-
-def overlay(base: Node, piece: Node, starts, steps) -> Node:
-    """``base`` with ``piece`` written over the region at ``starts``/``steps`` (same dtypes)."""
-    if piece.shape == base.shape:
-        return piece
-    mask = region_mask(piece.shape, starts, steps, base.shape)
-    placed = pad_node(piece, starts, steps, base.shape, _zero(base.dtype))
-    return mk(Op.WHERE, base.dtype, base.shape, [mask, placed, base])
-
-
-def _zero(dtype) -> bool | int | float:
-    return np.zeros((), dtype=dtype).item()
+from .core import Tracer, as_node, broadcast, cast, const_node, loc, operand, unsupported
+from .regions import overlay, pad_node, zero_fill
 
 
 def _array_node(x, what: str) -> Node:
@@ -78,7 +49,7 @@ def _join(nodes: list[Node], axis: int, dtype) -> Node:
     def at_offset(o):
         return tuple(o if d == axis else 0 for d in range(len(shape)))
     last, o = pieces[-1]
-    result = pad_node(last, at_offset(o), ones, shape, _zero(dtype))
+    result = pad_node(last, at_offset(o), ones, shape, zero_fill(dtype))
     for n, o in reversed(pieces[:-1]):
         result = overlay(result, n, at_offset(o), ones)
     return result

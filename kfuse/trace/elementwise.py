@@ -17,6 +17,7 @@ from ..ir.dtypes import check_supported
 from ..ir.ops import BY_UFUNC, Op
 from .core import (Operand, Tracer, broadcast_shapes, cast, loc, materialize, mk, operand,
                    pytype_of, unsupported)
+from .writes import write_out
 
 _COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
 
@@ -118,7 +119,6 @@ def where(condition, x=None, y=None) -> Tracer:
 def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
          max=np._NoValue, **kwargs) -> Tracer:
     if out is not None:
-        from .mutation import write_out
         casting = kwargs.pop("casting", "same_kind")
         return write_out(out, clip(a, a_min, a_max, min=min, max=max, **kwargs), "clip", casting)
     if kwargs:

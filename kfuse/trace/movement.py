@@ -13,7 +13,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ..errors import at
 from ..ir.graph import Node
 from ..ir.ops import Op
-from .core import Tracer, as_node, broadcast, loc, mk, unsupported
+from .core import Tracer, as_node, broadcast, broadcast_shapes, loc, mk, unsupported
 
 
 def _axis_tuple(axis, ndim) -> tuple[int, ...]:
@@ -171,7 +171,6 @@ def broadcast_to(array, shape, subok=False):
 
 def broadcast_arrays(*args, subok=False):
     nodes = [as_node(a, "argument of broadcast_arrays") for a in args]
-    from .core import broadcast_shapes
     shape = broadcast_shapes(*[n.shape for n in nodes])
     return tuple(Tracer(broadcast(n, shape)) for n in nodes)
 

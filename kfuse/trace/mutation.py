@@ -1,10 +1,11 @@
 """Writes into traced arrays with NumPy's semantics: item assignment (``x[key] = v``), in-place
 operators (``x += y``) and the views they show through.
 
-A write gives the written tracer a new node (a ``WHERE`` over the region, :func:`assemble.overlay`)
-instead of changing memory. A view (``v = x[1:]``, ``x.T``; see :class:`~kfuse.trace.core.Tracer`)
-written into passes the write back to its base through the inverse of each movement between them
-(a slice's region, the inverse permutation, the reshape back); a view read after its base was
+A write gives the written tracer a new node (a ``WHERE`` over the region, :func:`regions.overlay`)
+instead of changing memory (:func:`kfuse.trace.writes.store`). A view (``v = x[1:]``, ``x.T``; see
+:class:`~kfuse.trace.core.Tracer`) written into passes the write back to its base through the
+inverse of each movement between them (a slice's region, the inverse permutation, the reshape
+back); a view read after its base was
 written is re-derived from the base's new node. So ``x[0] = 1; y = x[:, ::-1]; y[1] = 2`` gives
 NumPy's ``x`` and ``y``.
 
@@ -29,10 +30,10 @@ from ..ir.graph import Node
 from ..ir.ops import Op
 from . import indexing
 from . import movement as mv
-from .assemble import overlay
-from .core import (Tracer, as_node, broadcast, cast, const_node, loc, mk, numpy_scalar, operand, shape_text,
+from .core import (Tracer, broadcast, cast, const_node, loc, mk, numpy_scalar, operand, shape_text,
                    unsupported)
 from .selection import Selection, spread_mask
+from .writes import check_writable, overlay_slice, store, write_out
 
 _VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
 
@@ -109,20 +110,10 @@ def _scalar_key(key) -> bool:
 
 
 # --- writes ----------------------------------------------------------------------------------
-def _check_writable(t: Tracer, what: str) -> None:
-    if t.weak is not None:
-        raise TypeError(f"'{t.weak.__name__}' object does not support {what}{at(loc())}")
-    if any(m.op is Op.BROADCAST for m in t.chain):
-        raise ValueError(f"assignment destination is read-only{at(loc())}")
-    if not t.exact:
-        raise unsupported(f"{what} through a reshape", "NumPy writes the original array or a "
-                          "copy depending on memory layout; write before reshaping, or copy")
-
-
 def setitem(t: Tracer, key, value) -> None:
     """``t[key] = value``."""
-    _check_writable(t, "item assignment")
-    _store(t, _assigned(t.node, key, value))
+    check_writable(t, "item assignment")
+    store(t, _assigned(t.node, key, value))
 
 
 def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
@@ -132,91 +123,6 @@ def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
     if t.weak is not None or (t.ndim == 0 and t.base is None and t.argument is None):
         return result
     return write_out(t, result, ufunc, what=f"in-place {ufunc}")
-
-
-def write_out(o, result: Tracer, ufunc: str, casting: str = "same_kind", where=True,
-              what: str = "") -> Tracer:
-    """``np.<ufunc>(..., out=o, where=where)`` given the result computed without ``out``: NumPy
-    casts it to ``o``'s dtype (``casting``) and broadcasts it to ``o``'s shape; ``where`` False
-    keeps ``o``'s values. Returns ``o``."""
-    what = what or f"np.{ufunc}(..., out=)"
-    if not isinstance(o, Tracer):
-        raise unsupported(f"{what} into a NumPy array", "out= must be a traced array (make it "
-                          "with np.zeros_like / np.empty_like of a traced one)")
-    _check_writable(o, what)
-    check_same_kind(ufunc, result.dtype, o.dtype, casting)     # (NumPy checks the cast first)
-    try:
-        shape = np.broadcast_shapes(result.shape, o.shape)
-    except ValueError:
-        shape = result.shape
-    if shape != o.shape:
-        raise ValueError(f"non-broadcastable output operand with shape {shape_text(o.shape)} "
-                         f"doesn't match the broadcast shape {shape_text(shape)}{at(loc())}")
-    new = broadcast(cast(result.node, o.dtype), o.shape)
-    if where is not True:
-        m = as_node(np.asarray(where) if isinstance(where, (list, tuple, bool)) else where, "where=")
-        new = mk(Op.WHERE, o.dtype, o.shape, [broadcast(cast(m, np.bool_), o.shape), new, o.node])
-    _store(o, new)
-    return o
-
-
-def check_same_kind(ufunc: str, result: np.dtype, out: np.dtype, casting: str = "same_kind") -> None:
-    """Raise NumPy's own error (a UFuncTypeError) when ``ufunc``'s ``result`` dtype cannot be cast
-    to the written array's dtype ``out`` under ``casting``, with the user's line noted."""
-    if np.can_cast(result, out, casting):
-        return
-    fn = getattr(np, ufunc)
-    shape = (1, 1) if ufunc == "matmul" else ()
-    try:
-        with np.errstate(all="ignore"):
-            fn(*[np.zeros(shape, result)] * fn.nin, out=np.empty(shape, out), casting=casting)
-    except TypeError as e:
-        e.add_note(f"kfuse: np.{ufunc} writing its result{at(loc())}")
-        raise e from None
-    raise TypeError(f"Cannot cast ufunc '{ufunc}' output from dtype('{result}') to dtype('{out}') "
-                    f"with casting rule '{casting}'{at(loc())}")
-
-
-def _store(t: Tracer, new: Node) -> None:
-    """Make ``new`` the value of ``t``: of its base, through the inverse of its view chain."""
-    if t.base is None:
-        t._node = new
-        return
-    root = t.base
-    nodes = [root.node]
-    for m in t.chain:
-        nodes.append(m.replace(inputs=(nodes[-1],) + m.inputs[1:]))
-    child = new
-    for m, parent in zip(reversed(t.chain), reversed(nodes[:-1])):
-        child = _unview(m, parent, child)
-    root._node = child
-
-
-def _unview(m: Node, parent: Node, child: Node) -> Node:
-    """``parent`` after its view ``m`` (a movement of it) was given the value ``child``."""
-    if m.op is Op.RESHAPE:
-        return mv.reshape_node(child, parent.shape)
-    if m.op is Op.PERMUTE:
-        return mv.permute_node(child, np.argsort(m.attr("perm")))
-    if m.op is Op.SLICE:
-        return _overlay(parent, child, list(m.attr("starts")), list(m.attr("steps")))
-    if m.op is Op.GATHER:                       # a view at traced integer scalars: set them
-        attrs = {"dims": m.attr("dims"), "mode": "set", "loop": parent.dtype.name}
-        return mk(Op.SCATTER, parent.dtype, parent.shape, [parent, child] + list(m.inputs[1:]), attrs)
-    raise ValueError(f"assignment destination is read-only{at(loc())}")
-
-
-def _overlay(base: Node, piece: Node, starts: list, steps: list) -> Node:
-    """``base`` with ``piece`` written at a slice's region (negative steps: the piece reversed)."""
-    if piece.size == 0:
-        return base
-    flip = [slice(None)] * piece.ndim
-    for d, (s, t, n) in enumerate(zip(starts, steps, piece.shape)):
-        if t < 0:
-            starts[d], steps[d], flip[d] = s + (n - 1) * t, -t, slice(None, None, -1)
-    if any(f.step for f in flip):
-        piece = mv.getitem(Tracer(piece), tuple(flip)).node
-    return overlay(base, piece, starts, steps)
 
 
 def _mask(key) -> Node | None:
@@ -251,7 +157,7 @@ def _assigned(cur: Node, key, value) -> Node:
         return _assigned(cur, basic, Tracer(new))
     starts, steps, lengths, out_shape = mv.basic_index(cur.shape, key)
     piece = _value_node(value, cur.dtype, tuple(out_shape))
-    return _overlay(cur, mv.reshape_node(piece, tuple(lengths)), starts, steps)
+    return overlay_slice(cur, mv.reshape_node(piece, tuple(lengths)), starts, steps)
 
 
 def _value_node(value, dtype, shape: tuple) -> Node:

@@ -22,9 +22,10 @@ from . import scans as sc
 from . import scatter as st
 from . import searching as se
 from . import splitting as sp
-from .mutation import unit_dims_only, viewing, write_out
+from .mutation import unit_dims_only, viewing
 from .selection import Selection
 from .core import Tracer, as_node, unsupported
+from .writes import write_out
 
 
 def _shape(a):

@@ -19,7 +19,8 @@ from . import elementwise as ew
 from . import indexing
 from . import movement as mv
 from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, unsupported
-from .mutation import _assigned, _broadcasts_to, _check_writable, _store, _value_node, getitem
+from .mutation import _assigned, _broadcasts_to, _value_node, getitem
+from .writes import check_writable, store
 
 # the IR op of each binary NumPy ufunc (np.divide is np.true_divide)
 _TRACED = ("the array written must be traced (make it with np.zeros_like / np.empty_like of a traced "
@@ -37,7 +38,7 @@ def ufunc_at(ufunc, a, indices, b=None):
         raise unsupported(f"np.{name}.at", "kfuse traces the at method of binary ufuncs")
     if b is None:
         raise ValueError(f"second operand needed for ufunc{at(loc())}")
-    _check_writable(a, f"np.{name}.at")
+    check_writable(a, f"np.{name}.at")
     if isinstance(b, (list, tuple)):
         b = np.asarray(b)
     bd = b.dtype if isinstance(b, (Tracer, np.ndarray, np.generic)) else np.asarray(b).dtype
@@ -52,13 +53,13 @@ def ufunc_at(ufunc, a, indices, b=None):
     key = indices if isinstance(indices, tuple) else (indices,)
     if indexing.is_advanced(key):
         new, basic = indexing.scatter(a.node, key, values, mode=op.value, loop=loop)
-        _store(a, _assigned(a.node, basic, Tracer(_summed_wide(new))))
+        store(a, _assigned(a.node, basic, Tracer(_summed_wide(new))))
         return None
     if any(isinstance(k, Tracer) for k in key):
         raise unsupported(f"np.{name}.at with a traced boolean mask", f"use a[mask] = np.{name}(a, b)[mask]")
     piece = getitem(a, key)                 # no index arrays: no position repeats
     res = ew.apply_ufunc(op.value, Tracer(cast(as_node(piece), loop)), Tracer(values(piece.shape)))
-    _store(a, _assigned(a.node, key, Tracer(cast(res.node, a.dtype))))
+    store(a, _assigned(a.node, key, Tracer(cast(res.node, a.dtype))))
     return None
 
 
@@ -121,7 +122,7 @@ def put(a, ind, v, mode="raise"):
     """``np.put(a, ind, v, mode)``: ``a.flat[ind] = v``, ``v`` repeated as ``ind`` needs."""
     if not isinstance(a, Tracer):
         raise unsupported("np.put into a NumPy array", _TRACED)
-    _check_writable(a, "np.put")
+    check_writable(a, "np.put")
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r}){at(loc())}")
     flat = mv.reshape_node(a.node, (a.size,))
@@ -141,7 +142,7 @@ def put(a, ind, v, mode="raise"):
         vals = vals[np.arange(n) % vals.shape[0]]
     vnode = _value_node(vals, a.dtype, (n,))
     new, _ = indexing.scatter(flat, (idx,), lambda shape: vnode, checked=mode == "raise")
-    _store(a, mv.reshape_node(new, a.shape))
+    store(a, mv.reshape_node(new, a.shape))
     return None
 
 
@@ -149,7 +150,7 @@ def put_along_axis(arr, indices, values, axis):
     """``np.put_along_axis``: ``arr[..., indices[..., j, ...], ...] = values[..., j, ...]``."""
     if not isinstance(arr, Tracer):
         raise unsupported("np.put_along_axis into a NumPy array", _TRACED)
-    _check_writable(arr, "np.put_along_axis")
+    check_writable(arr, "np.put_along_axis")
     node, axis, shape, idx = indexing.along_axis(arr, indices, axis, "np.put_along_axis")
     if 0 in shape:
         return None
@@ -158,7 +159,7 @@ def put_along_axis(arr, indices, values, axis):
     vals = _value_node(values, node.dtype, shape)
     new = mk(Op.SCATTER, node.dtype, node.shape, [node, vals, idx],
              {"dims": tuple(dims), "mode": "set", "loop": node.dtype.name})
-    _store(arr, mv.reshape_node(new, arr.shape))
+    store(arr, mv.reshape_node(new, arr.shape))
     return None
 
 

@@ -27,6 +27,7 @@ from . import elementwise as ew
 from . import movement as mv
 from . import reductions as rd
 from .core import Tracer, add_check, broadcast, cast, loc, operand, unsupported
+from .writes import check_same_kind
 
 _WHY = ("its length (the mask's count) is known only at run time; kfuse supports elementwise "
         "ops on it, reductions of it and assigning it back under the same mask")
@@ -195,7 +196,6 @@ def _assign(sel: Selection, new: Selection, ufunc: str) -> Selection:
     so an alias of it sees them, as an alias of NumPy's copy would."""
     if new.values.shape != sel.values.shape:
         raise unsupported("an in-place op that broadcasts a boolean-indexed array", _WHY)
-    from .mutation import check_same_kind
     check_same_kind(ufunc, new.dtype, sel.dtype)
     sel.values = cast(new.values, sel.dtype)
     return sel

@@ -20,6 +20,7 @@ from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
 from . import mutation as mut
+from . import writes
 from . import numpy_api
 from . import reductions as rd
 from . import scans as sc
@@ -101,7 +102,7 @@ def _check_out_cast(x, other, ufunc: str) -> None:
         loop = getattr(np, ufunc).resolve_dtypes((x.dtype if x.weak is None else x.weak, key, None))
     except Exception:           # noqa: BLE001 (no loop for these types: the shape error stands)
         return
-    mut.check_same_kind(ufunc, loop[-1], x.dtype)
+    writes.check_same_kind(ufunc, loop[-1], x.dtype)
 
 
 def _iter(self):

@@ -10,7 +10,8 @@ from kfuse.autotune import prune as P
 from kfuse.autotune import space as S
 from kfuse.autotune import tuner
 from kfuse.autotune.space import TileConfig
-from kfuse.codegen.cuda import emit_kernel, lower_for_cuda
+from kfuse.codegen.cuda import emit_kernel
+from kfuse.codegen.lower import lower_group
 from kfuse.fusion.cost import get_device_spec
 from kfuse.runtime import cuda_tiles as T
 from kfuse.runtime.cuda import CudaProgram, _Launcher
@@ -43,7 +44,7 @@ class Arr:
 def launcher_for(fn, *arrays, ptr=0):
     plan = make_plan(fn, *arrays, device="h100")
     g = plan.groups[0]
-    lau = _Launcher(g, lower_for_cuda(g), "sm_90", None)
+    lau = _Launcher(g, lower_group(g), "sm_90", None)
     ins = [Arr(n.shape, n.dtype, ptr) for n in g.inputs]
     outs = [Arr(n.shape, n.dtype) for n in g.outputs]
     return g, lau, ins, outs

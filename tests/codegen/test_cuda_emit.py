@@ -18,6 +18,7 @@ pytest.importorskip("cuda.bindings.nvrtc")
 
 from handplan import one_group_plan, trace  # noqa: E402
 from kfuse.codegen import cuda, nvrtc  # noqa: E402
+from kfuse.codegen.lower import lower_group  # noqa: E402
 from kfuse.errors import CompileError  # noqa: E402
 
 from tests.codegen.ptx_backends import PTXAS  # noqa: E402
@@ -72,7 +73,7 @@ CASES = {
 
 def _kir(name):
     fn, specs = CASES[name]
-    return cuda.lower_for_cuda(one_group_plan(trace(fn, *specs)).groups[0])
+    return lower_group(one_group_plan(trace(fn, *specs)).groups[0])
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_reload_variant_rereads_rows_through_l1_and_sums_in_float32():
     kir = _kir("layernorm")
     assert cuda.rereads_rows(kir) and cuda.rereads_rows(_kir("softmax"))
     assert cuda.reload_pays(kir) and not cuda.reload_pays(_kir("softmax"))   # a max pass: held rows
-    assert not cuda.rereads_rows(cuda.lower_for_cuda(one_group_plan(trace(
+    assert not cuda.rereads_rows(lower_group(one_group_plan(trace(
         lambda x: np.sqrt((x * x).sum(axis=1)), ("f32", (64, 128)))).groups[0]))
     src = cuda.emit(kir, cuda.Variant("row", 4, False, 2, 512, reload=True))
     body = src.split("// kfuse kernel")[1]
@@ -183,9 +184,9 @@ def test_exact_variants_have_no_loop_guards_or_trailing_barriers():
 
 
 def test_same_structure_same_source():
-    a = cuda.emit(cuda.lower_for_cuda(one_group_plan(trace(gelu, ("f32", (64, 128)), ("f32", (128,)),
+    a = cuda.emit(lower_group(one_group_plan(trace(gelu, ("f32", (64, 128)), ("f32", (128,)),
                                                            ("f32", (128,)))).groups[0]))
-    b = cuda.emit(cuda.lower_for_cuda(one_group_plan(trace(gelu, ("f32", (32, 256)), ("f32", (256,)),
+    b = cuda.emit(lower_group(one_group_plan(trace(gelu, ("f32", (32, 256)), ("f32", (256,)),
                                                            ("f32", (256,)))).groups[0]))
     assert a == b                      # sizes are run-time parameters: no recompile
 

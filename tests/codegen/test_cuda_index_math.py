@@ -11,10 +11,11 @@ pytest.importorskip("cuda.bindings.nvrtc")
 
 from handplan import one_group_plan, trace  # noqa: E402
 from kfuse.codegen import cuda, nvrtc  # noqa: E402
+from kfuse.codegen.lower import lower_group  # noqa: E402
 
 
 def _kir(fn, *specs):
-    return cuda.lower_for_cuda(one_group_plan(trace(fn, *specs)).groups[0])
+    return lower_group(one_group_plan(trace(fn, *specs)).groups[0])
 
 
 def _body(kir, variant):

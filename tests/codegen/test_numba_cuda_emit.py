@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
 from handplan import one_group_plan, trace  # noqa: E402
 from kfuse.codegen import kernel_ir as K  # noqa: E402
 from kfuse.codegen import numba_cuda as nc  # noqa: E402
-from kfuse.codegen.cuda import lower_for_cuda  # noqa: E402
+from kfuse.codegen.lower import lower_group  # noqa: E402
 from kfuse.errors import DeviceError  # noqa: E402
 
 from tests.codegen.ptx_backends import PTXAS  # noqa: E402
@@ -49,7 +49,7 @@ CASES = {
 
 def _kir(name, shapes=None):
     fn, specs = CASES[name]
-    return lower_for_cuda(one_group_plan(trace(fn, *specs)).groups[0])
+    return lower_group(one_group_plan(trace(fn, *specs)).groups[0])
 
 
 def _variants(kir):
@@ -70,7 +70,7 @@ def test_source_is_valid_python_and_size_free():
                     assert not re.search(rf"(?<![\w.]){s.value}(?![\w.])", body), (name, s)
     a = nc.emit(_kir("gelu"))
     fn, _ = CASES["gelu"]
-    b = nc.emit(lower_for_cuda(one_group_plan(trace(fn, ("f32", (32, 256)), ("f32", (256,)),
+    b = nc.emit(lower_group(one_group_plan(trace(fn, ("f32", (32, 256)), ("f32", (256,)),
                                                     ("f32", (256,)))).groups[0]))
     assert a == b                                   # a new size reuses the compiled kernel
 
@@ -104,7 +104,7 @@ def test_one_pass_row_loads_issue_before_arithmetic():
     """A one-pass row reduction (a norm) loads all its register slots back to back, ahead of the
     first multiply (a slot past the row's end reads its first element); a multi-pass kernel
     (softmax) keeps each slot's load in its bounds branch (hoisted there, they cost registers)."""
-    kir = lower_for_cuda(one_group_plan(trace(lambda x: np.sqrt(np.sum(x * x, axis=1)),
+    kir = lower_group(one_group_plan(trace(lambda x: np.sqrt(np.sum(x * x, axis=1)),
                                               ("f32", (64, 4096)))).groups[0])
     v = nc.default_variant(kir)
     assert v.mode == "row" and v.cache_k > 1

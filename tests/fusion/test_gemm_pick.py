@@ -77,16 +77,16 @@ def test_transposed_weight_is_folded_not_copied():
     x, w = b.inp("x", "f2", (64, 32)), b.inp("w", "f2", (48, 32))
     p = plan(optimize(b.graph("xwT", b.ew(Op.MAXIMUM, b.matmul(x, Node(Op.PERMUTE, w.dtype, (32, 48), (w,), {"perm": (1, 0)})), 0.0))), "h200")
     assert [g.kind for g in p.kernels] == ["matmul"]
-    from kfuse.codegen.cuda import lower_for_cuda
-    kir = lower_for_cuda(p.kernels[0])
+    from kfuse.codegen.lower import lower_group
+    kir = lower_group(p.kernels[0])
     assert kir.contraction.rhs_steps == (("permute", (1, 0)),)
 
 
 def test_in_place_output_analysis():
-    from kfuse.codegen.cuda import lower_for_cuda
+    from kfuse.codegen.lower import lower_group
     from kfuse.runtime.gpu_launch import in_place_output
     (g,) = plan(optimize(fb.matmul_bias_gelu(256, 128, 64)), "h200").kernels
-    assert in_place_output(g, lower_for_cuda(g)) == 0
+    assert in_place_output(g, lower_group(g)) == 0
     # the product is itself an output: never overwritten
     b = fb.B()
     x, w, bias = b.inp("x", "f2", (64, 32)), b.inp("w", "f2", (32, 48)), b.inp("b", "f2", (48,))
@@ -94,10 +94,10 @@ def test_in_place_output_analysis():
     p = plan(optimize(b.graph("two", mm, b.ew(Op.ADD, mm, bias))), "h200")
     for g in p.kernels:
         if g.kind == "matmul":
-            assert in_place_output(g, lower_for_cuda(g)) is None
+            assert in_place_output(g, lower_group(g)) is None
     # f32 output of an f16 product: a different dtype, no donor
     b = fb.B()
     x, w = b.inp("x", "f2", (64, 32)), b.inp("w", "f2", (32, 48))
     p = plan(optimize(b.graph("up", b.ew(Op.ADD, b.cast(b.matmul(x, w), "f4"), 1.0))), "h200")
     (g,) = [k for k in p.kernels if k.kind == "matmul"]
-    assert in_place_output(g, lower_for_cuda(g)) is None
+    assert in_place_output(g, lower_group(g)) is None

@@ -1,6 +1,6 @@
 """np.log2 of a float64 power of two is an exact integer, as NumPy's libm gives it: CUDA's and
 libdevice's double log2 were 1 ulp off at 362 of the 2098 powers of two (log2(8.0) = 3 - 4e-16,
-found by cuda fuzz seed 49 #6525 through np.fmod(np.log2(x), 3); benchmarks/exact_points_probe.py,
+found by cuda fuzz seed 49 #6525 through np.fmod(np.log2(x), 3); a probe at commit 1e78006,
 H200 2026-11-25), so ``np.log2(n).astype(int)`` was one short. Both GPU backends now round a result
 within an ulp of an integer k to k where 2**k == x. The codegen rows run without a GPU."""
 import numpy as np

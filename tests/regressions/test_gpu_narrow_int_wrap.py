@@ -3,7 +3,7 @@ on the GPU when the next op widened or compared it. ``-x`` of int16 -32768 is -3
 ``(-x) // x`` is 1; both GPU backends gave -1 (NVVM narrowed the negation to ``neg.s16`` and ptxas
 took the 16-bit result as sign-extended). The scope: every wrapping producer of int8/int16 at the
 ends of the range, read by a widening cast, a floor division, a compare or a maximum
-(``benchmarks/gpu-2026-11-24/seventh/fuzz/int16_negation_probe.md``). Fixed by narrowing in asm
+(run notes of 2026-11-24, commit 986ba9d). Fixed by narrowing in asm
 (``kf_narrow``; ``kfuse.codegen.numba_cuda_narrow``); the PTX side is checked without a GPU by
 ``tests/codegen/test_narrow_int_ptx.py``."""
 import numpy as np

@@ -7,6 +7,7 @@ import pytest
 
 from kfuse.codegen import cuda as cuda_emit
 from kfuse.codegen import kernel_ir as K
+from kfuse.codegen.lower import lower_group
 from kfuse.runtime.cuda import fast_divisor
 
 _U32 = (1 << 32) - 1
@@ -45,7 +46,7 @@ def test_emitter_divides_fast_only_with_32_bit_indices():
     from tests.gpu.handplan import one_group_plan, trace
 
     plan = one_group_plan(trace(lambda x, w: x * w, ("float32", (6, 10)), ("float32", (10,))))
-    kir = cuda_emit.lower_for_cuda(plan.groups[0])
+    kir = lower_group(plan.groups[0])
     k32 = cuda_emit.emit_kernel(kir, cuda_emit.Variant("elementwise", 1, False, 0, 128))
     k64 = cuda_emit.emit_kernel(kir, cuda_emit.Variant("elementwise", 1, True, 0, 128))
     assert "kf_udiv(r_" in k32.source and "unsigned dv0_m" in k32.source and "unsigned dv0_s" in k32.source
