@@ -51,9 +51,12 @@ def reference_mode():
 
 def cast(xp, x, name: str):
     """``x.astype(xp.<name>)`` for NumPy/CuPy/JAX arrays and kfuse tracers, ``x.to(...)`` for torch."""
-    if _REFERENCE[0] and name.startswith("float"):
+    if _REFERENCE[0] and name.startswith(("float", "bfloat")):
         name = "float64"
-    dt = getattr(xp, name)
+    dt = getattr(xp, name, None)
+    if dt is None and name == "bfloat16":        # NumPy (kfuse traces with it): ml_dtypes' bfloat16
+        from ...ir.dtypes import BF16
+        dt = BF16
     if hasattr(x, "astype"):
         return x.astype(dt)
     return x.to(dt)

@@ -133,7 +133,7 @@ ENTRIES = [
           S(dict(R=4095, C=4097), dict(R=1021, C=1023), dict(R=7, C=9)), ("size:odd", "size:prime", "elementwise",
                                                                            "dtype:f32"), flops=4),
     Entry("permute_0213_scale", "layouts", "np.transpose(x, (0,2,1,3)) * 0.5", _permute, (Arg("B,H,T,D"),),
-          S(dict(B=8, H=16, T=2048, D=128), dict(B=2, H=8, T=256, D=64), dict(B=2, H=3, T=4, D=5)),
+          S(dict(B=8, H=16, T=2048, D=128), dict(B=4, H=8, T=256, D=64), dict(B=2, H=3, T=4, D=5)),
           ("layout:permuted", "rank:4", "dtype:f32"), flops=1),
     Entry("transpose_rowsum", "layouts", "np.sum(x.T, axis=1) (column sums via a transpose)", _transpose_sum,
           (Arg("R,C"),), S(dict(R=16384, C=4096), dict(R=2048, C=1024), dict(R=7, C=9)),
