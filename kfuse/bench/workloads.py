@@ -117,7 +117,10 @@ class TorchNamespace:
         return self._t.amin(x, dim=axis, keepdim=keepdims)
 
     def var(self, x, axis, keepdims=False):
-        return self._t.var(x, dim=axis, keepdim=keepdims, unbiased=False)
+        return self._t.var(x, dim=axis, keepdim=keepdims, correction=0)
+
+    def std(self, x, axis, keepdims=False):
+        return self._t.std(x, dim=axis, keepdim=keepdims, correction=0)
 
     def maximum(self, a, b):
         if not self._t.is_tensor(b):
