@@ -132,7 +132,8 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
     prog = _Progress(len(cases) * max(1, len(live)) + 1, progress)
     prog.status("ceilings")
     try:
-        ceil = _ceil.cpu_ceilings(quick) if device == "cpu" else _ceil.gpu_ceilings(quick)
+        # full-size copies even when quick: a 64 MiB copy would sit partly in a GPU's L2
+        ceil = _ceil.cpu_ceilings(False) if device == "cpu" else _ceil.gpu_ceilings(False)
     except Exception as e:
         ceil = {"errors": {"all": _err(e)}}
     prog.step()

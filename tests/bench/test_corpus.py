@@ -116,6 +116,12 @@ def test_every_entry_matches_numpy_on_cpu_or_is_an_expected_refusal(sweep):
             assert_matches_numpy(a, r, reductions=TOLERANCE_CLASSES[BY_NAME[name].tol][1], err_msg=name)
 
 
+def test_issue_patterns_come_first():
+    from kfuse.bench.corpus import ISSUE_PATTERNS
+    assert {e.name for e in ENTRIES[:len(ISSUE_PATTERNS)]} == set(ISSUE_PATTERNS)
+    assert {e.name for e in select("issue")} == set(ISSUE_PATTERNS)
+
+
 def test_select_filter_and_shard():
     assert {e.name for e in select("softmax_axis0")} == {"softmax_axis0"}
     assert all(e.category == "optim" for e in select("optim"))
