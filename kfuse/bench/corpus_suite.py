@@ -164,10 +164,14 @@ def _run_case(case, live, result, *, device, quick, budget_s, t_start, plan_dev,
             "bound": e.bound, "tol": e.tol, "only": e.only, "ceiling": c_val, "ceiling_unit": c_unit}
     result["cases"].append(meta)
     rows = []
+    skip = None
     if e.only == "gpu-torch" and device != "gpu":
+        skip = "skipped: bfloat16 entry, GPU with torch tensors only"
+    elif budget_s is not None and time.perf_counter() - t_start > budget_s:
+        skip = f"skipped: time budget ({budget_s:.0f} s) spent"      # no inputs made either
+    if skip:
         for peer in live:
-            rows.append({"case": case.label, "workload": e.name, "impl": peer.name, "ok": False,
-                         "error": "skipped: bfloat16 entry, GPU with torch tensors only"})
+            rows.append({"case": case.label, "workload": e.name, "impl": peer.name, "ok": False, "error": skip})
             prog.step()
         result["rows"].extend(rows)
         return

@@ -108,6 +108,8 @@ class TorchNamespace:
 
     # -- the corpus (kfuse/bench/corpus) uses these too; anything else falls through to torch --
     def __getattr__(self, name):            # log, log1p, abs, isnan, sign, float32, int8, ...
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._t, name)
 
     def _tensor_like(self, v, like):
