@@ -104,7 +104,8 @@ def markdown(result: dict) -> str:
            f"{_device_line(result)}; {len(result['cases'])} entries; wall {m.get('wall_s', 0):.0f} s; "
            f"`{command_line(m.get('argv') or ['kfuse'])}`", ""]
     if m["device"] == "cpu":
-        out += ["Timings on a shared machine are noisy: read ratios near 1 as ties.", ""]
+        out += [f"kfuse[cpu] ran on {m.get('kfuse_cpu_threads') or '?'} Numba thread(s). Timings on a shared "
+                "machine are noisy: read ratios near 1 as ties.", ""]
     out += ceilings_lines(result) + [""]
     unavailable = [f"- {p}: {i.get('reason')}" for p, i in result["peers"].items() if not i.get("available")]
     if unavailable:

@@ -142,7 +142,8 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
                        "versions": versions(), "suite": "corpus", "size": size, "quick": quick,
                        "filter": filter, "shard": shard, "argv": sys.argv, "budget_s": budget_s,
                        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                       "loadavg_start": load_start, "tolerance_classes": TOLERANCE_CLASSES},
+                       "loadavg_start": load_start, "tolerance_classes": TOLERANCE_CLASSES,
+                       "kfuse_cpu_threads": _cpu_threads()},
               "ceilings": ceil, "peers": peer_info, "cases": [], "rows": []}
     for case in cases:
         _run_case(case, live, result, device=device, quick=quick, budget_s=budget_s, t_start=t_start,
@@ -261,6 +262,16 @@ def _kfuse_extras(r: _Ready, case, plan_dev, kernels: bool) -> None:
         row["predicted_ms"] = sum(secs) * 1e3 if secs else None
     except Exception as e:
         row["plan_error"] = _err(e)
+
+
+def _cpu_threads():
+    """Numba's thread count for kfuse[cpu] (KFUSE_CPU_THREADS, else Numba's default)."""
+    try:
+        from .. import config
+        import numba
+        return config.get().cpu_threads or numba.get_num_threads()
+    except Exception:
+        return None
 
 
 def finite(x) -> bool:
