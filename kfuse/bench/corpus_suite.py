@@ -100,6 +100,9 @@ def reference(case, host: list, device: str) -> tuple[list | None, str, str | No
             return res, how, None
         except Exception as e:
             err = _err(e)
+        finally:
+            if xp is not np:        # the float64 temporaries back to the device, for the peers
+                xp.get_default_memory_pool().free_all_blocks()
     return None, spaces[-1][1], err
 
 
