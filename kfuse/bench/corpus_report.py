@@ -114,8 +114,11 @@ def markdown(result: dict) -> str:
             "| peer | entries | geomean speed | entries where kfuse is slower |", "|---|---|---|---|"]
     for p, d in s["per_peer"].items():
         out.append(f"| {p} | {d['entries']} | {_x(d['geomean'])} | {d['slower']} |")
-    out += ["", f"- entries below 0.9× torch.compile: **{s['below_0.9x_torch.compile']}**; "
-                f"below 1.0× NumPy: **{s['below_1.0x_numpy']}**",
+    def count(key, peer):
+        n = s["per_peer"].get(peer, {}).get("entries")
+        return f"**{s[key]}** of {n}" if n else "– (not a peer here)"
+    out += ["", f"- entries below 0.9× torch.compile: {count('below_0.9x_torch.compile', 'torch.compile')}; "
+                f"below 1.0× NumPy: {count('below_1.0x_numpy', 'numpy')}",
             f"- kfuse wrong (over its tolerance class): {', '.join(s['kfuse_wrong']) or 'none'}",
             f"- kfuse did not run: " + ("; ".join(f"{c} ({e})" for c, e in s["kfuse_failed"]) or "none"), "",
             f"Worst ten (by speed over {primary_peer(result)}):", "",
