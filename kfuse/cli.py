@@ -195,7 +195,11 @@ def _cmd_explain(args) -> int:
     fn = load_function(args.target)
     a, kw = parse_specs(args.specs, fn)
     plan = kfuse.explain(fn, *a, device=args.device, **kw)
-    _write_or_print(str(plan), args.output)
+    text = str(plan)
+    if getattr(args, "measure", False):     # random inputs of the specs, each kernel timed
+        from .bench.kernel_timing import explain_measure_text
+        text += "\n" + explain_measure_text(fn, a, device=args.device)
+    _write_or_print(text, args.output)
     return 0
 
 
@@ -295,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_dump_ptx)
 
     p = target_parser("explain", "print the fusion plan: kernels, bytes, FLOPs, predicted time, refusals")
+    p.add_argument("--measure", action="store_true",
+                   help="also run it on random inputs of the specs (host arrays for --device cpu or none, "
+                        "else CuPy) and print each kernel's measured time beside its predicted one")
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("demo", help="compile the example workloads on the best device, check them "

@@ -5,5 +5,7 @@ plot. Entry point: ``kfuse bench`` (``kfuse.bench.cli.main``) or ``python3 -m kf
 Modules: ``workloads`` (P1..P6, one NumPy-style body each), ``timing`` (events / perf_counter),
 ``peers`` (the implementations), ``ceilings`` (copy bandwidth, GEMM), ``suite`` (the run),
 ``report`` (JSON, markdown, roofline PNG, RESULTS.md), ``warm`` (warm disk load in a new
-process), ``cli``.
+process), ``cli``. The corpus of real workloads (issue 30): ``corpus/`` (the entries, by category),
+``corpus_suite`` (``kfuse bench --suite corpus``), ``corpus_report`` (its summary and tables) and
+``kernel_timing`` (per-kernel predicted vs measured time, ``kfuse explain --measure``).
 """

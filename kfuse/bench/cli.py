@@ -1,8 +1,10 @@
 """``kfuse bench``: run the public suite and write the table, JSON, roofline plot and RESULTS.md.
 
-    kfuse bench [--suite public] [--device gpu|cpu|auto] [--json out.json] [--markdown out.md]
+    kfuse bench [--suite public|corpus] [--device gpu|cpu|auto] [--json out.json] [--markdown out.md]
                 [--plot roofline.png] [--results benchmarks/RESULTS.md] [--quick]
                 [--peers numpy,kfuse] [--workloads P1,P3] [--budget SECONDS] [--tune]
+    kfuse bench --suite corpus [--device cpu|gpu] [--filter SUBSTR,...] [--shard K/N] [--quick]
+                [--numba-cuda] [--size gpu|cpu|tiny] [--list] [--json OUT] [--markdown OUT]
 
 Also runnable as ``python3 -m kfuse.bench.cli``. ``kfuse.cli`` delegates ``bench`` to :func:`main`.
 """
@@ -16,7 +18,8 @@ import tempfile
 
 def build_parser(prog: str = "kfuse bench") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="Benchmark kfuse against its peers (NumPy, CuPy, cupy.fuse, torch, torch.compile, jax.jit).")
-    ap.add_argument("--suite", default="public", choices=("public",))
+    ap.add_argument("--suite", default="public", choices=("public", "corpus"),
+                    help="public: P1..P6; corpus: the real-workload corpus (kfuse/bench/corpus)")
     ap.add_argument("--device", default="auto", choices=("auto", "gpu", "cpu"))
     ap.add_argument("--json", metavar="OUT.json")
     ap.add_argument("--markdown", metavar="OUT.md")
@@ -37,6 +40,12 @@ def build_parser(prog: str = "kfuse bench") -> argparse.ArgumentParser:
     ap.add_argument("--cache-dir", help="kfuse cache dir to use (default: a fresh temporary one, so "
                                         "compile times are cold)")
     ap.add_argument("--no-progress", action="store_true")
+    g = ap.add_argument_group("corpus (--suite corpus)")
+    g.add_argument("--filter", help="comma list of substrings of entry names, categories or tags")
+    g.add_argument("--shard", metavar="K/N", help="run the K-th of N round-robin shards of the entries")
+    g.add_argument("--numba-cuda", action="store_true", help="add kfuse[numba-cuda] rows (GPU)")
+    g.add_argument("--size", choices=("gpu", "cpu", "tiny"), help="size class (default: the device's)")
+    g.add_argument("--list", action="store_true", help="list the selected entries and their sizes; run nothing")
     return ap
 
 
@@ -63,6 +72,8 @@ def main(argv=None) -> int:
     except Exception:
         pass
     device = _resolve_device(args.device)
+    if args.suite == "corpus":
+        return _corpus(args, device, tmp)
     if device == "gpu":
         from .suite import gpu_present
         if not gpu_present():
@@ -97,6 +108,36 @@ def main(argv=None) -> int:
     print(report.markdown(result, plot))
     ok = any(r.get("ok") for r in result["rows"])
     return 0 if ok else 1
+
+
+def _corpus(args, device: str, tmp) -> int:
+    """``--suite corpus``: list (``--list``, a dry run: no GPU needed) or run, then write JSON/markdown."""
+    from . import corpus_report
+    from .corpus import cases
+    try:
+        if args.list:
+            for c in cases(args.size or device, args.filter, args.shard):
+                e = c.entry
+                print(f"{e.name:32} {e.category:12} {c.nbytes / 2**20:9.2f} MiB  {str(c)[len(e.name) + 1:]}"
+                      f"{'  [' + e.only + ']' if e.only else ''}")
+            return 0
+        if device == "gpu":
+            from .suite import gpu_present
+            if not gpu_present():
+                print("kfuse bench: --device gpu but no GPU is visible (CuPy / PyTorch see none)", file=sys.stderr)
+                return 2
+        from .corpus_suite import run_from_args
+        args.device = device
+        result = run_from_args(args)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if args.json:
+        corpus_report.write_json(result, args.json)
+    if args.markdown:
+        corpus_report.write_markdown(result, args.markdown)
+    print(corpus_report.markdown(result))
+    return 0 if any(r.get("ok") for r in result["rows"]) else 1
 
 
 if __name__ == "__main__":

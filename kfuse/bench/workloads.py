@@ -106,6 +106,71 @@ class TorchNamespace:
     def mean(self, x, axis, keepdims=False):
         return self._t.mean(x, dim=axis, keepdim=keepdims)
 
+    # -- the corpus (kfuse/bench/corpus) uses these too; anything else falls through to torch --
+    def __getattr__(self, name):            # log, log1p, abs, isnan, sign, float32, int8, ...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._t, name)
+
+    def _tensor_like(self, v, like):
+        return v if self._t.is_tensor(v) else self._t.tensor(v, dtype=like.dtype, device=like.device)
+
+    def min(self, x, axis, keepdims=False):
+        return self._t.amin(x, dim=axis, keepdim=keepdims)
+
+    def var(self, x, axis, keepdims=False):
+        return self._t.var(x, dim=axis, keepdim=keepdims, correction=0)
+
+    def std(self, x, axis, keepdims=False):
+        return self._t.std(x, dim=axis, keepdim=keepdims, correction=0)
+
+    def maximum(self, a, b):
+        if not self._t.is_tensor(b):
+            return self._t.clamp_min(a, b)
+        if not self._t.is_tensor(a):
+            return self._t.clamp_min(b, a)
+        return self._t.maximum(a, b)
+
+    def minimum(self, a, b):
+        if not self._t.is_tensor(b):
+            return self._t.clamp_max(a, b)
+        if not self._t.is_tensor(a):
+            return self._t.clamp_max(b, a)
+        return self._t.minimum(a, b)
+
+    def clip(self, x, lo, hi):
+        return self._t.clamp(x, lo, hi)
+
+    def where(self, c, a, b):
+        ref = a if self._t.is_tensor(a) else b
+        if self._t.is_tensor(ref):
+            a, b = self._tensor_like(a, ref), self._tensor_like(b, ref)
+        return self._t.where(c, a, b)
+
+    def transpose(self, x, axes=None):
+        return x.permute(*(axes if axes is not None else range(x.ndim - 1, -1, -1)))
+
+    def concatenate(self, xs, axis=0):
+        return self._t.cat(list(xs), dim=axis)
+
+    def take_along_axis(self, x, idx, axis):
+        return self._t.take_along_dim(x, idx, dim=axis)
+
+    def cumsum(self, x, axis):
+        return self._t.cumsum(x, dim=axis)
+
+    def diff(self, x, axis=-1):
+        return self._t.diff(x, dim=axis)
+
+    def round(self, x):
+        return self._t.round(x)
+
+    def power(self, x, p):
+        return self._t.pow(x, p)
+
+    def expand_dims(self, x, axis):
+        return self._t.unsqueeze(x, axis)
+
 
 # ---- workloads and cases -----------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)

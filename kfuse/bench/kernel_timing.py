@@ -1,0 +1,238 @@
+"""Per-kernel predicted vs measured time (``kfuse explain ... --measure``, and the corpus report).
+
+:func:`measure_kernels` plans and compiles a function for real arrays through the public API
+(``JitFunction.lower(...)``, ``Lowered.plan``, ``Lowered.compile()``), runs the program, and times
+each of its kernels separately while the whole program runs, pairing each with the plan's
+predicted time (``KernelGroup.cost.seconds``):
+
+* CPU (``CpuProgram.kernels``): each kernel's two Numba entry points (``_Kernel.fns``, sequential
+  and parallel) are wrapped for the measured calls with a ``perf_counter`` around the call, then
+  restored. A matmul group's BLAS product runs outside its epilogue kernel, so it lands in
+  ``other_us`` (allocation, BLAS, host work: the call's time minus the kernels').
+* GPU (``GpuProgram.launchers``, both CUDA C and Numba-CUDA): each launcher is wrapped with a pair
+  of CUDA events around its launch (a two-stage reduction's launches count as one kernel);
+  a one-kernel program is timed whole. A matmul group times its epilogue launch only.
+
+Nothing in the runtime changes: the wrappers sit on the program object this module compiled
+itself (not the jitted function's cached one), for the measured calls only.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+
+def _kind(a) -> str:
+    mod = type(a).__module__
+    if mod.startswith("cupy"):
+        return "cupy"
+    if mod.startswith("torch"):
+        return "torch" if a.is_cuda else "torch-cpu"
+    return "numpy"
+
+
+def _lowered(fn, args, device, backend):
+    import kfuse
+    from ..api import JitFunction
+    jf = fn if isinstance(fn, JitFunction) else kfuse.jit(fn)
+    kinds = {_kind(a) for a in args if hasattr(a, "shape")}
+    on_gpu = bool(kinds & {"cupy", "torch"})
+    if backend is None:
+        b = jf.options.backend
+        backend = (b if b in ("cuda", "numba-cuda") else "cuda") if on_gpu else "cpu"
+    return jf.lower(*args, device=device, backend=backend), backend
+
+
+def _program_inputs(lowered, args, backend) -> list:
+    arrays = [a if hasattr(a, "shape") and not isinstance(a, np.generic) else np.asarray(a) for a in args]
+    consts = list(getattr(lowered.graph, "constants", ()) or ())
+    if consts and backend != "cpu":
+        from ..runtime.interop import host_to_device
+        consts = [host_to_device(c) for c in consts]
+    return arrays + consts
+
+
+def measure_kernels(fn, *args, device: str | None = None, backend: str | None = None,
+                    reps: int | None = None, budget_s: float = 1.0, warmup: int = 2) -> dict:
+    """Time every kernel of ``fn``'s program for these arrays. Returns ``{"backend", "device",
+    "kernels": [{"kernel", "kind", "ops", "predicted_us", "measured_us", "runs"}], "call_us",
+    "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls)."""
+    lowered, backend = _lowered(fn, args, device, backend)
+    plan = lowered.plan
+    prog = lowered.compile(None)
+    ins = _program_inputs(lowered, args, backend)
+    gpu = backend != "cpu"
+    sync = _gpu_sync() if gpu else (lambda: None)
+    t_first = time.perf_counter()
+    for _ in range(max(1, warmup)):
+        prog(ins)
+    sync()
+    one = (time.perf_counter() - t_first) / max(1, warmup)
+    if reps is None:
+        reps = int(max(3, min(50, budget_s / max(one, 1e-6))))
+    if gpu:
+        per, calls, note = _measure_gpu(prog, ins, reps)
+    else:
+        per, calls, note = _measure_cpu(prog, ins, reps)
+    rows = []
+    for i, g in enumerate(plan.groups):
+        pred = g.cost.seconds * 1e6 if getattr(g, "cost", None) is not None else None
+        got = per.get(i, [])
+        rows.append({"kernel": g.id, "kind": g.kind, "ops": _ops(g),
+                     "predicted_us": pred, "measured_us": statistics.median(got) if got else None,
+                     "runs": len(got)})
+    call_us = statistics.median(calls) if calls else None
+    kern_us = sum(r["measured_us"] or 0.0 for r in rows)
+    preds = [r["predicted_us"] for r in rows if r["predicted_us"] is not None]
+    return {"backend": backend, "device": getattr(plan.device, "name", str(plan.device)), "kernels": rows,
+            "call_us": call_us, "kernels_us": kern_us,
+            "other_us": (call_us - kern_us) if call_us is not None else None,
+            "predicted_us": sum(preds) if preds else None, "note": note}
+
+
+def _ops(g, limit: int = 8) -> str:
+    ops = list(getattr(g, "ops", ()) or ())
+    return " ".join(ops[:limit]) + (f" ... (+{len(ops) - limit})" if len(ops) > limit else "") if ops else "copy"
+
+
+def _gpu_sync():
+    import cupy
+    return lambda: cupy.cuda.get_current_stream().synchronize()
+
+
+class _TimedFn:
+    """A Numba entry point with a perf_counter around each call (CPU)."""
+
+    def __init__(self, inner, store: list):
+        self.inner, self.store = inner, store
+
+    def __call__(self, *a):
+        t0 = time.perf_counter()
+        r = self.inner(*a)
+        self.store.append((time.perf_counter() - t0) * 1e6)
+        return r
+
+
+def _measure_cpu(prog, ins, reps):
+    per: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
+    saved = [k.fns for k in prog.kernels]
+    calls = []
+    try:
+        for i, k in enumerate(prog.kernels):
+            k.fns = tuple(_TimedFn(f, per[i]) for f in k.fns)
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            prog(ins)
+            calls.append((time.perf_counter() - t0) * 1e6)
+    finally:
+        for k, f in zip(prog.kernels, saved):
+            k.fns = f
+    return per, calls, "CPU: perf_counter around each kernel's Numba call; BLAS products and allocation are in other_us"
+
+
+class _TimedLauncher:
+    """A GPU launcher with CUDA events recorded around each launch."""
+
+    def __init__(self, inner, events, store: list):
+        self.inner, self.events, self.store = inner, events, store
+
+    def __call__(self, *a, **kw):
+        s, e = self.events.new_event(), self.events.new_event()
+        self.events.record(s)
+        r = self.inner(*a, **kw)
+        self.events.record(e)
+        self.store.append((s, e))
+        return r
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _measure_gpu(prog, ins, reps):
+    from .timing import EventAPI
+    ev = EventAPI.cupy()
+    n = len(prog.plan.groups)
+    marks: dict[int, list] = {i: [] for i in range(n)}
+    whole = []
+    if n == 1:          # one kernel: the program's call is the kernel (events around the call)
+        for _ in range(reps):
+            s, e = ev.new_event(), ev.new_event()
+            ev.record(s)
+            prog(ins)
+            ev.record(e)
+            whole.append((s, e))
+        ev.synchronize()
+        t = [ev.elapsed_ms(s, e) * 1e3 for s, e in whole]
+        return {0: t}, t, "GPU: one kernel, CUDA events around the call"
+    saved = prog.launchers
+    try:
+        prog.launchers = [_TimedLauncher(launch, ev, marks[i]) for i, launch in enumerate(saved)]
+        for _ in range(reps):
+            s, e = ev.new_event(), ev.new_event()
+            ev.record(s)
+            prog(ins)
+            ev.record(e)
+            whole.append((s, e))
+        ev.synchronize()
+    finally:
+        prog.launchers = saved
+    per = {i: [ev.elapsed_ms(s, e) * 1e3 for s, e in m] for i, m in marks.items()}
+    return per, [ev.elapsed_ms(s, e) * 1e3 for s, e in whole], \
+        "GPU: CUDA events around each launcher (matmul groups: the epilogue launch only)"
+
+
+# ---- text and inputs for the command line -------------------------------------------------------
+def format_measured(rep: dict) -> str:
+    """The per-kernel table under ``kfuse explain --measure``."""
+    def us(x):
+        return "-" if x is None else f"{x:.2f}"
+    lines = [f"measured on {rep['backend']} (plan for {rep['device']}): {rep['note']}",
+             "  kernel  kind      predicted us  measured us  measured/predicted  ops"]
+    for r in rep["kernels"]:
+        ratio = (r["measured_us"] / r["predicted_us"]) if r["measured_us"] and r["predicted_us"] else None
+        lines.append(f"  {r['kernel']:>6}  {r['kind']:<8}  {us(r['predicted_us']):>12}  {us(r['measured_us']):>11}  "
+                     f"{'-' if ratio is None else f'{ratio:.2f}x':>18}  {r['ops']}")
+    lines.append(f"  total: predicted {us(rep['predicted_us'])} us, kernels {us(rep['kernels_us'])} us, "
+                 f"whole call {us(rep['call_us'])} us (other {us(rep['other_us'])} us)")
+    return "\n".join(lines)
+
+
+def random_arguments(specs: list, on_gpu: bool, seed: int = 0) -> list:
+    """Arrays (NumPy, or CuPy when ``on_gpu``) for spec strings or specs: floats standard normal,
+    ints in [0, 2) (safe as indices), bools random; scalar specs give 1.0 / 1 / True."""
+    from ..ir.specs import ArraySpec, ScalarSpec, spec_from_string
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in specs:
+        sp = spec_from_string(s) if isinstance(s, str) else s
+        if isinstance(sp, ScalarSpec):
+            out.append(sp.pytype(1))
+            continue
+        if not isinstance(sp, ArraySpec):
+            out.append(s)
+            continue
+        dt, shape = np.dtype(sp.dtype), tuple(sp.shape)
+        if dt.kind == "f":
+            a = rng.standard_normal(shape, dtype=np.float32).astype(dt)
+        elif dt.kind == "b":
+            a = rng.random(shape) < 0.5
+        elif dt.kind in "iu":
+            a = rng.integers(0, 2, size=shape).astype(dt)
+        else:
+            a = np.zeros(shape, dt)
+        if on_gpu:
+            import cupy
+            a = cupy.asarray(a)
+        out.append(a)
+    return out
+
+
+def explain_measure_text(fn, specs: list, device: str | None = None) -> str:
+    """``kfuse explain --measure``: random inputs of ``specs`` on the host (device None or "cpu")
+    or the GPU (any other device name), then :func:`format_measured` of :func:`measure_kernels`."""
+    on_gpu = device not in (None, "cpu")
+    args = random_arguments(list(specs), on_gpu)
+    return format_measured(measure_kernels(fn, *args, device=device))
