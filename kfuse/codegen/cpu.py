@@ -285,9 +285,16 @@ class _Emitter:
     def index(self, idx) -> str:
         return ", ".join(str(e) for e in idx) if idx else "()"
 
+    def scalar_reads(self) -> list[str]:
+        """A 0-d input's element, read once before the loops: inside a ``prange`` Numba's parallel
+        lowering passes a 0-d array to the loop body as its element, and ``a[()]`` of it fails to
+        type (adafactor's ``g / np.mean(v)``)."""
+        return [f"    in{k}_0 = in{k}[()]" for k, b in enumerate(self.kir.inputs) if b.ndim == 0]
+
     def stmt(self, st) -> str:
         if isinstance(st, K.Load):
-            ref = f"in{st.buf}[{self.flat.get(st.dst) or self.index(st.index)}]"
+            ref = (f"in{st.buf}_0" if self.kir.inputs[st.buf].ndim == 0 else
+                   f"in{st.buf}[{self.flat.get(st.dst) or self.index(st.index)}]")
             return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
         if isinstance(st, K.Const):
             return f"{st.dst} = {_literal(st.value, st.dtype)}"
@@ -390,7 +397,7 @@ class _Emitter:
             return cpu_cols.function(self, self.sched)
         params = [f"in{k}" for k in range(len(kir.inputs))] + \
                  [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes]
-        lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)]
+        lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)] + self.scalar_reads()
         ind = 1
         for n, d in enumerate(kir.loop_dims(kir.outer)):
             # a scatter runs in C order (the last write to a position wins, as in NumPy)

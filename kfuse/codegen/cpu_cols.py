@@ -53,7 +53,7 @@ def function(em, sched) -> list[str]:
     c = sched.col
     params = [f"in{k}" for k in range(len(kir.inputs))] + \
              [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes] + ["cb"]
-    lines = [f"def kfuse_kernel({', '.join(params)}):", em.docstring(sched)]
+    lines = [f"def kfuse_kernel({', '.join(params)}):", em.docstring(sched)] + em.scalar_reads()
     others = [d for d in kir.loop_dims(kir.outer) if d != c]
     inner = kir.loop_dims(kir.inner)
     n0 = str(kir.domain[others[0]]) if others else "1"

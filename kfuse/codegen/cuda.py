@@ -369,8 +369,9 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
             body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5; "
                         f"constexpr int nwarps_ = {(v.block + 31) // 32};")
             body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-            if v.stage == 1:      # a block a (row, chunk): the grid is rows x split, exactly
+            if v.stage == 1 or v.grid_sync:      # a block a (row, chunk): the grid is rows x split, exactly
                 body.append(f"{{ const IDX row_ = (IDX)blockIdx.x / {v.split}, c_ = (IDX)blockIdx.x % {v.split};")
+                body += ["  unsigned bar_ = 0;"] if v.grid_sync else []
             else:
                 body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
                             "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
@@ -416,12 +417,12 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
         row_level = set()   # values computed once a row (outside the phases' loops)
         declared = set()    # row-level reciprocals declared so far (rd_<divisor>)
         filled = set()
-        q_acc = 0           # grid_sync: the accumulators of earlier passes (their workspace slots)
-        n_acc = sum(len(ph.accs) for ph in phases)
+        q_acc, chunked = 0, False   # grid_sync: the accumulators of earlier passes (their workspace slots)
         for pi, ph in enumerate(phases):
             for s in ph.pre:
                 if isinstance(s, K.Store) and (row or v.grid_sync):
-                    rb.append(("if (tid_ == 0) " if row else "if (c_ == 0) ") + self.stmt(s))
+                    who = "tid_ == 0 && c_ == 0" if row and v.grid_sync else "tid_ == 0" if row else "c_ == 0"
+                    rb.append(f"if ({who}) " + self.stmt(s))
                 else:
                     rb.append(self.stmt(s))
                     row_level.add(getattr(s, "dst", None))
@@ -452,7 +453,8 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
                 loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
                 loop.append("{" if v.exact else f"if (j_ < {units}) {{")
             elif v.stage == 1 or v.grid_sync:     # this block's (row) or thread's (col) chunk of the row
-                if v.stage == 1:
+                if v.stage == 1 or (row and not chunked):      # (col grid_sync: declared with the column)
+                    chunked = True
                     rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
                               f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
                 step = f"lo_ + tid_; j_ < hi_; j_ += {v.block}" if row else "lo_; j_ < hi_; ++j_"
@@ -537,11 +539,13 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
             declared |= set(recips.values())
             rb += ["  " + x for x in "\n".join(loop).split("\n")]
             rb.append("}")
-            if v.grid_sync and ph.accs:
-                rb += self.grid_combine(ph, q_acc, n_acc)
+            finals = [self.acc_final(a, row) for a in ph.accs]     # (row: the block's combine first)
+            if v.grid_sync and ph.accs:     # the chunks' accumulators met across the grid, then finished
+                rb += [x for f in finals for x in f[:-1]] + self.grid_combine(ph, q_acc, row)
+                finals = [f[-1:] for f in finals]
                 q_acc += len(ph.accs)
-            for a in ph.accs:
-                rb += self.acc_final(a, row)
+            for a, f in zip(ph.accs, finals):
+                rb += f
                 row_level.add(a.dst)
             if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
                 rb += [f"{'if (tid_ == 0) ' if row else ''}{self.partial(ph, k, 'c_')} = A{a.dst};"
@@ -551,17 +555,18 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
         body.append("}")
         return self.wrap(body)
 
-    def grid_combine(self, ph: K.Phase, first: int, n_acc: int) -> list[str]:
-        """Variant.grid_sync, after a pass's chunk loop: each accumulator to its workspace slot
-        (accumulator, chunk, column: a warp's writes and reads coalesce), a grid barrier, then the
-        column's chunks combined in chunk order by every thread of the column (the same value)."""
+    def grid_combine(self, ph: K.Phase, first: int, row: bool) -> list[str]:
+        """Variant.grid_sync, after a pass's chunk loop (row mode: and the block's combine): each
+        chunk's accumulators to their workspace slots (accumulator, chunk, column: a warp's writes
+        and reads coalesce), a grid barrier, then the chunks combined in chunk order by every
+        thread of the row or column (the same value everywhere)."""
         v = self.v
         slot = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({{q}} * {v.split} + {{ch}}) "
                 f"* n_rows + row_) * {SPLIT_SLOT})")
         out = []
         for k, a in enumerate(ph.accs):
             T = self.acc_types(a)
-            out.append(f"if (c_ < {v.split}) {slot.format(c='', T=T, q=first + k, ch='c_')} = A{a.dst};")
+            out.append(f"if ({'tid_ == 0' if row else f'c_ < {v.split}'}) {slot.format(c='', T=T, q=first + k, ch='c_')} = A{a.dst};")
         out.append(f"bar_ += gridDim.x; kf_grid_sync(reinterpret_cast<unsigned*>(ws_), bar_);")
         for k, a in enumerate(ph.accs):
             T, b = self.acc_types(a), dataclasses.replace(a, dst=f"{a.dst}g")

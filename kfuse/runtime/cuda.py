@@ -61,6 +61,8 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
+SHORT_ROW_BLOCK = 64          # row reductions of blocks this small (rows of <= 256 vector units) ...
+SHORT_ROW_BLOCKS_PER_SM = 32  # ... take at most this many blocks a SM, each looping over rows
 TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
 TILE_BLOCKS_PER_SM = 8        # ... and its grid cap, in 256-thread blocks a SM (tiles grid-stride beyond)
 GRID_SYNC_BLOCKS_PER_SM = 16  # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 32 registers; H200,
@@ -366,10 +368,18 @@ class _Launcher(LauncherBase):
                      SPLIT_MAX)
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
             return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1), n_rows * chunks
+        # several passes over rows too few to fill the GPU (x / abs(x).max(), a global norm's scale):
+        # a row's chunks meet at grid barriers, every block resident
+        chunks = min(chunks, GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK * sm // max(1, n_rows))
+        if 4 * n_rows < sm and chunks >= 2 and cuda_emit.grid_sync_ok(kir):
+            return (cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
+                                      split=chunks, grid_sync=True), n_rows * chunks)
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
         cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
+        if block <= SHORT_ROW_BLOCK:     # short rows: blocks loop over rows (a block a row of 16 floats: block
+            cap = min(cap, sm * SHORT_ROW_BLOCKS_PER_SM)   # scheduling, not memory, set the time)
         grid = max(1, min(n_rows, cap))
         return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
                                   min_blocks=MIN_BLOCKS * 256 // block, reload=reload), grid

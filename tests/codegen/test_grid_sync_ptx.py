@@ -40,3 +40,15 @@ def test_grid_sync_variant_compiles_with_one_barrier_a_pass(name):
 def test_single_pass_reductions_split_in_two_kernels_instead():
     kir = kfuse.jit(lambda x: x.sum(0)).lower(np.zeros((4099, 257), np.float32)).kernels()[0]
     assert not ce.grid_sync_ok(kir) and ce.split_ok(kir)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x / np.abs(x).max(), lambda x: (x - x.mean()) / x.std()])
+def test_row_grid_sync_block_combine_then_grid_combine(fn):
+    from kfuse.codegen.variance import one_pass_variance
+    kir = one_pass_variance(kfuse.jit(fn).lower(np.zeros(1 << 16, np.float32)).kernels()[0])
+    v = ce.Variant("row", 4, False, 0, 256, 2, min_blocks=8, split=21, grid_sync=True)
+    body = ce.emit(kir, v)
+    body = body[body.index('extern "C"'):]
+    assert body.count("kf_grid_sync(") == 1 and "if (tid_ == 0) *reinterpret_cast<" in body
+    assert body.index("sm_v") < body.index("kf_grid_sync(")     # the block's combine comes first
+    nvrtc.compile(ce.emit(kir, v), "sm_90")

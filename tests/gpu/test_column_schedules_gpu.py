@@ -88,3 +88,34 @@ def test_integers_and_argmax_with_nan_and_ties_across_chunks():
     ea, ed = fa(x)
     np.testing.assert_array_equal(cp.asnumpy(a), ea)
     assert_matches_numpy(cp.asnumpy(d), ed)
+
+
+ROWS = {
+    "scale_by_absmax": (lambda x: x / np.abs(x).max(), (1 << 22) + 77),
+    "clip_by_global_norm": (lambda x: x * np.minimum(1.0, 1.0 / np.sqrt((x * x).sum())), (1 << 22) + 5),
+    "standardise_vector": (lambda x: (x - x.mean()) / x.std(), (1 << 22) + 3),
+    "softmax_three_long_rows": (lambda x: np.exp(x - x.max(1, keepdims=True)) / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True), (3, (1 << 20) + 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_multi_pass_over_few_long_rows(name):
+    fn, shape = ROWS[name]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    f = kfuse.jit(fn)
+    xd = cp.asarray(x)
+    got = f(xd)
+    assert _grid_synced(f, xd) >= 2
+    assert_matches_numpy(cp.asnumpy(got), fn(x), reductions=True)
+    assert cp.asnumpy(f(xd)).tobytes() == cp.asnumpy(got).tobytes()
+
+
+def test_short_rows_loop_in_fewer_blocks():
+    x = RNG.standard_normal((1 << 20, 16)).astype(np.float32)
+    fn = lambda x: x - x.sum(1, keepdims=True) * x.max(1, keepdims=True)     # noqa: E731
+    f = kfuse.jit(fn)
+    got = f(cp.asarray(x))
+    entry = f._programs[f._key((cp.asarray(x),))]
+    grids = [h[2][0] for lau in entry.program.launchers for h in lau._variants.values()]
+    assert max(grids) < x.shape[0] // 16
+    assert_matches_numpy(cp.asnumpy(got), fn(x), reductions=True)
