@@ -347,6 +347,7 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
     def reduce(self) -> str:
         kir, v = self.kir, self.v
         row = v.mode == "row"
+        packed = row and v.packed
         outer = kir.loop_dims(kir.outer)
         inner = kir.loop_dims(kir.inner)
         body = self.setup()
@@ -366,10 +367,14 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
             body.append("int par_ = 1; (void)par_;")
             # the block size is the variant's (the launcher launches ``v.block`` threads): a constant,
             # so the cross-warp combine unrolls and its shared-memory loads issue together
-            body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ & 31, warp_ = tid_ >> 5; "
+            body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ % {v.lanes if packed else 32}, warp_ = tid_ >> 5; "
                         f"constexpr int nwarps_ = {(v.block + 31) // 32};")
             body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-            if v.stage == 1 or v.grid_sync:      # a block a (row, chunk): the grid is rows x split, exactly
+            if packed:      # block / lanes short rows at a time (a last group's spare rows redo the last row)
+                body.append(f"for (IDX b_ = (IDX)blockIdx.x * {v.block // v.lanes}; b_ < n_rows; "
+                            f"b_ += (IDX)gridDim.x * {v.block // v.lanes}) {{")
+                body.append(f"  const IDX row_ = b_ + tid_ / {v.lanes} < n_rows ? b_ + tid_ / {v.lanes} : n_rows - 1;")
+            elif v.stage == 1 or v.grid_sync:      # a block a (row, chunk): the grid is rows x split, exactly
                 body.append(f"{{ const IDX row_ = (IDX)blockIdx.x / {v.split}, c_ = (IDX)blockIdx.x % {v.split};")
                 body += ["  unsigned bar_ = 0;"] if v.grid_sync else []
             else:
@@ -421,7 +426,8 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
         for pi, ph in enumerate(phases):
             for s in ph.pre:
                 if isinstance(s, K.Store) and (row or v.grid_sync):
-                    who = "tid_ == 0 && c_ == 0" if row and v.grid_sync else "tid_ == 0" if row else "c_ == 0"
+                    who = ("tid_ == 0 && c_ == 0" if row and v.grid_sync else "lane_ == 0" if packed
+                           else "tid_ == 0" if row else "c_ == 0")
                     rb.append(f"if ({who}) " + self.stmt(s))
                 else:
                     rb.append(self.stmt(s))
@@ -461,7 +467,8 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
                 unroll = CHUNK_UNROLL_GRID_SYNC if v.grid_sync else 4
                 rb.append(f"#pragma unroll {unroll}\nfor (IDX j_ = {step}) {{")      # several loads in flight
             elif row:
-                rb.append(f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
+                rb.append(f"for (IDX j_ = lane_; j_ < {units}; j_ += {v.lanes}) {{" if packed else
+                          f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
                 rb.append("for (IDX j_ = 0; j_ < row_len; ++j_) {")
             dec = []

@@ -50,7 +50,14 @@ class AccEmitter:
         out = []
         T = self.acc_types(a)
         arg = a.kind in ("argmax", "argmin")
-        if row:
+        if row and self.v.packed:     # a short row's lanes: shuffles within the row's lanes alone
+            if arg:
+                out.append(f"for (int m_ = {self.v.lanes // 2}; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
+                           f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+            else:
+                out.append(f"for (int m_ = {self.v.lanes // 2}; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+        elif row:
             if self.v.barriers == 1:
                 smem = f"red_smem_ + {128 * self._acc_q} + 64 * par_"
                 self._acc_q += 1

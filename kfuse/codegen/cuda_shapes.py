@@ -33,7 +33,9 @@ class Variant:
                                 # row in ``split`` chunks, in two kernels (``stage``), deterministic:
     stage: int = 0              # 1: a block (row) or thread (col) a chunk writes its accumulators to a
                                 # workspace; 2: a block a row combines its chunks' (a fixed tree), finishes it
-    lanes: int = 32             # scan mode: lanes sharing a row (32 / lanes rows a warp), a chunk ``vec``
+    lanes: int = 32             # row mode, packed: short rows, ``lanes`` threads a row, block / lanes rows a
+                                # block at a time, combined by shuffles alone (no barrier); scan mode:
+                                # lanes sharing a row (32 / lanes rows a warp), a chunk ``vec``
                                 # segments of lanes elements (kfuse.codegen.cuda_scan) ...
     packed: bool = False        # ... or, rows no longer than lanes, ``vec`` segments each of other rows
     tile_t: int = -1            # tile mode (codegen.cuda_tile2d): the domain dim the staged loads run along ...
@@ -54,6 +56,7 @@ class Variant:
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         t += f"y{self.split}" if self.grid_sync else ""
+        t += f"w{self.lanes}" if self.mode == "row" and self.packed else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) if self.mode == "tile" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 

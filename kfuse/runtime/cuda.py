@@ -61,8 +61,9 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
-SHORT_ROW_BLOCK = 64          # row reductions of blocks this small (rows of <= 256 vector units) ...
-SHORT_ROW_BLOCKS_PER_SM = 32  # ... take at most this many blocks a SM, each looping over rows
+PACKED_ROW_UNITS = 32         # rows of at most this many vector units run packed, several a warp
+PACKED_ROW_BLOCKS_PER_SM = 16 # (Variant.lanes; a block a row of 64 floats took 10.1 ms for 512 MiB, H200),
+                              # in at most this many 128-thread blocks a SM, looping over row groups
 TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
 TILE_BLOCKS_PER_SM = 8        # ... and its grid cap, in 256-thread blocks a SM (tiles grid-stride beyond)
 GRID_SYNC_BLOCKS_PER_SM = 16  # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 32 registers; H200,
@@ -149,7 +150,7 @@ class _Launcher(LauncherBase):
         """The kernel IR ``variant`` renders: a variance's two passes folded into one
         (codegen.variance) where the variant reads its rows from memory again in every pass (a
         column pass, or rows not held in registers), else the group's own."""
-        rereads = variant.mode == "col" or (variant.mode == "row" and not variant.cache_k)
+        rereads = variant.mode == "col" or (variant.mode == "row" and not variant.cache_k and not variant.packed)
         return one_pass_variance(self.kir) if rereads and not variant.stage else self.kir
 
     def _build(self, ins, outs, props) -> tuple:
@@ -374,12 +375,15 @@ class _Launcher(LauncherBase):
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.grid_sync_ok(kir):
             return (cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
                                       split=chunks, grid_sync=True), n_rows * chunks)
+        units = L // vec
+        if units <= PACKED_ROW_UNITS:   # short rows: several a warp, each on the fewest lanes covering it
+            lanes = 1 << max(0, units - 1).bit_length()
+            return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True),
+                    max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
         cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
-        if block <= SHORT_ROW_BLOCK:     # short rows: blocks loop over rows (a block a row of 16 floats: block
-            cap = min(cap, sm * SHORT_ROW_BLOCKS_PER_SM)   # scheduling, not memory, set the time)
         grid = max(1, min(n_rows, cap))
         return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
                                   min_blocks=MIN_BLOCKS * 256 // block, reload=reload), grid

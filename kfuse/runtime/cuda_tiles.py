@@ -129,6 +129,8 @@ def apply_tile(tile, variant, grid: int, geom: Geometry) -> tuple:
     if variant.mode == "row":
         if tile.kind != "row":
             return variant, grid, f"a {tile.kind} tile on a row reduction"
+        if variant.packed or variant.grid_sync:
+            return variant, grid, "short rows packed in warps, or a grid-synchronised row: no tile applies"
         vec = _vec(tile, variant)
         units = geom.row_len // vec
         registers = tile.get("storage", "registers") == "registers"
@@ -144,6 +146,8 @@ def apply_tile(tile, variant, grid: int, geom: Geometry) -> tuple:
         new_grid = _same_threads(grid, variant.block, block, geom.units)
         return dataclasses.replace(variant, vec=vec, block=block, cache_k=kc), new_grid, None
     if variant.mode in ("col", "scan"):
+        if variant.grid_sync:       # its grid is sized to what stays resident at its launch bounds
+            return variant, grid, "a grid-synchronised column pass: no tile applies"
         if tile.kind != "reduction":
             return variant, grid, f"a {tile.kind} tile on a {'scan' if variant.mode == 'scan' else 'column reduction'}"
         new_grid = _same_threads(grid, variant.block, block, -(-geom.units // block))

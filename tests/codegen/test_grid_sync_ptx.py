@@ -52,3 +52,15 @@ def test_row_grid_sync_block_combine_then_grid_combine(fn):
     assert body.count("kf_grid_sync(") == 1 and "if (tid_ == 0) *reinterpret_cast<" in body
     assert body.index("sm_v") < body.index("kf_grid_sync(")     # the block's combine comes first
     nvrtc.compile(ce.emit(kir, v), "sm_90")
+
+
+@pytest.mark.parametrize("lanes,vec", [(16, 4), (4, 1), (1, 4), (32, 4)])
+def test_packed_short_rows_combine_within_their_lanes(lanes, vec):
+    fn = lambda x: (x - x.mean(-1, keepdims=True)) * x.max(-1, keepdims=True)    # noqa: E731
+    kir = kfuse.jit(fn).lower(np.zeros((1000, 64), np.float32)).kernels()[0]
+    v = ce.Variant("row", vec, False, 0, 128, 2, lanes=lanes, packed=True)
+    body = ce.emit(kir, v)
+    body = body[body.index('extern "C"'):]
+    assert "__syncthreads" not in body and f"for (IDX j_ = lane_; j_ < " in body
+    assert f"for (int m_ = {lanes // 2}; m_ > 0;" in body and f"tid_ / {lanes}" in body
+    nvrtc.compile(ce.emit(kir, v), "sm_90")
