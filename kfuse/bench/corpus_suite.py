@@ -28,7 +28,7 @@ import numpy as np
 from . import ceilings as _ceil
 from .corpus import TOLERANCE_CLASSES, cases as corpus_cases, reference_mode
 from .peers import CupyPeer, JaxPeer, KfusePeer, NumpyPeer, Peer, PeerUnavailable, TorchPeer, select
-from .suite import (_Progress, _Ready, _derive, _err, _free, _loadavg, _time_interleaved, cpu_info, gpu_info,
+from .suite import (_Progress, setup_peers, _Ready, _derive, _err, _free, _loadavg, _time_interleaved, cpu_info, gpu_info,
                     planner_device_name, versions)
 from .workloads import as_tuple, relative_error
 
@@ -119,17 +119,7 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
     size = size or device
     cases = corpus_cases(size, filter, shard)
     candidates = select(corpus_peers(device, numba_cuda), peers)
-    peer_info: dict[str, dict] = {}
-    live: list[Peer] = []
-    for p in candidates:
-        try:
-            p.setup()
-            peer_info[p.name] = {"available": True, "version": p.version()}
-            live.append(p)
-        except PeerUnavailable as e:
-            peer_info[p.name] = {"available": False, "reason": str(e)}
-        except Exception as e:
-            peer_info[p.name] = {"available": False, "reason": _err(e)}
+    peer_info, live = setup_peers(candidates)
     dev_info = cpu_info() if device == "cpu" else {**gpu_info(), "host_cpu": cpu_info()}
     plan_dev = planner_device_name(device, dev_info)
     prog = _Progress(len(cases) * max(1, len(live)) + 1, progress)

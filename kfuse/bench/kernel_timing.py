@@ -157,7 +157,8 @@ def _measure_gpu(prog, ins, reps):
     n = len(prog.plan.groups)
     marks: dict[int, list] = {i: [] for i in range(n)}
     whole = []
-    if n == 1:          # one kernel: the program's call is the kernel (events around the call)
+
+    def calls():
         for _ in range(reps):
             s, e = ev.new_event(), ev.new_event()
             ev.record(s)
@@ -165,18 +166,14 @@ def _measure_gpu(prog, ins, reps):
             ev.record(e)
             whole.append((s, e))
         ev.synchronize()
+    if n == 1:          # one kernel: the program's call is the kernel (events around the call)
+        calls()
         t = [ev.elapsed_ms(s, e) * 1e3 for s, e in whole]
         return {0: t}, t, "GPU: one kernel, CUDA events around the call"
     saved = prog.launchers
     try:
         prog.launchers = [_TimedLauncher(launch, ev, marks[i]) for i, launch in enumerate(saved)]
-        for _ in range(reps):
-            s, e = ev.new_event(), ev.new_event()
-            ev.record(s)
-            prog(ins)
-            ev.record(e)
-            whole.append((s, e))
-        ev.synchronize()
+        calls()
     finally:
         prog.launchers = saved
     per = {i: [ev.elapsed_ms(s, e) * 1e3 for s, e in m] for i, m in marks.items()}

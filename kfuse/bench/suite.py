@@ -30,6 +30,24 @@ def _err(e: BaseException) -> str:
     return s[0][:300] if s else type(e).__name__
 
 
+def setup_peers(candidates) -> tuple[dict, list]:
+    """``({peer name: availability, version or the reason}, the peers that set up)``."""
+    info: dict[str, dict] = {}
+    live: list[Peer] = []
+    for p in candidates:
+        try:
+            p.setup()
+            info[p.name] = {"available": True, "version": p.version()}
+            if getattr(p, "warmup_s", None) is not None:
+                info[p.name]["process_warmup_s"] = p.warmup_s
+            live.append(p)
+        except PeerUnavailable as e:
+            info[p.name] = {"available": False, "reason": str(e)}
+        except Exception as e:
+            info[p.name] = {"available": False, "reason": _err(e)}
+    return info, live
+
+
 # ---- device and versions -----------------------------------------------------------------------
 def gpu_present() -> bool:
     try:
@@ -167,19 +185,7 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
     size = "quick" if quick else "full"
     cases = public_cases(device, size, workloads)
     candidates = select(all_peers(device, tune=tune), peers)
-    peer_info: dict[str, dict] = {}
-    live: list[Peer] = []
-    for p in candidates:
-        try:
-            p.setup()
-            peer_info[p.name] = {"available": True, "version": p.version()}
-            if getattr(p, "warmup_s", None) is not None:
-                peer_info[p.name]["process_warmup_s"] = p.warmup_s
-            live.append(p)
-        except PeerUnavailable as e:
-            peer_info[p.name] = {"available": False, "reason": str(e)}
-        except Exception as e:
-            peer_info[p.name] = {"available": False, "reason": _err(e)}
+    peer_info, live = setup_peers(candidates)
 
     dev_info = cpu_info() if device == "cpu" else {**gpu_info(), "host_cpu": cpu_info()}
     plan_dev = planner_device_name(device, dev_info)

@@ -74,9 +74,12 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     row_bytes = row * sum(i.dtype.itemsize for i in full_in)
     nphase, tail = phases(nodes, order)
     passes = nphase + (1 if tail else 0)
-    if passes <= 1 or row_bytes <= device.on_chip_bytes:
-        return 1, "", False
     din = sum(i.nbytes for i in full_in)
+    # a reduction over axes other than the last (C order) runs a thread a column: each pass reads
+    # the inputs again, from L2 only where they all fit there (65536x1024 f32 statistics: 3 passes)
+    columns = len(domain) - 1 not in axes
+    if passes <= 1 or (din <= device.l2_bytes if columns else row_bytes <= device.on_chip_bytes):
+        return 1, "", False
     small = sum(i.nbytes for i in inputs if i.shape != domain)
     outb = sum(o.nbytes for o in outputs)
     reread = roofline(din * passes + small, outb, flops * passes / max(nphase, 1), device, dtype)
@@ -84,7 +87,9 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     split = sum(roofline(din + small + outer * k, outer if k < passes - 1 else outb,
                          flops / passes, device, dtype).seconds for k in range(passes))
     choose_split = split < reread.seconds
-    text = (f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB: "
+    what = (f"columns of {din / 2 ** 20:.0f} MiB exceed L2 {device.l2_bytes / 2 ** 20:.0f} MiB" if columns else
+            f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB")
+    text = (f"{what}: "
             f"re-read {passes}x ({reread.seconds * 1e6:.1f} us) vs split into {passes} kernels "
             f"({split * 1e6:.1f} us): {'split' if choose_split else 're-read'}")
     return passes, text, choose_split

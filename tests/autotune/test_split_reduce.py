@@ -40,8 +40,10 @@ def test_few_long_rows_run_in_chunks(fn, shape, rows):
 def test_many_rows_short_rows_and_multi_pass_rows_do_not_split(fn, shape):
     _, lau, ins, outs = launcher_for(fn, np.zeros(shape, np.float32))
     v, _ = lau.variant_for(ins, outs, PROPS)
-    assert v.split == 0 and v.stage == 0
+    assert v.stage == 0 and (v.split == 0) == (not v.grid_sync)
     assert ce.split_ok(lau.kir) == (fn is not softmax)       # softmax's rows are read by 3 passes
+    # two rows of 2^20 read by 3 passes: their chunks meet at grid barriers in one launch
+    assert v.grid_sync == (fn is softmax) and ce.grid_sync_ok(lau.kir) == (fn is softmax)
 
 
 def test_the_two_kernels_compile_and_hand_partials_through_the_workspace():
