@@ -68,5 +68,5 @@ nvrtc = pytest.importorskip("kfuse.codegen.nvrtc")
 def test_cuda_variants_render_the_folded_kernel(variant):
     kir = one_pass_variance(_kir(STATS["standardise"] if variant.mode == "col" else STATS["layernorm_rows"], (300, 64)))
     src = ce.emit(kir, variant)
-    assert "v" in src and src.count("kf_grid_sync(") == (1 if variant.grid_sync else 0) + src.count("__device__ __forceinline__ void kf_grid_sync")
+    assert "v" in src and src.count("kf_grid_sync(") == (2 if variant.grid_sync else 0) + src.count("__device__ __forceinline__ void kf_grid_sync")
     nvrtc.compile(src, "sm_90")
