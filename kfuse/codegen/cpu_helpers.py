@@ -50,22 +50,44 @@ def _fval_{_T}(k):
 _helper("_h2f", '''
 @numba.njit(error_model="numpy")
 def _h2f(h):
-    """float16 bits -> float32 value (exact)."""
-    b = np.int64(h)
-    e = (b >> 10) & 31
-    m = b & 1023
-    if e == 0:
-        r = m * 5.9604644775390625e-08
-    elif e == 31:
-        r = np.inf if m == 0 else np.nan
-    else:
-        r = (m + 1024) * np.ldexp(1.0, e - 25)
-    return np.float32(-r if b & 32768 else r)
+    """float16 bits -> float32 value (exact), branch-free so loops over it vectorise: the bits
+    shifted into a float32's exponent and significand, scaled by 2**112 (subnormals come out
+    normal, exactly); infinity and NaN get the float32 exponent of all ones."""
+    b = np.uint32(h)
+    em = np.uint32(b & np.uint32(0x7fff))
+    f = np.float32(np.uint32(em << np.uint32(13)).view(np.float32) * np.float32(5.192296858534828e+33))
+    bits = np.float32(f).view(np.uint32)
+    bits = np.uint32(bits | np.uint32(0x7f800000)) if em >= np.uint32(0x7c00) else bits
+    return np.uint32(bits | np.uint32((b & np.uint32(0x8000)) << np.uint32(16))).view(np.float32)
 ''')
+_helper("_f2hf", '''
+@numba.njit(error_model="numpy")
+def _f2hf(x):
+    """float32 -> float16 bits, rounded once to nearest even (NumPy's astype), branch-free: a
+    normal result rounds in the integer bits (half a step plus the kept bit's parity), a
+    subnormal one by a float add that aligns float16's step with float32's last bit; NaN
+    keeps its sign (np.signbit sees it). 4 Mi-element chains: 0.95 ms vs 52 ms for _f2h."""
+    u = np.float32(x).view(np.uint32)
+    sign = np.uint32(np.uint32(u >> np.uint32(16)) & np.uint32(0x8000))
+    u = np.uint32(u & np.uint32(0x7fffffff))
+    sub = np.uint32(np.float32(u.view(np.float32) + np.float32(0.5)).view(np.uint32) - np.uint32(0x3f000000))
+    odd = np.uint32(np.uint32(u >> np.uint32(13)) & np.uint32(1))
+    nrm = np.uint32(np.uint32(np.uint32(u + np.uint32(0xc8000fff)) + odd) >> np.uint32(13))
+    r = (np.uint32(0x7e00) if u > np.uint32(0x7f800000) else np.uint32(0x7c00) if u >= np.uint32(0x47800000)
+         else sub if u < np.uint32(0x38800000) else nrm)
+    return np.uint16(np.uint32(r | sign))
+''')
+_helper("_rf16f", '''
+@numba.njit(error_model="numpy")
+def _rf16f(x):
+    """round a float32 to float16 precision, returned as float32 (branch-free)."""
+    return _h2f(_f2hf(x))
+''', ("_h2f", "_f2hf"))
 _helper("_f2h", '''
 @numba.njit(error_model="numpy")
 def _f2h(x):
-    """any float -> float16 bits, rounded once to nearest even (as NumPy's astype)."""
+    """any float -> float16 bits, rounded once to nearest even (as NumPy's astype): for values
+    float32 does not hold exactly (float64, wide ints), where _f2hf would round twice."""
     x = np.float64(x)
     sign = 32768 if np.copysign(1.0, x) < 0 else 0
     if x != x:
