@@ -160,6 +160,8 @@ class _Emitter:
             return f"{self.use('_expf')}({a[0]})"
         if op == "tanh" and vt == "float32":
             return f"{self.use('_tanhf')}({a[0]})"
+        if op in ("log", "log1p") and vt == "float32":
+            return f"{self.use('_' + op + 'f')}({a[0]})"
         if op in _NP_UNARY:
             return f"np.{op}({a[0]})"
         if op == "cbrt":
@@ -409,7 +411,7 @@ class _Emitter:
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
         inner = kir.loop_dims(kir.inner)
-        vector = len(inner) == 1            # acc_lines: the vectorisable forms
+        vector = bool(inner)                # acc_lines: the vectorisable forms (per element: any loop nest)
         for n, ph in enumerate(kir.phases):
             lines += ["    " * ind + self.stmt(s) for s in ph.pre]
             if not ph.has_loop:

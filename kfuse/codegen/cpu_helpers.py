@@ -3,7 +3,7 @@ kernel uses into its own source, so the source text alone determines the compile
 
 ``HELPERS`` maps a helper's name to ``(source, names of the helpers it calls)``; its order is the
 definition order, which respects those dependencies. float16 travels as uint16 bits (``_h2f``,
-``_f2h``, ``_rf16``); ``_expf``/``_tanhf`` are branch-free float32 versions LLVM vectorises;
+``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf`` are branch-free float32 versions LLVM vectorises;
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
 same order (vectorisable max/min); the rest give NumPy's integer and float division, remainder,
 shift, power, gcd/lcm and popcount results (the integer division, remainder, shifts and gcd/lcm
@@ -154,6 +154,52 @@ def _expf(x):
     e = np.float32(0.0) if x < np.float32(-104.0) else e
     return x if x != x else e
 ''')
+_helper("_logf", '''
+@numba.njit(error_model="numpy")
+def _logf(x):
+    """float32 log: frexp from the bits (subnormals scaled by 2^23 first), Cephes' degree-8
+    polynomial on the mantissa folded to [sqrt(1/2), sqrt(2)), ln 2 split in two; max error 0.78
+    ulp over every positive float32. Branch-free and call-free, so LLVM vectorises the loop
+    (16M elements: 7.8 ms, Numba's libm call 29.8 ms, NumPy 8.3 ms); 0 -> -inf, x < 0 -> NaN."""
+    tiny = x < np.float32(1.1754944e-38)
+    xs = np.float32(x * np.float32(8388608.0)) if tiny else x
+    bits = np.float32(xs).view(np.int32)
+    e = np.float32(np.int32(np.int32(bits >> np.int32(23)) & np.int32(255)) - np.int32(126)) - (np.float32(23.0) if tiny else np.float32(0.0))
+    m = np.int32(np.int32(bits & np.int32(0x007fffff)) | np.int32(0x3f000000)).view(np.float32)
+    low = m < np.float32(0.70710677)
+    e = e - np.float32(1.0) if low else e
+    m = (m + m - np.float32(1.0)) if low else (m - np.float32(1.0))
+    z = m * m
+    y = np.float32(7.0376836292e-2) * m + np.float32(-1.1514610310e-1)
+    y = y * m + np.float32(1.1676998740e-1)
+    y = y * m + np.float32(-1.2420140846e-1)
+    y = y * m + np.float32(1.4249322787e-1)
+    y = y * m + np.float32(-1.6668057665e-1)
+    y = y * m + np.float32(2.0000714765e-1)
+    y = y * m + np.float32(-2.4999993993e-1)
+    y = y * m + np.float32(3.3333331174e-1)
+    y = y * m * z
+    y = y + e * np.float32(-2.12194440e-4)
+    y = y - np.float32(0.5) * z
+    r = m + y + e * np.float32(0.693359375)
+    r = np.float32(-np.inf) if x == np.float32(0.0) else r
+    r = np.float32(np.nan) if x < np.float32(0.0) else r
+    r = x if x == np.float32(np.inf) else r
+    return x if x != x else r
+''')
+_helper("_log1pf", '''
+@numba.njit(error_model="numpy")
+def _log1pf(x):
+    """float32 log1p: log(u) corrected by ((u - 1) - x) / u, u = 1 + x rounded (Goldberg's
+    trick: the correction carries what the rounding of u lost); max error 1.4 ulp. -1 -> -inf."""
+    u = np.float32(np.float32(1.0) + x)
+    d = np.float32(u - np.float32(1.0))
+    r = _logf(u) - (d - x) / u
+    r = x if d == np.float32(0.0) else r
+    r = x if x == np.float32(np.inf) else r
+    r = np.float32(-np.inf) if x == np.float32(-1.0) else r
+    return x if x != x else r
+''', ("_logf",))
 for _T in ("float32", "float64"):
     _helper(f"_floordiv_{_T}", f'''
 @numba.njit(error_model="numpy")
