@@ -29,7 +29,7 @@ import numpy as np
 from . import kernel_ir as K
 from . import cpu_cols
 from .cpu_helpers import HELPERS as _HELPERS
-from .cpu_schedule import ROWS, CpuSchedule, flat_index
+from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
@@ -404,6 +404,8 @@ class _Emitter:
         params = [f"in{k}" for k in range(len(kir.inputs))] + \
                  [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes]
         lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)] + self.scalar_reads()
+        if self.sched.order == "tiles":
+            return lines + self.tiled(self.sched.col)
         ind = 1
         for n, d in enumerate(kir.loop_dims(kir.outer)):
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
@@ -438,6 +440,26 @@ class _Emitter:
                 self.scratch.setdefault((inner[0], keys[src]), row)
         if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
             lines.append("    " * ind + "pass")
+        return lines
+
+    def tiled(self, t: int) -> list[str]:
+        """An elementwise kernel's loops in the ``tiles`` order: the other dims outside, then
+        TILE x TILE tiles of (``t``, the last dim), the last dim innermost (the output's
+        contiguous axis); an operand running along ``t`` is read a tile at a time from L1."""
+        kir, B = self.kir, TILE
+        dims = kir.loop_dims(range(len(kir.domain)))
+        last = dims[-1]
+        lines, ind = [], 1
+        others = [d for d in dims if d not in (t, last)]
+        for n, d in enumerate(others):
+            lines.append("    " * ind + f"for i{d} in {'numba.prange' if n == 0 else 'range'}({kir.domain[d]}):")
+            ind += 1
+        et, el = kir.domain[t], kir.domain[last]
+        lines.append("    " * ind + f"for tt in {'range' if others else 'numba.prange'}(({et} + {B - 1}) // {B}):")
+        lines.append("    " * (ind + 1) + f"for tl in range(({el} + {B - 1}) // {B}):")
+        lines.append("    " * (ind + 2) + f"for i{t} in range(tt * {B}, min(tt * {B} + {B}, {et})):")
+        lines.append("    " * (ind + 3) + f"for i{last} in range(tl * {B}, min(tl * {B} + {B}, {el})):")
+        lines += ["    " * (ind + 4) + self.stmt(s) for s in kir.phases[0].pre]
         return lines
 
     def reused(self, st, inner, keys) -> str | None:

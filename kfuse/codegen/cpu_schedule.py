@@ -26,12 +26,13 @@ from . import kernel_ir as K
 
 @dataclasses.dataclass(frozen=True)
 class CpuSchedule:
-    order: str = "rows"             # "rows" | "cols"
-    col: int = -1                   # cols: the kept domain dim looped innermost, in blocks
+    order: str = "rows"             # "rows" | "cols" | "tiles"
+    col: int = -1                   # cols: the kept domain dim looped innermost, in blocks; tiles: the
+                                    # dim an operand runs along, tiled with the last (elementwise)
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
 
     def __str__(self) -> str:
-        s = f"order={self.order}" + (f"(i{self.col})" if self.order == "cols" else "")
+        s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
         if self.flat:
             s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
         return s
@@ -140,6 +141,9 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
                 and _collapsible(a, first):
             flat.append((buf, first))
     flat = tuple(sorted(flat))
+    if kir.kind == "elementwise":
+        t = _transposed_dim(kir, arrays, dict(flat))
+        return CpuSchedule("tiles", t, flat) if t is not None else CpuSchedule(flat=flat)
     if kir.kind != "reduce" or not kir.loop_dims(kir.outer) or K.has_scan(kir):
         return CpuSchedule(flat=flat)
     index = _main_index(kir, arrays, dict(flat))
@@ -147,6 +151,29 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
     if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
         return CpuSchedule("cols", int(d[1:]), flat)
     return CpuSchedule(flat=flat)
+
+
+TILE = 64                   # tiles order: a TILE x TILE tile of float32 (16 KiB) stays in L1 while it is read
+TILE_MIN = 1 << 16          # ... for operands of at least this many elements (smaller ones stay in cache)
+
+
+def _transposed_dim(kir, arrays, flat: dict) -> int | None:
+    """The loop dim other than the last that a large operand of an elementwise kernel runs along
+    in memory (``np.exp(x.T) + y``: ``x``'s rows are the output's columns), or None."""
+    dims = kir.loop_dims(range(len(kir.domain)))
+    if len(dims) < 2:
+        return None
+    for s in kir.phases[0].pre:
+        if not isinstance(s, K.Load) or K.gathers(s.index) or s.buf in flat:
+            continue
+        a = arrays[s.buf]
+        if _size(a) < TILE_MIN:
+            continue
+        fast = min((abs(a.strides[k]), k) for k in range(len(s.index)) if a.shape[k] > 1)[1]
+        d = unit_var(s.index[fast])
+        if d is not None and int(d[1:]) in dims[:-1] and kir.extent(int(d[1:])) >= TILE:
+            return int(d[1:])
+    return None
 
 
 def _collapsible(a, first: int) -> bool:
