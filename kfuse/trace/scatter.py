@@ -99,8 +99,8 @@ def _summed_wide(new):
     base, vals = new.inputs[:2]
     mode = new.attr("mode")
     if base.dtype.kind not in "iu" or base.dtype.itemsize > 2 or mode not in ("add", "subtract") \
-            or vals.size < base.size:
-        return new
+            or vals.size < base.size or np.dtype(new.attr("loop")).kind not in "iu":
+        return new      # (a float loop rounds each add and casts back: no sum first, seed 1901 #668)
     zeros = broadcast(const_node(0, np.int32), base.shape)
     summed = mk(Op.SCATTER, np.int32, base.shape, [zeros, cast(vals, np.int32)] + list(new.inputs[2:]),
                 dict(new.attrs, mode="add", loop="int32"))
