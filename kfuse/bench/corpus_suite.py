@@ -28,7 +28,7 @@ import numpy as np
 from . import ceilings as _ceil
 from .corpus import TOLERANCE_CLASSES, cases as corpus_cases, reference_mode
 from .peers import CupyPeer, JaxPeer, KfusePeer, NumpyPeer, Peer, PeerUnavailable, TorchPeer, select
-from .suite import (_Progress, setup_peers, _Ready, _derive, _err, _free, _loadavg, _time_interleaved, cpu_info, gpu_info,
+from .suite import (_Progress, over_budget, setup_peers, _Ready, _derive, _err, _free, _loadavg, _time_interleaved, cpu_info, gpu_info,
                     planner_device_name, versions)
 from .workloads import as_tuple, relative_error
 
@@ -184,7 +184,7 @@ def _run_case(case, live, result, *, device, quick, budget_s, t_start, plan_dev,
         prog.status(f"{case.label}: {peer.name}")
         row = {"case": case.label, "workload": e.name, "impl": peer.name, "ok": False}
         elapsed = time.perf_counter() - t_start
-        if budget_s is not None and (elapsed > budget_s or (peer.slow_compile and elapsed > 0.7 * budget_s)):
+        if over_budget(peer, elapsed, budget_s):
             row["error"] = f"skipped: time budget ({budget_s:.0f} s) spent"
         else:
             r = _prepare(peer, case, host, ref, tol, row, has_bf16, copies=2)

@@ -30,6 +30,11 @@ def _err(e: BaseException) -> str:
     return s[0][:300] if s else type(e).__name__
 
 
+def over_budget(peer, elapsed: float, budget_s) -> bool:
+    """Whether a run ``elapsed`` seconds in skips ``peer`` (a slow compiler past 70% of it)."""
+    return budget_s is not None and (elapsed > budget_s or (peer.slow_compile and elapsed > 0.7 * budget_s))
+
+
 def setup_peers(candidates) -> tuple[dict, list]:
     """``({peer name: availability, version or the reason}, the peers that set up)``."""
     info: dict[str, dict] = {}
@@ -228,7 +233,7 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
             prog.status(f"{case.label}: {peer.name}")
             elapsed = time.perf_counter() - t_start
             row = {"case": case.label, "workload": case.workload.name, "impl": peer.name, "ok": False}
-            if budget_s is not None and (elapsed > budget_s or (peer.slow_compile and elapsed > 0.7 * budget_s)):
+            if over_budget(peer, elapsed, budget_s):
                 row["error"] = f"skipped: time budget ({budget_s:.0f} s) spent"
             else:
                 r = _prepare(peer, case, host, ref, ref_rows, row, copies=copies)
