@@ -421,7 +421,7 @@ class _Emitter:
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=vector)]
             lines += ["    " * ind + f"{sc.dst} = {_literal(sc.init, sc.dtype)}" for sc in K.scans(ph.body)]
-            keys = _value_keys(ph.body)
+            keys = K.value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
                       for row in staged.values()]
@@ -481,7 +481,7 @@ class _Emitter:
                                       s.dtype == "float32" for s in ph.body):
             return {}
         ops = {s.dst: s for s in ph.body if isinstance(s, K.Op)}
-        again = {k for p in later if p.has_loop for k in _value_keys(p.body).values()}
+        again = {k for p in later if p.has_loop for k in K.value_keys(p.body).values()}
         return {a.src: f"sb_{a.dst}" for a in ph.accs
                 if a.kind == "sum" and a.src in ops and ops[a.src].dtype == "float32" == a.src_dtype
                 and keys[a.src] in again}
@@ -498,24 +498,6 @@ class _Emitter:
         tail = ["", f"{name}_seq = numba.njit({NJIT_OPTS})({name})",
                 f"{name}_par = numba.njit({NJIT_OPTS}, parallel=True)({name})", ""]
         return "\n".join(head + helpers + fn + tail)
-
-
-def _value_keys(body) -> dict:
-    """Each body variable's value as a structural key: a load by buffer, dtype and index text, a
-    constant by dtype and repr, an op by op, dtypes and its arguments' keys; a name defined outside
-    the body (SSA: an outer-level value, fixed for the outer trip) stands for itself. In one outer
-    trip, equal keys in two loops over the same inner dim mean the same computation, same value."""
-    keys: dict = {}
-    for s in body:
-        if isinstance(s, K.Load):
-            keys[s.dst] = ("load", s.buf, s.dtype, tuple(map(str, s.index)))
-        elif isinstance(s, K.Const):
-            keys[s.dst] = ("const", s.dtype, repr(s.value))
-        elif isinstance(s, K.Index):
-            keys[s.dst] = ("index", str(s.expr))
-        elif isinstance(s, K.Op):
-            keys[s.dst] = (s.op, s.dtype, s.arg_dtypes, tuple(keys.get(a, ("var", a)) for a in s.args))
-    return keys
 
 
 def emit(kir: K.KernelIR, schedule: CpuSchedule = ROWS) -> str:

@@ -565,8 +565,8 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
     def grid_combine(self, ph: K.Phase, first: int, row: bool) -> list[str]:
         """Variant.grid_sync, after a pass's chunk loop (row mode: and the block's combine): each
         chunk's accumulators to their workspace slots (accumulator, chunk, column: a warp's writes
-        and reads coalesce), a grid barrier, then the chunks combined in chunk order by every
-        thread of the row or column (the same value everywhere)."""
+        and reads coalesce), a grid barrier, chunk 0 of each row or column combining the chunks in
+        chunk order into its own slot, a second barrier, and every thread reading that value."""
         v = self.v
         slot = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({{q}} * {v.split} + {{ch}}) "
                 f"* n_rows + row_) * {SPLIT_SLOT})")

@@ -50,14 +50,19 @@ class AccEmitter:
         out = []
         T = self.acc_types(a)
         arg = a.kind in ("argmax", "argmin")
-        if row and self.v.packed:     # a short row's lanes: shuffles within the row's lanes alone
+        if row:
+            # shuffle into a temporary first: a short-circuit combine (any/all: ``||``/``&&``)
+            # would skip __shfl_xor_sync on some lanes, and a full-mask shuffle that not every
+            # lane reaches never completes (the kernel hangs). A packed short row's lanes
+            # combine among themselves alone; a block's warps then meet in shared memory.
+            m0 = self.v.lanes // 2 if self.v.packed else 16
             if arg:
-                out.append(f"for (int m_ = {self.v.lanes // 2}; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
+                out.append(f"for (int m_ = {m0}; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
                            f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
             else:
-                out.append(f"for (int m_ = {self.v.lanes // 2}; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                out.append(f"for (int m_ = {m0}; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
                            f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
-        elif row:
+        if row and not self.v.packed:
             if self.v.barriers == 1:
                 smem = f"red_smem_ + {128 * self._acc_q} + 64 * par_"
                 self._acc_q += 1
@@ -66,17 +71,7 @@ class AccEmitter:
                 self._acc_q += 1
             else:
                 smem = "red_smem_"
-            if arg:
-                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
-                           f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
-                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
-            else:
-                # shuffle into a temporary first: a short-circuit combine (any/all: ``||``/``&&``)
-                # would skip __shfl_xor_sync on some lanes, and a full-mask shuffle that not every
-                # lane reaches never completes (the kernel hangs)
-                out.append(f"for (int m_ = 16; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
-                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
-                out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
+            out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")
             if self.v.reload and a.kind == "sum" and a.acc_dtype == "float32":

@@ -40,10 +40,10 @@ class Variant:
     packed: bool = False        # ... or, rows no longer than lanes, ``vec`` segments each of other rows
     tile_t: int = -1            # tile mode (codegen.cuda_tile2d): the domain dim the staged loads run along ...
     staged: tuple = ()          # ... and those loads (their statements' variables), read through shared memory
-    grid_sync: bool = False     # col mode, several passes over columns too few to fill the GPU: a thread a
-                                # (column, chunk of ``split``), every block resident (a cooperative launch);
-                                # each pass's chunk accumulators meet in a workspace at a grid barrier and
-                                # every thread of a column combines them in chunk order (deterministic)
+    grid_sync: bool = False     # col or row mode, several passes over columns or rows too few to fill the
+                                # GPU: a thread (col) or block (row) a chunk of ``split``, every block resident
+                                # (a cooperative launch); each pass's chunk accumulators meet in a workspace
+                                # at grid barriers, combined in chunk order by chunk 0 (deterministic)
 
     @property
     def tag(self) -> str:
@@ -243,8 +243,9 @@ GRID_SYNC_HEAD = 16  # grid_sync: workspace bytes before the accumulators (the b
 
 
 def grid_sync_ok(kir: K.KernelIR) -> bool:
-    """Whether a reduce kernel can run as one grid-synchronised launch (Variant.grid_sync): more
-    than one pass with accumulators (one pass splits into two kernels instead), no scan."""
+    """Whether a reduce kernel can run as one grid-synchronised launch (Variant.grid_sync): a pass
+    with accumulators and more looping passes than ``split_ok`` takes (a single accumulating pass
+    splits into two kernels instead), no scan."""
     return (kir.kind == "reduce" and not K.has_scan(kir)
             and sum(1 for ph in kir.phases if ph.has_loop and ph.accs) >= 1 and not split_ok(kir))
 

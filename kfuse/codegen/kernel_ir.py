@@ -340,6 +340,24 @@ def scans(stmts) -> list[Scan]:
     return [s for s in stmts if isinstance(s, Scan)]
 
 
+def value_keys(body) -> dict:
+    """Each body variable's value as a structural key: a load by buffer, dtype and index text, a
+    constant by dtype and repr, an op by op, dtypes and its arguments' keys; a name defined outside
+    the body (SSA: an outer-level value, fixed for the outer trip) stands for itself. In one outer
+    trip, equal keys in two loops over the same inner dim mean the same computation, same value."""
+    keys: dict = {}
+    for s in body:
+        if isinstance(s, Load):
+            keys[s.dst] = ("load", s.buf, s.dtype, tuple(map(str, s.index)))
+        elif isinstance(s, Const):
+            keys[s.dst] = ("const", s.dtype, repr(s.value))
+        elif isinstance(s, Index):
+            keys[s.dst] = ("index", str(s.expr))
+        elif isinstance(s, Op):
+            keys[s.dst] = (s.op, s.dtype, s.arg_dtypes, tuple(keys.get(a, ("var", a)) for a in s.args))
+    return keys
+
+
 def has_scan(kir: "KernelIR") -> bool:
     """Whether ``kir`` scans (its inner loop must run in order, one thread a row)."""
     return any(scans(ph.body) for ph in kir.phases)

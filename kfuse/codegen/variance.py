@@ -37,22 +37,6 @@ def _defs(stmts) -> dict:
     return {s.dst: s for s in stmts if hasattr(s, "dst")}
 
 
-def _key(var: str, defs: dict):
-    """A structural key of ``var``'s expression among the body statements ``defs`` (outer-level
-    values by name), or None where it reads a gathered position."""
-    s = defs.get(var)
-    if s is None:
-        return ("outer", var)
-    if isinstance(s, K.Load):
-        return None if K.gathers(s.index) else ("load", s.buf, s.dtype, s.index)
-    if isinstance(s, K.Const):
-        return ("const", s.dtype, repr(s.value))
-    if isinstance(s, K.Op):
-        args = tuple(_key(a, defs) for a in s.args)
-        return None if None in args else ("op", s.op, s.dtype, s.arg_dtypes, args)
-    return None
-
-
 def _square_of_deviation(ph: K.Phase):
     """``(e, m)`` where ``ph``'s one accumulator sums ``(e - m) ** 2`` (float32 values, float64
     accumulator) over a body computing nothing else; else None."""
@@ -79,15 +63,15 @@ def _fold_one(kir: K.KernelIR):
         if found is None:
             continue
         e, m = found
-        key = _key(e, _defs(ph.body))
+        key = K.value_keys(ph.body).get(e)      # the same expression read again: the same value
         if key is None:
             continue
         for a in range(b):
             pa = kir.phases[a]
-            defs_a = _defs(pa.body)
+            keys_a = K.value_keys(pa.body)
             src = next((x.src for x in pa.accs if x.kind == "sum" and x.acc_dtype == F64
-                        and _key(x.src, defs_a) == key), None)
-            if src is None or defs_a[src].dtype != "float32":
+                        and keys_a.get(x.src) == key), None)
+            if src is None or _defs(pa.body)[src].dtype != "float32":
                 continue
             return _rewrite(kir, a, b, src, m, inner_vars)
     return None

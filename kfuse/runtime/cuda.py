@@ -23,6 +23,7 @@ from ..codegen import cuda as cuda_emit
 from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.lower import lower_group
+from ..codegen.cuda_tile2d import TILE
 from ..codegen.variance import one_pass_variance
 from ..errors import DeviceError
 from ..fusion import cost
@@ -273,7 +274,7 @@ class _Launcher(LauncherBase):
             return None, 0
         dt = max(cands)[1]
         staged = tuple(x for x in along[dt] if x not in along.get(dims[-1], ()))
-        tiles = math.prod(-(-self.extent(d) // 32) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
+        tiles = math.prod(-(-self.extent(d) // TILE) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
         return (cuda_emit.Variant("tile", 1, big, 0, 256, tile_t=dt, staged=staged),
                 max(1, min(tiles, sm * TILE_BLOCKS_PER_SM)))
 
