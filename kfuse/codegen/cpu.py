@@ -55,6 +55,8 @@ FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equa
 # in a scratch row as it sums, and that loop reads them back (_Emitter.reused): one exp per
 # element instead of two (P2 softmax 21.9 -> 17.3 ms when the scratch was introduced).
 _STAGED_OPS = ("exp", "tanh")
+# float32 ops rendered by branch-free helpers LLVM vectorises (cpu_helpers), not Numba's libm call
+_F32_HELPERS = {"exp": "_expf", "tanh": "_tanhf", "log": "_logf", "log1p": "_log1pf"}
 # dtypes whose every value float32 holds exactly: rounded to float16 from float32 (one rounding)
 _EXACT_IN_F32 = ("bool", "int8", "uint8", "int16", "uint16", "float16", "float32")
 
@@ -63,6 +65,11 @@ _EXACT_IN_F32 = ("bool", "int8", "uint8", "int16", "uint16", "float16", "float32
 
 def _ctor(dtype: str) -> str:
     return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+
+
+def vectorised_helper(op: str, dtype: str) -> bool:
+    """Whether the emitter renders ``op`` of ``dtype`` by a vectorisable helper (not a libm call)."""
+    return op in _F32_HELPERS and _vt(dtype) == "float32"
 
 
 def _vt(dtype: str) -> str:
@@ -156,12 +163,8 @@ class _Emitter:
         vt = _vt(dt)
         if op in _ARITH:
             return f"{a[0]} {_ARITH[op]} {a[1]}"
-        if op == "exp" and vt == "float32":
-            return f"{self.use('_expf')}({a[0]})"
-        if op == "tanh" and vt == "float32":
-            return f"{self.use('_tanhf')}({a[0]})"
-        if op in ("log", "log1p") and vt == "float32":
-            return f"{self.use('_' + op + 'f')}({a[0]})"
+        if op in _F32_HELPERS and vt == "float32":
+            return f"{self.use(_F32_HELPERS[op])}({a[0]})"
         if op in _NP_UNARY:
             return f"np.{op}({a[0]})"
         if op == "cbrt":

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..codegen import cpu_schedule as CS
 from ..codegen.variance import one_pass_variance
-from ..codegen.cpu import FN_NAME, emit
+from ..codegen.cpu import FN_NAME, emit, vectorised_helper
 from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
 from ..errors import CompileError
@@ -127,9 +127,10 @@ def machine_busy() -> bool:
     return _LOAD[1]
 
 
-# Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar
-# np.log/np.log1p/...; the float32 exp/tanh helpers vectorise and count as cheap) costs about as
-# much as 16 simple ops (a 4096x1024 f32 log/log1p row loss: 45 ms on one thread, a row sum 2 ms).
+# Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar np.sin,
+# float64 np.log, ...; the emitter's float32 helpers vectorise and count as cheap) costs about as
+# much as 16 simple ops (a 4096x1024 f32 log/log1p row loss through libm: 45 ms on one thread, a
+# row sum 2 ms).
 _LIBM = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
          "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "power",
          "arctan2", "hypot", "logaddexp", "logaddexp2", "cbrt"}
@@ -143,7 +144,7 @@ def kernel_work(kir) -> int:
     for ph in kir.phases:
         for s in ph.pre + ph.body:
             if isinstance(s, KOp):
-                cheap = s.op not in _LIBM or (s.op in ("exp", "tanh") and s.dtype == "float32")
+                cheap = s.op not in _LIBM or vectorised_helper(s.op, s.dtype)
                 ops += 1 if cheap else 16
     return n * (max(1, sum(ph.has_loop for ph in kir.phases)) + ops)
 
