@@ -15,6 +15,7 @@ dead intermediate, or the argument a call updates, written in place once its ind
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -152,7 +153,13 @@ class _Launcher(LauncherBase):
         (codegen.variance) where the variant reads its rows from memory again in every pass (a
         column pass, or rows not held in registers), else the group's own."""
         rereads = variant.mode == "col" or (variant.mode == "row" and not variant.cache_k and not variant.packed)
-        return one_pass_variance(self.kir) if rereads and not variant.stage else self.kir
+        return self._folded if rereads and not variant.stage else self.kir
+
+    @functools.cached_property
+    def _folded(self) -> K.KernelIR:
+        """The group's kernel IR with its variances folded (built with the kernel, read again by
+        the grid-synchronised launch for its workspace size)."""
+        return one_pass_variance(self.kir)
 
     def _build(self, ins, outs, props) -> tuple:
         variant, grid = self.variant_for(ins, outs, props)
