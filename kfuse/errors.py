@@ -53,3 +53,7 @@ def user_location(skip_pkg: str = _PKG_DIR) -> str | None:
 def at(loc: str | None) -> str:
     """Suffix `` (at file.py:12)`` for messages, or empty when the location is unknown."""
     return f" (at {loc})" if loc else ""
+
+
+class GraphShapeError(KfuseError, ValueError):
+    """A captured CUDA graph (``kfuse.capture``) called with arrays of another shape, dtype or layout."""
