@@ -92,7 +92,8 @@ def capture(fn, *args, **kwargs) -> CapturedStep:
             outputs = fn(*args, **kwargs)
         except BaseException as e:
             _abandon(stream)
-            if isinstance(e, cupy.cuda.runtime.CUDARuntimeError):
+            if isinstance(e, cupy.cuda.runtime.CUDARuntimeError) or (
+                    isinstance(e, RuntimeError) and "captur" in str(e)):
                 raise DeviceError(f"kfuse.capture: {e} while capturing {_name(fn)}: the step reads a "
                                   "device value on the host (an index check, a conversion to a "
                                   "Python number) or synchronises, which a CUDA graph cannot hold") from e

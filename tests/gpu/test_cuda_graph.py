@@ -65,3 +65,14 @@ def test_changed_shape_is_a_clear_error():
     step = kfuse.capture(_norm, x)
     with pytest.raises(kfuse.GraphShapeError, match=r"float32\[8, 65\].*captured as float32\[8, 64\]"):
         step(cp.ones((8, 65), cp.float32))
+
+
+def test_a_host_read_inside_the_step_is_a_clear_error():
+    x = cp.ones((8, 64), cp.float32)
+
+    def step(x):
+        return float(_norm(x).sum())        # waits for the device: nothing a graph can hold
+
+    with pytest.raises(kfuse.DeviceError, match="cannot hold"):
+        kfuse.capture(step, x)
+    assert cp.asnumpy(_norm(x)).shape == (8, 64)        # the stream is usable after the failure
