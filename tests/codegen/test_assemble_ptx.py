@@ -2,8 +2,8 @@
 padded row) compile on both GPU backends without a GPU: their index tests (``K.Index``
 statements) become PTX that ptxas accepts for sm_90. A pad along the innermost dim keeps the CUDA
 C elementwise kernel's 16-byte stores and contiguous loads, the padded piece gathered lane by
-lane; a pad along an outer dim keeps every access a vector. Values are checked on a GPU by tests/runtime/test_assemble_jit.py
-and tests/runtime/test_mutation_jit.py."""
+lane; a pad along an outer dim keeps every access a vector. Values are checked on a GPU by tests/ops/test_assemble.py
+and tests/semantics/test_mutation.py."""
 import numpy as np
 import pytest
 

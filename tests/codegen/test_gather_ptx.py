@@ -2,7 +2,7 @@
 position read from an index array (an ``IVal`` in a load's index) becomes PTX that ptxas accepts
 for sm_90. The CUDA C elementwise kernel keeps its 16-byte vector stores and the index array's
 vector loads; the gathered element is loaded lane by lane, after the statements computing its
-position. Values are checked on a GPU by tests/runtime/test_indexing_jit.py."""
+position. Values are checked on a GPU by tests/ops/test_indexing.py."""
 import numpy as np
 import pytest
 

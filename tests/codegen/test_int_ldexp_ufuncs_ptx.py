@@ -2,7 +2,7 @@
 CUDA C (NVRTC) or Numba-CUDA source becomes PTX that ptxas accepts for sm_90, for signed,
 unsigned, narrow and 64-bit ints (gcd/lcm in 32-bit or 64-bit unsigned arithmetic, popcount), and
 ldexp of every register type with int32 and int64 exponents (the int64 one clamped to int's range).
-The values are checked on a GPU by ``tests/runtime/test_int_ldexp_ufuncs_jit.py``."""
+The values are checked on a GPU by ``tests/ops/test_exact_int_ufuncs.py``."""
 import numpy as np
 import pytest
 

@@ -1,7 +1,7 @@
 """Scan kernels compile on both GPU backends without a GPU: a thread a row (the ``col`` variant),
 the running value started before the row's loop and updated in it, in order; PTX that ptxas
 accepts for sm_90. A row variant is refused for them, by the emitters and by the autotuner.
-Values are checked on a GPU by tests/runtime/test_scan_jit.py."""
+Values are checked on a GPU by tests/ops/test_scans.py."""
 import numpy as np
 import pytest
 

@@ -1,7 +1,7 @@
 """Search kernels (``np.searchsorted``, ``np.digitize``, ``np.interp``) compile on both GPU backends
 without a GPU: the binary search is a call on the table's buffer (CUDA C ``kf_search``, Numba-CUDA
 ``_search_left``/``_search_right``), and the PTX assembles with ptxas for sm_90, in elementwise,
-row-reduction, scan and scatter kernels. Values are checked on a GPU by tests/runtime/test_search_jit.py."""
+row-reduction, scan and scatter kernels. Values are checked on a GPU by tests/ops/test_search.py."""
 import numpy as np
 import pytest
 

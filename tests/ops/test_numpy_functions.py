@@ -58,7 +58,7 @@ def test_split_parts_are_views():
 
 def test_errors_are_numpys():
     a = np.ones((4, 6), np.float32)
-    with pytest.raises(ValueError, match=r"equal division.*test_more_functions_jit\.py"):
+    with pytest.raises(ValueError, match=r"equal division.*test_numpy_functions\.py"):
         kfuse.jit(lambda a: np.split(a, 4, axis=1))(a)
     with pytest.raises(ValueError, match="same length"):
         kfuse.jit(lambda a: np.select([a > 0], [a, a]))(a)

@@ -103,7 +103,7 @@ def test_traced_index_out_of_range_raises_and_writes_nothing(backend, cupy_for):
     host = np.asarray if xp is np else xp.asnumpy
     xd = xp.array(x)
     for bad in ([0, 4], [-5], [2, 1, 7]):
-        with pytest.raises(IndexError, match=r"out of bounds for axis 0 with size 4 \(at .*test_indexing_jit.py"):
+        with pytest.raises(IndexError, match=r"out of bounds for axis 0 with size 4 \(at .*test_indexing.py"):
             f(xd, xp.asarray(np.array(bad)))
         assert np.array_equal(host(xd), x)     # nothing written back
     got = f(xd, xp.asarray(np.array([-4, 3])))
@@ -134,7 +134,7 @@ def test_indexing_errors_match_numpy(fn, err, match):
     (lambda a, i: np.add.at(a, a[:, 0] > 0, 1), "np.add.at with a traced boolean mask"),
 ])
 def test_unsupported_indexing_names_the_line(fn, match):
-    with pytest.raises(UnsupportedError, match=match + ".*test_indexing_jit.py"):
+    with pytest.raises(UnsupportedError, match=match + ".*test_indexing.py"):
         kfuse.jit(fn)(np.zeros((6, 8), np.float32), np.arange(5))
 
 

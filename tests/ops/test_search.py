@@ -82,5 +82,5 @@ def test_a_computed_table_is_written_by_an_earlier_kernel():
     (lambda x: np.interp(x, x[:3], x[:3], period=2.0), UnsupportedError, "period="),
 ])
 def test_errors_name_the_line(fn, error, match):
-    with pytest.raises(error, match=match + ".*test_search_jit.py"):
+    with pytest.raises(error, match=match + ".*test_search.py"):
         kfuse.jit(fn, backend="cpu")(np.sort(KEYS[:60]))

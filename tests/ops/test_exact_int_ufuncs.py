@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kfuse
-from tests.runtime.test_new_ufuncs_jit import BACKENDS, _run
+from test_ufunc_special_values import BACKENDS, _run
 from ufunc_cases import EXPONENTS, INTS, float_specials, int_edges
 
 def int_ops(a, b):

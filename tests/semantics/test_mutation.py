@@ -219,7 +219,7 @@ def test_refused_writes_name_the_line(fn, error, text):
         kfuse.jit(fn)(a)
     message = "\n".join([str(info.value)] + getattr(info.value, "__notes__", []))
     assert text in message
-    assert "test_mutation_jit.py:" in message
+    assert "test_mutation.py:" in message
     if error is not UnsupportedError:       # NumPy raises the same type on the same code
         with pytest.raises(error) as numpy_info:
             fn(a.copy())
@@ -251,7 +251,7 @@ def test_constants_convert_as_numpy_setitem_does():
         _python_int_out_of_range(a)
     with pytest.raises(OverflowError) as info:
         kfuse.jit(_python_int_out_of_range)(a)
-    assert str(numpy_info.value) in str(info.value) and "test_mutation_jit.py:" in str(info.value)
+    assert str(numpy_info.value) in str(info.value) and "test_mutation.py:" in str(info.value)
 
 
 def ufunc_out(a):

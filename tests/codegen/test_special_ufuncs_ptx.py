@@ -2,7 +2,7 @@
 GPU backends without a GPU: each kernel's CUDA C (NVRTC) or Numba-CUDA source becomes PTX that
 ptxas accepts for sm_90, for every register type (float16/bfloat16 in float32, float32, float64)
 and integer fmod of signed, unsigned, narrow and 64-bit ints. The values are checked on a GPU by
-``tests/runtime/test_new_ufuncs_jit.py``."""
+``tests/ops/test_ufunc_special_values.py``."""
 import numpy as np
 import pytest
 
