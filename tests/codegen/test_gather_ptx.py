@@ -9,7 +9,7 @@ import pytest
 import kfuse
 from kfuse.codegen import cuda_shapes
 from kfuse.codegen import kernel_ir as K
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
 def embedding(table, idx):
@@ -38,7 +38,7 @@ def gathered_pad(a, idx):
 FUNCS = [embedding, pairs, along_rows, picked_logits, gathered_pad]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype, itype", [("f32", "i64"), ("f16", "i32"), ("f64", "u8"), ("i32", "i64")])
 @pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.__name__)
 def test_gather_kernels_compile_to_ptx(fn, dtype, itype, backend, tmp_path):

@@ -14,10 +14,6 @@ from kfuse.ir.specs import spec_of_value
 from kfuse.trace import trace_function
 from tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
 
 def cross_entropy(a, i, j, k):
     x = a.astype(np.float32)
@@ -65,7 +61,6 @@ def _inputs(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_gathers_match_numpy(backend, name, dtype, cupy_for):
     fn = CASES[name]
     args = _inputs(dtype)
@@ -92,7 +87,6 @@ def test_a_gather_is_fused_with_its_consumer():
     assert sorted(g.kind for g in plan.groups) == ["elementwise", "reduce"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_traced_index_out_of_range_raises_and_writes_nothing(backend, cupy_for):
     def step(x, i):
         x += 1.0
@@ -170,7 +164,6 @@ def test_a_gather_of_computed_values_computes_only_the_gathered_ones():
     assert_matches_numpy(np.asarray(kfuse.jit(xent_logp)(x, y)), np.asarray(xent_logp(x, y)), reductions=True)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_python_int_index_is_traced_once(backend, cupy_for):
     """``x[i]`` with ``i`` a Python int argument is a gather at a run-time position: one compile
     serves every ``i`` (no recompile a row), and an ``i`` out of range raises NumPy's IndexError."""
@@ -194,7 +187,6 @@ def _row_update(x, i):
     return x[i - 1] * 2
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_scalar_argument_index_is_checked_on_the_host(backend, cupy_for):
     """x[i] of a Python int (or NumPy scalar) argument: its range check reads nothing computed on
     the device, so on a GPU backend it runs on the host before any kernel (no flag read back a

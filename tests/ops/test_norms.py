@@ -11,10 +11,6 @@ import kfuse
 from kfuse.errors import UnsupportedError
 from tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
 
 def _vec(ord, **kw):
     return lambda a: np.linalg.norm(a, ord=ord, **kw)
@@ -43,7 +39,6 @@ CASES = {
 
 @pytest.mark.parametrize("dtype", ["float32", "int16", "float16"])
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_norms_match_numpy(backend, name, dtype, run_jit):
     a = (np.random.default_rng(2).standard_normal((4, 5, 6)) * 3).astype(dtype)
     a[1, 2, :] = 0
