@@ -6,7 +6,6 @@ of ints and bools. The GPU rows run where there is a GPU (the ``backend`` fixtur
 import numpy as np
 import pytest
 
-import kfuse
 from backends import jit_and_numpy as _run
 from tolerance import assert_matches_numpy
 
