@@ -372,5 +372,5 @@ def test_empty_selection_max_raises_as_numpy(backend, dtype, cupy_for):
         np.testing.assert_array_equal(np.asarray(g if xp is np else xp.asnumpy(g)), w)
     with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
         _selection_extremes(x - 20)
-    with pytest.raises(ValueError, match=r"reduction operation maximum which has no identity \(at .*test_mutation_jit"):
+    with pytest.raises(ValueError, match=r"reduction operation maximum which has no identity \(at .*test_mutation\.py"):
         f(xp.asarray(x - 20))
