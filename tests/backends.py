@@ -68,15 +68,15 @@ def to_host(out):
     return np.asarray(out)
 
 
-def jit_on(backend: str, fn, *arrays):
+def jit_on(fn, backend: str, *arrays):
     """``kfuse.jit(fn, backend=backend)`` called on ``arrays`` moved to the backend's device, its
     results back on the host (:func:`to_host`)."""
     import kfuse
     return to_host(kfuse.jit(fn, backend=backend)(*to_device(backend, *arrays)))
 
 
-def jit_and_numpy(backend: str, fn, *arrays):
+def jit_and_numpy(fn, backend: str, *arrays):
     """(kfuse's results on ``backend``, NumPy's), NumPy's with its floating-point warnings off."""
-    got = jit_on(backend, fn, *arrays)
+    got = jit_on(fn, backend, *arrays)
     with np.errstate(all="ignore"):
         return got, fn(*arrays)

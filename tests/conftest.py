@@ -80,5 +80,5 @@ def run_jit(cupy_for):
     def run(fn, backend, *arrays):
         if backend != "cpu":
             cupy_for(backend)
-        return backends.jit_on(backend, fn, *arrays)
+        return backends.jit_on(fn, backend, *arrays)
     return run

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kfuse
-from backends import jit_and_numpy as _run
+from backends import jit_and_numpy
 from ufunc_cases import EXPONENTS, INTS, float_specials, int_edges
 
 def int_ops(a, b):
@@ -33,7 +33,7 @@ def _exact(got, want, name):
 @pytest.mark.parametrize("dtype", INTS)
 def test_gcd_lcm_bitwise_count(backend, dtype):
     x, y = (a.ravel() for a in np.meshgrid(int_edges(dtype), int_edges(dtype)))
-    got, want = _run(int_ops, backend, x, y)
+    got, want = jit_and_numpy(int_ops, backend, x, y)
     for k, (g, w) in enumerate(zip(got, want)):
         _exact(g, w, f"{dtype} output {k}")
 
@@ -41,7 +41,7 @@ def test_gcd_lcm_bitwise_count(backend, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_ldexp(backend, dtype):
     x, e = (a.ravel() for a in np.meshgrid(float_specials(dtype), np.array(EXPONENTS, np.int64)))
-    got, want = _run(ldexp_ops, backend, x, e)
+    got, want = jit_and_numpy(ldexp_ops, backend, x, e)
     for k, (g, w) in enumerate(zip(got, want)):
         _exact(g, w, f"{dtype} output {k}")
 
@@ -54,7 +54,7 @@ def test_promotions(backend):
     fn = lambda b, i8, u16, i64: (     # noqa: E731
         np.bitwise_count(b), np.gcd(i8, u16), np.lcm(b, i8), np.ldexp(i8, i8), np.ldexp(u16, b),
         np.ldexp(i64, i8), np.ldexp(3, i8), np.ldexp(1.5, i64), np.bitwise_count(i64))
-    got, want = _run(fn, backend, b, i8, u16, i64)
+    got, want = jit_and_numpy(fn, backend, b, i8, u16, i64)
     assert [w.dtype.name for w in want] == ["uint8", "int32", "int8", "float16", "float32", "float64",
                                             "float16", "float64", "uint8"]
     for k, (g, w) in enumerate(zip(got, want)):

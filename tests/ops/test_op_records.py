@@ -61,7 +61,7 @@ def _batch(backend: str, dtype: str, shape: str) -> dict:
     rows = [r for r in RECORDS if r.accepts(dtype) and shape in r.shapes]
     fn, args = _apply(rows, dtype, shape)
     try:
-        got = iter(jit_on(backend, fn, *args))
+        got = iter(jit_on(fn, backend, *args))
     except Exception:      # noqa: BLE001 -- the rows' own runs report it
         return {}
     return {rec.name: [next(got) for _ in rec.variants] for rec in rows}
@@ -72,7 +72,7 @@ def test_op_matches_numpy(rec, dtype, shape, backend):
     fn, args = _apply([rec], dtype, shape)
     got = _batch(backend, dtype, shape).get(rec.name)
     if got is None:
-        got = list(jit_on(backend, fn, *args))
+        got = list(jit_on(fn, backend, *args))
     with np.errstate(all="ignore"):
         want = fn(*args)
     for g, w, kw in zip(got, want, rec.variants):

@@ -6,7 +6,7 @@ of ints and bools. The GPU rows run where there is a GPU (the ``backend`` fixtur
 import numpy as np
 import pytest
 
-from backends import jit_and_numpy as _run
+from backends import jit_and_numpy
 from tolerance import assert_matches_numpy
 
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 0.5, -0.5, 2.5, -7.25, 3.0,
@@ -39,7 +39,7 @@ def test_float_special_values(backend, dtype):
     with np.errstate(over="ignore"):
         v = np.array(vals).astype(dtype)
     x, y = (a.ravel() for a in np.meshgrid(v, v))
-    got, want = _run(float_ops, backend, x, y)
+    got, want = jit_and_numpy(float_ops, backend, x, y)
     for g, w, name in zip(got, want, ("arcsinh", "arccosh", "arctanh", "signbit", "copysign",
                                       "logaddexp", "logaddexp2", "heaviside", "fmod")):
         _check(g, w, f"{name} {dtype}")
@@ -50,8 +50,8 @@ def test_nan_signs_from_inputs_are_kept():
     through its float16 rounding)."""
     for dtype in ("float16", "float32", "float64"):
         x = np.array([np.nan, -np.nan, -0.0, 0.0], dtype)
-        got, want = _run(lambda a: (np.signbit(a), np.copysign(np.ones_like(a), a),
-                                    np.signbit(-a), np.signbit(np.copysign(a, -1.0))), "cpu", x)
+        got, want = jit_and_numpy(lambda a: (np.signbit(a), np.copysign(np.ones_like(a), a),
+                                             np.signbit(-a), np.signbit(np.copysign(a, -1.0))), "cpu", x)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g if g.dtype == bool else np.signbit(g),
                                           w if w.dtype == bool else np.signbit(w), err_msg=dtype)
@@ -64,7 +64,7 @@ def test_integer_fmod(backend, dtype):
     vals = np.array([v for v in (info.min, info.min + 1, -7, -3, -1, 0, 1, 2, 3, 7, info.max - 1,
                                  info.max) if info.min <= v <= info.max], dtype)
     x, y = (a.ravel() for a in np.meshgrid(vals, vals))
-    got, want = _run(lambda a, b: np.fmod(a, b), backend, x, y)
+    got, want = jit_and_numpy(lambda a, b: np.fmod(a, b), backend, x, y)
     assert_matches_numpy(got, want)             # exact: truncating, 0 for b == 0 and MIN % -1
 
 
@@ -74,6 +74,6 @@ def test_promotions(backend):
     u16 = np.array([0, 1, 2, 7, 65535, 300, 9, 1], np.uint16)
     b = rng.random(8) < 0.5
     f32 = np.array([-0.0, 0.0, 1.5, -2.5, np.inf, np.nan, 1e-40, 7.0], np.float32)
-    got, want = _run(promoted, backend, i8, u16, b, f32)
+    got, want = jit_and_numpy(promoted, backend, i8, u16, b, f32)
     for k, (g, w) in enumerate(zip(got, want)):
         _check(g, w, f"output {k}")
