@@ -6,6 +6,7 @@ and shape case are traced together as one function (one compile for all of them:
 dominate the CPU side); where that batch fails to build, each row runs on its own, so the error
 still lands on the row that caused it."""
 import functools
+import inspect
 import zlib
 
 import numpy as np
@@ -49,9 +50,10 @@ def _apply(rows, dtype: str, shape: str):
     def ops(*arrays):
         return tuple(rec.fn(*(arrays[i] for i in pick), **kw)
                      for rec, pick in zip(rows, picks) for kw in rec.variants)
-    # kfuse traces named parameters (``*arrays`` would be one argument): a0, a1, ...
-    names = ", ".join(f"a{i}" for i in range(len(args)))
-    return eval(f"lambda {names}: ops({names})", {"ops": ops}), args    # noqa: S307
+    # kfuse binds named parameters (``*arrays`` would be one argument): a0, a1, ...
+    ops.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD) for i in range(len(args))])
+    return ops, args
 
 
 @functools.cache
