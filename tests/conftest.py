@@ -5,10 +5,15 @@ With pytest-xdist installed (the ``test`` extra) and no ``-n`` given, the suite 
 order and share their module fixtures). Without xdist, or with ``-n 0`` / ``-p no:xdist``, it runs
 in one process as before. kfuse's disk cache is safe under concurrent processes; tests that need
 an empty one make their own (``tests/cache/conftest.py``).
+
+The ``backend`` fixture runs a test once per backend (``tests/backends.py``: which ones, the
+``backends`` marker, and moving arrays to and from a backend's device).
 """
 import os
 
 import pytest
+
+import backends
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -22,19 +27,46 @@ def pytest_cmdline_main(config):
     opt.numprocesses, opt.dist = "auto", "loadfile"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "backends(*names, emit_only=False): the backends the test's "
+                            "``backend`` fixture runs over (default: all; tests/backends.py)")
+
+
+def pytest_generate_tests(metafunc):
+    """Parametrise the ``backend`` fixture over the test's backends (its ``backends`` marker, else
+    all of them), unless the test parametrises ``backend`` itself."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0]
+        if "backend" in (names.replace(" ", "").split(",") if isinstance(names, str) else names):
+            return
+    mark = metafunc.definition.get_closest_marker("backends")
+    names = mark.args if mark and mark.args else backends.NAMES
+    emit_only = bool(mark and mark.kwargs.get("emit_only"))
+    metafunc.parametrize("backend", backends.params(names, emit_only=emit_only), indirect=True)
+
+
+@pytest.fixture
+def backend(request):
+    """The backend name this test runs on (see :func:`pytest_generate_tests`); a GPU backend skips
+    where this machine cannot run it, unless the test is ``emit_only``."""
+    mark = request.node.get_closest_marker("backends")
+    if not (mark and mark.kwargs.get("emit_only")):
+        why = backends.gpu_missing(request.param)
+        if why:
+            pytest.skip(why)
+    return request.param
+
+
 @pytest.fixture
 def cupy_for():
     """``cupy_for(backend)`` -> the cupy module, or a skip when this machine cannot run ``backend``
     (no GPU / CuPy, or numba-cuda not importable)."""
     def need(backend: str):
-        from kfuse.runtime import device
-        if not device.has_gpu():
-            pytest.skip("no GPU")
-        if backend == "numba-cuda":
-            from kfuse.codegen import numba_cuda as nc
-            ok, why = nc.numba_cuda_available()
-            if not ok:
-                pytest.skip(f"no numba-cuda: {why}")
+        why = backends.gpu_missing(backend)
+        if why:
+            pytest.skip(why)
         import cupy
         return cupy
     return need
@@ -46,13 +78,7 @@ def run_jit(cupy_for):
     (copied to the GPU for a GPU backend, a skip where ``backend`` cannot run), its results as NumPy
     arrays (a tuple stays a tuple)."""
     def run(fn, backend, *arrays):
-        import kfuse
-        import numpy as np
-        f = kfuse.jit(fn, backend=backend)
-        if backend == "cpu":
-            out, host = f(*arrays), np.asarray
-        else:
-            cp = cupy_for(backend)
-            out, host = f(*(cp.asarray(a) for a in arrays)), cp.asnumpy
-        return tuple(host(o) for o in out) if isinstance(out, tuple) else host(out)
+        if backend != "cpu":
+            cupy_for(backend)
+        return backends.jit_on(fn, backend, *arrays)
     return run

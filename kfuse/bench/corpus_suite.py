@@ -16,6 +16,7 @@ arrays; other peers record that they cannot hold them.
 from __future__ import annotations
 
 import datetime
+import functools
 import gc
 import math
 import os
@@ -28,8 +29,8 @@ import numpy as np
 from . import ceilings as _ceil
 from .corpus import TOLERANCE_CLASSES, cases as corpus_cases, reference_mode
 from .peers import CupyPeer, JaxPeer, KfusePeer, NumpyPeer, Peer, PeerUnavailable, TorchPeer, select
-from .suite import (_Progress, over_budget, setup_peers, _Ready, _derive, _err, _free, _loadavg, _time_interleaved, cpu_info, gpu_info,
-                    planner_device_name, versions)
+from .suite import (first_call, prepare_peers, start_run, _Ready, _derive, _err, _free, _loadavg, _time_interleaved,
+                    versions)
 from .workloads import as_tuple, relative_error
 
 
@@ -119,11 +120,7 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
     size = size or device
     cases = corpus_cases(size, filter, shard)
     candidates = select(corpus_peers(device, numba_cuda), peers)
-    peer_info, live = setup_peers(candidates)
-    dev_info = cpu_info() if device == "cpu" else {**gpu_info(), "host_cpu": cpu_info()}
-    plan_dev = planner_device_name(device, dev_info)
-    prog = _Progress(len(cases) * max(1, len(live)) + 1, progress)
-    prog.status("ceilings")
+    peer_info, live, dev_info, plan_dev, prog = start_run(device, candidates, len(cases), progress)
     try:
         # full-size copies even when quick: a 64 MiB copy would sit partly in a GPU's L2
         ceil = _ceil.cpu_ceilings(False) if device == "cpu" else _ceil.gpu_ceilings(False)
@@ -179,20 +176,9 @@ def _run_case(case, live, result, *, device, quick, budget_s, t_start, plan_dev,
     meta.update(reference=how, reference_error=ref_err)
     tol = TOLERANCE_CLASSES[e.tol][0]
     has_bf16 = "bfloat16" in case.dtypes
-    ready: list[_Ready] = []
-    for peer in live:
-        prog.status(f"{case.label}: {peer.name}")
-        row = {"case": case.label, "workload": e.name, "impl": peer.name, "ok": False}
-        elapsed = time.perf_counter() - t_start
-        if over_budget(peer, elapsed, budget_s):
-            row["error"] = f"skipped: time budget ({budget_s:.0f} s) spent"
-        else:
-            r = _prepare(peer, case, host, ref, tol, row, has_bf16, copies=2)
-            if r is not None:
-                ready.append(r)
-        rows.append(row)
-        prog.step()
-    prog.status(f"{case.label}: timing {len(ready)} peers, interleaved")
+    ready, rows = prepare_peers(
+        live, case.label, e.name, prog, t_start, budget_s,
+        functools.partial(_prepare, case=case, host=host, ref=ref, tol=tol, has_bf16=has_bf16, copies=2))
     _time_interleaved(ready, quick=quick, device=device)
     for r in ready:
         if r.row.get("ok") and r.peer.compiles:
@@ -209,27 +195,14 @@ def _run_case(case, live, result, *, device, quick, budget_s, t_start, plan_dev,
 
 
 def _prepare(peer, case, host, ref, tol, row, has_bf16, *, copies) -> _Ready | None:
-    try:
-        fn = peer.build(case)
-        sets = [[put(peer, a if (k == 0 or peer.device == "gpu") else a.copy(), t, has_bf16)
-                 for a, t in zip(host, case.dtypes)] for k in range(max(1, copies))]
-        peer.sync()
-        t0 = time.perf_counter()
-        out = fn(*sets[0])
-        peer.block(out)
-        first_s = time.perf_counter() - t0
-        got = [to_host(o) for o in as_tuple(out)]
-        del out
+    """:func:`suite.first_call` of a corpus case, checked against the float64 reference."""
+    def check(got):
         row["out_dtypes"] = [str(g.dtype) for g in got]
         if ref is not None:
             row["rel_err"] = relative_error(got, ref)
             row["correct"] = bool(row["rel_err"] <= tol)
-        return _Ready(peer, row, fn, sets, first_s)
-    except Exception as e:
-        row["ok"] = False
-        row["error"] = _err(e)
-        _free(peer)
-        return None
+    return first_call(peer, case, host, row, copies=copies, get=to_host, check=check,
+                      put=lambda a, k: put(peer, a, case.dtypes[k], has_bf16))
 
 
 def _kfuse_extras(r: _Ready, case, plan_dev, kernels: bool) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import gc
 import json
 import os
@@ -33,6 +34,38 @@ def _err(e: BaseException) -> str:
 def over_budget(peer, elapsed: float, budget_s) -> bool:
     """Whether a run ``elapsed`` seconds in skips ``peer`` (a slow compiler past 70% of it)."""
     return budget_s is not None and (elapsed > budget_s or (peer.slow_compile and elapsed > 0.7 * budget_s))
+
+
+def start_run(device: str, candidates, n_cases: int, progress: bool):
+    """(peer availability, the peers that set up, the device's info, the planner's device name, the
+    progress bar, at "ceilings") at the start of a run of ``n_cases`` cases."""
+    peer_info, live = setup_peers(candidates)
+    dev_info = cpu_info() if device == "cpu" else {**gpu_info(), "host_cpu": cpu_info()}
+    plan_dev = planner_device_name(device, dev_info)
+    prog = _Progress(n_cases * max(1, len(live)) + 1, progress)
+    prog.status("ceilings")
+    return peer_info, live, dev_info, plan_dev, prog
+
+
+def prepare_peers(live, label: str, workload: str, prog, t_start: float, budget_s,
+                  prepare: Callable) -> tuple[list, list[dict]]:
+    """(the peers ready to time, one result row per live peer) for case ``label``: a peer past the
+    time budget is skipped (its row says so), every other one goes through ``prepare(peer, row=row)``,
+    which builds and checks it and returns its ``_Ready`` or None."""
+    ready, rows = [], []
+    for peer in live:
+        prog.status(f"{label}: {peer.name}")
+        row = {"case": label, "workload": workload, "impl": peer.name, "ok": False}
+        if over_budget(peer, time.perf_counter() - t_start, budget_s):
+            row["error"] = f"skipped: time budget ({budget_s:.0f} s) spent"
+        else:
+            r = prepare(peer, row=row)
+            if r is not None:
+                ready.append(r)
+        rows.append(row)
+        prog.step()
+    prog.status(f"{label}: timing {len(ready)} peers, interleaved")
+    return ready, rows
 
 
 def setup_peers(candidates) -> tuple[dict, list]:
@@ -190,12 +223,7 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
     size = "quick" if quick else "full"
     cases = public_cases(device, size, workloads)
     candidates = select(all_peers(device, tune=tune), peers)
-    peer_info, live = setup_peers(candidates)
-
-    dev_info = cpu_info() if device == "cpu" else {**gpu_info(), "host_cpu": cpu_info()}
-    plan_dev = planner_device_name(device, dev_info)
-    prog = _Progress(len(cases) * max(1, len(live)) + 1, progress)
-    prog.status("ceilings")
+    peer_info, live, dev_info, plan_dev, prog = start_run(device, candidates, len(cases), progress)
     try:
         if device == "cpu":
             gemm = [(c.dims["M"], c.dims["N"], c.dims["K"]) for c in cases if c.bound == "compute"]
@@ -227,21 +255,9 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
                           "bound": case.bound, "ceiling": c_val, "ceiling_unit": c_unit,
                           "reference_rows": ref_rows, "reference_error": ref_err})
         want_dispatch = dispatch_set is None or case.workload.name in dispatch_set
-        ready: list[_Ready] = []
-        case_rows = []
-        for peer in live:
-            prog.status(f"{case.label}: {peer.name}")
-            elapsed = time.perf_counter() - t_start
-            row = {"case": case.label, "workload": case.workload.name, "impl": peer.name, "ok": False}
-            if over_budget(peer, elapsed, budget_s):
-                row["error"] = f"skipped: time budget ({budget_s:.0f} s) spent"
-            else:
-                r = _prepare(peer, case, host, ref, ref_rows, row, copies=copies)
-                if r is not None:
-                    ready.append(r)
-            case_rows.append(row)
-            prog.step()
-        prog.status(f"{case.label}: timing {len(ready)} peers, interleaved")
+        ready, case_rows = prepare_peers(
+            live, case.label, case.workload.name, prog, t_start, budget_s,
+            functools.partial(_prepare, case=case, host=host, ref=ref, ref_rows=ref_rows, copies=copies))
         _time_interleaved(ready, quick=quick, device=device)
         for r in ready:
             _finish(r, case, dispatch=want_dispatch, plan_dev=plan_dev, device=device)
@@ -295,32 +311,43 @@ class _Ready:
     windows: list = dataclasses.field(default_factory=list)    # one Timing a round
 
 
-def _prepare(peer: Peer, case: Case, host: list, ref, ref_rows: int, row: dict, *,
-             copies: int) -> _Ready | None:
-    """Build ``peer``'s function, put the input sets on its device, make the first call and check
-    it against the reference; None (the error in ``row``, the peer's memory freed) on failure."""
+def first_call(peer: Peer, case, host: list, row: dict, *, copies: int, put: Callable,
+               get: Callable, check: Callable) -> _Ready | None:
+    """Build ``peer``'s function, put ``copies`` input sets on its device (``put(array, k)`` for
+    argument ``k``), make the first call (timed) and ``check(outputs, got back by get)`` into
+    ``row``; None (the error in ``row``, the peer's memory freed) on failure."""
     try:
         fn = peer.build(case)
-        sets = [[peer.put(a if (k == 0 or peer.device == "gpu") else a.copy()) for a in host]
+        sets = [[put(a if (k == 0 or peer.device == "gpu") else a.copy(), i) for i, a in enumerate(host)]
                 for k in range(max(1, copies))]
         peer.sync()
         t0 = time.perf_counter()
         out = fn(*sets[0])
         peer.block(out)
         first_s = time.perf_counter() - t0
-        got = [peer.get(o, ref_rows) for o in as_tuple(out)]
-        row["out_dtypes"] = sorted({str(g.dtype) for g in got})
-        if ref is not None:
-            row["rel_err"] = relative_error(got, ref)
-            row["correct"] = bool(row["rel_err"] <= REL_TOL.get(case.dtype, 1e-4))
-        if any(str(g.dtype) != case.dtype for g in got):
-            row["note"] = f"output dtype {row['out_dtypes']} != {case.dtype}"
+        got = [get(o) for o in as_tuple(out)]
+        del out
+        check(got)
         return _Ready(peer, row, fn, sets, first_s)
     except Exception as e:
         row["ok"] = False
         row["error"] = _err(e)
         _free(peer)
         return None
+
+
+def _prepare(peer: Peer, case: Case, host: list, ref, ref_rows: int, row: dict, *,
+             copies: int) -> _Ready | None:
+    """:func:`first_call` of a public-suite case, checked against the reference."""
+    def check(got):
+        row["out_dtypes"] = sorted({str(g.dtype) for g in got})
+        if ref is not None:
+            row["rel_err"] = relative_error(got, ref)
+            row["correct"] = bool(row["rel_err"] <= REL_TOL.get(case.dtype, 1e-4))
+        if any(str(g.dtype) != case.dtype for g in got):
+            row["note"] = f"output dtype {row['out_dtypes']} != {case.dtype}"
+    return first_call(peer, case, host, row, copies=copies, put=lambda a, k: peer.put(a),
+                      get=lambda o: peer.get(o, ref_rows), check=check)
 
 
 def _time_interleaved(ready: list[_Ready], *, quick: bool, device: str) -> None:

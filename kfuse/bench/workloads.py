@@ -124,19 +124,19 @@ class TorchNamespace:
     def std(self, x, axis, keepdims=False):
         return self._t.std(x, dim=axis, keepdim=keepdims, correction=0)
 
-    def maximum(self, a, b):
+    def _with_scalar(self, a, b, clamp, both):
+        """``both(a, b)`` of two tensors; with a Python scalar, ``clamp`` of the tensor by it."""
         if not self._t.is_tensor(b):
-            return self._t.clamp_min(a, b)
+            return clamp(a, b)
         if not self._t.is_tensor(a):
-            return self._t.clamp_min(b, a)
-        return self._t.maximum(a, b)
+            return clamp(b, a)
+        return both(a, b)
+
+    def maximum(self, a, b):
+        return self._with_scalar(a, b, self._t.clamp_min, self._t.maximum)
 
     def minimum(self, a, b):
-        if not self._t.is_tensor(b):
-            return self._t.clamp_max(a, b)
-        if not self._t.is_tensor(a):
-            return self._t.clamp_max(b, a)
-        return self._t.minimum(a, b)
+        return self._with_scalar(a, b, self._t.clamp_max, self._t.minimum)
 
     def clip(self, x, lo, hi):
         return self._t.clamp(x, lo, hi)

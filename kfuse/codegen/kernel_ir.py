@@ -110,20 +110,21 @@ def mul(a: Expr, b: Expr) -> Expr:
     return IBin("*", a, b)
 
 
-def floordiv(a: Expr, b: Expr) -> Expr:
+def _divide(op: str, a: Expr, b: Expr, by_one: Expr) -> Expr:
+    """``a op b`` for ``//`` and ``%``: ``by_one`` when ``b`` is 1, 0 when ``a`` is 0."""
     if isinstance(b, ILit) and b.value == 1:
-        return a
+        return by_one
     if isinstance(a, ILit) and a.value == 0:
         return a
-    return IBin("//", a, b)
+    return IBin(op, a, b)
+
+
+def floordiv(a: Expr, b: Expr) -> Expr:
+    return _divide("//", a, b, a)
 
 
 def mod(a: Expr, b: Expr) -> Expr:
-    if isinstance(b, ILit) and b.value == 1:
-        return lit(0)
-    if isinstance(a, ILit) and a.value == 0:
-        return a
-    return IBin("%", a, b)
+    return _divide("%", a, b, lit(0))
 
 
 def expr_vars(e: Expr) -> set[str]:
@@ -205,13 +206,14 @@ class Buffer:
 
 @dataclasses.dataclass(frozen=True)
 class SizeParam:
-    """A run-time int64 argument: ``name``, its ``value`` for this plan, and what it is."""
+    """A run-time int64 argument: ``name``, its ``value`` for this plan, and what it is (an extent,
+    a stride...: printed with the kernel IR). Extents are arguments, never compiled in."""
     name: str
     value: int
     what: str = ""
 
     def __str__(self) -> str:
-        return f"{self.name}={self.value} ({self.what})" if self.what else f"{self.name}={self.value}"
+        return f"{self.name}={self.value}" + (f" ({self.what})" if self.what else "")
 
 
 # --------------------------------------------------------------------------- statements
@@ -219,6 +221,7 @@ class SizeParam:
 
 @dataclasses.dataclass(frozen=True)
 class Load:
+    """``dst = in<buf>[index]``: one element of an input buffer, at one index expression per dim."""
     dst: str
     dtype: str
     buf: int                        # index into KernelIR.inputs
@@ -230,9 +233,11 @@ class Load:
 
 @dataclasses.dataclass(frozen=True)
 class Const:
+    """``dst`` = a constant of ``dtype``: ``value`` is a Python bool, int or float, printed by its
+    repr (which keeps -0.0, nan and inf apart)."""
     dst: str
     dtype: str
-    value: Any                      # Python bool/int/float (repr keeps -0.0, nan, inf)
+    value: Any
 
     def __str__(self) -> str:
         return f"{self.dst}: {self.dtype} = const {self.value!r}"
@@ -266,7 +271,8 @@ class Search:
     side: str
 
     def __str__(self) -> str:
-        return f"{self.dst}: int64 = searchsorted_{self.side}(in{self.buf}[:{self.n}], {self.key})"
+        table = f"in{self.buf}[:{self.n}]"
+        return f"{self.dst}: int64 = searchsorted_{self.side}({table}, {self.key})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -250,23 +250,25 @@ def _ddof(ddof, correction):
     return ddof
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
-        correction=_NV):
-    _check("var", out, mean=mean)
-    v, dt = _var_node("var", a, axis, dtype, _ddof(ddof, correction), keepdims, where)
+def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
+    """The variance node of np.var/np.std ``name`` (before its final cast) and the dtype NumPy's
+    ``name`` returns."""
+    _check(name, out, mean=mean)
+    v, dt = _var_node(name, a, axis, dtype, _ddof(ddof, correction), keepdims, where)
     ndim = as_node(a).ndim
     kw = {"dtype": dtype} if dtype is not None else {}
-    res_dt = _numpy_dtype("var", dt, ndim, _axes(axis, ndim, False), **kw)
+    return v, _numpy_dtype(name, dt, ndim, _axes(axis, ndim, False), **kw)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
+        correction=_NV):
+    v, res_dt = _variance("var", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
     return Tracer(cast(v, res_dt))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NV, mean=_NV,
         correction=_NV):
-    _check("std", out, mean=mean)
-    v, dt = _var_node("std", a, axis, dtype, _ddof(ddof, correction), keepdims, where)
-    ndim = as_node(a).ndim
-    kw = {"dtype": dtype} if dtype is not None else {}
-    res_dt = _numpy_dtype("std", dt, ndim, _axes(axis, ndim, False), **kw)
+    v, res_dt = _variance("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
     return Tracer(cast(apply_ufunc("sqrt", Tracer(v)).node, res_dt))
 
 

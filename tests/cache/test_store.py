@@ -206,7 +206,7 @@ def test_tuning_namespace(store):
 
 def test_recompile_counter_names_the_argument():
     """The counter phrases the warning once (past the limit) and issues none itself: the jitted
-    function warns, once (tests/runtime/test_recompile_warning_jit.py)."""
+    function warns, once (tests/api/test_recompile_warning.py)."""
     rc = RecompileCounter(limit=3)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")

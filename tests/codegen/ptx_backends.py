@@ -1,6 +1,7 @@
-"""The GPU backends whose PTX the no-GPU codegen tests check (CUDA C always, through NVRTC;
-Numba-CUDA where numba-cuda imports: its PTX needs libNVVM, not a GPU), the machine's ``ptxas``,
-and :func:`compile_to_ptx`, which emits a function's kernels on one backend and checks their PTX."""
+"""The machine's ``ptxas``, and :func:`compile_to_ptx`, which emits a function's kernels on one GPU
+backend and checks their PTX. Tests take the backends from the ``backend`` fixture with
+``@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)`` (CUDA C always, through NVRTC;
+Numba-CUDA where numba-cuda imports: its PTX needs libNVVM, not a GPU)."""
 import os
 import shutil
 import subprocess
@@ -8,10 +9,7 @@ import subprocess
 import pytest
 
 import kfuse
-from kfuse.codegen.numba_cuda import numba_cuda_available
 
-BACKENDS = ["cuda", pytest.param("numba-cuda", marks=pytest.mark.skipif(
-    not numba_cuda_available()[0], reason="numba-cuda does not import"))]
 PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
 
 

@@ -2,14 +2,14 @@
 padded row) compile on both GPU backends without a GPU: their index tests (``K.Index``
 statements) become PTX that ptxas accepts for sm_90. A pad along the innermost dim keeps the CUDA
 C elementwise kernel's 16-byte stores and contiguous loads, the padded piece gathered lane by
-lane; a pad along an outer dim keeps every access a vector. Values are checked on a GPU by tests/runtime/test_assemble_jit.py
-and tests/runtime/test_mutation_jit.py."""
+lane; a pad along an outer dim keeps every access a vector. Values are checked on a GPU by tests/ops/test_assemble.py
+and tests/semantics/test_mutation.py."""
 import numpy as np
 import pytest
 
 import kfuse
 from kfuse.codegen import cuda_shapes
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
 def rotary(a):
@@ -35,7 +35,7 @@ def region_write(a):
 FUNCS = [rotary, rows_then_pad, padded_softmax, region_write]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype", ["f32", "f16", "f64", "i32"])
 @pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.__name__)
 def test_pad_kernels_compile_to_ptx(fn, dtype, backend, tmp_path):

@@ -2,14 +2,14 @@
 position read from an index array (an ``IVal`` in a load's index) becomes PTX that ptxas accepts
 for sm_90. The CUDA C elementwise kernel keeps its 16-byte vector stores and the index array's
 vector loads; the gathered element is loaded lane by lane, after the statements computing its
-position. Values are checked on a GPU by tests/runtime/test_indexing_jit.py."""
+position. Values are checked on a GPU by tests/ops/test_indexing.py."""
 import numpy as np
 import pytest
 
 import kfuse
 from kfuse.codegen import cuda_shapes
 from kfuse.codegen import kernel_ir as K
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
 def embedding(table, idx):
@@ -38,7 +38,7 @@ def gathered_pad(a, idx):
 FUNCS = [embedding, pairs, along_rows, picked_logits, gathered_pad]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype, itype", [("f32", "i64"), ("f16", "i32"), ("f64", "u8"), ("i32", "i64")])
 @pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.__name__)
 def test_gather_kernels_compile_to_ptx(fn, dtype, itype, backend, tmp_path):

@@ -2,11 +2,11 @@
 CUDA C (NVRTC) or Numba-CUDA source becomes PTX that ptxas accepts for sm_90, for signed,
 unsigned, narrow and 64-bit ints (gcd/lcm in 32-bit or 64-bit unsigned arithmetic, popcount), and
 ldexp of every register type with int32 and int64 exponents (the int64 one clamped to int's range).
-The values are checked on a GPU by ``tests/runtime/test_int_ldexp_ufuncs_jit.py``."""
+The values are checked on a GPU by ``tests/ops/test_exact_int_ufuncs.py``."""
 import numpy as np
 import pytest
 
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
 def int_ldexp_ufuncs(x, i, j, e):
@@ -26,7 +26,7 @@ SPECS = {      # float operand, integer operands, exponent
 }
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("case", SPECS)
 def test_int_ldexp_ufuncs_compile_to_ptx(case, backend, tmp_path):
     f, i, e = SPECS[case]

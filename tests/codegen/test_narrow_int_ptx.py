@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import kfuse
-from tests.codegen.ptx_backends import BACKENDS
 from tests.regressions.test_gpu_narrow_int_wrap import PRODUCERS
 
 pytest.importorskip("cuda.bindings.nvrtc")
@@ -20,7 +19,7 @@ pytest.importorskip("cuda.bindings.nvrtc")
 NARROW_ARITH = re.compile(r"^\s*(neg|add|sub|mul\.lo|mad\.lo|shl)\.[sub](8|16)\b", re.M)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "uint16"])
 @pytest.mark.parametrize("producer", sorted(PRODUCERS))
 def test_wrapping_ops_are_not_narrow_ptx_arithmetic(producer, dtype, backend):

@@ -13,7 +13,6 @@ import pytest
 
 import kfuse
 from kfuse.codegen.numba_cuda import keep_negative_zero_selects
-from tests.codegen.ptx_backends import BACKENDS
 
 NEG_ZERO_FLOAT_SELECT = re.compile(r"^\s*selp\.f(32|64)\b[^;]*\b(0f80000000|0d8000000000000000)\b", re.M)
 
@@ -34,7 +33,7 @@ def maximum_of_bool_and_negative_zero(a0, a1):      # the fuzz program (NVVM fol
     return np.maximum((a1 < a0).astype(np.float32), -0.0)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("fn, specs", [
     (where_one_or_negative_zero, ("f32[1024]",)),
     (where_minus_one_or_negative_zero, ("f32[1024]",)),

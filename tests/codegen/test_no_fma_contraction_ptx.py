@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import kfuse
-from tests.codegen.ptx_backends import BACKENDS
 
 pytest.importorskip("cuda.bindings.nvrtc")
 
@@ -28,7 +27,7 @@ def std_of_square(a0, a1):
     return np.where(np.square(a0).std(keepdims=True) > 0, a1, -2)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("fn, specs", [
     (multiply_add, ("f32[64,256]",) * 3),
     (multiply_add, ("f64[64,256]",) * 3),

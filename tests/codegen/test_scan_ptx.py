@@ -1,7 +1,7 @@
 """Scan kernels compile on both GPU backends without a GPU: a thread a row (the ``col`` variant),
 the running value started before the row's loop and updated in it, in order; PTX that ptxas
 accepts for sm_90. A row variant is refused for them, by the emitters and by the autotuner.
-Values are checked on a GPU by tests/runtime/test_scan_jit.py."""
+Values are checked on a GPU by tests/ops/test_scans.py."""
 import numpy as np
 import pytest
 
@@ -11,7 +11,7 @@ from kfuse.codegen import cuda, cuda_shapes, numba_cuda
 from kfuse.codegen import kernel_ir as K
 from kfuse.errors import CompileError
 from kfuse.fusion.cost import get_device_spec
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
 def running_sum(x, y):
@@ -29,7 +29,7 @@ def flat_product(x, y):
 FUNCS = [running_sum, running_extremes, flat_product]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype", ["f32", "f16", "f64", "i8", "u32", "b1"])
 @pytest.mark.parametrize("fn", FUNCS, ids=lambda f: f.__name__)
 def test_scan_kernels_compile_to_ptx(fn, dtype, backend, tmp_path):

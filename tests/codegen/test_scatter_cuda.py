@@ -535,8 +535,6 @@ def test_numba_refuses_combines_without_an_exact_atomic(name):
 
 # ------------------------------------------------------------------------------ on a GPU
 
-BACKENDS = ["cuda", "numba-cuda"]
-
 
 def _run(case: Case, backend: str, cupy_for, *, autotune=None):
     """``case.fn`` on ``backend`` with the arguments copied to the GPU: (result, first argument
@@ -558,8 +556,7 @@ def _check(case: Case, got, want) -> None:
             assert_matches_numpy(g, w, reductions=True)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_scatter_on_the_gpu_matches_numpy(name, backend, cupy_for):
     case = CASES[name]
@@ -574,8 +571,7 @@ def test_scatter_on_the_gpu_matches_numpy(name, backend, cupy_for):
     _check(case, _run(case, backend, cupy_for), (want, args[0]))
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda")
 def test_repeated_plain_stores_land_one_of_their_values(backend, cupy_for):
     x, i, v = _base("float64"), _repeated(300), _values("float64", 300)
     got, _ = _run(Case(set_1d, (x, i, v), "", ""), backend, cupy_for)
@@ -584,8 +580,7 @@ def test_repeated_plain_stores_land_one_of_their_values(backend, cupy_for):
         assert got[p] in set(v[pos == p]) if (pos == p).any() else got[p] == x[p]
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda")
 def test_empty_domain_copies_the_base(backend, cupy_for):
     case = Case(add_at, (_base("int32"), np.zeros(0, np.int64), np.zeros(0, np.int32)), "", "add")
     got, arg = _run(case, backend, cupy_for)
@@ -593,8 +588,7 @@ def test_empty_domain_copies_the_base(backend, cupy_for):
     np.testing.assert_array_equal(arg, case.args[0])
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda")
 def test_strided_base_and_dead_intermediate(backend, cupy_for):
     """A transposed (non-contiguous) base is copied element by element; a base that is an earlier
     kernel's dead output is written in place (``Plan.scatters_in_place``): NumPy's values both."""

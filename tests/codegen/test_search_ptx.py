@@ -1,11 +1,11 @@
 """Search kernels (``np.searchsorted``, ``np.digitize``, ``np.interp``) compile on both GPU backends
 without a GPU: the binary search is a call on the table's buffer (CUDA C ``kf_search``, Numba-CUDA
 ``_search_left``/``_search_right``), and the PTX assembles with ptxas for sm_90, in elementwise,
-row-reduction, scan and scatter kernels. Values are checked on a GPU by tests/runtime/test_search_jit.py."""
+row-reduction, scan and scatter kernels. Values are checked on a GPU by tests/ops/test_search.py."""
 import numpy as np
 import pytest
 
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
 def left(a, v):
@@ -30,7 +30,7 @@ def histogram(a, v):                # a search feeding a scatter's positions
     return h
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "i8", "u32", "b1"])
 @pytest.mark.parametrize("fn", [left, right_rows, in_a_scan, interp, histogram], ids=lambda f: f.__name__)
 def test_search_kernels_compile_to_ptx(fn, dtype, backend, tmp_path):

@@ -1,7 +1,8 @@
 """The shared correctness suite, parametrised over the CPU backend and both GPU backends (CUDA C
 through NVRTC, Numba-CUDA): the same hand-built one-kernel plans, the same inputs, results equal
 NumPy's per tests/tolerance.py. The GPU rows are marked ``gpu`` and skip themselves without a GPU
-(or, for numba-cuda, without an importable numba-cuda); the CPU row runs everywhere.
+(or, for numba-cuda, without an importable numba-cuda: the ``backend`` fixture of
+tests/conftest.py); the CPU row runs everywhere.
 
 A reduce group has ONE domain and ONE tuple of reduced axes (fusion/plan.py): cases that mix
 reductions over different axes are separate programs here.
@@ -11,32 +12,6 @@ import pytest
 
 from handplan import compile_for, gelu, layernorm, one_group_plan, run, softmax, trace
 from tolerance import assert_matches_numpy
-
-
-def _gpu_skip(backend):
-    from kfuse.runtime import device
-    if not device.has_gpu():
-        return "no CUDA GPU / CuPy"
-    if backend == "numba-cuda":
-        from kfuse.codegen import numba_cuda as nc
-        ok, why = nc.numba_cuda_available()
-        if not ok:
-            return why
-    return None
-
-
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    if request.param != "cpu":
-        why = _gpu_skip(request.param)
-        if why:
-            pytest.skip(why)
-    return request.param
 
 
 def rng():

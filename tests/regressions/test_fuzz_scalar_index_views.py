@@ -8,10 +8,6 @@ ndarray ``**`` fast path now (``np.True_ ** 2`` is int64, bug 23's class)."""
 import numpy as np
 import pytest
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
 
 def write_seen_through_view(a):
     w = a[a[:, 0].argmin()]
@@ -55,7 +51,6 @@ def _copy(args):
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn, args", CASES, ids=[f"{c[0].__name__}-{type(c[1][-1]).__name__}" for c in CASES])
 def test_scalar_index_is_a_view_as_in_numpy(fn, args, backend, cupy_for):
     import kfuse

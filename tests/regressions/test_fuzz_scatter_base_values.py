@@ -8,10 +8,6 @@ place (``Plan.scatters_in_place``), reading values it had already overwritten.""
 import numpy as np
 import pytest
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
 
 def put_empty_list(x):
     np.put(x, [], 1.0)
@@ -49,7 +45,6 @@ CASES = [(put_empty_list, np.arange(3.0)), (set_from_itself, np.array([1.0, 2.0]
          (set_rows_from_itself_then_read, np.arange(12.0).reshape(3, 4))]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn, x", CASES, ids=[c[0].__name__ for c in CASES])
 def test_scatter_of_its_own_base_matches_numpy(fn, x, backend, run_jit):
     want = fn(x.copy())

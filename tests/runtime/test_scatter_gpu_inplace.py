@@ -13,8 +13,6 @@ import pytest
 import kfuse
 from kfuse.runtime import gpu_launch
 
-BACKENDS = ["cuda", "numba-cuda"]
-
 
 def add_at(t, ids, g):
     np.add.at(t, ids, g)
@@ -89,8 +87,7 @@ def _no_copies(monkeypatch) -> list:
     return calls
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda")
 @pytest.mark.parametrize("fn", [add_at, set_rows])
 def test_cupy_argument_is_written_in_place(fn, backend, cupy_for, monkeypatch):
     cp = cupy_for(backend)
@@ -110,8 +107,7 @@ def test_cupy_argument_is_written_in_place(fn, backend, cupy_for, monkeypatch):
     assert copies == []                         # neither a copy of the argument nor one back
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda")
 def test_out_of_range_id_raises_and_leaves_the_argument(backend, cupy_for):
     cp = cupy_for(backend)
     t0, ids, g = _args()

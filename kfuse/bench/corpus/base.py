@@ -1,5 +1,6 @@
 """The corpus's building blocks: an :class:`Entry` (one workload written once against an array
-namespace ``xp``), its arguments (:class:`Arg`: a shape per size class, a dtype, a generator), and
+namespace ``xp``: :func:`body`, :func:`along`), its arguments (:class:`Arg`: a shape per size
+class, a dtype, a generator), and
 :class:`CorpusCase`, one entry at one size class, shaped like ``workloads.Case`` so the suite's
 ceilings, timing and peers take it as they take P1..P6.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import math
 from typing import Any, Callable
 
@@ -78,6 +80,32 @@ class Arg:
         if not self.shape:
             return ()
         return tuple(int(eval(s, {}, dict(d))) for s in self.shape.split(","))
+
+
+def body(fn: Callable) -> Callable[[Any], Callable]:
+    """An entry's ``make``: ``fn`` is the workload written once as ``fn(xp, *arrays)``; ``make(xp)``
+    is the function of the arrays alone that each peer compiles or calls, with ``fn``'s name and
+    its signature less ``xp`` (kfuse and JAX read the parameter names from it)."""
+    sig = inspect.signature(fn)
+    arrays = sig.replace(parameters=list(sig.parameters.values())[1:])
+
+    def make(xp):
+        def bound(*args):
+            return fn(xp, *args)
+        bound.__signature__ = arrays
+        bound.__name__, bound.__qualname__, bound.__module__ = fn.__name__, fn.__qualname__, fn.__module__
+        return bound
+    make.__name__ = make.__qualname__ = fn.__name__
+    return make
+
+
+def along(name: str, func: str, axis) -> Callable[[Any], Callable]:
+    """The :func:`body` ``name(x) = xp.<func>(x, axis=axis)``: one reduction, scan or difference
+    along an axis."""
+    def fn(xp, x):
+        return getattr(xp, func)(x, axis=axis)
+    fn.__name__ = fn.__qualname__ = name
+    return body(fn)
 
 
 def bf16_round(a: np.ndarray) -> np.ndarray:

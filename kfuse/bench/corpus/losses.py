@@ -2,7 +2,7 @@
 row-softmaxes, Huber, per-row MSE, cosine similarity of rows, hinge."""
 from __future__ import annotations
 
-from .base import Arg, Entry
+from .base import Arg, Entry, body
 from .transformer import S
 
 
@@ -11,74 +11,67 @@ def _log_softmax(xp, x):
     return x - m - xp.log(xp.sum(xp.exp(x - m), axis=-1, keepdims=True))
 
 
-def _bce(xp):
-    def bce_with_logits(x, y):
-        loss = xp.maximum(x, 0.0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))
-        return xp.mean(loss, axis=(0, 1))
-    return bce_with_logits
+@body
+def bce_with_logits(xp, x, y):
+    loss = xp.maximum(x, 0.0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))
+    return xp.mean(loss, axis=(0, 1))
 
 
-def _focal(xp):
-    def focal_loss(x, y):
-        p = 1.0 / (1.0 + xp.exp(-x))
-        ce = xp.maximum(x, 0.0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))
-        pt = p * y + (1.0 - p) * (1.0 - y)
-        w = 0.25 * y + 0.75 * (1.0 - y)
-        return xp.mean(w * (1.0 - pt) * (1.0 - pt) * ce, axis=(0, 1))
-    return focal_loss
+@body
+def focal_loss(xp, x, y):
+    p = 1.0 / (1.0 + xp.exp(-x))
+    ce = xp.maximum(x, 0.0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))
+    pt = p * y + (1.0 - p) * (1.0 - y)
+    w = 0.25 * y + 0.75 * (1.0 - y)
+    return xp.mean(w * (1.0 - pt) * (1.0 - pt) * ce, axis=(0, 1))
 
 
-def _kl(xp):
-    def kl_div_logits(a, b):
-        lp, lq = _log_softmax(xp, a), _log_softmax(xp, b)
-        return xp.mean(xp.sum(xp.exp(lp) * (lp - lq), axis=-1), axis=0)
-    return kl_div_logits
+@body
+def kl_div_logits(xp, a, b):
+    lp, lq = _log_softmax(xp, a), _log_softmax(xp, b)
+    return xp.mean(xp.sum(xp.exp(lp) * (lp - lq), axis=-1), axis=0)
 
 
-def _huber(xp):
-    def huber(x, y):
-        d = xp.abs(x - y)
-        return xp.mean(xp.where(d < 1.0, 0.5 * d * d, d - 0.5), axis=(0, 1))
-    return huber
+@body
+def huber(xp, x, y):
+    d = xp.abs(x - y)
+    return xp.mean(xp.where(d < 1.0, 0.5 * d * d, d - 0.5), axis=(0, 1))
 
 
-def _mse_rows(xp):
-    def mse_rows(x, y):
-        d = x - y
-        return xp.mean(d * d, axis=1)
-    return mse_rows
+@body
+def mse_rows(xp, x, y):
+    d = x - y
+    return xp.mean(d * d, axis=1)
 
 
-def _cosine(xp):
-    def cosine_similarity_rows(a, b):
-        num = xp.sum(a * b, axis=-1)
-        return num / (xp.sqrt(xp.sum(a * a, axis=-1)) * xp.sqrt(xp.sum(b * b, axis=-1)) + 1e-8)
-    return cosine_similarity_rows
+@body
+def cosine_similarity_rows(xp, a, b):
+    num = xp.sum(a * b, axis=-1)
+    return num / (xp.sqrt(xp.sum(a * a, axis=-1)) * xp.sqrt(xp.sum(b * b, axis=-1)) + 1e-8)
 
 
-def _hinge(xp):
-    def hinge_loss(x, y):
-        return xp.mean(xp.maximum(1.0 - x * (2.0 * y - 1.0), 0.0), axis=(0, 1))
-    return hinge_loss
+@body
+def hinge_loss(xp, x, y):
+    return xp.mean(xp.maximum(1.0 - x * (2.0 * y - 1.0), 0.0), axis=(0, 1))
 
 
 RC = S(dict(R=8192, C=4096), dict(R=2048, C=1024), dict(R=6, C=40))
 ENTRIES = [
-    Entry("bce_with_logits", "losses", "binary cross-entropy with logits, mean", _bce,
+    Entry("bce_with_logits", "losses", "binary cross-entropy with logits, mean", bce_with_logits,
           (Arg("R,C", scale=3.0), Arg("R,C", gen="binary")), RC, ("axis:all", "dtype:f32"), flops=7,
           tol="f32-long"),
-    Entry("focal_loss", "losses", "focal loss (gamma 2, alpha 0.25), mean", _focal,
+    Entry("focal_loss", "losses", "focal loss (gamma 2, alpha 0.25), mean", focal_loss,
           (Arg("R,C", scale=3.0), Arg("R,C", gen="binary")), RC, ("axis:all", "dtype:f32"), flops=18,
           tol="f32-long"),
-    Entry("kl_div_logits", "losses", "KL(softmax(a) || softmax(b)) over rows, batch mean", _kl,
+    Entry("kl_div_logits", "losses", "KL(softmax(a) || softmax(b)) over rows, batch mean", kl_div_logits,
           (Arg("R,C"), Arg("R,C")), S(dict(R=8192, C=4096), dict(R=1024, C=1024), dict(R=6, C=40)),
           ("axis:last", "dtype:f32"), flops=12, tol="f32-long"),
-    Entry("huber", "losses", "Huber loss (delta 1), mean", _huber, (Arg("R,C"), Arg("R,C")), RC,
+    Entry("huber", "losses", "Huber loss (delta 1), mean", huber, (Arg("R,C"), Arg("R,C")), RC,
           ("axis:all", "where", "dtype:f32"), flops=5, tol="f32-long"),
-    Entry("mse_rows", "losses", "per-row mean squared error", _mse_rows, (Arg("R,C"), Arg("R,C")), RC,
+    Entry("mse_rows", "losses", "per-row mean squared error", mse_rows, (Arg("R,C"), Arg("R,C")), RC,
           ("axis:last", "dtype:f32"), flops=3),
-    Entry("cosine_similarity_rows", "losses", "cosine similarity of rows", _cosine, (Arg("R,C"), Arg("R,C")),
+    Entry("cosine_similarity_rows", "losses", "cosine similarity of rows", cosine_similarity_rows, (Arg("R,C"), Arg("R,C")),
           S(dict(R=8192, C=4096), dict(R=2048, C=1024), dict(R=6, C=40)), ("axis:last", "dtype:f32"), flops=6),
-    Entry("hinge_loss", "losses", "hinge loss with 0/1 targets, mean", _hinge,
+    Entry("hinge_loss", "losses", "hinge loss with 0/1 targets, mean", hinge_loss,
           (Arg("R,C"), Arg("R,C", gen="binary")), RC, ("axis:all", "dtype:f32"), flops=5, tol="f32-long"),
 ]

@@ -2,60 +2,55 @@
 int8 with per-row scales, a per-tensor fake-quant round trip, and int8 from float16 rows."""
 from __future__ import annotations
 
-from .base import Arg, Entry, cast
+from .base import Arg, Entry, body, cast
 from .transformer import S
 
 
-def _q_rows(xp):
-    def quant_int8_rows(x):
-        s = xp.max(xp.abs(x), axis=1, keepdims=True) / 127.0
-        q = xp.clip(xp.round(x / s), -127.0, 127.0)
-        return cast(xp, q, "int8"), s
-    return quant_int8_rows
+@body
+def quant_int8_rows(xp, x):
+    s = xp.max(xp.abs(x), axis=1, keepdims=True) / 127.0
+    q = xp.clip(xp.round(x / s), -127.0, 127.0)
+    return cast(xp, q, "int8"), s
 
 
-def _q_cols(xp):
-    def quant_int8_cols(x):
-        s = xp.max(xp.abs(x), axis=0, keepdims=True) / 127.0
-        q = xp.clip(xp.round(x / s), -127.0, 127.0)
-        return cast(xp, q, "int8"), s
-    return quant_int8_cols
+@body
+def quant_int8_cols(xp, x):
+    s = xp.max(xp.abs(x), axis=0, keepdims=True) / 127.0
+    q = xp.clip(xp.round(x / s), -127.0, 127.0)
+    return cast(xp, q, "int8"), s
 
 
-def _q_rows_f16(xp):
-    def quant_int8_rows_from_f16(x):
-        xf = cast(xp, x, "float32")
-        s = xp.max(xp.abs(xf), axis=1, keepdims=True) / 127.0
-        q = xp.clip(xp.round(xf / s), -127.0, 127.0)
-        return cast(xp, q, "int8"), s
-    return quant_int8_rows_from_f16
+@body
+def quant_int8_rows_from_f16(xp, x):
+    xf = cast(xp, x, "float32")
+    s = xp.max(xp.abs(xf), axis=1, keepdims=True) / 127.0
+    q = xp.clip(xp.round(xf / s), -127.0, 127.0)
+    return cast(xp, q, "int8"), s
 
 
-def _dq_rows(xp):
-    def dequant_int8_rows(q, s):
-        return cast(xp, q, "float32") * s
-    return dequant_int8_rows
+@body
+def dequant_int8_rows(xp, q, s):
+    return cast(xp, q, "float32") * s
 
 
-def _fake(xp):
-    def fake_quant_tensor(x):
-        s = xp.max(xp.abs(x), axis=(0, 1)) / 127.0
-        return xp.clip(xp.round(x / s), -127.0, 127.0) * s
-    return fake_quant_tensor
+@body
+def fake_quant_tensor(xp, x):
+    s = xp.max(xp.abs(x), axis=(0, 1)) / 127.0
+    return xp.clip(xp.round(x / s), -127.0, 127.0) * s
 
 
 RC = S(dict(R=16384, C=4096), dict(R=2048, C=1024), dict(R=6, C=40))
 ENTRIES = [
-    Entry("quant_int8_rows", "quant", "per-row absmax int8: scale, round, clip -> (int8, scales)", _q_rows,
+    Entry("quant_int8_rows", "quant", "per-row absmax int8: scale, round, clip -> (int8, scales)", quant_int8_rows,
           (Arg("R,C"),), RC, ("axis:last", "dtype:int8", "multi-output"), flops=4, tol="int8"),
-    Entry("quant_int8_cols", "quant", "per-column absmax int8 (a leading-axis statistic)", _q_cols,
+    Entry("quant_int8_cols", "quant", "per-column absmax int8 (a leading-axis statistic)", quant_int8_cols,
           (Arg("R,C"),), RC, ("axis:leading", "dtype:int8", "multi-output"), flops=4, tol="int8"),
-    Entry("quant_int8_rows_from_f16", "quant", "per-row absmax int8 of f16 rows", _q_rows_f16,
+    Entry("quant_int8_rows_from_f16", "quant", "per-row absmax int8 of f16 rows", quant_int8_rows_from_f16,
           (Arg("R,C", "float16"),), RC, ("axis:last", "dtype:f16", "dtype:int8", "dtype:mixed"), flops=4,
           tol="int8"),
-    Entry("dequant_int8_rows", "quant", "int8 x per-row f32 scale -> f32", _dq_rows,
+    Entry("dequant_int8_rows", "quant", "int8 x per-row f32 scale -> f32", dequant_int8_rows,
           (Arg("R,C", "int8", gen="int8"), Arg("R,1", gen="positive", scale=0.01)), RC,
           ("broadcast", "dtype:int8", "dtype:mixed"), flops=1),
-    Entry("fake_quant_tensor", "quant", "per-tensor absmax fake quantisation (quantise-dequantise)", _fake,
+    Entry("fake_quant_tensor", "quant", "per-tensor absmax fake quantisation (quantise-dequantise)", fake_quant_tensor,
           (Arg("R,C"),), RC, ("axis:all", "dtype:f32"), flops=5, tol="int8"),
 ]

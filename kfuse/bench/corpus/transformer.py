@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Arg, Entry, cast
+from .base import Arg, Entry, body, cast
 
 EPS = 1e-5
 C_GELU = math.sqrt(2.0 / math.pi)
@@ -28,247 +28,225 @@ def rotate_half(xp, x):
     return xp.concatenate((-x[..., h:], x[..., :h]), axis=-1)
 
 
-def _rmsnorm(xp):
-    def rmsnorm(x, w):
-        return x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + EPS) * w
-    return rmsnorm
+@body
+def rmsnorm(xp, x, w):
+    return x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + EPS) * w
 
 
-def _rmsnorm_f16(xp):
-    def rmsnorm_f16_rows_f32_weight(x, w):
-        xf = cast(xp, x, "float32")
-        y = xf / xp.sqrt(xp.mean(xf * xf, axis=-1, keepdims=True) + EPS) * w
-        return cast(xp, y, "float16")
-    return rmsnorm_f16_rows_f32_weight
+@body
+def rmsnorm_f16_rows_f32_weight(xp, x, w):
+    xf = cast(xp, x, "float32")
+    y = xf / xp.sqrt(xp.mean(xf * xf, axis=-1, keepdims=True) + EPS) * w
+    return cast(xp, y, "float16")
 
 
-def _rmsnorm_bf16(xp):
-    def rmsnorm_bf16(x, w):
-        xf = cast(xp, x, "float32")
-        y = xf / xp.sqrt(xp.mean(xf * xf, axis=-1, keepdims=True) + EPS)
-        return cast(xp, y, "bfloat16") * w
-    return rmsnorm_bf16
+@body
+def rmsnorm_bf16(xp, x, w):
+    xf = cast(xp, x, "float32")
+    y = xf / xp.sqrt(xp.mean(xf * xf, axis=-1, keepdims=True) + EPS)
+    return cast(xp, y, "bfloat16") * w
 
 
-def _layernorm(xp):
-    def layernorm(x, g, b):
-        mu = xp.mean(x, axis=-1, keepdims=True)
-        d = x - mu
-        var = xp.mean(d * d, axis=-1, keepdims=True)
-        return d / xp.sqrt(var + EPS) * g + b
-    return layernorm
+@body
+def layernorm(xp, x, g, b):
+    mu = xp.mean(x, axis=-1, keepdims=True)
+    d = x - mu
+    var = xp.mean(d * d, axis=-1, keepdims=True)
+    return d / xp.sqrt(var + EPS) * g + b
 
 
-def _residual_layernorm_f16(xp):
-    def residual_layernorm_f16(x, r, g, b):
-        h = x + r                                           # f16 residual stream
-        hf = cast(xp, h, "float32")
-        mu = xp.mean(hf, axis=-1, keepdims=True)
-        d = hf - mu
-        var = xp.mean(d * d, axis=-1, keepdims=True)
-        y = d / xp.sqrt(var + EPS) * g + b                  # f32 weights
-        return cast(xp, y, "float16"), h                    # f16 out, and the new residual
-    return residual_layernorm_f16
+@body
+def residual_layernorm_f16(xp, x, r, g, b):
+    h = x + r                                           # f16 residual stream
+    hf = cast(xp, h, "float32")
+    mu = xp.mean(hf, axis=-1, keepdims=True)
+    d = hf - mu
+    var = xp.mean(d * d, axis=-1, keepdims=True)
+    y = d / xp.sqrt(var + EPS) * g + b                  # f32 weights
+    return cast(xp, y, "float16"), h                    # f16 out, and the new residual
 
 
-def _layernorm_short(xp):
-    def layernorm_short_rows(x, g, b):
-        mu = xp.mean(x, axis=-1, keepdims=True)
-        var = xp.var(x, axis=-1, keepdims=True)
-        return (x - mu) / xp.sqrt(var + EPS) * g + b
-    return layernorm_short_rows
+@body
+def layernorm_short_rows(xp, x, g, b):
+    mu = xp.mean(x, axis=-1, keepdims=True)
+    var = xp.var(x, axis=-1, keepdims=True)
+    return (x - mu) / xp.sqrt(var + EPS) * g + b
 
 
-def _gelu(xp):
-    def gelu_tanh(x):
-        return gelu(xp, x)
-    return gelu_tanh
+@body
+def gelu_tanh(xp, x):
+    return gelu(xp, x)
 
 
-def _swiglu(xp):
-    def swiglu_halves(x):
-        n = x.shape[-1] // 2
-        return silu(xp, x[:, :n]) * x[:, n:]
-    return swiglu_halves
+@body
+def swiglu_halves(xp, x):
+    n = x.shape[-1] // 2
+    return silu(xp, x[:, :n]) * x[:, n:]
 
 
-def _geglu_f16(xp):
-    def geglu_f16_halves(x):
-        n = x.shape[-1] // 2
-        return gelu(xp, x[:, :n]) * x[:, n:]
-    return geglu_f16_halves
+@body
+def geglu_f16_halves(xp, x):
+    n = x.shape[-1] // 2
+    return gelu(xp, x[:, :n]) * x[:, n:]
 
 
-def _swiglu_bf16(xp):
-    def swiglu_bf16(a, b):
-        return silu(xp, a) * b
-    return swiglu_bf16
+@body
+def swiglu_bf16(xp, a, b):
+    return silu(xp, a) * b
 
 
-def _rotary3(xp):
-    def rotary_3d(x, cos, sin):                             # x (B, S, D), cos/sin (S, D)
-        return x * cos + rotate_half(xp, x) * sin
-    return rotary_3d
+@body
+def rotary_3d(xp, x, cos, sin):                         # x (B, S, D), cos/sin (S, D)
+    return x * cos + rotate_half(xp, x) * sin
 
 
-def _rotary4(xp):
-    def rotary_4d(x, cos, sin):                             # x (B, S, H, D), cos/sin (S, D)
-        c = cos.reshape(cos.shape[0], 1, cos.shape[1])
-        s = sin.reshape(sin.shape[0], 1, sin.shape[1])
-        return x * c + rotate_half(xp, x) * s
-    return rotary_4d
+@body
+def rotary_4d(xp, x, cos, sin):                         # x (B, S, H, D), cos/sin (S, D)
+    c = cos.reshape(cos.shape[0], 1, cos.shape[1])
+    s = sin.reshape(sin.shape[0], 1, sin.shape[1])
+    return x * c + rotate_half(xp, x) * s
 
 
-def _softmax_mask(xp):
-    def softmax_additive_mask(x, mask):                     # x (B, H, S, S), mask (S, S)
-        y = x * 0.125 + mask
-        e = xp.exp(y - xp.max(y, axis=-1, keepdims=True))
-        return e / xp.sum(e, axis=-1, keepdims=True)
-    return softmax_additive_mask
+@body
+def softmax_additive_mask(xp, x, mask):                 # x (B, H, S, S), mask (S, S)
+    y = x * 0.125 + mask
+    e = xp.exp(y - xp.max(y, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
 
 
-def _softmax_causal(xp):
-    def softmax_causal_where(x, keep):                      # keep: (S, S) lower-triangular bool
-        y = xp.where(keep, x * 0.125, -xp.inf)
-        e = xp.exp(y - xp.max(y, axis=-1, keepdims=True))
-        return e / xp.sum(e, axis=-1, keepdims=True)
-    return softmax_causal_where
+@body
+def softmax_causal_where(xp, x, keep):                  # keep: (S, S) lower-triangular bool
+    y = xp.where(keep, x * 0.125, -xp.inf)
+    e = xp.exp(y - xp.max(y, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
 
 
-def _xent(xp):
-    def cross_entropy_mean(logits, labels):
-        m = xp.max(logits, axis=1, keepdims=True)
-        lse = xp.log(xp.sum(xp.exp(logits - m), axis=1)) + m[:, 0]
-        picked = xp.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
-        return xp.mean(lse - picked, axis=0)
-    return cross_entropy_mean
+@body
+def cross_entropy_mean(xp, logits, labels):
+    m = xp.max(logits, axis=1, keepdims=True)
+    lse = xp.log(xp.sum(xp.exp(logits - m), axis=1)) + m[:, 0]
+    picked = xp.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
+    return xp.mean(lse - picked, axis=0)
 
 
-def _xent_rows(xp):
-    def cross_entropy_rows(logits, labels):
-        m = xp.max(logits, axis=1, keepdims=True)
-        lse = xp.log(xp.sum(xp.exp(logits - m), axis=1)) + m[:, 0]
-        return lse - xp.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
-    return cross_entropy_rows
+@body
+def cross_entropy_rows(xp, logits, labels):
+    m = xp.max(logits, axis=1, keepdims=True)
+    lse = xp.log(xp.sum(xp.exp(logits - m), axis=1)) + m[:, 0]
+    return lse - xp.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
 
 
-def _xent_smooth(xp):
-    def cross_entropy_label_smoothing(logits, labels):
-        m = xp.max(logits, axis=1, keepdims=True)
-        lse = xp.log(xp.sum(xp.exp(logits - m), axis=1, keepdims=True)) + m
-        logp = logits - lse
-        nll = -xp.take_along_axis(logp, labels[:, None], axis=1)[:, 0]
-        smooth = -xp.mean(logp, axis=1)
-        return xp.mean(0.9 * nll + 0.1 * smooth, axis=0)
-    return cross_entropy_label_smoothing
+@body
+def cross_entropy_label_smoothing(xp, logits, labels):
+    m = xp.max(logits, axis=1, keepdims=True)
+    lse = xp.log(xp.sum(xp.exp(logits - m), axis=1, keepdims=True)) + m
+    logp = logits - lse
+    nll = -xp.take_along_axis(logp, labels[:, None], axis=1)[:, 0]
+    smooth = -xp.mean(logp, axis=1)
+    return xp.mean(0.9 * nll + 0.1 * smooth, axis=0)
 
 
-def _softcap(xp):
-    def logit_softcap(s):
-        return 30.0 * xp.tanh(s / 30.0)
-    return logit_softcap
+@body
+def logit_softcap(xp, s):
+    return 30.0 * xp.tanh(s / 30.0)
 
 
-def _softcap_softmax(xp):
-    def softcap_softmax(s):
-        y = 50.0 * xp.tanh(s / 50.0)
-        e = xp.exp(y - xp.max(y, axis=-1, keepdims=True))
-        return e / xp.sum(e, axis=-1, keepdims=True)
-    return softcap_softmax
+@body
+def softcap_softmax(xp, s):
+    y = 50.0 * xp.tanh(s / 50.0)
+    e = xp.exp(y - xp.max(y, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
 
 
-def _head_rmsnorm(xp):
-    def qk_rmsnorm_heads(q, w):                             # q (B, S, H, D=64): short rows
-        return q / xp.sqrt(xp.mean(q * q, axis=-1, keepdims=True) + EPS) * w
-    return qk_rmsnorm_heads
+@body
+def qk_rmsnorm_heads(xp, q, w):                         # q (B, S, H, D=64): short rows
+    return q / xp.sqrt(xp.mean(q * q, axis=-1, keepdims=True) + EPS) * w
 
 
-def _bias_dropout_residual(xp):
-    def bias_dropout_residual(x, b, keep, r):
-        return xp.where(keep, (x + b) * (1.0 / 0.9), 0.0) + r
-    return bias_dropout_residual
+@body
+def bias_dropout_residual(xp, x, b, keep, r):
+    return xp.where(keep, (x + b) * (1.0 / 0.9), 0.0) + r
 
 
-def _logsumexp_long(xp):
-    def logsumexp_long_rows(x):
-        m = xp.max(x, axis=-1, keepdims=True)
-        return xp.log(xp.sum(xp.exp(x - m), axis=-1)) + m[:, 0]
-    return logsumexp_long_rows
+@body
+def logsumexp_long_rows(xp, x):
+    m = xp.max(x, axis=-1, keepdims=True)
+    return xp.log(xp.sum(xp.exp(x - m), axis=-1)) + m[:, 0]
 
 
 RC = S(dict(R=16384, C=4096), dict(R=2048, C=1024), dict(R=6, C=40))
 ENTRIES = [
-    Entry("rmsnorm", "transformer", "RMSNorm over rows, f32", _rmsnorm,
+    Entry("rmsnorm", "transformer", "RMSNorm over rows, f32", rmsnorm,
           (Arg("R,C"), Arg("C")), RC, ("axis:last", "dtype:f32"), flops=4),
-    Entry("rmsnorm_f16_f32w", "transformer", "RMSNorm, f16 rows, f32 weight, f16 out", _rmsnorm_f16,
+    Entry("rmsnorm_f16_f32w", "transformer", "RMSNorm, f16 rows, f32 weight, f16 out", rmsnorm_f16_rows_f32_weight,
           (Arg("R,C", "float16"), Arg("C")), RC, ("axis:last", "dtype:f16", "dtype:mixed"), flops=5, tol="f16"),
-    Entry("rmsnorm_bf16", "transformer", "RMSNorm, bf16 rows and weight (torch tensors)", _rmsnorm_bf16,
+    Entry("rmsnorm_bf16", "transformer", "RMSNorm, bf16 rows and weight (torch tensors)", rmsnorm_bf16,
           (Arg("R,C", "bfloat16"), Arg("C", "bfloat16")), RC, ("axis:last", "dtype:bf16"), flops=5,
           tol="bf16", only="gpu-torch"),
-    Entry("layernorm", "transformer", "LayerNorm over rows with gamma/beta, f32", _layernorm,
+    Entry("layernorm", "transformer", "LayerNorm over rows with gamma/beta, f32", layernorm,
           (Arg("R,C", scale=2.0, shift=0.5), Arg("C"), Arg("C")),
           S(dict(R=8192, C=4096), dict(R=2048, C=1024), dict(R=6, C=40)), ("axis:last", "dtype:f32"), flops=8),
     Entry("residual_layernorm_f16", "transformer",
           "residual add + LayerNorm: f16 rows, f32 weights, f16 out (and the f16 residual)",
-          _residual_layernorm_f16, (Arg("R,C", "float16"), Arg("R,C", "float16"), Arg("C"), Arg("C")),
+          residual_layernorm_f16, (Arg("R,C", "float16"), Arg("R,C", "float16"), Arg("C"), Arg("C")),
           S(dict(R=16384, C=4096), dict(R=1024, C=1024), dict(R=6, C=40)),
           ("axis:last", "dtype:f16", "dtype:mixed"), flops=10, tol="f16"),
-    Entry("layernorm_short_rows", "transformer", "LayerNorm of 48-wide rows (np.var)", _layernorm_short,
+    Entry("layernorm_short_rows", "transformer", "LayerNorm of 48-wide rows (np.var)", layernorm_short_rows,
           (Arg("R,C"), Arg("C"), Arg("C")), S(dict(R=1 << 20, C=48), dict(R=1 << 16, C=48), dict(R=7, C=48)),
           ("axis:last", "rows:short", "size:odd", "dtype:f32"), flops=8),
-    Entry("gelu_tanh", "transformer", "GELU, tanh form, f32", _gelu, (Arg("R,C"),),
+    Entry("gelu_tanh", "transformer", "GELU, tanh form, f32", gelu_tanh, (Arg("R,C"),),
           S(dict(R=8192, C=8192), dict(R=2048, C=1024), dict(R=6, C=40)), ("elementwise", "dtype:f32"), flops=9),
-    Entry("swiglu_halves", "transformer", "SwiGLU: silu(x[:, :n]) * x[:, n:], f32", _swiglu,
+    Entry("swiglu_halves", "transformer", "SwiGLU: silu(x[:, :n]) * x[:, n:], f32", swiglu_halves,
           (Arg("R,2*C"),), S(dict(R=8192, C=4096), dict(R=1024, C=1024), dict(R=6, C=20)),
           ("elementwise", "view:slice", "dtype:f32"), flops=5),
-    Entry("geglu_f16_halves", "transformer", "GEGLU: gelu(x[:, :n]) * x[:, n:], f16", _geglu_f16,
+    Entry("geglu_f16_halves", "transformer", "GEGLU: gelu(x[:, :n]) * x[:, n:], f16", geglu_f16_halves,
           (Arg("R,2*C", "float16"),), S(dict(R=16384, C=4096), dict(R=1024, C=1024), dict(R=6, C=20)),
           ("elementwise", "view:slice", "dtype:f16"), flops=6, tol="f16"),
-    Entry("swiglu_bf16", "transformer", "silu(a) * b, bf16 (torch tensors)", _swiglu_bf16,
+    Entry("swiglu_bf16", "transformer", "silu(a) * b, bf16 (torch tensors)", swiglu_bf16,
           (Arg("R,C", "bfloat16"), Arg("R,C", "bfloat16")), RC, ("elementwise", "dtype:bf16"), flops=5,
           tol="bf16", only="gpu-torch"),
-    Entry("rotary_3d", "transformer", "rotary embedding, x (B,S,D), cos/sin (S,D) broadcast over B", _rotary3,
+    Entry("rotary_3d", "transformer", "rotary embedding, x (B,S,D), cos/sin (S,D) broadcast over B", rotary_3d,
           (Arg("B,T,D"), Arg("T,D"), Arg("T,D")),
           S(dict(B=32, T=4096, D=128), dict(B=8, T=512, D=128), dict(B=2, T=5, D=8)),
           ("broadcast", "view:slice", "dtype:f32"), flops=3),
-    Entry("rotary_4d", "transformer", "rotary embedding, x (B,S,H,D), cos/sin (S,1,D) over B and H", _rotary4,
+    Entry("rotary_4d", "transformer", "rotary embedding, x (B,S,H,D), cos/sin (S,1,D) over B and H", rotary_4d,
           (Arg("B,T,H,D"), Arg("T,D"), Arg("T,D")),
           S(dict(B=8, T=2048, H=16, D=128), dict(B=4, T=256, H=8, D=64), dict(B=2, T=3, H=2, D=8)),
           ("broadcast", "view:slice", "rank:4", "dtype:f32"), flops=3),
-    Entry("softmax_additive_mask", "transformer", "attention softmax with an additive (S,S) mask", _softmax_mask,
+    Entry("softmax_additive_mask", "transformer", "attention softmax with an additive (S,S) mask", softmax_additive_mask,
           (Arg("B,H,T,T"), Arg("T,T", scale=0.5)),
           S(dict(B=4, H=16, T=1024), dict(B=1, H=4, T=512), dict(B=1, H=2, T=5)),
           ("axis:last", "broadcast", "rank:4", "dtype:f32"), flops=7),
-    Entry("softmax_causal_where", "transformer", "attention softmax with a causal np.where mask", _softmax_causal,
+    Entry("softmax_causal_where", "transformer", "attention softmax with a causal np.where mask", softmax_causal_where,
           (Arg("B,H,T,T"), Arg("T,T", "bool", gen="mask")),
           S(dict(B=4, H=16, T=1024), dict(B=1, H=4, T=512), dict(B=1, H=2, T=5)),
           ("axis:last", "where", "rank:4", "dtype:f32", "dtype:mixed"), flops=7),
-    Entry("cross_entropy_32000", "transformer", "cross-entropy, 32000-wide rows, int64 labels, mean", _xent,
+    Entry("cross_entropy_32000", "transformer", "cross-entropy, 32000-wide rows, int64 labels, mean", cross_entropy_mean,
           (Arg("R,V"), Arg("R", "int64", gen="labels", high="V")),
           S(dict(R=8192, V=32000), dict(R=128, V=32000), dict(R=4, V=37)),
           ("axis:last", "rows:long", "gather", "dtype:f32", "dtype:mixed"), flops=4, tol="f32-long"),
     Entry("cross_entropy_rows_50257", "transformer", "per-row cross-entropy, 50257-wide rows (prime-ish)",
-          _xent_rows, (Arg("R,V"), Arg("R", "int64", gen="labels", high="V")),
+          cross_entropy_rows, (Arg("R,V"), Arg("R", "int64", gen="labels", high="V")),
           S(dict(R=1024, V=50257), dict(R=64, V=50257), dict(R=3, V=41)),
           ("axis:last", "rows:long", "size:odd", "gather", "dtype:f32"), flops=4, tol="f32-long"),
     Entry("cross_entropy_label_smoothing", "transformer", "cross-entropy with label smoothing 0.1",
-          _xent_smooth, (Arg("R,V"), Arg("R", "int64", gen="labels", high="V")),
+          cross_entropy_label_smoothing, (Arg("R,V"), Arg("R", "int64", gen="labels", high="V")),
           S(dict(R=4096, V=32000), dict(R=128, V=32000), dict(R=4, V=37)),
           ("axis:last", "rows:long", "gather", "dtype:f32"), flops=6, tol="f32-long"),
-    Entry("logit_softcap", "transformer", "logit soft-capping 30*tanh(s/30)", _softcap, (Arg("R,C", scale=20.0),),
+    Entry("logit_softcap", "transformer", "logit soft-capping 30*tanh(s/30)", logit_softcap, (Arg("R,C", scale=20.0),),
           S(dict(R=8192, C=8192), dict(R=2048, C=1024), dict(R=6, C=40)), ("elementwise", "dtype:f32"), flops=3),
-    Entry("softcap_softmax", "transformer", "soft-capped logits then softmax over rows", _softcap_softmax,
+    Entry("softcap_softmax", "transformer", "soft-capped logits then softmax over rows", softcap_softmax,
           (Arg("R,C", scale=20.0),), S(dict(R=16384, C=2048), dict(R=2048, C=1024), dict(R=6, C=40)),
           ("axis:last", "dtype:f32"), flops=8),
-    Entry("qk_rmsnorm_heads", "transformer", "RMSNorm over a 64-wide head dim of (B,S,H,D)", _head_rmsnorm,
+    Entry("qk_rmsnorm_heads", "transformer", "RMSNorm over a 64-wide head dim of (B,S,H,D)", qk_rmsnorm_heads,
           (Arg("B,T,H,D"), Arg("D")), S(dict(B=8, T=2048, H=32, D=64), dict(B=4, T=256, H=8, D=64),
                                          dict(B=1, T=3, H=2, D=64)),
           ("axis:last", "rows:short", "rank:4", "dtype:f32"), flops=4),
-    Entry("bias_dropout_residual", "transformer", "where(keep, (x + b)/0.9, 0) + residual", _bias_dropout_residual,
+    Entry("bias_dropout_residual", "transformer", "where(keep, (x + b)/0.9, 0) + residual", bias_dropout_residual,
           (Arg("R,C"), Arg("C"), Arg("R,C", "bool", gen="bool"), Arg("R,C")),
           S(dict(R=8192, C=4096), dict(R=1024, C=1024), dict(R=6, C=40)),
           ("elementwise", "where", "dtype:mixed"), flops=3),
-    Entry("logsumexp_long_rows", "transformer", "logsumexp over 131072-wide rows", _logsumexp_long,
+    Entry("logsumexp_long_rows", "transformer", "logsumexp over 131072-wide rows", logsumexp_long_rows,
           (Arg("R,C"),), S(dict(R=512, C=131072), dict(R=32, C=65536), dict(R=2, C=33000)),
           ("axis:last", "rows:long", "dtype:f32"), flops=4, tol="f32-long"),
 ]

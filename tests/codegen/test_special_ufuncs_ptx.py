@@ -2,14 +2,14 @@
 GPU backends without a GPU: each kernel's CUDA C (NVRTC) or Numba-CUDA source becomes PTX that
 ptxas accepts for sm_90, for every register type (float16/bfloat16 in float32, float32, float64)
 and integer fmod of signed, unsigned, narrow and 64-bit ints. The values are checked on a GPU by
-``tests/runtime/test_new_ufuncs_jit.py``."""
+``tests/ops/test_ufunc_special_values.py``."""
 import numpy as np
 import pytest
 
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 
 
-def new_ufuncs(x, y, i, j):
+def special_ufuncs(x, y, i, j):
     return (np.arcsinh(x), np.arccosh(x), np.arctanh(x), np.signbit(x), np.copysign(x, y),
             np.logaddexp(x, y), np.logaddexp2(x, y), np.heaviside(x, y), np.fmod(x, y),
             np.fmod(i, j), np.signbit(i))
@@ -24,11 +24,11 @@ SPECS = {      # float operands, integer operands
 }
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("case", SPECS)
-def test_new_ufuncs_compile_to_ptx(case, backend, tmp_path):
+def test_special_ufuncs_compile_to_ptx(case, backend, tmp_path):
     f, i = SPECS[case]
-    src = compile_to_ptx(new_ufuncs, backend, (f, f, i, i), tmp_path, case)
+    src = compile_to_ptx(special_ufuncs, backend, (f, f, i, i), tmp_path, case)
     if backend == "cuda":
         assert "asinh" in src and "kf_logaddexp2<" in src and "kf_fmod_i<" in src
     else:

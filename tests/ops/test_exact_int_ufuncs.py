@@ -3,12 +3,12 @@ NumPy, bit for bit (all four are exact): gcd/lcm of every integer width over its
 0) is MIN, lcm wraps), popcounts of negatives (|x|'s bits), and ldexp of float16/32/64 with int8,
 int32, int64 (saturating past int's range, never wrapping), uint32 and bool exponents over zeros
 of both signs, infinities, NaN, subnormal and overflowing results. The GPU rows run where there is
-a GPU (``cupy_for``)."""
+a GPU (the ``backend`` fixture)."""
 import numpy as np
 import pytest
 
 import kfuse
-from tests.runtime.test_new_ufuncs_jit import BACKENDS, _run
+from backends import jit_and_numpy
 from ufunc_cases import EXPONENTS, INTS, float_specials, int_edges
 
 def int_ops(a, b):
@@ -31,25 +31,22 @@ def _exact(got, want, name):
 
 
 @pytest.mark.parametrize("dtype", INTS)
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_gcd_lcm_bitwise_count(backend, dtype, cupy_for):
+def test_gcd_lcm_bitwise_count(backend, dtype):
     x, y = (a.ravel() for a in np.meshgrid(int_edges(dtype), int_edges(dtype)))
-    got, want = _run(int_ops, backend, cupy_for, x, y)
+    got, want = jit_and_numpy(int_ops, backend, x, y)
     for k, (g, w) in enumerate(zip(got, want)):
         _exact(g, w, f"{dtype} output {k}")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_ldexp(backend, dtype, cupy_for):
+def test_ldexp(backend, dtype):
     x, e = (a.ravel() for a in np.meshgrid(float_specials(dtype), np.array(EXPONENTS, np.int64)))
-    got, want = _run(ldexp_ops, backend, cupy_for, x, e)
+    got, want = jit_and_numpy(ldexp_ops, backend, x, e)
     for k, (g, w) in enumerate(zip(got, want)):
         _exact(g, w, f"{dtype} output {k}")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_promotions(backend, cupy_for):
+def test_promotions(backend):
     b = np.array([True, False, True, True])
     i8 = np.array([-128, -1, 0, 127], np.int8)
     u16 = np.array([0, 65535, 12, 7], np.uint16)
@@ -57,7 +54,7 @@ def test_promotions(backend, cupy_for):
     fn = lambda b, i8, u16, i64: (     # noqa: E731
         np.bitwise_count(b), np.gcd(i8, u16), np.lcm(b, i8), np.ldexp(i8, i8), np.ldexp(u16, b),
         np.ldexp(i64, i8), np.ldexp(3, i8), np.ldexp(1.5, i64), np.bitwise_count(i64))
-    got, want = _run(fn, backend, cupy_for, b, i8, u16, i64)
+    got, want = jit_and_numpy(fn, backend, b, i8, u16, i64)
     assert [w.dtype.name for w in want] == ["uint8", "int32", "int8", "float16", "float32", "float64",
                                             "float16", "float64", "uint8"]
     for k, (g, w) in enumerate(zip(got, want)):

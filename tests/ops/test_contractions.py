@@ -8,8 +8,6 @@ import pytest
 import kfuse
 from tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
 
 # (function, shape of a, shape of b)
 CASES = [
@@ -30,7 +28,7 @@ CASES = [
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
 @pytest.mark.parametrize("i", range(len(CASES)))
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cpu", "cuda")
 def test_contraction_matches_numpy(backend, i, dtype, cupy_for):
     fn, sa, sb = CASES[i]
     rng = np.random.default_rng(i)

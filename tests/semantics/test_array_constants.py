@@ -7,9 +7,6 @@ import pytest
 import kfuse
 from tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
 TABLE = np.linspace(-1.0, 2.0, 33).astype(np.float32)
 
 
@@ -19,7 +16,6 @@ def positions(x):
     return x * TABLE + np.sin(np.arange(x.shape[0])[:, None] * freq), np.eye(n, dtype=np.float32)[1]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_array_constants_on_every_backend(backend, cupy_for):
     x = np.random.default_rng(0).standard_normal((5, 33)).astype(np.float32)
     want = positions(x)

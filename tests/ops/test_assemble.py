@@ -11,10 +11,6 @@ from kfuse.ir.specs import spec_of_value
 from kfuse.trace import trace_function
 from tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
 
 def rotary(a, b):
     half = a.shape[-1] // 2
@@ -67,7 +63,6 @@ def _inputs(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_assembled_arrays_match_numpy(backend, name, dtype, cupy_for):
     fn = CASES[name]
     a, b = _inputs(dtype)

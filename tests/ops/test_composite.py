@@ -9,9 +9,6 @@ import pytest
 
 from tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
 
 CASES = {
     "isclose": lambda a, b: np.isclose(a, b * 1.000001, equal_nan=True) & np.isclose(a, 3),
@@ -49,7 +46,6 @@ def _inputs(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_composite_functions_match_numpy(backend, name, dtype, run_jit):
     fn = CASES[name]
     a, b = _inputs(dtype)

@@ -15,10 +15,6 @@ import kfuse
 from tests.codegen.ptx_backends import compile_to_ptx
 from tests.tolerance import assert_matches_numpy
 
-BACKENDS = [pytest.param("cpu", id="cpu"),
-            pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
-            pytest.param("numba-cuda", id="numba-cuda", marks=pytest.mark.gpu)]
-
 
 def adam_step(p, g, m, v):
     m *= 0.9
@@ -137,7 +133,6 @@ def test_the_plan_says_which_argument_a_kernel_writes():
         assert f"(writes {name!r} in place)" in text
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("fn", list(CASES), ids=lambda f: f.__name__)
 def test_argument_writes_match_numpy(backend, dtype, fn, cupy_for):
@@ -169,7 +164,6 @@ def test_argument_writes_match_numpy(backend, dtype, fn, cupy_for):
         assert_matches_numpy(np.asarray(got if backend == "cpu" else cp.asnumpy(got)), want)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_failed_index_check_writes_nothing(backend, cupy_for):
     x, y = _arrays([(5, 4), (3, 4)], np.float32, 2)
     idx = np.array([0, 2, 1, 0, 2])
@@ -185,7 +179,6 @@ def test_a_failed_index_check_writes_nothing(backend, cupy_for):
     np.testing.assert_array_equal(dx if xp is np else xp.asnumpy(dx), x + y[idx])
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_strided_argument_is_written_in_place(backend, cupy_for):
     """A transposed, sliced argument (any layout whose elements are distinct memory) is written
     as it is; its parent array sees the write, as in NumPy."""
