@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ir.ops import Op
 from .legality import Clustering
-from .rules import PlanContext, Rule, run_rule
+from .rules import PlanContext, Rule
 
 # Movement on matmul operands: a PERMUTE chain over a graph input (``x.T @ w``) stays free index
 # math and is folded into the matmul group (the contraction's ``permute`` steps: a transposed view
@@ -78,7 +78,3 @@ class GemmEpilogue(Rule):
 
 
 RULE = GemmEpilogue()
-
-
-def run(state: Clustering, device=None) -> None:
-    run_rule(RULE, state, PlanContext(device))

@@ -88,7 +88,7 @@ def _build(state: Clustering, cid: int, extra: set[Node] = frozenset()):
     return sorted(ns, key=key), sorted(inputs, key=key), sorted(outs, key=key)
 
 
-def _evals(kind: str, nodes: list[Node], outputs: list[Node]) -> dict[Node, int]:
+def _evals(kind: GroupKind, nodes: list[Node], outputs: list[Node]) -> dict[Node, int]:
     """How often each node is evaluated: in an elementwise kernel a node under a broadcast runs
     once per element of its consumer; elsewhere once per element (reductions per input element)."""
     ev: dict[Node, int] = {}

@@ -12,7 +12,7 @@ from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, LOOKUP, MOVEMENT
 from .kinds import GroupKind
 from .legality import Clustering
-from .rules import PlanContext, Rule, run_rule
+from .rules import PlanContext, Rule
 
 
 def _subtree(state: Clustering, p: int, needed: set[Node]) -> set[Node]:
@@ -105,8 +105,3 @@ class Recompute(Rule):
 
 
 RULE = Recompute()
-
-
-def recompute(state: Clustering, device, cost_of) -> None:
-    """Decide, per elementwise cluster read by other kernels, recompute vs materialise."""
-    run_rule(RULE, state, PlanContext(device, cost_of=cost_of))

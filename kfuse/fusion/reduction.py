@@ -22,7 +22,7 @@ from ..ir.graph import Node
 from ..ir.ops import REDUCE, Op
 from .cost import DeviceSpec, roofline
 from .legality import Clustering, reduce_key
-from .rules import PlanContext, Rule, run_rule
+from .rules import PlanContext, Rule
 
 
 class RowRule(Rule):
@@ -62,10 +62,6 @@ RULE = RowRule("reduction", REDUCE)
 def anchor_order(state: Clustering, candidate) -> int:
     """The graph position of a :class:`RowRule` candidate's reduction or scan (``rules.Together``)."""
     return state.order[candidate[0]]
-
-
-def run(state: Clustering, device=None, no_rowwise: frozenset = frozenset()) -> None:
-    run_rule(RULE, state, PlanContext(device, no_rowwise))
 
 
 def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:

@@ -6,12 +6,6 @@ refuses what a scan kernel cannot hold (a reduction, a matmul, a movement of a s
 from __future__ import annotations
 
 from ..ir.ops import SCAN
-from .legality import Clustering
 from .reduction import RowRule
-from .rules import PlanContext, run_rule
 
 RULE = RowRule("scan", SCAN)
-
-
-def run(state: Clustering, device=None) -> None:
-    run_rule(RULE, state, PlanContext(device))
