@@ -240,6 +240,33 @@ def _write_dumps(jf_cpu, jf_gpu, specs: list[str], folder: Path, notes: list[str
     return failures
 
 
+@dataclasses.dataclass
+class _Run:
+    """One demo run: where it runs, how it says things, and what went wrong so far."""
+    say: Callable
+    on_gpu: bool
+    xp: object
+    sync: Callable[[], None]
+    quick: bool
+    reps: int
+    out_path: Path
+    notes: list = dataclasses.field(default_factory=list)
+    failed: list = dataclasses.field(default_factory=list)
+
+    def device_args(self, host):
+        return [self.xp.asarray(a) for a in host] if self.on_gpu else host
+
+
+def _no_sync() -> None:
+    pass
+
+
+def _gpu_sync(xp) -> Callable[[], None]:
+    def sync():
+        xp.cuda.get_current_stream().synchronize()
+    return sync
+
+
 def run_demo(device: str = "auto", out_dir: str = "kfuse-demo", quick: bool = False,
              workloads: tuple[str, ...] | None = None, file=None) -> int:
     """Run the demo; returns 0 when every workload matched NumPy and every dump was written."""
@@ -255,119 +282,133 @@ def run_demo(device: str = "auto", out_dir: str = "kfuse-demo", quick: bool = Fa
     if device == "gpu" and not have_gpu:
         say("kfuse demo: --device gpu was asked for but no CUDA GPU (or CuPy) is usable")
         return 2
-    on_gpu = have_gpu
     xp = None
-    if on_gpu:
+    if have_gpu:
         import cupy as xp  # noqa: F811 - only on a GPU
-
-        def sync():
-            xp.cuda.get_current_stream().synchronize()
-    else:
-        def sync():
-            pass
-    reps = 1 if quick else 5
-    out_path = Path(out_dir)
-    out_path.mkdir(parents=True, exist_ok=True)
-    where = "GPU" if on_gpu else "CPU"
+    run = _Run(say, have_gpu, xp, _gpu_sync(xp) if have_gpu else _no_sync, quick, 1 if quick else 5,
+               Path(out_dir))
+    run.out_path.mkdir(parents=True, exist_ok=True)
+    where = "GPU" if run.on_gpu else "CPU"
     say(f"kfuse {kfuse.__version__} demo on the {where}"
-        f"{' (quick sizes)' if quick else ''}; dumps go to {out_path}/")
-    rows, notes, failed = [], [], []
+        f"{' (quick sizes)' if quick else ''}; dumps go to {run.out_path}/")
+    rows = []
     t_start = time.perf_counter()
     for wl in WORKLOADS:
         if workloads and wl.tag not in workloads and wl.fn.__name__ not in workloads:
             continue
-        name = wl.fn.__name__
-        dtype = "float32" if (quick or not on_gpu) else wl.gpu_dtype
-        size = wl.quick if quick else (wl.gpu if on_gpu else wl.cpu)
-        jf_cpu = kfuse.jit(wl.fn, backend="cpu")
-        jf_gpu = kfuse.jit(wl.fn, backend="cuda")
-        jf = jf_gpu if on_gpu else jf_cpu
-        host = _make_inputs(wl, size, dtype)
-        specs = [_spec(a) for a in host]
-        say(f"\n== {wl.tag} {name}({', '.join(specs)})")
-        row = {"tag": wl.tag, "name": name, "ok": False, "check": "", "compile_s": None,
-               "kfuse_ms": None, "numpy_ms": None, "cupy_ms": None}
-        rows.append(row)
-        try:
-            plan = kfuse.explain(jf, *specs)
-            say(str(plan))
-        except Exception as e:
-            say(f"explain failed: {type(e).__name__}: {e}")
-            failed.append(f"{name}: explain: {e}")
-        # correctness (on the GPU at a check size NumPy can afford)
-        try:
-            chk_host = host
-            if on_gpu and not quick and wl.tag in _CHECK_SIZES_GPU:
-                chk_host = _make_inputs(wl, _CHECK_SIZES_GPU[wl.tag], dtype)
-            chk_args = [xp.asarray(a) for a in chk_host] if on_gpu else chk_host
-            t0 = time.perf_counter()
-            got = jf(*chk_args)
-            sync()
-            row["compile_s"] = time.perf_counter() - t0
-            ok, detail = _check(got, wl.fn(*chk_host), wl.rtol, wl.atol)
-        except Exception as e:
-            ok, detail = False, f"{type(e).__name__}: {e}"
-        row["ok"], row["check"] = ok, detail
-        say(f"check against NumPy: {'OK' if ok else 'FAILED'} ({detail})"
+        rows.append(_run_workload(run, wl))
+    summary = _summary(run, rows, f"kfuse {kfuse.__version__} demo on the {where}; {len(rows)} workloads; "
+                                  f"{time.perf_counter() - t_start:.1f} s")
+    (run.out_path / "summary.md").write_text(summary + "\n")
+    say("\n" + summary)
+    say(f"\ndumps: {run.out_path}/<workload>/{{traced,optimized,fused,kernel}}.txt, cpu.py, kernels.cu, kernels.ptx")
+    return 1 if run.failed else 0
+
+
+def _run_workload(run: _Run, wl: Workload) -> dict:
+    """Explain, check, time and dump one workload; its row of the summary."""
+    import kfuse
+    name = wl.fn.__name__
+    dtype = "float32" if (run.quick or not run.on_gpu) else wl.gpu_dtype
+    size = wl.quick if run.quick else (wl.gpu if run.on_gpu else wl.cpu)
+    jf_cpu = kfuse.jit(wl.fn, backend="cpu")
+    jf_gpu = kfuse.jit(wl.fn, backend="cuda")
+    jf = jf_gpu if run.on_gpu else jf_cpu
+    host = _make_inputs(wl, size, dtype)
+    specs = [_spec(a) for a in host]
+    run.say(f"\n== {wl.tag} {name}({', '.join(specs)})")
+    row = {"tag": wl.tag, "name": name, "ok": False, "check": "", "compile_s": None,
+           "kfuse_ms": None, "numpy_ms": None, "cupy_ms": None}
+    try:
+        plan = kfuse.explain(jf, *specs)
+        run.say(str(plan))
+    except Exception as e:
+        run.say(f"explain failed: {type(e).__name__}: {e}")
+        run.failed.append(f"{name}: explain: {e}")
+    _check_workload(run, wl, jf, host, dtype, row)
+    if row["ok"]:
+        _time_workload(run, wl, jf, host, dtype, row)
+    # dumps (the shapes of this run; nothing is allocated)
+    try:
+        dump_fail = _write_dumps(jf_cpu, jf_gpu, specs, run.out_path / name, run.notes)
+    except Exception as e:
+        dump_fail = [f"{type(e).__name__}: {e}"]
+    for f in dump_fail:
+        run.say(f"dump failed: {f}")
+        run.failed.append(f"{name}: dump {f}")
+    return row
+
+
+def _check_workload(run: _Run, wl: Workload, jf, host, dtype: str, row: dict) -> None:
+    """The first call (compile time) checked against NumPy (on the GPU at a size NumPy affords)."""
+    try:
+        chk_host = host
+        if run.on_gpu and not run.quick and wl.tag in _CHECK_SIZES_GPU:
+            chk_host = _make_inputs(wl, _CHECK_SIZES_GPU[wl.tag], dtype)
+        chk_args = run.device_args(chk_host)
+        t0 = time.perf_counter()
+        got = jf(*chk_args)
+        run.sync()
+        row["compile_s"] = time.perf_counter() - t0
+        ok, detail = _check(got, wl.fn(*chk_host), wl.rtol, wl.atol)
+    except Exception as e:
+        ok, detail = False, f"{type(e).__name__}: {e}"
+    row["ok"], row["check"] = ok, detail
+    run.say(f"check against NumPy: {'OK' if ok else 'FAILED'} ({detail})"
             + (f"; first call (compile) {row['compile_s']:.2f} s" if row["compile_s"] is not None else ""))
-        if not ok:
-            failed.append(f"{name}: {detail}")
-        # timing: median of `reps` runs after a warm-up
-        if ok:
-            try:
-                args = [xp.asarray(a) for a in host] if on_gpu else host
-                jf(*args)
-                sync()
-                row["kfuse_ms"] = 1e3 * _median_time(jf, args, reps, sync)
-                if not (on_gpu and dtype == "float16" and wl.tag == "P5"):
-                    wl.fn(*host)
-                    row["numpy_ms"] = 1e3 * _median_time(wl.fn, host, reps, lambda: None)
-                if on_gpu:
-                    wl.fn(*args)
-                    sync()
-                    row["cupy_ms"] = 1e3 * _median_time(wl.fn, args, reps, sync)
-                parts = [f"kfuse {row['kfuse_ms']:.2f} ms"]
-                for peer in ("numpy", "cupy"):
-                    if row[f"{peer}_ms"] is not None:
-                        label = "NumPy" if peer == "numpy" else "CuPy"
-                        parts.append(f"{label} {row[f'{peer}_ms']:.2f} ms "
-                                     f"({row[f'{peer}_ms'] / row['kfuse_ms']:.2f}x)")
-                say("time (median of %d): " % reps + " | ".join(parts))
-                del args
-            except Exception as e:
-                say(f"timing failed: {type(e).__name__}: {e}")
-                failed.append(f"{name}: timing: {e}")
-        # dumps (the shapes of this run; nothing is allocated)
-        try:
-            dump_fail = _write_dumps(jf_cpu, jf_gpu, specs, out_path / name, notes)
-        except Exception as e:
-            dump_fail = [f"{type(e).__name__}: {e}"]
-        for f in dump_fail:
-            say(f"dump failed: {f}")
-            failed.append(f"{name}: dump {f}")
-        del host
-    # summary
-    lines = [f"kfuse {kfuse.__version__} demo on the {where}; {len(rows)} workloads; "
-             f"{time.perf_counter() - t_start:.1f} s", "",
+    if not ok:
+        run.failed.append(f"{wl.fn.__name__}: {detail}")
+
+
+def _time_workload(run: _Run, wl: Workload, jf, host, dtype: str, row: dict) -> None:
+    """Median of ``run.reps`` calls after a warm-up: kfuse, NumPy and (on a GPU) CuPy."""
+    reps, sync = run.reps, run.sync
+    try:
+        args = run.device_args(host)
+        jf(*args)
+        sync()
+        row["kfuse_ms"] = 1e3 * _median_time(jf, args, reps, sync)
+        if not (run.on_gpu and dtype == "float16" and wl.tag == "P5"):
+            wl.fn(*host)
+            row["numpy_ms"] = 1e3 * _median_time(wl.fn, host, reps, lambda: None)
+        if run.on_gpu:
+            wl.fn(*args)
+            sync()
+            row["cupy_ms"] = 1e3 * _median_time(wl.fn, args, reps, sync)
+        parts = [f"kfuse {row['kfuse_ms']:.2f} ms"]
+        for peer in ("numpy", "cupy"):
+            if row[f"{peer}_ms"] is not None:
+                label = "NumPy" if peer == "numpy" else "CuPy"
+                parts.append(f"{label} {row[f'{peer}_ms']:.2f} ms "
+                             f"({row[f'{peer}_ms'] / row['kfuse_ms']:.2f}x)")
+        run.say("time (median of %d): " % reps + " | ".join(parts))
+        del args
+    except Exception as e:
+        run.say(f"timing failed: {type(e).__name__}: {e}")
+        run.failed.append(f"{wl.fn.__name__}: timing: {e}")
+
+
+def _fmt_ms(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _ratio(a, b) -> str:
+    return "-" if a is None or b is None else f"{a / b:.2f}x"
+
+
+def _summary(run: _Run, rows: list[dict], title: str) -> str:
+    """The summary table (Markdown), notes and failures."""
+    on_gpu = run.on_gpu
+    lines = [title, "",
              "| workload | check | kfuse ms | NumPy ms | vs NumPy |" + (" CuPy ms | vs CuPy |" if on_gpu else ""),
              "|---|---|---|---|---|" + ("---|---|" if on_gpu else "")]
-
-    def fmt(v):
-        return "-" if v is None else f"{v:.2f}"
-
-    def ratio(a, b):
-        return "-" if a is None or b is None else f"{a / b:.2f}x"
     for r in rows:
-        line = (f"| {r['tag']} {r['name']} | {'OK' if r['ok'] else 'FAILED'} | {fmt(r['kfuse_ms'])} | "
-                f"{fmt(r['numpy_ms'])} | {ratio(r['numpy_ms'], r['kfuse_ms'])} |")
+        line = (f"| {r['tag']} {r['name']} | {'OK' if r['ok'] else 'FAILED'} | {_fmt_ms(r['kfuse_ms'])} | "
+                f"{_fmt_ms(r['numpy_ms'])} | {_ratio(r['numpy_ms'], r['kfuse_ms'])} |")
         if on_gpu:
-            line += f" {fmt(r['cupy_ms'])} | {ratio(r['cupy_ms'], r['kfuse_ms'])} |"
+            line += f" {_fmt_ms(r['cupy_ms'])} | {_ratio(r['cupy_ms'], r['kfuse_ms'])} |"
         lines.append(line)
-    lines += [""] + [f"note: {n}" for n in notes]
-    if failed:
-        lines += ["", "FAILED:"] + [f"  {f}" for f in failed]
-    summary = "\n".join(lines)
-    (out_path / "summary.md").write_text(summary + "\n")
-    say("\n" + summary)
-    say(f"\ndumps: {out_path}/<workload>/{{traced,optimized,fused,kernel}}.txt, cpu.py, kernels.cu, kernels.ptx")
-    return 1 if failed else 0
+    lines += [""] + [f"note: {n}" for n in run.notes]
+    if run.failed:
+        lines += ["", "FAILED:"] + [f"  {f}" for f in run.failed]
+    return "\n".join(lines)

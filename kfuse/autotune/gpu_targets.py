@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..codegen import cuda as cuda_emit
 from ..runtime import cuda as rcuda
+from ..fusion.kinds import GroupKind, TileKind
 from ..runtime import cuda_tiles
 from ..runtime import device as devmod
 from ..runtime import interop
@@ -94,7 +95,7 @@ class CudaTarget:
         """The group's candidates the CUDA C runtime can launch (others go to ``dropped``). A
         matmul group's kernel is its elementwise epilogue (the product is cuBLAS's)."""
         i = self.group_index(group.id)
-        if self.heur[i].kind == "elementwise" and group.kind != "scatter":
+        if self.heur[i].kind == TileKind.ELEMENTWISE and group.kind != GroupKind.SCATTER:
             cands = S.elementwise_space(S.max_itemsize(group))
         else:
             cands = S.space_for(group, "cuda")

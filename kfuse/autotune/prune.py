@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..fusion import cost as costmod
+from ..fusion.kinds import ROW_KINDS, GroupKind, TileKind
 from . import space as S
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -54,7 +55,7 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
             return f"unknown CPU variant {cfg.get('variant')!r}"
         if t < 1 or t > mt:
             return f"{t} threads > NUMBA_NUM_THREADS={mt}"
-        if cfg.get("variant") == "par" and group.kind == "scatter":
+        if cfg.get("variant") == "par" and group.kind == GroupKind.SCATTER:
             return "a scatter runs in C order in one thread (its writes may hit one position)"
         if cfg.get("variant") == "par" and not S.cpu_has_parallel_loop(group):
             return "no outer loop to parallelise"
@@ -63,7 +64,7 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
         return "a GPU config on a CPU device"
     size = S.max_itemsize(group)
     if cfg.kind in ("gemm", "cublas+epilogue"):
-        if group.kind != "matmul":
+        if group.kind != GroupKind.MATMUL:
             return "a GEMM config on a non-matmul kernel"
         if cfg.kind == "cublas+epilogue":
             return None
@@ -86,16 +87,16 @@ def check(cfg: S.TileConfig, group, device, *, max_threads: int | None = None) -
     vec = int(cfg.get("vec", 1))
     if vec * size > 16:
         return f"vector of {vec}x{size} B > 16 B"
-    if cfg.kind == "elementwise":
-        if group.kind == "reduce":
+    if cfg.kind == TileKind.ELEMENTWISE:
+        if group.kind in ROW_KINDS:
             return "an elementwise config on a reduce kernel"
-        if group.kind == "scatter" and vec != 1:
+        if group.kind == GroupKind.SCATTER and vec != 1:
             return "a scatter stores at data-dependent addresses, an element at a time (vec=1)"
         if _inner_extent(group) % vec:
             return f"innermost extent {_inner_extent(group)} not a multiple of vec={vec} (alignment)"
         regs = BASE_REGS + int(cfg.get("ept", 1)) * vec * max(1, size // 4) * 2 * max(1, len(group.inputs))
         return _regs_ok(regs, block, device)
-    if cfg.kind == "row" and group.is_scan:
+    if cfg.kind == "row" and group.kind == GroupKind.SCAN:
         return "a scan runs its row in order in one thread, not a block a row"
     if cfg.kind == "row":
         L = S.reduced_length(group)
@@ -161,7 +162,7 @@ def model_seconds(cfg: S.TileConfig, group, device) -> float:
     vec = int(cfg.get("vec", 1))
     size = S.max_itemsize(group)
     narrow = 1.0 + 0.5 * (1.0 - min(1.0, vec * size / 16))   # <16 B accesses waste bandwidth
-    if cfg.kind == "elementwise":
+    if cfg.kind == TileKind.ELEMENTWISE:
         per_block = block * vec * int(cfg.get("ept", 1))
         blocks = math.ceil(n / per_block)
         waves = math.ceil(blocks / (sms * max(1, 2048 // block)))
@@ -201,7 +202,7 @@ def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None =
             threads = numba.get_num_threads()
         return S.TileConfig.make("cpu", variant="par", threads=int(threads))
     size = S.max_itemsize(group)
-    if group.kind == "matmul":
+    if group.kind == GroupKind.MATMUL:
         from ..codegen.gemm_cuda import default_tile
         a = group.anchor
         M = a.shape[-2] if a is not None and len(a.shape) >= 2 else 1
@@ -209,7 +210,7 @@ def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None =
         K = a.inputs[0].shape[-1] if a is not None and a.inputs and a.inputs[0].shape else 1
         dev = costmod.get_device_spec(device or "h100")
         return S.gemm_tile_config(default_tile(M, N, K, S.gemm_dtype(group), dev.sms))
-    if group.kind == "reduce":
+    if group.kind in ROW_KINDS:
         from ..codegen.cuda import row_shape
         L = S.reduced_length(group)
         vec = max(1, 16 // size) if _inner_extent(group) % max(1, 16 // size) == 0 else 1
@@ -217,7 +218,7 @@ def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None =
             block, kc = row_shape(max(1, L // vec))
             return S.TileConfig.make("row", block=block, storage="registers" if kc else "reread", vec=vec)
         return S.TileConfig.make("reduction", block=128, rows=1, split=1)
-    vec = 1 if group.kind == "scatter" else max(1, 16 // size)
+    vec = 1 if group.kind == GroupKind.SCATTER else max(1, 16 // size)
     if _inner_extent(group) % vec:
         vec = 1
     return S.TileConfig.make("elementwise", block=256, ept=1, vec=vec)

@@ -26,8 +26,9 @@ import math
 from typing import Any, Iterable
 
 import numpy as np
+from ..fusion.kinds import GroupKind, TileKind
 
-KINDS = ("cpu", "elementwise", "reduction", "row", "gemm", "cublas+epilogue")
+KINDS = tuple(TileKind)
 THREADS_PER_BLOCK = (64, 128, 256, 512, 1024)
 # where a row-wise kernel keeps its row between phases: registers (the CUDA emitter's cache_k > 0),
 # shared memory (not in the emitter yet), or nowhere: re-read through L2 (cache_k = 0)
@@ -144,7 +145,7 @@ def cpu_space(group, max_threads: int | None = None) -> list[TileConfig]:
     scatter seq alone (it runs in C order: its writes may hit one position)."""
     max_threads = cpu_max_threads() if max_threads is None else int(max_threads)
     out = [TileConfig.make("cpu", variant="seq", threads=1)]
-    if cpu_has_parallel_loop(group) and group.kind != "scatter":
+    if cpu_has_parallel_loop(group) and group.kind != GroupKind.SCATTER:
         out += [TileConfig.make("cpu", variant="par", threads=t) for t in cpu_thread_counts(max_threads)]
     return out
 
@@ -199,14 +200,14 @@ def space_for(group, backend: str = "cpu", *, max_threads: int | None = None) ->
     """Every candidate for one kernel group on ``backend`` ("cpu" or a GPU backend)."""
     if backend == "cpu":
         return cpu_space(group, max_threads)
-    if group.kind == "matmul":
+    if group.kind == GroupKind.MATMUL:
         return gemm_space(gemm_dtype(group))
-    if group.kind == "scatter":
+    if group.kind == GroupKind.SCATTER:
         return scatter_space()
     size = max_itemsize(group)
-    if group.is_scan:      # a thread a row, in order: the block size alone
+    if group.kind == GroupKind.SCAN:      # a thread a row, in order: the block size alone
         return [TileConfig.make("reduction", block=b, rows=1, split=1) for b in THREADS_PER_BLOCK]
-    if group.kind == "reduce":
+    if group.kind == GroupKind.REDUCE:
         return rowwise_space(size) if is_rowwise(group) else reduction_space(reduced_length(group))
     return elementwise_space(size)
 

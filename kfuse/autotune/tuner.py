@@ -29,6 +29,7 @@ import time
 
 from .. import config as _config
 from ..fusion import cost as costmod
+from ..fusion.kinds import GroupKind
 from ..runtime import keys
 from . import bench, prune as P, space as S
 from .targets import CpuTarget, apply, cpu_arch  # noqa: F401  (apply re-exported)
@@ -318,7 +319,7 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
         if target.compile_workers > 1:        # compile up front, concurrently
             compiled = bench.compile_all(cands, lambda c: target.precompile(i, c),
                                          workers=target.compile_workers, deadline=deadline)
-        reductions = g.kind in ("reduce", "scatter")    # a scatter's float atomics add in any order
+        reductions = g.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.SCATTER)    # a scatter's float atomics add in any order
         reference = None
         for c in cands:
             if time.perf_counter() >= deadline and c != heur:     # the reference always runs

@@ -212,6 +212,21 @@ class _Progress:
             self.bar.close()
 
 
+@dataclasses.dataclass
+class _SuiteRun:
+    """The settings one suite run times every case with, and where it reports progress."""
+    device: str
+    quick: bool
+    budget_s: float | None
+    copies: int
+    seed: int
+    plan_dev: str | None
+    dispatch_set: set | None
+    prog: Any
+    log: Callable[[str], None] | None
+    t_start: float
+
+
 def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = None,
               workloads: list[str] | None = None, budget_s: float | None = None,
               dispatch: str = "P1,P3", warm: bool = True, tune: bool = False,
@@ -224,49 +239,17 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
     cases = public_cases(device, size, workloads)
     candidates = select(all_peers(device, tune=tune), peers)
     peer_info, live, dev_info, plan_dev, prog = start_run(device, candidates, len(cases), progress)
-    try:
-        if device == "cpu":
-            gemm = [(c.dims["M"], c.dims["N"], c.dims["K"]) for c in cases if c.bound == "compute"]
-            ceil = _ceil.cpu_ceilings(quick, gemm)
-        else:
-            gemm = [(c.dims["M"], c.dims["N"], c.dims["K"], c.dtype) for c in cases if c.bound == "compute"]
-            ceil = _ceil.gpu_ceilings(quick, gemm)
-    except Exception as e:
-        ceil = {"errors": {"all": _err(e)}}
+    ceil = _ceilings(device, cases, quick)
     prog.step()
 
     dispatch_set = None if dispatch == "all" else {w.strip().upper() for w in (dispatch or "").split(",") if w.strip()}
+    run = _SuiteRun(device, quick, budget_s, copies, seed, plan_dev, dispatch_set, prog, log, t_start)
     rows: list[dict] = []
     case_meta: list[dict] = []
     for case in cases:
-        c_val, c_unit = _ceil.ceiling_for(ceil, case)
-        ref_rows = case.reference_rows()
-        prog.status(f"{case.label}: inputs + float64 reference")
-        host = case.make_inputs(seed)
-        try:
-            ref = [np.asarray(r) for r in as_tuple(case.body(np)(*case.reference_inputs(host, ref_rows)))]
-        except Exception as e:
-            ref, ref_err = None, _err(e)
-        else:
-            ref_err = None
-        case_meta.append({"label": case.label, "workload": case.workload.name, "title": case.workload.title,
-                          "dtype": case.dtype, "shapes": [list(s) for s in case.shapes],
-                          "flops": case.flops, "bytes": case.nbytes, "intensity": case.intensity,
-                          "bound": case.bound, "ceiling": c_val, "ceiling_unit": c_unit,
-                          "reference_rows": ref_rows, "reference_error": ref_err})
-        want_dispatch = dispatch_set is None or case.workload.name in dispatch_set
-        ready, case_rows = prepare_peers(
-            live, case.label, case.workload.name, prog, t_start, budget_s,
-            functools.partial(_prepare, case=case, host=host, ref=ref, ref_rows=ref_rows, copies=copies))
-        _time_interleaved(ready, quick=quick, device=device)
-        for r in ready:
-            _finish(r, case, dispatch=want_dispatch, plan_dev=plan_dev, device=device)
-        for row in case_rows:
-            _derive(row, case, c_val, c_unit)
-            rows.append(row)
-            if not row["ok"] and log is None:
-                prog.log(f"  {case.label} {row['impl']}: {row.get('error')}")
-        del host, ready
+        meta, case_rows = _run_case(run, case, live, ceil)
+        case_meta.append(meta)
+        rows += case_rows
         gc.collect()
     prog.close()
 
@@ -290,6 +273,51 @@ def run_suite(device: str = "cpu", *, quick: bool = False, peers: str | None = N
         "rows": rows,
         "ratios": ratios,
     }
+
+
+def _ceilings(device: str, cases, quick: bool) -> dict:
+    """The device's ceilings (bandwidth, peak FLOP/s at the suite's GEMM shapes), or the error."""
+    try:
+        if device == "cpu":
+            gemm = [(c.dims["M"], c.dims["N"], c.dims["K"]) for c in cases if c.bound == "compute"]
+            return _ceil.cpu_ceilings(quick, gemm)
+        gemm = [(c.dims["M"], c.dims["N"], c.dims["K"], c.dtype) for c in cases if c.bound == "compute"]
+        return _ceil.gpu_ceilings(quick, gemm)
+    except Exception as e:
+        return {"errors": {"all": _err(e)}}
+
+
+def _run_case(run: _SuiteRun, case: Case, live: list, ceil: dict) -> tuple[dict, list[dict]]:
+    """One case: its float64 reference, every live peer prepared, timed in interleaved rounds
+    and finished; ``(the case's metadata, its rows)``."""
+    prog = run.prog
+    c_val, c_unit = _ceil.ceiling_for(ceil, case)
+    ref_rows = case.reference_rows()
+    prog.status(f"{case.label}: inputs + float64 reference")
+    host = case.make_inputs(run.seed)
+    try:
+        ref = [np.asarray(r) for r in as_tuple(case.body(np)(*case.reference_inputs(host, ref_rows)))]
+    except Exception as e:
+        ref, ref_err = None, _err(e)
+    else:
+        ref_err = None
+    meta = {"label": case.label, "workload": case.workload.name, "title": case.workload.title,
+            "dtype": case.dtype, "shapes": [list(s) for s in case.shapes],
+            "flops": case.flops, "bytes": case.nbytes, "intensity": case.intensity,
+            "bound": case.bound, "ceiling": c_val, "ceiling_unit": c_unit,
+            "reference_rows": ref_rows, "reference_error": ref_err}
+    want_dispatch = run.dispatch_set is None or case.workload.name in run.dispatch_set
+    ready, case_rows = prepare_peers(
+        live, case.label, case.workload.name, prog, run.t_start, run.budget_s,
+        functools.partial(_prepare, case=case, host=host, ref=ref, ref_rows=ref_rows, copies=run.copies))
+    _time_interleaved(ready, quick=run.quick, device=run.device)
+    for r in ready:
+        _finish(r, case, dispatch=want_dispatch, plan_dev=run.plan_dev, device=run.device)
+    for row in case_rows:
+        _derive(row, case, c_val, c_unit)
+        if not row["ok"] and run.log is None:
+            prog.log(f"  {case.label} {row['impl']}: {row.get('error')}")
+    return meta, case_rows
 
 
 # Each case's peers are timed in interleaved rounds (every peer once a round, the order rotated),

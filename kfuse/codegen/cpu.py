@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from ..fusion.kinds import GroupKind
 from . import cpu_cols
 from .cpu_helpers import HELPERS as _HELPERS
 from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
@@ -412,7 +413,7 @@ class _Emitter:
         ind = 1
         for n, d in enumerate(kir.loop_dims(kir.outer)):
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
-            rng = "numba.prange" if n == 0 and kir.kind != "scatter" else "range"
+            rng = "numba.prange" if n == 0 and kir.kind != GroupKind.SCATTER else "range"
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
         inner = kir.loop_dims(kir.inner)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import kernel_ir as K
+from ..fusion.kinds import GroupKind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,10 +142,10 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
                 and _collapsible(a, first):
             flat.append((buf, first))
     flat = tuple(sorted(flat))
-    if kir.kind == "elementwise":
+    if kir.kind == GroupKind.ELEMENTWISE:
         t = _transposed_dim(kir, arrays, dict(flat))
         return CpuSchedule("tiles", t, flat) if t is not None else CpuSchedule(flat=flat)
-    if kir.kind != "reduce" or not kir.loop_dims(kir.outer) or K.has_scan(kir):
+    if kir.kind != GroupKind.REDUCE or not kir.loop_dims(kir.outer):
         return CpuSchedule(flat=flat)
     index = _main_index(kir, arrays, dict(flat))
     d = unit_var(index) if index is not None else None

@@ -56,6 +56,7 @@ import numpy as np
 
 from ..errors import CompileError
 from . import kernel_ir as K
+from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
 from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
@@ -644,12 +645,12 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
     if variant is None:
         variant = default_variant(kir)
     g = _Gen(kir, variant)
-    if kir.kind in ("elementwise", "matmul", "scatter"):     # a scatter: scalar (its addresses are data)
-        tile = variant.mode == "tile" and kir.kind != "scatter" and not kir.in_place
-        if not (variant.mode == "elementwise" or tile) or (kir.kind == "scatter" and variant.vec != 1):
+    if kir.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL, GroupKind.SCATTER):     # a scatter: scalar (its addresses are data)
+        tile = variant.mode == "tile" and kir.kind != GroupKind.SCATTER and not kir.in_place
+        if not (variant.mode == "elementwise" or tile) or (kir.kind == GroupKind.SCATTER and variant.vec != 1):
             raise CompileError(f"kfuse: variant {variant} does not fit a {kir.kind} kernel")
         code = g.tile2d() if tile else g.elementwise()
-    elif kir.kind == "reduce":
+    elif kir.kind in ROW_KINDS:
         allowed = ("col", "scan") if K.has_scan(kir) else ("row", "col")    # a scan runs its rows in order
         if variant.mode not in allowed:
             raise CompileError(f"kfuse: variant {variant} does not fit this reduce kernel")

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from ..fusion.kinds import ROW_KINDS, GroupKind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +86,7 @@ def _innermost(kir: K.KernelIR) -> tuple[str | None, list]:
     """(the innermost loop variable a vector runs along, or None; the statements run along it):
     elementwise, the innermost domain dim and the kernel's statements; reduce, the innermost
     reduced dim and the phases' loop bodies."""
-    if kir.kind == "reduce":
+    if kir.kind in ROW_KINDS:
         dims = kir.loop_dims(kir.inner)
         stmts = [s for ph in kir.phases for s in ph.body]
     else:
@@ -103,7 +104,7 @@ def vector_accesses(kir: K.KernelIR):
         return None
     vec = []
     for s in stmts:
-        if isinstance(s, K.Load) and K.gathers(s.index) and kir.kind == "reduce":
+        if isinstance(s, K.Load) and K.gathers(s.index) and kir.kind in ROW_KINDS:
             return None     # a row's gather: loaded in statement order, element by element
         if isinstance(s, (K.Load, K.Store)):
             if vector_access(s.index, last):
@@ -119,7 +120,7 @@ def vector_ok(kir: K.KernelIR) -> bool:
     except in a kernel with a PAD along it (an index test on it): there a load using it another
     way (the PAD's wrapped read) is gathered lane by lane, as a GATHER's load always is. Never a
     scatter: its store goes to a data-dependent address, element by element."""
-    if kir.kind in ("reduce", "scatter"):
+    if kir.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.SCATTER):
         return False
     dims = kir.loop_dims(range(len(kir.domain)))
     if not dims:
@@ -189,12 +190,12 @@ def default_variant(kir: K.KernelIR) -> Variant:
     """The variant for contiguous, aligned buffers at the sizes the IR was lowered for."""
     vals = [s.value for s in kir.sizes]
     big = any(v >= 2 ** 31 for v in vals) or np.prod([max(v, 1) for v in vals], dtype=float) >= 2 ** 31
-    if kir.kind == "scatter":      # its positions reach anywhere in the output, not only the domain
+    if kir.kind == GroupKind.SCATTER:      # its positions reach anywhere in the output, not only the domain
         big = big or any(math.prod(b.shape) >= 2 ** 31 for b in kir.outputs)
-    if kir.kind == "reduce" and K.has_scan(kir):       # contiguous rows: lanes of a warp a row
+    if kir.kind == GroupKind.SCAN:       # contiguous rows: lanes of a warp a row
         lanes, vec, packed = scan_shape(kir.extent(kir.loop_dims(kir.inner)[-1]), max_itemsize(kir))
         return Variant("scan", vec, bool(big), 0, 128, lanes=lanes, packed=packed)
-    if kir.kind == "reduce":
+    if kir.kind == GroupKind.REDUCE:
         L = math.prod(kir.extent(d) for d in kir.inner)
         vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
         lv = kir.extent(kir.loop_dims(kir.inner)[-1]) if kir.loop_dims(kir.inner) else 1
@@ -235,7 +236,7 @@ def split_ok(kir: K.KernelIR) -> bool:
     """Whether a reduce kernel can run as two stages (Variant.split): one pass over the row (one
     looping phase, with accumulators), so a chunk's accumulators are all a row needs of it."""
     loops = [ph for ph in kir.phases if ph.has_loop]
-    return kir.kind == "reduce" and len(loops) == 1 and bool(loops[0].accs)
+    return kir.kind == GroupKind.REDUCE and len(loops) == 1 and bool(loops[0].accs)
 
 
 SPLIT_SLOT = 16     # workspace bytes an accumulator a chunk (the widest: KfArg<double>)
@@ -246,7 +247,7 @@ def grid_sync_ok(kir: K.KernelIR) -> bool:
     """Whether a reduce kernel can run as one grid-synchronised launch (Variant.grid_sync): a pass
     with accumulators and more looping passes than ``split_ok`` takes (a single accumulating pass
     splits into two kernels instead), no scan."""
-    return (kir.kind == "reduce" and not K.has_scan(kir)
+    return (kir.kind == GroupKind.REDUCE
             and sum(1 for ph in kir.phases if ph.has_loop and ph.accs) >= 1 and not split_ok(kir))
 
 

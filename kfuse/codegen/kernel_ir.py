@@ -430,7 +430,7 @@ class Contraction:
 @dataclasses.dataclass(frozen=True)
 class KernelIR:
     name: str
-    kind: str                       # "elementwise" | "reduce" | "matmul" | "scatter"
+    kind: str                       # a fusion.kinds.GroupKind: "elementwise" | "reduce" | "scan" | "matmul" | "scatter"
     inputs: tuple[Buffer, ...]
     outputs: tuple[Buffer, ...]
     sizes: tuple[SizeParam, ...]    # run-time int64 arguments, in argument order

@@ -14,6 +14,7 @@ from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, MOVEMENT, Op, REDUCE, SCAN, SCAN_UFUNC
 from . import kernel_ir as K
+from ..fusion.kinds import ROW_KINDS, GroupKind
 
 _ACC_KIND = {Op.SUM: "sum", Op.PROD: "prod", Op.MAX: "max", Op.MIN: "min", Op.ANY: "any",
              Op.ALL: "all", Op.ARGMAX: "argmax", Op.ARGMIN: "argmin"}
@@ -39,7 +40,7 @@ class _Lowerer:
         self.pre: list = []
         self.body: list = []
         self.domain_shape = tuple(group.domain)
-        self.axes = tuple(group.axes) if group.kind == "reduce" else ()
+        self.axes = tuple(group.axes) if group.kind in ROW_KINDS else ()
         nd = len(self.domain_shape)
         self.domain = tuple(K.lit(1) if s == 1 else self.size(("domain", d), s, f"extent of i{d}")
                             for d, s in enumerate(self.domain_shape))
@@ -389,19 +390,19 @@ class _Lowerer:
         phases = []
         contraction, init_from = None, ()
         inputs = [K.Buffer(f"in{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(self.inputs)]
-        if g.kind in ("elementwise", "matmul"):
+        if g.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL):
             for o in g.outputs:
                 if tuple(o.shape) != self.domain_shape:
                     raise CompileError(f"kfuse: output {o!r} of {g.kind} kernel {g.id} does not have "
                                        f"the kernel's domain shape {self.domain_shape}")
-            if g.kind == "matmul":
+            if g.kind == GroupKind.MATMUL:
                 contraction = self.contraction(inputs)
             self.store_outputs(g.outputs, True)
             if g.in_place:      # an output may be an input's buffer: every load before any store
                 self.pre.sort(key=lambda st: isinstance(st, K.Store))
             phases.append(self.end_phase())
             outer, inner = tuple(range(len(self.domain_shape))), ()
-        elif g.kind == "reduce":
+        elif g.kind in ROW_KINDS:
             same = {}     # a reduction computed once: x.mean(0) and x.var(0)'s own mean differ only in keepdims
             for node in g.nodes:
                 if node.op in REDUCE:
@@ -424,7 +425,7 @@ class _Lowerer:
             self.store_outputs(full, True)
             phases.append(self.end_phase())
             outer, inner = self.outer, self.axes
-        elif g.kind == "scatter":
+        elif g.kind == GroupKind.SCATTER:
             sc = g.anchor
             k, idx = self.out_index[sc], self.full_index
             self.store_outputs([o for o in g.outputs if o is not sc], True)   # producers read elsewhere

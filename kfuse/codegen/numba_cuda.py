@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
+from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_scatter as scatter
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _is_f, _vt, op_expr, store_value
 
@@ -119,9 +120,9 @@ def fastdiv_fits(kir: K.KernelIR, total: int) -> bool:
 
 def default_variant(kir: K.KernelIR) -> NVariant:
     """The variant for contiguous buffers at the sizes the IR was lowered for."""
-    if kir.kind == "reduce" and K.has_scan(kir):
+    if kir.kind == GroupKind.SCAN:
         return NVariant("col", 1, 0, 128)           # a thread a row, in order
-    if kir.kind == "reduce":
+    if kir.kind == GroupKind.REDUCE:
         return row_variant(math.prod(kir.extent(d) for d in kir.inner))
     total = math.prod(map(kir.extent, kir.loop_dims(range(len(kir.domain)))))
     return NVariant("elementwise", 4, 0, 256, fastdiv=fastdiv_fits(kir, total))
@@ -541,11 +542,11 @@ class _Gen:
     def source(self) -> str:
         kir, v = self.kir, self.v
         names, types = self.signature()
-        if kir.kind in ("elementwise", "matmul", "scatter"):
+        if kir.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL, GroupKind.SCATTER):
             if v.mode != "elementwise":
                 raise CompileError(f"kfuse: variant {v} does not fit a {kir.kind} kernel")
             body = self.elementwise()
-        elif kir.kind == "reduce":
+        elif kir.kind in ROW_KINDS:
             if v.mode not in ("row", "col"):
                 raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
             if K.has_scan(kir) and v.mode != "col":

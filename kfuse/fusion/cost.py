@@ -21,6 +21,7 @@ from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
 from .gemm_ir import epilogue_from_group
+from .kinds import GroupKind
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -297,7 +298,7 @@ def compute_dtype(nodes: Iterable[Node]):
     return best
 
 
-def estimate(kind: str, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
+def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
              device: DeviceSpec, evals: Mapping[Node, int] | None = None, passes: int = 1,
              reread: Iterable[Node] = ()) -> Cost:
     """The roofline cost of one kernel: every input read once (``reread`` ones ``passes`` times;
@@ -309,7 +310,7 @@ def estimate(kind: str, nodes: Iterable[Node], inputs: Iterable[Node], outputs: 
     br = sum(_read_bytes(i, nodes) * (passes if i in reread else 1) for i in inputs)
     bw = sum(o.nbytes for o in outputs)
     flops = sum(node_flops(n, evals.get(n), device.special_scale) for n in nodes)
-    if kind == "matmul":
+    if kind == GroupKind.MATMUL:
         return _matmul_cost(nodes, list(inputs), list(outputs), br, bw, flops, device)
     return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes)
 

@@ -1,5 +1,7 @@
-"""The text of a plan for ``kfuse explain``: per kernel its ops, kind, bytes, FLOPs, intensity,
+"""The one text form of a plan (``kfuse explain``, ``str(plan)``, the ``fused`` stage): per kernel
+its kind, ops, arrays read and written (and arguments written in place), bytes, FLOPs, intensity,
 predicted time and whether it is memory- or compute-bound; then every refused fusion and why.
+:func:`brief` is the short label of a kernel's ops that refusals name it by.
 
 ``plan.Plan.__str__`` calls :func:`format_plan`; this module reads plans and groups by their
 attributes and imports nothing from ``plan`` (which imports it).
@@ -10,6 +12,7 @@ from collections import Counter
 
 from ..ir.dtypes import short_name
 from .cost import _fmt_bytes
+from .kinds import GroupKind
 
 
 def _ops(g, limit: int = 12) -> str:
@@ -22,6 +25,12 @@ def _ops(g, limit: int = 12) -> str:
     return " ".join(f"{k}x{v}" if v > 1 else k for k, v in counts.items())
 
 
+def brief(ops, first=None) -> str:
+    """``[op/op/...] (file:line)``: up to six op names and the source line of the first node."""
+    loc = f" ({first.loc})" if first is not None and first.loc else ""
+    return "[" + "/".join(ops[:6]) + ("/..." if len(ops) > 6 else "") + "]" + loc
+
+
 def _arrays(nodes) -> str:
     return ", ".join(f"{short_name(n.dtype)}{list(n.shape)}" for n in nodes) or "-"
 
@@ -29,12 +38,13 @@ def _arrays(nodes) -> str:
 def format_kernel(g) -> list[str]:
     """The lines of one ``plan.KernelGroup``."""
     head = f"kernel {g.id}: {g.kind}"
-    if g.is_scan:
-        head += f" (scan) along axis {g.axes[0]} of {list(g.domain)}"
-    elif g.kind == "reduce":
+    if g.kind == GroupKind.SCAN:
+        head += f" along axis {g.axes[0]} of {list(g.domain)}"
+    elif g.kind == GroupKind.REDUCE:
         head += f" over axes {g.axes} of {list(g.domain)}"
     elif g.domain:
         head += f" over {list(g.domain)}"
+    head += "".join(f" (writes {b.attr('name')!r} in place)" for _, b in g.in_place)
     lines = [head, f"    ops:    {_ops(g)}",
              f"    reads:  {_arrays(g.inputs)}", f"    writes: {_arrays(g.outputs)}"]
     c = g.cost

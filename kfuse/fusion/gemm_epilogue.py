@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ..ir.ops import Op
 from .legality import Clustering
-
-name = "gemm_epilogue"
+from .rules import PlanContext, Rule
 
 # Movement on matmul operands: a PERMUTE chain over a graph input (``x.T @ w``) stays free index
 # math and is folded into the matmul group (the contraction's ``permute`` steps: a transposed view
@@ -42,24 +41,40 @@ def keep_clustered(graph) -> set:
     return out
 
 
-def run(state: Clustering, device=None) -> None:
-    for mm in [n for n in state.order_list if n.op is Op.MATMUL]:
-        # operand casts fold into the loads
+class GemmEpilogue(Rule):
+    """Per matmul (each once, in graph order): fold in its operand casts, then absorb consumers
+    until nothing more joins."""
+    name = "gemm_epilogue"
+    fixpoint = False
+
+    def match(self, state: Clustering, ctx: PlanContext):
+        return [n for n in state.order_list if n.op is Op.MATMUL]
+
+    def apply(self, state: Clustering, mm, ctx: PlanContext) -> bool:
+        changed = self._casts(state, mm)
+        while self._epilogue_step(state, mm):
+            changed = True
+        return changed
+
+    @staticmethod
+    def _casts(state: Clustering, mm) -> bool:
+        """Operand casts fold into the loads (a cast the caller also gets back is written by its
+        own kernel: a matmul kernel writes only arrays of its output's shape)."""
+        changed = False
         for x in mm.inputs:
             if x.op is Op.CAST and x in state.home and state.home[x] != state.home[mm]:
                 users = {u for u in state.order_list if x in u.inputs}
-                # (a cast the caller also gets back is written by its own kernel: a matmul
-                # kernel writes only arrays of its output's shape)
                 if users == {mm} and x not in state.outputs and len(state.members[state.home[x]]) == 1:
-                    state.merge(state.home[mm], state.home[x])
-        # the epilogue: absorb consumers until nothing more joins
-        changed = True
-        while changed:
-            changed = False
-            dag = state.dag()
-            cid = state.home[mm]
-            _, succ = state.neighbours(cid, dag)
-            for c in succ:
-                if state.merge(cid, c, dag):
-                    changed = True
-                    break
+                    changed |= state.merge(state.home[mm], state.home[x])
+        return changed
+
+    @staticmethod
+    def _epilogue_step(state: Clustering, mm) -> bool:
+        """Merge the first consumer of the matmul's cluster that can join; whether one did."""
+        dag = state.dag()
+        cid = state.home[mm]
+        _, succ = state.neighbours(cid, dag)
+        return any(state.merge(cid, c, dag) for c in succ)
+
+
+RULE = GemmEpilogue()

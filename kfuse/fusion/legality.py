@@ -18,15 +18,17 @@ import networkx as nx
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import ELEMENTWISE, LEAF, LOOKUP, MOVEMENT, REDUCE, SCAN, Op
+from .explain import brief
+from .kinds import GroupKind
+from .plan import KernelGroup, Refusal
 
 POINTWISE = ELEMENTWISE | LOOKUP            # what an elementwise kernel computes per element
-from .plan import KernelGroup, Refusal
 
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
     """What kind of kernel a node set is: kind, domain, reduced axes, anchor."""
-    kind: str
+    kind: GroupKind
     domain: tuple[int, ...]
     axes: tuple[int, ...] = ()
     anchor: Node | None = None
@@ -82,7 +84,7 @@ def classify(home: Iterable[Node], order: dict[Node, int]) -> tuple[Shape | None
     bad = [n for n in nodes if n.op not in POINTWISE | MOVEMENT | LEAF]
     if bad:
         return None, f"{bad[0].op.value} is not elementwise"
-    return Shape("elementwise", nodes[0].shape if nodes else ()), ""
+    return Shape(GroupKind.ELEMENTWISE, nodes[0].shape if nodes else ()), ""
 
 
 def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, str]:
@@ -125,12 +127,12 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
                 return None, (f"{n.op.value} of a value computed from a reduction would read another "
                               f"row inside a row kernel over {list(domain)}")
             level[n] = "full"
-    return Shape("reduce", domain, axes, reds[0]), ""
+    return Shape(GroupKind.REDUCE, domain, axes, reds[0]), ""
 
 
 def _check_scan(nodes: list[Node], scans: list[Node]) -> tuple[Shape | None, str]:
     """Scans along one axis of one shape, their producers and consumers, all of that shape (a
-    "reduce" kernel whose one inner dim is the scan axis, run in order); a movement of a scanned
+    "scan" kernel whose one inner dim is the scan axis, run in order); a movement of a scanned
     value would read another position of the row, which the running value is not."""
     keys = {reduce_key(s) for s in scans}
     if len(keys) > 1:
@@ -146,7 +148,7 @@ def _check_scan(nodes: list[Node], scans: list[Node]) -> tuple[Shape | None, str
                 return None, (f"{n.op.value} of a scanned value would read another position inside a scan "
                               f"kernel over {list(domain)}")
             after.add(n)
-    return Shape("reduce", domain, axes, scans[0]), ""
+    return Shape(GroupKind.SCAN, domain, axes, scans[0]), ""
 
 
 def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool,
@@ -171,7 +173,7 @@ def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool,
         if (shapes and n.shape != domain) or n.op not in POINTWISE | MOVEMENT | LEAF:
             return None, (f"{n.op.value} of shape {list(n.shape)} is not an elementwise producer of "
                           f"a scatter over {list(domain)}")
-    return Shape("scatter", domain, (), sc), ""
+    return Shape(GroupKind.SCATTER, domain, (), sc), ""
 
 
 def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:
@@ -187,7 +189,7 @@ def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:
             continue
         else:
             return None, f"{n.op.value} is neither an operand cast nor an epilogue of the matmul"
-    return Shape("matmul", mm.shape, (), mm), ""
+    return Shape(GroupKind.MATMUL, mm.shape, (), mm), ""
 
 
 def is_free(n: Node, free: set[Node]) -> bool:
@@ -262,9 +264,7 @@ class Clustering:
                if n.op not in MOVEMENT]
         if not ops:
             ops = [n.op.value for n in self.members[cid]]
-        txt = "/".join(ops[:6]) + ("/..." if len(ops) > 6 else "")
-        first = min(self.members[cid], key=self.order.__getitem__)
-        return f"[{txt}]" + (f" ({first.loc})" if first.loc else "")
+        return brief(ops, min(self.members[cid], key=self.order.__getitem__))
 
     def refuse(self, what: str, reason: str, between: tuple[int, int] | None = None) -> None:
         """Record a refused fusion; ``between``: the two clusters it would have joined."""
@@ -326,14 +326,14 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
     problems = []
     nodes = set(g.nodes)
     order = order or {n: i for i, n in enumerate(g.nodes)}
-    if g.kind == "elementwise":
+    if g.kind == GroupKind.ELEMENTWISE:
         shapes = {o.shape for o in g.outputs}
         if shapes and shapes != {tuple(g.domain)}:
             problems.append(f"outputs of shapes {shapes} in an elementwise group over {g.domain}")
         for n in g.nodes:
             if n.op not in POINTWISE | MOVEMENT | LEAF:
                 problems.append(f"{n.op.value} in an elementwise group")
-    elif g.kind == "scatter":
+    elif g.kind == GroupKind.SCATTER:
         scatters = [n for n in g.nodes if n.op is Op.SCATTER]
         shape, why = _check_scatter(list(g.nodes), scatters, any(n.op in REDUCE | SCAN | {Op.MATMUL} for n in g.nodes),
                                     shapes=False) if scatters else (None, "no scatter")
@@ -342,12 +342,12 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
         for o in g.outputs:
             if o is not g.anchor and o.shape != tuple(g.domain):
                 problems.append(f"output of shape {o.shape} in a scatter group over {g.domain}")
-    elif g.kind in ("reduce", "matmul"):
+    elif g.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.MATMUL):
         computed = [n for n in g.nodes if n.op not in LEAF and not _index_only(n, nodes)]
         shape, why = classify(computed, order)
         if shape is None or shape.kind != g.kind:
             problems.append(why or f"classified as {shape.kind if shape else None}")
-        elif g.kind == "reduce":
+        elif g.kind == GroupKind.REDUCE:
             keep, drop = outer_shapes(g.domain, g.axes)
             for o in g.outputs:
                 if o.shape not in (tuple(g.domain), keep, drop):

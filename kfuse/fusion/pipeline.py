@@ -1,8 +1,9 @@
 """The fusion pipeline: ``optimize`` (simplification passes to a fixpoint) and ``plan`` (the
-fusion rules in order, then recompute-or-materialise, then the kernels with their costs).
+fusion rules of :data:`RULES` in order, the last the recompute-or-materialise decision; then the
+kernels with their costs, ordered, and the aliasing policy's in-place writes).
 
     optimize:  fold_constants -> identities -> movement -> casts -> dce   (repeat to fixpoint)
-    plan:      gemm_epilogue -> reduction (row-wise) -> elementwise -> recompute -> groups
+    plan:      gemm_epilogue -> reduction (row-wise) + scan -> elementwise -> recompute -> groups
 
 The graph after every pass that changed it is logged at DEBUG on the ``kfuse`` logger
 (``KFUSE_DEBUG=2``, :mod:`kfuse.logs`); any ``callback(pass_name, graph)`` can be given instead.
@@ -18,13 +19,21 @@ from .. import config as _config
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, REDUCE, SCAN, Op
 from ..logs import logger
-from . import elementwise, gemm_epilogue, reduction
+from . import elementwise, gemm_epilogue, recompute, reduction, scan
+from .aliasing import order_checks_first, with_argument_writes
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
+from .explain import brief
+from .kinds import GroupKind
 from .legality import Clustering, classify, reduce_key, verify_group
-from .plan import KernelGroup, Plan, Refusal, with_argument_writes
+from .plan import KernelGroup, Plan, Refusal
+from .rules import PlanContext, Together, run_rule
 from .simplify import PASSES, Pass
 
 MAX_ROUNDS = 20
+# The fusion rules (``rules.Rule``), in the order they run over one clustering; reductions and
+# scans together, each claiming its neighbours in graph order.
+RULES = (gemm_epilogue.RULE, Together("rows", reduction.RULE, scan.RULE, key=reduction.anchor_order),
+         elementwise.RULE, recompute.RULE)
 
 
 def _log_callback(name: str, graph: Graph) -> None:
@@ -79,11 +88,11 @@ def _build(state: Clustering, cid: int, extra: set[Node] = frozenset()):
     return sorted(ns, key=key), sorted(inputs, key=key), sorted(outs, key=key)
 
 
-def _evals(kind: str, nodes: list[Node], outputs: list[Node]) -> dict[Node, int]:
+def _evals(kind: GroupKind, nodes: list[Node], outputs: list[Node]) -> dict[Node, int]:
     """How often each node is evaluated: in an elementwise kernel a node under a broadcast runs
     once per element of its consumer; elsewhere once per element (reductions per input element)."""
     ev: dict[Node, int] = {}
-    if kind != "elementwise":
+    if kind != GroupKind.ELEMENTWISE:
         return ev
     users: dict[Node, list[Node]] = {n: [] for n in nodes}
     for n in nodes:
@@ -103,7 +112,7 @@ def _cost(state: Clustering, cid: int, device: DeviceSpec, extra=frozenset(), pa
     if not outputs:
         return None, nodes, inputs, outputs
     kind = state.shape(cid).kind
-    reread = [i for i in inputs if kind == "reduce" and i.shape == state.shape(cid).domain]
+    reread = [i for i in inputs if kind == GroupKind.REDUCE and i.shape == state.shape(cid).domain]
     c = estimate(kind, nodes, inputs, outputs, device, _evals(kind, nodes, outputs), passes, reread)
     return c, nodes, inputs, outputs
 
@@ -115,13 +124,12 @@ def _cluster_seconds(device):
     return f
 
 
-def cluster(graph: Graph, device: DeviceSpec, no_rowwise: frozenset = frozenset()) -> Clustering:
+def cluster(graph: Graph, device: DeviceSpec, no_rowwise: frozenset = frozenset(), rules=RULES) -> Clustering:
     """Run the fusion rules; the returned state holds the clusters and refusals."""
     state = Clustering(graph, keep_clustered=gemm_epilogue.keep_clustered(graph))
-    gemm_epilogue.run(state, device)
-    reduction.run(state, device, no_rowwise)
-    elementwise.run(state, device)
-    elementwise.recompute(state, device, _cluster_seconds(device))
+    ctx = PlanContext(device, no_rowwise, _cluster_seconds(device))
+    for rule in rules:
+        run_rule(rule, state, ctx)
     return state
 
 
@@ -155,10 +163,7 @@ def final_refusals(refused, groups) -> tuple[Refusal, ...]:
 
 
 def _brief(g: KernelGroup) -> str:
-    ops = g.ops
-    first = g.nodes[0] if g.nodes else None
-    loc = f" ({first.loc})" if first is not None and first.loc else ""
-    return "[" + "/".join(ops[:6]) + ("/..." if len(ops) > 6 else "") + "]" + loc
+    return brief(g.ops, g.nodes[0] if g.nodes else None)
 
 
 def plan(graph: Graph, device=None) -> Plan:
@@ -189,7 +194,7 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
             continue
         shape = state.shape(cid)
         reason = _reason(state, cid, shape, nodes)
-        if shape.kind == "reduce":
+        if shape.kind == GroupKind.REDUCE:
             computed = set(n for n in nodes if n.op not in LEAF and n not in state.free)
             passes, text, split = reduction.row_decision(
                 computed, inputs, outputs, state.order, device, c.flops, compute_dtype(nodes))
@@ -212,7 +217,7 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
                 dag.add_edge(home_of[i], cid)
     if not nx.is_directed_acyclic_graph(dag):   # pragma: no cover - merges keep hulls convex
         raise AssertionError("fusion produced a cycle between kernels")
-    _checks_before_argument_writes(state, built, home_of, dag)
+    order_checks_first(state.graph, built, home_of, dag)
     order = nx.lexicographical_topological_sort(
         dag, key=lambda c: min(state.order[n] for n in built[c][1]))
     groups = []
@@ -225,36 +230,20 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
     return groups, split_keys
 
 
-def _checks_before_argument_writes(state: Clustering, built: dict, home_of: dict, dag: nx.DiGraph) -> None:
-    """Order the index checks before each kernel that may write into an argument in place (a
-    scatter into one, ``Plan.scatters_into_argument``; an elementwise kernel computing one's final
-    value, ``plan.with_argument_writes``) where no path forbids it, so that the runtime can raise
-    before writing into the argument."""
-    graph = state.graph
-    checks = [home_of[graph.outputs[k]] for k, *_ in graph.checks if graph.outputs[k] in home_of]
-    finals = {graph.outputs[o] for _, o in graph.writebacks}
-    for cid, (shape, _nodes, _inputs, outputs, *_rest) in built.items():
-        if ((shape.kind == "scatter" and shape.anchor.inputs[0].op is Op.INPUT)
-                or (shape.kind == "elementwise" and finals.intersection(outputs))):
-            for c in checks:
-                if c != cid and not nx.has_path(dag, cid, c):
-                    dag.add_edge(c, cid)
-
-
 def _reason(state: Clustering, cid: int, shape, nodes) -> str:
     n_ops = sum(1 for n in state.members[cid] if n.op not in LEAF)
-    if shape.kind == "matmul":
+    if shape.kind == GroupKind.MATMUL:
         ep = [n for n in state.members[cid] if n is not shape.anchor]
         r = f"matmul with {len(ep)} fused operand-cast/epilogue op(s)" if ep else "matmul"
-    elif shape.kind == "scatter":
+    elif shape.kind == GroupKind.SCATTER:
         mode = shape.anchor.attr("mode")
         r = (f"scatter ({'assignment' if mode == 'set' else 'np.' + mode + '.at'}) of {list(shape.domain)} "
              f"values into {list(shape.anchor.shape)} with {n_ops - 1} fused elementwise op(s)")
-    elif shape.kind == "reduce" and shape.anchor.op in SCAN:
+    elif shape.kind == GroupKind.SCAN:
         nscan = sum(1 for n in state.members[cid] if n.op in SCAN)
         r = (f"{nscan} scan(s) along axis {shape.axes[0]} of {list(shape.domain)} (in order, a thread a row) "
              f"with {n_ops - nscan} fused elementwise op(s)")
-    elif shape.kind == "reduce":
+    elif shape.kind == GroupKind.REDUCE:
         nred = sum(1 for n in state.members[cid] if n.op in REDUCE)
         r = (f"{'row-wise: ' if nred > 1 else ''}{nred} reduction(s) over axes {shape.axes} of "
              f"{list(shape.domain)} with {n_ops - nred} fused elementwise op(s)")

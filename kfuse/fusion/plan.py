@@ -1,7 +1,7 @@
 """The fusion plan: which IR nodes run in which kernel, and why.
 
 This is the contract between ``fusion`` (which builds plans) and ``codegen`` (which lowers each
-:class:`KernelGroup` to a kernel). A group is one of these kinds:
+:class:`KernelGroup` to a kernel). A group is one of these kinds (``kinds.GroupKind``):
 
 ``"elementwise"``
     ``nodes`` are elementwise, ``CONST`` and movement nodes. All ``outputs`` have one shape, the
@@ -21,11 +21,13 @@ This is the contract between ``fusion`` (which builds plans) and ``codegen`` (wh
     on earlier ones (variance on mean). Outputs: full-level nodes of shape D and outer-level or
     reduce nodes. The kernel, per outer index, runs the reductions in order over the reduced
     dims, then writes the outputs (softmax: max, sum, normalise - one kernel, the row read from
-    cache).
-    A scan kernel is a "reduce" group too: scans (``CUMSUM``...) along one axis A of one shape D
-    (``axes == (A,)``, ``anchor`` the first scan), with their producers and elementwise consumers,
-    every node of shape D; no reduction or matmul shares it, and no movement reads a scanned
-    value. The kernel runs each row along A in order, in one thread (``kernel_ir.Scan``).
+    cache). ``anchor``: the first reduce node.
+
+``"scan"``
+    Scans (``CUMSUM``...) along one axis A of one shape D (``axes == (A,)``, ``anchor`` the first
+    scan), with their producers and elementwise consumers, every node of shape D; no reduction or
+    matmul shares it, and no movement reads a scanned value. The kernel runs each row along A in
+    order, in one thread (``kernel_ir.Scan``).
 
 ``"matmul"``
     One ``MATMUL`` node (``anchor``), optional ``CAST`` nodes on its operands, and an elementwise
@@ -50,29 +52,31 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..ir.dtypes import short_name
 from ..ir.graph import Graph, Node
-from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, SCAN
-from .explain import format_plan
-
-KINDS = ("elementwise", "reduce", "matmul", "scatter")
+from ..ir.ops import LEAF, MOVEMENT
+from . import aliasing
+from .explain import format_kernel, format_plan
+from .kinds import GroupKind
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class KernelGroup:
     id: int
-    kind: str                       # one of KINDS
+    kind: GroupKind                 # (a kind's name is accepted and converted)
     nodes: tuple[Node, ...]         # every node computed inside the kernel, topological order
     inputs: tuple[Node, ...]        # nodes read from memory (graph inputs or earlier outputs)
     outputs: tuple[Node, ...]       # nodes written to memory
-    domain: tuple[int, ...]         # iteration shape (elementwise: output shape; reduce: D)
-    axes: tuple[int, ...] = ()      # reduce: the reduced axes of the domain
-    anchor: Node | None = None      # matmul/scatter: its MATMUL/SCATTER node; reduce: the first reduce node
+    domain: tuple[int, ...]         # iteration shape (elementwise: output shape; reduce/scan: D)
+    axes: tuple[int, ...] = ()      # reduce/scan: the reduced (scanned) axes of the domain
+    anchor: Node | None = None      # matmul/scatter: its MATMUL/SCATTER node; reduce/scan: the first reduce/scan node
     cost: Any = None                # fusion.cost.Cost: bytes, flops, predicted time
     reason: str = ""                # why these nodes are together (for explain)
     # elementwise: (output position, argument INPUT node) pairs, the output being the argument's
-    # final value, written into the caller's array itself (see :func:`with_argument_writes`)
+    # final value, written into the caller's array itself (see ``aliasing.with_argument_writes``)
     in_place: tuple[tuple[int, Node], ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", GroupKind(self.kind))
 
     @property
     def ops(self) -> list[str]:
@@ -80,13 +84,12 @@ class KernelGroup:
 
     @property
     def is_scan(self) -> bool:
-        """A "reduce" group of scans (its rows run in order, see above)."""
-        return self.kind == "reduce" and self.anchor is not None and self.anchor.op in SCAN
+        """A scan group (its rows run in order, see above)."""
+        return self.kind == GroupKind.SCAN
 
     def describe(self) -> str:
-        outs = ", ".join(f"{short_name(o.dtype)}{list(o.shape)}" for o in self.outputs)
-        into = "".join(f" (writes {b.attr('name')!r} in place)" for _, b in self.in_place)
-        return f"kernel {self.id} [{self.kind}] ops={'/'.join(self.ops) or 'copy'} -> {outs}{into}"
+        """This kernel's part of the plan's text (``explain.format_kernel``)."""
+        return "\n".join(format_kernel(self))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,53 +100,6 @@ class Refusal:
     what: str
     reason: str
     between: tuple = dataclasses.field(default=(), compare=False, repr=False)
-
-
-def _reads_base(g: KernelGroup) -> bool:
-    """Whether scatter group ``g`` reads its base other than as the array it starts from: as its
-    values or indices (``v[[1, 0]] = v``), or in a fused producer of them."""
-    base = g.anchor.inputs[0]
-    return base in g.anchor.inputs[1:] or any(base in n.inputs for n in g.nodes if n is not g.anchor)
-
-
-def _checks_before(graph: Graph, groups, g: KernelGroup) -> bool:
-    """Whether every index check of ``graph`` is computed by a group before ``g`` (so the runtime
-    can raise before ``g`` writes into an argument)."""
-    earlier = {o for h in groups[:g.id] for o in h.outputs}
-    return all(graph.outputs[o] in earlier for o, *_ in graph.checks)
-
-
-def with_argument_writes(graph: Graph, groups: list[KernelGroup]) -> list[KernelGroup]:
-    """``groups`` with ``in_place`` set on each elementwise group that may compute an argument's
-    final value (``Graph.writebacks``: ``x += y``, ``x[1:] = v``, ``np.add(a, b, out=x)``) straight
-    into the caller's array, so the call copies nothing back: the kernel reads the argument's old
-    value (if at all) only at the element it writes, through elementwise ops of its domain (no
-    movement: ``x[...] = x[::-1]`` keeps its copy), no later kernel reads the old value, the
-    value is no other output of the function, and every index check is computed by an earlier
-    kernel (a call that raises writes nothing into its arguments)."""
-    final = {graph.outputs[o]: graph.inputs[i] for i, o in graph.writebacks}
-    out = []
-    for g in groups:
-        if g.kind != "elementwise" or not _checks_before(graph, groups, g):
-            out.append(g)
-            continue
-        pairs = []
-        for k, node in enumerate(g.outputs):
-            base = final.get(node)
-            if (base is None or base in graph.outputs
-                    or sum(o is node for o in graph.outputs) != 1
-                    or node.dtype != base.dtype or tuple(node.shape) != tuple(base.shape)
-                    or any(base in h.inputs for h in groups[g.id + 1:])):
-                continue
-            readers, moved = {base}, False
-            for n in g.nodes:               # (topological order) the nodes reading the old value
-                if n.op not in LEAF and any(i in readers for i in n.inputs):
-                    readers.add(n)
-                    moved |= n.op not in ELEMENTWISE or tuple(n.shape) != tuple(g.domain)
-            if not moved:
-                pairs.append((k, base))
-        out.append(dataclasses.replace(g, in_place=tuple(pairs)) if pairs else g)
-    return out
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -160,47 +116,14 @@ class Plan:
         return list(self.groups)
 
     def scatters_in_place(self, g: KernelGroup) -> bool:
-        """Whether scatter group ``g`` may write into its base's buffer instead of a copy of it:
-        the base is an earlier kernel's output that no graph output is, no later kernel reads and
-        the scatter's own values and indices do not read (they are computed from the array before
-        the write, as NumPy evaluates the right-hand side first)."""
-        if g.kind != "scatter":
-            return False
-        base = g.anchor.inputs[0]
-        if base in self.graph.outputs or not any(base in h.outputs for h in self.groups[:g.id]):
-            return False
-        if _reads_base(g):
-            return False
-        return not any(base in h.inputs for h in self.groups[g.id + 1:])
+        """``aliasing.scatters_in_place``: whether scatter group ``g`` writes into its base's buffer."""
+        return aliasing.scatters_in_place(self, g)
 
     def scatters_into_argument(self, g: KernelGroup) -> bool:
-        """Whether scatter group ``g`` may write straight into the argument it updates (instead of
-        a copy, copied back after the call): the base is an argument whose final value
-        (``Graph.writebacks``) is this scatter's result, which no later kernel reads in its old
-        value, the scatter's own values and indices do not read, nor the function returns; and
-        every index check is computed by an earlier kernel, so that the runtime raises before the
-        write (a call that raises writes nothing into its arguments)."""
-        if g.kind != "scatter":
-            return False
-        base, gr = g.anchor.inputs[0], self.graph
-        if base not in gr.inputs or base in gr.outputs:
-            return False
-        k = gr.inputs.index(base)
-        if not any(i == k and gr.outputs[o] is g.anchor for i, o in gr.writebacks):
-            return False
-        if _reads_base(g):
-            return False
-        if any(base in h.inputs for h in self.groups[g.id + 1:]):
-            return False
-        return _checks_before(gr, self.groups, g)
-
-    def as_text(self) -> str:
-        lines = [f"plan for {self.graph.name}: {len(self.groups)} kernel(s)"]
-        lines += ["  " + g.describe() for g in self.groups]
-        for r in self.refused:
-            lines.append(f"  refused: {r.what}: {r.reason}")
-        return "\n".join(lines)
+        """``aliasing.scatters_into_argument``: whether scatter group ``g`` writes into its argument."""
+        return aliasing.scatters_into_argument(self, g)
 
     def __str__(self) -> str:
-        """The explain table: per kernel ops, bytes, FLOPs, intensity, predicted time, refusals."""
+        """The plan's one text form (``explain.format_plan``): per kernel ops, bytes, FLOPs,
+        intensity, predicted time, in-place writes; then the refused fusions."""
         return format_plan(self)

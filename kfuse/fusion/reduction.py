@@ -7,44 +7,61 @@ with the elementwise work between them (softmax: max, sum, normalise; layernorm:
 normalise + affine; RMSNorm with a returned residual). Reductions over other axes or domains stay
 separate (the refusal is recorded).
 
-When a row does not fit in the device's on-chip memory, :func:`row_decisions` compares by cost
+When a row does not fit in the device's on-chip memory, :func:`row_decision` compares by cost
 re-reading the row once per phase against splitting the group into one kernel per phase, and
 records the decision.
+
+:class:`RowRule` is the rule (``rules.Rule``) for reductions, and for scans too (``scan.RULE``):
+each reduction (scan), in graph order, merges with a neighbouring cluster, until none joins.
 """
 from __future__ import annotations
 
 import math
 
 from ..ir.graph import Node
-from ..ir.ops import REDUCE, SCAN
+from ..ir.ops import REDUCE, Op
 from .cost import DeviceSpec, roofline
 from .legality import Clustering, reduce_key
+from .rules import PlanContext, Rule
 
-name = "reduction"
 
+class RowRule(Rule):
+    """Each ``ops`` node (reductions or scans), in graph order, merges its cluster with the first
+    predecessor or successor cluster that can join (matmul clusters are ``gemm_epilogue``'s to
+    decide); a reduction with another reduction over the same rows is refused where its key is in
+    ``ctx.no_rowwise`` (splitting the row kernel is cheaper than re-reading the row)."""
+    fixpoint = True
 
-def run(state: Clustering, device=None, no_rowwise: frozenset = frozenset()) -> None:
-    reds = [n for n in state.order_list if n.op in REDUCE | SCAN]     # scans take theirs the same way
-    changed = True
-    while changed:
-        changed = False
-        for r in reds:
+    def __init__(self, name: str, ops: frozenset):
+        self.name, self.ops = name, ops
+
+    def match(self, state: Clustering, ctx: PlanContext):
+        for r in [n for n in state.order_list if n.op in self.ops]:
             cid = state.home[r]
             dag = state.dag()
             pred, succ = state.neighbours(cid, dag)
             for c in pred + succ:
-                other = [n for n in state.members[c] if n.op in REDUCE]
-                if other and reduce_key(r) in no_rowwise and reduce_key(other[0]) == reduce_key(r):
-                    state.refuse(f"fuse {state.describe(cid)} with {state.describe(c)}",
-                                 "row does not fit on chip and splitting is cheaper than re-reading", (cid, c))
-                    continue
-                if any(n.op.value == "matmul" for n in state.members[c]):
-                    continue        # gemm_epilogue already decided about matmuls
-                if state.merge(cid, c, dag):
-                    changed = True
-                    break
-            if changed:
-                break
+                yield r, c, dag
+
+    def apply(self, state: Clustering, candidate, ctx: PlanContext) -> bool:
+        r, c, dag = candidate
+        cid = state.home[r]
+        other = [n for n in state.members[c] if n.op in REDUCE]
+        if other and reduce_key(r) in ctx.no_rowwise and reduce_key(other[0]) == reduce_key(r):
+            state.refuse(f"fuse {state.describe(cid)} with {state.describe(c)}",
+                         "row does not fit on chip and splitting is cheaper than re-reading", (cid, c))
+            return False
+        if any(n.op is Op.MATMUL for n in state.members[c]):
+            return False
+        return state.merge(cid, c, dag)
+
+
+RULE = RowRule("reduction", REDUCE)
+
+
+def anchor_order(state: Clustering, candidate) -> int:
+    """The graph position of a :class:`RowRule` candidate's reduction or scan (``rules.Together``)."""
+    return state.order[candidate[0]]
 
 
 def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
@@ -65,9 +82,7 @@ def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
 def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
                  flops: float, dtype) -> tuple[int, str, bool]:
     """(passes over the row, the recorded decision, whether splitting is cheaper)."""
-    r = next((n for n in nodes if n.op in REDUCE), None)
-    if r is None:                   # a scan kernel: one pass, in order
-        return 1, "", False
+    r = next(n for n in nodes if n.op in REDUCE)
     domain, axes = reduce_key(r)
     row = math.prod(domain[a] for a in axes)
     full_in = [i for i in inputs if i.shape == domain]

@@ -31,6 +31,7 @@ from ..codegen.cpu import FN_NAME, emit, vectorised_helper
 from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
 from ..errors import CompileError
+from ..fusion.kinds import GroupKind
 from ..ir.ops import Op
 
 PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (the autotuner's default)
@@ -104,7 +105,7 @@ def default_parallel(group) -> bool:
     kernel is large enough. Matmul epilogues stay sequential: the BLAS product is multithreaded
     already, and a parallel epilogue leaves Numba's threads spinning while the next call's BLAS
     threads start (measured: P5 512^3 8.5 ms with a parallel epilogue, 3.1 ms sequential)."""
-    if group.kind in ("matmul", "scatter"):
+    if group.kind in (GroupKind.MATMUL, GroupKind.SCATTER):
         return False
     outer = [d for d in range(len(group.domain)) if d not in group.axes and group.domain[d] != 1]
     n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
@@ -226,7 +227,7 @@ class _Kernel:
         self.fns = (_Call(variants, False), _Call(variants, True))
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
         self.parallel = default_parallel(group)
-        self.parallel_ok = group.kind not in ("matmul", "scatter") and bool(kir.loop_dims(kir.outer))
+        self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and bool(kir.loop_dims(kir.outer))
         self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads

@@ -28,6 +28,7 @@ from ..codegen.cuda_tile2d import TILE
 from ..codegen.variance import one_pass_variance
 from ..errors import DeviceError
 from ..fusion import cost
+from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import cuda_tiles
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
@@ -233,7 +234,7 @@ class _Launcher(LauncherBase):
         sm = props["sm_count"]
         big = bool(max([_max_offset(a) for a in ins + outs] + [math.prod(self.extent(d) for d in range(len(kir.domain)))]
                   + [s.value for s in kir.sizes] + [0]) >= INT32_LIMIT // 2)
-        if kir.kind == "reduce":
+        if kir.kind in ROW_KINDS:
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             known = cost.known_device(props.get("name", ""))
@@ -267,7 +268,7 @@ class _Launcher(LauncherBase):
         the plane is too small for tiles. Not for a kernel writing an argument in place."""
         kir = self.kir
         dims = kir.loop_dims(range(len(kir.domain)))
-        if kir.kind != "elementwise" or kir.in_place or len(dims) < 2:
+        if kir.kind != GroupKind.ELEMENTWISE or kir.in_place or len(dims) < 2:
             return None, 0
         dl = f"i{dims[-1]}"
         along = {}      # dim -> the loads contiguous along it

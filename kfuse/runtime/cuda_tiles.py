@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from ..fusion.kinds import ROW_KINDS, TileKind
 
 MAX_CACHE_K = 32                 # register slots a thread for a cached row (emitter unrolls them)
 MAX_GRID = 2 ** 31 - 1
@@ -44,7 +45,7 @@ class Geometry:
 def geometry(launcher, sm: int) -> Geometry:
     """The :class:`Geometry` of a ``runtime.cuda._Launcher`` (its KernelIR and sizes)."""
     kir = launcher.kir
-    if kir.kind == "reduce":
+    if kir.kind in ROW_KINDS:
         outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
         rows = math.prod(launcher.extent(d) for d in outer) if outer else 1
         L = math.prod(launcher.extent(d) for d in inner) if inner else 1
@@ -63,7 +64,7 @@ def unsupported(tile) -> str | None:
         return "shared-memory row storage is not in the CUDA C emitter"
     if kind == "reduction" and (int(tile.get("rows", 1)) != 1 or int(tile.get("split", 1)) != 1):
         return "rows a block / split reductions are not in the CUDA C emitter"
-    if kind not in ("elementwise", "row", "reduction"):
+    if kind not in (TileKind.ELEMENTWISE, TileKind.ROW, TileKind.REDUCTION):
         return f"a {kind!r} tile is not a CUDA C launch shape"
     block = int(tile.get("block", 256))
     if block < 32 or block > 1024 or block % 32:
@@ -111,7 +112,7 @@ def apply_tile(tile, variant, grid: int, geom: Geometry) -> tuple:
         return variant, grid, why
     block = int(tile.get("block", variant.block))
     if variant.mode == "elementwise":
-        if tile.kind != "elementwise":
+        if tile.kind != TileKind.ELEMENTWISE:
             return variant, grid, f"a {tile.kind} tile on an elementwise kernel"
         vec = _vec(tile, variant)
         units = geom.units // vec

@@ -28,6 +28,7 @@ from ..codegen import numba_cuda as nc
 from ..codegen.lower import lower_group
 from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
+from ..fusion.kinds import ROW_KINDS, GroupKind
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
@@ -73,7 +74,7 @@ class _Launcher(LauncherBase):
 
     def _build(self, ins, outs, props) -> tuple:
         sm = props["sm_count"]
-        variant, grid = self._reduce(ins, sm) if self.kir.kind == "reduce" else self._ew(sm)
+        variant, grid = self._reduce(ins, sm) if self.kir.kind in ROW_KINDS else self._ew(sm)
         src = nc.emit(self.kir, variant)
         return variant, _function(src, props["device_id"], self.arch, self.cache), grid, variant.block
 
@@ -108,7 +109,7 @@ class NumbaCudaProgram(GpuProgram):
     def __init__(self, plan, cache=None, arch: str | None = None):
         nc.import_numba_cuda()          # one clear DeviceError when numba.cuda cannot import
         for g in plan.groups:
-            if g.kind == "matmul":
+            if g.kind == GroupKind.MATMUL:
                 raise UnsupportedError("kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'")
         kirs = [lower_group(g) for g in plan.groups]
         for kir in kirs:                # a ufunc.at no numba atomic computes: refused now, not at the first call

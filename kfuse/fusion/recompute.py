@@ -1,0 +1,107 @@
+"""Recompute or materialise (the rule ``RULE``, a ``rules.Rule``, after the fusion rules): an
+elementwise cluster whose values other kernels read is either written once and read back
+(materialised) or recomputed inside each reader (pulled), whichever the roofline model predicts
+faster; broadcast-shaped producers (scalars, bias rows) usually get recomputed, a big producer
+read by two kernels gets materialised. Each producer is decided once, consumers first.
+"""
+from __future__ import annotations
+
+import networkx as nx
+
+from ..ir.graph import Node
+from ..ir.ops import ELEMENTWISE, LOOKUP, MOVEMENT
+from .kinds import GroupKind
+from .legality import Clustering
+from .rules import PlanContext, Rule
+
+
+def _subtree(state: Clustering, p: int, needed: set[Node]) -> set[Node]:
+    """The nodes of cluster ``p`` that computing ``needed`` takes."""
+    out, stack = set(), list(needed)
+    while stack:
+        n = stack.pop()
+        if n in out:
+            continue
+        out.add(n)
+        stack.extend(i for i in n.inputs if i in state.members[p])
+    return out
+
+
+def _recomputable(state: Clustering, p: int) -> set[Node]:
+    """Nodes of cluster ``p`` another kernel could recompute: elementwise/movement work that does
+    not depend (inside ``p``) on a reduction or a matmul (the whole of an elementwise cluster, the
+    prologue of a reduction)."""
+    out: set[Node] = set()
+    for n in sorted(state.members[p], key=state.order.__getitem__):
+        if n.op in ELEMENTWISE | MOVEMENT and all(i in out or i not in state.members[p]
+                                                   for i in n.inputs):
+            out.add(n)
+    return out
+
+
+def _pull_allowed(state: Clustering, c: int, nodes: set[Node]) -> bool:
+    if any(n.op in LOOKUP and n.inputs[0] in nodes for n in state.nodeset(c)):
+        return False                # a searched table stays a buffer
+    shape = state.shape(c)
+    if shape.kind == GroupKind.ELEMENTWISE:
+        return True
+    if shape.kind in (GroupKind.REDUCE, GroupKind.SCAN):
+        return all(n.shape == shape.domain for n in nodes)
+    if shape.kind == GroupKind.SCATTER:     # (never the array it writes into: copied before it runs)
+        return shape.anchor.inputs[0] not in nodes
+    return False
+
+
+def _pulls(state: Clustering, p: int) -> dict[int, set[Node]]:
+    """The nodes of producer cluster ``p`` each reader cluster would recompute (readers that read
+    only recomputable values of ``p``, and may pull them)."""
+    cand = _recomputable(state, p)
+    readers: dict[int, set[Node]] = {}
+    for c in state.members:
+        if c == p:
+            continue
+        ns = state.nodeset(c)
+        got = {i for n in ns for i in n.inputs if i in state.members[p] and i not in ns}
+        if got and got <= cand:
+            readers[c] = got
+    pulls = {c: _subtree(state, p, need) for c, need in readers.items()}
+    return {c: s for c, s in pulls.items() if _pull_allowed(state, c, s)}
+
+
+class Recompute(Rule):
+    """Per producer cluster, consumers first: pull its values into the readers when the model
+    prices that no slower than writing and reading them back; else record the refusal.
+    ``ctx.cost_of(state, cid, extra_pulled=set()) -> seconds`` prices one kernel."""
+    name = "recompute"
+    fixpoint = False
+
+    def match(self, state: Clustering, ctx: PlanContext):
+        dag = state.dag()
+        order = list(nx.lexicographical_topological_sort(
+            dag, key=lambda c: min(state.order[n] for n in state.members[c])))
+        return [p for p in reversed(order)]
+
+    def apply(self, state: Clustering, p: int, ctx: PlanContext) -> bool:
+        if p not in state.members:
+            return False
+        pulls = _pulls(state, p)
+        if not pulls:
+            return False
+        cost_of = ctx.cost_of
+        before = cost_of(state, p) + sum(cost_of(state, c) for c in pulls)
+        saved = {c: set(state.pulled[c]) for c in pulls}
+        for c, s in pulls.items():
+            state.pulled[c] |= s
+        after = cost_of(state, p) + sum(cost_of(state, c) for c in pulls)
+        if after <= before:
+            state.notes[p].append(f"recomputed in {len(pulls)} reader kernel(s) "
+                                  f"({after * 1e6:.1f} us vs {before * 1e6:.1f} us materialised)")
+            return True
+        for c in pulls:
+            state.pulled[c] = saved[c]
+        state.refuse(f"recompute {state.describe(p)} in {len(pulls)} reader kernel(s)",
+                     f"cost: {after * 1e6:.1f} us recomputed vs {before * 1e6:.1f} us materialised")
+        return False
+
+
+RULE = Recompute()
