@@ -99,8 +99,7 @@ class Backend:
         (``runtime.cache.KernelStore``) or None. A plan it cannot run raises UnsupportedError
         (the reason ``kfuse.explain`` shows) before anything compiles."""
         self.check_available()
-        refused = [r for r in plan.refused if isinstance(r, CapabilityRefusal) and r.backend == self.name] \
-            or self.refusals(plan)
+        refused = self.refusals(plan)
         if refused:
             raise UnsupportedError(_PREFIX + refused[0].reason)
         return self._compile(plan, store, allow_tf32)

@@ -108,6 +108,8 @@ def unsupported(plan) -> list[tuple]:
         if g.kind == "matmul":
             out.append((g, MATMUL_REFUSED))
             continue
+        if g.kind != "scatter":         # only a scatter's stores combine
+            continue
         try:
             refuse_unsupported(lower_group(g))
         except UnsupportedError as e:
