@@ -263,11 +263,13 @@ def _load(store, khash, bucket, arch, group, device, max_threads, backend=_backe
         cfg = S.TileConfig.from_dict(body.get("config"))
     except Exception:
         return None
+    if cfg.kind not in backend.tile_kinds:
+        return None                         # another backend's knobs
     if backend.on_host and P.check(cfg, group, device, max_threads=max_threads) is not None:
         return None                         # stale (e.g. fewer threads now): ignore it
     if not backend.on_host:
         from ..runtime.cuda_tiles import unsupported
-        if cfg.kind == "cpu" or unsupported(cfg) is not None:
+        if unsupported(cfg) is not None:
             return None                     # the launcher also ignores a tile that does not fit
     return cfg
 

@@ -51,6 +51,7 @@ class Backend:
     tools: tuple[str, ...] = ()     # compilers whose versions key its cache (``runtime.keys.TOOLS``)
     default_device: str = "cpu"     # the DeviceSpec a plan is made for when none is named
     imports: tuple[str, ...] = ()   # modules that run it (a benchmark loads them before timing)
+    tile_kinds: tuple[str, ...] = ()    # its tuning knobs: the autotune TileConfig kinds it runs
 
     def __setattr__(self, name, value):
         raise dataclasses.FrozenInstanceError(f"a Backend is immutable (setting {name!r})")

@@ -10,6 +10,8 @@ DEVICE_KINDS = ("cupy", "torch")
 class GpuBackend(Backend):
     on_host = False
     default_device = "h100"
+    # launch shapes: block, vector width, rows a block, split, storage; GEMM tiles
+    tile_kinds = ("elementwise", "reduction", "row", "gemm", "cublas+epilogue")
 
     def accepts(self, kind: str | None) -> bool:
         return kind in DEVICE_KINDS

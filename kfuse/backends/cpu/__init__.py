@@ -19,6 +19,7 @@ class CpuBackend(Backend):
     tools = CPU_TOOLS
     default_device = "cpu"
     imports = ("kfuse.runtime.cpu",)
+    tile_kinds = ("cpu",)                       # threads, parallel or sequential loop
 
     def accepts(self, kind: str | None) -> bool:
         return kind in HOST_KINDS

@@ -104,3 +104,14 @@ def test_a_refused_plan_raises_before_anything_compiles(monkeypatch):
     low = kfuse.jit(_matmul_bias, backend="numba-cuda").lower("f32[64,64]", "f32[64,64]")
     with pytest.raises(UnsupportedError, match="^kfuse: matmul is not supported by the numba-cuda backend"):
         low.compile()
+
+
+def test_tuning_knobs_are_the_spaces_kinds():
+    from kfuse.autotune import prune, space
+    assert set(backends.CPU.tile_kinds) | set(backends.CUDA.tile_kinds) == set(space.KINDS)
+    assert not set(backends.CPU.tile_kinds) & set(backends.CUDA.tile_kinds)
+    plan = kfuse.explain(lambda x: np.exp(x).sum(axis=1), "f32[64,256]")
+    for b in backends.with_feature(Feature.AUTOTUNE):
+        for g in plan.groups:
+            kinds = {c.kind for c in space.space_for(g, b, max_threads=4)} | {prune.heuristic(g, b, threads=2).kind}
+            assert kinds <= set(b.tile_kinds), (b, kinds)
