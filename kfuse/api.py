@@ -17,15 +17,17 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import backends as _backends
 from . import config as _config
 from . import logs
-from .errors import DeviceError, KfuseError, UnsupportedError
+from .backends import Backend, Feature
+from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
 
-BACKENDS = ("auto", "cpu", "cuda", "numba-cuda")
+BACKENDS = (_backends.AUTO, *_backends.names())
 AUTOTUNE_MODES = ("off", "cached", "on")
-STAGES = ("traced", "optimized", "fused", "kernel", "cpu", "cuda", "numba", "ptx")
+STAGES = ("traced", "optimized", "fused", "kernel", *_backends.stages())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,21 +227,21 @@ class JitFunction:
         values = dict(zip(self._params, args))
         static = self._static_names(values, abstract_ok=False)
         kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
-        backend = _choose_backend(self.options.backend, kinds, self.fn.__name__)
+        backend = _backends.for_arrays(self.options.backend, kinds, self.fn.__name__)
         specs = self._specs(values, abstract_ok=False, static=static)
         for name, spec in specs.items():
             if isinstance(spec, ArraySpec):
                 from .ir.dtypes import BF16, check_supported
                 check_supported(spec.dtype, f"argument {name!r} of {self.fn.__name__}")
-                if spec.dtype == BF16 and backend != "cuda":
+                if spec.dtype == BF16 and Feature.BFLOAT16 not in backend.features:
                     raise UnsupportedError(f"kfuse: argument {name!r} of {self.fn.__name__} is bfloat16, which runs "
-                                           f"on the CUDA C backend only (torch CUDA tensors), not {backend!r}: "
+                                           f"on the CUDA C backend only (torch CUDA tensors), not {backend.name!r}: "
                                            "cast to float32 first")
         from .trace import trace_function
         graph = trace_function(self.fn, specs, self.fn.__name__)
         if not _config.get().index_checks:
             graph = graph.without_checks()
-        elif backend == "cpu":
+        elif backend.on_host:
             graph = graph.with_host_checks_on_device()
         lowered = Lowered(graph, self.options.device, backend, self.options)
         store = _open_cache()
@@ -261,15 +263,15 @@ class JitFunction:
         # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
         # each one's dtype, shape, strides and device, so the program need not check them again
         arg_kinds = [_array_kind(values[n]) for n in dynamic]
-        entry._device_arrays_only = backend != "cpu" and all(k in ("cupy", "torch") for k in arg_kinds)
-        if backend != "cpu" and arg_kinds and all(k == "cupy" for k in arg_kinds):
+        entry._device_arrays_only = not backend.on_host and all(k in ("cupy", "torch") for k in arg_kinds)
+        if not backend.on_host and arg_kinds and all(k == "cupy" for k in arg_kinds):
             devices = {values[n].data.device_id for n in dynamic}
             entry._cupy_device = devices.pop() if len(devices) == 1 else None   # several: the program says so
-        if backend != "cpu" and arg_kinds and all(k == "torch" for k in arg_kinds):
+        if not backend.on_host and arg_kinds and all(k == "torch" for k in arg_kinds):
             devices = {values[n].get_device() for n in dynamic}
             entry._torch_device = devices.pop() if len(devices) == 1 else None
         mode = self.options.autotune or _config.get().autotune
-        if mode != "off" and backend in ("cpu", "cuda"):
+        if mode != "off" and Feature.AUTOTUNE in backend.features:
             from .autotune.tuner import tune_and_apply
             tune_and_apply(lowered, entry.arrays(args), backend, mode, store, program)
         return entry
@@ -365,24 +367,6 @@ def _copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
 
-def _choose_backend(requested: str, kinds: set[str], fname: str) -> str:
-    if len(kinds) > 1 and kinds & {"numpy", "torch-cpu"}:
-        raise DeviceError(f"{fname}(): host (NumPy) arrays mixed with device arrays ({sorted(kinds)}); "
-                          "move them to one device first")
-    on_gpu = bool(kinds & {"cupy"}) or ("torch" in kinds)
-    if requested == "auto":
-        return "cuda" if on_gpu else "cpu"   # NVRTC is always importable with the cuda extra
-    if requested == "cpu" and on_gpu and "cupy" in kinds:
-        raise DeviceError(f"{fname}(): backend='cpu' was requested but the arguments are CuPy arrays")
-    if requested == "numba-cuda":
-        from .codegen.numba_cuda import import_numba_cuda
-        import_numba_cuda()  # one clear DeviceError when numba-cuda can't import (NumPy >= 2.5)
-    if requested in ("cuda", "numba-cuda") and not on_gpu:
-        raise DeviceError(f"{fname}(): backend={requested!r} needs device arrays (CuPy or torch CUDA "
-                          "tensors); got NumPy arrays")
-    return requested
-
-
 def _numpy_scalar_outputs(graph: Graph) -> frozenset:
     """The returned outputs that eager NumPy would give as NumPy scalars: 0-d results of ufuncs,
     reductions and contractions, and an element picked by integer indices (``x[1, 2]``); not
@@ -436,7 +420,7 @@ class _Entry:
         self._copied = copied_outputs(graph.out_tree)   # outputs returned as copies of an argument
         # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
         # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
-        self._scalars = _numpy_scalar_outputs(graph) if backend == "cpu" else frozenset()
+        self._scalars = _numpy_scalar_outputs(graph) if backend.on_host else frozenset()
 
     def run(self, args: tuple):
         if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
@@ -500,7 +484,7 @@ class _Entry:
             arrays = [args[pos] for pos in self.positions]
             return arrays + self._constants_like(arrays) if self.graph.constants else arrays
         arrays = []
-        on_host = self.backend == "cpu"
+        on_host = self.backend.on_host
         for pos, sdt in zip(self.positions, self._scalar_dtypes):
             a = args[pos]
             if sdt is not None or isinstance(a, np.generic):
@@ -518,7 +502,7 @@ class _Entry:
         """The traced function's array constants, copied once to where its arguments live (host
         arrays for the CPU backend; else the device of the first device argument, as torch
         tensors when that is one, else CuPy arrays)."""
-        if self.backend == "cpu":
+        if self.backend.on_host:
             return list(self.graph.constants)
         kinds = [(k, a) for a in arrays if (k := _array_kind(a)) in ("cupy", "torch")]
         kind, first = kinds[0] if kinds else ("cupy", None)
@@ -540,11 +524,11 @@ class _Entry:
 
 
 class Lowered:
-    """A traced function planned for one device; ``as_text(stage)`` prints any stage."""
+    """A traced function planned for one device and backend; ``as_text(stage)`` prints any stage."""
 
-    def __init__(self, graph: Graph, device: str | None, backend: str, options: JitOptions):
+    def __init__(self, graph: Graph, device: str | None, backend: str | Backend, options: JitOptions):
         self.graph = graph
-        self.backend = "cpu" if backend == "auto" else backend
+        self.backend = _backends.default() if backend == _backends.AUTO else _backends.get(backend)
         self.options = options
         self._device_name = device
         self._optimized = None
@@ -559,12 +543,16 @@ class Lowered:
 
     @property
     def plan(self):
+        """The fusion plan, with a refusal for every kernel the backend cannot run (the compile
+        raises the first; ``explain`` shows them all)."""
         if self._plan is None:
             from .fusion.pipeline import plan
             device = self._device_name
             if device is None:
-                device = _config.get().device or ("h100" if self.backend in ("cuda", "numba-cuda") else "cpu")
-            self._plan = plan(self.optimized, device)
+                device = _config.get().device or self.backend.default_device
+            p = plan(self.optimized, device)
+            refused = self.backend.refusals(p)
+            self._plan = dataclasses.replace(p, refused=p.refused + refused) if refused else p
         return self._plan
 
     def kernels(self, for_gpu: bool = False):
@@ -582,48 +570,25 @@ class Lowered:
             return str(self.plan)
         if stage == "kernel":
             return "\n\n".join(k.as_text() for k in self.kernels())
-        if stage == "cpu":
-            from .codegen import cpu
-            return "\n\n".join(cpu.emit(k) for k in self.kernels())
-        if stage == "cuda":
-            from .codegen import cuda
-            return "\n\n".join(cuda.emit(k) for k in self.kernels(for_gpu=True))
-        if stage == "numba":
-            from .codegen import numba_cuda
-            return "\n\n".join(numba_cuda.emit(k) for k in self.kernels(for_gpu=True))
         if stage == "ptx":
             return self.ptx()
-        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+        renderer = _backends.for_stage(stage)
+        if renderer is None or stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+        return "\n\n".join(renderer.render(k) for k in self.kernels(for_gpu=not renderer.on_host))
 
     def ptx(self, arch: str = "sm_90", ptx_isa: str | None = None) -> str:
-        """PTX of every kernel for ``arch``, from this Lowered's backend (no GPU needed). The CUDA
-        C backend's is written for ``ptx_isa`` (default: the newest that NVRTC and the installed
-        driver, or without one the ``ptxas`` on PATH, accept; ``nvrtc.ptx_dump``), each kernel
-        headed by a comment naming the NVRTC, ISA and arch; the kernels make one PTX module."""
-        if self.backend == "numba-cuda":
-            from .codegen import numba_cuda, nvrtc
-            ptxs = [numba_cuda.compile_ptx(numba_cuda.emit(k), arch=arch) for k in self.kernels(for_gpu=True)]
-            return nvrtc.one_module([nvrtc.with_ptx_isa(p, ptx_isa) if ptx_isa else p for p in ptxs])
-        from .codegen import cuda, nvrtc
-        return nvrtc.one_module([nvrtc.ptx_dump(nvrtc.compile(cuda.emit(k), arch=arch), ptx_isa)
-                                 for k in self.kernels(for_gpu=True)])
+        """PTX of every kernel for ``arch``, from this Lowered's backend (a backend that writes
+        none: the first that does, CUDA C); no GPU needed. The CUDA C backend's is written for
+        ``ptx_isa`` (default: the newest that NVRTC and the installed driver, or without one the
+        ``ptxas`` on PATH, accept; ``nvrtc.ptx_dump``), each kernel headed by a comment naming the
+        NVRTC, ISA and arch; the kernels make one PTX module."""
+        writer = self.backend if "ptx" in self.backend.stages else _backends.for_stage("ptx")
+        return writer.ptx(self.kernels(for_gpu=True), arch, ptx_isa)
 
     def compile(self, store=None):
-        """The runnable program; ``store`` is the disk cache (``_open_cache()``), or None."""
-        if self.backend == "cpu":
-            from .runtime import cpu
-            return cpu.compile_plan(self.plan, cache=store)
-        from .runtime.gpu_store import open_gpu_store
-        if self.backend == "cuda":
-            from .runtime import cuda
-            prog = cuda.compile_plan(self.plan, cache=open_gpu_store(store), backend=self.backend)
-        elif self.backend == "numba-cuda":
-            from .runtime import numba_cuda
-            prog = numba_cuda.compile_plan(self.plan, cache=open_gpu_store(store))
-        else:
-            raise KfuseError(f"unknown backend {self.backend!r}")
-        prog.allow_tf32 = bool(self.options.allow_tf32)     # f32 products through cuBLAS only
-        return prog
+        """The runnable program; ``store`` is the kernel store (``_open_cache()``), or None."""
+        return self.backend.compile_plan(self.plan, store, allow_tf32=self.options.allow_tf32)
 
 
 def _open_cache():

@@ -17,8 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-_STAGES = ("traced", "optimized", "fused", "kernel", "cpu", "cuda", "numba", "ptx")
-_BACKENDS = ("auto", "cpu", "cuda", "numba-cuda")
+from . import backends
+
+_STAGES = ("traced", "optimized", "fused", "kernel", *backends.stages())
+_BACKENDS = (backends.AUTO, *backends.names())
+_PTX_BACKENDS = tuple(n for n in backends.names() if "ptx" in backends.get(n).stages)
 
 
 class CLIError(Exception):
@@ -150,13 +153,13 @@ def _write_or_print(text: str, out: str | None) -> None:
 
 
 def _default_backend(stage: str, requested: str | None) -> str | None:
+    """The backend a stage is lowered for: the requested one; for a GPU stage (``cuda``,
+    ``numba``, ``ptx``) the first backend printing it, whose plan is made for a GPU; else the
+    function's own."""
     if requested is not None:
         return requested
-    if stage in ("cuda", "ptx"):
-        return "cuda"
-    if stage == "numba":
-        return "numba-cuda"
-    return None
+    b = backends.for_stage(stage)
+    return b.name if b is not None and not b.on_host else None
 
 
 def _lower_text(target: str, specs: Sequence[str], stage: str, backend: str | None,
@@ -194,7 +197,7 @@ def _cmd_explain(args) -> int:
     import kfuse
     fn = load_function(args.target)
     a, kw = parse_specs(args.specs, fn)
-    plan = kfuse.explain(fn, *a, device=args.device, **kw)
+    plan = kfuse.explain(_jitted(fn, args.backend), *a, device=args.device, **kw)
     text = str(plan)
     if getattr(args, "measure", False):     # random inputs of the specs, each kernel timed
         from .bench.kernel_timing import explain_measure_text
@@ -294,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ptx-isa", default=None, metavar="X.Y",
                    help="PTX ISA to write (e.g. 9.0; default: the newest that both NVRTC and the installed "
                         "driver, or without one the ptxas on PATH, accept)")
-    p.add_argument("--backend", choices=("cuda", "numba-cuda"), default="cuda",
+    p.add_argument("--backend", choices=_PTX_BACKENDS, default=_PTX_BACKENDS[0],
                    help="code generator whose PTX to print (default: cuda)")
     p.set_defaults(func=_cmd_dump_ptx)
 
@@ -302,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measure", action="store_true",
                    help="also run it on random inputs of the specs (host arrays for --device cpu or none, "
                         "else CuPy) and print each kernel's measured time beside its predicted one")
+    p.add_argument("--backend", choices=_BACKENDS, default=None,
+                   help="backend to plan for (default: the function's); a kernel the backend cannot run is "
+                        "listed as refused")
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("demo", help="compile the example workloads on the best device, check them "

@@ -1,8 +1,8 @@
 """Import hygiene: imports inside kfuse point one way (docs/ARCHITECTURE.md), form no cycle, and
 ``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax) eagerly.
 
-Layers, lowest first: ``config/errors/logs <- ir <- {trace, fusion} <- codegen <- runtime <- autotune
-<- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
+Layers, lowest first: ``config/errors/logs <- ir <- {trace, fusion} <- codegen <- runtime <- backends
+<- autotune <- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
 import each other. Modules outside the table (``cli``, ``demo``, ``cache_cli``, ``bench``,
 ``__init__``) are front ends at the top: nothing inside the layers may import them.
 
@@ -29,10 +29,11 @@ LAYER = {
     "trace": 2, "fusion": 2,
     "codegen": 3,
     "runtime": 4,
-    "autotune": 5,
-    "api": 6,
+    "backends": 5,
+    "autotune": 6,
+    "api": 7,
 }
-TOP = 7            # cli, demo, cache_cli, bench, the package __init__ and anything else new
+TOP = 8            # cli, demo, cache_cli, bench, the package __init__ and anything else new
 SIBLINGS_APART = {("trace", "fusion"), ("fusion", "trace")}
 
 

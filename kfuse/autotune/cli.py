@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .. import backends
 from ..fusion.cost import known_device
 from ..ir.dtypes import is_float
 
@@ -97,7 +98,8 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
                                  "store the results in the kfuse cache")
     ap.add_argument("target", help="path/file.py:function")
     ap.add_argument("specs", nargs="*", help="argument specs, quoted, e.g. 'f32[4096,4096]' 'f32[4096]' float")
-    ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
+    tunable = [b.name for b in backends.with_feature(backends.Feature.AUTOTUNE)]
+    ap.add_argument("--backend", choices=tunable, default=tunable[0])
     ap.add_argument("--budget", type=float, default=60.0, help="total seconds (default 60)")
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
@@ -113,11 +115,12 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
     fn, static = _unwrap((load_function or _load)(args.target))
     specs = _specs(fn, static, args.specs)
     graph = trace_function(fn, specs, getattr(fn, "__name__", None))
-    device = "cpu"
-    if args.backend != "cpu":
+    backend = backends.get(args.backend)
+    device = backend.default_device
+    if not backend.on_host:
         from ..runtime import device as devmod
         if not devmod.has_gpu():
-            print("kfuse tune: --backend cuda needs a CUDA GPU and CuPy", file=sys.stderr)
+            print(f"kfuse tune: --backend {backend.name} needs a CUDA GPU and CuPy", file=sys.stderr)
             return 1
         device = _config.get().device or _gpu_spec_name(devmod.device_properties()["name"])
     plan = pipeline.plan(pipeline.optimize(graph), device)

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from .. import backends as _backends
 from ..fusion import cost as costmod
 from ..fusion.kinds import ROW_KINDS, GroupKind, TileKind
 from . import space as S
@@ -191,9 +192,9 @@ def _phases(group) -> int:
 
 # --------------------------------------------------------------------------- heuristic + prune
 
-def heuristic(group, backend: str = "cpu", device=None, *, threads: int | None = None) -> S.TileConfig:
+def heuristic(group, backend="cpu", device=None, *, threads: int | None = None) -> S.TileConfig:
     """The untuned choice (what the runtime does by itself)."""
-    if backend == "cpu":
+    if _backends.get(backend).on_host:
         from ..runtime.cpu import default_parallel
         if not default_parallel(group):
             return S.TileConfig.make("cpu", variant="seq", threads=1)

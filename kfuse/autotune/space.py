@@ -28,6 +28,8 @@ from typing import Any, Iterable
 import numpy as np
 from ..fusion.kinds import GroupKind, TileKind
 
+from .. import backends as _backends
+
 KINDS = tuple(TileKind)
 THREADS_PER_BLOCK = (64, 128, 256, 512, 1024)
 # where a row-wise kernel keeps its row between phases: registers (the CUDA emitter's cache_k > 0),
@@ -196,9 +198,10 @@ def gemm_dtype(group) -> str:
 
 # --------------------------------------------------------------------------- dispatch
 
-def space_for(group, backend: str = "cpu", *, max_threads: int | None = None) -> list[TileConfig]:
-    """Every candidate for one kernel group on ``backend`` ("cpu" or a GPU backend)."""
-    if backend == "cpu":
+def space_for(group, backend="cpu", *, max_threads: int | None = None) -> list[TileConfig]:
+    """Every candidate for one kernel group on ``backend`` (a ``kfuse.backends`` object or name):
+    a host backend's thread counts, a device backend's launch shapes."""
+    if _backends.get(backend).on_host:
         return cpu_space(group, max_threads)
     if group.kind == GroupKind.MATMUL:
         return gemm_space(gemm_dtype(group))

@@ -8,9 +8,11 @@ Modes (``JitOptions.autotune`` / ``KFUSE_AUTOTUNE``):
               -> store the fastest. At most ``config.autotune_budget`` seconds a kernel and
               ``config.autotune_total_budget`` seconds a process (:class:`Budget`).
 
-Backends: "cpu" (``targets.CpuTarget``) and "cuda" (``gpu_targets.CudaTarget``: the CUDA C
-runtime; its heuristic is read back from the launcher, so "heuristic" means exactly the untuned
-runtime; chosen tiles reach it through ``CudaProgram.set_tile``). Other backends get heuristics.
+Backends (a ``kfuse.backends`` object or its name): those with ``Feature.AUTOTUNE`` are tuned, a
+host backend's threads by ``targets.CpuTarget``, a device backend's launch shapes by
+``gpu_targets.CudaTarget`` (the CUDA C runtime; its heuristic is read back from the launcher, so
+"heuristic" means exactly the untuned runtime; chosen tiles reach it through
+``CudaProgram.set_tile``). Other backends get heuristics.
 
 Results are kept in the disk store's tuning namespace (``CacheStore.put_tuning``) keyed by
 ``keys.tuning_key(kernel_key, shape_bucket(domain), arch)``, where the kernel key is
@@ -27,6 +29,7 @@ import sys
 import threading
 import time
 
+from .. import backends as _backends
 from .. import config as _config
 from ..fusion import cost as costmod
 from ..fusion.kinds import GroupKind
@@ -36,7 +39,6 @@ from .targets import CpuTarget, apply, cpu_arch  # noqa: F401  (apply re-exporte
 
 MODES = ("off", "cached", "on")
 TOP_K = 8
-TUNABLE = ("cpu", "cuda")
 CHOSEN = ("tuned", "stored", "memo")      # report sources that differ from "use the heuristic"
 
 
@@ -90,13 +92,14 @@ def _plan_of(lowered_or_plan):
     return getattr(lowered_or_plan, "plan", lowered_or_plan)
 
 
-def kernel_key(source: str, signature, backend: str, arch: str) -> dict:
+def kernel_key(source: str, signature, backend, arch: str) -> dict:
+    be = _backends.get(backend)
     return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
-                                 signature=signature, backend=backend, arch=arch,
-                                 extra={"purpose": "tuning"})
+                                 signature=signature, backend=be.name, arch=arch,
+                                 extra={"purpose": "tuning"}, tools=be.tools)
 
 
-def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str | None = None,
+def tune_program(lowered_or_plan, arrays=None, backend="cpu", mode: str | None = None,
                  store=None, *, program=None, device=None, budget: float | None = None,
                  total_budget: float | None = None, top_k: int = TOP_K, progress: bool | None = None,
                  print_autotuning: bool | None = None, max_threads: int | None = None,
@@ -113,12 +116,13 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
     if mode not in MODES:
         raise ValueError(f"kfuse autotune: mode must be one of {MODES}, got {mode!r}")
     plan = _plan_of(lowered_or_plan)
-    if backend == "cpu":
-        device = costmod.get_device_spec(device or "cpu")
-        if device.kind != "cpu":
-            device = costmod.get_device_spec("cpu")
+    backend = _backends.get(backend)
+    if backend.on_host:
+        device = costmod.get_device_spec(device or backend.default_device)
+        if device.kind != "cpu":           # a host backend's threads are tuned for the host
+            device = costmod.get_device_spec(backend.default_device)
     else:
-        device = costmod.get_device_spec(device or plan.device or cfg.device or "h100")
+        device = costmod.get_device_spec(device or plan.device or cfg.device or backend.default_device)
     budget = cfg.autotune_budget if budget is None else float(budget)
     total_budget = cfg.autotune_total_budget if total_budget is None else float(total_budget)
     printing = cfg.print_autotuning if print_autotuning is None else bool(print_autotuning)
@@ -129,7 +133,7 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
         for g in plan.groups:
             _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id]))
         return out
-    if backend not in TUNABLE:
+    if _backends.Feature.AUTOTUNE not in backend.features:
         for g in plan.groups:
             _report(reports, GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id],
                                          note=f"no tuning hook in the {backend} runtime"))
@@ -200,27 +204,25 @@ def tune_program(lowered_or_plan, arrays=None, backend: str = "cpu", mode: str |
 
 def _prepare(plan, backend, program, store):
     """(program, {group id: kernel source for the key}, arch) for a tunable backend."""
-    if backend == "cpu":
+    if backend.on_host:
         if program is None:
-            from ..runtime.cpu import compile_plan
-            program = compile_plan(plan, cache=store)
+            program = backend.compile_plan(plan, store)
         return program, {k.group.id: k.source for k in program.kernels}, cpu_arch()
     from .gpu_targets import gpu_arch, kernel_source
     arch = gpu_arch()
     if program is None:
-        from ..runtime.cuda import compile_plan
-        program = compile_plan(plan)
+        program = backend.compile_plan(plan)
     return program, {g.id: kernel_source(k) for g, k in zip(plan.groups, program.kirs)}, arch
 
 
 def _make_target(backend, program, arrays, heur):
-    if backend == "cpu":
+    if backend.on_host:
         return CpuTarget(program, arrays, heur)
     from .gpu_targets import CudaTarget
     return CudaTarget(program, arrays, heur)
 
 
-def tune_and_apply(lowered_or_plan, arrays, backend: str, mode: str | None, store, program,
+def tune_and_apply(lowered_or_plan, arrays, backend, mode: str | None, store, program,
                    **kw) -> dict:
     """What ``kfuse.jit`` calls after compiling: tune (by ``mode``) and set the chosen configs on
     ``program``. On a GPU only configs that differ from "the heuristic" (tuned, stored, memo) are
@@ -228,7 +230,7 @@ def tune_and_apply(lowered_or_plan, arrays, backend: str, mode: str | None, stor
     reports: list = []
     tiles = tune_program(lowered_or_plan, arrays, backend, mode, store, program=program,
                          reports=reports, **kw)
-    if backend == "cpu":
+    if _backends.get(backend).on_host:
         apply(program, tiles)
     else:
         from .gpu_targets import apply_gpu
@@ -252,8 +254,8 @@ def _progress(progress, total):
                 leave=False)
 
 
-def _load(store, khash, bucket, arch, group, device, max_threads, backend="cpu"):
-    if store is None or not hasattr(store, "get_tuning"):
+def _load(store, khash, bucket, arch, group, device, max_threads, backend=_backends.CPU):
+    if store is None:
         return None
     try:
         body = store.get_tuning(khash, bucket, arch)
@@ -262,23 +264,25 @@ def _load(store, khash, bucket, arch, group, device, max_threads, backend="cpu")
         cfg = S.TileConfig.from_dict(body.get("config"))
     except Exception:
         return None
-    if backend == "cpu" and P.check(cfg, group, device, max_threads=max_threads) is not None:
+    if cfg.kind not in backend.tile_kinds:
+        return None                         # another backend's knobs
+    if backend.on_host and P.check(cfg, group, device, max_threads=max_threads) is not None:
         return None                         # stale (e.g. fewer threads now): ignore it
-    if backend != "cpu":
+    if not backend.on_host:
         from ..runtime.cuda_tiles import unsupported
-        if cfg.kind == "cpu" or unsupported(cfg) is not None:
+        if unsupported(cfg) is not None:
             return None                     # the launcher also ignores a tile that does not fit
     return cfg
 
 
 def _save(store, khash, bucket, arch, rep, plan, backend) -> None:
-    if store is None or not hasattr(store, "put_tuning"):
+    if store is None:
         return
     timings = {m.config.name: (m.seconds if m.ok else None) for m in rep.measurements}
     try:
         store.put_tuning(khash, bucket, arch, rep.config.as_dict(), timings,
                          meta={"function": plan.graph.name, "kernel_kind": rep.kind,
-                               "backend": backend, "group": rep.group_id,
+                               "backend": backend.name, "group": rep.group_id,
                                "heuristic": rep.heuristic.as_dict(),
                                "complete": not rep.stopped_early,
                                "tuning_seconds": round(rep.seconds, 4)})
@@ -304,7 +308,7 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
         if hasattr(target, "space"):
             space = target.space(g, rep.dropped)
         else:
-            space = S.space_for(g, "cpu", max_threads=max_threads)
+            space = S.space_for(g, _backends.CPU, max_threads=max_threads)
         cands = P.prune(space + [heur], g, device, top_k=top_k, keep=heur,
                         max_threads=max_threads, dropped=rep.dropped)
         if (not cands or cands[0] != heur) and getattr(target, "trust_heuristic", False):

@@ -38,18 +38,21 @@ def _lowered(fn, args, device, backend):
     import kfuse
     from ..api import JitFunction
     jf = fn if isinstance(fn, JitFunction) else kfuse.jit(fn)
+    from .. import backends
     kinds = {_kind(a) for a in args if hasattr(a, "shape")}
-    on_gpu = bool(kinds & {"cupy", "torch"})
-    if backend is None:
-        b = jf.options.backend
-        backend = (b if b in ("cuda", "numba-cuda") else "cuda") if on_gpu else "cpu"
+    if backend is None:       # the function's own backend if it takes these arrays, else the first that does
+        own = jf.options.backend
+        backend = None if own == backends.AUTO else backends.get(own)
+        if backend is None or not all(backend.accepts(k) for k in kinds):
+            backend = backends.first_accepting(kinds)
+    backend = backends.get(backend)
     return jf.lower(*args, device=device, backend=backend), backend
 
 
 def _program_inputs(lowered, args, backend) -> list:
     arrays = [a if hasattr(a, "shape") and not isinstance(a, np.generic) else np.asarray(a) for a in args]
     consts = list(getattr(lowered.graph, "constants", ()) or ())
-    if consts and backend != "cpu":
+    if consts and not backend.on_host:
         from ..runtime.interop import host_to_device
         consts = [host_to_device(c) for c in consts]
     return arrays + consts
@@ -64,7 +67,7 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
     plan = lowered.plan
     prog = lowered.compile(None)
     ins = _program_inputs(lowered, args, backend)
-    gpu = backend != "cpu"
+    gpu = not backend.on_host
     sync = _gpu_sync() if gpu else (lambda: None)
     t_first = time.perf_counter()
     for _ in range(max(1, warmup)):
@@ -87,7 +90,7 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
     call_us = statistics.median(calls) if calls else None
     kern_us = sum(r["measured_us"] or 0.0 for r in rows)
     preds = [r["predicted_us"] for r in rows if r["predicted_us"] is not None]
-    return {"backend": backend, "device": getattr(plan.device, "name", str(plan.device)), "kernels": rows,
+    return {"backend": backend.name, "device": getattr(plan.device, "name", str(plan.device)), "kernels": rows,
             "call_us": call_us, "kernels_us": kern_us,
             "other_us": (call_us - kern_us) if call_us is not None else None,
             "predicted_us": sum(preds) if preds else None, "note": note}

@@ -252,14 +252,17 @@ class KfusePeer(Peer):
     def __init__(self, backend: str = "cpu", autotune: str | None = None):
         self.backend = backend
         self.autotune = autotune
-        self.device = "cpu" if backend == "cpu" else "gpu"
+        from kfuse import backends
+        self.device = "cpu" if backends.get(backend).on_host else "gpu"
         self.name = f"kfuse[{backend}{',tuned' if autotune == 'on' else ''}]"
 
     def setup(self):
         self.kfuse = _import("kfuse")
         for mod in ("kfuse.trace", "kfuse.fusion.pipeline"):
             _import(mod)
-        _import("kfuse.runtime.cpu" if self.backend == "cpu" else "kfuse.runtime.cuda")
+        from kfuse import backends
+        for mod in backends.get(self.backend).imports:      # its runtime and toolchain, loaded before timing
+            _import(mod)
         if self.device == "gpu":
             self.cp = _import("cupy")
             try:
@@ -268,8 +271,6 @@ class KfusePeer(Peer):
                 ok = False
             if not ok:
                 raise PeerUnavailable("no GPU for kfuse's GPU backends")
-            if self.backend == "numba-cuda":
-                _import("numba.cuda")
             self.events = timing.EventAPI.cupy()
         self.warmup_s = warm_up_kfuse(self.kfuse, self.backend, self.cp if self.device == "gpu" else None)
 

@@ -259,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--n", type=int, default=1000, help="number of programs (default 1000)")
     ap.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     ap.add_argument("--start", type=int, default=0, help="index of the first program")
-    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda", "numba-cuda"))
+    from kfuse import backends
+    ap.add_argument("--backend", default=backends.default().name, choices=backends.names())
     ap.add_argument("--out", default=None, help="write each shrunk failure as a pytest file here")
     ap.add_argument("--max-steps", type=int, default=5, help="steps per program (default 5)")
     ap.add_argument("--no-shrink", action="store_true", help="write failures unshrunk")

@@ -51,8 +51,13 @@ def unsupported_name(exc: BaseException) -> str:
     return re.sub(r"\s*\(at [^)]*\)", "", name).strip()
 
 
+def _on_host(backend) -> bool:
+    from kfuse import backends
+    return backends.get(backend).on_host
+
+
 def _to_device(backend: str):
-    if backend == "cpu":
+    if _on_host(backend):
         return np, lambda a: a
     import cupy
     return cupy, lambda a: cupy.asnumpy(a) if hasattr(a, "__cuda_array_interface__") else a
@@ -83,7 +88,7 @@ def comparison(program: Program, backend: str) -> tuple[bool, bool]:
     products (atomics' order); zero signs unless an op leaves them open (on a GPU also
     ``maximum.at``/``minimum.at``: the last of +0.0 and -0.0 to run stays)."""
     ops = program.ops()
-    gpu = backend != "cpu"
+    gpu = not _on_host(backend)
     reductions = program.has_reduction() or (gpu and bool(ops & ATOMIC_ROUNDING))
     zero_sign = not (ops & ZERO_SIGN_UNSPECIFIED or (gpu and ops & ATOMIC_ZERO_SIGN))
     return reductions, zero_sign
@@ -107,7 +112,7 @@ def run_program(program: Program, backend: str = "cpu") -> Result:
     import kfuse
     from kfuse.errors import UnsupportedError
 
-    if backend != "cpu" and program.cpu_only():
+    if not _on_host(backend) and program.cpu_only():
         return Result("unsupported", "writes to a repeated position land in C order on the CPU only",
                       op="repeated scatter positions (CPU only)")
     expected, np_exc, expected_args = numpy_call(program)

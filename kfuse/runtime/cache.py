@@ -27,7 +27,7 @@ import stat
 import tempfile
 import time
 import warnings
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from .keys import key_hash, normalise_key
 
@@ -166,8 +166,28 @@ def read_entry(path: str, expect_hash: str | None = None) -> Entry:
     return Entry(path, meta, files)
 
 
+class KernelStore(Protocol):
+    """The one interface through which every runtime stores compiled kernels (and the tuner its
+    results): entries of files under a key dict, in a namespace. :class:`CacheStore` is it,
+    :class:`LabelledStore` wraps it; the CPU runtime keeps Numba object code in it
+    (``cpu_persist``), the GPU runtimes CUBINs and PTX (``gpu_store``). A runtime given None
+    runs uncached."""
+
+    def get(self, namespace: str, key_dict: dict) -> "Entry | None": ...
+
+    def put(self, namespace: str, key_dict: dict, files: dict, meta: dict | None = None, *,
+            replace: bool = False) -> "Entry | None": ...
+
+    def remove(self, path: str) -> None: ...
+
+    def get_tuning(self, kernel_key, shape_bucket, arch) -> dict | None: ...
+
+    def put_tuning(self, kernel_key, shape_bucket, arch, config_dict: dict, timings=None,
+                   meta: dict | None = None) -> "Entry | None": ...
+
+
 class CacheStore:
-    """The disk store rooted at one directory. Use :meth:`open`."""
+    """The disk store rooted at one directory (a :class:`KernelStore`). Use :meth:`open`."""
 
     def __init__(self, root: str, max_bytes: int | None = None):
         self.root = root
@@ -507,6 +527,9 @@ class LabelledStore:
         self.store = store
         self.labels = dict(labels)
 
+    def get(self, namespace: str, key_dict: dict) -> Entry | None:
+        return self.store.get(namespace, key_dict)
+
     def put(self, namespace: str, key_dict: dict, files: dict, meta: dict | None = None, **kw):
         meta = {**(meta or {}), **self.labels}
         if namespace == "kernels" and "kernel_kind" not in meta:
@@ -514,6 +537,16 @@ class LabelledStore:
             if kind:
                 meta["kernel_kind"] = kind
         return self.store.put(namespace, key_dict, files, meta, **kw)
+
+    def remove(self, path: str) -> None:
+        self.store.remove(path)
+
+    def get_tuning(self, kernel_key, shape_bucket, arch) -> dict | None:
+        return self.store.get_tuning(kernel_key, shape_bucket, arch)
+
+    def put_tuning(self, kernel_key, shape_bucket, arch, config_dict: dict, timings=None,
+                   meta: dict | None = None) -> Entry | None:
+        return self.store.put_tuning(kernel_key, shape_bucket, arch, config_dict, timings, meta)
 
     def __getattr__(self, name):
         return getattr(self.store, name)

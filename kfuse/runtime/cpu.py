@@ -83,7 +83,7 @@ def _build(source: str, fn_name: str, cache):
     modname = cpu_persist.module_name_for(source)
     filename = f"<kfuse:{modname}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    if cache is not None and hasattr(cache, "get") and hasattr(cache, "put"):
+    if cache is not None:
         opts = dict(error_model="numpy", nogil=True)
         key = {"backend": "cpu", "kernel": fn_name}
         seq = cpu_persist.load_or_compile(cache, dict(key, parallel=False), source, fn_name,

@@ -29,6 +29,7 @@ from .cache import CacheStore, CacheWarning, warn_once
 from .keys import canonical_json, normalise_key, toolchain_versions
 
 PERSIST_FORMAT = 1
+CPU_TOOLS = ("numba",)         # the compilers of a CPU kernel (its key holds their versions)
 _RELOAD_HOOKS = {"numba.core.typed_passes:_reload_parfors"}
 
 
@@ -115,7 +116,7 @@ class NumbaDiskCache:
                 "fn": self.fn_name, "module": self.py_func.__module__,
                 "numba_args": names, "jit": self.targetoptions,
                 "codegen": [str(x) for x in codegen.magic_tuple()],
-                "toolchain": toolchain_versions("cpu")}
+                "toolchain": toolchain_versions(CPU_TOOLS)}
 
     def load_overload(self, sig, target_context):
         if not self.enabled:

@@ -26,10 +26,9 @@ from ..codegen import nvrtc
 from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE
 from ..codegen.variance import one_pass_variance
-from ..errors import DeviceError
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
-from . import cuda_tiles
+from . import cuda_tiles, gpu_store
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
 # Process-wide memo of compiled and loaded code: (source, arch) -> CompiledCuda and
@@ -86,20 +85,15 @@ MIN_BLOCKS = 0                # __launch_bounds__ minimum blocks a SM (0: none; 
 
 
 def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
+    """NVRTC's result for ``source`` on ``arch``: memoised in the process, then read from or
+    written to the kernel store ``cache`` (``runtime.cache.KernelStore``, or None)."""
     key = (source, arch)
     hit = _COMPILED.get(key)
-    if hit is None and cache is not None:
-        try:
-            hit = cache.get(key) if hasattr(cache, "get") else None
-        except Exception:
-            hit = None
+    if hit is None:
+        hit = gpu_store.load_cubin(cache, source, arch)
     if hit is None:
         hit = nvrtc.compile(source, arch)
-        if cache is not None and hasattr(cache, "__setitem__"):
-            try:
-                cache[key] = hit
-            except Exception:
-                pass
+        gpu_store.save_cubin(cache, source, arch, hit)
     _COMPILED[key] = hit
     return hit
 
@@ -401,9 +395,7 @@ class _Launcher(LauncherBase):
 class CudaProgram(GpuProgram):
     """A compiled plan: ``program(list_of_arrays) -> list_of_arrays`` (graph order in and out)."""
 
-    def __init__(self, plan, cache=None, backend: str = "cuda", arch: str | None = None):
-        if backend != "cuda":
-            raise DeviceError(f"kfuse: runtime.cuda runs backend 'cuda', not {backend!r}")
+    def __init__(self, plan, cache=None, arch: str | None = None):
         super().__init__(plan, [lower_group(g) for g in plan.groups], cache, arch)
 
     def _launcher(self, group, kir) -> _Launcher:
@@ -442,6 +434,7 @@ class CudaProgram(GpuProgram):
         return self._stages
 
 
-def compile_plan(plan, cache=None, backend: str = "cuda") -> CudaProgram:
-    """Compile every group of ``plan`` for the current GPU (or sm_90 without one, for dumps)."""
-    return CudaProgram(plan, cache=cache, backend=backend)
+def compile_plan(plan, cache=None) -> CudaProgram:
+    """Compile every group of ``plan`` for the current GPU (or sm_90 without one, for dumps);
+    ``cache`` is the kernel store (``runtime.cache.KernelStore``) or None."""
+    return CudaProgram(plan, cache=cache)

@@ -1,11 +1,13 @@
-"""Disk persistence of GPU kernels: a dict-like view of the cache store for the GPU runtimes.
+"""Disk persistence of GPU kernels: compiled code as entries of the one kernel store.
 
-``runtime.cuda.compile_source`` asks ``cache.get((source, arch))`` for a compiled NVRTC result and
-sets ``cache[(source, arch)] = CompiledCuda``; ``runtime.numba_cuda.ptx_for`` does the same with
-``("numba-cuda", source, arch)`` keys and PTX text. This adapter maps those to entries of
-:class:`kfuse.runtime.cache.CacheStore` (``kernel.cu``/``kernel.py``, ``kernel.ptx``,
-``kernel.cubin``, ``meta.json``), keyed by :func:`keys.build_kernel_key` over the source hash, so
-a new process loads the CUBIN instead of running NVRTC again. No pickle: files and JSON only.
+The kernel store (``runtime.cache.KernelStore``: a :class:`~kfuse.runtime.cache.CacheStore`, or
+one labelled for a function) is the one interface every runtime stores compiled kernels through:
+the CPU runtime's Numba object code (``cpu_persist``), and here the CUDA C runtime's NVRTC result
+(``kernel.cu``, ``kernel.ptx``, ``kernel.cubin``, ``nvrtc.json``) and the Numba-CUDA runtime's PTX
+(``kernel.py``, ``kernel.ptx``). Each entry is keyed by :func:`keys.build_kernel_key` over the
+source's hash and the arch, with the versions of the compilers that made it, so a new process
+loads the CUBIN or PTX instead of compiling again. ``store=None`` means uncached. No pickle:
+files and JSON only. A store that fails is a miss, never an error of the call.
 """
 from __future__ import annotations
 
@@ -15,45 +17,74 @@ import json
 from . import keys
 
 NAMESPACE = "kernels"
+NVRTC_TOOLS = ("nvrtc",)                    # what compiles a CUDA C kernel
+NUMBA_CUDA_TOOLS = ("numba", "numba_cuda")  # what compiles a Numba-CUDA kernel
+_CUBIN = "cuda"                             # the key's and meta's backend of each kind of entry
+_PTX = "numba-cuda"
 
 
-class GpuKernelStore:
-    def __init__(self, store):
-        self.store = store
+def _key(backend: str, tools, source: str, arch: str) -> dict:
+    return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
+                                 signature=None, backend=backend, arch=arch, tools=tools)
 
-    @staticmethod
-    def _key(k: tuple) -> dict:
-        backend, source, arch = k if len(k) == 3 else ("cuda", *k)
-        return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
-                                     signature=None, backend=backend, arch=arch)
 
-    def get(self, k: tuple):
-        entry = self.store.get(NAMESPACE, self._key(k))
-        if entry is None:
-            return None
-        if len(k) == 3:                      # numba-cuda: PTX text
-            return entry.read("kernel.ptx").decode()
-        from ..codegen.nvrtc import CompiledCuda
+def _get(store, key: dict):
+    try:
+        return store.get(NAMESPACE, key)
+    except Exception:       # noqa: BLE001 - a store that fails is a miss
+        return None
+
+
+def _put(store, key: dict, files: dict, meta: dict) -> None:
+    try:
+        store.put(NAMESPACE, key, files, meta)
+    except Exception:       # noqa: BLE001 - the store is best effort
+        pass
+
+
+def load_cubin(store, source: str, arch: str):
+    """The stored NVRTC result (``codegen.nvrtc.CompiledCuda``) of CUDA C ``source`` for
+    ``arch``, or None."""
+    entry = None if store is None else _get(store, _key(_CUBIN, NVRTC_TOOLS, source, arch))
+    if entry is None:
+        return None
+    from ..codegen.nvrtc import CompiledCuda
+    try:
         info = json.loads(entry.read("nvrtc.json"))
         return CompiledCuda(ptx=entry.read("kernel.ptx").decode(), cubin=entry.read("kernel.cubin"),
                             log=info["log"], options=tuple(info["options"]),
                             nvrtc_version=tuple(info["nvrtc_version"]), arch=info["arch"])
-
-    def __setitem__(self, k: tuple, value) -> None:
-        if len(k) == 3:
-            _, source, arch = k
-            files = {"kernel.py": source.encode(), "kernel.ptx": value.encode()}
-            meta = {"kind": "numba-cuda", "backend": "numba-cuda", "arch": arch}
-        else:
-            source, arch = k
-            info = {"log": value.log, "options": list(value.options),
-                    "nvrtc_version": list(value.nvrtc_version), "arch": value.arch}
-            files = {"kernel.cu": source.encode(), "kernel.ptx": value.ptx.encode(),
-                     "kernel.cubin": bytes(value.cubin), "nvrtc.json": json.dumps(info).encode()}
-            meta = {"kind": "cuda", "backend": "cuda", "arch": arch}
-        self.store.put(NAMESPACE, self._key(k), files, meta)
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
-def open_gpu_store(store):
-    """The adapter over ``store`` (a CacheStore), or None when the disk cache is off."""
-    return None if store is None else GpuKernelStore(store)
+def save_cubin(store, source: str, arch: str, compiled) -> None:
+    """Store the NVRTC result ``compiled`` of CUDA C ``source`` for ``arch`` (no-op without a store)."""
+    if store is None:
+        return
+    info = {"log": compiled.log, "options": list(compiled.options),
+            "nvrtc_version": list(compiled.nvrtc_version), "arch": compiled.arch}
+    files = {"kernel.cu": source.encode(), "kernel.ptx": compiled.ptx.encode(),
+             "kernel.cubin": bytes(compiled.cubin), "nvrtc.json": json.dumps(info).encode()}
+    _put(store, _key(_CUBIN, NVRTC_TOOLS, source, arch), files,
+         {"kind": _CUBIN, "backend": _CUBIN, "arch": arch})
+
+
+def load_ptx(store, source: str, arch: str) -> str | None:
+    """The stored PTX of Numba-CUDA ``source`` for ``arch``, or None."""
+    entry = None if store is None else _get(store, _key(_PTX, NUMBA_CUDA_TOOLS, source, arch))
+    if entry is None:
+        return None
+    try:
+        return entry.read("kernel.ptx").decode()
+    except (KeyError, UnicodeDecodeError):
+        return None
+
+
+def save_ptx(store, source: str, arch: str, ptx: str) -> None:
+    """Store the PTX of Numba-CUDA ``source`` for ``arch`` (no-op without a store)."""
+    if store is None:
+        return
+    _put(store, _key(_PTX, NUMBA_CUDA_TOOLS, source, arch),
+         {"kernel.py": source.encode(), "kernel.ptx": ptx.encode()},
+         {"kind": _PTX, "backend": _PTX, "arch": arch})

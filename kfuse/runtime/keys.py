@@ -165,18 +165,29 @@ def _numba_code_knobs() -> dict:
             "fastmath": bool(getattr(nc, "FASTMATH", False))}
 
 
-def toolchain_versions(backend: str, *, include_driver: bool = False) -> dict:
-    """Versions of everything that compiles code for ``backend`` ("cpu", "cuda", "numba-cuda")."""
+TOOLS = ("numba", "nvrtc", "numba_cuda")      # compilers a backend may name (``Backend.tools``)
+
+
+def toolchain_versions(tools: Iterable[str] = TOOLS, *, include_driver: bool = False) -> dict:
+    """Versions of the Python, NumPy and machine, and of each compiler in ``tools`` (a backend's
+    ``Backend.tools``: "numba" adds Numba, llvmlite and the Numba knobs that change machine
+    code, "nvrtc" NVRTC, "numba_cuda" the numba-cuda package). Default: every compiler."""
+    if isinstance(tools, str):
+        raise TypeError("toolchain_versions takes a collection of tool names, not a string")
+    tools = set(tools)
+    unknown = tools - set(TOOLS)
+    if unknown:
+        raise ValueError(f"unknown toolchain components {sorted(unknown)}; known: {TOOLS}")
     out: dict[str, Any] = {"python": "%d.%d" % sys.version_info[:2],
                            "machine": platform.machine(),
                            "numpy": _module_version("numpy")}
-    if backend == "cpu" or backend.startswith("numba"):
+    if "numba" in tools:
         out["numba"] = _module_version("numba")
         out["llvmlite"] = _module_version("llvmlite")
         out["numba_knobs"] = _numba_code_knobs()
-    if backend in ("cuda", "nvrtc"):
+    if "nvrtc" in tools:
         out["nvrtc"] = nvrtc_version()
-    if backend == "numba-cuda":
+    if "numba_cuda" in tools:
         try:
             from importlib.metadata import version
             out["numba_cuda"] = version("numba-cuda")
@@ -203,13 +214,16 @@ def shape_bucket(shape: Iterable[int]) -> list[int]:
 
 def build_kernel_key(*, graph_hash: str, signature: Any, backend: str, arch: str | None = None,
                      tile: Any = None, compile_options: Any = None, knobs: Any = None,
-                     include_driver: bool = False, extra: dict | None = None) -> dict:
+                     include_driver: bool = False, extra: dict | None = None,
+                     tools: Iterable[str] = TOOLS) -> dict:
     """The complete key of one compiled kernel (or program).
 
     ``signature``: per argument kind/dtype/rank/broadcast pattern/contiguity class (no sizes);
     ``tile``: the TileConfig (dataclass or dict); ``arch``: e.g. "sm_90" or the CPU name;
     ``compile_options``: flags given to the compiler; ``knobs``: config values that change code;
-    ``include_driver``: add the driver version (when PTX is JIT-compiled by the driver).
+    ``include_driver``: add the driver version (when PTX is JIT-compiled by the driver);
+    ``tools``: the compilers whose versions the key holds (the backend's ``Backend.tools``;
+    default every one, which never makes two different toolchains' kernels one key).
     """
     key = {
         "format": KEY_FORMAT,
@@ -222,7 +236,7 @@ def build_kernel_key(*, graph_hash: str, signature: Any, backend: str, arch: str
         "tile": tile,
         "compile_options": compile_options,
         "knobs": knobs,
-        "toolchain": toolchain_versions(backend, include_driver=include_driver),
+        "toolchain": toolchain_versions(tools, include_driver=include_driver),
     }
     if extra:
         key.update(extra)

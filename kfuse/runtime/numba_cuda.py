@@ -29,6 +29,7 @@ from ..codegen.lower import lower_group
 from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from . import gpu_store
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
@@ -36,22 +37,15 @@ COMPILE_SECONDS: dict = {}  # source -> seconds spent in compile_ptx (for benchm
 
 
 def ptx_for(source: str, arch: str, cache=None) -> str:
-    key = ("numba-cuda", source, arch)
-    if cache is not None and hasattr(cache, "get"):
-        try:
-            hit = cache.get(key)
-            if isinstance(hit, str):
-                return hit
-        except Exception:
-            pass
+    """The PTX of ``source`` for ``arch``, from the kernel store ``cache`` (``runtime.cache.
+    KernelStore``, or None) or compiled now and stored."""
+    ptx = gpu_store.load_ptx(cache, source, arch)
+    if ptx is not None:
+        return ptx
     t = time.perf_counter()
     ptx = nc.compile_ptx(source, nc.FN_NAME, arch)
     COMPILE_SECONDS.setdefault(source, time.perf_counter() - t)
-    if cache is not None and hasattr(cache, "__setitem__"):
-        try:
-            cache[key] = ptx
-        except Exception:
-            pass
+    gpu_store.save_ptx(cache, source, arch, ptx)
     return ptx
 
 
@@ -103,18 +97,35 @@ class _Launcher(LauncherBase):
         return v, max(1, min(n_rows, sm * max(1, 2048 // v.block)))
 
 
+MATMUL_REFUSED = "kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'"
+
+
+def unsupported(plan) -> list[tuple]:
+    """``(group, reason)`` for every group of ``plan`` this runtime cannot run: a matmul (no GEMM
+    here), a ``ufunc.at`` no numba atomic computes exactly. The backend records them in the plan
+    (``kfuse.explain`` shows them) and :class:`NumbaCudaProgram` refuses such a plan."""
+    out = []
+    for g in plan.groups:
+        if g.kind == GroupKind.MATMUL:
+            out.append((g, MATMUL_REFUSED))
+            continue
+        if g.kind != GroupKind.SCATTER:         # only a scatter's stores combine
+            continue
+        try:
+            refuse_unsupported(lower_group(g))
+        except UnsupportedError as e:
+            out.append((g, str(e)))
+    return out
+
+
 class NumbaCudaProgram(GpuProgram):
     """A compiled plan: ``program(list_of_arrays) -> list_of_arrays`` (graph order in and out)."""
 
     def __init__(self, plan, cache=None, arch: str | None = None):
         nc.import_numba_cuda()          # one clear DeviceError when numba.cuda cannot import
-        for g in plan.groups:
-            if g.kind == GroupKind.MATMUL:
-                raise UnsupportedError("kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'")
-        kirs = [lower_group(g) for g in plan.groups]
-        for kir in kirs:                # a ufunc.at no numba atomic computes: refused now, not at the first call
-            refuse_unsupported(kir)
-        super().__init__(plan, kirs, cache, arch)
+        for _, why in unsupported(plan):
+            raise UnsupportedError(why)
+        super().__init__(plan, [lower_group(g) for g in plan.groups], cache, arch)
 
     def _launcher(self, group, kir) -> _Launcher:
         return _Launcher(group, kir, self.arch, self.cache)

@@ -79,24 +79,26 @@ def _count_store():
     from kfuse.runtime import gpu_store
     stats = {"hits": 0, "misses": 0, "puts": 0, "missed_after_seen": 0}
     seen = set()
-    get, put = gpu_store.GpuKernelStore.get, gpu_store.GpuKernelStore.__setitem__
 
-    def counted_get(self, k):
-        v = get(self, k)
-        if v is None:
-            stats["misses"] += 1
-            stats["missed_after_seen"] += k in seen      # published before, yet not found
-        else:
-            stats["hits"] += 1
-        seen.add(k)
-        return v
+    def counted(load, save):
+        def counted_load(store, source, arch):
+            k = (load.__name__, source, arch)
+            v = load(store, source, arch)
+            if v is None:
+                stats["misses"] += 1
+                stats["missed_after_seen"] += k in seen      # published before, yet not found
+            else:
+                stats["hits"] += 1
+            seen.add(k)
+            return v
 
-    def counted_put(self, k, value):
-        stats["puts"] += 1
-        seen.add(k)
-        return put(self, k, value)
-    gpu_store.GpuKernelStore.get = counted_get
-    gpu_store.GpuKernelStore.__setitem__ = counted_put
+        def counted_save(store, source, arch, value):
+            stats["puts"] += 1
+            seen.add((load.__name__, source, arch))
+            return save(store, source, arch, value)
+        return counted_load, counted_save
+    gpu_store.load_cubin, gpu_store.save_cubin = counted(gpu_store.load_cubin, gpu_store.save_cubin)
+    gpu_store.load_ptx, gpu_store.save_ptx = counted(gpu_store.load_ptx, gpu_store.save_ptx)
     return stats
 
 

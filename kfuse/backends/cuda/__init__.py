@@ -1,0 +1,33 @@
+"""The CUDA C backend: kernels written in CUDA C (``codegen.cuda``, the generated GEMM of
+``codegen.gemm_cuda``), compiled by NVRTC to CUBINs kept in the kernel store, launched on CuPy
+arrays and torch CUDA tensors (``runtime.cuda``); cuBLAS for products the GEMM does not take;
+launch shapes tuned per shape bucket."""
+from __future__ import annotations
+
+from ...runtime.gpu_store import NVRTC_TOOLS
+from ..base import Feature
+from ..gpu import GpuBackend
+
+
+class CudaBackend(GpuBackend):
+    name = "cuda"
+    features = frozenset(Feature)
+    stages = ("cuda", "ptx")
+    source_stage = "cuda"
+    tools = NVRTC_TOOLS
+    imports = ("kfuse.runtime.cuda",)
+
+    def render(self, kir) -> str:
+        from ...codegen import cuda
+        return cuda.emit(kir)
+
+    def _ptx_of(self, kir, arch: str, ptx_isa: str | None) -> str:
+        from ...codegen import cuda, nvrtc
+        return nvrtc.ptx_dump(nvrtc.compile(cuda.emit(kir), arch=arch), ptx_isa)
+
+    def _program(self, plan, store):
+        from ...runtime import cuda
+        return cuda.compile_plan(plan, cache=store)
+
+
+CUDA = CudaBackend()
