@@ -44,6 +44,7 @@ import numpy as np
 from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
 from . import numba_cuda_scatter as scatter
+from .decompose import decompose
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _is_f, _vt, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -582,7 +583,7 @@ def emit(kir: K.KernelIR, variant: NVariant | None = None) -> str:
     """KernelIR -> Python source of a numba.cuda kernel ``kfuse_kernel`` (+ ``SIG``, ``LAUNCH_BOUNDS``)."""
     K.refuse_bfloat16(kir, "the Numba-CUDA backend")
     scatter.refuse_unsupported(kir)
-    return _Gen(kir, variant or default_variant(kir)).source()
+    return _Gen(decompose(kir), variant or default_variant(kir)).source()
 
 
 # --------------------------------------------------------------------------- PTX
