@@ -1,0 +1,209 @@
+"""The one renderer of NumPy-semantics op expressions in the Python dialects: the CPU emitter's
+Numba ``njit`` code and the Numba-CUDA emitter's ``cuda.jit`` code. :class:`PyOps` holds the op
+table and every rule they share (comparisons of mixed signs, logical ops, NaN rules of
+maximum/minimum, sign, heaviside, ldexp's saturated exponent, wrapping integer arithmetic in
+uint64, the integer helpers of :mod:`kfuse.codegen.int_helpers`); a dialect (``cpu.CpuOps``,
+``numba_cuda_ops.CudaOps``) supplies the math namespace (``np.exp`` / ``ld.expf``), how a result
+is narrowed to its dtype, casts, and the few ops it renders its own way (:meth:`PyOps.special`).
+
+Numba emits signed add/sub/mul with LLVM's nsw flag (overflow undefined: LLVM may assume int64
+``x*x >= 0``), so wrapping integer arithmetic runs in uint64 and is narrowed to the result dtype.
+"""
+from __future__ import annotations
+
+from . import kernel_ir as K
+
+CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+       "greater_equal": ">="}
+ARITH = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
+BITS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+LOGICAL = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}
+# float math functions: ufunc -> C/libdevice name (a dialect spells it: np.<ufunc>, ld.<name>f)
+MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10", "log1p": "log1p",
+        "expm1": "expm1", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin", "cos": "cos", "tan": "tan",
+        "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+        "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "floor": "floor",
+        "ceil": "ceil", "trunc": "trunc", "rint": "rint", "absolute": "fabs",
+        # binary; fmod is C's (exact, the sign of the dividend)
+        "arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod", "ldexp": "ldexp",
+        "fmax": "fmax", "fmin": "fmin"}
+# integer ops that are the identity (and bool ops of one operand that are)
+_INT_IDENTITY = ("positive", "floor", "ceil", "trunc", "rint")
+_BOOL_IDENTITY = ("positive", "absolute", "square", "rint", "floor", "ceil", "trunc")
+
+
+def vt(dt: str) -> str:
+    """The register type of a dtype (float16 values live in float32)."""
+    return "float32" if dt == "float16" else dt
+
+
+def is_float(dt: str) -> bool:
+    return dt.startswith("float")
+
+
+class PyOps:
+    """NumPy-semantics expressions of :class:`~kfuse.codegen.kernel_ir.Op` statements in Numba's
+    Python. ``use(name)`` records a helper the kernel needs and returns its name."""
+
+    backend = ""                    # the emitter, in error messages
+
+    def __init__(self, use):
+        self.use = use
+
+    # -- the dialect -------------------------------------------------------------------------
+    def fn(self, op: str, t: str) -> str:
+        """The math function computing float ufunc ``op`` (in ``MATH``) on registers of ``t``."""
+        raise NotImplementedError
+
+    def cast(self, a: str, src: str, dst: str) -> str:
+        raise NotImplementedError
+
+    def float_result(self, expr: str, dt: str) -> str:
+        """A float op's value ``expr`` as a register of ``dt``."""
+        raise NotImplementedError
+
+    def int_result(self, expr: str, dt: str) -> str:
+        """An integer op's value ``expr`` wrapped to ``dt``."""
+        raise NotImplementedError
+
+    def isinf(self, op: str, t: str, a: str) -> str:
+        """``isinf``/``isfinite`` of float ``a``."""
+        raise NotImplementedError
+
+    def signbit(self, t: str, a: str) -> str:
+        raise NotImplementedError
+
+    def popcount(self, m: str) -> str:
+        """The set bits of uint64 ``m``."""
+        raise NotImplementedError
+
+    def special(self, op: str, t: str, a) -> str | None:
+        """The dialect's own rendering of float ``op`` (a faster or exact helper), else None."""
+        return None
+
+    def error(self, op: str, t: str) -> Exception:
+        return NotImplementedError(f"kfuse {self.backend}: no rule for {op}({t})")
+
+    # -- one op ------------------------------------------------------------------------------
+    def op_expr(self, st: K.Op, a: list[str]) -> str:
+        """A Python expression with NumPy semantics for ``st`` on register names ``a``."""
+        op, dt = st.op, st.dtype
+        t = st.arg_dtypes[0] if st.arg_dtypes else dt
+        if op == "cast":
+            return self.cast(a[0], t, dt)
+        if op == "where":
+            return f"{a[1]} if {a[0]} else {a[2]}"
+        if op in CMP:
+            mixed = K.mixed_sign_compare(op, a, st.arg_dtypes)
+            if mixed is not None:  # int64 vs uint64: exact, as NumPy (Numba would go through float64)
+                return f"({mixed[1]} if {mixed[0]} < 0 else np.uint64({a[0]}) {CMP[op]} np.uint64({a[1]}))"
+            return f"{a[0]} {CMP[op]} {a[1]}"
+        if op in LOGICAL:
+            return f"({a[0]} != 0) {LOGICAL[op]} ({a[1]} != 0)"
+        if op == "logical_not":
+            return f"{a[0]} == 0"
+        if op in ("isnan", "isinf", "isfinite"):
+            if not is_float(t):
+                return "True" if op == "isfinite" else "False"
+            return f"{a[0]} != {a[0]}" if op == "isnan" else self.isinf(op, t, a[0])
+        if op == "signbit":         # the sign bit, NaNs' too (float loops only: the tracer casts ints)
+            return self.signbit(t, a[0])
+        if is_float(t):
+            return self.float_result(self.float_expr(op, t, a), dt)
+        if t == "bool":
+            return self.bool_expr(op, a)
+        return self.int_result(self.int_expr(op, t, a), dt)
+
+    def float_expr(self, op: str, t: str, a) -> str:
+        v = vt(t)
+        if op in ARITH:
+            return f"{a[0]} {ARITH[op]} {a[1]}"
+        own = self.special(op, t, a)
+        if own is not None:
+            return own
+        if op == "ldexp":           # exact; an int64 exponent saturates to C int's range, as NumPy
+            return f"{self.fn(op, t)}({a[0]}, np.int32(max(min({a[1]}, 2147483647), -2147483648)))"
+        if op in MATH:
+            return f"{self.fn(op, t)}({', '.join(a)})"
+        if op in _FLOAT_HELPER:     # int_helpers.float_sources
+            return f"{self.use(f'{_FLOAT_HELPER[op]}_{v}')}({a[0]}, {a[1]})"
+        if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
+            return (f"np.{v}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
+                    f"(np.{v}(0.0) if {a[0]} < 0 else np.{v}(1.0)))")
+        if op in ("maximum", "minimum"):
+            # NaN propagates; ties (+0.0/-0.0): NumPy's float32/64 loops keep the second operand,
+            # its float16 loop (npy_half_ge/le) the first
+            cmp = (">" if op == "maximum" else "<") + ("=" if t == "float16" else "")
+            return f"{a[0]} if ({a[0]} {cmp} {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
+        if op == "negative":
+            return f"-{a[0]}"
+        if op == "positive":
+            return a[0]
+        if op == "square":
+            return f"{a[0]} * {a[0]}"
+        if op == "reciprocal":
+            return f"np.{v}(1.0) / {a[0]}"
+        if op == "sign":            # sign(-0.0) is +0.0, NaN stays
+            return (f"np.{v}(1.0) if {a[0]} > 0 else (np.{v}(-1.0) if {a[0]} < 0 "
+                    f"else {a[0]} * np.{v}(0.0) + np.{v}(0.0))")
+        raise self.error(op, t)
+
+    def bool_expr(self, op: str, a) -> str:
+        if op in ("add", "maximum", "fmax", "bitwise_or", "logical_or"):
+            return f"{a[0]} | {a[1]}"
+        if op in ("multiply", "minimum", "fmin", "bitwise_and"):
+            return f"{a[0]} & {a[1]}"
+        if op == "bitwise_xor":
+            return f"{a[0]} != {a[1]}"
+        if op == "invert":
+            return f"not {a[0]}"
+        if op in _BOOL_IDENTITY:
+            return a[0]
+        raise self.error(op, "bool")
+
+    def int_expr(self, op: str, t: str, a) -> str:
+        u = t.startswith("uint")
+        w = "np.uint64" if u else "np.int64"
+        x, y = f"{w}({a[0]})", (f"{w}({a[1]})" if len(a) > 1 else None)
+        ux, uy = f"np.uint64({a[0]})", (f"np.uint64({a[1]})" if len(a) > 1 else None)
+        if op in ("add", "subtract", "multiply"):   # wrapping, in uint64 (module docstring)
+            return f"{ux} {ARITH[op]} {uy}"
+        if op in ("true_divide", "divide"):
+            return f"np.float64({a[0]}) / np.float64({a[1]})"
+        if op in BITS:
+            return f"{x} {BITS[op]} {y}"
+        if op == "invert":
+            return f"~{x}"
+        if op == "negative":
+            return f"np.uint64(0) - {ux}"
+        if op in _INT_IDENTITY:
+            return a[0]
+        if op == "absolute":
+            return a[0] if u else f"{x} if {x} >= 0 else np.int64(np.uint64(0) - {ux})"
+        if op == "square":
+            return f"{ux} * {ux}"
+        if op in ("maximum", "fmax"):
+            return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
+        if op in ("minimum", "fmin"):
+            return f"{a[0]} if {a[0]} <= {a[1]} else {a[1]}"
+        if op == "sign":
+            return f"1 if {a[0]} > 0 else 0" if u else f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)"
+        if op in ("floor_divide", "remainder", "fmod", "left_shift", "right_shift"):
+            return f"{self.use(_INT_HELPER[op][u])}({x}, {y})"
+        if op in ("gcd", "lcm", "bitwise_count"):   # of magnitudes, in uint64 (int_helpers)
+            m = [f"np.uint64({v})" if u else f"{self.use('_uabs')}(np.int64({v}))" for v in a]
+            return self.popcount(m[0]) if op == "bitwise_count" else f"{self.use('_' + op)}({m[0]}, {m[1]})"
+        if op == "power":           # a negative exponent gives 1 (NumPy raises)
+            b = y if u else f"max({y}, 0)"
+            return f"{self.use('_ipow')}({ux}, np.uint64({b}), np.uint64(0), np.uint64(1))"
+        if op == "reciprocal":
+            return f"0 if {a[0]} == 0 else np.int64(1.0 / np.float64({a[0]}))"
+        raise self.error(op, t)
+
+
+_FLOAT_HELPER = {"floor_divide": "_floordiv", "remainder": "_remainder", "logaddexp": "_logaddexp",
+                 "logaddexp2": "_logaddexp2"}
+# op -> (signed helper, unsigned helper) of int_helpers; unsigned fmod is the remainder
+_INT_HELPER = {"floor_divide": ("_sfloordiv", "_ufloordiv"), "remainder": ("_sremainder", "_uremainder"),
+               "fmod": ("_sfmod", "_uremainder"), "left_shift": ("_slshift", "_ulshift"),
+               "right_shift": ("_srshift", "_urshift")}
