@@ -31,7 +31,7 @@ from . import cpu_cols
 from .cpu_helpers import HELPERS as _HELPERS
 from .decompose import decompose
 from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
-from .py_ops import PyOps
+from .py_ops import PyOps, literal as _literal
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
@@ -77,23 +77,6 @@ def vectorised_helper(op: str, dtype: str) -> bool:
 def _vt(dtype: str) -> str:
     """The Numba value type of a dtype (float16 values live in float32)."""
     return "float32" if dtype == "float16" else dtype
-
-
-def _literal(value, dtype: str) -> str:
-    if dtype == "bool":
-        return "True" if value else "False"
-    if dtype.startswith("float"):
-        v = float(value)
-        if dtype == "float16":
-            v = float(np.float16(v))
-        if math.isnan(v):
-            s = "np.nan"
-        elif math.isinf(v):
-            s = "np.inf" if v > 0 else "-np.inf"
-        else:
-            s = repr(v)
-        return f"np.{_vt(dtype)}({s})"
-    return f"np.{dtype}({int(value)})"
 
 
 _NP_NAME = {"absolute": "abs"}           # NumPy's spelling where it is not the ufunc's name

@@ -1,12 +1,17 @@
-"""Decompositions over KernelIR: rewrites, once for every backend, of ops into the ops that give
-NumPy's bits, so that no emitter writes its own version of a rule. Each rule is a pure function
-of one :class:`~kfuse.codegen.kernel_ir.Op` and the kernel's constants to a list of statements;
-:func:`decompose` applies them to every phase and returns a new (printable) KernelIR.
+"""Decompositions: NumPy's meaning of an op written once, as core ops, for every backend, so that
+no emitter writes its own version of a rule.
 
-Rules:
-* ``power`` with a constant exponent: products of the base where ``ir.power.product_exponent``
-  (the policy ``fusion.simplify`` follows) says they are NumPy's bits (float ``x ** 2`` is
-  ``x * x``; float ``x ** 3`` stays a power, as NumPy computes it with libm's ``pow``).
+* :func:`decompose` rewrites a KernelIR's statements (a pure pass; the result prints with
+  ``as_text``). Its rule: a ``power`` with a constant exponent becomes products of the base where
+  ``ir.power.product_exponent`` (the policy ``fusion.simplify`` follows) says they are NumPy's
+  bits (float ``x ** 2`` is ``x * x``; float ``x ** 3`` stays a power: NumPy calls libm's ``pow``).
+* :func:`expand` gives an op (on argument expressions) as a list of core statements, and
+  :func:`inline` renders that list as one nested expression through an emitter's own op and
+  literal renderers. ``EXPANSIONS`` holds the rules; an emitter expands every op it finds there
+  and does not render natively (each renderer's ``native`` set), wherever the op stands: a phase
+  statement, a scan's step, a ``ufunc.at`` combine. Rules: ``heaviside`` (npy_heaviside: NaN for
+  NaN, the second operand at +-0) and comparisons of int64 with uint64 (exact, as NumPy: a
+  negative signed operand is below every unsigned one, else both compare as uint64).
 """
 from __future__ import annotations
 
@@ -39,6 +44,59 @@ def power_products(st: K.Op, consts: dict) -> list | None:
 
 
 RULES = (power_products,)
+
+
+def _heaviside(dt: str, args, adts) -> list:
+    x, h0 = args
+    return [K.Const("%z", dt, 0.0), K.Const("%one", dt, 1.0), K.Const("%nan", dt, float("nan")),
+            K.Op("%n", "isnan", "bool", (x,), (dt,)), K.Op("%e", "equal", "bool", (x, "%z"), (dt, dt)),
+            K.Op("%l", "less", "bool", (x, "%z"), (dt, dt)), K.Op("%s", "where", dt, ("%l", "%z", "%one"), ("bool", dt, dt)),
+            K.Op("%t", "where", dt, ("%e", h0, "%s"), ("bool", dt, dt)),
+            K.Op("%r", "where", dt, ("%n", "%nan", "%t"), ("bool", dt, dt))]
+
+
+def _mixed_compare(op: str):
+    def rule(dt: str, args, adts) -> list | None:
+        mixed = K.mixed_sign_compare(op, args, adts)
+        if mixed is None:
+            return None
+        signed, when_neg = mixed
+        s = 0 if str(adts[0]).startswith("int") else 1
+        st, ut = str(adts[s]), str(adts[1 - s])
+        u = [f"%u{k}" if k == s else a for k, a in enumerate(args)]
+        return [K.Const("%z", st, 0), K.Const("%w", "bool", when_neg),
+                K.Op("%neg", "less", "bool", (signed, "%z"), (st, st)),
+                K.Op(f"%u{s}", "cast", ut, (signed,), (st,)),
+                K.Op("%c", op, "bool", tuple(u), (ut, ut)),
+                K.Op("%r", "where", "bool", ("%neg", "%w", "%c"), ("bool", "bool", "bool"))]
+    return rule
+
+
+EXPANSIONS = {"heaviside": _heaviside,
+              **{c: _mixed_compare(c) for c in ("equal", "not_equal", "less", "less_equal", "greater",
+                                                "greater_equal")}}
+
+
+def expand(op: str, dtype: str, args, arg_dtypes) -> list | None:
+    """``op`` of ``dtype`` on argument expressions ``args`` as core statements (temporaries named
+    ``%...``; the last statement's value is the op's), or None where no rule applies."""
+    rule = EXPANSIONS.get(op)
+    return None if rule is None else rule(dtype, tuple(args), tuple(arg_dtypes))
+
+
+def inline(op: str, dtype: str, args, arg_dtypes, render, literal) -> str | None:
+    """The expansion of ``op`` as one expression: ``render(Op, argument expressions)`` renders a core
+    op, ``literal(value, dtype)`` a constant; None where no rule applies."""
+    stmts = expand(op, dtype, args, arg_dtypes)
+    if stmts is None:
+        return None
+    env: dict[str, str] = {}
+    for s in stmts:
+        if isinstance(s, K.Const):
+            env[s.dst] = literal(s.value, s.dtype)
+        else:
+            env[s.dst] = f"({render(s, [env.get(a, a) for a in s.args])})"
+    return env[stmts[-1].dst]
 
 
 def _stmts(stmts, consts) -> tuple:

@@ -2,7 +2,8 @@
 Numba ``njit`` code and the Numba-CUDA emitter's ``cuda.jit`` code. :class:`PyOps` holds the op
 table and every rule they share (comparisons of mixed signs, logical ops, NaN rules of
 maximum/minimum, sign, heaviside, ldexp's saturated exponent, wrapping integer arithmetic in
-uint64, the integer helpers of :mod:`kfuse.codegen.int_helpers`); a dialect (``cpu.CpuOps``,
+uint64, the integer helpers of :mod:`kfuse.codegen.int_helpers`, the expansions of
+:mod:`kfuse.codegen.decompose`: heaviside, int64-uint64 comparisons); a dialect (``cpu.CpuOps``,
 ``numba_cuda_ops.CudaOps``) supplies the math namespace (``np.exp`` / ``ld.expf``), how a result
 is narrowed to its dtype, casts, and the few ops it renders its own way (:meth:`PyOps.special`).
 
@@ -11,7 +12,12 @@ Numba emits signed add/sub/mul with LLVM's nsw flag (overflow undefined: LLVM ma
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from . import kernel_ir as K
+from .decompose import EXPANSIONS, inline
 
 CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
        "greater_equal": ">="}
@@ -41,11 +47,30 @@ def is_float(dt: str) -> bool:
     return dt.startswith("float")
 
 
+def literal(value, dtype: str) -> str:
+    """A constant of ``dtype`` as a Python expression (float16: its float32 register value)."""
+    if dtype == "bool":
+        return "True" if value else "False"
+    if is_float(dtype):
+        v = float(value)
+        if dtype == "float16":
+            v = float(np.float16(v))
+        if math.isnan(v):
+            s = "np.nan"
+        elif math.isinf(v):
+            s = "np.inf" if v > 0 else "-np.inf"
+        else:
+            s = repr(v)
+        return f"np.{vt(dtype)}({s})"
+    return f"np.{dtype}({int(value)})"
+
+
 class PyOps:
     """NumPy-semantics expressions of :class:`~kfuse.codegen.kernel_ir.Op` statements in Numba's
     Python. ``use(name)`` records a helper the kernel needs and returns its name."""
 
     backend = ""                    # the emitter, in error messages
+    native: frozenset = frozenset()     # ops of decompose.EXPANSIONS the dialect renders itself
 
     def __init__(self, use):
         self.use = use
@@ -93,10 +118,11 @@ class PyOps:
             return self.cast(a[0], t, dt)
         if op == "where":
             return f"{a[1]} if {a[0]} else {a[2]}"
+        if op in EXPANSIONS and op not in self.native:
+            e = inline(op, dt, a, st.arg_dtypes, self.op_expr, literal)
+            if e is not None:
+                return e
         if op in CMP:
-            mixed = K.mixed_sign_compare(op, a, st.arg_dtypes)
-            if mixed is not None:  # int64 vs uint64: exact, as NumPy (Numba would go through float64)
-                return f"({mixed[1]} if {mixed[0]} < 0 else np.uint64({a[0]}) {CMP[op]} np.uint64({a[1]}))"
             return f"{a[0]} {CMP[op]} {a[1]}"
         if op in LOGICAL:
             return f"({a[0]} != 0) {LOGICAL[op]} ({a[1]} != 0)"
@@ -127,9 +153,6 @@ class PyOps:
             return f"{self.fn(op, t)}({', '.join(a)})"
         if op in _FLOAT_HELPER:     # int_helpers.float_sources
             return f"{self.use(f'{_FLOAT_HELPER[op]}_{v}')}({a[0]}, {a[1]})"
-        if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
-            return (f"np.{v}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
-                    f"(np.{v}(0.0) if {a[0]} < 0 else np.{v}(1.0)))")
         if op in ("maximum", "minimum"):
             # NaN propagates; ties (+0.0/-0.0): NumPy's float32/64 loops keep the second operand,
             # its float16 loop (npy_half_ge/le) the first
