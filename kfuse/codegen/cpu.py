@@ -29,6 +29,7 @@ import numpy as np
 from . import kernel_ir as K
 from . import cpu_cols
 from .cpu_helpers import HELPERS as _HELPERS
+from .accs import combine_expr
 from .decompose import decompose
 from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
 from .py_ops import PyOps, literal as _literal
@@ -215,22 +216,10 @@ class _Emitter:
             return lines
         s = acc.src
         if where == "combine":
-            if acc.kind in ("sum", "prod") and vt.startswith("int"):
-                # wrapping, in uint64: Numba's signed += and *= carry LLVM's nsw flag, so LLVM may
-                # assume a product of positive terms stays positive (cpu seed 903 #317)
-                op = "+" if acc.kind == "sum" else "*"
-                return [f"{a} = np.{vt}(np.uint64({a}) {op} np.uint64({s}))"]
-            if acc.kind == "sum":
-                if vector and vt in ("float32", "float64"):
-                    return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
-                return [f"{a} += np.{vt}({s})"]
-            if acc.kind == "prod":
-                return [f"{a} *= np.{vt}({s})"]
-            if acc.kind in ("any", "all"):
-                return [f"{a} = {a} {'|' if acc.kind == 'any' else '&'} ({s} != 0)"]
-            if acc.kind in ("max", "min"):
-                cmp = ">" if acc.kind == "max" else "<"
-                return [f"if {s} {cmp} {a} or {s} != {s}:", f"    {a} = {s}"]
+            if acc.kind == "sum" and vector and vt in ("float32", "float64"):
+                return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
+            if acc.kind not in ("argmax", "argmin"):     # codegen.accs (integers wrap in uint64)
+                return [f"{a} = {combine_expr(acc, a, s, acc.src_dtype, self.ops.op_expr, _literal)}"]
             cmp = ">" if acc.kind == "argmax" else "<"
             return [f"if {s} {cmp} {a} or ({s} != {s} and {a} == {a}):",
                     f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]

@@ -88,8 +88,11 @@ def inline(op: str, dtype: str, args, arg_dtypes, render, literal) -> str | None
     """The expansion of ``op`` as one expression: ``render(Op, argument expressions)`` renders a core
     op, ``literal(value, dtype)`` a constant; None where no rule applies."""
     stmts = expand(op, dtype, args, arg_dtypes)
-    if stmts is None:
-        return None
+    return None if stmts is None else nested(stmts, render, literal)
+
+
+def nested(stmts, render, literal) -> str:
+    """Statements over temporaries (``%...``) as one expression of the last one's value."""
     env: dict[str, str] = {}
     for s in stmts:
         if isinstance(s, K.Const):
