@@ -80,18 +80,14 @@ def _vt(dtype: str) -> str:
     return "float32" if dtype == "float16" else dtype
 
 
-_NP_NAME = {"absolute": "abs"}           # NumPy's spelling where it is not the ufunc's name
-
-
 class CpuOps(PyOps):
     """The CPU dialect of :class:`~kfuse.codegen.py_ops.PyOps`: NumPy's functions as Numba compiles
     them, float16 as float32 values rounded after every op (``_rf16f``), the float32 helpers LLVM
     vectorises (``_F32_HELPERS``)."""
 
     backend = "cpu"
-
-    def fn(self, op: str, t: str) -> str:
-        return f"np.{_NP_NAME.get(op, op)}"
+    FN, ISINF, SIGNBIT = "np.{np}", "np.{op}({a})", "np.signbit({a})"
+    POPCOUNT, POPCOUNT_HELPER = "_popcount({m})", "_popcount"
 
     def cast(self, a: str, src: str, dst: str) -> str:
         if src == dst:
@@ -113,15 +109,6 @@ class CpuOps(PyOps):
 
     def int_result(self, expr: str, dt: str) -> str:
         return f"{_ctor(dt)}({expr})"
-
-    def isinf(self, op: str, t: str, a: str) -> str:
-        return f"np.{op}({a})"
-
-    def signbit(self, t: str, a: str) -> str:
-        return f"np.signbit({a})"
-
-    def popcount(self, m: str) -> str:
-        return f"{self.use('_popcount')}({m})"
 
     def special(self, op: str, t: str, a) -> str | None:
         if op in _F32_HELPERS and _vt(t) == "float32":

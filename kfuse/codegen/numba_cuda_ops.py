@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import kernel_ir as K
 from .int_helpers import decorated, float_sources
-from .py_ops import MATH, PyOps
+from .py_ops import PyOps
 
 # --------------------------------------------------------------------------- scalar rules
 
@@ -121,9 +121,8 @@ class CudaOps(PyOps):
     results narrowed by :func:`to_int`, float16 values in float32 (the emitter rounds each result)."""
 
     backend = "numba-cuda"
-
-    def fn(self, op: str, t: str) -> str:
-        return f"ld.{MATH[op]}{_lf(t)}"
+    FN, ISINF = "ld.{c}{f}", "ld.fabs{f}({a}) {cmp} {inf}"
+    SIGNBIT, POPCOUNT = "ld.signbit{d}({a}) != 0", "ld.popcll(np.int64({m}))"
 
     def cast(self, a: str, src: str, dst: str) -> str:
         return cast(a, src, dst)
@@ -133,16 +132,6 @@ class CudaOps(PyOps):
 
     def int_result(self, expr: str, dt: str) -> str:
         return to_int(expr, dt)
-
-    def isinf(self, op: str, t: str, a: str) -> str:
-        inf = "INF64" if t == "float64" else "INF32"
-        return f"ld.fabs{_lf(t)}({a}) {'==' if op == 'isinf' else '<'} {inf}"
-
-    def signbit(self, t: str, a: str) -> str:
-        return f"ld.signbit{'d' if t == 'float64' else 'f'}({a}) != 0"
-
-    def popcount(self, m: str) -> str:
-        return f"ld.popcll(np.int64({m}))"
 
     def special(self, op: str, t: str, a) -> str | None:
         if op == "log2" and t == "float64":

@@ -33,9 +33,20 @@ MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "lo
         # binary; fmod is C's (exact, the sign of the dividend)
         "arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod", "ldexp": "ldexp",
         "fmax": "fmax", "fmin": "fmin"}
-# integer ops that are the identity (and bool ops of one operand that are)
-_INT_IDENTITY = ("positive", "floor", "ceil", "trunc", "rint")
-_BOOL_IDENTITY = ("positive", "absolute", "square", "rint", "floor", "ceil", "trunc")
+# bool ops (on Python bools) and the integer ops of one expression: x, y the operands as int64
+# (uint64 for unsigned), ux, uy as uint64, where arithmetic wraps (module docstring)
+_BOOL = {**dict.fromkeys(("add", "maximum", "fmax", "bitwise_or", "logical_or"), "{0} | {1}"),
+         **dict.fromkeys(("multiply", "minimum", "fmin", "bitwise_and"), "{0} & {1}"),
+         "bitwise_xor": "{0} != {1}", "invert": "not {0}",
+         **dict.fromkeys(("positive", "absolute", "square", "rint", "floor", "ceil", "trunc"), "{0}")}
+_INT = {**{op: f"{{ux}} {ARITH[op]} {{uy}}" for op in ("add", "subtract", "multiply")},
+        **dict.fromkeys(("true_divide", "divide"), "np.float64({a0}) / np.float64({a1})"),
+        **{op: f"{{x}} {sym} {{y}}" for op, sym in BITS.items()},
+        "invert": "~{x}", "negative": "np.uint64(0) - {ux}", "square": "{ux} * {ux}",
+        **dict.fromkeys(("positive", "floor", "ceil", "trunc", "rint"), "{a0}"),
+        **dict.fromkeys(("maximum", "fmax"), "{a0} if {a0} >= {a1} else {a1}"),
+        **dict.fromkeys(("minimum", "fmin"), "{a0} if {a0} <= {a1} else {a1}"),
+        "reciprocal": "0 if {a0} == 0 else np.int64(1.0 / np.float64({a0}))"}
 
 
 def vt(dt: str) -> str:
@@ -75,32 +86,32 @@ class PyOps:
     def __init__(self, use):
         self.use = use
 
-    # -- the dialect -------------------------------------------------------------------------
+    # -- the dialect: templates and methods a subclass gives -------------------------------------
+    # FN: a float math function (fields: np, NumPy's name; c, C's; f, "f" below float64); ISINF:
+    # isinf/isfinite of {a} (op, cmp "=="/"<", inf, f); SIGNBIT ({a}, d: "d" for float64 else "f");
+    # POPCOUNT: the set bits of uint64 {m}, through helper POPCOUNT_HELPER where there is one.
+    # Methods: cast(a, src, dst), float_result(expr, dt) and int_result(expr, dt): a value as a
+    # register of dt (ints wrapped to it).
+    FN = ISINF = SIGNBIT = POPCOUNT = POPCOUNT_HELPER = ""
+    NP_NAME = {"absolute": "abs"}           # NumPy's spelling where it is not the ufunc's name
+
+    def _fields(self, t: str) -> dict:
+        f64 = t == "float64"
+        return {"f": "" if f64 else "f", "d": "d" if f64 else "f", "inf": "INF64" if f64 else "INF32"}
+
     def fn(self, op: str, t: str) -> str:
-        """The math function computing float ufunc ``op`` (in ``MATH``) on registers of ``t``."""
-        raise NotImplementedError
-
-    def cast(self, a: str, src: str, dst: str) -> str:
-        raise NotImplementedError
-
-    def float_result(self, expr: str, dt: str) -> str:
-        """A float op's value ``expr`` as a register of ``dt``."""
-        raise NotImplementedError
-
-    def int_result(self, expr: str, dt: str) -> str:
-        """An integer op's value ``expr`` wrapped to ``dt``."""
-        raise NotImplementedError
+        return self.FN.format(np=self.NP_NAME.get(op, op), c=MATH[op], **self._fields(t))
 
     def isinf(self, op: str, t: str, a: str) -> str:
-        """``isinf``/``isfinite`` of float ``a``."""
-        raise NotImplementedError
+        return self.ISINF.format(op=op, a=a, cmp="==" if op == "isinf" else "<", **self._fields(t))
 
     def signbit(self, t: str, a: str) -> str:
-        raise NotImplementedError
+        return self.SIGNBIT.format(a=a, **self._fields(t))
 
     def popcount(self, m: str) -> str:
-        """The set bits of uint64 ``m``."""
-        raise NotImplementedError
+        if self.POPCOUNT_HELPER:
+            self.use(self.POPCOUNT_HELPER)
+        return self.POPCOUNT.format(m=m)
 
     def special(self, op: str, t: str, a) -> str | None:
         """The dialect's own rendering of float ``op`` (a faster or exact helper), else None."""
@@ -172,43 +183,19 @@ class PyOps:
         raise self.error(op, t)
 
     def bool_expr(self, op: str, a) -> str:
-        if op in ("add", "maximum", "fmax", "bitwise_or", "logical_or"):
-            return f"{a[0]} | {a[1]}"
-        if op in ("multiply", "minimum", "fmin", "bitwise_and"):
-            return f"{a[0]} & {a[1]}"
-        if op == "bitwise_xor":
-            return f"{a[0]} != {a[1]}"
-        if op == "invert":
-            return f"not {a[0]}"
-        if op in _BOOL_IDENTITY:
-            return a[0]
-        raise self.error(op, "bool")
+        if op not in _BOOL:
+            raise self.error(op, "bool")
+        return _BOOL[op].format(*a)
 
     def int_expr(self, op: str, t: str, a) -> str:
         u = t.startswith("uint")
         w = "np.uint64" if u else "np.int64"
         x, y = f"{w}({a[0]})", (f"{w}({a[1]})" if len(a) > 1 else None)
         ux, uy = f"np.uint64({a[0]})", (f"np.uint64({a[1]})" if len(a) > 1 else None)
-        if op in ("add", "subtract", "multiply"):   # wrapping, in uint64 (module docstring)
-            return f"{ux} {ARITH[op]} {uy}"
-        if op in ("true_divide", "divide"):
-            return f"np.float64({a[0]}) / np.float64({a[1]})"
-        if op in BITS:
-            return f"{x} {BITS[op]} {y}"
-        if op == "invert":
-            return f"~{x}"
-        if op == "negative":
-            return f"np.uint64(0) - {ux}"
-        if op in _INT_IDENTITY:
-            return a[0]
+        if op in _INT:
+            return _INT[op].format(x=x, y=y, ux=ux, uy=uy, a0=a[0], a1=a[-1])
         if op == "absolute":
             return a[0] if u else f"{x} if {x} >= 0 else np.int64(np.uint64(0) - {ux})"
-        if op == "square":
-            return f"{ux} * {ux}"
-        if op in ("maximum", "fmax"):
-            return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
-        if op in ("minimum", "fmin"):
-            return f"{a[0]} if {a[0]} <= {a[1]} else {a[1]}"
         if op == "sign":
             return f"1 if {a[0]} > 0 else 0" if u else f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)"
         if op in ("floor_divide", "remainder", "fmod", "left_shift", "right_shift"):
@@ -219,8 +206,6 @@ class PyOps:
         if op == "power":           # a negative exponent gives 1 (NumPy raises)
             b = y if u else f"max({y}, 0)"
             return f"{self.use('_ipow')}({ux}, np.uint64({b}), np.uint64(0), np.uint64(1))"
-        if op == "reciprocal":
-            return f"0 if {a[0]} == 0 else np.int64(1.0 / np.float64({a[0]}))"
         raise self.error(op, t)
 
 
