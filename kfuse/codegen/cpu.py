@@ -92,15 +92,12 @@ class CpuOps(PyOps):
     def cast(self, a: str, src: str, dst: str) -> str:
         if src == dst:
             return a
+        if dst == "float16":        # one rounding: from float32 where it holds every value of src
+            exact = src in _EXACT_IN_F32
+            return f"{self.use('_rf16f' if exact else '_rf16')}(np.float{32 if exact else 64}({a}))"
         if dst == "bool":
             return f"{a} != 0"
-        if dst == "float16" and src in _EXACT_IN_F32:
-            return f"{self.use('_rf16f')}(np.float32({a}))"
-        if dst == "float16":
-            return f"{self.use('_rf16')}(np.float64({a}))"
-        if src == "bool":
-            return f"{_ctor(dst)}(1 if {a} else 0)"
-        return f"{_ctor(dst)}({a})"
+        return f"{_ctor(dst)}(1 if {a} else 0)" if src == "bool" else f"{_ctor(dst)}({a})"
 
     def float_result(self, expr: str, dt: str) -> str:
         if dt == "float16":

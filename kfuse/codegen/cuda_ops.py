@@ -446,10 +446,6 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         if isf:
             return f"(({T})1 / {a})"
         return f"({a} == 0 ? ({T})0 : ({T})(1 / {a}))"
-    if op == "sign":
-        if isf:
-            return f"({a} > 0 ? ({T})1 : ({a} < 0 ? ({T})-1 : ({a} == 0 ? ({T})0 : {a})))"
-        return f"(({T})(({a} > 0) - ({a} < 0)))"
     if op == "isnan":
         return f"({a} != {a})" if isf else "false"
     if op == "signbit":         # the sign bit, NaNs' too (float loops only: the tracer casts ints)

@@ -10,7 +10,7 @@ no emitter writes its own version of a rule.
   literal renderers. ``EXPANSIONS`` holds the rules; an emitter expands every op it finds there
   and does not render natively (each renderer's ``native`` set), wherever the op stands: a phase
   statement, a scan's step, a ``ufunc.at`` combine. Rules: ``heaviside`` (npy_heaviside: NaN for
-  NaN, the second operand at +-0) and comparisons of int64 with uint64 (exact, as NumPy: a
+  NaN, the second operand at +-0), ``sign`` (+0.0 for -0.0, NaN for NaN) and comparisons of int64 with uint64 (exact, as NumPy: a
   negative signed operand is below every unsigned one, else both compare as uint64).
 """
 from __future__ import annotations
@@ -72,7 +72,24 @@ def _mixed_compare(op: str):
     return rule
 
 
-EXPANSIONS = {"heaviside": _heaviside,
+def _sign(dt: str, args, adts) -> list:
+    """np.sign: 1 above 0, -1 below, 0 for both zeros (+0.0 for -0.0), NaN for NaN; unsigned
+    values are never below 0."""
+    (x,) = args
+    ops = [K.Const("%z", dt, 0), K.Const("%one", dt, 1), K.Op("%gt", "greater", "bool", (x, "%z"), (dt, dt))]
+    if dt.startswith("uint"):
+        return ops + [K.Op("%r", "where", dt, ("%gt", "%one", "%z"), ("bool", dt, dt))]
+    rest = "%z"
+    if dt.startswith("float"):      # a zero gives +0.0, a NaN itself
+        ops += [K.Op("%eq", "equal", "bool", (x, "%z"), (dt, dt)),
+                K.Op("%zn", "where", dt, ("%eq", "%z", x), ("bool", dt, dt))]
+        rest = "%zn"
+    return ops + [K.Const("%m1", dt, -1), K.Op("%lt", "less", "bool", (x, "%z"), (dt, dt)),
+                  K.Op("%s", "where", dt, ("%lt", "%m1", rest), ("bool", dt, dt)),
+                  K.Op("%r", "where", dt, ("%gt", "%one", "%s"), ("bool", dt, dt))]
+
+
+EXPANSIONS = {"heaviside": _heaviside, "sign": _sign,
               **{c: _mixed_compare(c) for c in ("equal", "not_equal", "less", "less_equal", "greater",
                                                 "greater_equal")}}
 

@@ -3,7 +3,7 @@ Numba ``njit`` code and the Numba-CUDA emitter's ``cuda.jit`` code. :class:`PyOp
 table and every rule they share (comparisons of mixed signs, logical ops, NaN rules of
 maximum/minimum, sign, heaviside, ldexp's saturated exponent, wrapping integer arithmetic in
 uint64, the integer helpers of :mod:`kfuse.codegen.int_helpers`, the expansions of
-:mod:`kfuse.codegen.decompose`: heaviside, int64-uint64 comparisons); a dialect (``cpu.CpuOps``,
+:mod:`kfuse.codegen.decompose`: heaviside, sign, int64-uint64 comparisons); a dialect (``cpu.CpuOps``,
 ``numba_cuda_ops.CudaOps``) supplies the math namespace (``np.exp`` / ``ld.expf``), how a result
 is narrowed to its dtype, casts, and the few ops it renders its own way (:meth:`PyOps.special`).
 
@@ -177,9 +177,6 @@ class PyOps:
             return f"{a[0]} * {a[0]}"
         if op == "reciprocal":
             return f"np.{v}(1.0) / {a[0]}"
-        if op == "sign":            # sign(-0.0) is +0.0, NaN stays
-            return (f"np.{v}(1.0) if {a[0]} > 0 else (np.{v}(-1.0) if {a[0]} < 0 "
-                    f"else {a[0]} * np.{v}(0.0) + np.{v}(0.0))")
         raise self.error(op, t)
 
     def bool_expr(self, op: str, a) -> str:
@@ -196,8 +193,6 @@ class PyOps:
             return _INT[op].format(x=x, y=y, ux=ux, uy=uy, a0=a[0], a1=a[-1])
         if op == "absolute":
             return a[0] if u else f"{x} if {x} >= 0 else np.int64(np.uint64(0) - {ux})"
-        if op == "sign":
-            return f"1 if {a[0]} > 0 else 0" if u else f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)"
         if op in ("floor_divide", "remainder", "fmod", "left_shift", "right_shift"):
             return f"{self.use(_INT_HELPER[op][u])}({x}, {y})"
         if op in ("gcd", "lcm", "bitwise_count"):   # of magnitudes, in uint64 (int_helpers)

@@ -67,3 +67,15 @@ def test_renderers_emit_the_expansion():
     cpu, c, stmts = _render_all("less", "bool", ("a", "b"), ("int64", "uint64"))
     assert stmts is not None and "np.uint64(a)" in cpu and "(unsigned long long)a" in c
     assert decompose.expand("less", "bool", ("a", "b"), ("int64", "int64")) is None
+
+
+def signs(x, i, u):
+    return np.sign(x), np.sign(x.astype(np.float16)), np.sign(x.astype(np.float32)), np.sign(i), np.sign(u)
+
+
+def test_sign_cpu_bit_exact():
+    x = EDGES
+    i = np.array([-128, -1, 0, 1, 127, 5, -5, 0, 3], np.int8)
+    u = np.array([0, 1, 255, 7, 0, 2, 3, 4, 5], np.uint8)
+    for got, want in zip(kfuse.jit(signs, backend="cpu")(x, i, u), signs(x, i, u)):
+        assert got.dtype == want.dtype and np.array_equal(_bits(got), _bits(want))
