@@ -30,7 +30,10 @@ from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
 from . import cpu_cols
 from .cpu_helpers import HELPERS as _HELPERS
+from .accs import combine_expr
+from .decompose import decompose
 from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
+from .py_ops import PyOps, literal as _literal
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
 FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equal source
@@ -78,30 +81,45 @@ def _vt(dtype: str) -> str:
     return "float32" if dtype == "float16" else dtype
 
 
-def _literal(value, dtype: str) -> str:
-    if dtype == "bool":
-        return "True" if value else "False"
-    if dtype.startswith("float"):
-        v = float(value)
-        if dtype == "float16":
-            v = float(np.float16(v))
-        if math.isnan(v):
-            s = "np.nan"
-        elif math.isinf(v):
-            s = "np.inf" if v > 0 else "-np.inf"
-        else:
-            s = repr(v)
-        return f"np.{_vt(dtype)}({s})"
-    return f"np.{dtype}({int(value)})"
+class CpuOps(PyOps):
+    """The CPU dialect of :class:`~kfuse.codegen.py_ops.PyOps`: NumPy's functions as Numba compiles
+    them, float16 as float32 values rounded after every op (``_rf16f``), the float32 helpers LLVM
+    vectorises (``_F32_HELPERS``)."""
 
+    backend = "cpu"
+    FN, ISINF, SIGNBIT = "np.{np}", "np.{op}({a})", "np.signbit({a})"
+    POPCOUNT, POPCOUNT_HELPER = "_popcount({m})", "_popcount"
 
-_NP_UNARY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos",
-             "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-             "arctanh", "floor", "ceil", "trunc", "rint"}
-_CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
-        "greater_equal": ">="}
-_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
-_BITS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+    def cast(self, a: str, src: str, dst: str) -> str:
+        if src == dst:
+            return a
+        if dst == "float16":        # one rounding: from float32 where it holds every value of src
+            exact = src in _EXACT_IN_F32
+            return f"{self.use('_rf16f' if exact else '_rf16')}(np.float{32 if exact else 64}({a}))"
+        if dst == "bool":
+            return f"{a} != 0"
+        return f"{_ctor(dst)}(1 if {a} else 0)" if src == "bool" else f"{_ctor(dst)}({a})"
+
+    def float_result(self, expr: str, dt: str) -> str:
+        if dt == "float16":
+            return f"{self.use('_rf16f')}(np.float32({expr}))"
+        return expr if dt == "bool" else f"{_ctor(dt)}({expr})"
+
+    def int_result(self, expr: str, dt: str) -> str:
+        return f"{_ctor(dt)}({expr})"
+
+    def special(self, op: str, t: str, a) -> str | None:
+        if op in _F32_HELPERS and _vt(t) == "float32":
+            return f"{self.use(_F32_HELPERS[op])}({a[0]})"
+        if op == "cbrt":
+            return f"{self.use('_cbrt')}({a[0]})"
+        if op == "power":       # libm's pow; a constant exponent: codegen.decompose
+            return f"np.power({a[0]}, {a[1]})"
+        if op == "fmax":
+            return f"{a[0]} if ({a[0]} > {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
+        if op == "fmin":
+            return f"{a[0]} if ({a[0]} < {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
+        return None
 
 
 class _Emitter:
@@ -112,6 +130,7 @@ class _Emitter:
         self.used: set[str] = set()
         self.vtype: dict[str, str] = {}
         self.scratch: dict[tuple, str] = {}     # (inner dim, value key) -> staged scratch row
+        self.ops = CpuOps(self.use)
 
     def use(self, name: str) -> str:
         stack = [name]
@@ -124,172 +143,10 @@ class _Emitter:
 
     # -- one op ------------------------------------------------------------------------------
     def op_expr(self, st: K.Op) -> str:
-        op, dt, args, adts = st.op, st.dtype, st.args, st.arg_dtypes
-        if op == "cast":
-            return self.cast_expr(args[0], adts[0], dt)
-        if op == "where":
-            return f"{args[1]} if {args[0]} else {args[2]}"
-        src = adts[0] if adts else dt
-        kind = np.dtype(src).kind
-        if op in _CMP:
-            mixed = K.mixed_sign_compare(op, args, adts)
-            if mixed is not None:  # int64 vs uint64: exact, as NumPy (Numba would go through float64)
-                return f"({mixed[1]} if {mixed[0]} < 0 else np.uint64({args[0]}) {_CMP[op]} np.uint64({args[1]}))"
-            return f"{args[0]} {_CMP[op]} {args[1]}"
-        if op in ("logical_and", "logical_or", "logical_xor"):
-            sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[op]
-            return f"({args[0]} != 0) {sym} ({args[1]} != 0)"
-        if op == "logical_not":
-            return f"{args[0]} == 0"
-        if op in ("isnan", "isinf", "isfinite"):
-            if kind != "f":
-                return "True" if op == "isfinite" else "False"
-            return f"{args[0]} != {args[0]}" if op == "isnan" else f"np.{op}({args[0]})"
-        if op == "signbit":         # float loops only (the tracer casts ints); NaN signs too
-            return f"np.signbit({args[0]})"
-        if kind == "f":
-            return self.wrap(self.float_expr(op, dt, args), dt)
-        if kind == "b":
-            return self.bool_expr(op, dt, args)
-        return f"{_ctor(dt)}({self.int_expr(op, src, args)})"
-
-    def wrap(self, expr: str, dt: str) -> str:
-        if dt == "float16":
-            return f"{self.use('_rf16f')}(np.float32({expr}))"
-        if dt == "bool":
-            return expr
-        return f"{_ctor(dt)}({expr})"
-
-    def float_expr(self, op: str, dt: str, a) -> str:
-        vt = _vt(dt)
-        if op in _ARITH:
-            return f"{a[0]} {_ARITH[op]} {a[1]}"
-        if op in _F32_HELPERS and vt == "float32":
-            return f"{self.use(_F32_HELPERS[op])}({a[0]})"
-        if op in _NP_UNARY:
-            return f"np.{op}({a[0]})"
-        if op == "cbrt":
-            return f"{self.use('_cbrt')}({a[0]})"
-        if op == "floor_divide":
-            return f"{self.use('_floordiv_' + vt)}({a[0]}, {a[1]})"
-        if op == "remainder":
-            return f"{self.use('_remainder_' + vt)}({a[0]}, {a[1]})"
-        if op == "power":
-            return f"np.power({a[0]}, {a[1]})"
-        if op in ("arctan2", "hypot", "copysign", "fmod"):     # fmod: C's, exact
-            return f"np.{op}({a[0]}, {a[1]})"
-        if op in ("logaddexp", "logaddexp2"):
-            return f"{self.use(f'_{op}_{vt}')}({a[0]}, {a[1]})"
-        if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (a[1]) for +-0
-            return (f"np.{vt}(np.nan) if {a[0]} != {a[0]} else ({a[1]} if {a[0]} == 0 else "
-                    f"(np.{vt}(0.0) if {a[0]} < 0 else np.{vt}(1.0)))")
-        if op == "ldexp":           # exact (float16: in float32, then rounded once, as NumPy)
-            # an int64 exponent saturates to C int's range as in NumPy's loop (Numba's would wrap)
-            return f"np.ldexp({a[0]}, np.int32(max(min({a[1]}, 2147483647), -2147483648)))"
-        if op in ("maximum", "minimum"):
-            # ties (+0.0/-0.0): NumPy's float32/64 loops keep the second operand, its float16
-            # loop (npy_half_ge/le) the first
-            cmp = (">" if op == "maximum" else "<") + ("=" if dt == "float16" else "")
-            return f"{a[0]} if ({a[0]} {cmp} {a[1]} or {a[0]} != {a[0]}) else {a[1]}"
-        if op == "fmax":
-            return f"{a[0]} if ({a[0]} > {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
-        if op == "fmin":
-            return f"{a[0]} if ({a[0]} < {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
-        if op == "negative":
-            return f"-{a[0]}"
-        if op == "positive":
-            return a[0]
-        if op == "absolute":
-            return f"np.abs({a[0]})"
-        if op == "square":
-            return f"{a[0]} * {a[0]}"
-        if op == "reciprocal":
-            return f"np.{vt}(1.0) / {a[0]}"
-        if op == "sign":
-            return (f"np.{vt}(1.0) if {a[0]} > 0 else (np.{vt}(-1.0) if {a[0]} < 0 "
-                    f"else {a[0]} * np.{vt}(0.0) + np.{vt}(0.0))")  # sign(-0.0) is +0.0, NaN stays
-        raise NotImplementedError(f"kfuse cpu: no float rule for {op}")
-
-    def bool_expr(self, op: str, dt: str, a) -> str:
-        if op in ("add", "maximum", "fmax", "bitwise_or", "logical_or"):
-            return f"{a[0]} | {a[1]}"
-        if op in ("multiply", "minimum", "fmin", "bitwise_and"):
-            return f"{a[0]} & {a[1]}"
-        if op == "bitwise_xor":
-            return f"{a[0]} != {a[1]}"
-        if op == "invert":
-            return f"not {a[0]}"
-        if op in ("positive", "absolute", "square", "rint", "floor", "ceil", "trunc"):
-            return a[0]
-        raise NotImplementedError(f"kfuse cpu: no bool rule for {op}")
-
-    def int_expr(self, op: str, src: str, a) -> str:
-        # Numba emits signed add/sub/mul with LLVM's nsw flag (overflow = undefined), so LLVM may
-        # assume int64 x*x >= 0; wrapping arithmetic is done in uint64 (plain mul) and truncated
-        unsigned = np.dtype(src).kind == "u"
-        w = "np.uint64" if unsigned else "np.int64"
-        if op in ("add", "subtract", "multiply"):
-            return f"np.uint64({a[0]}) {_ARITH[op]} np.uint64({a[1]})"
-        if op in ("true_divide", "divide"):
-            return f"np.float64({a[0]}) / np.float64({a[1]})"
-        if op in _BITS:
-            return f"{a[0]} {_BITS[op]} {a[1]}"
-        if op == "invert":
-            return f"~{a[0]}"
-        if op == "negative":
-            return f"np.uint64(0) - np.uint64({a[0]})"
-        if op in ("positive", "floor", "ceil", "trunc", "rint"):
-            return a[0]
-        if op == "absolute":
-            return a[0] if unsigned else \
-                f"np.int64(np.uint64(0) - np.uint64({a[0]})) if {a[0]} < 0 else np.int64({a[0]})"
-        if op == "square":
-            return f"np.uint64({a[0]}) * np.uint64({a[0]})"
-        if op in ("maximum", "fmax"):
-            return f"{a[0]} if {a[0]} >= {a[1]} else {a[1]}"
-        if op in ("minimum", "fmin"):
-            return f"{a[0]} if {a[0]} <= {a[1]} else {a[1]}"
-        if op == "sign":
-            return f"1 if {a[0]} > 0 else 0" if unsigned else \
-                f"1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0)"
-        if op == "floor_divide":
-            h = self.use("_ufloordiv" if unsigned else "_sfloordiv")
-            return f"{h}({w}({a[0]}), {w}({a[1]}))"
-        if op == "remainder":
-            h = self.use("_uremainder" if unsigned else "_sremainder")
-            return f"{h}({w}({a[0]}), {w}({a[1]}))"
-        if op == "fmod":
-            h = self.use("_uremainder" if unsigned else "_sfmod")
-            return f"{h}({w}({a[0]}), {w}({a[1]}))"
-        if op in ("gcd", "lcm", "bitwise_count"):   # of magnitudes, in uint64 (int_helpers)
-            m = [f"np.uint64({x})" if unsigned else f"{self.use('_uabs')}(np.int64({x}))" for x in a]
-            h = self.use("_popcount" if op == "bitwise_count" else "_" + op)
-            return f"{h}({', '.join(m)})"
-        if op == "power":
-            b = a[1] if unsigned else f"max(np.int64({a[1]}), 0)"   # wrapping: in uint64 (see above)
-            return f"{self.use('_ipow')}(np.uint64({a[0]}), np.uint64({b}), np.uint64(0), np.uint64(1))"
-        if op == "left_shift":
-            h = self.use("_ulshift" if unsigned else "_slshift")
-            return f"{h}({w}({a[0]}), {w}({a[1]}))"
-        if op == "right_shift":
-            h = self.use("_urshift" if unsigned else "_srshift")
-            return f"{h}({w}({a[0]}), {w}({a[1]}))"
-        if op == "reciprocal":
-            return f"{self.use('_ireciprocal')}({a[0]})"
-        raise NotImplementedError(f"kfuse cpu: no integer rule for {op}")
+        return self.ops.op_expr(st, list(st.args))
 
     def cast_expr(self, a: str, src: str, dst: str) -> str:
-        if src == dst:
-            return a
-        if dst == "bool":
-            return f"{a} != 0"
-        if dst == "float16" and src in _EXACT_IN_F32:
-            return f"{self.use('_rf16f')}(np.float32({a}))"
-        if dst == "float16":
-            return f"{self.use('_rf16')}(np.float64({a}))"
-        if src == "bool":
-            return f"{_ctor(dst)}(1 if {a} else 0)"
-        return f"{_ctor(dst)}({a})"
+        return self.ops.cast(a, src, dst)
 
     # -- statements --------------------------------------------------------------------------
     def index(self, idx) -> str:
@@ -344,22 +201,10 @@ class _Emitter:
             return lines
         s = acc.src
         if where == "combine":
-            if acc.kind in ("sum", "prod") and vt.startswith("int"):
-                # wrapping, in uint64: Numba's signed += and *= carry LLVM's nsw flag, so LLVM may
-                # assume a product of positive terms stays positive (cpu seed 903 #317)
-                op = "+" if acc.kind == "sum" else "*"
-                return [f"{a} = np.{vt}(np.uint64({a}) {op} np.uint64({s}))"]
-            if acc.kind == "sum":
-                if vector and vt in ("float32", "float64"):
-                    return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
-                return [f"{a} += np.{vt}({s})"]
-            if acc.kind == "prod":
-                return [f"{a} *= np.{vt}({s})"]
-            if acc.kind in ("any", "all"):
-                return [f"{a} = {a} {'|' if acc.kind == 'any' else '&'} ({s} != 0)"]
-            if acc.kind in ("max", "min"):
-                cmp = ">" if acc.kind == "max" else "<"
-                return [f"if {s} {cmp} {a} or {s} != {s}:", f"    {a} = {s}"]
+            if acc.kind == "sum" and vector and vt in ("float32", "float64"):
+                return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
+            if acc.kind not in ("argmax", "argmin"):     # codegen.accs (integers wrap in uint64)
+                return [f"{a} = {combine_expr(acc, a, s, acc.src_dtype, self.ops.op_expr, _literal)}"]
             cmp = ">" if acc.kind == "argmax" else "<"
             return [f"if {s} {cmp} {a} or ({s} != {s} and {a} == {a}):",
                     f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]
@@ -509,4 +354,4 @@ def emit(kir: K.KernelIR, schedule: CpuSchedule = ROWS) -> str:
     its loops laid out by ``schedule`` (:mod:`kfuse.codegen.cpu_schedule`; ``cols`` takes the
     column block ``cb`` as a last argument, ``flat`` buffers come collapsed)."""
     K.refuse_bfloat16(kir, "the CPU backend")
-    return _Emitter(kir, schedule).source()
+    return _Emitter(decompose(kir), schedule).source()

@@ -5,13 +5,13 @@ kernel uses into its own source, so the source text alone determines the compile
 definition order, which respects those dependencies. float16 travels as uint16 bits (``_h2f``,
 ``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf`` are branch-free float32 versions LLVM vectorises;
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
-same order (vectorisable max/min); the rest give NumPy's integer and float division, remainder,
-shift, power, gcd/lcm and popcount results (the integer division, remainder, shifts and gcd/lcm
-are :mod:`kfuse.codegen.int_helpers`', shared with the Numba-CUDA emitter).
+same order (vectorisable max/min); ``_cbrt`` and ``_popcount`` are the CPU's own; NumPy's integer
+and float division, remainder, shifts, power, gcd/lcm and logaddexp are
+:mod:`kfuse.codegen.int_helpers`', shared with the Numba-CUDA emitter.
 """
 from __future__ import annotations
 
-from .int_helpers import decorated, logaddexp_sources
+from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
 
@@ -201,53 +201,10 @@ def _log1pf(x):
     return x if x != x else r
 ''', ("_logf",))
 for _T in ("float32", "float64"):
-    _helper(f"_floordiv_{_T}", f'''
-@numba.njit(error_model="numpy")
-def _floordiv_{_T}(a, b):
-    """np.floor_divide for {_T} (npy_divmod)."""
-    if b == 0:
-        return np.{_T}(a / b)
-    mod = np.{_T}(np.fmod(a, b))
-    div = np.{_T}((a - mod) / b)
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            div = np.{_T}(div - np.{_T}(1.0))
-    if div != 0:
-        fl = np.{_T}(np.floor(div))
-        if div - fl > np.{_T}(0.5):
-            fl = np.{_T}(fl + np.{_T}(1.0))
-        return fl
-    return np.{_T}(np.copysign(np.{_T}(0.0), np.{_T}(a / b)))
-''')
-    _helper(f"_remainder_{_T}", f'''
-@numba.njit(error_model="numpy")
-def _remainder_{_T}(a, b):
-    """np.remainder for {_T} (sign of the divisor)."""
-    mod = np.{_T}(np.fmod(a, b))
-    if b == 0:
-        return mod
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            mod = np.{_T}(mod + b)
-        return mod
-    return np.{_T}(np.copysign(np.{_T}(0.0), b))
-''')
-    for _name, _src in logaddexp_sources(_T, '@numba.njit(error_model="numpy")', lambda f: f"np.{f}").items():
+    for _name, _src in float_sources(_T, '@numba.njit(error_model="numpy")', lambda f: f"np.{f}").items():
         _helper(_name, _src)
 for _name, _src in decorated('@numba.njit(error_model="numpy")').items():
     _helper(_name, _src)
-_helper("_ipow", '''
-@numba.njit(error_model="numpy")
-def _ipow(a, b, zero, one):
-    """integer power by squaring, wrapping (negative exponents give 1; NumPy raises)."""
-    r = one
-    while b > zero:
-        if (b & one) != zero:
-            r = r * a
-        a = a * a
-        b = b >> one
-    return r
-''')
 _helper("_popcount", '''
 @numba.njit(error_model="numpy")
 def _popcount(x):
@@ -256,11 +213,4 @@ def _popcount(x):
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-''')
-_helper("_ireciprocal", '''
-@numba.njit(error_model="numpy")
-def _ireciprocal(a):
-    if a == 0:
-        return np.int64(0)
-    return np.int64(1.0 / a)
 ''')

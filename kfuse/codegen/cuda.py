@@ -61,7 +61,8 @@ from .cuda_accs import AccEmitter
 from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
-from .cuda_ops import (LOWP, PRELUDE, _STYPE, _is_f, const_literal, ctype, index_c, load_expr, op_expr,
+from .decompose import decompose
+from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
 from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
@@ -188,10 +189,6 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
     def op_value(self, s: K.Op) -> str:
         """The C expression of an op statement's value."""
         args = list(s.args)
-        if s.op == "power" and _is_f(s.dtype) and self.consts.get(args[1]) in (1.0, 2.0, 3.0):
-            a, e = args[0], self.consts[args[1]]
-            ex = {1.0: a, 2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})"}[e]
-            return round_lowp(ex, s.dtype) if s.dtype in LOWP else ex
         rd = self.const_reciprocal(s)
         ex = f"(float)((double){args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, args, s.arg_dtypes)
         if s.dtype in LOWP and s.op not in ("cast", "where"):
@@ -644,6 +641,7 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
     """CUDA C for ``kir`` in ``variant`` (default: :func:`default_variant`)."""
     if variant is None:
         variant = default_variant(kir)
+    kir = decompose(kir)
     g = _Gen(kir, variant)
     if kir.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL, GroupKind.SCATTER):     # a scatter: scalar (its addresses are data)
         tile = variant.mode == "tile" and kir.kind != GroupKind.SCATTER and not kir.in_place

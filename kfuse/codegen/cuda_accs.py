@@ -5,7 +5,8 @@ state in the workspace. Reads the generator's ``v`` (Variant) and writes its ``d
 from __future__ import annotations
 
 from . import kernel_ir as K
-from .cuda_ops import _is_f, cast_expr, const_literal, ctype, index_c, op_expr
+from .accs import combine_expr
+from .cuda_ops import cast_expr, const_literal, ctype, index_c, op_expr
 from .cuda_shapes import SPLIT_SLOT
 
 
@@ -28,15 +29,9 @@ class AccEmitter:
         T = ctype(t)
         if a.kind in ("argmax", "argmin"):
             return f"kf_argcomb<{T}, {'true' if a.kind == 'argmax' else 'false'}>({x}, {y})"
-        if a.kind in ("any", "all"):
-            return f"({x} {'||' if a.kind == 'any' else '&&'} {y})"
-        if a.kind in ("max", "min"):
-            if t == "bool":
-                return f"({x} {'||' if a.kind == 'max' else '&&'} {y})"
-            f = ("kf_maxnan" if a.kind == "max" else "kf_minnan") if _is_f(t) else (
-                "kf_imax" if a.kind == "max" else "kf_imin")
-            return f"{f}<{T}>({x}, {y})"
-        return op_expr("add" if a.kind == "sum" else "multiply", t, [x, y], (t, t))
+        # codegen.accs: the rule of every emitter
+        return combine_expr(a, x, y, "bool" if a.kind in ("any", "all") else t,
+                            lambda s, args: op_expr(s.op, s.dtype, args, s.arg_dtypes), const_literal)
 
     def acc_step(self, a: K.Acc) -> list[str]:
         src = cast_expr(a.src, a.src_dtype, a.acc_dtype) if a.kind not in ("any", "all") else f"({a.src} != 0)"

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import kernel_ir as K
+from .decompose import EXPANSIONS, inline
 
 _CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
           "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
@@ -20,6 +21,7 @@ LOWP = {"float16": ("kf_h2f", "kf_f2h", "kf_d2h"), "bfloat16": ("kf_bf2f", "kf_f
 _UTYPE = {"int8": "unsigned int", "int16": "unsigned int", "int32": "unsigned int",
           "int64": "unsigned long long", "uint8": "unsigned int", "uint16": "unsigned int",
           "uint32": "unsigned int", "uint64": "unsigned long long"}
+NATIVE: frozenset = frozenset()     # ops of decompose.EXPANSIONS rendered here, not expanded
 _BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 
 
@@ -362,6 +364,10 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
     isf, isb = _is_f(t), t == "bool"
     U = _UTYPE.get(t)
     wrap = lambda e: f"kf_narrow<{T}>({e})"  # noqa: E731
+    if op in EXPANSIONS and op not in NATIVE:
+        e = inline(op, dt, args, adts, lambda s, x: op_expr(s.op, s.dtype, x, s.arg_dtypes), const_literal)
+        if e is not None:
+            return e
     if op == "cast":
         return cast_expr(a, t, dt)
     if op == "where":
@@ -376,10 +382,6 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         return f"({a} {simple[op]} {b})"
     cmp = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
     if op in cmp:
-        mixed = K.mixed_sign_compare(op, args, adts)
-        if mixed is not None:      # int64 vs uint64: exact, as NumPy
-            neg, when_neg = mixed
-            return f"({neg} < 0 ? {'true' if when_neg else 'false'} : ((u64){a} {cmp[op]} (u64){b}))"
         return f"({a} {cmp[op]} {b})"
     if op == "logical_and":
         return f"(({a} != 0) && ({b} != 0))"
@@ -427,9 +429,6 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         # an int64 exponent saturates to int's range, as NumPy's int64 loop does
         e = b if adts[1] == "int32" else f"(int)kf_imax<i64>(kf_imin<i64>({b}, 2147483647LL), -2147483648LL)"
         return f"{_fn('ldexp', t)}({a}, {e})"
-    if op == "heaviside":       # npy_heaviside: NaN for NaN, h0 (b) for +-0
-        nan = "KF_NAND" if t == "float64" else "KF_NANF"
-        return f"({a} != {a} ? {nan} : ({a} == ({T})0 ? {b} : ({a} < ({T})0 ? ({T})0 : ({T})1)))"
     # unary
     if op == "negative":
         return f"(-{a})" if isf else wrap(f"({U})0 - ({U}){a}")
@@ -447,10 +446,6 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         if isf:
             return f"(({T})1 / {a})"
         return f"({a} == 0 ? ({T})0 : ({T})(1 / {a}))"
-    if op == "sign":
-        if isf:
-            return f"({a} > 0 ? ({T})1 : ({a} < 0 ? ({T})-1 : ({a} == 0 ? ({T})0 : {a})))"
-        return f"(({T})(({a} > 0) - ({a} < 0)))"
     if op == "isnan":
         return f"({a} != {a})" if isf else "false"
     if op == "signbit":         # the sign bit, NaNs' too (float loops only: the tracer casts ints)

@@ -1,12 +1,13 @@
-"""The integer helpers both Numba emitters share, as Python source without its decorator: NumPy's
-floor division, remainder, fmod and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
+"""The helpers both Numba emitters share, as Python source without its decorator: NumPy's floor
+division, remainder, fmod and shifts of int64/uint64 operands (a zero divisor gives 0, MIN // -1
 wraps, x % -1 is 0, a shift by the width or more gives 0, or -1 for a negative signed right shift;
-unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands), and
-gcd/lcm of magnitudes (``_uabs``) as NumPy's npy_gcd/npy_lcm compute them, and the binary
-searches of ``np.searchsorted`` (``_search_left``/``_search_right``).
+unsigned fmod is ``_uremainder``: truncating and flooring agree on non-negative operands), the
+wrapping integer power ``_ipow``, gcd/lcm of magnitudes (``_uabs``) as NumPy's npy_gcd/npy_lcm
+compute them, and the binary searches of ``np.searchsorted`` (``_search_left``/``_search_right``).
 :mod:`kfuse.codegen.cpu_helpers` compiles them with ``numba.njit``, :mod:`kfuse.codegen.numba_cuda_ops`
-as ``cuda.jit`` device functions (:func:`decorated`). One float pair is shared the same way, with
-each emitter's math functions: np.logaddexp/np.logaddexp2 step by step (:func:`logaddexp_sources`)."""
+as ``cuda.jit`` device functions (:func:`decorated`). The float ones are shared the same way, with
+each emitter's math functions (:func:`float_sources`): np.floor_divide/np.remainder (npy_divmod)
+and np.logaddexp/np.logaddexp2 step by step. :mod:`kfuse.codegen.py_ops` renders the calls."""
 from __future__ import annotations
 
 _SOURCES = {
@@ -73,6 +74,17 @@ def _urshift(a, b):
 ''',
     # np.gcd/np.lcm/np.bitwise_count of a signed int work on its magnitude in the unsigned type,
     # where |MIN| is 2^(bits-1): gcd(MIN, 0) truncates back to MIN, as NumPy's does
+    "_ipow": '''
+def _ipow(a, b, zero, one):
+    """integer power by squaring of uint64s, wrapping (callers clamp a negative exponent to 0)."""
+    r = one
+    while b > zero:
+        if (b & one) != zero:
+            r = r * a
+        a = a * a
+        b = b >> one
+    return r
+''',
     "_uabs": '''
 def _uabs(a):
     """|a| of an int64 as uint64 (|INT64_MIN| = 2^63)."""
@@ -121,6 +133,44 @@ def _search_{_side}(a, n, st, v):
 def decorated(decorator: str) -> dict[str, str]:
     """Each helper's name -> its source under ``decorator`` (one line, e.g. ``@numba.njit(...)``)."""
     return {name: f"\n{decorator}{src}" for name, src in _SOURCES.items()}
+
+
+def float_sources(T: str, decorator: str, math) -> dict[str, str]:
+    """The float helpers of ``T`` under ``decorator``; ``math(name)`` spells a C math function for
+    the emitter (``np.fmod``, ``ld.fmodf``): ``_floordiv_<T>``, ``_remainder_<T>`` (npy_divmod) and
+    :func:`logaddexp_sources`'."""
+    fmod, floor, copysign = math("fmod"), math("floor"), math("copysign")
+    out = {f"_floordiv_{T}": f'''
+{decorator}
+def _floordiv_{T}(a, b):
+    """np.floor_divide for {T} (npy_divmod)."""
+    if b == 0:
+        return np.{T}(a / b)
+    mod = np.{T}({fmod}(a, b))
+    div = np.{T}((a - mod) / b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div = np.{T}(div - np.{T}(1.0))
+    if div != 0:
+        fl = np.{T}({floor}(div))
+        if div - fl > np.{T}(0.5):
+            fl = np.{T}(fl + np.{T}(1.0))
+        return fl
+    return np.{T}({copysign}(np.{T}(0.0), np.{T}(a / b)))
+''', f"_remainder_{T}": f'''
+{decorator}
+def _remainder_{T}(a, b):
+    """np.remainder for {T} (sign of the divisor)."""
+    mod = np.{T}({fmod}(a, b))
+    if b == 0:
+        return mod
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod = np.{T}(mod + b)
+        return mod
+    return np.{T}({copysign}(np.{T}(0.0), b))
+'''}
+    return {**out, **logaddexp_sources(T, decorator, math)}
 
 
 def logaddexp_sources(T: str, decorator: str, math) -> dict[str, str]:

@@ -45,7 +45,10 @@ from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_scatter as scatter
-from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _is_f, _vt, op_expr, store_value
+from .accs import combine_expr
+from .decompose import decompose
+from .py_ops import literal
+from .numba_cuda_ops import NARROW_INTS, _HELPERS, CudaOps, _STORE, _const_value, _vt, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
 
@@ -449,22 +452,9 @@ class _Gen:
         return f"_I{a.dst}"
 
     def combine(self, a: K.Acc, x: str, y: str) -> str:
-        vt = self.acc_vt(a)
-        if a.kind in ("any", "all"):
-            return f"{x} {'|' if a.kind == 'any' else '&'} {y}"
-        if a.kind in ("max", "min"):
-            if vt == "bool":
-                return f"{x} {'|' if a.kind == 'max' else '&'} {y}"
-            cmp = ">=" if a.kind == "max" else "<="
-            if _is_f(vt):
-                return f"{x} if ({x} {cmp} {y} or {x} != {x}) else {y}"
-            return f"{x} if {x} {cmp} {y} else {y}"
-        if vt == "bool":
-            return f"{x} {'|' if a.kind == 'sum' else '&'} {y}"
-        sym = "+" if a.kind == "sum" else "*"
-        if vt.startswith("int"):        # wrapping: a signed += / *= carries LLVM's nsw (cpu.acc_lines)
-            return f"np.{vt}(np.uint64({x}) {sym} np.uint64({y}))"
-        return f"{x} {sym} {y}"
+        """Running value ``x`` combined with ``y`` (of the accumulator's dtype): codegen.accs."""
+        return combine_expr(a, x, y, "bool" if a.kind in ("any", "all") else a.acc_dtype,
+                            CudaOps(self.use).op_expr, literal)
 
     def acc_step(self, a: K.Acc) -> list[str]:
         vt = self.acc_vt(a)
@@ -583,7 +573,7 @@ def emit(kir: K.KernelIR, variant: NVariant | None = None) -> str:
     """KernelIR -> Python source of a numba.cuda kernel ``kfuse_kernel`` (+ ``SIG``, ``LAUNCH_BOUNDS``)."""
     K.refuse_bfloat16(kir, "the Numba-CUDA backend")
     scatter.refuse_unsupported(kir)
-    return _Gen(kir, variant or default_variant(kir)).source()
+    return _Gen(decompose(kir), variant or default_variant(kir)).source()
 
 
 # --------------------------------------------------------------------------- PTX

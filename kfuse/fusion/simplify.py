@@ -5,9 +5,10 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``fold_constants``: CONST-only elementwise subtrees computed with NumPy in the node's dtypes;
   an elementwise op over broadcast constants becomes the broadcast of the folded scalar.
 * ``identities``: ``x*1``, ``x/1``, ``x-0.0``, ``x+(-0.0)`` (ints: ``x+0``, ``x-0``) -> x;
-  ``x+0.0`` is NOT rewritten (it turns -0.0 into 0.0); ``x**1 -> x``, ``x**2 -> x*x``; integer
-  ``x**3``/``x**4`` -> products (wraparound is associative); ``-(-x) -> x``. Float ``x**3`` and
-  ``x**0.5`` are left alone (not bit-exact against NumPy's pow).
+  ``x+0.0`` is NOT rewritten (it turns -0.0 into 0.0); a power of a constant exponent becomes
+  products where ``ir.power.product_exponent`` says they give NumPy's bits (``x**1``, ``x**2``;
+  integer ``x**3``/``x**4``: wraparound is associative), the policy every emitter follows too
+  (float ``x**3`` stays a power); ``-(-x) -> x``.
 * ``movement``: identity broadcasts/reshapes/permutes/slices dropped, chains merged.
 * ``casts``: identity casts dropped; ``cast(cast(x, a), b) -> cast(x, b)`` when the first is
   lossless.
@@ -33,6 +34,7 @@ import numpy as np
 from ..ir.dtypes import BF16, is_float
 from ..ir.graph import Graph, Node
 from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, Op
+from ..ir.power import product_exponent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,19 +161,25 @@ def _identity(n: Node) -> Node | None:
         elif op is Op.TRUE_DIVIDE:
             if vb is not None and _is_value(vb, 1.0) and a.dtype == n.dtype:
                 return a
-        elif op is Op.POWER and vb is not None and a.dtype == n.dtype and not isinstance(vb, bool):
-            if vb == 1:
-                return a
-            if vb == 2:
-                return Node(Op.MULTIPLY, n.dtype, n.shape, (a, a), {}, n.loc)
-            if n.dtype.kind in "iu" and vb in (3, 4):
-                sq = Node(Op.MULTIPLY, n.dtype, n.shape, (a, a), {}, n.loc)
-                return Node(Op.MULTIPLY, n.dtype, n.shape, (sq, a if vb == 3 else sq), {}, n.loc)
+        elif op is Op.POWER and vb is not None and a.dtype == n.dtype:
+            return _power_products(n, a, product_exponent(vb, n.dtype))
     if op is Op.NEGATIVE and n.inputs[0].op is Op.NEGATIVE:
         inner = n.inputs[0].inputs[0]
         if inner.dtype == n.dtype:
             return inner
     return None
+
+
+def _power_products(n: Node, a: Node, k: int | None) -> Node | None:
+    """``a ** k`` as products of ``a`` (``ir.power``'s policy decides ``k``), or None."""
+    if k is None:
+        return None
+    if k == 1:
+        return a
+    sq = Node(Op.MULTIPLY, n.dtype, n.shape, (a, a), {}, n.loc)
+    if k == 2:
+        return sq
+    return Node(Op.MULTIPLY, n.dtype, n.shape, (sq, a if k == 3 else sq), {}, n.loc)
 
 
 identities = Pass("identities", lambda g: rewrite(g, _identity))

