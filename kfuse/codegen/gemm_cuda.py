@@ -109,7 +109,7 @@ def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132,
 
 # ---------------------------------------------------------------- the epilogue
 def _epilogue_params(ep: GemmEpilogue) -> str:
-    ps = [f"const {_STYPE[NP_DTYPE[i.dtype]]}* __restrict__ e{k}, i64 e{k}_sb, i64 e{k}_sm, i64 e{k}_sn"
+    ps = [f"const {_stype(i.dtype)}* __restrict__ e{k}, i64 e{k}_sb, i64 e{k}_sm, i64 e{k}_sn"
           for k, i in enumerate(ep.inputs)]
     ps += [f"float p{j}" for j in range(ep.n_params)]
     return "".join(", " + p for p in ps)
