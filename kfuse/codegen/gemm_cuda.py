@@ -118,20 +118,26 @@ def _epilogue_params(ep: GemmEpilogue) -> str:
 def _epilogue_fn(ep: GemmEpilogue) -> str:
     """``kf_epi(acc_, b, m, n, ...)``: the epilogue of one element, as a device function: its
     statements rendered by the rules of every CUDA C kernel (``cuda_ops``), except that a
-    16-bit output takes the hardware tanh (its error is below the output's rounding)."""
+    16-bit output takes the hardware tanh (its error is below the output's rounding) and a
+    loaded 16-bit value widens to float32 as it is (``cast_expr`` rounds it first, for values
+    held unrounded: a loaded one is exact)."""
     lines = [f"__device__ __forceinline__ float kf_epi(float acc_, i64 b, int m, int n{_epilogue_params(ep)}) {{"]
     acc = round_lowp("acc_", ep.product_dtype) if ep.product_dtype in LOWP else "acc_"
     lines.append(f"  const float {ep.product} = {acc};")
     fast = ep.out_dtype != "f32"
+    loaded = set()          # 16-bit values loaded from memory: exact in float32, nothing to round
     for s in ep.body:
         if isinstance(s, K.Load):
             off = " + ".join(f"{'' if c == 'b' else '(i64)'}{c} * e{s.buf}_s{c}"
                              for c, e in zip("bmn", s.index) if isinstance(e, K.IVar)) or "0"
             val = load_expr(f"e{s.buf}", off, s.dtype)
+            loaded.add(s.dst)
         elif isinstance(s, K.Const):
             val = const_literal(s.value, s.dtype)
         elif s.op == "tanh" and fast and s.dtype != "float64":
             val = f"kf_tanh_fast({s.args[0]})"
+        elif s.op == "cast" and s.dtype == "float32" and s.args[0] in loaded:
+            val = s.args[0]
         else:
             val = op_expr(s.op, s.dtype, list(s.args), s.arg_dtypes)
         lines.append(f"  const {ctype(s.dtype)} {s.dst} = {val};")
