@@ -194,15 +194,18 @@ def lanes_apart(st: K.Store, kir: K.KernelIR) -> bool:
     return bool(dims and st.index) and isinstance(st.index[-1], K.IVar) and st.index[-1].name == f"i{dims[-1]}"
 
 
+# float32/float64 registers and their storage bits: (value of bits, bits of value)
+_FLOAT_BITS = {"float32": ("__uint_as_float({})", "__float_as_uint({})"),
+               "float64": ("__longlong_as_double((long long){})", "(u64)__double_as_longlong({})")}
+
+
 def value_of_bits(bits: str, dt: str) -> str:
     """The register value of an element of ``dt`` whose storage bits are the low bits of the
     unsigned integer expression ``bits`` (the rest zero)."""
     if dt in LOWP:
         return f"{LOWP[dt][0]}((unsigned short){bits})"
-    if dt == "float32":
-        return f"__uint_as_float({bits})"
-    if dt == "float64":
-        return f"__longlong_as_double((long long){bits})"
+    if dt in _FLOAT_BITS:
+        return _FLOAT_BITS[dt][0].format(bits)
     if dt == "bool":
         return f"({bits} != 0u)"
     return f"(({ctype(dt)}){bits})"
@@ -211,10 +214,8 @@ def value_of_bits(bits: str, dt: str) -> str:
 def bits_of_value(v: str, dt: str, word: str) -> str:
     """The storage bits of register value ``v`` stored as ``dt``, as the unsigned ``word`` type
     (a narrow signed value sign-extends: the caller masks it to the element's bits)."""
-    if dt == "float32":
-        return f"__float_as_uint({v})"
-    if dt == "float64":
-        return f"(u64)__double_as_longlong({v})"
+    if dt in _FLOAT_BITS:
+        return _FLOAT_BITS[dt][1].format(v)
     return f"(({word}){store_value(v, dt, dt)})"
 
 

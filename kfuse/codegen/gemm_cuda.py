@@ -13,22 +13,26 @@ every shape with the spec's layout/alignment class. The kernel parameter list, i
 ``ptr, sb, sm, sn`` then the epilogue's f32 run-time scalars (strides in elements, int64; C's
 column stride is 1). The epilogue kernel takes ``X, C, M, N, batch, sXb, sXm, sCb, sCm`` + the same
 epilogue tail. No headers are included (conversions are inline PTX), so NVRTC needs no include path.
-The GEMM description (GemmSpec, GemmEpilogue, ``epilogue_from_group``) is in :mod:`kfuse.fusion.gemm_ir` (the planner reads it to decide whether the generated kernel applies).
+Every source starts with the prelude every CUDA C kernel has (``cuda_ops.PRELUDE``); the epilogue
+is the matmul group's kernel-IR statements (:mod:`kfuse.codegen.gemm_spec`), rendered as any
+kernel's are.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 
-from ..fusion.gemm_ir import (BINARY_OPS, DTYPES, INPUT_KINDS, TERNARY_OPS, UNARY_OPS, EpInput, EpStep, GemmEpilogue,
-                      GemmSpec, epilogue_from_group)
+from . import kernel_ir as K
+from .cuda_ops import LOWP, PRELUDE, _STYPE, const_literal, ctype, load_expr, op_expr, round_lowp, store_value
+from .gemm_spec import DTYPES, NP_DTYPE, EpInput, GemmEpilogue, GemmSpec
 
-# the GEMM description types live in gemm_ir; they stay importable from here
-__all__ = ["BINARY_OPS", "DTYPES", "FMA_TILE", "INPUT_KINDS", "TERNARY_OPS", "UNARY_OPS", "EpInput", "EpStep",
-           "GemmEpilogue", "GemmSpec", "GemmTile", "default_tile", "emit_epilogue_kernel", "emit_gemm",
-           "epilogue_from_group", "gemm_search_space"]
+__all__ = ["DTYPES", "FMA_TILE", "EpInput", "GemmEpilogue", "GemmSpec", "GemmTile", "default_tile",
+           "emit_epilogue_kernel", "emit_gemm", "gemm_search_space"]
 
-_STORE_T = {"f16": "unsigned short", "bf16": "unsigned short", "f32": "float"}
+
+def _stype(dt: str) -> str:
+    """The C storage type of an ``f16``/``bf16``/``f32`` element."""
+    return _STYPE[NP_DTYPE[dt]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,95 +107,41 @@ def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132,
     return GemmTile(64, 64, 32, 2, 2, 4)
 
 
-# ---------------------------------------------------------------- shared CUDA helpers
-_PRELUDE = r"""
-typedef unsigned short u16;
-typedef long long i64;
-__device__ __forceinline__ float kf_ld_f16(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-__device__ __forceinline__ float kf_ld_bf16(u16 h) { return __uint_as_float(((unsigned)h) << 16); }
-__device__ __forceinline__ float kf_ld_f32(float f) { return f; }
-__device__ __forceinline__ u16 kf_st_f16(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-__device__ __forceinline__ u16 kf_st_bf16(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-__device__ __forceinline__ float kf_st_f32(float f) { return f; }
-__device__ __forceinline__ float kf_tanh_fast(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
-__device__ __forceinline__ float kf_max(float a, float b) { return (a != a || a > b) ? a : b; }
-__device__ __forceinline__ float kf_min(float a, float b) { return (a != a || a < b) ? a : b; }
-// -0.0 from constant memory: ptxas drops its sign in a select against 1.0 (cuda_ops.py, bug 26)
-__constant__ float kf_negzero_f = -0.0f;
-"""
-
-
-def _lit(x) -> str:
-    x = float(x)
-    if math.isnan(x):
-        return "__int_as_float(0x7fc00000)"
-    if math.isinf(x):
-        return "__int_as_float(0x7f800000)" if x > 0 else "__int_as_float(0xff800000)"
-    if x == 0.0 and math.copysign(1.0, x) < 0:
-        return "kf_negzero_f"
-    return f"{x!r}f"
-
-
-def _unary(op: str, x: str, fast: bool = False) -> str:
-    # 16-bit outputs: the hardware tanh (MUFU, one instruction, max rel. error ~2^-11, below
-    # f16's rounding); f32 outputs keep the libm tanhf
-    tanh = (lambda y: f"kf_tanh_fast({y})") if fast else (lambda y: f"tanhf({y})")
-    return {
-        "relu": f"(({x}) > 0.f || ({x}) != ({x}) ? ({x}) : 0.f)",
-        "gelu_tanh": f"(0.5f * ({x}) * (1.f + {tanh(f'0.7978845608028654f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x}))')}))",
-        "gelu_erf": f"(0.5f * ({x}) * (1.f + erff(({x}) * 0.7071067811865476f)))",
-        "silu": f"(({x}) / (1.f + expf(-({x}))))",
-        "sigmoid": f"(1.f / (1.f + expf(-({x}))))",
-        "tanh": tanh(x), "exp": f"expf({x})", "log": f"logf({x})", "sqrt": f"sqrtf({x})",
-        "erf": f"erff({x})", "neg": f"(-({x}))", "abs": f"fabsf({x})", "square": f"(({x}) * ({x}))",
-        "recip": f"(1.f / ({x}))",
-        "round_f16": f"kf_ld_f16(kf_st_f16({x}))", "round_bf16": f"kf_ld_bf16(kf_st_bf16({x}))",
-    }[op]
-
-
-def _binary(op: str, a: str, b: str) -> str:
-    sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-    if op in sym:
-        return f"(({a}) {sym[op]} ({b}))"
-    cmp = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
-    if op in cmp:
-        return f"((({a}) {cmp[op]} ({b})) ? 1.f : 0.f)"
-    return {"max": f"kf_max({a}, {b})", "min": f"kf_min({a}, {b})", "fmax": f"fmaxf({a}, {b})",
-            "fmin": f"fminf({a}, {b})", "pow": f"powf({a}, {b})"}[op]
-
-
+# ---------------------------------------------------------------- the epilogue
 def _epilogue_params(ep: GemmEpilogue) -> str:
-    ps = [f"const {_STORE_T[i.dtype]}* __restrict__ e{k}, i64 e{k}_sb, i64 e{k}_sm, i64 e{k}_sn"
+    ps = [f"const {_stype(i.dtype)}* __restrict__ e{k}, i64 e{k}_sb, i64 e{k}_sm, i64 e{k}_sn"
           for k, i in enumerate(ep.inputs)]
     ps += [f"float p{j}" for j in range(ep.n_params)]
     return "".join(", " + p for p in ps)
 
 
 def _epilogue_fn(ep: GemmEpilogue) -> str:
-    """``kf_epi(acc, b, m, n, ...)``: the epilogue of one element, as a device function."""
-    args = _epilogue_params(ep)
-    lines = [f"__device__ __forceinline__ float kf_epi(float v0, i64 b, int m, int n{args}) {{"]
-    index = {"row": "b * e{k}_sb + (i64)n * e{k}_sn", "col": "b * e{k}_sb + (i64)m * e{k}_sm",
-             "full": "b * e{k}_sb + (i64)m * e{k}_sm + (i64)n * e{k}_sn", "scalar": "0"}
-    used = {a[1] for s in ep.steps for a in s.args if a[0] == "in"}
-    for k, inp in enumerate(ep.inputs):
-        if k in used:
-            lines.append(f"  float in{k} = kf_ld_{inp.dtype}(e{k}[{index[inp.kind].format(k=k)}]);")
-
-    def arg(a):
-        tag, v = a
-        return {"v": f"v{v}", "in": f"in{v}", "p": f"p{v}"}.get(tag) or _lit(v)
-
-    for k, s in enumerate(ep.steps):
-        xs = [arg(a) for a in s.args]
-        if s.op in UNARY_OPS:
-            e = _unary(s.op, xs[0], fast=ep.out_dtype != "f32")
-        elif s.op in BINARY_OPS:
-            e = _binary(s.op, xs[0], xs[1])
+    """``kf_epi(acc_, b, m, n, ...)``: the epilogue of one element, as a device function: its
+    statements rendered by the rules of every CUDA C kernel (``cuda_ops``), except that a
+    16-bit output takes the hardware tanh (its error is below the output's rounding) and a
+    loaded 16-bit value widens to float32 as it is (``cast_expr`` rounds it first, for values
+    held unrounded: a loaded one is exact)."""
+    lines = [f"__device__ __forceinline__ float kf_epi(float acc_, i64 b, int m, int n{_epilogue_params(ep)}) {{"]
+    acc = round_lowp("acc_", ep.product_dtype) if ep.product_dtype in LOWP else "acc_"
+    lines.append(f"  const float {ep.product} = {acc};")
+    fast = ep.out_dtype != "f32"
+    loaded = set()          # 16-bit values loaded from memory: exact in float32, nothing to round
+    for s in ep.body:
+        if isinstance(s, K.Load):
+            off = " + ".join(f"{'' if c == 'b' else '(i64)'}{c} * e{s.buf}_s{c}"
+                             for c, e in zip("bmn", s.index) if isinstance(e, K.IVar)) or "0"
+            val = load_expr(f"e{s.buf}", off, s.dtype)
+            loaded.add(s.dst)
+        elif isinstance(s, K.Const):
+            val = const_literal(s.value, s.dtype)
+        elif s.op == "tanh" and fast and s.dtype != "float64":
+            val = f"kf_tanh_fast({s.args[0]})"
+        elif s.op == "cast" and s.dtype == "float32" and s.args[0] in loaded:
+            val = s.args[0]
         else:
-            e = f"(({xs[0]}) != 0.f ? ({xs[1]}) : ({xs[2]}))"
-        lines.append(f"  float v{k + 1} = {e};")
-    lines.append(f"  return v{len(ep.steps)};\n}}")
+            val = op_expr(s.op, s.dtype, list(s.args), s.arg_dtypes)
+        lines.append(f"  const {ctype(s.dtype)} {s.dst} = {val};")
+    lines.append(f"  return {ep.result};\n}}")
     return "\n".join(lines)
 
 
@@ -199,6 +149,11 @@ def _epi_call_args(ep: GemmEpilogue) -> str:
     a = [f"e{k}, e{k}_sb, e{k}_sm, e{k}_sn" for k in range(len(ep.inputs))]
     a += [f"p{j}" for j in range(ep.n_params)]
     return "".join(", " + x for x in a)
+
+
+def _store(v: str, out: str) -> str:
+    """The storage value of the float32 register expression ``v`` as an ``out`` element."""
+    return store_value(v, "float32", NP_DTYPE[out])
 
 
 # ---------------------------------------------------------------- tensor-core GEMM
@@ -405,9 +360,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
           const float y1 = kf_epi(acc[i][j][2 * h + 1], bz, m, n + 1{epi_args});
           if (pair_ok) {{
 {pair_store}
-          }} else {{ dst[0] = kf_st_{out}(y0); dst[1] = kf_st_{out}(y1); }}
+          }} else {{ dst[0] = {store_y0}; dst[1] = {store_y1}; }}
         }} else {{
-          dst[0] = kf_st_{out}(y0);
+          dst[0] = {store_y0};
         }}
       }}
 }}
@@ -456,7 +411,7 @@ def _loader(spec: GemmSpec, which: str) -> str:
 def _pair_store(out: str) -> str:
     if out == "f32":
         return "            *(float2*)dst = make_float2(y0, y1);"
-    return (f"            *(unsigned*)dst = (unsigned)kf_st_{out}(y0) | ((unsigned)kf_st_{out}(y1) << 16);")
+    return f"            *(unsigned*)dst = (unsigned){_store('y0', out)} | ((unsigned){_store('y1', out)} << 16);"
 
 
 def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
@@ -464,7 +419,7 @@ def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
     if spec.dtype not in DTYPES:
         raise ValueError(f"GEMM dtype {spec.dtype!r} not in {DTYPES}")
     ep = spec.epilogue
-    head = f"// kfuse GEMM {spec.key()} tile {(tile or FMA_TILE).name()}\n" + _PRELUDE + _epilogue_fn(ep)
+    head = f"// kfuse GEMM {spec.key()} tile {(tile or FMA_TILE).name()}\n" + PRELUDE + _epilogue_fn(ep)
     if not spec.tensor_core:
         return head + _emit_fma(spec, tile if tile and tile == FMA_TILE else FMA_TILE)
     tile = tile or GemmTile()
@@ -472,8 +427,9 @@ def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
     body = _TC_BODY.format(
         bm=tile.block_m, bn=tile.block_n, bk=tile.block_k, wm=tile.warps_m, wn=tile.warps_n,
         stages=tile.stages, group_m=tile.group_m, a_kmajor=int(spec.a_kmajor),
-        b_kmajor=int(spec.b_kmajor), mma_t=spec.dtype, out_t=_STORE_T[spec.out_dtype],
-        out=spec.out_dtype, ep_params=_epilogue_params(ep), epi_args=_epi_call_args(ep),
+        b_kmajor=int(spec.b_kmajor), mma_t=spec.dtype, out_t=_stype(spec.out_dtype),
+        store_y0=_store("y0", spec.out_dtype), store_y1=_store("y1", spec.out_dtype),
+        ep_params=_epilogue_params(ep), epi_args=_epi_call_args(ep),
         load_a=_loader(spec, "a"), load_b=_loader(spec, "b"), pair_store=_pair_store(spec.out_dtype))
     return head + body
 
@@ -504,10 +460,10 @@ extern "C" __global__ void __launch_bounds__(256) kfuse_gemm(
       // consecutive threads walk the dim with the smaller stride (coalesced either way round)
       int k, m;
       if ({a_kmajor}) {{ k = e % FBK; m = e / FBK; }} else {{ m = e % FBM; k = e / FBM; }}
-      As[k][m] = (m0 + m < M && k0 + k < K) ? kf_ld_{dt}(Ab[(i64)(m0 + m) * sAm + (i64)(k0 + k) * sAk]) : 0.f;
+      As[k][m] = (m0 + m < M && k0 + k < K) ? {load_a} : 0.f;
       int n;
       if ({b_kmajor}) {{ k = e % FBK; n = e / FBK; }} else {{ n = e % FBN; k = e / FBN; }}
-      Bs[k][n] = (n0 + n < N && k0 + k < K) ? kf_ld_{dt}(Bb[(i64)(k0 + k) * sBk + (i64)(n0 + n) * sBn]) : 0.f;
+      Bs[k][n] = (n0 + n < N && k0 + k < K) ? {load_b} : 0.f;
     }}
     __syncthreads();
 #pragma unroll
@@ -528,17 +484,20 @@ extern "C" __global__ void __launch_bounds__(256) kfuse_gemm(
 #pragma unroll
     for (int j = 0; j < 4; ++j) {{
       const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-      if (m < M && n < N) Cb[(i64)m * sCm + n] = kf_st_{out}(kf_epi(acc[i][j], bz, m, n{epi_args}));
+      if (m < M && n < N) Cb[(i64)m * sCm + n] = {store};
     }}
 }}
 """
 
 
 def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
-    ep = spec.epilogue
-    return _FMA_BODY.format(in_t=_STORE_T[spec.dtype], out_t=_STORE_T[spec.out_dtype], dt=spec.dtype,
-                            out=spec.out_dtype, a_kmajor=int(spec.a_kmajor), b_kmajor=int(spec.b_kmajor),
-                            ep_params=_epilogue_params(ep), epi_args=_epi_call_args(ep))
+    ep, dt = spec.epilogue, NP_DTYPE[spec.dtype]
+    return _FMA_BODY.format(in_t=_stype(spec.dtype), out_t=_stype(spec.out_dtype),
+                            a_kmajor=int(spec.a_kmajor), b_kmajor=int(spec.b_kmajor),
+                            load_a=load_expr("Ab", "(i64)(m0 + m) * sAm + (i64)(k0 + k) * sAk", dt),
+                            load_b=load_expr("Bb", "(i64)(k0 + k) * sBk + (i64)(n0 + n) * sBn", dt),
+                            store=_store(f"kf_epi(acc[i][j], bz, m, n{_epi_call_args(ep)})", spec.out_dtype),
+                            ep_params=_epilogue_params(ep))
 
 
 _EPI_KERNEL = r"""
@@ -579,24 +538,29 @@ def emit_epilogue_kernel(spec: GemmSpec, vec: int = 8, x_dtype: str | None = Non
     ep = spec.epilogue
     if vec not in (1, 2, 4, 8):
         raise ValueError("vec must be 1, 2, 4 or 8")
-    xt, ot = _STORE_T[x_dtype], _STORE_T[spec.out_dtype]
     if vec == 1:
-        body = f"    c[0] = kf_st_{spec.out_dtype}(kf_epi(kf_ld_{x_dtype}(x[0]), b, m, n{_epi_call_args(ep)}));"
+        body = f"    c[0] = {_epi_of_element(ep, x_dtype, 'x', '0', 'n')};"
     else:
         body = _vec_body(x_dtype, spec.out_dtype, vec, ep)
     row = "(rows - 1 - r)" if reverse else "r"
-    return (f"// kfuse GEMM epilogue {spec.key()} vec {vec}{' reverse' if reverse else ''}\n" + _PRELUDE
-            + _epilogue_fn(ep) + _EPI_KERNEL.format(vec=vec, x_t=xt, out_t=ot, ep_params=_epilogue_params(ep),
-                                                    body=body, row=row))
+    return (f"// kfuse GEMM epilogue {spec.key()} vec {vec}{' reverse' if reverse else ''}\n" + PRELUDE
+            + _epilogue_fn(ep) + _EPI_KERNEL.format(vec=vec, x_t=_stype(x_dtype), out_t=_stype(spec.out_dtype),
+                                                    ep_params=_epilogue_params(ep), body=body, row=row))
+
+
+def _epi_of_element(ep: GemmEpilogue, x_dtype: str, ptr: str, off: str, n: str) -> str:
+    """The stored value of the epilogue over the product element ``ptr[off]`` at column ``n``."""
+    x = load_expr(ptr, off, NP_DTYPE[x_dtype])
+    return _store(f"kf_epi({x}, b, m, {n}{_epi_call_args(ep)})", ep.out_dtype)
 
 
 def _vec_body(x_dtype: str, out_dtype: str, vec: int, ep: GemmEpilogue) -> str:
-    xt, ot = _STORE_T[x_dtype], _STORE_T[out_dtype]
+    xt, ot = _stype(x_dtype), _stype(out_dtype)
     xs, os_ = (2 if xt != "float" else 4), (2 if ot != "float" else 4)
     lines = [f"    {xt} xin[VEC]; {ot} yout[VEC];"]
     lines += _copy_vec("xin", "x", vec * xs)
     lines.append("    #pragma unroll")
-    lines.append(f"    for (int q = 0; q < VEC; ++q) yout[q] = kf_st_{out_dtype}(kf_epi(kf_ld_{x_dtype}(xin[q]), b, m, n + q{_epi_call_args(ep)}));")
+    lines.append(f"    for (int q = 0; q < VEC; ++q) yout[q] = {_epi_of_element(ep, x_dtype, 'xin', 'q', 'n + q')};")
     lines += _copy_vec("c", "yout", vec * os_, store=True)
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
-from .gemm_ir import epilogue_from_group
+from .gemm_registers import epilogue_in_registers
 from .kinds import GroupKind
 
 KiB = 1024
@@ -366,13 +366,13 @@ def generated_gemm_ok(nodes, outputs) -> str:
     if len(outputs) != 1:
         return "several outputs"
 
-    class _G:        # the duck-typed group epilogue_from_group reads
+    class _G:        # the duck-typed group epilogue_in_registers reads
         pass
     g = _G()
     inside = set(nodes)
     ins = {x for n in nodes for x in n.inputs if x not in inside}
     g.anchor, g.outputs, g.nodes, g.inputs = mm, tuple(outputs), tuple(nodes), tuple(ins)
-    if epilogue_from_group(g) is None:
+    if not epilogue_in_registers(g):
         return "epilogue not expressible in registers"
     return ""
 

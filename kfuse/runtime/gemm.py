@@ -14,14 +14,16 @@ matmul cannot take them, so bf16 always uses the generated kernel.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
 
 from ..codegen import nvrtc
-from ..codegen.gemm_cuda import (GemmEpilogue, GemmSpec, GemmTile, default_tile,
-                                 emit_epilogue_kernel, emit_gemm)
+from ..codegen.gemm_cuda import GemmTile, default_tile, emit_epilogue_kernel, emit_gemm
+from ..codegen.gemm_spec import GemmEpilogue, GemmSpec, epilogue_of_kernel
 from ..errors import DeviceError, UnsupportedError
+from ..fusion.gemm_registers import epilogue_in_registers
 from .cublas_matmul import matmul, tf32
 
 _NP_DT = {"f16": np.float16, "f32": np.float32, "bf16": np.uint16}
@@ -316,14 +318,10 @@ class GemmRunner:
         return "\n".join(lines)
 
 
-_DEFAULT: GemmRunner | None = None
-
-
+@functools.cache
 def default_runner() -> GemmRunner:
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = GemmRunner()
-    return _DEFAULT
+    """The process's runner (its module memo and backend picks are shared by every caller)."""
+    return GemmRunner()
 
 
 def run_gemm(a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmTile | None = None,
@@ -339,25 +337,31 @@ def run_gemm(a, b, epilogue_inputs=(), spec: GemmSpec | None = None, tile: GemmT
                                             backend=backend, dtype=dtype, out=out)
 
 
+def group_epilogue_spec(group, kir) -> tuple[GemmEpilogue, tuple[int, ...]] | None:
+    """A matmul group's epilogue for the GEMM kernels (its KernelIR's statements after the
+    contraction) and the slots of ``group.inputs`` feeding its inputs, or None when the group's
+    epilogue is not one the generated GEMM applies in registers (the plan's rule,
+    ``fusion.gemm_registers.epilogue_in_registers``)."""
+    if kir.contraction is None or not epilogue_in_registers(group):
+        return None
+    return epilogue_of_kernel(kir)
+
+
+def _short_dtype(dt) -> str | None:
+    return {"float16": "f16", "float32": "f32"}.get(str(dt))
+
+
 def group_runner(group, kir):
     """For a plan's matmul group that picked ``"generated"``: a callable
     ``(ins, out, allow_tf32) -> out`` running the one fused kernel on the group's input arrays
     (``ins`` in ``group.inputs`` order), or None when the group's operands or epilogue are outside
     what the generated kernel takes (the caller then runs cuBLAS + the epilogue kernel)."""
-    from ..fusion.gemm_ir import epilogue_from_group
     c = kir.contraction
-    if c is None or any(k == "cast" for k, _ in c.lhs_steps + c.rhs_steps):
+    got = group_epilogue_spec(group, kir)
+    if got is None or any(k == "cast" for k, _ in c.lhs_steps + c.rhs_steps):
         return None
-    got = epilogue_from_group(group)
-    if got is None:
-        return None
-    ep, in_nodes = got
-    try:
-        slots = [list(group.inputs).index(n) for n in in_nodes]
-    except ValueError:
-        return None
-    spec0 = GemmSpec(dtype={"float16": "f16", "float32": "f32"}.get(str(group.anchor.inputs[0].dtype), "f16"),
-                     epilogue=ep)
+    ep, slots = got
+    spec0 = GemmSpec(dtype=_short_dtype(group.anchor.inputs[0].dtype) or "f16", epilogue=ep)
     runner = default_runner()
 
     def side(x, steps):
@@ -380,21 +384,11 @@ def group_epilogue(group, kir):
     (16-byte accesses, hardware tanh for 16-bit outputs), or None when the epilogue is not
     expressible (the caller then runs the group's own elementwise kernel) or its output dtype is
     not the product's."""
-    from ..fusion.gemm_ir import epilogue_from_group
-    c = kir.contraction
-    if c is None:
+    got = group_epilogue_spec(group, kir)
+    pdt = _short_dtype(kir.contraction.dtype) if got else None
+    if pdt is None or got[0].out_dtype != pdt:
         return None
-    got = epilogue_from_group(group)
-    if got is None:
-        return None
-    ep, in_nodes = got
-    pdt = {"float16": "f16", "float32": "f32"}.get(str(c.dtype))
-    if pdt is None or ep.out_dtype != pdt:
-        return None
-    try:
-        slots = [list(group.inputs).index(n) for n in in_nodes]
-    except ValueError:
-        return None
+    ep, slots = got
     spec = GemmSpec(dtype=pdt, epilogue=ep)
     runner = default_runner()
 
@@ -411,19 +405,16 @@ def group_sources(group, kir) -> list[str]:
     """The CUDA C a matmul group runs besides cuBLAS, for stage dumps (``dump-ptx``): the generated
     fused GEMM (plan picked ``"generated"``) or the GEMM epilogue kernel (cuBLAS path); [] when the
     group's epilogue does not translate (the group's own elementwise kernel runs then)."""
-    from ..fusion.gemm_ir import epilogue_from_group
-    got = epilogue_from_group(group)
-    if got is None or kir.contraction is None:
-        return []
-    ep, _ = got
-    dt = {"float16": "f16", "float32": "f32"}.get(str(group.anchor.inputs[0].dtype))
+    got = group_epilogue_spec(group, kir)
+    dt = _short_dtype(group.anchor.inputs[0].dtype) if got else None
     if dt is None:
         return []
+    ep = got[0]
     if getattr(getattr(group, "cost", None), "impl", "") == "generated":
         a = group.anchor
         M, N, K = a.shape[-2], a.shape[-1], a.inputs[0].shape[-1]
         return [emit_gemm(GemmSpec(dt, ep), default_tile(M, N, K, dt))]
-    pdt = {"float16": "f16", "float32": "f32"}.get(str(kir.contraction.dtype))
+    pdt = _short_dtype(kir.contraction.dtype)
     if pdt is None or ep.out_dtype != pdt:
         return []
     return [emit_epilogue_kernel(GemmSpec(pdt, ep))]

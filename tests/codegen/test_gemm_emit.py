@@ -12,20 +12,19 @@ import subprocess
 
 import pytest
 
-from kfuse.codegen.gemm_cuda import (EpInput, EpStep, GemmEpilogue, GemmSpec, GemmTile,
-                                     default_tile, emit_epilogue_kernel, emit_gemm, gemm_search_space)
+from kfuse.codegen import kernel_ir as K
+from kfuse.codegen.gemm_cuda import GemmTile, default_tile, emit_epilogue_kernel, emit_gemm, gemm_search_space
+from kfuse.codegen.gemm_spec import EpInput, GemmEpilogue, GemmSpec
 
 pytest.importorskip("cuda.bindings.nvrtc")
 from kfuse.codegen import nvrtc  # noqa: E402
 
 PTXAS = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if os.path.exists("/usr/local/bin/ptxas") else None)
 BIAS_GELU = GemmEpilogue.chain(("add", ("in", 0)), "gelu_tanh", inputs=(EpInput("f16", "row"),))
-RICH = GemmEpilogue(
-    (EpStep("mul", (("v", 0), ("p", 0))), EpStep("add", (("v", 1), ("in", 0))),
-     EpStep("add", (("v", 2), ("in", 1))), EpStep("gelu_erf", (("v", 3),)),
-     EpStep("max", (("v", 4), ("c", float("-inf")))), EpStep("silu", (("v", 5),)),
-     EpStep("round_f16", (("v", 6),)), EpStep("relu", (("v", 7),))),
-    (EpInput("bf16", "col"), EpInput("f32", "full")), 1, "bf16")
+RICH = GemmEpilogue.chain(
+    ("multiply", ("p", 0)), ("add", ("in", 0)), ("add", ("in", 1)), "gelu_tanh",
+    ("maximum", ("c", float("-inf"))), "silu", ("cast", "float16"), "relu",
+    inputs=(EpInput("bf16", "col"), EpInput("f32", "full")), n_params=1, out_dtype="bf16")
 
 
 def _compile(src, arch):
@@ -114,17 +113,20 @@ def test_search_space_and_default_tile():
 
 
 def test_epilogue_validation():
-    with pytest.raises(ValueError):
-        GemmEpilogue((EpStep("add", (("v", 0), ("in", 0))),), (), 0, "f16")   # no input 0
-    with pytest.raises(ValueError):
-        GemmEpilogue((EpStep("gelu", (("v", 0),)),))                         # unknown op
-    with pytest.raises(ValueError):
-        GemmEpilogue((EpStep("relu", (("v", 1),)),))                         # forward reference
+    f32 = ("float32",)
+    with pytest.raises(ValueError):                                       # no input 0
+        GemmEpilogue((K.Load("v0", "float16", 0, EpInput().index),), "v0")
+    with pytest.raises(ValueError):                                       # not a ufunc
+        GemmEpilogue((K.Op("v0", "gelu", "float32", ("acc",), f32),), "v0")
+    with pytest.raises(ValueError):                                       # forward reference
+        GemmEpilogue((K.Op("v0", "tanh", "float32", ("v1",), f32), K.Op("v1", "exp", "float32", ("acc",), f32)), "v1")
+    with pytest.raises(ValueError):                                       # a bool result
+        GemmEpilogue((K.Op("v0", "isnan", "bool", ("acc",), f32),), "v0")
+    GemmEpilogue((K.Op("v0", "tanh", "float32", ("acc",), f32),), "v0")
 
 
-def test_epilogue_from_group_bias_gelu():
+def _bias_gelu_group():
     import numpy as np
-    from kfuse.codegen.gemm_cuda import epilogue_from_group
     from kfuse.fusion.plan import KernelGroup
     from kfuse.ir.graph import Node
     from kfuse.ir.ops import Op
@@ -133,22 +135,34 @@ def test_epilogue_from_group_bias_gelu():
     w = Node(Op.INPUT, f16, (32, 48), attrs={"index": 1, "name": "w"})
     b = Node(Op.INPUT, f16, (48,), attrs={"index": 2, "name": "b"})
     mm = Node(Op.MATMUL, f16, (64, 48), (a, w))
-    y = Node(Op.ADD, f16, (64, 48), (mm, Node(Op.BROADCAST, f16, (64, 48), (b,))))
+    bb = Node(Op.BROADCAST, f16, (64, 48), (b,))
+    y = Node(Op.ADD, f16, (64, 48), (mm, bb))
     half = Node(Op.CONST, f16, (), attrs={"value": 0.5})
-    z = Node(Op.MULTIPLY, f16, (64, 48), (y, Node(Op.BROADCAST, f16, (64, 48), (half,))))
+    hb = Node(Op.BROADCAST, f16, (64, 48), (half,))
+    z = Node(Op.MULTIPLY, f16, (64, 48), (y, hb))
     t = Node(Op.TANH, f16, (64, 48), (y,))
     out = Node(Op.MULTIPLY, f16, (64, 48), (z, t))
-    g = KernelGroup(0, "matmul", (a, w, b, mm, y, half, z, t, out), (a, w, b), (out,), (64, 48), anchor=mm)
-    ep, nodes = epilogue_from_group(g)
-    assert nodes == (b,) and ep.inputs[0].kind == "row" and ep.out_dtype == "f16"
-    assert [s.op for s in ep.steps] == ["round_f16", "add", "mul", "tanh", "mul"]   # NumPy's f16 product first
-    assert ep.steps[0].args == (("v", 0),) and ep.steps[1].args[0] == ("v", 1)
-    assert ep.steps[2].args[1] == ("c", 0.5)
-    res = _compile(emit_gemm(GemmSpec("f16", ep)), "sm_90")
-    assert "mma.sync" in res.ptx
-    # something the GEMM cannot do in registers -> None
+    g = KernelGroup(0, "matmul", (a, w, b, mm, bb, y, half, hb, z, t, out), (a, w, b), (out,), (64, 48), anchor=mm)
     bad = Node(Op.SIN, f16, (64, 48), (mm,))
-    assert epilogue_from_group(KernelGroup(1, "matmul", (a, w, mm, bad), (a, w), (bad,), (64, 48), anchor=mm)) is None
+    return g, KernelGroup(1, "matmul", (a, w, mm, bad), (a, w), (bad,), (64, 48), anchor=mm)
+
+
+def test_group_epilogue_bias_gelu():
+    """A matmul group's epilogue is its KernelIR's statements: the product rounded to float16
+    first (NumPy's float16 product), the bias a row input fed by group input 2."""
+    from kfuse.codegen.lower import lower_group
+    from kfuse.runtime.gemm import group_epilogue_spec
+    g, bad = _bias_gelu_group()
+    ep, slots = group_epilogue_spec(g, lower_group(g))
+    assert slots == (2,) and ep.inputs == (EpInput("f16", "row"),) and ep.out_dtype == "f16"
+    assert ep.product_dtype == "float16"
+    assert [s.op for s in ep.body if isinstance(s, K.Op)] == ["add", "multiply", "tanh", "multiply"]
+    src = emit_gemm(GemmSpec("f16", ep))
+    assert "kf_h2f(kf_f2h(acc_))" in src and "kf_tanh_fast(" in src
+    res = _compile(src, "sm_90")
+    assert "mma.sync" in res.ptx
+    # something the GEMM does not apply in registers -> None
+    assert group_epilogue_spec(bad, lower_group(bad)) is None
 
 
 @pytest.mark.parametrize("reverse", [False, True])

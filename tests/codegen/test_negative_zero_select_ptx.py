@@ -66,11 +66,12 @@ def test_negative_zero_selects_become_bitwise():
 def test_negative_zero_literals_read_constant_memory():
     """Every CUDA C literal -0.0 (elementwise/row kernels and GEMM epilogues) names the
     ``__constant__`` -0.0 its prelude defines; +0.0 stays an immediate."""
-    from kfuse.codegen import gemm_cuda
+    from kfuse.codegen.gemm_cuda import emit_gemm
+    from kfuse.codegen.gemm_spec import GemmEpilogue, GemmSpec
     from kfuse.codegen.cuda_ops import PRELUDE, const_literal
     assert [const_literal(-0.0, dt) for dt in ("float16", "float32", "float64")] == \
         ["kf_negzero_f", "kf_negzero_f", "kf_negzero_d"]
     assert const_literal(0.0, "float32") == "0x0.0p+0f"
     assert "__constant__ float kf_negzero_f = -0.0f;" in PRELUDE
-    assert gemm_cuda._lit(-0.0) == "kf_negzero_f" and gemm_cuda._lit(0.0) == "0.0f"
-    assert "__constant__ float kf_negzero_f = -0.0f;" in gemm_cuda._PRELUDE
+    gemm = emit_gemm(GemmSpec("f32", GemmEpilogue.chain(("maximum", ("c", -0.0)), out_dtype="f32")))
+    assert "= kf_negzero_f;" in gemm and "__constant__ float kf_negzero_f = -0.0f;" in gemm

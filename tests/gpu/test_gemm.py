@@ -13,7 +13,9 @@ try:
 except Exception as e:  # pragma: no cover
     pytest.skip(f"no CUDA device ({e})", allow_module_level=True)
 
-from kfuse.codegen.gemm_cuda import EpInput, EpStep, GemmEpilogue, GemmSpec, GemmTile
+from kfuse.codegen import kernel_ir as K
+from kfuse.codegen.gemm_cuda import GemmTile
+from kfuse.codegen.gemm_spec import EpInput, GemmEpilogue, GemmSpec
 from kfuse.runtime.gemm import GemmRunner
 
 pytestmark = pytest.mark.gpu
@@ -47,19 +49,18 @@ def operand(shape, dtype, transposed=False):
 
 
 def ref_epilogue(ep: GemmEpilogue, acc, inputs, params):
-    from math import erf
-    v = [acc]
-    for s in ep.steps:
-        xs = []
-        for tag, k in s.args:
-            xs.append(v[k] if tag == "v" else inputs[k] if tag == "in" else params[k] if tag == "p" else k)
-        x = xs[0]
-        f = {"relu": lambda: np.maximum(x, 0), "gelu_tanh": lambda: 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3))),
-             "gelu_erf": lambda: 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2))), "silu": lambda: x / (1 + np.exp(-x)),
-             "tanh": lambda: np.tanh(x), "add": lambda: x + xs[1], "mul": lambda: x * xs[1], "sub": lambda: x - xs[1],
-             "max": lambda: np.maximum(x, xs[1])}[s.op]
-        v.append(f())
-    return v[-1]
+    """The epilogue's statements evaluated in float64 by NumPy (a cast rounds to its dtype)."""
+    env = {ep.product: acc, **{f"p{j}": p for j, p in enumerate(params)}}
+    for s in ep.body:
+        if isinstance(s, K.Load):
+            env[s.dst] = inputs[s.buf]
+        elif isinstance(s, K.Const):
+            env[s.dst] = s.value
+        elif s.op == "cast":
+            env[s.dst] = np.asarray(env[s.args[0]]).astype(s.dtype).astype(np.float64)
+        else:
+            env[s.dst] = getattr(np, s.op)(*(env[a] for a in s.args))
+    return env[ep.result]
 
 
 def rel_err(got, ref):
@@ -118,15 +119,17 @@ def test_bf16_residual_relu():
 
 
 def test_batched_col_bias_silu_scale():
-    ep = GemmEpilogue.chain(("mul", ("p", 0)), ("add", ("in", 0)), "silu",
+    ep = GemmEpilogue.chain(("multiply", ("p", 0)), ("add", ("in", 0)), "silu",
                             inputs=(EpInput("f16", "col"),), n_params=1, out_dtype="f32")
     check(65, 70, 40, "f16", ep, batch=3, params=(0.5,))
     check(65, 72, 48, "f16", ep, batch=3, params=(0.5,), ta=True)
 
 
-def test_gelu_erf_and_dag():
-    # x*0.5 then max with the accumulator itself (an SSA DAG, not a chain)
-    ep = GemmEpilogue((EpStep("gelu_erf", (("v", 0),)), EpStep("max", (("v", 1), ("v", 0)))), (), 0, "f16")
+def test_dag():
+    # tanh of the accumulator, then max with the accumulator itself (an SSA DAG, not a chain)
+    f32 = ("float32", "float32")
+    ep = GemmEpilogue((K.Op("v0", "tanh", "float32", ("acc",), f32[:1]),
+                       K.Op("v1", "maximum", "float32", ("v0", "acc"), f32)), "v1", out_dtype="f16")
     check(96, 80, 72, "f16", ep)
 
 

@@ -1,0 +1,227 @@
+"""What a generated GEMM kernel is specialised on, shared by the GEMM emitter and the runtime.
+
+``GemmEpilogue``: the elementwise work applied to each accumulator element before its single
+store, as kernel-IR statements (``Load`` of an extra input, ``Const``, ``Op``): the statements a
+matmul group's KernelIR holds after its contraction, rendered by the CUDA C rules every kernel
+uses (``codegen.cuda_ops``). :func:`epilogue_of_kernel` takes them from a matmul group's
+KernelIR (``codegen.lower``); :meth:`GemmEpilogue.chain` writes them by hand (``run_gemm``, tests,
+benchmarks). ``GemmSpec``: operand dtype, epilogue, layout and alignment class (never sizes).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.ops import ELEMENTWISE
+from . import kernel_ir as K
+
+DTYPES = ("f16", "bf16", "f32")
+NP_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+_SHORT = {v: k for k, v in NP_DTYPE.items()}
+INPUT_KINDS = ("row", "col", "full", "scalar")
+# an epilogue input's index in the output's (batch, m, n) coordinates, by kind
+_KIND_INDEX = {"row": ("b", None, "n"), "col": ("b", "m", None), "full": ("b", "m", "n"),
+               "scalar": (None, None, None)}
+_OPS = frozenset(o.value for o in ELEMENTWISE)
+
+
+@dataclasses.dataclass(frozen=True)
+class EpInput:
+    """An extra array read by the epilogue, seen broadcast to the output's (batch, M, N) shape
+    (its strides come at run time). ``kind``: ``row`` = varies along N (a Linear's bias, (N,)),
+    ``col`` = along M ((M, 1)), ``full`` = along both (a residual), ``scalar`` = one element."""
+    dtype: str = "f16"
+    kind: str = "row"
+
+    @property
+    def index(self) -> tuple:
+        """Its (batch, m, n) index in the epilogue's statements (``b``, ``m``, ``n`` variables)."""
+        return tuple(K.lit(0) if c is None else K.IVar(c) for c in _KIND_INDEX[self.kind])
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmEpilogue:
+    """``body``: SSA statements in registers, reading ``product`` (the accumulator, rounded to
+    ``product_dtype`` first as NumPy's product is), epilogue input ``k`` by ``Load(buf=k)`` at its
+    ``EpInput.index``, and the run-time float32 scalars ``p0``, ``p1``... (``n_params``). The
+    ``result`` variable is rounded once to ``out_dtype`` and stored."""
+    body: tuple = ()
+    result: str = "acc"
+    inputs: tuple[EpInput, ...] = ()
+    n_params: int = 0
+    out_dtype: str = "f16"
+    product: str = "acc"
+    product_dtype: str = "float32"
+
+    def __post_init__(self):
+        if self.out_dtype not in DTYPES:
+            raise ValueError(f"epilogue out_dtype {self.out_dtype!r} not in {DTYPES}")
+        for i in self.inputs:
+            if i.dtype not in DTYPES or i.kind not in INPUT_KINDS:
+                raise ValueError(f"bad epilogue input {i}")
+        dtypes = {self.product: self.product_dtype, **{f"p{j}": "float32" for j in range(self.n_params)}}
+        for k, s in enumerate(self.body):
+            if isinstance(s, K.Load):
+                ok = 0 <= s.buf < len(self.inputs) and s.dtype == NP_DTYPE[self.inputs[s.buf].dtype]
+            elif isinstance(s, K.Op):
+                ok = s.op in _OPS and all(a in dtypes for a in s.args)
+            else:
+                ok = isinstance(s, K.Const)
+            if not ok or s.dst in dtypes:
+                raise ValueError(f"epilogue statement {k}: {s}")
+            dtypes[s.dst] = s.dtype
+        if dtypes.get(self.result) not in _SHORT:
+            raise ValueError(f"epilogue result {self.result!r} is not a float16/bfloat16/float32 value")
+
+    @staticmethod
+    def chain(*ops, out_dtype: str = "f16", inputs: tuple = (), n_params: int = 0) -> "GemmEpilogue":
+        """A linear chain in float32 on the accumulator, each item applied to the previous value:
+        a NumPy ufunc name (``"tanh"``), ``("add", ("in", 0))`` (epilogue input 0),
+        ``("multiply", ("p", 0))`` (run-time scalar 0), ``("multiply", ("c", 0.5))`` (a constant),
+        ``("cast", "float16")`` (round to float16), or a composite of ufuncs: ``"relu"``,
+        ``"gelu_tanh"``, ``"silu"``, ``"sigmoid"``. Example: ``chain(("add", ("in", 0)),
+        "gelu_tanh", inputs=(EpInput("f16", "row"),))`` is bias + GELU."""
+        w = _Writer(tuple(inputs))
+        v = "acc"
+        for item in ops:
+            op, extra = (item, ()) if isinstance(item, str) else (item[0], tuple(item[1:]))
+            if op in _COMPOSITES:
+                v = _COMPOSITES[op](w, v)
+            elif op == "cast":
+                v = w.op("cast", w.op("cast", v, dtype=extra[0]), src=extra[0])
+            else:
+                v = w.op(op, v, *(w.arg(a) for a in extra))
+        return GemmEpilogue(tuple(w.body), v, tuple(inputs), n_params, out_dtype)
+
+    def describe(self) -> str:
+        ops = [s.op for s in self.body if isinstance(s, K.Op)]
+        return "/".join(ops) + f"->{self.out_dtype}" if ops else f"store->{self.out_dtype}"
+
+
+class _Writer:
+    """Float32 statements for :meth:`GemmEpilogue.chain`."""
+
+    def __init__(self, inputs):
+        self.inputs, self.body = inputs, []
+
+    def emit(self, make) -> str:
+        v = f"v{len(self.body)}"
+        self.body.append(make(v))
+        return v
+
+    def op(self, name: str, *args, dtype: str = "float32", src: str = "float32") -> str:
+        return self.emit(lambda v: K.Op(v, name, dtype, args, (src,) * len(args)))
+
+    def const(self, x) -> str:
+        return self.emit(lambda v: K.Const(v, "float32", float(x)))
+
+    def arg(self, a) -> str:
+        tag, x = a
+        if tag == "c":
+            return self.const(x)
+        if tag == "p":
+            return f"p{x}"
+        dt = NP_DTYPE[self.inputs[x].dtype]
+        v = self.emit(lambda v: K.Load(v, dt, x, self.inputs[x].index))
+        return v if dt == "float32" else self.op("cast", v, src=dt)
+
+
+def _gelu_tanh(w: _Writer, x: str) -> str:
+    # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+    half = w.op("multiply", w.const(0.5), x)
+    cube = w.op("multiply", w.op("multiply", w.op("multiply", w.const(0.044715), x), x), x)
+    t = w.op("tanh", w.op("multiply", w.const(0.7978845608028654), w.op("add", x, cube)))
+    return w.op("multiply", half, w.op("add", w.const(1.0), t))
+
+
+def _sigmoid_of(w: _Writer, num: str, x: str) -> str:
+    return w.op("divide", num, w.op("add", w.const(1.0), w.op("exp", w.op("negative", x))))
+
+
+_COMPOSITES = {
+    "relu": lambda w, x: w.op("maximum", x, w.const(0.0)),
+    "gelu_tanh": _gelu_tanh,
+    "silu": lambda w, x: _sigmoid_of(w, x, x),
+    "sigmoid": lambda w, x: _sigmoid_of(w, w.const(1.0), x),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmSpec:
+    """What a generated GEMM kernel is specialised on (never sizes).
+
+    ``a_kmajor``: A's unit-stride dim is K (row-major M x K); else M (column-major).
+    ``b_kmajor``: B's unit-stride dim is K (column-major K x N, e.g. a transposed row-major
+    weight); else N (row-major K x N). ``aligned``: inner stride 1, outer/batch strides multiples
+    of 8 elements and 16-byte-aligned bases, so tiles load with 16-byte ``cp.async``; otherwise
+    elements load one by one through arbitrary strides (any view works, slower)."""
+    dtype: str = "f16"                      # A and B
+    epilogue: GemmEpilogue = GemmEpilogue()
+    a_kmajor: bool = True
+    b_kmajor: bool = False
+    aligned: bool = True
+    allow_tf32: bool = False                # f32: the cuBLAS candidate may use TF32; the generated kernel stays FMA
+
+    @property
+    def out_dtype(self) -> str:
+        return self.epilogue.out_dtype
+
+    @property
+    def tensor_core(self) -> bool:
+        return self.dtype in ("f16", "bf16")
+
+    def key(self) -> str:
+        return (f"{self.dtype}_{'k' if self.a_kmajor else 'm'}{'k' if self.b_kmajor else 'n'}"
+                f"_{'al' if self.aligned else 'gen'}_{self.epilogue.describe()}")
+
+
+def epilogue_of_kernel(kir: K.KernelIR) -> tuple[GemmEpilogue, tuple[int, ...]] | None:
+    """A matmul group's epilogue: its KernelIR's statements after the contraction, the product's
+    load becoming the accumulator, and per epilogue input the kernel input slot feeding it. None
+    unless the kernel is one phase storing one float16/float32 output at the element's own index
+    of a 2-D/3-D product, reading the product there and every other input broadcast to the output
+    as NumPy broadcasts (what the runtime passes strides for)."""
+    c, rank = kir.contraction, len(kir.domain)
+    if c is None or rank not in (2, 3) or len(kir.outputs) != 1 or len(kir.phases) != 1:
+        return None
+    ph = kir.phases[0]
+    if ph.accs or ph.body or kir.outputs[0].dtype not in ("float16", "float32"):
+        return None
+    own = tuple(K.lit(0) if isinstance(e, K.ILit) else K.IVar(f"i{d}") for d, e in enumerate(kir.domain))
+    body, inputs, slots, product, result = [], [], [], None, None
+    for s in ph.pre:
+        if isinstance(s, K.Load) and s.buf == c.result and tuple(s.index) == own:
+            product = s
+        elif isinstance(s, K.Load) and s.buf != c.result:
+            kind = _broadcast_kind(s.index, kir.inputs[s.buf].shape, rank)
+            if kind is None or s.dtype not in _SHORT:
+                return None
+            inputs.append(EpInput(_SHORT[s.dtype], kind))
+            slots.append(s.buf)
+            body.append(K.Load(s.dst, s.dtype, len(inputs) - 1, inputs[-1].index))
+        elif isinstance(s, (K.Const, K.Op)):
+            body.append(s)
+        elif isinstance(s, K.Store) and not s.combine and result is None and tuple(s.index) == own:
+            result = s.src
+        else:
+            return None
+    if product is None or result is None:
+        return None
+    return (GemmEpilogue(tuple(body), result, tuple(inputs), 0, _SHORT[kir.outputs[0].dtype],
+                         product.dst, product.dtype), tuple(slots))
+
+
+def _broadcast_kind(index, shape, rank: int) -> str | None:
+    """The ``EpInput.kind`` of an input read at ``index`` (over the domain's ``i<d>``), or None
+    unless that is NumPy's broadcast of the input to the domain (trailing dims aligned)."""
+    used = set()
+    lead = rank - len(shape)
+    if lead < 0:
+        return None
+    for j, e in enumerate(index):
+        if e == K.IVar(f"i{lead + j}"):
+            used.add("bmn"[3 - rank + lead + j])
+        elif not (isinstance(e, K.ILit) and e.value == 0 and shape[j] == 1):
+            return None
+    if "m" in used and "n" in used or used == {"b"}:
+        return "full"
+    return "row" if "n" in used else "col" if "m" in used else "scalar"
