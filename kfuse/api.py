@@ -199,6 +199,9 @@ class JitFunction:
             if entry is not None:
                 return entry.run(args)
         values = self._bind(args, kwargs)
+        from .trace.core import tracing
+        if tracing():           # called inside another kfuse.jit function's trace
+            return self._inline(args, kwargs, values)
         args = tuple(values[p] for p in self._params)
         try:
             key = self._key(args)
@@ -212,6 +215,18 @@ class JitFunction:
             if cacheable:
                 self._programs[key] = entry
         return entry.run(args)
+
+    def _inline(self, args: tuple, kwargs: dict, values: dict[str, Any]):
+        """Inside a caller's trace: run the function on the caller's tracers, so that its ops join
+        the caller's graph (one plan, fused across the call, as ``jax.jit`` inlines); this
+        function's own options (backend, device) are the caller's business there."""
+        from .trace.core import Tracer
+        for name in self._static:
+            if isinstance(values[name], Tracer):
+                raise UnsupportedError(
+                    f"kfuse: {self.fn.__name__}() called inside a traced function with static "
+                    f"argument {name!r} a traced value: make it static in the caller too")
+        return self.fn(*args, **kwargs)
 
     def _key(self, args: tuple) -> tuple:
         """The dispatch key: static arguments by value, the rest by ``_arg_key``."""

@@ -63,6 +63,11 @@ def collecting_constants(first_index: int) -> Iterator[ConstantInputs]:
         _CONSTANTS.reset(token)
 
 
+def tracing() -> bool:
+    """Whether a trace is under way (``trace_function`` is running a function on tracers)."""
+    return _CONSTANTS.get() is not None
+
+
 class IndexChecks:
     """The run-time checks one trace adds (``Graph.checks``): a bool scalar node that is True when
     the call must raise ``error(message)`` (an index array's value out of range: IndexError; the

@@ -118,9 +118,10 @@ def setitem(t: Tracer, key, value) -> None:
 
 def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
     """``t op= y`` given ``result = t op y``: NumPy's ``op(t, y, out=t)`` (same_kind casting, no
-    broadcasting of ``t``). Python scalars and 0-d values that are not views rebind instead, as
-    NumPy scalars are immutable."""
-    if t.weak is not None or (t.ndim == 0 and t.base is None and t.argument is None):
+    broadcasting of ``t``). Python scalars, NumPy scalar arguments and 0-d values that are not
+    views rebind the name to ``result`` instead, as NumPy scalars are immutable (``s += a`` of an
+    ``np.int64`` ``s`` gives ``s + a``: its dtype and shape, nothing written back)."""
+    if t.weak is not None or (t.ndim == 0 and t.base is None and (t.argument is None or numpy_scalar(t))):
         return result
     return write_out(t, result, ufunc, what=f"in-place {ufunc}")
 

@@ -23,6 +23,9 @@ def check_writable(t: Tracer, what: str) -> None:
     whether it reaches the base depends on memory layout (a reshape)."""
     if t.weak is not None:
         raise TypeError(f"'{t.weak.__name__}' object does not support {what}{at(loc())}")
+    if t.argument is not None and t.node.op is Op.INPUT and t.node.attr("numpy_scalar"):
+        raise TypeError(f"'{t.dtype.type.__name__}' object does not support {what} (a NumPy scalar "
+                        f"argument is immutable){at(loc())}")
     if any(m.op is Op.BROADCAST for m in t.chain):
         raise ValueError(f"assignment destination is read-only{at(loc())}")
     if not t.exact:
