@@ -178,9 +178,25 @@ class JitFunction:
 
     # ---- stages --------------------------------------------------------------------------
     def trace(self, *args, **kwargs) -> Graph:
+        return self._traced(self._bind(args, kwargs), abstract_ok=True)[0]
+
+    def _traced(self, values: dict[str, Any], *, abstract_ok: bool) -> tuple[Graph, dict, frozenset]:
+        """The graph, specs and static names of a trace. A Python int argument the function uses
+        as a size (``x[:n]``, ``x.reshape(n, -1)``) becomes static from then on (its value in the
+        dispatch key), as ``torch.compile`` specialises; one used only in arithmetic stays a
+        run-time scalar."""
         from .trace import trace_function
-        values = self._bind(args, kwargs)
-        return trace_function(self.fn, self._specs(values, abstract_ok=True), self.fn.__name__)
+        from .trace.core import SizeArgument
+        while True:
+            static = self._static_names(values, abstract_ok=abstract_ok)
+            specs = self._specs(values, abstract_ok=abstract_ok, static=static)
+            try:
+                return trace_function(self.fn, specs, self.fn.__name__), specs, static
+            except SizeArgument as e:
+                names = {n for n in e.names if type(values.get(n)) is int} - static
+                if not names:
+                    raise UnsupportedError(str(e)) from None
+                self._static = self._static | names
 
     def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
         """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
@@ -212,8 +228,8 @@ class JitFunction:
         entry = self._programs.get(key) if cacheable else None
         if entry is None:
             entry = self._build(args)
-            if cacheable:
-                self._programs[key] = entry
+            if cacheable:       # (the key again: the build may have made an int argument static)
+                self._programs[self._key(args)] = entry
         return entry.run(args)
 
     def _inline(self, args: tuple, kwargs: dict, values: dict[str, Any]):
@@ -241,8 +257,7 @@ class JitFunction:
         static = self._static_names(values, abstract_ok=False)
         kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
         backend = _choose_backend(self.options.backend, kinds, self.fn.__name__)
-        specs = self._specs(values, abstract_ok=False, static=static)
-        for name, spec in specs.items():
+        for name, spec in self._specs(values, abstract_ok=False, static=static).items():
             if isinstance(spec, ArraySpec):
                 from .ir.dtypes import BF16, check_supported
                 check_supported(spec.dtype, f"argument {name!r} of {self.fn.__name__}")
@@ -250,8 +265,7 @@ class JitFunction:
                     raise UnsupportedError(f"kfuse: argument {name!r} of {self.fn.__name__} is bfloat16, which runs "
                                            f"on the CUDA C backend only (torch CUDA tensors), not {backend!r}: "
                                            "cast to float32 first")
-        from .trace import trace_function
-        graph = trace_function(self.fn, specs, self.fn.__name__)
+        graph, specs, static = self._traced(values, abstract_ok=False)
         if not _config.get().index_checks:
             graph = graph.without_checks()
         elif backend == "cpu":
