@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kfuse
+from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
 from tests.tolerance import assert_matches_numpy
 from tests.ufunc_cases import float_specials
 
@@ -152,3 +153,11 @@ def test_gpu_modf_frexp_nextafter(run_jit, backend):
         want = fn(x, y)
     for g, w in zip(got, want):
         _same_bits(g, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["f16", "f64"])
+def test_composites_compile_to_ptx(backend, dtype, tmp_path):
+    fn = lambda a, b: (*np.modf(a), *np.frexp(a), np.nextafter(a, b), np.round(a, 2))  # noqa: E731
+    src = compile_to_ptx(fn, backend, [f"{dtype}[64]", f"{dtype}[64]"], tmp_path, f"parts_{dtype}")
+    assert "ldexp" in src

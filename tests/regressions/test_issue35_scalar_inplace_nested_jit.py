@@ -109,3 +109,18 @@ def test_nested_jit_bad_call_raises_pythons_error():
         return _inner(x)
     with pytest.raises(TypeError, match="_inner"):
         kfuse.jit(bad, backend="cpu")(np.ones(3))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
+def test_gpu_nested_jit_and_scalar_update(run_jit, backend):
+    def f(x):
+        s = np.float32(2.0)
+        s += x
+        return _outer(x), s
+    x = np.linspace(-1, 1, 33).astype(np.float32)
+    got = run_jit(f, backend, x)
+    want = f(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+        assert g.dtype == w.dtype
