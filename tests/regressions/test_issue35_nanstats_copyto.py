@@ -98,3 +98,16 @@ def test_copyto_errors_are_numpys(fn):
         _errors(fn, d, s)
     else:
         kfuse.jit(fn, backend="cpu")(d, s)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_full_nanmax_nanmin_are_numpy_scalars(dtype):
+    x = np.array([np.nan, -0.0, -3.0, np.nan], dtype)
+    for fn in (np.nanmax, np.nanmin):
+        got, want = kfuse.jit(lambda a: fn(a), backend="cpu")(x), fn(x)
+        assert type(got) is type(want) and np.signbit(got) == np.signbit(want) and got == want
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nans = np.full((2, 3), np.nan, dtype)
+        nans[0, 1] = 0.0
+        _check(lambda a: (np.nanmax(a), np.nanmin(a, axis=1), np.nanmax(a, axis=0, keepdims=True)), nans)
