@@ -180,9 +180,25 @@ class JitFunction:
 
     # ---- stages --------------------------------------------------------------------------
     def trace(self, *args, **kwargs) -> Graph:
+        return self._traced(self._bind(args, kwargs), abstract_ok=True)[0]
+
+    def _traced(self, values: dict[str, Any], *, abstract_ok: bool) -> tuple[Graph, dict, frozenset]:
+        """The graph, specs and static names of a trace. A Python int argument the function uses
+        as a size (``x[:n]``, ``x.reshape(n, -1)``) becomes static from then on (its value in the
+        dispatch key), as ``torch.compile`` specialises; one used only in arithmetic stays a
+        run-time scalar."""
         from .trace import trace_function
-        values = self._bind(args, kwargs)
-        return trace_function(self.fn, self._specs(values, abstract_ok=True), self.fn.__name__)
+        from .trace.core import SizeArgument
+        while True:
+            static = self._static_names(values, abstract_ok=abstract_ok)
+            specs = self._specs(values, abstract_ok=abstract_ok, static=static)
+            try:
+                return trace_function(self.fn, specs, self.fn.__name__), specs, static
+            except SizeArgument as e:
+                names = {n for n in e.names if type(values.get(n)) is int} - static
+                if not names:
+                    raise UnsupportedError(str(e)) from None
+                self._static = self._static | names
 
     def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
         """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
@@ -201,6 +217,9 @@ class JitFunction:
             if entry is not None:
                 return entry.run(args)
         values = self._bind(args, kwargs)
+        from .trace.core import tracing
+        if tracing():           # called inside another kfuse.jit function's trace
+            return self._inline(args, kwargs, values)
         args = tuple(values[p] for p in self._params)
         try:
             key = self._key(args)
@@ -211,9 +230,21 @@ class JitFunction:
         entry = self._programs.get(key) if cacheable else None
         if entry is None:
             entry = self._build(args)
-            if cacheable:
-                self._programs[key] = entry
+            if cacheable:       # (the key again: the build may have made an int argument static)
+                self._programs[self._key(args)] = entry
         return entry.run(args)
+
+    def _inline(self, args: tuple, kwargs: dict, values: dict[str, Any]):
+        """Inside a caller's trace: run the function on the caller's tracers, so that its ops join
+        the caller's graph (one plan, fused across the call, as ``jax.jit`` inlines); this
+        function's own options (backend, device) are the caller's business there."""
+        from .trace.core import Tracer
+        for name in self._static:
+            if isinstance(values[name], Tracer):
+                raise UnsupportedError(
+                    f"kfuse: {self.fn.__name__}() called inside a traced function with static "
+                    f"argument {name!r} a traced value: make it static in the caller too")
+        return self.fn(*args, **kwargs)
 
     def _key(self, args: tuple) -> tuple:
         """The dispatch key: static arguments by value, the rest by ``_arg_key``."""
@@ -228,8 +259,7 @@ class JitFunction:
         static = self._static_names(values, abstract_ok=False)
         kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
         backend = _backends.for_arrays(self.options.backend, kinds, self.fn.__name__)
-        specs = self._specs(values, abstract_ok=False, static=static)
-        for name, spec in specs.items():
+        for name, spec in self._specs(values, abstract_ok=False, static=static).items():
             if isinstance(spec, ArraySpec):
                 from .ir.dtypes import BF16, check_supported
                 check_supported(spec.dtype, f"argument {name!r} of {self.fn.__name__}")
@@ -237,8 +267,7 @@ class JitFunction:
                     raise UnsupportedError(f"kfuse: argument {name!r} of {self.fn.__name__} is bfloat16, which runs "
                                            f"on the CUDA C backend only (torch CUDA tensors), not {backend.name!r}: "
                                            "cast to float32 first")
-        from .trace import trace_function
-        graph = trace_function(self.fn, specs, self.fn.__name__)
+        graph, specs, static = self._traced(values, abstract_ok=False)
         if not _config.get().index_checks:
             graph = graph.without_checks()
         elif backend.on_host:

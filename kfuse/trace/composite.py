@@ -88,7 +88,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=rd._NV)
     return (tot / cnt).astype(tot.dtype)
 
 
-def _nan_extreme(name: str, pick, fill: float):
+def _nan_extreme(name: str, pick, fill: float, keep):
     def f(a, axis=None, out=None, keepdims=False, initial=rd._NV, where=rd._NV):
         t = _t(a, f"argument of np.{name}")
         if not _inexact(t):
@@ -97,13 +97,16 @@ def _nan_extreme(name: str, pick, fill: float):
             raise unsupported(f"np.{name} with where= or initial=")
         mask = np.isnan(t)
         m = pick(np.where(mask, t.dtype.type(fill), t), axis=axis, out=out, keepdims=keepdims)
-        return np.where(rd.all(mask, axis=axis, keepdims=keepdims), t.dtype.type(np.nan), m)
+        # NaN where every element is NaN: keep(m, fill) is m, keep(m, NaN) NaN (a ufunc, not a
+        # where, so that a full reduction stays a NumPy scalar as NumPy returns it)
+        return keep(m, np.where(rd.all(mask, axis=axis, keepdims=keepdims), t.dtype.type(np.nan),
+                                t.dtype.type(fill)))
     f.__name__ = name
     return f
 
 
-nanmax = _nan_extreme("nanmax", rd.max, -np.inf)
-nanmin = _nan_extreme("nanmin", rd.min, np.inf)
+nanmax = _nan_extreme("nanmax", rd.max, -np.inf, np.maximum)
+nanmin = _nan_extreme("nanmin", rd.min, np.inf, np.minimum)
 
 
 def ptp(a, axis=None, out=None, keepdims=False):

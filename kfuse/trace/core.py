@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import KfuseError, UnsupportedError, at, user_location
 from ..ir.dtypes import SUPPORTED
-from ..ir.graph import Node
+from ..ir.graph import Node, toposort
 from ..ir.ops import MOVEMENT, Op
 
 PYTYPES = (bool, int, float)
@@ -61,6 +61,11 @@ def collecting_constants(first_index: int) -> Iterator[ConstantInputs]:
         yield consts
     finally:
         _CONSTANTS.reset(token)
+
+
+def tracing() -> bool:
+    """Whether a trace is under way (``trace_function`` is running a function on tracers)."""
+    return _CONSTANTS.get() is not None
 
 
 class IndexChecks:
@@ -198,6 +203,7 @@ class Tracer:
         self._control_flow("bool()")
 
     def __int__(self):
+        specialise(self, "in int()")
         self._control_flow("int()")
 
     def __float__(self):
@@ -207,6 +213,8 @@ class Tracer:
         self._control_flow("complex()")
 
     def __index__(self):
+        if self.dtype.kind in "iu":
+            specialise(self, "as an index or size")
         self._control_flow("use as an index/int (__index__)")
 
     def __array__(self, dtype=None, copy=None):
@@ -220,6 +228,30 @@ class Tracer:
 
     def tolist(self):
         self._control_flow(".tolist()")
+
+
+class SizeArgument(KfuseError):
+    """A value computed from Python int arguments alone (``names``) was needed as a concrete int
+    (a slice bound, a shape, ``range(n)``): ``kfuse.api`` traces again with those arguments
+    specialised on their values, as ``torch.compile`` does; an int used only in arithmetic stays
+    a run-time scalar (one compile for every value). Not a TypeError, so that NumPy's shape
+    converters (``np.zeros(n)``) pass it on instead of raising their own TypeError."""
+
+    def __init__(self, message: str, names: frozenset):
+        super().__init__(message)
+        self.names = names
+
+
+def specialise(t: "Tracer", use: str) -> None:
+    """Raise :class:`SizeArgument` when ``t`` is computed from Python int arguments alone."""
+    leaves = [n for n in toposort((t.node,)) if not n.inputs]
+    args = [n for n in leaves if n.op is Op.INPUT]
+    if args and all(n.attr("weak") == "int" for n in args) and all(
+            n.op in (Op.INPUT, Op.CONST) for n in leaves):
+        names = frozenset(n.attr("name") for n in args)
+        raise SizeArgument(f"kfuse: the int argument(s) {', '.join(sorted(names))} used {use}{at(loc())} "
+                           "need a value when tracing: pass ints (not specs), or list them in "
+                           "static_argnames", names)
 
 
 def numpy_scalar(t) -> bool:

@@ -7,6 +7,7 @@ BROADCAST to the output shape; constants are 0-d CONST nodes.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 from numpy._core import umath as _umath
@@ -17,7 +18,7 @@ from ..ir.dtypes import check_supported
 from ..ir.ops import BY_UFUNC, Op
 from .core import (Operand, Tracer, broadcast_shapes, cast, loc, materialize, mk, operand,
                    pytype_of, unsupported)
-from .writes import write_out
+from .writes import check_same_kind, write_out
 
 _COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
 
@@ -170,14 +171,35 @@ def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True, *, devi
 
 
 def round_(a, decimals=0, out=None) -> Tracer:
+    """``np.round`` as NumPy's ``PyArray_Round`` computes it: integers unchanged for
+    ``decimals >= 0``; ``decimals == 0`` is ``rint`` (bool gives float16); otherwise
+    ``rint(x * 10**d) / 10**d`` (``x / 10**-d`` and back for ``d < 0``) in the array's float dtype,
+    integers in float64 and cast back, each op rounded as NumPy's loops round it."""
     if out is not None:
         raise unsupported("np.round with out=")
+    decimals = operator.index(decimals)
     o = operand(a, "argument of np.round")
-    if o.dtype.kind in "biu" and decimals >= 0:
+    if o.dtype.kind in "iu" and decimals >= 0:
         return Tracer(o.node) if o.node is not None else Tracer(materialize(o, o.dtype, ()))
-    if not dtypes.is_float(o.dtype) or decimals != 0:
-        raise unsupported(f"np.round with decimals={decimals} on {o.dtype}")
-    return apply_ufunc("rint", a)
+    if decimals == 0:
+        return apply_ufunc("rint", a)
+    first, second = ("multiply", "divide") if decimals >= 0 else ("divide", "multiply")
+    work = np.dtype(np.float64) if o.dtype.kind in "iu" else o.dtype
+    check_same_kind(first, np.result_type(work, 1.0), work)     # bool: NumPy's casting error
+    f = _power_of_ten(abs(decimals))
+    x = Tracer(materialize(o, work, o.shape) if o.node is None else cast(o.node, work))
+    y = apply_ufunc(second, apply_ufunc("rint", apply_ufunc(first, x, f)), f)
+    return Tracer(cast(y.node, o.dtype))
+
+
+def _power_of_ten(n: int) -> float:
+    """NumPy's ``power_of_ten`` (multiplyarray.c): exact up to 1e8, then repeated products by 10."""
+    if n < 9:
+        return float(10 ** n)
+    ret = 1e9
+    for _ in range(n - 9):
+        ret *= 10.0
+    return ret
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):

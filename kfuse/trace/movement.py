@@ -13,7 +13,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ..errors import at
 from ..ir.graph import Node
 from ..ir.ops import Op
-from .core import Tracer, as_node, broadcast, broadcast_shapes, loc, mk, unsupported
+from .core import Tracer, as_node, broadcast, broadcast_shapes, loc, mk, specialise, unsupported
 
 
 def _axis_tuple(axis, ndim) -> tuple[int, ...]:
@@ -217,6 +217,8 @@ def basic_index(shape: tuple, key) -> tuple[list, list, list, list]:
         if isinstance(k, slice):
             for part in (k.start, k.stop, k.step):
                 if part is not None and not isinstance(part, (int, np.integer)):
+                    if isinstance(part, Tracer) and part.ndim == 0 and part.dtype.kind in "iu":
+                        specialise(part, "as a slice bound")
                     raise unsupported("slice bounds that are not Python ints",
                                       "use static_argnames for a bound known when compiling")
     ndim = len(shape)

@@ -33,7 +33,7 @@ from . import movement as mv
 from .core import (Tracer, broadcast, cast, const_node, loc, mk, numpy_scalar, operand, shape_text,
                    unsupported)
 from .selection import Selection, spread_mask
-from .writes import check_writable, overlay_slice, store, write_out
+from .writes import broadcasts_to, check_writable, overlay_slice, store, write_out
 
 _VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
 
@@ -118,9 +118,10 @@ def setitem(t: Tracer, key, value) -> None:
 
 def update(t: Tracer, result: Tracer, ufunc: str) -> Tracer:
     """``t op= y`` given ``result = t op y``: NumPy's ``op(t, y, out=t)`` (same_kind casting, no
-    broadcasting of ``t``). Python scalars and 0-d values that are not views rebind instead, as
-    NumPy scalars are immutable."""
-    if t.weak is not None or (t.ndim == 0 and t.base is None and t.argument is None):
+    broadcasting of ``t``). Python scalars, NumPy scalar arguments and 0-d values that are not
+    views rebind the name to ``result`` instead, as NumPy scalars are immutable (``s += a`` of an
+    ``np.int64`` ``s`` gives ``s + a``: its dtype and shape, nothing written back)."""
+    if t.weak is not None or (t.ndim == 0 and t.base is None and (t.argument is None or numpy_scalar(t))):
         return result
     return write_out(t, result, ufunc, what=f"in-place {ufunc}")
 
@@ -177,18 +178,10 @@ def _value_node(value, dtype, shape: tuple) -> Node:
         node = cast(o.node, dtype)
     while node.ndim > len(shape) and node.shape[0] == 1:
         node = mv.reshape_node(node, node.shape[1:])
-    if not _broadcasts_to(node.shape, shape):
+    if not broadcasts_to(node.shape, shape):
         raise ValueError(f"could not broadcast input array from shape {shape_text(node.shape)} "
                          f"into shape {shape_text(shape)}{at(loc())}")
     return broadcast(node, shape)
-
-
-def _broadcasts_to(shape, target) -> bool:
-    """Whether an array of ``shape`` broadcasts to ``target`` exactly (NumPy's rules)."""
-    try:
-        return np.broadcast_shapes(shape, target) == tuple(target)
-    except ValueError:
-        return False
 
 
 def _check_mask(cur: Node, mask: Node) -> None:
@@ -214,7 +207,7 @@ def _masked(cur: Node, mask: Node, value) -> Node:
         if value.mask is not mask:
             raise unsupported("assigning x[mask1] under a different mask (y[mask2] = x[mask1])",
                               "use the same mask on both sides")
-        if not _broadcasts_to(value.values.shape, cur.shape):
+        if not broadcasts_to(value.values.shape, cur.shape):
             raise ValueError(f"shape mismatch: value array of shape {shape_text(value.values.shape)} "
                              f"could not be broadcast to indexing result of shape "
                              f"{shape_text(cur.shape)} (at full shape){at(loc())}")

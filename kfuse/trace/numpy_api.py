@@ -13,9 +13,11 @@ from . import assemble as asm
 from . import composite as cm
 from . import einsum as es
 from . import elementwise as ew
+from . import floatparts as fp
 from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
+from . import nanstats as ns
 from . import norms as nm
 from . import reductions as rd
 from . import scans as sc
@@ -25,7 +27,7 @@ from . import splitting as sp
 from .mutation import unit_dims_only, viewing
 from .selection import Selection
 from .core import Tracer, as_node, unsupported
-from .writes import write_out
+from .writes import copyto, write_out
 
 
 def _shape(a):
@@ -95,6 +97,8 @@ FUNCTIONS = {
     np.select: cm.select, np.sinc: cm.sinc, np.polyval: cm.polyval, np.fix: cm.fix, np.isposinf: cm.isposinf,
     np.isneginf: cm.isneginf, np.split: sp.split, np.array_split: sp.array_split, np.hsplit: sp.hsplit,
     np.vsplit: sp.vsplit, np.dsplit: sp.dsplit, np.rot90: sp.rot90, np.meshgrid: sp.meshgrid,
+    np.real: fp.real, np.imag: fp.imag, np.angle: fp.angle, np.i0: fp.i0, np.copyto: copyto,
+    np.nanprod: ns.nanprod, np.nanvar: ns.nanvar, np.nanstd: ns.nanstd,
     np.cumsum: sc.cumsum, np.cumprod: sc.cumprod, np.nancumsum: sc.nancumsum, np.nancumprod: sc.nancumprod,
 }
 if hasattr(np, "concat"):                       # NumPy >= 2.0 array-API name
@@ -163,6 +167,8 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         raise unsupported(f"np.{name} with {', '.join(k + '=' for k in kwargs)}")
     if name == "matmul":
         return la.matmul(*inputs)
+    if name in fp.UFUNCS:                       # composed of traced ufuncs
+        return fp.UFUNCS[name](*inputs)
     if name == "divmod":
         return ew.apply_ufunc("floor_divide", *inputs), ew.apply_ufunc("remainder", *inputs)
     if not ew.supports_ufunc(name):

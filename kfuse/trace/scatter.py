@@ -19,8 +19,8 @@ from . import elementwise as ew
 from . import indexing
 from . import movement as mv
 from .core import Tracer, as_node, broadcast, cast, const_node, loc, mk, unsupported
-from .mutation import _assigned, _broadcasts_to, _value_node, getitem
-from .writes import check_writable, store
+from .mutation import _assigned, _value_node, getitem
+from .writes import broadcasts_to, check_writable, store
 
 # the IR op of each binary NumPy ufunc (np.divide is np.true_divide)
 _TRACED = ("the array written must be traced (make it with np.zeros_like / np.empty_like of a traced "
@@ -46,7 +46,7 @@ def ufunc_at(ufunc, a, indices, b=None):
     b_node = as_node(np.asarray(b, bd) if not isinstance(b, Tracer) else b, f"operand of np.{name}.at")
 
     def values(shape):
-        if not _broadcasts_to(b_node.shape, shape):
+        if not broadcasts_to(b_node.shape, shape):
             raise ValueError(f"array is not broadcastable to correct shape{at(loc())}")
         return broadcast(cast(b_node, loop), shape)
 

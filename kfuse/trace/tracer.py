@@ -16,6 +16,7 @@ from ..ir.ops import Op
 from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
 from . import composite as cm
 from . import elementwise as ew
+from . import floatparts as fp
 from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
@@ -178,6 +179,8 @@ def _install() -> None:
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)
     T.clip = _clip_method
+    T.real = property(fp.real)
+    T.imag = property(fp.imag)
     T.T = property(mut.viewing(mv.transpose))
     T.mT = property(mut.viewing(mv.matrix_transpose))
     install_operators(_BINARY, _COMPARE, _UNARY)

@@ -14,7 +14,7 @@ from ..errors import at
 from ..ir.graph import Node
 from ..ir.ops import Op
 from . import movement as mv
-from .core import Tracer, as_node, broadcast, cast, loc, mk, shape_text, unsupported
+from .core import Tracer, as_node, broadcast, cast, loc, materialize, mk, operand, shape_text, unsupported
 from .regions import overlay
 
 
@@ -23,6 +23,9 @@ def check_writable(t: Tracer, what: str) -> None:
     whether it reaches the base depends on memory layout (a reshape)."""
     if t.weak is not None:
         raise TypeError(f"'{t.weak.__name__}' object does not support {what}{at(loc())}")
+    if t.argument is not None and t.node.op is Op.INPUT and t.node.attr("numpy_scalar"):
+        raise TypeError(f"'{t.dtype.type.__name__}' object does not support {what} (a NumPy scalar "
+                        f"argument is immutable){at(loc())}")
     if any(m.op is Op.BROADCAST for m in t.chain):
         raise ValueError(f"assignment destination is read-only{at(loc())}")
     if not t.exact:
@@ -113,3 +116,54 @@ def overlay_slice(base: Node, piece: Node, starts: list, steps: list) -> Node:
     if any(f.step for f in flip):
         piece = mv.getitem(Tracer(piece), tuple(flip)).node
     return overlay(base, piece, starts, steps)
+
+
+def copyto(dst, src, casting="same_kind", where=True) -> None:
+    """``np.copyto(dst, src, casting=, where=)``: ``src`` cast (NumPy's casting check and errors,
+    by NumPy itself on stand-ins of the operands) and broadcast to ``dst``, stored where ``where``."""
+    if not isinstance(dst, Tracer):
+        if isinstance(dst, np.ndarray):
+            raise unsupported("np.copyto into a NumPy array", "copy into a traced array (an argument, "
+                              "or one made with np.zeros_like of a traced one)")
+        raise TypeError(f"copyto() argument 1 must be a numpy.ndarray, not {type(dst).__name__}{at(loc())}")
+    check_writable(dst, "np.copyto")
+    o = operand(np.asarray(src) if isinstance(src, (list, tuple)) else src, "src of np.copyto")
+    mask = where if where is True else operand(np.asarray(where) if isinstance(where, (list, tuple, bool))
+                                               else where, "where= of np.copyto")
+    _numpy_copyto_check(dst, o, mask, casting)
+    if not broadcasts_to(o.shape, dst.shape):
+        raise ValueError(f"could not broadcast input array from shape {shape_text(o.shape)} into shape "
+                         f"{shape_text(dst.shape)}{at(loc())}")
+    new = materialize(o, dst.dtype, dst.shape, "unsafe")
+    if mask is not True:
+        if not broadcasts_to(mask.shape, dst.shape):
+            raise ValueError(f"could not broadcast where mask from shape {shape_text(mask.shape)} into "
+                             f"shape {shape_text(dst.shape)}{at(loc())}")
+        m = materialize(mask, np.bool_, dst.shape)
+        new = mk(Op.WHERE, dst.dtype, dst.shape, [m, new, dst.node])
+    store(dst, new)
+
+
+def _numpy_copyto_check(dst: Tracer, src, mask, casting: str) -> None:
+    """NumPy's own casting errors of ``np.copyto``, raised by calling it on one-element stand-ins
+    (a Python scalar constant as itself: its value decides NumPy's OverflowError)."""
+    def stand_in(o):
+        if o.weak is not None:
+            return o.value if o.is_const else o.weak(0)
+        return np.zeros((1,) * len(o.shape), o.dtype)
+    args = {} if mask is True else {"where": stand_in(mask)}
+    try:
+        with np.errstate(all="ignore"):
+            np.copyto(np.empty((1,) * max(dst.ndim, len(src.shape), 0 if mask is True else len(mask.shape)),
+                               dst.dtype), stand_in(src), casting=casting, **args)
+    except (TypeError, ValueError, OverflowError) as e:
+        e.add_note(f"kfuse: np.copyto{at(loc())}")
+        raise
+
+
+def broadcasts_to(shape, target) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` exactly (NumPy's rules)."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
