@@ -30,7 +30,7 @@ LAYER = {
     "codegen": 3,
     "runtime": 4,
     "autotune": 5,
-    "api": 6,
+    "api": 6, "dask": 6,
 }
 TOP = 7            # cli, demo, cache_cli, bench, the package __init__ and anything else new
 SIBLINGS_APART = {("trace", "fusion"), ("fusion", "trace")}

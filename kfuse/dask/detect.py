@@ -1,0 +1,33 @@
+"""Which calls take the Dask path, and which backend runs a chunk (decided from its type, as a
+plain call decides from its arguments). Imports no Dask: a type's module name is enough."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+def is_dask_array(v: Any) -> bool:
+    t = type(v)
+    return t.__name__ == "Array" and t.__module__.startswith("dask.array")
+
+
+def has_dask_arrays(values: Iterable[Any]) -> bool:
+    return any(is_dask_array(v) for v in values)
+
+
+def is_cupy(v: Any) -> bool:
+    return type(v).__module__.startswith("cupy")
+
+
+def chunk_backend(chunks: Iterable[Any], requested: str) -> str:
+    """"cpu" for host chunks; for CuPy chunks the requested GPU backend (default "cuda")."""
+    if any(is_cupy(c) for c in chunks):
+        return requested if requested in ("cuda", "numba-cuda") else "cuda"
+    return "cpu"
+
+
+def on_device(chunks: list, backend: str) -> list:
+    """Host arrays among device chunks (an ordinary argument, a constant) copied to the device."""
+    if backend == "cpu":
+        return chunks
+    import cupy
+    return [c if is_cupy(c) else cupy.asarray(c) for c in chunks]

@@ -1,0 +1,163 @@
+"""The client side: a call's graph mapped onto Dask layers (lazy Dask arrays), each recorded for
+``explain``. :func:`build` traces and optimizes the function for the arrays' full shapes, asks
+:mod:`.mapping` which layer computes what, then makes the layers: rechunks of whole labels,
+``blockwise`` layers of :class:`.chunks.ChunkCall` (one task per chunk), ``dask.array.reduction``
+with the steps of :mod:`.reductions`, and ``dask.array.matmul``."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import uuid
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import config as _config
+from ..ir.graph import Graph, Node, unflatten
+from ..ir.ops import CONTRACTION, Op
+from .chunks import ChunkCall, Signature, register
+from .detect import is_dask_array
+from .mapping import Mapping, mapping_for
+from .reductions import ReduceStep, partials
+
+_IDS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    kind: str           # rechunk | blockwise | reduction | matmul
+    what: str           # the kfuse ops, or the array rechunked
+    shape: tuple
+    tasks: int
+    moved: int          # bytes moved between workers (an estimate: see explain)
+
+
+def _token(jit, specs: tuple) -> str:
+    ident = _IDS.get(jit)
+    if ident is None:
+        ident = _IDS[jit] = uuid.uuid4().hex
+    return ident + ":" + hashlib.sha256(repr(specs).encode()).hexdigest()[:16]
+
+
+def _labels(m: Mapping, node: Node) -> tuple[str, ...]:
+    return tuple(f"k{lb}" for lb in m.axes.of(node))
+
+
+def _ops(m: Mapping, node: Node, partial: bool) -> str:
+    seg = m.segment(node, partial)
+    reads = {m.nodes[i] for i in seg.inputs}
+    seen, stack, ops = set(), [node], []
+    while stack:
+        n = stack.pop()
+        if n in seen or (n in reads and n is not node):
+            continue
+        seen.add(n)
+        if n.op not in (Op.INPUT, Op.CONST, Op.BROADCAST, Op.RESHAPE):
+            ops.append(n.op.value)
+        stack.extend(n.inputs)
+    return "/".join(reversed(ops)) or "copy"
+
+
+class _Builder:
+    def __init__(self, m: Mapping, sig: Signature, values: list):
+        self.m, self.sig, self.values = m, sig, values
+        self.layers: list[Layer] = []
+        self.arrays: dict[Node, Any] = {}
+        self.meta = next((v._meta for v in values if is_dask_array(v)), np.empty(()))
+
+    def _meta(self, node: Node):
+        from dask.array.utils import meta_from_array
+        return meta_from_array(self.meta, ndim=node.ndim, dtype=node.dtype)
+
+    def value(self, node: Node):
+        """The Dask array (or a 0-d host array, passed to every task) of ``node``."""
+        if node not in self.arrays:
+            self.arrays[node] = self._make(node)
+        return self.arrays[node]
+
+    def _make(self, node: Node):
+        import dask.array as da
+        m = self.m
+        if node.op is Op.INPUT:
+            v = self.values[m.graph.inputs.index(node)]
+            if is_dask_array(v):
+                return v
+            if node.ndim == 0:
+                return np.asarray(v, dtype=node.dtype)
+            return da.from_array(v, chunks=-1)
+        if node.op in CONTRACTION:
+            a, b = (self.arg(i) for i in node.inputs)
+            out = da.matmul(a, b)
+            moved = a.nbytes * b.numblocks[-1] + b.nbytes * a.numblocks[-2] if a.npartitions * b.npartitions > 1 else 0
+            self.layers.append(Layer("matmul", "matmul (Dask's blocked product)", node.shape,
+                                     out.npartitions, moved))
+            return out
+        if node in m.boundary:
+            part = self.blockwise(node, partial=True)
+            axes = node.attr("axes")
+            out = da.reduction(part, partials, ReduceStep(self.sig, node.op.value), axis=axes,
+                               keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
+                               combine=ReduceStep(self.sig, node.op.value), meta=self._meta(node))
+            self.layers.append(Layer("reduction", f"{node.op.value} of chunk partials (combine, aggregate)",
+                                     node.shape, len(out.__dask_graph__()) - len(part.__dask_graph__()),
+                                     part.nbytes))
+            return out
+        return self.blockwise(node, partial=False)
+
+    def arg(self, node: Node):
+        """``value(node)`` rechunked to one chunk along its whole labels."""
+        v = self.value(node)
+        if not is_dask_array(v):
+            return v
+        whole = {d: -1 for d, lb in enumerate(self.m.axes.of(node)) if lb in self.m.whole and v.numblocks[d] > 1}
+        if not whole:
+            return v
+        out = v.rechunk(whole)
+        self.layers.append(Layer("rechunk", f"{node.attr('name') or node.op.value} axes {sorted(whole)} to one chunk",
+                                 node.shape, out.npartitions, v.nbytes))
+        self.arrays[node] = out     # one rechunk serves every reader
+        return out
+
+    def blockwise(self, node: Node, partial: bool):
+        import dask.array as da
+        m = self.m
+        seg = m.segment(node, partial)
+        args, seen_labels, moved = [], set(), 0
+        for i in seg.inputs:
+            n = m.nodes[i]
+            a = self.arg(n)
+            literal = not is_dask_array(a)
+            args += [a, None if literal else _labels(m, n)]
+            if not literal:
+                seen_labels |= set(_labels(m, n))
+        shape_node = node.inputs[0] if partial else node
+        out_ind = _labels(m, shape_node)
+        new_axes = {lb: s for lb, s in zip(out_ind, shape_node.shape) if lb not in seen_labels}
+        adjust = {out_ind[a]: 1 for a in node.attr("axes")} if partial else None
+        meta = self._meta(shape_node)
+        out = da.blockwise(ChunkCall(self.sig, seg), out_ind, *args, dtype=node.dtype, new_axes=new_axes,
+                           adjust_chunks=adjust, concatenate=True, meta=meta)
+        for a in args[::2]:                     # an input read by several tasks is copied to each
+            if is_dask_array(a) and a.npartitions < out.npartitions:
+                moved += a.nbytes * (out.npartitions // a.npartitions - 1)
+        what = _ops(m, node, partial) + (" (partial)" if partial else "")
+        self.layers.append(Layer("blockwise", what, out.shape, out.npartitions, moved))
+        return out
+
+
+def build(jit, specs: dict, values: dict):
+    """The Dask arrays of ``jit(**values)`` (its return structure) and the layers made."""
+    from ..fusion.pipeline import optimize
+    from ..trace import trace_function
+    graph: Graph = optimize(trace_function(jit.fn, specs, jit.fn.__name__))
+    n_args = len(graph.inputs) - len(graph.constants)
+    inputs = [values[n.attr("name")] for n in graph.inputs[:n_args]] + list(graph.constants)
+    chunks = {k: v.chunks for k, v in enumerate(inputs) if is_dask_array(v)}
+    m = mapping_for(graph, chunks, _config.get().dask_row_bytes)
+    spec_items = tuple(specs.items())
+    sig = Signature(jit, spec_items, _token(jit, spec_items))
+    register(sig.token, graph, m.axes)
+    b = _Builder(m, sig, inputs)
+    outs = [inputs[graph.inputs.index(o)] if o.op is Op.INPUT else b.value(o) for o in graph.outputs]
+    return unflatten(graph.out_tree, outs), b.layers, graph

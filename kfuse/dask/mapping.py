@@ -1,0 +1,131 @@
+"""Which Dask layer computes each value of a function's optimized graph (pure, no Dask import).
+
+Given the labels of :mod:`.axes` and which labels the arguments split into several chunks:
+
+* a reduction over labels in one chunk runs inside the layer of its consumers;
+* a row-wise reduction (its value broadcast back along the reduced labels: softmax, layernorm)
+  over a split label whose row fits ``row_bytes`` (``KFUSE_DASK_ROW_BYTES``) makes that label
+  *whole*: the arguments are rechunked to one chunk along it, and the reduction runs in the layer;
+* any other reduction over a split label is a *boundary*: a ``dask.array.reduction`` whose chunk
+  step is a kfuse kernel of its producers plus the partial reduction, its combine and aggregate
+  kfuse kernels of the same reduction (so a row too large is statistics-then-apply: two passes);
+* a matmul is a boundary computed by Dask's blocked product.
+
+Every other value that must exist as a Dask array (an output, a matmul operand) is one blockwise
+layer: a :class:`Segment`, the nodes between it and the boundaries it reads, run as one kfuse call
+per chunk. Nodes are named by their index in ``graph.nodes()`` (the same on every worker).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..errors import UnsupportedError
+from ..ir.graph import Graph, Node
+from ..ir.ops import CONTRACTION, REDUCE, Op
+from .axes import Axes, label_axes, unsupported_op
+
+# reductions whose partial results combine with the same reduction (argmax/argmin do not)
+COMBINABLE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL})
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """One blockwise layer: ``out`` computed per chunk from the boundary values ``inputs``; when
+    ``partial``, ``out`` is a reduction and the layer gives its per-chunk partial (keepdims)."""
+    out: int
+    inputs: tuple[int, ...]
+    partial: bool = False
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Mapping:
+    graph: Graph
+    nodes: tuple[Node, ...]
+    axes: Axes
+    whole: frozenset            # labels rechunked to one chunk
+    boundary: frozenset         # reduction nodes computed by dask.array.reduction
+
+    def index(self, node: Node) -> int:
+        return self._index[node]
+
+    def __post_init__(self):
+        object.__setattr__(self, "_index", {n: k for k, n in enumerate(self.nodes)})
+
+    def is_boundary(self, node: Node) -> bool:
+        return node.op is Op.INPUT or node.op in CONTRACTION or node in self.boundary
+
+    def reduced_labels(self, node: Node) -> tuple[int, ...]:
+        src = self.axes.of(node.inputs[0])
+        return tuple(src[a] for a in node.attr("axes"))
+
+    def segment(self, node: Node, partial: bool = False) -> Segment:
+        """The layer computing ``node`` (its partial, for a boundary reduction)."""
+        seen, reads = set(), set()
+        stack = list(node.inputs) if partial else [node]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if self.is_boundary(n):
+                reads.add(n)
+            else:
+                stack.extend(n.inputs)
+        return Segment(self.index(node), tuple(sorted(self.index(n) for n in reads)), partial)
+
+
+def _check_graph(graph: Graph) -> None:
+    if graph.writebacks:
+        raise UnsupportedError(f"kfuse.dask: {graph.name}() writes into an argument; Dask arrays are "
+                               "immutable: return the new value instead")
+    if graph.checks or graph.host_checks:
+        raise UnsupportedError(f"kfuse.dask: {graph.name}() indexes with run-time bounds checks, "
+                               "which have no mapping onto Dask chunks")
+
+
+def _row_wise(graph: Graph, axes: Axes, r: Node, labels: set) -> bool:
+    """Whether ``r``'s value reaches a node having one of the reduced ``labels`` (broadcast back)."""
+    users = graph.users()
+    stack, seen = list(users[r]), set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if labels & set(axes.of(n)):
+            return True
+        stack.extend(users[n])
+    return False
+
+
+def plan_mapping(graph: Graph, axes: Axes, split: set[int], row_bytes: int) -> Mapping:
+    """The mapping of ``graph`` when the labels ``split`` are in several chunks."""
+    _check_graph(graph)
+    nodes = tuple(graph.nodes())
+    reductions = [n for n in nodes if n.op in REDUCE]
+    whole = set()
+    for r in reductions:
+        labels = {axes.of(r.inputs[0])[a] for a in r.attr("axes")}
+        row = math.prod(axes.size[lb] for lb in labels) * r.inputs[0].dtype.itemsize
+        if labels & split and row <= row_bytes and _row_wise(graph, axes, r, labels):
+            whole |= labels & split
+    boundary = set()
+    for r in reductions:
+        labels = {axes.of(r.inputs[0])[a] for a in r.attr("axes")}
+        if labels & (split - whole):
+            if r.op not in COMBINABLE:
+                raise unsupported_op(r, "its partial results over chunks do not combine")
+            boundary.add(r)
+    return Mapping(graph, nodes, axes, frozenset(whole), frozenset(boundary))
+
+
+def mapping_for(graph: Graph, chunks_of_inputs: dict[int, tuple], row_bytes: int) -> Mapping:
+    """``plan_mapping`` for the Dask ``chunks`` of some inputs (by input position)."""
+    axes = label_axes(graph)
+    split = set()
+    for k, chunks in chunks_of_inputs.items():
+        for label, c in zip(axes.of(graph.inputs[k]), chunks):
+            if len(c) > 1:
+                split.add(label)
+    return plan_mapping(graph, axes, split, row_bytes)
