@@ -59,6 +59,12 @@ def _ops(m: Mapping, node: Node, partial: bool) -> str:
     return "/".join(reversed(ops)) or "copy"
 
 
+def _tasks_after(out, part) -> int:
+    """The combine and aggregate tasks of a reduction (its pass-through chunk step, one task a
+    partial, is fused into the partials' layer by Dask's blockwise fusion)."""
+    return len(out.__dask_graph__()) - len(part.__dask_graph__()) - part.npartitions
+
+
 class _Builder:
     def __init__(self, m: Mapping, sig: Signature, values: list):
         self.m, self.sig, self.values = m, sig, values
@@ -100,8 +106,7 @@ class _Builder:
                                keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
                                combine=ReduceStep(self.sig, node.op.value), meta=self._meta(node))
             self.layers.append(Layer("reduction", f"{node.op.value} of chunk partials (combine, aggregate)",
-                                     node.shape, len(out.__dask_graph__()) - len(part.__dask_graph__()),
-                                     part.nbytes))
+                                     node.shape, _tasks_after(out, part), part.nbytes))
             return out
         return self.blockwise(node, partial=False)
 
