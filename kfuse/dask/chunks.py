@@ -75,17 +75,18 @@ def chunk_graph(nodes: tuple[Node, ...], axes: Axes, seg: Segment, shapes: list,
                 ext[lb] = c
     new = {n: Node(Op.INPUT, n.dtype, tuple(shapes[k]), (), {"index": k, "name": f"in{k}"})
            for k, n in enumerate(ins)}
-    out = nodes[seg.out]
-    last = out.inputs[0] if seg.partial else out
-    for n in nodes[:seg.out + 1]:
+    out = nodes[seg.outs[0]]
+    for n in nodes[:max(seg.outs) + 1]:
         if n not in new and n.op is not Op.INPUT and all(i in new for i in n.inputs):
             new[n] = n.replace(shape=chunk_shape(axes, n, ext), inputs=tuple(new[i] for i in n.inputs))
-    result = new[last]
     if seg.partial:
+        values = new[out.inputs[0]]
         reduced = set(out.attr("axes"))
-        shape = tuple(1 if d in reduced else s for d, s in enumerate(result.shape))
-        result = Node(out.op, out.dtype, shape, (result,), dict(out.attrs) | {"keepdims": True}, loc=out.loc)
-    return Graph(f"{name}_chunk{seg.out}", tuple(new[n] for n in ins), (result,))
+        shape = tuple(1 if d in reduced else s for d, s in enumerate(values.shape))
+        results = (Node(out.op, out.dtype, shape, (values,), dict(out.attrs) | {"keepdims": True}, loc=out.loc),)
+    else:
+        results = tuple(new[nodes[i]] for i in seg.outs)
+    return Graph(f"{name}_chunk{seg.outs[0]}", tuple(new[n] for n in ins), results)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +104,8 @@ class ChunkCall:
         def build():
             nodes, axes, name = self.sig.graph()
             return chunk_graph(nodes, axes, self.seg, shapes, name)
-        return self.sig.program(key, build, backend)(arrays)[0]
+        outs = self.sig.program(key, build, backend)(arrays)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __dask_tokenize__(self):
         return ("kfuse-chunk", self.sig.token, self.seg)

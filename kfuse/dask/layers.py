@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import uuid
 import weakref
 from typing import Any
@@ -44,13 +45,13 @@ def _labels(m: Mapping, node: Node) -> tuple[str, ...]:
     return tuple(f"k{lb}" for lb in m.axes.of(node))
 
 
-def _ops(m: Mapping, node: Node, partial: bool) -> str:
-    seg = m.segment(node, partial)
+def _ops(m: Mapping, nodes: tuple[Node, ...], partial: bool) -> str:
+    seg = m.segment(nodes, partial)
     reads = {m.nodes[i] for i in seg.inputs}
-    seen, stack, ops = set(), [node], []
+    seen, stack, ops = set(), list(nodes), []
     while stack:
         n = stack.pop()
-        if n in seen or (n in reads and n is not node):
+        if n in seen or (n in reads and n not in nodes):
             continue
         seen.add(n)
         if n.op not in (Op.INPUT, Op.CONST, Op.BROADCAST, Op.RESHAPE):
@@ -100,7 +101,7 @@ class _Builder:
                                      out.npartitions, moved))
             return out
         if node in m.boundary:
-            part = self.blockwise(node, partial=True)
+            (part,) = self.blockwise((node,), partial=True)
             axes = node.attr("axes")
             out = da.reduction(part, partials, ReduceStep(self.sig, node.op.value), axis=axes,
                                keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
@@ -108,7 +109,7 @@ class _Builder:
             self.layers.append(Layer("reduction", f"{node.op.value} of chunk partials (combine, aggregate)",
                                      node.shape, _tasks_after(out, part), part.nbytes))
             return out
-        return self.blockwise(node, partial=False)
+        return self.blockwise((node,), partial=False)[0]
 
     def arg(self, node: Node):
         """``value(node)`` rechunked to one chunk along its whole labels."""
@@ -118,16 +119,25 @@ class _Builder:
         whole = {d: -1 for d, lb in enumerate(self.m.axes.of(node)) if lb in self.m.whole and v.numblocks[d] > 1}
         if not whole:
             return v
-        out = v.rechunk(whole)
+        block = math.prod(v.shape[d] if d in whole else v.chunksize[d] for d in range(v.ndim)) * v.dtype.itemsize
+        if block <= self.m.row_bytes:
+            out = v.rechunk(whole)
+        else:       # whole rows, as many a block as fit: the other axes split anew
+            out = v.rechunk({d: whole.get(d, "auto") for d in range(v.ndim)}, block_size_limit=self.m.row_bytes)
         self.layers.append(Layer("rechunk", f"{node.attr('name') or node.op.value} axes {sorted(whole)} to one chunk",
                                  node.shape, out.npartitions, v.nbytes))
         self.arrays[node] = out     # one rechunk serves every reader
         return out
 
-    def blockwise(self, node: Node, partial: bool):
+    def blockwise(self, nodes: tuple[Node, ...], partial: bool) -> list:
+        """The Dask arrays of ``nodes`` from one blockwise layer (several: its tasks return a
+        tuple, and a ``getitem`` per value takes each out)."""
+        import operator
+
         import dask.array as da
         m = self.m
-        seg = m.segment(node, partial)
+        node = nodes[0]
+        seg = m.segment(nodes, partial)
         args, seen_labels, moved = [], set(), 0
         for i in seg.inputs:
             n = m.nodes[i]
@@ -140,15 +150,27 @@ class _Builder:
         out_ind = _labels(m, shape_node)
         new_axes = {lb: s for lb, s in zip(out_ind, shape_node.shape) if lb not in seen_labels}
         adjust = {out_ind[a]: 1 for a in node.attr("axes")} if partial else None
-        meta = self._meta(shape_node)
+        metas = [self._meta(shape_node if partial else n) for n in nodes]
         out = da.blockwise(ChunkCall(self.sig, seg), out_ind, *args, dtype=node.dtype, new_axes=new_axes,
-                           adjust_chunks=adjust, concatenate=True, meta=meta)
+                           adjust_chunks=adjust, concatenate=True,
+                           meta=metas[0] if len(nodes) == 1 else tuple(metas))
         for a in args[::2]:                     # an input read by several tasks is copied to each
             if is_dask_array(a) and a.npartitions < out.npartitions:
                 moved += a.nbytes * (out.npartitions // a.npartitions - 1)
-        what = _ops(m, node, partial) + (" (partial)" if partial else "")
+        what = _ops(m, nodes, partial) + (" (partial)" if partial else "") + \
+            (f" ({len(nodes)} outputs)" if len(nodes) > 1 else "")
         self.layers.append(Layer("blockwise", what, out.shape, out.npartitions, moved))
-        return out
+        if len(nodes) == 1:
+            return [out]
+        return [out.map_blocks(operator.getitem, k, dtype=n.dtype, meta=metas[k]) for k, n in enumerate(nodes)]
+
+    def outputs(self) -> list:
+        """The graph's outputs (an argument returned as it is: the caller's array)."""
+        for layer in self.m.output_layers():
+            if len(layer) > 1:
+                self.arrays.update(zip(layer, self.blockwise(layer, partial=False)))
+        graph = self.m.graph
+        return [self.values[graph.inputs.index(o)] if o.op is Op.INPUT else self.value(o) for o in graph.outputs]
 
 
 def build(jit, specs: dict, values: dict):
@@ -164,5 +186,4 @@ def build(jit, specs: dict, values: dict):
     sig = Signature(jit, spec_items, _token(jit, spec_items))
     register(sig.token, graph, m.axes)
     b = _Builder(m, sig, inputs)
-    outs = [inputs[graph.inputs.index(o)] if o.op is Op.INPUT else b.value(o) for o in graph.outputs]
-    return unflatten(graph.out_tree, outs), b.layers, graph
+    return unflatten(graph.out_tree, b.outputs()), b.layers, graph

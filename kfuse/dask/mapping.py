@@ -5,15 +5,18 @@ Given the labels of :mod:`.axes` and which labels the arguments split into sever
 * a reduction over labels in one chunk runs inside the layer of its consumers;
 * a row-wise reduction (its value broadcast back along the reduced labels: softmax, layernorm)
   over a split label whose row fits ``row_bytes`` (``KFUSE_DASK_ROW_BYTES``) makes that label
-  *whole*: the arguments are rechunked to one chunk along it, and the reduction runs in the layer;
+  *whole*: the arguments are rechunked to one chunk along it, and the reduction runs in the layer
+  (not a reduction of everything, ``x - x.mean()``: that would be one task);
 * any other reduction over a split label is a *boundary*: a ``dask.array.reduction`` whose chunk
   step is a kfuse kernel of its producers plus the partial reduction, its combine and aggregate
   kfuse kernels of the same reduction (so a row too large is statistics-then-apply: two passes);
 * a matmul is a boundary computed by Dask's blocked product.
 
-Every other value that must exist as a Dask array (an output, a matmul operand) is one blockwise
-layer: a :class:`Segment`, the nodes between it and the boundaries it reads, run as one kfuse call
-per chunk. Nodes are named by their index in ``graph.nodes()`` (the same on every worker).
+Every other value that must exist as a Dask array (an output, a matmul operand) is computed by a
+blockwise layer: a :class:`Segment`, the nodes between its values and the boundaries they read,
+run as one kfuse call per chunk. Outputs of one labelling share a layer (an optimizer step's
+parameter and moments: each chunk's inputs read once). Nodes are named by their index in
+``graph.nodes()`` (the same on every worker).
 """
 from __future__ import annotations
 
@@ -31,9 +34,9 @@ COMBINABLE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL})
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """One blockwise layer: ``out`` computed per chunk from the boundary values ``inputs``; when
-    ``partial``, ``out`` is a reduction and the layer gives its per-chunk partial (keepdims)."""
-    out: int
+    """One blockwise layer: ``outs`` computed per chunk from the boundary values ``inputs``; when
+    ``partial``, ``outs`` is one reduction and the layer gives its per-chunk partial (keepdims)."""
+    outs: tuple[int, ...]
     inputs: tuple[int, ...]
     partial: bool = False
 
@@ -45,6 +48,7 @@ class Mapping:
     axes: Axes
     whole: frozenset            # labels rechunked to one chunk
     boundary: frozenset         # reduction nodes computed by dask.array.reduction
+    row_bytes: int              # the largest row (and block, after a rechunk) of a whole label
 
     def index(self, node: Node) -> int:
         return self._index[node]
@@ -59,10 +63,10 @@ class Mapping:
         src = self.axes.of(node.inputs[0])
         return tuple(src[a] for a in node.attr("axes"))
 
-    def segment(self, node: Node, partial: bool = False) -> Segment:
-        """The layer computing ``node`` (its partial, for a boundary reduction)."""
+    def segment(self, nodes: tuple[Node, ...], partial: bool = False) -> Segment:
+        """The layer computing ``nodes`` (the partial of one boundary reduction)."""
         seen, reads = set(), set()
-        stack = list(node.inputs) if partial else [node]
+        stack = list(nodes[0].inputs) if partial else list(nodes)
         while stack:
             n = stack.pop()
             if n in seen:
@@ -72,7 +76,16 @@ class Mapping:
                 reads.add(n)
             else:
                 stack.extend(n.inputs)
-        return Segment(self.index(node), tuple(sorted(self.index(n) for n in reads)), partial)
+        return Segment(tuple(self.index(n) for n in nodes), tuple(sorted(self.index(n) for n in reads)),
+                       partial)
+
+    def output_layers(self) -> list[tuple[Node, ...]]:
+        """The graph's outputs that blockwise layers compute, those of one labelling together."""
+        groups: dict[tuple, list[Node]] = {}
+        for o in dict.fromkeys(self.graph.outputs):
+            if not self.is_boundary(o):
+                groups.setdefault(self.axes.of(o), []).append(o)
+        return [tuple(g) for g in groups.values()]
 
 
 def _check_graph(graph: Graph) -> None:
@@ -108,7 +121,8 @@ def plan_mapping(graph: Graph, axes: Axes, split: set[int], row_bytes: int) -> M
     for r in reductions:
         labels = {axes.of(r.inputs[0])[a] for a in r.attr("axes")}
         row = math.prod(axes.size[lb] for lb in labels) * r.inputs[0].dtype.itemsize
-        if labels & split and row <= row_bytes and _row_wise(graph, axes, r, labels):
+        rows = any(axes.size[lb] > 1 for lb in set(axes.of(r.inputs[0])) - labels)
+        if labels & split and rows and row <= row_bytes and _row_wise(graph, axes, r, labels):
             whole |= labels & split
     boundary = set()
     for r in reductions:
@@ -117,7 +131,7 @@ def plan_mapping(graph: Graph, axes: Axes, split: set[int], row_bytes: int) -> M
             if r.op not in COMBINABLE:
                 raise unsupported_op(r, "its partial results over chunks do not combine")
             boundary.add(r)
-    return Mapping(graph, nodes, axes, frozenset(whole), frozenset(boundary))
+    return Mapping(graph, nodes, axes, frozenset(whole), frozenset(boundary), row_bytes)
 
 
 def mapping_for(graph: Graph, chunks_of_inputs: dict[int, tuple], row_bytes: int) -> Mapping:

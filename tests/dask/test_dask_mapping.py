@@ -166,3 +166,40 @@ def test_pickled_as_its_function_without_compiled_code():
     assert isinstance(again, kfuse.JitFunction) and again.compile_count == 0
     assert again.options == layernorm.options
     assert_matches_numpy(again(X, G, B), layernorm(X, G, B))
+
+
+@kfuse.jit
+def adam(p, g, m, v, lr, t):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * (g * g)
+    return p - lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8), m, v
+
+
+def test_outputs_of_one_shape_share_a_layer():
+    vecs = [RNG.standard_normal(50, dtype=np.float32) for _ in range(4)]
+    vecs[3] = np.abs(vecs[3])
+    args = [da.from_array(v, chunks=10) for v in vecs]
+    plan = kfuse.explain(adam, *args, 1e-3, 3)
+    assert [layer.kind for layer in plan.layers] == ["blockwise"] and plan.layers[0].tasks == 5
+    for got, ref in zip(dask.compute(*adam(*args, 1e-3, 3)), adam.fn(*vecs, 1e-3, 3)):
+        assert_matches_numpy(got, ref)
+
+
+@kfuse.jit
+def center(x):
+    return x - x.mean()
+
+
+def test_a_reduction_of_everything_broadcast_back_is_not_one_task():
+    x = da.from_array(X, chunks=(10, 6))
+    plan = kfuse.explain(center, x)
+    assert plan.rechunks == 0 and plan.layers[-1].tasks == x.npartitions
+    assert_matches_numpy(center(x).compute(), center.fn(X), reductions=True)
+
+
+def test_a_rechunk_keeps_blocks_within_the_row_limit(row_bytes):
+    row_bytes(24 * 4 * 8)           # eight rows of 24 floats a block, though the array has one column chunk
+    x = da.from_array(X, chunks=(40, 8))
+    y = layernorm(x, G, B)
+    assert max(y.chunks[0]) <= 8 and y.chunks[1] == (24,)
+    assert_matches_numpy(y.compute(), layernorm.fn(X, G, B))
