@@ -11,6 +11,7 @@ per process; later tasks with that shape reuse the program.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..ir.ops import Op
 from .axes import Axes, label_axes
 from .detect import chunk_backend, on_device
 from .mapping import Segment
+from .moments import moment_nodes, stack_partials, variance_values
 
 _LOCK = threading.RLock()
 _GRAPHS: dict[str, tuple[tuple[Node, ...], Axes, str]] = {}     # token -> (nodes, axes, name)
@@ -62,24 +64,32 @@ def chunk_shape(axes: Axes, node: Node, ext: dict) -> tuple[int, ...]:
     return tuple(1 if full == 1 else ext.get(lb, full) for lb, full in zip(axes.of(node), node.shape))
 
 
+def extents(nodes: tuple[Node, ...], axes: Axes, seg: Segment, shapes: list) -> dict:
+    """Each label's extent in this chunk, from the segment inputs' chunk ``shapes``."""
+    ext = {}
+    for i, shape in zip(seg.inputs, shapes):
+        for lb, full, c in zip(axes.of(nodes[i]), nodes[i].shape, shape):
+            if full != 1:
+                ext[lb] = c
+    return ext
+
+
 def chunk_graph(nodes: tuple[Node, ...], axes: Axes, seg: Segment, shapes: list, name: str) -> Graph:
     """The segment's nodes rebuilt at the shapes of one chunk: the inputs at ``shapes``, every
     other dim at the extent of its label in the inputs (a label no input has: its full extent;
     size-1 dims stay 1). Reductions inside a segment run over whole labels, so constants such
     as a mean's count stay right."""
     ins = [nodes[i] for i in seg.inputs]
-    ext = {}
-    for n, shape in zip(ins, shapes):
-        for lb, full, c in zip(axes.of(n), n.shape, shape):
-            if full != 1:
-                ext[lb] = c
+    ext = extents(nodes, axes, seg, shapes)
     new = {n: Node(Op.INPUT, n.dtype, tuple(shapes[k]), (), {"index": k, "name": f"in{k}"})
            for k, n in enumerate(ins)}
     out = nodes[seg.outs[0]]
     for n in nodes[:max(seg.outs) + 1]:
         if n not in new and n.op is not Op.INPUT and all(i in new for i in n.inputs):
             new[n] = n.replace(shape=chunk_shape(axes, n, ext), inputs=tuple(new[i] for i in n.inputs))
-    if seg.partial:
+    if seg.step == "moments":
+        results = moment_nodes(new[variance_values(out)], out)
+    elif seg.step == "partial":
         values = new[out.inputs[0]]
         reduced = set(out.attr("axes"))
         shape = tuple(1 if d in reduced else s for d, s in enumerate(values.shape))
@@ -105,6 +115,11 @@ class ChunkCall:
             nodes, axes, name = self.sig.graph()
             return chunk_graph(nodes, axes, self.seg, shapes, name)
         outs = self.sig.program(key, build, backend)(arrays)
+        if self.seg.step == "moments":
+            nodes, axes, _ = self.sig.graph()
+            r = nodes[self.seg.outs[0]]
+            e = chunk_shape(axes, variance_values(r), extents(nodes, axes, self.seg, shapes))
+            return stack_partials(min(r.attr("axes")), math.prod(e[a] for a in r.attr("axes")), *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __dask_tokenize__(self):

@@ -31,3 +31,12 @@ def on_device(chunks: list, backend: str) -> list:
         return chunks
     import cupy
     return [c if is_cupy(c) else cupy.asarray(c) for c in chunks]
+
+
+def array_module(a: Any):
+    """NumPy, or CuPy for a CuPy array."""
+    if is_cupy(a):
+        import cupy
+        return cupy
+    import numpy
+    return numpy

@@ -20,6 +20,7 @@ from ..ir.ops import CONTRACTION, Op
 from .chunks import ChunkCall, Signature, register
 from .detect import is_dask_array
 from .mapping import Mapping, mapping_for
+from .moments import MomentAggregate, moment_combine, variance_values
 from .reductions import ReduceStep, partials
 
 _IDS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
@@ -45,10 +46,14 @@ def _labels(m: Mapping, node: Node) -> tuple[str, ...]:
     return tuple(f"k{lb}" for lb in m.axes.of(node))
 
 
-def _ops(m: Mapping, nodes: tuple[Node, ...], partial: bool) -> str:
-    seg = m.segment(nodes, partial)
+def _ops(m: Mapping, nodes: tuple[Node, ...], step: str) -> str:
+    seg = m.segment(nodes, step)
     reads = {m.nodes[i] for i in seg.inputs}
-    seen, stack, ops = set(), list(nodes), []
+    seen, stack, ops = set(), [m.nodes[i] for i in seg.outs], []
+    if step == "moments":           # the values' ops, then the chunk's sum and squared deviations
+        e = variance_values(nodes[0])
+        before = _ops(m, (e,), "") if e.op is not Op.INPUT else "copy"
+        return ("" if before == "copy" else before + "/") + "sum/divide/subtract/multiply/sum"
     while stack:
         n = stack.pop()
         if n in seen or (n in reads and n not in nodes):
@@ -100,8 +105,16 @@ class _Builder:
             self.layers.append(Layer("matmul", "matmul (Dask's blocked product)", node.shape,
                                      out.npartitions, moved))
             return out
+        if node in m.moments:
+            (part,) = self.blockwise((node,), "moments")
+            out = da.reduction(part, partials, MomentAggregate(node.dtype.str), axis=node.attr("axes"),
+                               keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
+                               combine=moment_combine, meta=self._meta(node))
+            self.layers.append(Layer("reduction", "variance moments of chunk partials (Dask's formulas)",
+                                     node.shape, _tasks_after(out, part), part.nbytes))
+            return out
         if node in m.boundary:
-            (part,) = self.blockwise((node,), partial=True)
+            (part,) = self.blockwise((node,), "partial")
             axes = node.attr("axes")
             out = da.reduction(part, partials, ReduceStep(self.sig, node.op.value), axis=axes,
                                keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
@@ -109,7 +122,7 @@ class _Builder:
             self.layers.append(Layer("reduction", f"{node.op.value} of chunk partials (combine, aggregate)",
                                      node.shape, _tasks_after(out, part), part.nbytes))
             return out
-        return self.blockwise((node,), partial=False)[0]
+        return self.blockwise((node,))[0]
 
     def arg(self, node: Node):
         """``value(node)`` rechunked to one chunk along its whole labels."""
@@ -129,7 +142,7 @@ class _Builder:
         self.arrays[node] = out     # one rechunk serves every reader
         return out
 
-    def blockwise(self, nodes: tuple[Node, ...], partial: bool) -> list:
+    def blockwise(self, nodes: tuple[Node, ...], step: str = "") -> list:
         """The Dask arrays of ``nodes`` from one blockwise layer (several: its tasks return a
         tuple, and a ``getitem`` per value takes each out)."""
         import operator
@@ -137,7 +150,7 @@ class _Builder:
         import dask.array as da
         m = self.m
         node = nodes[0]
-        seg = m.segment(nodes, partial)
+        seg = m.segment(nodes, step)
         args, seen_labels, moved = [], set(), 0
         for i in seg.inputs:
             n = m.nodes[i]
@@ -146,18 +159,21 @@ class _Builder:
             args += [a, None if literal else _labels(m, n)]
             if not literal:
                 seen_labels |= set(_labels(m, n))
-        shape_node = node.inputs[0] if partial else node
+        shape_node = {"": node, "partial": node.inputs[0], "moments": variance_values(node)}[step]
         out_ind = _labels(m, shape_node)
         new_axes = {lb: s for lb, s in zip(out_ind, shape_node.shape) if lb not in seen_labels}
-        adjust = {out_ind[a]: 1 for a in node.attr("axes")} if partial else None
-        metas = [self._meta(shape_node if partial else n) for n in nodes]
+        adjust = {out_ind[a]: 1 for a in node.attr("axes")} if step else None
+        metas = [self._meta(shape_node if step else n) for n in nodes]
+        if step == "moments":       # (n, sum, M2), float64, along the first reduced axis
+            adjust[out_ind[min(node.attr("axes"))]] = 3
+            metas = [self._meta(Node(Op.INPUT, np.float64, shape_node.shape, (), {"name": "moments"}))]
         out = da.blockwise(ChunkCall(self.sig, seg), out_ind, *args, dtype=node.dtype, new_axes=new_axes,
                            adjust_chunks=adjust, concatenate=True,
                            meta=metas[0] if len(nodes) == 1 else tuple(metas))
         for a in args[::2]:                     # an input read by several tasks is copied to each
             if is_dask_array(a) and a.npartitions < out.npartitions:
                 moved += a.nbytes * (out.npartitions // a.npartitions - 1)
-        what = _ops(m, nodes, partial) + (" (partial)" if partial else "") + \
+        what = _ops(m, nodes, step) + (f" ({step})" if step else "") + \
             (f" ({len(nodes)} outputs)" if len(nodes) > 1 else "")
         self.layers.append(Layer("blockwise", what, out.shape, out.npartitions, moved))
         if len(nodes) == 1:
@@ -168,7 +184,7 @@ class _Builder:
         """The graph's outputs (an argument returned as it is: the caller's array)."""
         for layer in self.m.output_layers():
             if len(layer) > 1:
-                self.arrays.update(zip(layer, self.blockwise(layer, partial=False)))
+                self.arrays.update(zip(layer, self.blockwise(layer)))
         graph = self.m.graph
         return [self.values[graph.inputs.index(o)] if o.op is Op.INPUT else self.value(o) for o in graph.outputs]
 

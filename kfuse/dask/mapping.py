@@ -10,6 +10,7 @@ Given the labels of :mod:`.axes` and which labels the arguments split into sever
 * any other reduction over a split label is a *boundary*: a ``dask.array.reduction`` whose chunk
   step is a kfuse kernel of its producers plus the partial reduction, its combine and aggregate
   kfuse kernels of the same reduction (so a row too large is statistics-then-apply: two passes);
+  a variance's sum of squared deviations is one pass of moments (:mod:`.moments`);
 * a matmul is a boundary computed by Dask's blocked product.
 
 Every other value that must exist as a Dask array (an output, a matmul operand) is computed by a
@@ -27,6 +28,7 @@ from ..errors import UnsupportedError
 from ..ir.graph import Graph, Node
 from ..ir.ops import CONTRACTION, REDUCE, Op
 from .axes import Axes, label_axes, unsupported_op
+from .moments import variance_chain, variance_values
 
 # reductions whose partial results combine with the same reduction (argmax/argmin do not)
 COMBINABLE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL})
@@ -34,11 +36,12 @@ COMBINABLE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY, Op.ALL})
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """One blockwise layer: ``outs`` computed per chunk from the boundary values ``inputs``; when
-    ``partial``, ``outs`` is one reduction and the layer gives its per-chunk partial (keepdims)."""
+    """One blockwise layer: ``outs`` computed per chunk from the boundary values ``inputs``. With
+    a ``step``, ``outs`` is one boundary reduction and the layer gives its per-chunk partial
+    (keepdims): ``"partial"`` the same reduction, ``"moments"`` a variance's sum and M2."""
     outs: tuple[int, ...]
     inputs: tuple[int, ...]
-    partial: bool = False
+    step: str = ""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -48,6 +51,7 @@ class Mapping:
     axes: Axes
     whole: frozenset            # labels rechunked to one chunk
     boundary: frozenset         # reduction nodes computed by dask.array.reduction
+    moments: frozenset          # those of them that are a variance's M2 (one pass of moments)
     row_bytes: int              # the largest row (and block, after a rechunk) of a whole label
 
     def index(self, node: Node) -> int:
@@ -63,10 +67,11 @@ class Mapping:
         src = self.axes.of(node.inputs[0])
         return tuple(src[a] for a in node.attr("axes"))
 
-    def segment(self, nodes: tuple[Node, ...], partial: bool = False) -> Segment:
-        """The layer computing ``nodes`` (the partial of one boundary reduction)."""
+    def segment(self, nodes: tuple[Node, ...], step: str = "") -> Segment:
+        """The layer computing ``nodes`` (the partial of one boundary reduction with a ``step``)."""
         seen, reads = set(), set()
-        stack = list(nodes[0].inputs) if partial else list(nodes)
+        stack = {"": list(nodes), "partial": list(nodes[0].inputs),
+                 "moments": [variance_values(nodes[0])]}[step]
         while stack:
             n = stack.pop()
             if n in seen:
@@ -77,7 +82,7 @@ class Mapping:
             else:
                 stack.extend(n.inputs)
         return Segment(tuple(self.index(n) for n in nodes), tuple(sorted(self.index(n) for n in reads)),
-                       partial)
+                       step)
 
     def output_layers(self) -> list[tuple[Node, ...]]:
         """The graph's outputs that blockwise layers compute, those of one labelling together."""
@@ -97,8 +102,9 @@ def _check_graph(graph: Graph) -> None:
                                "which have no mapping onto Dask chunks")
 
 
-def _row_wise(graph: Graph, axes: Axes, r: Node, labels: set) -> bool:
-    """Whether ``r``'s value reaches a node having one of the reduced ``labels`` (broadcast back)."""
+def _row_wise(graph: Graph, axes: Axes, r: Node, labels: set, moments: frozenset) -> bool:
+    """Whether ``r``'s value reaches a node having one of the reduced ``labels`` (broadcast back),
+    other than a variance's deviations from it (``moments``: one pass of moments needs no row)."""
     users = graph.users()
     stack, seen = list(users[r]), set()
     while stack:
@@ -106,7 +112,7 @@ def _row_wise(graph: Graph, axes: Axes, r: Node, labels: set) -> bool:
         if n in seen:
             continue
         seen.add(n)
-        if labels & set(axes.of(n)):
+        if n not in moments and labels & set(axes.of(n)):
             return True
         stack.extend(users[n])
     return False
@@ -117,12 +123,14 @@ def plan_mapping(graph: Graph, axes: Axes, split: set[int], row_bytes: int) -> M
     _check_graph(graph)
     nodes = tuple(graph.nodes())
     reductions = [n for n in nodes if n.op in REDUCE]
+    chains = [c[1] for r in reductions if (c := variance_chain(r))]
+    in_moments = frozenset().union(*chains)
     whole = set()
     for r in reductions:
         labels = {axes.of(r.inputs[0])[a] for a in r.attr("axes")}
         row = math.prod(axes.size[lb] for lb in labels) * r.inputs[0].dtype.itemsize
         rows = any(axes.size[lb] > 1 for lb in set(axes.of(r.inputs[0])) - labels)
-        if labels & split and rows and row <= row_bytes and _row_wise(graph, axes, r, labels):
+        if labels & split and rows and row <= row_bytes and _row_wise(graph, axes, r, labels, in_moments):
             whole |= labels & split
     boundary = set()
     for r in reductions:
@@ -131,7 +139,8 @@ def plan_mapping(graph: Graph, axes: Axes, split: set[int], row_bytes: int) -> M
             if r.op not in COMBINABLE:
                 raise unsupported_op(r, "its partial results over chunks do not combine")
             boundary.add(r)
-    return Mapping(graph, nodes, axes, frozenset(whole), frozenset(boundary), row_bytes)
+    moments = frozenset(r for r in boundary if variance_values(r) is not None)
+    return Mapping(graph, nodes, axes, frozenset(whole), frozenset(boundary), moments, row_bytes)
 
 
 def mapping_for(graph: Graph, chunks_of_inputs: dict[int, tuple], row_bytes: int) -> Mapping:

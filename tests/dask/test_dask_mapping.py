@@ -75,6 +75,7 @@ def test_rows_too_large_run_statistics_then_apply(row_bytes):
     plan = kfuse.explain(layernorm, x, G, B)
     kinds = [layer.kind for layer in plan.layers]
     assert "rechunk" not in kinds and kinds.count("reduction") == 2
+    assert any(layer.what.endswith("(moments)") for layer in plan.layers)    # mean and variance: one pass
     assert_matches_numpy(layernorm(x, G, B).compute(), layernorm.fn(X, G, B))
 
 
@@ -203,3 +204,21 @@ def test_a_rechunk_keeps_blocks_within_the_row_limit(row_bytes):
     y = layernorm(x, G, B)
     assert max(y.chunks[0]) <= 8 and y.chunks[1] == (24,)
     assert_matches_numpy(y.compute(), layernorm.fn(X, G, B))
+
+
+@kfuse.jit
+def variances(x):
+    return x.var(axis=0), x.std(axis=0, ddof=1), np.var(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_variances_over_split_axes_combine_moments_as_dask_does(dtype):
+    x = (X * 3 + 1000).astype(dtype)                # a large mean: a naive sum of squares would lose it
+    xs = da.from_array(x, chunks=(7, 5))
+    plan = kfuse.explain(variances, xs)
+    kinds = [layer.kind for layer in plan.layers]
+    assert "rechunk" not in kinds and kinds.count("reduction") == 2      # var and std share theirs
+    assert sum(layer.what.endswith("(moments)") for layer in plan.layers) == 2
+    got = dask.compute(*variances(xs))
+    for g, r in zip(got, variances.fn(x)):
+        assert_matches_numpy(g, r, reductions=True)
