@@ -105,24 +105,25 @@ class _Builder:
             self.layers.append(Layer("matmul", "matmul (Dask's blocked product)", node.shape,
                                      out.npartitions, moved))
             return out
-        if node in m.moments:
-            (part,) = self.blockwise((node,), "moments")
-            out = da.reduction(part, partials, MomentAggregate(node.dtype.str), axis=node.attr("axes"),
-                               keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
-                               combine=moment_combine, meta=self._meta(node))
-            self.layers.append(Layer("reduction", "variance moments of chunk partials (Dask's formulas)",
-                                     node.shape, _tasks_after(out, part), part.nbytes))
-            return out
         if node in m.boundary:
-            (part,) = self.blockwise((node,), "partial")
-            axes = node.attr("axes")
-            out = da.reduction(part, partials, ReduceStep(self.sig, node.op.value), axis=axes,
-                               keepdims=node.attr("keepdims"), dtype=node.dtype, concatenate=True,
-                               combine=ReduceStep(self.sig, node.op.value), meta=self._meta(node))
-            self.layers.append(Layer("reduction", f"{node.op.value} of chunk partials (combine, aggregate)",
-                                     node.shape, _tasks_after(out, part), part.nbytes))
-            return out
+            return self._reduction(node)
         return self.blockwise((node,))[0]
+
+    def _reduction(self, node: Node):
+        """A boundary reduction: its partials' blockwise layer, then ``dask.array.reduction``."""
+        import dask.array as da
+        moments = node in self.m.moments
+        (part,) = self.blockwise((node,), "moments" if moments else "partial")
+        if moments:
+            agg, comb, what = MomentAggregate(node.dtype.str), moment_combine, \
+                "variance moments of chunk partials (Dask's formulas)"
+        else:
+            agg = comb = ReduceStep(self.sig, node.op.value)
+            what = f"{node.op.value} of chunk partials (combine, aggregate)"
+        out = da.reduction(part, partials, agg, axis=node.attr("axes"), keepdims=node.attr("keepdims"),
+                           dtype=node.dtype, concatenate=True, combine=comb, meta=self._meta(node))
+        self.layers.append(Layer("reduction", what, node.shape, _tasks_after(out, part), part.nbytes))
+        return out
 
     def arg(self, node: Node):
         """``value(node)`` rechunked to one chunk along its whole labels."""

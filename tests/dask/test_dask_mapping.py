@@ -222,3 +222,11 @@ def test_variances_over_split_axes_combine_moments_as_dask_does(dtype):
     got = dask.compute(*variances(xs))
     for g, r in zip(got, variances.fn(x)):
         assert_matches_numpy(g, r, reductions=True)
+
+
+def test_the_backend_follows_the_chunk_type():
+    from kfuse.dask.detect import chunk_backend
+    cupy_like = type("ndarray", (), {"__module__": "cupy._core.core"})()
+    assert chunk_backend([np.zeros(2)], "auto") == "cpu"
+    assert chunk_backend([np.zeros(2), cupy_like], "auto") == "cuda"
+    assert chunk_backend([cupy_like], "numba-cuda") == "numba-cuda"
