@@ -8,13 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-
-def _bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+from ..logs import fmt_bytes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,9 +30,9 @@ class ChunkPlan:
 
     def __str__(self) -> str:
         lines = [f"chunk plan for {self.name}: {len(self.layers)} Dask layer(s), {self.tasks} task(s), "
-                 f"{self.rechunks} rechunk(s), ~{_bytes(self.moved)} moved between workers",
+                 f"{self.rechunks} rechunk(s), ~{fmt_bytes(self.moved)} moved between workers",
                  f"  {'layer':<6}{'kind':<11}{'tasks':>7}  {'moved':>10}  {'shape':<18}ops"]
         for k, layer in enumerate(self.layers):
-            lines.append(f"  {k:<6}{layer.kind:<11}{layer.tasks:>7}  {_bytes(layer.moved):>10}  "
+            lines.append(f"  {k:<6}{layer.kind:<11}{layer.tasks:>7}  {fmt_bytes(layer.moved):>10}  "
                          f"{str(list(layer.shape)):<18}{layer.what}")
         return "\n".join(lines)
