@@ -21,6 +21,7 @@ from . import backends as _backends
 from . import config as _config
 from . import logs
 from .backends import Backend, Feature
+from .dask.detect import has_dask_arrays
 from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
@@ -220,6 +221,8 @@ class JitFunction:
         from .trace.core import tracing
         if tracing():           # called inside another kfuse.jit function's trace
             return self._inline(args, kwargs, values)
+        if has_dask_arrays(values.values()):
+            return self._dask("call", values)
         args = tuple(values[p] for p in self._params)
         try:
             key = self._key(args)
@@ -321,6 +324,21 @@ class JitFunction:
             import warnings
             from .runtime.cache import RecompileWarning
             warnings.warn(msg, RecompileWarning, stacklevel=4)
+
+    # ---- Dask arrays (kfuse.dask) ---------------------------------------------------------
+    def _dask(self, what: str, values: dict[str, Any]):
+        """``call`` (lazy Dask arrays) or ``explain`` (the chunk plan) on Dask arguments."""
+        from . import dask as kdask
+        return getattr(kdask, what)(self, self._specs(values, abstract_ok=False), values)
+
+    def _chunk_program(self, graph: Graph, backend: Backend):
+        """The program of a chunk graph built by ``kfuse.dask``, planned and compiled as a call's."""
+        return Lowered(graph, self.options.device, backend, self.options).compile(_open_cache())
+
+    def __reduce__(self):
+        """Pickled (Dask ships tasks so) as the Python function and options, never compiled code:
+        where it is unpickled it compiles, or loads from its disk cache, by itself."""
+        return (JitFunction, (self.fn, self.options))
 
     def __repr__(self) -> str:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
@@ -636,4 +654,6 @@ def explain(fn, *args, device: str | None = None, **kwargs):
     """The fusion plan of ``fn`` for these arguments (arrays or spec strings); ``str(plan)`` is a
     table and ``plan.kernels`` the list of kernels. Needs no GPU and allocates nothing."""
     jf = fn if isinstance(fn, JitFunction) else JitFunction(fn)
+    if has_dask_arrays(args) or has_dask_arrays(kwargs.values()):
+        return jf._dask("explain", jf._bind(args, kwargs))     # the chunk plan
     return jf.lower(*args, device=device, **kwargs).plan

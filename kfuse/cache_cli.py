@@ -17,6 +17,7 @@ import sys
 import tarfile
 import time
 
+from .logs import fmt_bytes
 from .runtime.cache import (get_config, META, LAST_USED, NAMESPACES, BadEntry, CacheStore, _NAME_RE,
                             _HASH_RE, read_entry)
 from .runtime.keys import key_hash
@@ -59,14 +60,6 @@ def parse_age(text: str) -> float:
         raise ValueError(f"bad age {text!r} (use e.g. 30d, 12h, 45m, 90s, 2w)")
     mult = {"": 86400, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}[m.group(2)]
     return float(m.group(1)) * mult
-
-
-def _fmt_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def _fmt_time(t: float) -> str:
@@ -125,13 +118,13 @@ def _ls(store, args, out):
         m = e.meta or {}
         if e.error:
             if args.function is None:
-                rows.append([e.key_hash[:16], "BAD: " + e.error] + [""] * 5 + [_fmt_bytes(e.size), ""])
+                rows.append([e.key_hash[:16], "BAD: " + e.error] + [""] * 5 + [fmt_bytes(e.size), ""])
             continue
         if not _function_matches(m, args.function):
             continue
         rows.append([e.key_hash[:16], m.get("function", "-"), _signature(m), m.get("backend", "-"),
                      m.get("device", "-"), m.get("kernel_kind", "-"), str(m.get("arch", "-")),
-                     _fmt_bytes(e.size), _fmt_time(e.last_used)])
+                     fmt_bytes(e.size), _fmt_time(e.last_used)])
     _table(rows, ["key", "function", "signature", "backend", "device", "kind", "arch", "size",
                   "last used"], out)
     return 0
@@ -166,7 +159,7 @@ def _show(store, args, out):
     e = _find(store, args.key)
     print(f"entry:     {e.namespace}/{e.key_hash}", file=out)
     print(f"path:      {e.path}", file=out)
-    print(f"size:      {_fmt_bytes(e.size)}", file=out)
+    print(f"size:      {fmt_bytes(e.size)}", file=out)
     print(f"last used: {_fmt_time(e.last_used)}", file=out)
     if e.error:
         print(f"BAD:       {e.error}", file=out)
@@ -194,14 +187,14 @@ def _stats(store, args, out):
             c[1] += e.size
     print(f"cache dir: {store.root}", file=out)
     print(f"entries:   {n}", file=out)
-    print(f"bytes:     {total} ({_fmt_bytes(total)})", file=out)
+    print(f"bytes:     {total} ({fmt_bytes(total)})", file=out)
     if store.max_bytes:
-        print(f"cap:       {store.max_bytes} ({_fmt_bytes(store.max_bytes)})", file=out)
+        print(f"cap:       {store.max_bytes} ({fmt_bytes(store.max_bytes)})", file=out)
     for ns in NAMESPACES:
         c = by_ns.get(ns, [0, 0])
-        print(f"  {ns:<9} {c[0]:>6} entries  {_fmt_bytes(c[1])}", file=out)
+        print(f"  {ns:<9} {c[0]:>6} entries  {fmt_bytes(c[1])}", file=out)
     for b, c in sorted(by_backend.items()):
-        print(f"  backend {b:<8} {c[0]:>6} entries  {_fmt_bytes(c[1])}", file=out)
+        print(f"  backend {b:<8} {c[0]:>6} entries  {fmt_bytes(c[1])}", file=out)
     return 0
 
 

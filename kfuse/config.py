@@ -38,6 +38,9 @@ class Config:
     index_checks: bool = True           # KFUSE_INDEX_CHECKS=0: no IndexError for a traced index out of
                                         # range (read at the nearest end), no ValueError for the max of
                                         # an empty x[mask] (the identity), no flag read back a call
+    dask_row_bytes: int = 128 << 20     # KFUSE_DASK_ROW_BYTES: on Dask arrays, a row-wise reduction
+                                        # over a split axis rechunks it to one chunk when a row fits
+                                        # this; larger rows run statistics-then-apply (two passes)
 
 
 def from_env(env: dict | None = None) -> Config:
@@ -58,6 +61,7 @@ def from_env(env: dict | None = None) -> Config:
         cpu_threads=int(threads) if threads else None,
         device=g("KFUSE_DEVICE") or None,
         index_checks=_bool(g("KFUSE_INDEX_CHECKS"), True),
+        dask_row_bytes=int(g("KFUSE_DASK_ROW_BYTES") or (128 << 20)),
     )
 
 
