@@ -90,6 +90,36 @@ def _run(client, fn, inputs, scalars) -> float:
     return dt
 
 
+def _chunk_error(fn, scalars, n_in: int, *blocks) -> float:
+    """The largest |kfuse - reference| / (atol + rtol |reference|) over one chunk: ``blocks`` are
+    ``n_in`` input chunks then the output chunks; the reference is ``fn`` run eagerly on the chunk
+    in float64 by the chunk's own array library (CuPy on a GPU worker, NumPy on a CPU one)."""
+    from kfuse.dask.detect import array_module
+    from kfuse.testing import tolerance
+    xp = array_module(blocks[0])
+    want = fn(*(b.astype(xp.float64) for b in blocks[:n_in]), *scalars)
+    want = want if isinstance(want, tuple) else (want,)
+    rtol, atol = tolerance(np.float32)
+    rtol *= 50          # a float32 chain of a dozen ops against one float64 rounding
+    return max(float(xp.max(xp.abs(o - w) / (atol + rtol * xp.abs(w))))
+               for o, w in zip(blocks[n_in:], want))
+
+
+def _check(client, fn, inputs, scalars) -> float:
+    """Every output chunk against its chunk's float64 reference (:func:`_chunk_error`, one task a
+    chunk, run where the chunk lives); the worst ratio (at most 1 passes)."""
+    import dask
+    out = fn(*inputs, *scalars)
+    out = list(out) if isinstance(out, tuple) else [out]
+    n = out[0].npartitions
+    per_chunk = [a.to_delayed().ravel() for a in inputs]
+    per_chunk = [d if len(d) == n else [d[0]] * n for d in per_chunk]     # g, b: one chunk, shared
+    outs = [a.to_delayed().ravel() for a in out]
+    tasks = [dask.delayed(_chunk_error)(fn, scalars, len(inputs), *(d[k] for d in per_chunk),
+                                        *(o[k] for o in outs)) for k in range(n)]
+    return max(client.gather(client.compute(tasks)))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpus", type=int, default=1, help="largest number of GPUs (workers)")
@@ -98,6 +128,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cpu", action="store_true", help="NumPy workers on a LocalCluster (no GPU)")
     ap.add_argument("--no-baseline", action="store_true", help="skip Dask's own ops")
+    ap.add_argument("--check", action="store_true",
+                    help="check every output chunk of the largest run against a float64 reference")
     args = ap.parse_args(argv)
     counts = sorted({1 << k for k in range(args.gpus.bit_length()) if 1 << k <= args.gpus} | {args.gpus})
     rows, base = [], {}
@@ -116,18 +148,22 @@ def main(argv=None) -> int:
                     base.setdefault((name, peer), t)
                     rows.append((name, peer, n, nbytes / 1e9, first, t, nbytes / t / 1e9,
                                  base[(name, peer)] / t))
+                if args.check and n == counts[-1]:
+                    worst = _check(client, kfuse.jit(fn), inputs, scalars)
+                    print(f"check {name} on {n}: worst chunk error {worst:.3g} of the tolerance "
+                          f"({'ok' if worst <= 1 else 'FAILED'})", flush=True)
                 del inputs
         finally:
             client.close()
             cluster.close()
     device = "CPU workers" if args.cpu else "GPUs"
     print(f"\nweak scaling, {args.gb_per_gpu:g} GB of input per worker ({device}); "
-          "efficiency = time on 1 / time on N")
-    head = f"{'workload':<16}{'peer':<7}{'n':>3}{'GB':>9}{'first s':>10}{'median s':>10}{'GB/s':>9}{'eff':>7}"
+          "eff = time on 1 / time on N; x1 = throughput against 1 (n * eff)")
+    head = f"{'workload':<16}{'peer':<7}{'n':>3}{'GB':>9}{'first s':>10}{'median s':>10}{'GB/s':>9}{'eff':>7}{'x1':>7}"
     print(head)
     print("-" * len(head))
     for name, peer, n, gb, first, t, bw, eff in rows:
-        print(f"{name:<16}{peer:<7}{n:>3}{gb:>9.2f}{first:>10.3f}{t:>10.4f}{bw:>9.1f}{eff:>7.2f}")
+        print(f"{name:<16}{peer:<7}{n:>3}{gb:>9.2f}{first:>10.3f}{t:>10.4f}{bw:>9.1f}{eff:>7.2f}{n * eff:>7.2f}")
     return 0
 
 
