@@ -128,10 +128,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cpu", action="store_true", help="NumPy workers on a LocalCluster (no GPU)")
     ap.add_argument("--no-baseline", action="store_true", help="skip Dask's own ops")
+    ap.add_argument("--only", action="store_true", help="run on --gpus workers only (no scaling)")
     ap.add_argument("--check", action="store_true",
                     help="check every output chunk of the largest run against a float64 reference")
     args = ap.parse_args(argv)
     counts = sorted({1 << k for k in range(args.gpus.bit_length()) if 1 << k <= args.gpus} | {args.gpus})
+    if args.only:
+        counts = [args.gpus]
     rows, base = [], {}
     for n in counts:
         cluster, client = _cluster(n, args.cpu)
