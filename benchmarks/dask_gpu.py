@@ -73,7 +73,9 @@ def _workloads(n: int, gb: float, cpu: bool, chunk_mb: float):
     # Adam: four vectors sharing n*gb GB; reads four, writes three
     size = max(1, int(n * gb * 1e9 / 16))
     cvec = max(1, min(size, int(chunk_mb * 1e6 / 4)))
-    p, gr, m, v = (rs.standard_normal((size,), chunks=cvec).astype(f4) for _ in range(4))
+    # one (4, size) array sliced: chunk k of p, g, m and v is one block, on one worker (four
+    # separate arrays put their chunks k on different workers, and each task moved three of them)
+    p, gr, m, v = rs.standard_normal((4, size), chunks=(4, cvec)).astype(f4)
     v = abs(v)
     return [("layernorm+gelu", layernorm_gelu, [x, g, b], (), 2 * x.nbytes),
             ("adam", adam, [p, gr, m, v], (1e-3, 10), 7 * p.nbytes)]
