@@ -113,6 +113,8 @@ class CpuOps(PyOps):
             return f"{self.use(_F32_HELPERS[op])}({a[0]})"
         if op == "cbrt":
             return f"{self.use('_cbrt')}({a[0]})"
+        if op in ("log2", "exp2") and _vt(t) == "float64":
+            return f"{self.use(f'_{op}_f64')}({a[0]})"
         if op == "power":       # libm's pow; a constant exponent: codegen.decompose
             return f"np.power({a[0]}, {a[1]})"
         if op == "fmax":

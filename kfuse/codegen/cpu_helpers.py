@@ -33,6 +33,15 @@ def _cbrt(x):
     once inlined LLVM took its result for finite and folded a later isinf/isfinite (cpu seed 905 #133)."""
     return x if (x == 0 or not np.isfinite(x)) else np.cbrt(x)
 ''')
+for _F in ("log2", "exp2"):
+    _helper(f"_{_F}_f64", f'''
+@numba.njit(error_model="numpy")
+def _{_F}_f64(x):
+    """np.{_F} of a float64, in a function of its own: Numba declares the C function {_F} once per
+    module with the first argument type it meets, so a kernel calling it on a float64 and on a
+    float32 failed to compile ("arg mismatch: double != float")."""
+    return np.{_F}(x)
+''')
 for _T, _I, _B in (("float32", "int32", 31), ("float64", "int64", 63)):
     _helper(f"_fkey_{_T}", f'''
 @numba.njit(error_model="numpy")

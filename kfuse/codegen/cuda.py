@@ -98,7 +98,7 @@ class CudaKernel:
 
 # ----------------------------------------------------------------------------- kernel shapes
 
-class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
     def __init__(self, kir: K.KernelIR, variant: Variant):
         self.kir, self.v = kir, variant
         self.dt = {}                    # var -> dtype name
@@ -153,38 +153,51 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
             terms.append(index_c(e) if unit and d == len(index) - 1 else f"{index_c(e)} * (IDX)st_{kind}{k}_{d}")
         return " + ".join(terms) if terms else "(IDX)0"
 
-    # -- statements (scalar)
+    # -- statements (scalar): K.StatementRenderer dispatches to on_<statement>
     def stmt(self, s, loads=None) -> str:
-        if isinstance(s, K.Load):
+        """A statement's C line; ``loads`` maps a load's value to an expression already read (a
+        vector lane, a shared-memory tile)."""
+        if loads is not None and isinstance(s, K.Load) and s.dst in loads:
             self.dt[s.dst] = s.dtype
-            if loads is not None and s.dst in loads:
-                return f"const {ctype(s.dtype)} {s.dst} = {loads[s.dst]};"
-            return (f"const {ctype(s.dtype)} {s.dst} = "
-                    f"{load_expr(f'in{s.buf}', self.offset('in', s.buf, s.index), s.dtype)};")
-        if isinstance(s, K.Const):
-            self.dt[s.dst] = s.dtype
-            self.consts[s.dst] = s.value
-            return f"const {ctype(s.dtype)} {s.dst} = {const_literal(s.value, s.dtype)};"
-        if isinstance(s, K.Index):
-            self.dt[s.dst] = s.dtype
-            return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){index_c(s.expr)};"
-        if isinstance(s, K.Op):
-            self.dt[s.dst] = s.dtype
-            return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
-        if isinstance(s, K.Search):     # a binary search of the table (cuda_ops.PRELUDE)
-            self.dt[s.dst] = "int64"
-            right = "true" if s.side == "right" else "false"
-            return (f"const long long {s.dst} = kf_search<{right}>(in{s.buf}, (long long){index_c(s.n)}, "
-                    f"(long long)st_in{s.buf}_0, ({_STYPE[s.dtype]}){s.key});")
-        if isinstance(s, K.Scan):       # the running value is dst itself, declared before the loop
-            return f"{s.dst} = {self.op_value(s.step(s.dst))};"
-        if isinstance(s, K.Store) and s.combine:    # a scatter's ufunc.at: atomic (codegen.cuda_scatter)
-            return self.combine_store(s)
-        if isinstance(s, K.Store):
-            b = self.kir.outputs[s.buf]
-            return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
-                    f"{store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
-        raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+            return f"const {ctype(s.dtype)} {s.dst} = {loads[s.dst]};"
+        return self.statement(s)
+
+    def slot_read(self, s: K.Load, slot: str) -> str:
+        return f"const {ctype(s.dtype)} {s.dst} = {slot};"
+
+    def slot_write(self, slot: str, s: K.Load) -> str:
+        return f"{slot} = {s.dst};"
+
+    def on_load(self, s: K.Load) -> str:
+        return (f"const {ctype(s.dtype)} {s.dst} = "
+                f"{load_expr(f'in{s.buf}', self.offset('in', s.buf, s.index), s.dtype)};")
+
+    def on_const(self, s: K.Const) -> str:
+        self.dt[s.dst] = s.dtype
+        self.consts[s.dst] = s.value
+        return f"const {ctype(s.dtype)} {s.dst} = {const_literal(s.value, s.dtype)};"
+
+    def on_index(self, s: K.Index) -> str:
+        return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){index_c(s.expr)};"
+
+    def on_op(self, s: K.Op) -> str:
+        return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
+
+    def on_search(self, s: K.Search) -> str:        # a binary search of the table (cuda_ops.PRELUDE)
+        right = "true" if s.side == "right" else "false"
+        return (f"const long long {s.dst} = kf_search<{right}>(in{s.buf}, (long long){index_c(s.n)}, "
+                f"(long long)st_in{s.buf}_0, ({_STYPE[s.dtype]}){s.key});")
+
+    def on_scan(self, s: K.Scan) -> str:            # the running value is dst itself, declared before the loop
+        return f"{s.dst} = {self.op_value(s.step(s.dst))};"
+
+    def on_combine(self, s: K.Store) -> str:        # a scatter's ufunc.at: atomic (codegen.cuda_scatter)
+        return self.combine_store(s)
+
+    def on_store(self, s: K.Store) -> str:
+        b = self.kir.outputs[s.buf]
+        return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
+                f"{store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
 
     def op_value(self, s: K.Op) -> str:
         """The C expression of an op statement's value."""
@@ -476,14 +489,7 @@ class _Gen(AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
             if V == 1:
                 for s in ph.body:
                     if kc and isinstance(s, K.Load):
-                        c = cache[(s.buf, s.index)]
-                        self.dt[s.dst] = s.dtype
-                        if (s.buf, s.index) in filled:
-                            loop.append(f"const {ctype(s.dtype)} {s.dst} = {c}[k_];")
-                        else:
-                            loop.append(self.stmt(s))
-                            loop.append(f"{c}[k_] = {s.dst};")
-                            newly.add((s.buf, s.index))
+                        loop += self.cached_load(s, f"{cache[(s.buf, s.index)]}[k_]", filled, newly)
                     else:
                         loop.append(self.stmt(s))
                 for a in ph.accs:

@@ -341,6 +341,41 @@ class Scan:
 Stmt = Union[Load, Const, Index, Op, Store, Scan]
 
 
+_HANDLER = {Load: "on_load", Const: "on_const", Index: "on_index", Op: "on_op", Search: "on_search",
+            Scan: "on_scan", Store: "on_store"}
+
+
+class StatementRenderer:
+    """The statement dispatch the GPU emitters share. :meth:`statement` records the dtype of a
+    loaded, indexed, computed or searched value in ``self.dt`` (what a later store converts from)
+    and returns ``self.on_<class>(s)``: ``on_load``, ``on_const``, ``on_index``, ``on_op``,
+    ``on_search``, ``on_scan``, ``on_store``, and ``on_combine`` for a scatter's combining store."""
+    dt: dict
+
+    def statement(self, s) -> str:
+        handler = _HANDLER.get(type(s))
+        if handler is None:
+            from ..errors import CompileError
+            raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+        if isinstance(s, (Load, Index, Op)):
+            self.dt[s.dst] = s.dtype
+        elif isinstance(s, Search):
+            self.dt[s.dst] = "int64"
+        elif isinstance(s, Store) and s.combine:
+            handler = "on_combine"
+        return getattr(self, handler)(s)
+
+    def cached_load(self, s: Load, slot: str, filled: set, newly: set) -> list[str]:
+        """A load of a row kept in registers: ``slot`` (the cache entry of ``s``'s buffer and
+        index) is read once it is filled, else ``s`` loads and fills it (``newly`` records it).
+        The emitter spells the two assignments: ``slot_read(s, slot)``, ``slot_write(slot, s)``."""
+        self.dt[s.dst] = s.dtype
+        if (s.buf, s.index) in filled:
+            return [self.slot_read(s, slot)]
+        newly.add((s.buf, s.index))
+        return [self.statement(s), self.slot_write(slot, s)]
+
+
 def scans(stmts) -> list[Scan]:
     """The :class:`Scan` statements of ``stmts`` (their running values start before the loop)."""
     return [s for s in stmts if isinstance(s, Scan)]

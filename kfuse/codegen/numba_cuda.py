@@ -141,7 +141,7 @@ def row_variant(L: int) -> NVariant:
 # --------------------------------------------------------------------------- the emitter
 
 
-class _Gen:
+class _Gen(K.StatementRenderer):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         self.used: list[str] = []
@@ -177,39 +177,48 @@ class _Gen:
                  if not (isinstance(e, K.ILit) and e.value == 0)]
         return " + ".join(terms) if terms else "0"
 
-    # -- statements
-    def stmt(self, s) -> str:
-        if isinstance(s, K.Load):
-            self.dt[s.dst] = s.dtype
-            ref = f"in{s.buf}[{self.offset('in', s.buf, s.index)}]"
-            if s.dtype == "float16":
-                ref = f"np.float32({ref})"
-            elif s.dtype == "bool":
-                ref = f"({ref} != 0)"
-            return f"{self.n(s.dst)} = {ref}"
-        if isinstance(s, K.Const):
-            return ""                       # hoisted to the kernel's top
-        if isinstance(s, K.Index):
-            self.dt[s.dst] = s.dtype
-            return f"{self.n(s.dst)} = np.int64({self.ix(s.expr)})"
-        if isinstance(s, K.Op):
-            self.dt[s.dst] = s.dtype
-            return f"{self.n(s.dst)} = {self.op_value(s)}"
-        if isinstance(s, K.Search):         # a binary search of the flat table (int_helpers)
-            self.dt[s.dst] = "int64"
-            return (f"{self.n(s.dst)} = {self.use('_search_' + s.side)}(in{s.buf}, {self.ix(s.n)}, "
-                    f"st_in{s.buf}_0, {self.n(s.key)})")
-        if isinstance(s, K.Scan):           # the running value is dst itself (started before the loop)
-            self.dt[s.dst] = s.dtype
-            return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
-        if isinstance(s, K.Store) and s.combine:    # a scatter's ufunc.at: an atomic
-            return scatter.combine_store(s, self.kir.outputs[s.buf].dtype, self.offset("out", s.buf, s.index),
-                                         self.n(s.src))
-        if isinstance(s, K.Store):
-            b = self.kir.outputs[s.buf]
-            return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
-                    f"{store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype)}")
-        raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
+    # -- statements: K.StatementRenderer dispatches to on_<statement>
+    stmt = K.StatementRenderer.statement
+
+    def on_load(self, s: K.Load) -> str:
+        ref = f"in{s.buf}[{self.offset('in', s.buf, s.index)}]"
+        if s.dtype == "float16":
+            ref = f"np.float32({ref})"
+        elif s.dtype == "bool":
+            ref = f"({ref} != 0)"
+        return f"{self.n(s.dst)} = {ref}"
+
+    def on_const(self, s: K.Const) -> str:
+        return ""                       # hoisted to the kernel's top
+
+    def on_index(self, s: K.Index) -> str:
+        return f"{self.n(s.dst)} = np.int64({self.ix(s.expr)})"
+
+    def on_op(self, s: K.Op) -> str:
+        return f"{self.n(s.dst)} = {self.op_value(s)}"
+
+    def on_search(self, s: K.Search) -> str:        # a binary search of the flat table (int_helpers)
+        return (f"{self.n(s.dst)} = {self.use('_search_' + s.side)}(in{s.buf}, {self.ix(s.n)}, "
+                f"st_in{s.buf}_0, {self.n(s.key)})")
+
+    def on_scan(self, s: K.Scan) -> str:            # the running value is dst itself (started before the loop)
+        self.dt[s.dst] = s.dtype
+        return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
+
+    def on_combine(self, s: K.Store) -> str:        # a scatter's ufunc.at: an atomic
+        return scatter.combine_store(s, self.kir.outputs[s.buf].dtype, self.offset("out", s.buf, s.index),
+                                     self.n(s.src))
+
+    def on_store(self, s: K.Store) -> str:
+        b = self.kir.outputs[s.buf]
+        return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
+                f"{store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype)}")
+
+    def slot_read(self, s: K.Load, slot: str) -> str:      # a row cached in registers (cached_load)
+        return f"{self.n(s.dst)} = {slot}"
+
+    def slot_write(self, slot: str, s: K.Load) -> str:
+        return f"{slot} = {self.n(s.dst)}"
 
     def op_value(self, s: K.Op) -> str:
         expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
@@ -382,14 +391,7 @@ class _Gen:
                     self.decompose(self.n("j_"), inner, lp)
                     for s in ph.body:
                         if isinstance(s, K.Load):
-                            self.dt[s.dst] = s.dtype
-                            c = cache[(s.buf, s.index)] + str(k)
-                            if (s.buf, s.index) in filled:
-                                lp.append(f"{self.n(s.dst)} = {c}")
-                            else:
-                                lp.append(self.stmt(s))
-                                lp.append(f"{c} = {self.n(s.dst)}")
-                                newly.add((s.buf, s.index))
+                            lp += self.cached_load(s, cache[(s.buf, s.index)] + str(k), filled, newly)
                         else:
                             x = self.stmt(s)
                             if x:
