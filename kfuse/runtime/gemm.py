@@ -209,7 +209,7 @@ class GemmRunner:
         in_place = out is None and np.dtype(x.dtype) == np.dtype(_NP_DT[spec.out_dtype]) and x.flags.c_contiguous
         if out is None:
             out = x if in_place else cp.empty(x.shape, dtype=_NP_DT[spec.out_dtype])
-        if not spec.epilogue.steps and spec.out_dtype == spec.dtype:
+        if not spec.epilogue.body and spec.out_dtype == spec.dtype:
             if out is not x:
                 out[...] = x.reshape(out.shape)
             return out

@@ -18,7 +18,6 @@ from kfuse.codegen import cuda, kernel_ir as K
 from kfuse.codegen.decompose import decompose
 from kfuse.ir.power import product_exponent
 
-from tests.codegen.ptx_backends import BACKENDS
 
 FLOATS = ("float16", "float32", "float64")
 
@@ -94,7 +93,7 @@ def test_decomposition_follows_the_policy(dt):
     assert "power" not in _ops(squared) and "multiply" in _ops(squared)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dt", ("float32", "float64"))
 def test_gpu_backends_call_pow_for_a_cube(backend, dt):
     kir = _kernel(cube, dt, backend)

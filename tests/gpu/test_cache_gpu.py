@@ -30,7 +30,7 @@ import pytest
 
 from kfuse.runtime import device
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.backends("cuda", "numba-cuda")]   # the backend fixture
 if not device.has_gpu():
     pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
 
@@ -51,14 +51,6 @@ def _skip_reason(backend):
         if not ok:
             return (why or "numba-cuda unavailable").splitlines()[0]
     return None
-
-
-@pytest.fixture(params=["cuda", "numba-cuda"])
-def backend(request):
-    why = _skip_reason(request.param)
-    if why:
-        pytest.skip(why)
-    return request.param
 
 
 # ---- helpers shared with the child processes --------------------------------------------------

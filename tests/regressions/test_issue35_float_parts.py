@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kfuse
-from tests.codegen.ptx_backends import BACKENDS, compile_to_ptx
+from tests.codegen.ptx_backends import compile_to_ptx
 from tests.tolerance import assert_matches_numpy
 from tests.ufunc_cases import float_specials
 
@@ -155,7 +155,7 @@ def test_gpu_modf_frexp_nextafter(run_jit, backend):
         _same_bits(g, w)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.backends("cuda", "numba-cuda", emit_only=True)
 @pytest.mark.parametrize("dtype", ["f16", "f64"])
 def test_composites_compile_to_ptx(backend, dtype, tmp_path):
     fn = lambda a, b: (*np.modf(a), *np.frexp(a), np.nextafter(a, b), np.round(a, 2))  # noqa: E731
