@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import ops
 from . import gen_arrays, gen_gather, gen_scan, gen_scatter
 from .compare import ZERO_SIGN_UNSPECIFIED
 from .gen_scan import scan_steps  # noqa: F401 (re-exported)
@@ -38,11 +39,20 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
           "float16", "float32", "float64")
 _DTYPE_W = np.array([2, 1, 1, 1.5, 1.5, 1, 0.5, 0.5, 1, 1.5, 3, 3], dtype=float)
 
+def _listed_then_new(listed: tuple, group) -> tuple:
+    """``listed`` in its order (a seed's programs depend on it), then every other op of ``group``
+    (``kfuse.ir.ops``) that is a NumPy ufunc: a ufunc added to the op table is fuzzed without an
+    edit here."""
+    new = sorted(o.value for o in group if o.value not in listed and isinstance(getattr(np, o.value, None), np.ufunc))
+    return listed + tuple(new)
+
+
 UNARY = ("negative", "positive", "absolute", "exp", "exp2", "log", "log2", "log10", "log1p",
          "expm1", "sqrt", "cbrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos",
          "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint", "sign", "isnan",
          "isinf", "isfinite", "logical_not", "invert", "fabs", "deg2rad", "rad2deg", "arcsinh",
          "arccosh", "arctanh", "signbit", "bitwise_count")
+UNARY = _listed_then_new(UNARY, ops.UNARY)
 # einsum forms -> the axes (of a, of b) they contract. NumPy's einsum of two operands sometimes
 # factors a contracted subscript of size 1 in one operand (x * sum(y): inf) and sometimes broadcasts
 # it (sum(x * y): nan), by its loop's strides (np.einsum('ij,jk', [[inf]], [[1], [-1], [2]]) is inf,
@@ -61,6 +71,7 @@ BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", 
           "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
           "right_shift", "copysign", "logaddexp", "logaddexp2", "heaviside", "fmod", "gcd", "lcm",
           "ldexp")
+BINARY = _listed_then_new(BINARY, ops.BINARY)
 BINARY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
                     "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
                     "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
