@@ -79,8 +79,9 @@ def capture(fn, *args, **kwargs) -> CapturedStep:
     read of a device value on the host, such as an index check's flag or ``float(x.sum())``)."""
     import cupy
     if not any(isinstance(a, cupy.ndarray) for a in _leaves((args, kwargs))):
-        raise TypeError("kfuse.capture: the step needs CuPy array arguments (a step on torch "
-                        "tensors cannot be captured yet)")
+        raise TypeError("kfuse.capture: the step needs CuPy array arguments (torch tensors: capture "
+                        "the step with torch.cuda.graph, which kfuse calls without scalar "
+                        "arguments follow on torch's stream)")
     pool = cupy.cuda.MemoryPool()
     stream = cupy.cuda.Stream(non_blocking=True)
     stream.wait_event(cupy.cuda.get_current_stream().record())

@@ -276,7 +276,9 @@ class GpuProgram:
         """Run on torch's current stream, outputs allocated by torch; torch tensors out."""
         outs = interop.TorchOutputs(dev)
         stream = interop.launch_stream(dev)
-        if stream is not None:      # what was queued on CuPy's stream (scalar uploads) comes first
+        # what was queued on CuPy's stream (scalar uploads) comes first; not while torch captures a
+        # CUDA graph (torch.cuda.graph), where an event of another stream would end the capture
+        if stream is not None and not interop.torch_capturing():
             stream.wait_event(cupy.cuda.get_current_stream().record())
         with stream if stream is not None else contextlib.nullcontext():
             results = self._run(cupy, views, dev, outs.empty)

@@ -277,6 +277,12 @@ class TorchOutputs:
         return x.tensor if isinstance(x, _view_type()) else from_cupy(x, "torch", dtype)
 
 
+def torch_capturing() -> bool:
+    """Whether torch is capturing a CUDA graph on its current stream (``torch.cuda.graph``)."""
+    import torch
+    return torch.cuda.is_current_stream_capturing()
+
+
 def launch_stream(dev: int):
     """The CuPy stream a torch caller's kernels go on: torch's current stream on ``dev`` (kernels
     then follow the work that produced the inputs, and the outputs are ready for what torch
