@@ -108,8 +108,3 @@ class Backend:
     def _compile(self, plan, store, allow_tf32: bool):
         raise NotImplementedError
 
-    # ---- tuning --------------------------------------------------------------------------
-    @property
-    def tuning(self):
-        """Its tuning knobs (``autotune.hooks.TuningHooks``), or None: heuristics only."""
-        return None

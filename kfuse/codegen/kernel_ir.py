@@ -30,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Union
 
+from ..errors import CompileError
+
 # --------------------------------------------------------------------------- index expressions
 
 
@@ -355,7 +357,6 @@ class StatementRenderer:
     def statement(self, s) -> str:
         handler = _HANDLER.get(type(s))
         if handler is None:
-            from ..errors import CompileError
             raise CompileError(f"kfuse: unknown KernelIR statement {s!r}")
         if isinstance(s, (Load, Index, Op)):
             self.dt[s.dst] = s.dtype

@@ -23,8 +23,8 @@ def chunk_backend(chunks: Iterable[Any], requested: str):
     chunk's kind of array, else the first registered backend that does (as a plain call's "auto")."""
     from .. import backends
     kind = "cupy" if any(is_cupy(c) for c in chunks) else "numpy"
-    if requested != backends.AUTO and backends.get(requested).accepts(kind):
-        return backends.get(requested)
+    if requested != backends.AUTO and (b := backends.get(requested)).accepts(kind):
+        return b
     return backends.first_accepting({kind})
 
 

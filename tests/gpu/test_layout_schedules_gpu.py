@@ -3,6 +3,8 @@ operands transposed or permuted against the output run as 2-D tiles through shar
 (Variant mode "tile"), and a slice's start along the vector keeps 16-byte vectors where it is a
 whole number of them. Results against NumPy at odd sizes and every dtype family; the launcher
 really picked the schedule."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ import cupy as cp  # noqa: E402
 
 import kfuse  # noqa: E402
 from tolerance import assert_matches_numpy  # noqa: E402
+from ufunc_cases import random_array  # noqa: E402
 
 RNG = np.random.default_rng(5)
 
@@ -25,12 +28,7 @@ def _variants(f, *args):
     return [h[0].variant for lau in entry.program.launchers for h in lau._variants.values()]
 
 
-def _arr(shape, dtype):
-    if np.dtype(dtype).kind == "f":
-        return RNG.standard_normal(shape).astype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    return RNG.integers(-100, 100, shape).astype(dtype)
+_arr = functools.partial(random_array, RNG, span=100)
 
 
 TILED = {

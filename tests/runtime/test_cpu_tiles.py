@@ -2,11 +2,14 @@
 (``codegen.cpu_schedule`` ``order=tiles``): chosen from the strides, rendered in the kernel's
 source, and right at sizes that are not multiples of the tile, on 2-D to 4-D permutes, with
 broadcast operands and extent-1 dims, for float, integer and bool data."""
+import functools
+
 import numpy as np
 import pytest
 
 import kfuse
 from tolerance import assert_matches_numpy
+from ufunc_cases import random_array
 
 RNG = np.random.default_rng(8)
 
@@ -17,12 +20,7 @@ def _schedules(f):
             if "schedule: " in line]
 
 
-def _arr(shape, dtype):
-    if np.dtype(dtype).kind == "f":
-        return RNG.standard_normal(shape).astype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    return RNG.integers(-50, 50, shape).astype(dtype)
+_arr = functools.partial(random_array, RNG, span=50)
 
 
 CASES = {
