@@ -25,6 +25,23 @@ def _helper(name: str, src: str) -> None:
     _HELPERS[name] = src.strip("\n")
 
 
+_CUBE = {   # the body of x ** 3 in _fpow_<T>, indented for it (codegen.cuda_ops's kf_cubef/kf_cube)
+    "float32": """        x = np.float64(a)
+        xx = x * x
+        p = xx * x
+        e = cuda.fma(xx, x, -p)
+        f = np.float32(p)
+        o = 2.0 * p - np.float64(f)
+        if e != 0.0 and abs(o) < np.inf and o != np.float64(f) and np.float64(np.float32(o)) == o \\
+                and (e > 0.0) == (p > np.float64(f)):
+            f = np.float32(o)
+        return f""",
+    "float64": """        xx = a * a
+        p = xx * a
+        if np.inf > abs(p) >= 2.0 ** -900:
+            return p + cuda.fma(cuda.fma(a, a, -xx), a, cuda.fma(xx, a, -p))""",
+}
+
 for _T, _f in (("float32", "f"), ("float64", "")):
     for _name, _src in float_sources(_T, "@cuda.jit(device=True, inline=True)",
                                      lambda f, _f=_f: f"ld.{f}{_f}").items():
@@ -32,11 +49,14 @@ for _T, _f in (("float32", "f"), ("float64", "")):
     _helper(f"_fpow_{_T}", f'''
 @cuda.jit(device=True, inline=True)
 def _fpow_{_T}(a, b):
-    """x ** 1 and x ** 2 exactly, as NumPy's libm pow gives them (libdevice's pow is within 2 ulp)."""
+    """x ** 1 and x ** 2 exactly, x ** 3 rounded once from the exact cube, as NumPy's libm pow
+    gives them (libdevice's pow is within 2 ulp); the cube as CUDA C's kf_cubef/kf_cube."""
     if b == np.{_T}(1.0):
         return a
     if b == np.{_T}(2.0):
         return np.{_T}(a * a)
+    if b == np.{_T}(3.0):
+{_CUBE[_T]}
     return ld.pow{_f}(a, b)
 ''')
 for _name, _src in decorated("@cuda.jit(device=True, inline=True)").items():

@@ -6,7 +6,9 @@ NumPy computes ``x ** e`` of a float array through libm's ``pow`` (its ndarray f
 only exponents 2 and 0.5 into ``np.square``/``np.sqrt``, the latter a separate op in the trace);
 ``pow`` is correctly rounded where a product of copies of ``x`` is exact, which for a float holds
 at ``e`` = 1 (``x``) and 2 (one rounding, ``x * x``). ``x ** 3`` as ``x * x * x`` rounds twice and
-differs from ``pow`` in about a quarter of float32 and float64 values, so it stays a power. Integer
+differs from ``pow`` in about a quarter of float32 and float64 values, so it stays a power (the GPU
+emitters' pow computes a cube rounded once from its exact value, as libm's is everywhere but a few
+near-ties, where CUDA's own pow is within 2 ulp). Integer
 powers wrap, and wrapping multiplication is associative: any positive exponent is exact as
 products; 3 and 4 are the ones worth the code size.
 """
