@@ -446,7 +446,7 @@ class _Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars")
+                 "_scalars", "_direct")
 
     def __init__(self, program, graph, positions, specs, backend):
         self.program = program
@@ -468,8 +468,31 @@ class _Entry:
         # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
         # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
         self._scalars = _numpy_scalar_outputs(graph) if backend.on_host else frozenset()
+        self._direct = None             # runtime.direct_launch's launch, False where none applies
 
     def run(self, args: tuple):
+        direct = self._direct
+        if direct:
+            outs = direct(args)
+            if outs is not None:
+                return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
+        elif direct is None and (self._cupy_device is not None or self._torch_device is not None):
+            outs = self._run(args)
+            self._direct = self._direct_launch(args)
+            return outs
+        return self._run(args)
+
+    def _direct_launch(self, args: tuple):
+        """The direct launch of a one-kernel program over device arrays passed as they are, with
+        nothing to check, copy or write back around it; False where that does not hold."""
+        g = self.graph
+        if g.host_checks or g.writebacks or g.checks or g.constants or self._copied or self._scalars:
+            return False
+        from .runtime.direct_launch import build
+        kind, dev = ("cupy", self._cupy_device) if self._cupy_device is not None else ("torch", self._torch_device)
+        return build(self.program, args, self.positions, kind, dev) or False
+
+    def _run(self, args: tuple):
         if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
             self.graph.raise_failed_host_checks(
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))

@@ -195,7 +195,8 @@ def _host_scalar_type():
 
     class HostScalar(CPointer):
         def __init__(self, buf, offset: int, value):
-            super().__init__(buf.ctypes.data + offset)
+            self.address = buf.ctypes.data + offset     # (runtime.direct_launch's parameter block)
+            super().__init__(self.address)
             self.buf, self.value = buf, value
     return HostScalar
 
