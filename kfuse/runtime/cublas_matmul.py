@@ -13,21 +13,34 @@ import numpy as np
 from ..codegen import kernel_ir as K
 
 
-def contract(c: K.Contraction, ins, allow_tf32: bool = False):
+def contract(c: K.Contraction, ins, allow_tf32: bool = False, dtypes=(None, None)):
     """A matmul group's product through cuBLAS, read by its epilogue kernel.
 
     No copies beyond what the contraction says: operand casts (``astype``) only when the group
     has them; transposes are views (cuBLAS reads a transposed 2-D operand through its trans flag).
     3-D f16/f32 products of equal-batch operands go through one strided-batched cuBLAS call
     (``cupy.matmul`` would convert batched f16 operands to f32 copies). f32 with ``allow_tf32``:
-    cuBLAS may use TF32 tensor cores (CuPy's compute type switched for this call only)."""
+    cuBLAS may use TF32 tensor cores (CuPy's compute type switched for this call only).
+    ``dtypes``: the operands' IR dtypes. bfloat16 operands (their bits in uint16 arrays) are cast
+    to float32 for NumPy's matmul loop, which is exact; two of them multiply as bfloat16 on the
+    tensor cores with float32 accumulation and a float32 product (:func:`_batched`), the same
+    products and sums as a float32 GEMM of the cast values."""
     import cupy
+    bf16 = [str(d) == "bfloat16" for d in dtypes]
 
-    def side(a, steps):
+    def side(a, steps, is_bf16):
         for kind, arg in steps:
-            a = a.astype(arg) if kind == "cast" else cupy.transpose(a, arg)
+            if kind == "cast" and is_bf16:
+                a = bf16_to_f32(a).astype(arg, copy=False)
+                is_bf16 = False
+            else:
+                a = a.astype(arg) if kind == "cast" else cupy.transpose(a, arg)
         return a
-    a, b = side(ins[c.lhs], c.lhs_steps), side(ins[c.rhs], c.rhs_steps)
+    if all(bf16) and all(k == "permute" or str(a) == "float32" for k, a in c.lhs_steps + c.rhs_steps):
+        a = side(ins[c.lhs], [s for s in c.lhs_steps if s[0] == "permute"], False)
+        b = side(ins[c.rhs], [s for s in c.rhs_steps if s[0] == "permute"], False)
+        return _bf16_product(a, b).astype(c.dtype, copy=False)
+    a, b = side(ins[c.lhs], c.lhs_steps, bf16[0]), side(ins[c.rhs], c.rhs_steps, bf16[1])
     if allow_tf32 and a.dtype == np.float32 and b.dtype == np.float32:
         with tf32():
             r = matmul(a, b)
@@ -51,10 +64,43 @@ class _NoBatched(Exception):
     pass
 
 
-def _batched(a, b):
+def bf16_to_f32(a):
+    """float32 values of bfloat16 bits (a uint16 CuPy array): the bits are the float32's top half."""
+    import cupy
+    return (a.astype(cupy.uint32) << 16).view(cupy.float32)
+
+
+def _bf16_product(a, b):
+    """bfloat16 (bits) ``a @ b``, float32 out: operands broadcast to one batch shape, as 3-D
+    operands of one strided-batched call (copied contiguous where their layout is not a matrix
+    with a uniform batch stride)."""
+    import cupy
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = cupy.broadcast_to(a, batch + a.shape[-2:])
+    b = cupy.broadcast_to(b, batch + b.shape[-2:])
+    nb = int(np.prod(batch)) if batch else 1
+    if 0 in (nb, a.shape[-2], a.shape[-1], b.shape[-1]):
+        return cupy.zeros(batch + (a.shape[-2], b.shape[-1]), np.float32)
+
+    def three(x):
+        if x.ndim == 3:
+            return x
+        if x.ndim == 2:
+            return x.reshape((1,) + x.shape)
+        return cupy.ascontiguousarray(x).reshape((nb,) + x.shape[-2:])
+    a3, b3 = three(a), three(b)
+    try:
+        out = _batched(a3, b3, bf16=True)
+    except _NoBatched:
+        out = _batched(cupy.ascontiguousarray(a3), cupy.ascontiguousarray(b3), bf16=True)
+    return out.reshape(batch + out.shape[-2:])
+
+
+def _batched(a, b, bf16: bool = False):
     """(B, M, K) @ (B, K, N) with one cublasGemmStridedBatchedEx, f32 accumulation. Each operand
     must have, per batch, a row- or column-major matrix with a uniform batch stride (else
-    _NoBatched: the caller falls back to cupy.matmul)."""
+    _NoBatched: the caller falls back to cupy.matmul). ``bf16``: uint16 operands holding bfloat16
+    bits, a float32 product."""
     import cupy
     from cupy_backends.cuda.libs import cublas
     from cupy_backends.cuda.api import runtime as rt
@@ -73,13 +119,14 @@ def _batched(a, b):
     la, lb = layout(a), layout(b)
     if la is None or lb is None or min(M, N, K) == 0:
         raise _NoBatched()
-    out = cupy.empty((B, M, N), a.dtype)
+    out = cupy.empty((B, M, N), np.float32 if bf16 else a.dtype)
     # cuBLAS is column-major: C^T (N x M) = B^T (N x K) @ A^T (K x M). A row-major operand is its
     # column-major transpose already ("n"); a column-major one needs the trans flag ("t").
     op_n, op_t = cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_T
     tb = op_n if lb[0] == "n" else op_t
     ta = op_n if la[0] == "n" else op_t
     dt = rt.CUDA_R_16F if a.dtype == np.float16 else rt.CUDA_R_32F
+    dt_in = getattr(rt, "CUDA_R_16BF", 14) if bf16 else dt
     compute = cublas.CUBLAS_COMPUTE_32F
     if a.dtype == np.float32 and _tf32_state.on:
         compute = getattr(cublas, "CUBLAS_COMPUTE_32F_FAST_TF32", compute)
@@ -90,7 +137,7 @@ def _batched(a, b):
         raise _NoBatched()
     cublas.gemmStridedBatchedEx(
         handle, tb, ta, N, M, K, one.ctypes.data,
-        b.data.ptr, dt, lb[1], sb_, a.data.ptr, dt, la[1], sa,
+        b.data.ptr, dt_in, lb[1], sb_, a.data.ptr, dt_in, la[1], sa,
         zero.ctypes.data, out.data.ptr, dt, N, M * N, B, compute, cublas.CUBLAS_GEMM_DEFAULT)
     return out
 

@@ -371,7 +371,8 @@ class GpuProgram:
         gen, donor, epi = info
         if gen is not None:
             return [gen(ins, cupy.empty(out_sig[0][0], interop.storage_dtype(out_sig[0][1])), self.allow_tf32)]
-        prod = contract(kir.contraction, ins, self.allow_tf32)
+        c = kir.contraction
+        prod = contract(c, ins, self.allow_tf32, (kir.inputs[c.lhs].dtype, kir.inputs[c.rhs].dtype))
         if (epi is not None and donor is not None and len(out_sig) == 1 and prod.shape == out_sig[0][0]
                 and prod.dtype == out_sig[0][1] and prod.flags.c_contiguous and prod.ndim in (2, 3)):
             return [epi(ins, prod)]      # the GEMM epilogue kernel, in place over the product

@@ -35,8 +35,6 @@ def matmul(a, b, /, out=None, **kwargs) -> Tracer:
             raise ValueError(f"matmul: Input operand {i} does not have enough dimensions (has 0, "
                              f"gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
                              f"{at(loc())}")
-    if dtypes.BF16 in (x.dtype, y.dtype):
-        raise unsupported("matmul/dot of bfloat16 arrays", "cast to float16 or float32 first")
     dt_x, dt_y, dt_out = np.matmul.resolve_dtypes((x.dtype, y.dtype, None))
     if dt_out == np.bool_:
         raise unsupported("matmul/dot of bool arrays", "cast to an integer or float dtype first")
