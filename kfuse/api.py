@@ -24,7 +24,8 @@ from .backends import Backend, Feature
 from .dask.detect import has_dask_arrays
 from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
-from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
+from .ir.specs import ArgSpec, ArraySpec, GeneratorSpec, ScalarSpec, StaticSpec, spec_of_value
+from .runtime.seeds import Seeds
 
 BACKENDS = (_backends.AUTO, *_backends.names())
 AUTOTUNE_MODES = ("off", "cached", "on")
@@ -124,8 +125,8 @@ _KEY_OF_FAMILY = {"numpy": _key_numpy, "cupy": _key_cupy, "torch": _key_torch}
 def _keyer(t: type) -> Callable[[Any], Any]:
     """The dispatch-key function for arguments of type ``t`` (decided once per type: the hot
     path then costs one cached lookup and the attribute reads)."""
-    if t is float or t is int or t is bool:
-        return type
+    if t is float or t is int or t is bool or issubclass(t, np.random.Generator):
+        return type     # (a Generator by its type: its state is read, a seed drawn, every call)
     family = _family(t)
     if family is not None:
         return _KEY_OF_FAMILY[family]
@@ -288,9 +289,9 @@ class JitFunction:
         _log_compile(self.fn, specs, backend, program)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
-        dynamic = [n for n in self._params if n not in static]
+        dynamic = [n for n in self._params if n not in static and not isinstance(specs[n], GeneratorSpec)]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
-                       [specs[n] for n in dynamic], backend)
+                       [specs[n] for n in dynamic], backend, Seeds(graph, self._params))
         # device arrays only: later calls with this key (argument types are in it) pass them to
         # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
         # each one's dtype, shape, strides and device, so the program need not check them again
@@ -376,6 +377,8 @@ def _compile_signature(spec: ArgSpec) -> tuple:
         return ("array", spec.dtype.name, len(spec.shape), tuple(d == 1 for d in spec.shape))
     if isinstance(spec, ScalarSpec):
         return ("scalar", spec.pytype.__name__)
+    if isinstance(spec, GeneratorSpec):
+        return ("generator",)
     return ("static", repr(spec.value))
 
 
@@ -414,6 +417,11 @@ def _copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
 
+def _to_device(a):
+    from .runtime.interop import host_to_device
+    return host_to_device(a)
+
+
 def _numpy_scalar_outputs(graph: Graph) -> frozenset:
     """The returned outputs that eager NumPy would give as NumPy scalars: 0-d results of ufuncs,
     reductions and contractions, and an element picked by integer indices (``x[1, 2]``); not
@@ -446,10 +454,11 @@ class _Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars")
+                 "_scalars", "_seeds")
 
-    def __init__(self, program, graph, positions, specs, backend):
+    def __init__(self, program, graph, positions, specs, backend, seeds=None):
         self.program = program
+        self._seeds = seeds         # random ops' seed inputs (runtime.seeds), drawn every call
         self.graph = graph
         self.positions = positions
         self.specs = specs
@@ -475,12 +484,13 @@ class _Entry:
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
             self._check_written(args)
+        arrays = self.arrays(args, self._seeds.draw(args) if self._seeds else None)
         if self._cupy_device is not None:
-            outs = self.program.run_checked(self.arrays(args), self._cupy_device)
+            outs = self.program.run_checked(arrays, self._cupy_device)
         elif self._torch_device is not None:
-            outs = self.program.run_torch_checked(self.arrays(args), self._torch_device)
+            outs = self.program.run_torch_checked(arrays, self._torch_device)
         else:
-            outs = self.program(self.arrays(args))
+            outs = self.program(arrays)
         if self._torch_cpu:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
@@ -525,8 +535,13 @@ class _Entry:
         copies = [list(self.graph.constants)] + list(self._constants.values())
         return [_buffer(c) for cs in copies for c in cs]
 
-    def arrays(self, args: tuple) -> list:
-        """The program's inputs (graph.inputs order) from the caller's arguments."""
+    def arrays(self, args: tuple, seeds: list | None = None) -> list:
+        """The program's inputs (graph.inputs order) from the caller's arguments; ``seeds``: the
+        call's draws for its random ops (None: the placeholders, zero)."""
+        if seeds is not None:
+            arrays = self.arrays(args)
+            k = len(arrays) - len(self.graph.constants)
+            return arrays[:k] + self._seeds.place(arrays[k:], seeds, None if self.backend.on_host else _to_device)
         if self._device_arrays_only:
             arrays = [args[pos] for pos in self.positions]
             return arrays + self._constants_like(arrays) if self.graph.constants else arrays

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import kernel_ir as K
+from . import philox
 from .int_helpers import decorated, float_sources
 from .py_ops import PyOps
 
@@ -25,6 +26,7 @@ def _helper(name: str, src: str) -> None:
     _HELPERS[name] = src.strip("\n")
 
 
+_helper(philox.HELPER, philox.python_source("@cuda.jit(device=True, inline=True)"))
 for _T, _f in (("float32", "f"), ("float64", "")):
     for _name, _src in float_sources(_T, "@cuda.jit(device=True, inline=True)",
                                      lambda f, _f=_f: f"ld.{f}{_f}").items():
