@@ -197,7 +197,7 @@ class _Lowerer:
         flat = K.lit(0)
         for d, (i, n) in enumerate(zip(index, node.shape)):
             if n != 1:
-                ext = self.size((node, "random-n", d), n, f"random extent, dim {d}") if d else K.lit(0)
+                ext = self.size(("random-n", n), n, f"random extent {n}") if d else K.lit(0)
                 flat = K.add(K.mul(flat, ext), i)
         seed = self.value(node.inputs[0], index)
         consts = [self.derived(("const", "uint32", repr(node.attr(a))), False,
