@@ -291,7 +291,7 @@ class JitFunction:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
         dynamic = [n for n in self._params if n not in static and not isinstance(specs[n], GeneratorSpec)]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
-                       [specs[n] for n in dynamic], backend, Seeds(graph, self._params))
+                       [specs[n] for n in dynamic], backend, Seeds(graph, self._params) or None)
         # device arrays only: later calls with this key (argument types are in it) pass them to
         # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
         # each one's dtype, shape, strides and device, so the program need not check them again
@@ -417,9 +417,6 @@ def _copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
 
-def _to_device(a):
-    from .runtime.interop import host_to_device
-    return host_to_device(a)
 
 
 def _numpy_scalar_outputs(graph: Graph) -> frozenset:
@@ -484,10 +481,11 @@ class _Entry:
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
             self._check_written(args)
-        arrays = self.arrays(args, self._seeds.draw(args) if self._seeds else None)
+        seeds = self._seeds.draw(args) if self._seeds is not None else None
+        arrays = self.arrays(args, seeds)
         if self._cupy_device is not None:
             outs = self.program.run_checked(arrays, self._cupy_device)
-        elif self._torch_device is not None:
+        elif self._torch_device is not None and seeds is None:     # (seeds are CuPy arrays: the general path)
             outs = self.program.run_torch_checked(arrays, self._torch_device)
         else:
             outs = self.program(arrays)
@@ -541,7 +539,7 @@ class _Entry:
         if seeds is not None:
             arrays = self.arrays(args)
             k = len(arrays) - len(self.graph.constants)
-            return arrays[:k] + self._seeds.place(arrays[k:], seeds, None if self.backend.on_host else _to_device)
+            return arrays[:k] + self._seeds.place(arrays[k:], seeds, None if self.backend.on_host else self._on_device)
         if self._device_arrays_only:
             arrays = [args[pos] for pos in self.positions]
             return arrays + self._constants_like(arrays) if self.graph.constants else arrays
@@ -559,6 +557,15 @@ class _Entry:
                 self._torch_cpu = True
             arrays.append(a)
         return arrays + self._constants_like(arrays) if self.graph.constants else arrays
+
+    def _on_device(self, a):
+        """A host scalar (a seed) on the GPU: the device of an all-CuPy key's arrays, else CuPy's."""
+        from .runtime.interop import host_to_device
+        if self._cupy_device is None:
+            return host_to_device(a)
+        import cupy
+        with cupy.cuda.Device(self._cupy_device):
+            return host_to_device(a)
 
     def _constants_like(self, arrays: list) -> list:
         """The traced function's array constants, copied once to where its arguments live (host

@@ -3,12 +3,29 @@ seed input (an INPUT with ``attrs["seed"]``, among the graph's constants) of sou
 one 64-bit draw from NumPy's global state (so ``np.random.seed(0)`` before a call makes it
 reproducible), one of a parameter name a draw from that ``np.random.Generator`` argument
 (advancing it). The value reaches the kernels as the 0-d input it is, as a Python int argument
-does; nothing is recompiled."""
+does; nothing is recompiled. Under ``kfuse.capture`` (:func:`capturing`) a call with random ops
+raises: every replay of the graph would repeat the captured call's values."""
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 import numpy as np
 
+from ..errors import UnsupportedError
+
 _HIGH = 2 ** 64
+_CAPTURING: contextvars.ContextVar[bool] = contextvars.ContextVar("kfuse_capturing", default=False)
+
+
+@contextlib.contextmanager
+def capturing():
+    """Calls inside the block are being captured as a CUDA graph (``runtime.cuda_graph``)."""
+    token = _CAPTURING.set(True)
+    try:
+        yield
+    finally:
+        _CAPTURING.reset(token)
 
 
 class Seeds:
@@ -27,6 +44,9 @@ class Seeds:
 
     def draw(self, args: tuple) -> list:
         """One 0-d uint64 array per seed input, in slot order (a call's draws)."""
+        if _CAPTURING.get():
+            raise UnsupportedError("kfuse.capture: a step with random numbers (np.random, a Generator) "
+                                   "cannot be captured: every replay would repeat the captured values")
         return [np.array(np.random.randint(0, _HIGH, dtype=np.uint64) if pos is None
                          else args[pos].integers(0, _HIGH, dtype=np.uint64), dtype=np.uint64)
                 for _, pos in self.slots]

@@ -67,3 +67,13 @@ def test_generator_argument_seeds_and_advances(backend):
     np.testing.assert_allclose(a1, want_a, rtol=1e-12, atol=1e-12)     # log/cos: libm's or CUDA's
     np.testing.assert_array_equal(i1, want_i)
     assert i1.dtype == np.int64 and i1.min() >= -3 and i1.max() < 9
+
+
+@pytest.mark.gpu
+def test_capture_refuses_random_ops(cupy_for):
+    """A CUDA graph would replay the captured call's mask forever: refused, not frozen."""
+    cp = cupy_for("cuda")
+    f = kfuse.jit(dropout, backend="cuda")
+    x = cp.ones((64, 64), cp.float32)
+    with pytest.raises(kfuse.UnsupportedError, match="capture"):
+        kfuse.capture(lambda a: f(a, 0.5), x)
