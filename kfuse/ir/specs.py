@@ -60,6 +60,8 @@ ArgSpec = ArraySpec | ScalarSpec | StaticSpec | GeneratorSpec
 
 
 def spec_from_string(s: str) -> ArgSpec:
+    if s == "Generator":        # a np.random.Generator argument (``kfuse explain f.py:fn ... Generator``)
+        return GeneratorSpec()
     parsed = parse_spec(s)
     if isinstance(parsed, type):
         return ScalarSpec(parsed)

@@ -109,8 +109,15 @@ def uniform(source: str, low, high, size) -> Tracer:
 
 
 def normal(source: str, loc, scale, size) -> Tracer:
+    """``loc + scale * z`` (the defaults' identity ops left out: the same distribution)."""
     z = standard_normal(source, _params_shape(size, loc, scale))
-    return ew.apply_ufunc("add", loc, ew.apply_ufunc("multiply", scale, z))
+    if not _python_number(scale, 1):
+        z = ew.apply_ufunc("multiply", scale, z)
+    return z if _python_number(loc, 0) else ew.apply_ufunc("add", loc, z)
+
+
+def _python_number(v, value) -> bool:
+    return type(v) in (int, float) and v == value
 
 
 def integers(source: str, low, high, size, dtype, endpoint: bool, legacy: bool) -> Tracer:
