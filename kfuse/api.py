@@ -417,8 +417,6 @@ def _copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
 
-
-
 def _numpy_scalar_outputs(graph: Graph) -> frozenset:
     """The returned outputs that eager NumPy would give as NumPy scalars: 0-d results of ufuncs,
     reductions and contractions, and an element picked by integer indices (``x[1, 2]``); not

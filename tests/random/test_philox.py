@@ -61,3 +61,29 @@ def test_gpu_kernels_compile(backend, layout):
     text = low.as_text("cuda" if backend == "cuda" else "numba")
     assert (cg.CUDA_FN if backend == "cuda" else cg.HELPER) in text
     assert ".entry" in low.ptx()
+
+
+def _philox_python(seed: int, stream: int, word: int, flat: int) -> int:
+    """Philox4x32-10 on Python ints, written here apart from ``ir/philox.py``."""
+    c = [flat & 0xFFFFFFFF, flat >> 32, stream, 0]
+    k = [seed & 0xFFFFFFFF, seed >> 32]
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k[0], p1 & 0xFFFFFFFF, (p0 >> 32) ^ c[3] ^ k[1], p0 & 0xFFFFFFFF]
+        k = [(k[0] + 0x9E3779B9) & 0xFFFFFFFF, (k[1] + 0xBB67AE85) & 0xFFFFFFFF]
+    return c[2 * word] | (c[2 * word + 1] << 32)
+
+
+def test_raw_bits_of_a_call_are_philox_of_its_seed(backend):
+    """``integers(0, 2**64, dtype=uint64)`` is the random op's word 0 itself: on every backend the
+    element at flat position i is Philox of (the seed drawn from the Generator, stream 0, i)."""
+    from backends import to_device, to_host
+
+    def bits(x, rng):
+        return rng.integers(0, 2 ** 64, size=x.shape, dtype=np.uint64)
+    x = np.zeros((3, 37))
+    (xd,) = to_device(backend, x)
+    got = to_host(kfuse.jit(bits, backend=backend)(xd, np.random.default_rng(99)))
+    seed = int(np.random.default_rng(99).integers(0, 2 ** 64, dtype=np.uint64))
+    want = np.array([_philox_python(seed, 0, 0, i) for i in range(x.size)], dtype=np.uint64)
+    np.testing.assert_array_equal(got.ravel(), want)
