@@ -24,7 +24,8 @@ from .backends import Backend, Feature
 from .dask.detect import has_dask_arrays
 from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
-from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
+from .ir.specs import ArgSpec, ArraySpec, GeneratorSpec, ScalarSpec, StaticSpec, spec_of_value
+from .runtime.seeds import Seeds
 
 BACKENDS = (_backends.AUTO, *_backends.names())
 AUTOTUNE_MODES = ("off", "cached", "on")
@@ -124,8 +125,8 @@ _KEY_OF_FAMILY = {"numpy": _key_numpy, "cupy": _key_cupy, "torch": _key_torch}
 def _keyer(t: type) -> Callable[[Any], Any]:
     """The dispatch-key function for arguments of type ``t`` (decided once per type: the hot
     path then costs one cached lookup and the attribute reads)."""
-    if t is float or t is int or t is bool:
-        return type
+    if t is float or t is int or t is bool or issubclass(t, np.random.Generator):
+        return type     # (a Generator by its type: its state is read, a seed drawn, every call)
     family = _family(t)
     if family is not None:
         return _KEY_OF_FAMILY[family]
@@ -288,9 +289,9 @@ class JitFunction:
         _log_compile(self.fn, specs, backend, program)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
-        dynamic = [n for n in self._params if n not in static]
+        dynamic = [n for n in self._params if n not in static and not isinstance(specs[n], GeneratorSpec)]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
-                       [specs[n] for n in dynamic], backend)
+                       [specs[n] for n in dynamic], backend, Seeds(graph, self._params) or None)
         # device arrays only: later calls with this key (argument types are in it) pass them to
         # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
         # each one's dtype, shape, strides and device, so the program need not check them again
@@ -376,6 +377,8 @@ def _compile_signature(spec: ArgSpec) -> tuple:
         return ("array", spec.dtype.name, len(spec.shape), tuple(d == 1 for d in spec.shape))
     if isinstance(spec, ScalarSpec):
         return ("scalar", spec.pytype.__name__)
+    if isinstance(spec, GeneratorSpec):
+        return ("generator",)
     return ("static", repr(spec.value))
 
 
@@ -446,10 +449,11 @@ class _Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars", "_direct")
+                 "_scalars", "_direct", "_seeds")
 
-    def __init__(self, program, graph, positions, specs, backend):
+    def __init__(self, program, graph, positions, specs, backend, seeds=None):
         self.program = program
+        self._seeds = seeds         # random ops' seed inputs (runtime.seeds), drawn every call
         self.graph = graph
         self.positions = positions
         self.specs = specs
@@ -486,7 +490,8 @@ class _Entry:
         """The direct launch of a one-kernel program over device arrays passed as they are, with
         nothing to check, copy or write back around it; False where that does not hold."""
         g = self.graph
-        if g.host_checks or g.writebacks or g.checks or g.constants or self._copied or self._scalars:
+        if (g.host_checks or g.writebacks or g.checks or g.constants or self._copied or self._scalars
+                or self._seeds is not None):
             return False
         from .runtime.direct_launch import build
         kind, dev = ("cupy", self._cupy_device) if self._cupy_device is not None else ("torch", self._torch_device)
@@ -498,12 +503,14 @@ class _Entry:
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
             self._check_written(args)
+        seeds = self._seeds.draw(args) if self._seeds is not None else None
+        arrays = self.arrays(args, seeds)
         if self._cupy_device is not None:
-            outs = self.program.run_checked(self.arrays(args), self._cupy_device)
-        elif self._torch_device is not None:
-            outs = self.program.run_torch_checked(self.arrays(args), self._torch_device)
+            outs = self.program.run_checked(arrays, self._cupy_device)
+        elif self._torch_device is not None and seeds is None:     # (seeds are CuPy arrays: the general path)
+            outs = self.program.run_torch_checked(arrays, self._torch_device)
         else:
-            outs = self.program(self.arrays(args))
+            outs = self.program(arrays)
         if self._torch_cpu:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
@@ -548,8 +555,13 @@ class _Entry:
         copies = [list(self.graph.constants)] + list(self._constants.values())
         return [_buffer(c) for cs in copies for c in cs]
 
-    def arrays(self, args: tuple) -> list:
-        """The program's inputs (graph.inputs order) from the caller's arguments."""
+    def arrays(self, args: tuple, seeds: list | None = None) -> list:
+        """The program's inputs (graph.inputs order) from the caller's arguments; ``seeds``: the
+        call's draws for its random ops (None: the placeholders, zero)."""
+        if seeds is not None:
+            arrays = self.arrays(args)
+            k = len(arrays) - len(self.graph.constants)
+            return arrays[:k] + self._seeds.place(arrays[k:], seeds, None if self.backend.on_host else self._on_device)
         if self._device_arrays_only:
             arrays = [args[pos] for pos in self.positions]
             return arrays + self._constants_like(arrays) if self.graph.constants else arrays
@@ -567,6 +579,15 @@ class _Entry:
                 self._torch_cpu = True
             arrays.append(a)
         return arrays + self._constants_like(arrays) if self.graph.constants else arrays
+
+    def _on_device(self, a):
+        """A host scalar (a seed) on the GPU: the device of an all-CuPy key's arrays, else CuPy's."""
+        from .runtime.interop import host_to_device
+        if self._cupy_device is None:
+            return host_to_device(a)
+        import cupy
+        with cupy.cuda.Device(self._cupy_device):
+            return host_to_device(a)
 
     def _constants_like(self, arrays: list) -> list:
         """The traced function's array constants, copied once to where its arguments live (host

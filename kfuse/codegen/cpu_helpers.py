@@ -11,6 +11,7 @@ and float division, remainder, shifts, power, gcd/lcm and logaddexp are
 """
 from __future__ import annotations
 
+from . import philox
 from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
@@ -223,3 +224,4 @@ def _popcount(x):
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 ''')
+_helper(philox.HELPER, philox.python_source('@numba.njit(error_model="numpy")'))

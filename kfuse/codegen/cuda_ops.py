@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import kernel_ir as K
+from . import philox
 from .decompose import EXPANSIONS, inline
 
 _CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
@@ -309,7 +310,7 @@ template <typename T, bool MAX> __device__ __forceinline__ KfArg<T> kf_argcomb(K
 // instruction, max rel. error ~2^-11) for epilogues with 16-bit outputs, where it is below the rounding
 typedef unsigned short u16;
 __device__ __forceinline__ float kf_tanh_fast(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
-"""
+""" + philox.CUDA_SOURCE
 
 
 # ----------------------------------------------------------------------------- scalar code
@@ -398,6 +399,8 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
         return cast_expr(a, t, dt)
     if op == "where":
         return f"({a} ? {b} : {args[2]})"
+    if op == philox.OP:         # a random op's bits (the prelude's device function)
+        return philox.call(philox.CUDA_FN, args)
     if op in ("add", "subtract", "multiply") and not isf:
         if isb:
             return f"({a} || {b})" if op == "add" else f"({a} && {b})" if op == "multiply" else f"({a} != {b})"

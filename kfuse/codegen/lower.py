@@ -111,6 +111,8 @@ class _Lowerer:
             return self.gather_value(node, index)
         if op is Op.SEARCHSORTED:
             return self.search_value(node, index)
+        if op is Op.RANDOM:
+            return self.random_value(node, index)
         if op in MOVEMENT:
             return self.value(node.inputs[0], self.move_index(node, index))
         if op in REDUCE:
@@ -187,6 +189,21 @@ class _Lowerer:
         v = self.new_var()
         self.emit(K.Search(v, self.in_index[table], n, k, _dt(table), node.attr("side")), inner)
         return v, inner
+
+    def random_value(self, node: Node, index: tuple) -> tuple[str, bool]:
+        """Philox bits (``ir/philox.py``) of the element's C-order position in the node's own
+        shape (Horner over its extents, run-time sizes), the seed read at ``index``, the node's
+        stream and word: the value of an element depends on nothing else."""
+        flat = K.lit(0)
+        for d, (i, n) in enumerate(zip(index, node.shape)):
+            if n != 1:
+                ext = self.size(("random-n", n), n, f"random extent {n}") if d else K.lit(0)
+                flat = K.add(K.mul(flat, ext), i)
+        seed = self.value(node.inputs[0], index)
+        consts = [self.derived(("const", "uint32", repr(node.attr(a))), False,
+                               lambda v, a=a: K.Const(v, "uint32", node.attr(a))) for a in ("stream", "word")]
+        return self.op_value("philox", "uint64", (self.index_value(flat), seed, *consts),
+                             ("int64", "uint64", "uint32", "uint32"))
 
     def positions(self, node: Node, index: tuple, first: int) -> tuple:
         """The index into ``node.inputs[0]`` that a GATHER (or SCATTER) ``node``'s element ``index``

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import kernel_ir as K
+from . import philox
 from .int_helpers import decorated, float_sources
 from .py_ops import PyOps
 
@@ -24,6 +25,8 @@ _HELPERS: dict[str, str] = {}
 def _helper(name: str, src: str) -> None:
     _HELPERS[name] = src.strip("\n")
 
+
+_helper(philox.HELPER, philox.python_source("@cuda.jit(device=True, inline=True)"))
 
 _CUBE = {   # the body of x ** 3 in _fpow_<T>, indented for it (codegen.cuda_ops's kf_cubef/kf_cube)
     "float32": """        x = np.float64(a)

@@ -17,12 +17,12 @@ from typing import Iterable
 import networkx as nx
 
 from ..ir.graph import Graph, Node
-from ..ir.ops import ELEMENTWISE, LEAF, LOOKUP, MOVEMENT, REDUCE, SCAN, Op
+from ..ir.ops import ELEMENTWISE, LEAF, LOOKUP, MOVEMENT, RANDOM, REDUCE, SCAN, Op
 from .explain import brief
 from .kinds import GroupKind
 from .plan import KernelGroup, Refusal
 
-POINTWISE = ELEMENTWISE | LOOKUP            # what an elementwise kernel computes per element
+POINTWISE = ELEMENTWISE | LOOKUP | RANDOM   # what an elementwise kernel computes per element
 
 
 @dataclasses.dataclass(frozen=True)

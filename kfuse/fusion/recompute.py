@@ -9,7 +9,7 @@ from __future__ import annotations
 import networkx as nx
 
 from ..ir.graph import Node
-from ..ir.ops import ELEMENTWISE, LOOKUP, MOVEMENT
+from ..ir.ops import ELEMENTWISE, LOOKUP, MOVEMENT, RANDOM
 from .kinds import GroupKind
 from .legality import Clustering
 from .rules import PlanContext, Rule
@@ -30,10 +30,11 @@ def _subtree(state: Clustering, p: int, needed: set[Node]) -> set[Node]:
 def _recomputable(state: Clustering, p: int) -> set[Node]:
     """Nodes of cluster ``p`` another kernel could recompute: elementwise/movement work that does
     not depend (inside ``p``) on a reduction or a matmul (the whole of an elementwise cluster, the
-    prologue of a reduction)."""
+    prologue of a reduction). Random bits count: their value is a function of the position and
+    the seed (``ir/philox.py``), the same in every kernel that computes them."""
     out: set[Node] = set()
     for n in sorted(state.members[p], key=state.order.__getitem__):
-        if n.op in ELEMENTWISE | MOVEMENT and all(i in out or i not in state.members[p]
+        if n.op in ELEMENTWISE | MOVEMENT | RANDOM and all(i in out or i not in state.members[p]
                                                    for i in n.inputs):
             out.add(n)
     return out

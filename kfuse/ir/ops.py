@@ -62,6 +62,13 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
   dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
 * ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.
 * ``CAST``: one input; converts like ``ndarray.astype(node.dtype)`` (unsafe casting).
+* ``RANDOM`` (``attrs["stream"]``: an int unique to the random call in its trace; ``attrs["word"]``:
+  0 or 1): uint64 of ``node.shape``, one input, the call's uint64 seed (an INPUT whose value each
+  call draws, ``attrs["seed"]``) broadcast to ``node.shape``. Element ``I`` is Philox4x32-10 of
+  (seed, stream, ``I``'s C-order flat position in ``node.shape``), word ``word`` (``ir/philox.py``):
+  a pure function of those, so a random op is pointwise (it fuses, and may be recomputed in two
+  kernels, with the same values), but two calls are never one node (their streams differ) and it
+  is never folded. ``trace/random.py`` builds NumPy's distributions from it with ordinary ops.
 """
 from __future__ import annotations
 
@@ -177,6 +184,8 @@ class Op(enum.Enum):
     SEARCHSORTED = "searchsorted"
     # contraction
     MATMUL = "matmul"
+    # counter-based random bits (Philox4x32-10 of the seed, the call's stream and the position)
+    RANDOM = "random"
 
     def __repr__(self) -> str:  # short, for printed IR
         return self.value
@@ -209,6 +218,8 @@ CONTRACTION = frozenset({Op.MATMUL})
 # elementwise over their last input, reading their first (a sorted table) whole: fused as
 # elementwise ops are, the table always a kernel input
 LOOKUP = frozenset({Op.SEARCHSORTED})
+# random bits: pointwise producers (of their position and the seed input), never folded or merged
+RANDOM = frozenset({Op.RANDOM})
 
 # Relative cost of one application, in "flops", for the roofline model (special functions weighted).
 FLOP_WEIGHT: dict[Op, float] = {
@@ -225,6 +236,7 @@ FLOP_WEIGHT: dict[Op, float] = {
     **{op: 0.0 for op in MOVEMENT | LEAF},
     Op.SCATTER: 1.0,
     Op.SEARCHSORTED: 16.0,      # ~log2(table) compares and loads
+    Op.RANDOM: 40.0,            # ten Philox rounds of two 32x32-bit products and xors
 }
 
 

@@ -2,7 +2,8 @@
 
 An argument is an array (:class:`ArraySpec`: dtype and shape), a weak Python scalar passed at run
 time (:class:`ScalarSpec`: ``bool``/``int``/``float``, promoted like NumPy's weak scalars), or a
-static value baked into the trace (:class:`StaticSpec`, from ``static_argnames``). NumPy scalars
+static value baked into the trace (:class:`StaticSpec`, from ``static_argnames``), or a
+``np.random.Generator`` (:class:`GeneratorSpec`). NumPy scalars
 (``np.float32(2)``) and 0-d arrays are arrays of shape ``()``.
 """
 from __future__ import annotations
@@ -46,10 +47,21 @@ class StaticSpec:
         return f"static({self.value!r})"
 
 
-ArgSpec = ArraySpec | ScalarSpec | StaticSpec
+@dataclasses.dataclass(frozen=True)
+class GeneratorSpec:
+    """A ``np.random.Generator`` argument: keyed by its type; the call draws a seed from it (its
+    state read, and advanced, every call) for the random ops it feeds (``trace/random.py``)."""
+
+    def __str__(self) -> str:
+        return "Generator"
+
+
+ArgSpec = ArraySpec | ScalarSpec | StaticSpec | GeneratorSpec
 
 
 def spec_from_string(s: str) -> ArgSpec:
+    if s == "Generator":        # a np.random.Generator argument (``kfuse explain f.py:fn ... Generator``)
+        return GeneratorSpec()
     parsed = parse_spec(s)
     if isinstance(parsed, type):
         return ScalarSpec(parsed)
@@ -62,8 +74,15 @@ def spec_of_value(v: Any) -> ArgSpec:
         return spec_from_string(v)
     if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
         return ScalarSpec(bool if isinstance(v, bool) else int if isinstance(v, int) else float)
-    if isinstance(v, (ArraySpec, ScalarSpec, StaticSpec)):
+    if isinstance(v, (ArraySpec, ScalarSpec, StaticSpec, GeneratorSpec)):
         return v
+    if isinstance(v, np.random.Generator):
+        return GeneratorSpec()
+    if isinstance(v, np.random.RandomState):
+        from ..errors import UnsupportedError
+        raise UnsupportedError("kfuse: a np.random.RandomState argument is not supported: pass a "
+                               "np.random.Generator (np.random.default_rng(seed)), or nothing to use "
+                               "NumPy's global state")
     if isinstance(v, np.generic):
         return ArraySpec(v.dtype, (), numpy_scalar=True)
     dtype = getattr(v, "dtype", None)

@@ -16,6 +16,7 @@ arrays while the graph may still write it.
 from __future__ import annotations
 
 from ..errors import DeviceError, GraphShapeError
+from .seeds import capturing
 
 
 def _leaves(tree):
@@ -85,7 +86,7 @@ def capture(fn, *args, **kwargs) -> CapturedStep:
     pool = cupy.cuda.MemoryPool()
     stream = cupy.cuda.Stream(non_blocking=True)
     stream.wait_event(cupy.cuda.get_current_stream().record())
-    with cupy.cuda.using_allocator(pool.malloc), stream:
+    with cupy.cuda.using_allocator(pool.malloc), stream, capturing():
         fn(*args, **kwargs)     # compiles, tunes, and sizes the pool for the captured call
         stream.synchronize()
         stream.begin_capture()

@@ -48,6 +48,18 @@ class ConstantInputs:
         self._seen[id(x)] = (x, node)
         return node
 
+    def per_call_input(self, key, dtype, name: str, attrs: dict) -> Node:
+        """A 0-d INPUT numbered as the constants are, whose value the call supplies anew (a
+        random op's seed, ``trace/random.py``); ``values`` holds a zero in its place."""
+        hit = self._seen.get(key)
+        if hit is not None:
+            return hit[1]
+        node = mk(Op.INPUT, dtype, (), attrs={"index": self.first_index + len(self.nodes), "name": name, **attrs})
+        self.values.append(np.zeros((), dtype))
+        self.nodes.append(node)
+        self._seen[key] = (None, node)
+        return node
+
 
 _CONSTANTS: contextvars.ContextVar[ConstantInputs | None] = contextvars.ContextVar("kfuse_constants", default=None)
 
@@ -61,6 +73,14 @@ def collecting_constants(first_index: int) -> Iterator[ConstantInputs]:
         yield consts
     finally:
         _CONSTANTS.reset(token)
+
+
+def constant_inputs() -> ConstantInputs:
+    """The constants of the trace under way (``collecting_constants``)."""
+    consts = _CONSTANTS.get()
+    if consts is None:
+        raise KfuseError("kfuse: an input made outside kfuse.trace_function")
+    return consts
 
 
 def tracing() -> bool:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..ir import philox
 from ..ir.graph import Graph, Node, toposort
 from ..ir.ops import BINARY, SCAN_UFUNC, UNARY, Op
 
@@ -71,6 +72,10 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
                        node.attr("starts"), node.attr("steps"))
     if op is Op.MATMUL:
         return np.asarray(np.matmul(*args))
+    if op is Op.RANDOM:         # the seed, broadcast; each element's C-order position (ir/philox.py)
+        seed = int(args[0].flat[0]) if node.size else 0
+        flat = np.arange(node.size, dtype=np.uint64).reshape(node.shape)
+        return philox.bits(seed, node.attr("stream"), node.attr("word"), flat)
     raise NotImplementedError(f"reference: no rule for {op}")
 
 

@@ -13,7 +13,7 @@ from ..errors import UnsupportedError
 from ..ir.dtypes import check_supported, is_float
 from ..ir.graph import Graph, Node, toposort
 from ..ir.ops import Op
-from ..ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec
+from ..ir.specs import ArgSpec, ArraySpec, GeneratorSpec, ScalarSpec, StaticSpec
 from . import composite as cm
 from . import elementwise as ew
 from . import floatparts as fp
@@ -21,6 +21,7 @@ from . import indexing as ix
 from . import linalg as la
 from . import movement as mv
 from . import mutation as mut
+from . import random as rnd
 from . import writes
 from . import numpy_api
 from . import reductions as rd
@@ -278,6 +279,8 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
     for pname, spec in specs.items():
         if isinstance(spec, StaticSpec):
             value = spec.value
+        elif isinstance(spec, GeneratorSpec):
+            value = rnd.TracedGenerator(pname)
         else:
             value = _input(spec, len(inputs), pname)
             if value.weak is None:
@@ -288,7 +291,7 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
         else:
             args.append(value)
     with np.errstate(all="ignore"), collecting_constants(len(inputs)) as consts, \
-            collecting_checks() as checks:
+            collecting_checks() as checks, rnd.intercepting():
         result = fn(*args, **kwargs)
         outputs: list[Node] = []
         changed = {id(t): k for t, k in written if t.node is not inputs[k]}
