@@ -33,6 +33,7 @@ from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..fusion.kinds import GroupKind
 from ..ir.ops import Op
+from .cpu_threads import call_parallel, thread_cap
 
 PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (the autotuner's default)
 # Threads per call (untuned kernels): one thread below PAR_MIN_WORK (kernel_work), then one per
@@ -45,6 +46,12 @@ PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (
 PAR_MIN_WORK = 1 << 18            # (work counts that row sum's load + add as 2 per element)
 PAR_WORK_PER_THREAD = 1 << 17
 BUSY_PAR_MIN_WORK = 1 << 25
+# A kernel's first call in a process runs its sequential variant unless the call alone is this
+# much work: compiling the parallel variant costs about twice the sequential one (64x512 f32 row
+# softmax: 0.75 s vs 1.2-1.7 s on the dev box), more than the first call of a mid-sized kernel
+# could save; from the second call on the choice is auto_threads' (the par variant compiles then,
+# or loads from the disk cache).
+FIRST_CALL_PAR_WORK = 1 << 28
 
 _COMPILED: dict[tuple, tuple] = {}
 _LOCK = threading.Lock()
@@ -84,13 +91,15 @@ def _build(source: str, fn_name: str, cache):
     filename = f"<kfuse:{modname}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     if cache is not None:
-        opts = dict(error_model="numpy", nogil=True)
+        glb = cpu_persist.exec_module(source, modname)        # one exec, two dispatchers
         key = {"backend": "cpu", "kernel": fn_name}
-        seq = cpu_persist.load_or_compile(cache, dict(key, parallel=False), source, fn_name,
-                                          parallel=False, **opts)
-        par = cpu_persist.load_or_compile(cache, dict(key, parallel=True), source, fn_name,
-                                          parallel=True, **opts)
-        return seq, par
+        fns = []
+        for p in (False, True):
+            disp = cpu_persist.exec_source(source, fn_name, glb=glb, parallel=p,
+                                           error_model="numpy", nogil=True)
+            cpu_persist.attach(disp, cache, dict(key, parallel=p), source, fn_name)
+            fns.append(disp)
+        return tuple(fns)
     ns: dict = {"__name__": modname}
     exec(compile(source, filename, "exec"), ns)
     return ns[f"{fn_name}_seq"], ns[f"{fn_name}_par"]
@@ -150,9 +159,15 @@ def kernel_work(kir) -> int:
     return n * (max(1, sum(ph.has_loop for ph in kir.phases)) + ops)
 
 
-def auto_threads(k: "_Kernel", cap: int) -> int:
-    """Threads for an untuned kernel's call (1: the sequential variant); see PAR_MIN_WORK."""
-    if not k.parallel_ok or cap <= 1 or k.work < PAR_MIN_WORK:
+def auto_threads(k: "_Kernel", cap: int | None = None) -> int:
+    """Threads for an untuned kernel's call (1: the sequential variant); see PAR_MIN_WORK.
+    ``cap`` (default :func:`~kfuse.runtime.cpu_threads.thread_cap`) is asked for only when the
+    kernel is large enough to share, so small kernels never start the thread pool."""
+    if not k.parallel_ok or k.work < PAR_MIN_WORK:
+        return 1
+    if cap is None:
+        cap = thread_cap()
+    if cap <= 1:
         return 1
     if k.work < BUSY_PAR_MIN_WORK and machine_busy():
         return 1
@@ -210,7 +225,7 @@ class _Call:
             kir = v.kir
             others = [d for d in kir.loop_dims(kir.outer) if d != sched.col]
             n0 = kir.extent(others[0]) if others else 1
-            threads = numba.get_num_threads() if self.par else 1
+            threads = thread_cap() if self.par else 1
             cb = CS.col_block(kir.extent(sched.col), -(-threads // n0))
             extra = (np.int64(cb),)
             if n0 * -(-kir.extent(sched.col) // cb) < 2:
@@ -220,7 +235,7 @@ class _Call:
 
 class _Kernel:
     __slots__ = ("group", "kir", "variants", "fns", "sizes", "parallel", "threads", "tuned",
-                 "work", "parallel_ok")
+                 "work", "parallel_ok", "calls")
 
     def __init__(self, group, kir, variants: _Variants):
         self.group, self.kir, self.variants = group, kir, variants
@@ -231,6 +246,7 @@ class _Kernel:
         self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
+        self.calls = 0      # calls run (the first one: FIRST_CALL_PAR_WORK)
 
     @property
     def source(self) -> str:
@@ -272,9 +288,8 @@ class CpuProgram:
                 raise ValueError(f"kfuse: argument {node.attr('name')} is {a.dtype}{list(a.shape)}; "
                                  f"this program was compiled for {node.dtype}{list(node.shape)}")
             env[node] = a
-        cap = numba.get_num_threads()
         for k in self.kernels:
-            self._run(k, env, cap)
+            self._run(k, env)
         if any(k.variants.last is not s for k, s in zip(self.kernels, self._shown)):
             self._render_cpu()
         outs = []
@@ -289,7 +304,7 @@ class CpuProgram:
                 raise CompileError(f"kfuse: output {o!r} of {graph.name} is computed by no kernel")
         return outs
 
-    def _run(self, k: _Kernel, env: dict, cap: int) -> None:
+    def _run(self, k: _Kernel, env: dict) -> None:
         g, kir = k.group, k.kir
         ins = [env[n] for n in g.inputs]
         outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
@@ -315,19 +330,16 @@ class CpuProgram:
         if k.tuned:
             parallel, threads = k.parallel, k.threads
         else:
-            threads = auto_threads(k, cap)
+            threads = auto_threads(k)
+            if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
+                threads = 1
             parallel = threads > 1
-        fn = k.fns[1] if parallel else k.fns[0]
-        args = [_arg(a) for a in ins] + [_arg(a) for a in outs]
-        if parallel and threads and threads != cap:
-            old = cap
-            numba.set_num_threads(threads)
-            try:
-                fn(*args, *k.sizes)
-            finally:
-                numba.set_num_threads(old)
+        k.calls += 1
+        args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + list(k.sizes)
+        if parallel:
+            call_parallel(k.fns[1], args, threads)
         else:
-            fn(*args, *k.sizes)
+            k.fns[0](*args)
 
 
 def raise_failed_checks(graph, env) -> None:
@@ -349,10 +361,6 @@ def matmul(ins, c) -> np.ndarray:
 
 def compile_plan(plan, cache=None) -> CpuProgram:
     """Lower, emit and compile (memoised by source) every kernel of ``plan``."""
-    from .. import config
-    threads = config.get().cpu_threads
-    if threads:
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     kernels = []
     for g in plan.groups:
         kir = lower_group(g)
