@@ -183,6 +183,7 @@ class _Variants:
         self.sizes = {p.name: p.value for p in kir.sizes}
         self.by_strides: dict = {}
         self.by_sched: dict = {}
+        self.direct: dict = {}      # strides -> (seq, par, schedule) that take the arguments as they are
         self.last = None
 
     def schedule(self, ins) -> CS.CpuSchedule:
@@ -215,9 +216,17 @@ class _Call:
 
     def __call__(self, *args):
         v, nin = self.v, self.nin
+        key = tuple([a.strides for a in args[:nin]])
+        hit = v.direct.get(key)
+        if hit is not None:                     # the hot path: nothing to collapse or add
+            v.last = hit[2]
+            hit[self.par](*args)
+            return
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
+        if not sched.flat and sched.order != "cols":
+            v.direct[key] = (seq, par, sched)
         for b, first in sched.flat:
             ins[b] = CS.collapse(ins[b], first)
         extra = ()
@@ -235,7 +244,7 @@ class _Call:
 
 class _Kernel:
     __slots__ = ("group", "kir", "variants", "fns", "sizes", "parallel", "threads", "tuned",
-                 "work", "parallel_ok", "calls")
+                 "work", "parallel_ok", "calls", "out_specs", "plain", "f16")
 
     def __init__(self, group, kir, variants: _Variants):
         self.group, self.kir, self.variants = group, kir, variants
@@ -247,6 +256,11 @@ class _Kernel:
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
         self.calls = 0      # calls run (the first one: FIRST_CALL_PAR_WORK)
+        self.out_specs = [(n.shape, n.dtype) for n in group.outputs]
+        # plain: fresh outputs, none empty, no product: the call path without the cases below
+        self.plain = not (group.in_place or kir.init_from or kir.contraction is not None
+                          or any(0 in shape for shape, _ in self.out_specs))
+        self.f16 = any(np.dtype(n.dtype) == np.float16 for n in group.inputs + group.outputs)
 
     @property
     def source(self) -> str:
@@ -283,15 +297,18 @@ class CpuProgram:
             raise TypeError(f"kfuse: {graph.name} takes {len(graph.inputs)} array(s), got {len(arrays)}")
         env: dict = {}
         for node, a in zip(graph.inputs, arrays):
-            a = np.asarray(a)
+            if type(a) is not np.ndarray:
+                a = np.asarray(a)
             if a.shape != node.shape or a.dtype != node.dtype:
                 raise ValueError(f"kfuse: argument {node.attr('name')} is {a.dtype}{list(a.shape)}; "
                                  f"this program was compiled for {node.dtype}{list(node.shape)}")
             env[node] = a
         for k in self.kernels:
             self._run(k, env)
-        if any(k.variants.last is not s for k, s in zip(self.kernels, self._shown)):
-            self._render_cpu()
+        for k, shown in zip(self.kernels, self._shown):
+            if k.variants.last is not shown:
+                self._render_cpu()
+                break
         outs = []
         for o in graph.outputs:
             if o in env:
@@ -305,9 +322,34 @@ class CpuProgram:
         return outs
 
     def _run(self, k: _Kernel, env: dict) -> None:
-        g, kir = k.group, k.kir
+        g = k.group
         ins = [env[n] for n in g.inputs]
-        outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
+        outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
+        if not k.plain and not self._prepare(k, env, ins, outs):
+            return
+        for n, a in zip(g.outputs, outs):
+            env[n] = a
+        if k.tuned:
+            parallel, threads = k.parallel, k.threads
+        else:
+            threads = auto_threads(k)
+            if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
+                threads = 1
+            parallel = threads > 1
+        k.calls += 1
+        if k.f16:
+            args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + list(k.sizes)
+        else:
+            args = ins + outs + list(k.sizes)
+        if parallel:
+            call_parallel(k.fns[1], args, threads)
+        else:
+            k.fns[0](*args)
+
+    def _prepare(self, k: _Kernel, env: dict, ins: list, outs: list) -> bool:
+        """Outputs written in place or copied from a scatter's base, a product's operand: edits
+        ``ins``/``outs``; False when there is nothing to run (empty outputs)."""
+        g, kir = k.group, k.kir
         if g.in_place:                          # an argument's final value, written into it
             raise_failed_checks(self.plan.graph, env)
             for o, base in g.in_place:
@@ -320,26 +362,14 @@ class CpuProgram:
                 outs[o] = ins[i]                # or the base's buffer, dead after this kernel)
             else:
                 np.copyto(outs[o], ins[i])
-        for n, a in zip(g.outputs, outs):
-            env[n] = a
         if all(a.size == 0 for a in outs) or (kir.init_from and not math.prod(g.domain)):
-            return
+            for n, a in zip(g.outputs, outs):
+                env[n] = a
+            return False
         c = kir.contraction
         if c is not None:
             ins.append(matmul(ins, c))
-        if k.tuned:
-            parallel, threads = k.parallel, k.threads
-        else:
-            threads = auto_threads(k)
-            if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
-                threads = 1
-            parallel = threads > 1
-        k.calls += 1
-        args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + list(k.sizes)
-        if parallel:
-            call_parallel(k.fns[1], args, threads)
-        else:
-            k.fns[0](*args)
+        return True
 
 
 def raise_failed_checks(graph, env) -> None:
