@@ -125,16 +125,27 @@ _LOAD = [0.0, False]         # (time read, busy)
 
 
 def machine_busy() -> bool:
-    """Whether the 1-minute load average has reached the cores this process may use (read at
-    most once a second)."""
+    """Whether the 1-minute load average, or the processes runnable now besides this one, have
+    reached the cores this process may use (read at most once a second). The runnable count
+    sees CPU-bound neighbours at once; the load average takes a minute to climb."""
     now = time.monotonic()
     if now - _LOAD[0] > 1.0:
         try:
-            _LOAD[1] = os.getloadavg()[0] >= len(os.sched_getaffinity(0))
+            cores = len(os.sched_getaffinity(0))
+            _LOAD[1] = os.getloadavg()[0] >= cores or _runnable() - 1 >= cores
         except (OSError, AttributeError):       # pragma: no cover
             _LOAD[1] = False
         _LOAD[0] = now
     return _LOAD[1]
+
+
+def _runnable() -> int:
+    """Threads runnable now on this machine, this one included (Linux's /proc/loadavg), else 1."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1
 
 
 # Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar np.sin,
@@ -244,12 +255,13 @@ class _Call:
 
 class _Kernel:
     __slots__ = ("group", "kir", "variants", "fns", "sizes", "parallel", "threads", "tuned",
-                 "work", "parallel_ok", "calls", "out_specs", "plain", "f16")
+                 "work", "parallel_ok", "calls", "out_specs", "plain", "f16", "size_args")
 
     def __init__(self, group, kir, variants: _Variants):
         self.group, self.kir, self.variants = group, kir, variants
         self.fns = (_Call(variants, False), _Call(variants, True))
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
+        self.size_args = list(self.sizes)
         self.parallel = default_parallel(group)
         self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and bool(kir.loop_dims(kir.outer))
         self.work = kernel_work(kir)
@@ -275,6 +287,7 @@ class CpuProgram:
         self.plan = plan
         self.kernels = kernels
         self.stages = {"kernel": "\n\n".join(k.kir.as_text() for k in kernels)}
+        self._in_specs = [(n, n.shape, n.dtype) for n in plan.graph.inputs]
         self._render_cpu()
 
     def _render_cpu(self) -> None:
@@ -296,10 +309,10 @@ class CpuProgram:
         if len(arrays) != len(graph.inputs):
             raise TypeError(f"kfuse: {graph.name} takes {len(graph.inputs)} array(s), got {len(arrays)}")
         env: dict = {}
-        for node, a in zip(graph.inputs, arrays):
+        for (node, shape, dtype), a in zip(self._in_specs, arrays):
             if type(a) is not np.ndarray:
                 a = np.asarray(a)
-            if a.shape != node.shape or a.dtype != node.dtype:
+            if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {node.attr('name')} is {a.dtype}{list(a.shape)}; "
                                  f"this program was compiled for {node.dtype}{list(node.shape)}")
             env[node] = a
@@ -331,6 +344,8 @@ class CpuProgram:
             env[n] = a
         if k.tuned:
             parallel, threads = k.parallel, k.threads
+        elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
+            parallel = False
         else:
             threads = auto_threads(k)
             if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
@@ -338,9 +353,9 @@ class CpuProgram:
             parallel = threads > 1
         k.calls += 1
         if k.f16:
-            args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + list(k.sizes)
+            args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + k.size_args
         else:
-            args = ins + outs + list(k.sizes)
+            args = ins + outs + k.size_args
         if parallel:
             call_parallel(k.fns[1], args, threads)
         else:
