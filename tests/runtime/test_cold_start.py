@@ -33,18 +33,25 @@ def _child(code: str, cache_dir, extra_env=None) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-_CPU_CALL = r'''
+_COUNT = r'''
 import json, sys
 import numpy as np
 import kfuse
 after_import = sorted(m for m in ("numba", "llvmlite") if m in sys.modules)
-spy = {"compiles": 0}
+CALLS = {}
+def count_calls(module, name):
+    """Count the calls of ``module.name`` in CALLS[name]."""
+    real = getattr(module, name)
+    CALLS[name] = 0
+    def counted(*a, **k):
+        CALLS[name] += 1
+        return real(*a, **k)
+    setattr(module, name, counted)
+'''
+
+_CPU_CALL = _COUNT + r'''
 import numba.core.compiler as nc            # every Numba compile (kernel and helpers) goes here
-real = nc.compile_extra
-def counted(*a, **k):
-    spy["compiles"] += 1
-    return real(*a, **k)
-nc.compile_extra = counted
+count_calls(nc, "compile_extra")
 
 @kfuse.jit(backend="cpu")
 def f(x, y):
@@ -59,7 +66,7 @@ from kfuse.runtime import cpu as rt
 loads = seq._cache.loads + par._cache.loads
 print(json.dumps({"after_import": after_import, "ok": ok, "pool": bool(parallel._is_initialized),
                   "seq": len(seq.overloads), "par": len(par.overloads), "loads": loads,
-                  "compiles": spy["compiles"],
+                  "compiles": CALLS["compile_extra"],
                   "gpu": sorted(m for m in %r if m in sys.modules)}))
 ''' % (GPU_STACK,)
 
@@ -166,17 +173,10 @@ def test_warm_cubin_is_read_before_nvrtc(tmp_path, monkeypatch):
         config.reload()
 
 
-_GPU_CALL = r'''
-import json, sys
-import numpy as np, cupy as cp
-import kfuse
+_GPU_CALL = _COUNT + r'''
+import cupy as cp
 from kfuse.codegen import nvrtc
-count = {"n": 0}
-real = nvrtc.compile
-def counted(*a, **k):
-    count["n"] += 1
-    return real(*a, **k)
-nvrtc.compile = counted
+count_calls(nvrtc, "compile")
 
 @kfuse.jit(backend="cuda")
 def softmax(x):
@@ -187,7 +187,7 @@ def softmax(x):
 x = np.random.default_rng(0).random((64, 512), dtype=np.float32)
 y = cp.asnumpy(softmax(cp.asarray(x)))
 ok = bool(np.allclose(y, np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), rtol=1e-5))
-print(json.dumps({"ok": ok, "nvrtc": count["n"],
+print(json.dumps({"ok": ok, "nvrtc": CALLS["compile"],
                   "loaded": sorted(m for m in ("numba", "llvmlite", "torch", "jax") if m in sys.modules)}))
 '''
 
