@@ -198,9 +198,9 @@ def heuristic(group, backend="cpu", device=None, *, threads: int | None = None) 
         from ..runtime.cpu import default_parallel
         if not default_parallel(group):
             return S.TileConfig.make("cpu", variant="seq", threads=1)
-        if threads is None:
-            import numba
-            threads = numba.get_num_threads()
+        if threads is None:         # (without starting Numba's thread pool)
+            from ..runtime.cpu_threads import thread_cap
+            threads = thread_cap()
         return S.TileConfig.make("cpu", variant="par", threads=int(threads))
     size = S.max_itemsize(group)
     if group.kind == GroupKind.MATMUL:

@@ -10,8 +10,6 @@ kernel objects' ``parallel``/``fns`` attributes (a stop-gap until that hook exis
 """
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-import numba
 import numpy as np
 
 from . import space as S
@@ -19,6 +17,8 @@ from . import space as S
 
 def cpu_arch() -> str:
     """What a CPU tuning result depends on: the host CPU model and the Numba thread pool size."""
+    import llvmlite.binding as llvm     # (Numba and llvmlite are imported on the CPU path only)
+    import numba
     try:
         name = llvm.get_host_cpu_name()
     except Exception:               # pragma: no cover
@@ -37,6 +37,7 @@ def call_kernel(kernel, ins, outs, variant: str, threads: int) -> None:
     for o, i in kernel.kir.init_from:
         np.copyto(outs[o], ins[i])
     if variant == "par":
+        import numba
         old = numba.get_num_threads()
         if threads != old:
             numba.set_num_threads(int(threads))
@@ -115,6 +116,7 @@ class _WithThreads:
         self.fn, self.threads = fn, int(threads)
 
     def __call__(self, *args):
+        import numba
         old = numba.get_num_threads()
         if old == self.threads:
             return self.fn(*args)
@@ -143,6 +145,7 @@ def apply(program, tiles: dict) -> None:
         for k in kernels or ():
             if k.group.id != gid:
                 continue
+            import numba
             base = k.fns[1].fn if isinstance(k.fns[1], _WithThreads) else k.fns[1]
             k.parallel = variant == "par"
             wrap = k.parallel and threads != numba.get_num_threads()

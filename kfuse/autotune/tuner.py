@@ -225,13 +225,14 @@ def _make_target(backend, program, arrays, heur):
 def tune_and_apply(lowered_or_plan, arrays, backend, mode: str | None, store, program,
                    **kw) -> dict:
     """What ``kfuse.jit`` calls after compiling: tune (by ``mode``) and set the chosen configs on
-    ``program``. On a GPU only configs that differ from "the heuristic" (tuned, stored, memo) are
-    set, so mode ``off`` and cache misses leave the runtime's own choice untouched."""
+    ``program``. Only configs that differ from "the heuristic" (tuned, stored, memo) are set, so
+    mode ``off`` and cache misses leave the runtime's own choice untouched (on the CPU: threads per
+    call from the kernel's work and the machine's load, ``runtime.cpu.auto_threads``)."""
     reports: list = []
     tiles = tune_program(lowered_or_plan, arrays, backend, mode, store, program=program,
                          reports=reports, **kw)
     if _backends.get(backend).on_host:
-        apply(program, tiles)
+        apply(program, {r.group_id: r.config for r in reports if r.source in CHOSEN})
     else:
         from .gpu_targets import apply_gpu
         apply_gpu(program, {r.group_id: r.config for r in reports if r.source in CHOSEN})

@@ -33,6 +33,7 @@ from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..fusion.kinds import GroupKind
 from ..ir.ops import Op
+from .cpu_threads import call_parallel, thread_cap
 
 PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (the autotuner's default)
 # Threads per call (untuned kernels): one thread below PAR_MIN_WORK (kernel_work), then one per
@@ -45,6 +46,12 @@ PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (
 PAR_MIN_WORK = 1 << 18            # (work counts that row sum's load + add as 2 per element)
 PAR_WORK_PER_THREAD = 1 << 17
 BUSY_PAR_MIN_WORK = 1 << 25
+# A kernel's first call in a process runs its sequential variant unless the call alone is this
+# much work: compiling the parallel variant costs about twice the sequential one (64x512 f32 row
+# softmax: 0.75 s vs 1.2-1.7 s on the dev box), more than the first call of a mid-sized kernel
+# could save; from the second call on the choice is auto_threads' (the par variant compiles then,
+# or loads from the disk cache).
+FIRST_CALL_PAR_WORK = 1 << 28
 
 _COMPILED: dict[tuple, tuple] = {}
 _LOCK = threading.Lock()
@@ -84,13 +91,15 @@ def _build(source: str, fn_name: str, cache):
     filename = f"<kfuse:{modname}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     if cache is not None:
-        opts = dict(error_model="numpy", nogil=True)
+        glb = cpu_persist.exec_module(source, modname)        # one exec, two dispatchers
         key = {"backend": "cpu", "kernel": fn_name}
-        seq = cpu_persist.load_or_compile(cache, dict(key, parallel=False), source, fn_name,
-                                          parallel=False, **opts)
-        par = cpu_persist.load_or_compile(cache, dict(key, parallel=True), source, fn_name,
-                                          parallel=True, **opts)
-        return seq, par
+        fns = []
+        for p in (False, True):
+            disp = cpu_persist.exec_source(source, fn_name, glb=glb, parallel=p,
+                                           error_model="numpy", nogil=True)
+            cpu_persist.attach(disp, cache, dict(key, parallel=p), source, fn_name)
+            fns.append(disp)
+        return tuple(fns)
     ns: dict = {"__name__": modname}
     exec(compile(source, filename, "exec"), ns)
     return ns[f"{fn_name}_seq"], ns[f"{fn_name}_par"]
@@ -116,16 +125,27 @@ _LOAD = [0.0, False]         # (time read, busy)
 
 
 def machine_busy() -> bool:
-    """Whether the 1-minute load average has reached the cores this process may use (read at
-    most once a second)."""
+    """Whether the 1-minute load average, or the processes runnable now besides this one, have
+    reached the cores this process may use (read at most once a second). The runnable count
+    sees CPU-bound neighbours at once; the load average takes a minute to climb."""
     now = time.monotonic()
     if now - _LOAD[0] > 1.0:
         try:
-            _LOAD[1] = os.getloadavg()[0] >= len(os.sched_getaffinity(0))
+            cores = len(os.sched_getaffinity(0))
+            _LOAD[1] = os.getloadavg()[0] >= cores or _runnable() - 1 >= cores
         except (OSError, AttributeError):       # pragma: no cover
             _LOAD[1] = False
         _LOAD[0] = now
     return _LOAD[1]
+
+
+def _runnable() -> int:
+    """Threads runnable now on this machine, this one included (Linux's /proc/loadavg), else 1."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1
 
 
 # Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar np.sin,
@@ -150,9 +170,15 @@ def kernel_work(kir) -> int:
     return n * (max(1, sum(ph.has_loop for ph in kir.phases)) + ops)
 
 
-def auto_threads(k: "_Kernel", cap: int) -> int:
-    """Threads for an untuned kernel's call (1: the sequential variant); see PAR_MIN_WORK."""
-    if not k.parallel_ok or cap <= 1 or k.work < PAR_MIN_WORK:
+def auto_threads(k: "_Kernel", cap: int | None = None) -> int:
+    """Threads for an untuned kernel's call (1: the sequential variant); see PAR_MIN_WORK.
+    ``cap`` (default :func:`~kfuse.runtime.cpu_threads.thread_cap`) is asked for only when the
+    kernel is large enough to share, so small kernels never start the thread pool."""
+    if not k.parallel_ok or k.work < PAR_MIN_WORK:
+        return 1
+    if cap is None:
+        cap = thread_cap()
+    if cap <= 1:
         return 1
     if k.work < BUSY_PAR_MIN_WORK and machine_busy():
         return 1
@@ -168,6 +194,7 @@ class _Variants:
         self.sizes = {p.name: p.value for p in kir.sizes}
         self.by_strides: dict = {}
         self.by_sched: dict = {}
+        self.direct: dict = {}      # strides -> (seq, par, schedule) that take the arguments as they are
         self.last = None
 
     def schedule(self, ins) -> CS.CpuSchedule:
@@ -200,9 +227,17 @@ class _Call:
 
     def __call__(self, *args):
         v, nin = self.v, self.nin
+        key = tuple([a.strides for a in args[:nin]])
+        hit = v.direct.get(key)
+        if hit is not None:                     # the hot path: nothing to collapse or add
+            v.last = hit[2]
+            hit[self.par](*args)
+            return
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
+        if not sched.flat and sched.order != "cols":
+            v.direct[key] = (seq, par, sched)
         for b, first in sched.flat:
             ins[b] = CS.collapse(ins[b], first)
         extra = ()
@@ -210,7 +245,7 @@ class _Call:
             kir = v.kir
             others = [d for d in kir.loop_dims(kir.outer) if d != sched.col]
             n0 = kir.extent(others[0]) if others else 1
-            threads = numba.get_num_threads() if self.par else 1
+            threads = thread_cap() if self.par else 1
             cb = CS.col_block(kir.extent(sched.col), -(-threads // n0))
             extra = (np.int64(cb),)
             if n0 * -(-kir.extent(sched.col) // cb) < 2:
@@ -220,17 +255,24 @@ class _Call:
 
 class _Kernel:
     __slots__ = ("group", "kir", "variants", "fns", "sizes", "parallel", "threads", "tuned",
-                 "work", "parallel_ok")
+                 "work", "parallel_ok", "calls", "out_specs", "plain", "f16", "size_args")
 
     def __init__(self, group, kir, variants: _Variants):
         self.group, self.kir, self.variants = group, kir, variants
         self.fns = (_Call(variants, False), _Call(variants, True))
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
+        self.size_args = list(self.sizes)
         self.parallel = default_parallel(group)
         self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and bool(kir.loop_dims(kir.outer))
         self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
+        self.calls = 0      # calls run (the first one: FIRST_CALL_PAR_WORK)
+        self.out_specs = [(n.shape, n.dtype) for n in group.outputs]
+        # plain: fresh outputs, none empty, no product: the call path without the cases below
+        self.plain = not (group.in_place or kir.init_from or kir.contraction is not None
+                          or any(0 in shape for shape, _ in self.out_specs))
+        self.f16 = any(np.dtype(n.dtype) == np.float16 for n in group.inputs + group.outputs)
 
     @property
     def source(self) -> str:
@@ -245,6 +287,7 @@ class CpuProgram:
         self.plan = plan
         self.kernels = kernels
         self.stages = {"kernel": "\n\n".join(k.kir.as_text() for k in kernels)}
+        self._in_specs = [(n, n.shape, n.dtype) for n in plan.graph.inputs]
         self._render_cpu()
 
     def _render_cpu(self) -> None:
@@ -266,17 +309,19 @@ class CpuProgram:
         if len(arrays) != len(graph.inputs):
             raise TypeError(f"kfuse: {graph.name} takes {len(graph.inputs)} array(s), got {len(arrays)}")
         env: dict = {}
-        for node, a in zip(graph.inputs, arrays):
-            a = np.asarray(a)
-            if a.shape != node.shape or a.dtype != node.dtype:
+        for (node, shape, dtype), a in zip(self._in_specs, arrays):
+            if type(a) is not np.ndarray:
+                a = np.asarray(a)
+            if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {node.attr('name')} is {a.dtype}{list(a.shape)}; "
                                  f"this program was compiled for {node.dtype}{list(node.shape)}")
             env[node] = a
-        cap = numba.get_num_threads()
         for k in self.kernels:
-            self._run(k, env, cap)
-        if any(k.variants.last is not s for k, s in zip(self.kernels, self._shown)):
-            self._render_cpu()
+            self._run(k, env)
+        for k, shown in zip(self.kernels, self._shown):
+            if k.variants.last is not shown:
+                self._render_cpu()
+                break
         outs = []
         for o in graph.outputs:
             if o in env:
@@ -289,10 +334,37 @@ class CpuProgram:
                 raise CompileError(f"kfuse: output {o!r} of {graph.name} is computed by no kernel")
         return outs
 
-    def _run(self, k: _Kernel, env: dict, cap: int) -> None:
-        g, kir = k.group, k.kir
+    def _run(self, k: _Kernel, env: dict) -> None:
+        g = k.group
         ins = [env[n] for n in g.inputs]
-        outs = [np.empty(n.shape, dtype=n.dtype) for n in g.outputs]
+        outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
+        if not k.plain and not self._prepare(k, env, ins, outs):
+            return
+        for n, a in zip(g.outputs, outs):
+            env[n] = a
+        if k.tuned:
+            parallel, threads = k.parallel, k.threads
+        elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
+            parallel = False
+        else:
+            threads = auto_threads(k)
+            if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
+                threads = 1
+            parallel = threads > 1
+        k.calls += 1
+        if k.f16:
+            args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + k.size_args
+        else:
+            args = ins + outs + k.size_args
+        if parallel:
+            call_parallel(k.fns[1], args, threads)
+        else:
+            k.fns[0](*args)
+
+    def _prepare(self, k: _Kernel, env: dict, ins: list, outs: list) -> bool:
+        """Outputs written in place or copied from a scatter's base, a product's operand: edits
+        ``ins``/``outs``; False when there is nothing to run (empty outputs)."""
+        g, kir = k.group, k.kir
         if g.in_place:                          # an argument's final value, written into it
             raise_failed_checks(self.plan.graph, env)
             for o, base in g.in_place:
@@ -305,29 +377,14 @@ class CpuProgram:
                 outs[o] = ins[i]                # or the base's buffer, dead after this kernel)
             else:
                 np.copyto(outs[o], ins[i])
-        for n, a in zip(g.outputs, outs):
-            env[n] = a
         if all(a.size == 0 for a in outs) or (kir.init_from and not math.prod(g.domain)):
-            return
+            for n, a in zip(g.outputs, outs):
+                env[n] = a
+            return False
         c = kir.contraction
         if c is not None:
             ins.append(matmul(ins, c))
-        if k.tuned:
-            parallel, threads = k.parallel, k.threads
-        else:
-            threads = auto_threads(k, cap)
-            parallel = threads > 1
-        fn = k.fns[1] if parallel else k.fns[0]
-        args = [_arg(a) for a in ins] + [_arg(a) for a in outs]
-        if parallel and threads and threads != cap:
-            old = cap
-            numba.set_num_threads(threads)
-            try:
-                fn(*args, *k.sizes)
-            finally:
-                numba.set_num_threads(old)
-        else:
-            fn(*args, *k.sizes)
+        return True
 
 
 def raise_failed_checks(graph, env) -> None:
@@ -349,10 +406,6 @@ def matmul(ins, c) -> np.ndarray:
 
 def compile_plan(plan, cache=None) -> CpuProgram:
     """Lower, emit and compile (memoised by source) every kernel of ``plan``."""
-    from .. import config
-    threads = config.get().cpu_threads
-    if threads:
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     kernels = []
     for g in plan.groups:
         kir = lower_group(g)

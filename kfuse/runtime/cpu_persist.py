@@ -39,13 +39,21 @@ def module_name_for(source: str) -> str:
     return "kfuse_cpu_" + hashlib.sha256(source.encode()).hexdigest()[:20]
 
 
-def exec_source(source: str, fn_name: str, modname: str | None = None, **jit_options):
-    """Exec generated ``source`` in fresh globals (``__name__`` unique to the source) and wrap
-    ``fn_name`` with ``numba.njit(**jit_options)`` (default ``parallel=True``). Lazy: nothing is
-    compiled until the first call."""
-    import numba
+def exec_module(source: str, modname: str | None = None) -> dict:
+    """The globals of generated ``source`` exec'd once (``__name__`` unique to the source)."""
     glb = {"__name__": modname or module_name_for(source), "__builtins__": __builtins__}
     exec(compile(source, f"<kfuse:{glb['__name__']}>", "exec"), glb)
+    return glb
+
+
+def exec_source(source: str, fn_name: str, modname: str | None = None, glb: dict | None = None,
+                **jit_options):
+    """Exec generated ``source`` in fresh globals (or take ``glb``, :func:`exec_module`'s) and
+    wrap ``fn_name`` with ``numba.njit(**jit_options)`` (default ``parallel=True``). Lazy: nothing
+    is compiled until the first call."""
+    import numba
+    if glb is None:
+        glb = exec_module(source, modname)
     opts = {"parallel": True}
     opts.update(jit_options)
     return numba.njit(**opts)(glb[fn_name])
@@ -323,6 +331,6 @@ def _rebuild(entry, argtypes, target_context, py_func):
     return cres
 
 
-__all__ = ["load_or_compile", "exec_source", "attach", "module_name_for", "NumbaDiskCache",
+__all__ = ["load_or_compile", "exec_source", "exec_module", "attach", "module_name_for", "NumbaDiskCache",
            "CacheWarning"]
 _ = warnings  # re-exported category lives in cache.py

@@ -1,0 +1,112 @@
+"""Hot-path probe: the cost of a cached ``kfuse.jit`` CPU call against the same expression as a
+``numba.njit`` function, on tiny arrays (where the call overhead is all there is), and the
+64x4096 row softmax against NumPy eager.
+
+Each case is timed as interleaved rounds (kfuse, numba, NumPy, kfuse, ...): every round takes the
+median of ``--inner`` back-to-back calls, and the table prints the minimum of those medians (the
+machine is shared, so a single median is noisy). ``over numba`` is kfuse's time minus numba's.
+
+Run: ``PYTHONPATH=. python benchmarks/hot_call.py [--rounds 15] [--inner 2000] [--load 0]``;
+``--load N`` starts N CPU-bound busy-loop processes for the duration (the issue's "two other
+CPU-bound processes": ``--load 2``).
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import kfuse  # noqa: E402
+
+
+def axpy(x, y):
+    return x * np.float32(2.0) + y
+
+
+def softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_loops(x):
+    """The row softmax as numba.njit compiles it (Numba lacks ``max(axis, keepdims)``)."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        m = x[i].max()
+        e = np.exp(x[i] - m)
+        out[i] = e / e.sum()
+    return out
+
+
+def _median_call(fn, args, inner: int) -> float:
+    ts = []
+    for _ in range(inner):
+        t0 = time.perf_counter()
+        fn(*args)
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def _interleaved(fns: dict, args, rounds: int, inner: int) -> dict:
+    for f in fns.values():          # warm: compile, load, first-touch
+        for _ in range(3):
+            f(*args)
+    best = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            best[k] = min(best[k], _median_call(f, args, inner))
+    return best
+
+
+def _spin():                        # a CPU-bound neighbour
+    while True:
+        pass
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--inner", type=int, default=2000)
+    ap.add_argument("--load", type=int, default=0, help="CPU-bound processes to run beside")
+    a = ap.parse_args(argv)
+    import numba
+    spinners = [mp.Process(target=_spin, daemon=True) for _ in range(a.load)]
+    for p in spinners:
+        p.start()
+    try:
+        rows = []
+        rng = np.random.default_rng(0)
+        x, y = (rng.random(16, dtype=np.float32) for _ in range(2))
+        t = _interleaved({"kfuse": kfuse.jit(axpy, backend="cpu"), "numba": numba.njit(axpy),
+                          "numpy": axpy}, (x, y), a.rounds, a.inner)
+        rows.append(("x*2+y f32[16]", t))
+        s = rng.random((4, 8), dtype=np.float32)
+        t = _interleaved({"kfuse": kfuse.jit(softmax, backend="cpu"), "numba": numba.njit(softmax_loops),
+                          "numpy": softmax}, (s,), a.rounds, a.inner)
+        rows.append(("softmax f32[4,8]", t))
+        big = rng.random((64, 4096), dtype=np.float32)
+        t = _interleaved({"kfuse": kfuse.jit(softmax, backend="cpu"), "numpy": softmax}, (big,),
+                         a.rounds, max(10, a.inner // 100))
+        rows.append(("softmax f32[64,4096]", t))
+    finally:
+        for p in spinners:
+            p.kill()
+    print(f"load: {a.load} busy processes; loadavg {os.getloadavg()[0]:.2f}; "
+          f"{len(os.sched_getaffinity(0))} cores")
+    print(f"{'case':24} {'kfuse us':>10} {'numba us':>10} {'numpy us':>10} {'over numba':>11} {'/ numpy':>8}")
+    for name, t in rows:
+        k, nb, npy = t["kfuse"] * 1e6, t.get("numba", float("nan")) * 1e6, t["numpy"] * 1e6
+        print(f"{name:24} {k:10.2f} {nb:10.2f} {npy:10.2f} {k - nb:11.2f} {k / npy:8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
