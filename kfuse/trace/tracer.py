@@ -332,11 +332,13 @@ class TracedCall:
             else:
                 self.args.append(value)
 
-    def graph(self, result: Any, gname: str, extra_inputs, constants: tuple, check_items) -> Graph:
+    def graph(self, result: Any, gname: str, extra_inputs, constants: tuple, check_items,
+              writebacks: bool = True) -> Graph:
         """The graph returning ``result``: inputs the arguments' then ``extra_inputs`` (the array
         constants, whose values are ``constants``; or a segmented run's concrete values, with
-        ``constants`` empty); ``check_items`` the run-time checks made (``IndexChecks.items``)."""
-        inputs, written = self.inputs, self.written
+        ``constants`` empty); ``check_items`` the run-time checks made (``IndexChecks.items``);
+        without ``writebacks`` (a segment before the function returns) no argument is written."""
+        inputs, written = self.inputs, self.written if writebacks else []
         outputs: list[Node] = []
         changed = {id(t): k for t, k in written if t.node is not inputs[k]}
         tree = _flatten(result, outputs, "return", changed, {id(t) for t, _ in written})
