@@ -15,6 +15,7 @@ from .. import logs
 from ..ir.specs import ArgSpec, StaticSpec
 from ..trace.core import running_segments
 from ..trace.tracer import TracedCall
+from . import library
 from .report import SegmentedPlan
 from .session import Break, Session, Stop
 
@@ -41,7 +42,7 @@ class SegmentedEntry:
         or, for ``None``, of an abstract run on the specs, which stops at the first break that needs
         a value."""
         transcript: list = []
-        values = None if args is None else [_copy(args[i]) for i in self.positions]
+        values = None if args is None else [_private(args[i]) for i in self.positions]
         try:
             self._session(values, transcript)
             stop = None
@@ -63,7 +64,6 @@ class SegmentedEntry:
             logs.logger.info("%s: %s", self.name, brk.describe())
 
 
-def _copy(a):
-    if hasattr(a, "clone"):
-        return a.clone()
-    return a.copy() if hasattr(a, "copy") and hasattr(a, "shape") and not isinstance(a, np.generic) else a
+def _private(a):
+    """A copy of an array argument (explain runs the function: the caller's arrays stay as they are)."""
+    return library.copy(a) if hasattr(a, "shape") and not isinstance(a, np.generic) else a

@@ -35,6 +35,18 @@ def for_eager(a):
     return a
 
 
+def writeable(a) -> bool:
+    """An array an eager call could write into (not a scalar, not a read-only NumPy array)."""
+    if isinstance(a, np.ndarray):
+        return a.flags.writeable
+    return is_array(a) and not isinstance(a, np.generic) or hasattr(a, "clone")
+
+
+def copy(a):
+    """A copy of a concrete array (NumPy, CuPy or torch)."""
+    return a.clone() if hasattr(a, "clone") else a.copy()
+
+
 def to_host(a) -> np.ndarray:
     """A concrete value as a NumPy array (``np.asarray(tracer)`` in a segmented run)."""
     a = for_eager(a)

@@ -85,7 +85,7 @@ class Session(Segments):
 
     def eager(self, func, args, kwargs, what: str, lib: str | None = None):
         tracers = list(_tracers(args)) + list(_tracers(kwargs))
-        concrete = self._materialise(tracers)
+        concrete = self._materialise(tracers, private=lib is None)
         brk = Break(what, loc(), lib)
         self._record(brk)
         if self.values is None:
@@ -111,20 +111,23 @@ class Session(Segments):
         entry = self._entry(key, lambda: graph)
         return None if entry is None else entry.run(self.values)
 
-    def _materialise(self, tracers: list[Tracer]) -> list:
+    def _materialise(self, tracers: list[Tracer], private: bool = False) -> list:
         """The concrete values of ``tracers`` (one segment computes those not bound yet); each
-        tracer that owns its data is rebound to its value's new INPUT node."""
+        tracer that owns its data is rebound to its value's new INPUT node. ``private``: an
+        unknown function gets them, which may write into them, so a writeable value already bound
+        (an argument, an earlier value that pending ops read) is copied first: NumPy's order of
+        writes and reads holds, and an argument is written (back) only when the function returns."""
         nodes = [t.node for t in tracers]
         todo = tuple(dict.fromkeys(n for n in nodes if not self._bound(n)))
         got = self._run(todo) if todo else {}
         out = []
         for t, n in zip(tracers, nodes):
-            if n in got:
-                v = got[n]
-                if t.base is None and t.weak is None and t.node is n:
-                    t._node = self._bind(v, ArraySpec(n.dtype, n.shape))
-            else:
-                v = None if self.values is None else self.values[n.attr("index")]
+            fresh = n in got
+            v = got[n] if fresh else None if self.values is None else self.values[n.attr("index")]
+            if private and not fresh and library.writeable(v):
+                v, fresh = library.copy(v), True
+            if fresh and t.base is None and t.weak is None and t.node is n:
+                t._node = self._bind(v, ArraySpec(n.dtype, n.shape))
             out.append(v)
         return out
 
