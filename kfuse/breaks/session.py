@@ -64,7 +64,7 @@ class Session(Segments):
     def __init__(self, owner, call, values: list | None, specs: list, transcript: list | None = None):
         self.owner = owner
         self.call = call
-        self.nodes: list[Node] = list(call.inputs)
+        self.nodes: list[Node] = list(call.inputs)     # INPUT nodes by index: arguments, then bound values
         self.values = values
         self.specs = list(specs)
         self.checks = IndexChecks()
@@ -104,8 +104,8 @@ class Session(Segments):
     # ---- segments -------------------------------------------------------------------------
     def finish(self, result: Any):
         """The function returned ``result``: run its graph (the last segment) and return its value."""
-        graph = self.call.graph(result, self.owner.name, self.nodes[len(self.call.inputs):], (),
-                                self._take_checks())
+        graph = self.call.graph(result, self.owner.name, _Extra(self.nodes, len(self.call.inputs)), (),
+                                self._take_checks())     # (returned NumPy arrays bind inputs as it runs)
         key = ("return", graph.inputs, graph.outputs, graph.out_tree, graph.writebacks, graph.checks,
                graph.host_checks)
         entry = self._entry(key, lambda: graph)
@@ -200,6 +200,16 @@ class Session(Segments):
             value = np.asarray(result) if isinstance(result, np.generic) else result
             return Tracer(self._bind(value, spec))
         return result
+
+
+class _Extra:
+    """The INPUT nodes after the arguments', read when the graph is made (after its outputs)."""
+
+    def __init__(self, nodes: list, start: int):
+        self.nodes, self.start = nodes, start
+
+    def __iter__(self):
+        return iter(self.nodes[self.start:])
 
 
 def _tracers(tree):
