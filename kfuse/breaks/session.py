@@ -27,6 +27,7 @@ from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node
 from ..ir.ops import Op
 from ..ir.specs import ArraySpec, spec_of_value
+from ..runtime.library import call
 from ..trace.core import IndexChecks, Segments, Tracer, loc
 from . import library
 
@@ -94,7 +95,7 @@ class Session(Segments):
                 raise Stop(brk)
             return Tracer(self._bind(None, spec))
         arrays = {id(t): library.for_eager(a) for t, a in zip(tracers, concrete)}
-        result = func(*_replace(args, arrays), **_replace(kwargs, arrays))
+        result = call(func, _replace(args, arrays), _replace(kwargs, arrays))
         return self._wrap(result)
 
     def node_for(self, x: np.ndarray) -> Node:
