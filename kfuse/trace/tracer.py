@@ -252,14 +252,14 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
         return ("none", ())
     if id(value) in written:
         return ("written", written[id(value)])
+    if isinstance(value, Selection):            # its eager value in a segmented run, else the break
+        value = value._dynamic(f"returning ({path})")
     if isinstance(value, Tracer):
         node = value.node
         if (node.op is Op.INPUT and value.weak is None and not node.attr("weak") and id(value) not in arguments
                 and value.base is None and not node.attr("fresh")):
             outputs.append(node)
             return ("copy", len(outputs) - 1)
-    elif isinstance(value, Selection):
-        value._dynamic(f"returning ({path})")
     elif isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         o = operand(value, f"return value {path}")
         node = o.node if o.node is not None else mk(Op.CONST, o.dtype, (), attrs={"value": o.value})

@@ -162,3 +162,14 @@ def test_nested_jit_function_with_a_break():
         return inner(x + 1).sum(axis=-1)
     x = np.random.default_rng(7).random((3, 6))
     assert_matches_numpy(outer(x), (np.sort(x + 1, axis=-1) * 2).sum(axis=-1), reductions=True)
+
+
+def test_a_boolean_selection_used_as_an_array_of_its_own():
+    def f(x):
+        v = x[x > 0.5]                      # its length is the mask's count
+        return v * 2, len(v) + x.sum(), np.median(x[x < 0.2]), x[x > 0.5].sum()
+    x = np.random.default_rng(8).random((6, 5))
+    got, want = kfuse.jit(f)(x), f(x)
+    for g, w in zip(got, want):
+        assert_matches_numpy(g, w, reductions=True)
+    assert "x[mask] (data-dependent shape)" in str(kfuse.explain(f, x))
