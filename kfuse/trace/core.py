@@ -179,7 +179,14 @@ def unsupported(what: str, detail: str = "") -> UnsupportedError:
 
 def mk(op: Op, dtype, shape, inputs=(), attrs=None) -> Node:
     """A new (interned) node whose ``loc`` is the user's current line."""
-    return Node(op, dtype, shape, inputs, attrs or {}, loc=loc())
+    if _SEGMENTS.get() is None:
+        return Node(op, dtype, shape, inputs, attrs or {}, loc=loc())
+    # a segmented run records the same nodes every call: the stack is walked for new ones only
+    # (``loc`` is not part of a node's identity, so it is set once the node exists)
+    n = Node(op, dtype, shape, inputs, attrs or {}, loc=None)
+    if n.loc is None:
+        object.__setattr__(n, "loc", loc())
+    return n
 
 
 def pytype_of(dtype: np.dtype) -> type:
