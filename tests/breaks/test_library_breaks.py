@@ -11,9 +11,7 @@ from backends import to_device, to_host
 
 
 def norm_sort_softmax(x):
-    mu = x.mean(axis=-1, keepdims=True)
-    sd = x.std(axis=-1, keepdims=True)
-    y = np.sort((x - mu) / (sd + 1e-5), axis=-1)
+    y = np.sort((x - x.mean(axis=-1, keepdims=True)) / (x.std(axis=-1, keepdims=True) + 1e-5), axis=-1)
     e = np.exp(y - y.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
