@@ -212,9 +212,8 @@ class JitFunction:
         try:
             graph = self.trace(*args, **kwargs)
         except GraphBreak as e:
-            e.add_note(f"kfuse: {self.fn.__name__} has a graph break: its stages exist per segment; "
-                       "kfuse.explain shows them")
-            raise
+            raise GraphBreak(f"{e}; {self.fn.__name__} has a graph break there, so its stages exist per "
+                             "segment: kfuse.explain shows them", e.what, e.location, e.library) from None
         return Lowered(graph, device or self.options.device, backend or self.options.backend,
                        self.options)
 

@@ -145,7 +145,7 @@ def array_function(func, types, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
         lib = library_name(func)
-        detail = (f"it runs as a library call ({lib})" if lib else
+        detail = (f"a library call ({lib}), run between fused segments unless fullgraph=True" if lib else
                   "kfuse traces elementwise ufuncs, reductions, matmul/dot and movement functions "
                   "(see kfuse.trace.numpy_api.FUNCTIONS)")
         return break_or_eager(func, args, kwargs, graph_break(_name(func), detail, lib))

@@ -88,7 +88,8 @@ def _library_method(func, in_place: bool):
     lib = numpy_api.library_name(func)
 
     def m(self, *args, **kwargs):
-        brk = graph_break(f"ndarray.{func.__name__}", f"it runs as a library call ({lib})", lib)
+        brk = graph_break(f"ndarray.{func.__name__}", f"a library call ({lib}), run between fused segments "
+                          "unless fullgraph=True", lib)
         res = break_or_eager(func, (self, *args), kwargs, brk)
         if not in_place:
             return res

@@ -149,9 +149,8 @@ def test_explain_on_specs_stops_where_the_value_is_needed():
 
 
 def test_lower_of_a_broken_function_says_to_use_explain():
-    with pytest.raises(kfuse.UnsupportedError) as e:
+    with pytest.raises(kfuse.UnsupportedError, match=r"bool\(\) of a traced array.*kfuse.explain shows them"):
         kfuse.jit(branchy).lower("f64[16,8]", "f64[8]").as_text("cpu")
-    assert "kfuse.explain shows them" in "".join(e.value.__notes__)
 
 
 def test_nested_jit_function_with_a_break():
