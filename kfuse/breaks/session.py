@@ -104,13 +104,19 @@ class Session(Segments):
 
     # ---- segments -------------------------------------------------------------------------
     def finish(self, result: Any):
-        """The function returned ``result``: run its graph (the last segment) and return its value."""
-        graph = self.call.graph(result, self.owner.name, _Extra(self.nodes, len(self.call.inputs)), (),
+        """The function returned ``result``: run its graph (the last segment) and return its value.
+        A Python number in it (``int(x.argmax())``, a value Python read) comes back as it is."""
+        numbers: list = []
+        marked = _take_numbers(result, numbers)
+        graph = self.call.graph(_take_numbers(result, [], None) if numbers else result, self.owner.name, _Extra(self.nodes, len(self.call.inputs)), (),
                                 self._take_checks())     # (returned NumPy arrays bind inputs as it runs)
         key = ("return", graph.inputs, graph.outputs, graph.out_tree, graph.writebacks, graph.checks,
                graph.host_checks)
         entry = self._entry(key, lambda: graph)
-        return None if entry is None else entry.run(self.values)
+        if entry is None:
+            return None
+        got = entry.run(self.values)
+        return _put_numbers(marked, got, iter(numbers)) if numbers else got
 
     def _materialise(self, tracers: list[Tracer], private: bool = False) -> list:
         """The concrete values of ``tracers`` (one segment computes those not bound yet); each
@@ -211,6 +217,37 @@ class _Extra:
 
     def __iter__(self):
         return iter(self.nodes[self.start:])
+
+
+_NUMBER = object()      # where a returned Python number stood
+
+
+def _take_numbers(tree, numbers: list, mark=_NUMBER):
+    """``tree`` with each Python bool/int/float replaced by ``mark``, the numbers appended in order."""
+    if isinstance(tree, (bool, int, float)) and not isinstance(tree, np.generic):
+        numbers.append(tree)
+        return mark
+    if isinstance(tree, list):
+        return [_take_numbers(v, numbers, mark) for v in tree]
+    if isinstance(tree, tuple) and not hasattr(tree, "_fields"):
+        return tuple(_take_numbers(v, numbers, mark) for v in tree)
+    if isinstance(tree, dict):
+        return {k: _take_numbers(v, numbers, mark) for k, v in tree.items()}
+    return tree
+
+
+def _put_numbers(marked, got, numbers):
+    """The call's result ``got`` with the numbers back where ``marked`` (the result with the marks
+    of :func:`_take_numbers`) has its marks; ``numbers`` an iterator."""
+    if marked is _NUMBER:
+        return next(numbers)
+    if isinstance(marked, list):
+        return [_put_numbers(m, g, numbers) for m, g in zip(marked, got)]
+    if isinstance(marked, tuple) and not hasattr(marked, "_fields"):
+        return tuple(_put_numbers(m, g, numbers) for m, g in zip(marked, got))
+    if isinstance(marked, dict):
+        return {k: _put_numbers(m, got[k], numbers) for k, m in marked.items()}
+    return got
 
 
 def _tracers(tree):

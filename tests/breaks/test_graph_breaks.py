@@ -49,6 +49,11 @@ def test_values_read_in_python():
     x = np.random.default_rng(1).random((10, 4))
     assert_matches_numpy(kfuse.jit(f)(x), f(x), reductions=True)
 
+    def g(x):
+        return {"n": int(np.argmax(x.sum(axis=1))), "y": x * 2}
+    got = kfuse.jit(g)(x)
+    assert type(got["n"]) is int and got["n"] == g(x)["n"]       # a Python number, as NumPy's
+
 
 def _user_helper(v):
     """A user's own Python code on concrete values."""
