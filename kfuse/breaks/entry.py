@@ -1,6 +1,8 @@
 """A function with graph breaks, for one dispatch key: :class:`SegmentedEntry` runs each call in
 segments (``session.Session``) and keeps the compiled segments, memoised by their nodes, so a
-call that takes the same path as an earlier one compiles nothing; ``explain`` gives the segments.
+call that takes the same path as an earlier one compiles nothing; where only library calls broke
+the function, later calls replay the first one's steps (``tape``) without running its Python;
+``explain`` gives the segments.
 
 ``api`` makes one where the whole-function trace of a signature breaks (the decision is kept in
 its dispatch table: no retry per call) and hands it a ``compiler``: ``plan(graph)`` (the fusion
@@ -18,6 +20,7 @@ from ..trace.tracer import TracedCall
 from . import library
 from .report import SegmentedPlan
 from .session import Break, Session, Stop
+from .tape import Tape
 
 
 class SegmentedEntry:
@@ -32,10 +35,21 @@ class SegmentedEntry:
         self.arg_specs = [s for s in specs.values() if not isinstance(s, StaticSpec)]
         self.memo: dict = {}                # segment key -> compiled entry
         self._logged: set[Break] = set()
+        self.tape: Tape | None = None       # the first call's steps, where they can be replayed
+        self._record = True
 
     def run(self, args: tuple):
-        """One call: ``args`` are the function's positional arguments, every parameter given."""
-        return self._session([args[i] for i in self.positions], None)[1]
+        """One call: ``args`` are the function's positional arguments, every parameter given. The
+        first call records a tape; where it can be replayed (only library calls broke it) later
+        calls run the tape, not the Python function."""
+        values = [args[i] for i in self.positions]
+        if self.tape is not None:
+            return self.tape.replay(values)
+        tape, self._record = (Tape() if self._record else None), False
+        result = self._session(values, None, tape)[1]
+        if tape is not None and tape.ok:
+            self.tape = tape
+        return result
 
     def explain(self, args: tuple | None) -> SegmentedPlan:
         """The segments and breaks of a call on ``args`` (copies of its arrays: nothing is written),
@@ -44,15 +58,15 @@ class SegmentedEntry:
         transcript: list = []
         values = None if args is None else [_private(args[i]) for i in self.positions]
         try:
-            self._session(values, transcript)
+            self._session(values, transcript, None)
             stop = None
         except Stop as e:
             stop = e.brk
         return SegmentedPlan(self.name, transcript, stop)
 
-    def _session(self, values, transcript):
+    def _session(self, values, transcript, tape):
         call = TracedCall(self.fn, self.specs)
-        session = Session(self, call, values, self.arg_specs, transcript)
+        session = Session(self, call, values, self.arg_specs, transcript, tape)
         with np.errstate(all="ignore"), running_segments(session, session.checks):
             result = self.fn(*call.args, **call.kwargs)
             return session, session.finish(result)

@@ -30,6 +30,7 @@ from ..ir.specs import ArraySpec, spec_of_value
 from ..runtime.library import call
 from ..trace.core import IndexChecks, Segments, Tracer, loc
 from . import library
+from .tape import Source, Tape, put_numbers, take_numbers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,8 @@ class Session(Segments):
     call's INPUT nodes, arguments first, or None for an abstract run; ``transcript`` (explain)
     collects ("segment", plan) and ("break", Break) in order when not None."""
 
-    def __init__(self, owner, call, values: list | None, specs: list, transcript: list | None = None):
+    def __init__(self, owner, call, values: list | None, specs: list, transcript: list | None = None,
+                 tape: Tape | None = None):
         self.owner = owner
         self.call = call
         self.nodes: list[Node] = list(call.inputs)     # INPUT nodes by index: arguments, then bound values
@@ -70,11 +72,14 @@ class Session(Segments):
         self.specs = list(specs)
         self.checks = IndexChecks()
         self.transcript = transcript
+        self.tape = tape                # records the call's steps (``tape``), or None
         self.segments = 0
 
     # ---- the Segments protocol ------------------------------------------------------------
     def value(self, t: Tracer, what: str):
-        v = self._materialise([t])[0]
+        if self.tape is not None:
+            self.tape.spoil()           # Python saw a value: the next call may go another way
+        v = self._materialise([t])[0][0]
         brk = Break(what, loc(), kind="value")
         self._record(brk)
         if self.values is None:
@@ -86,7 +91,9 @@ class Session(Segments):
 
     def eager(self, func, args, kwargs, what: str, lib: str | None = None):
         tracers = list(_tracers(args)) + list(_tracers(kwargs))
-        concrete = self._materialise(tracers, private=lib is None)
+        if self.tape is not None and lib is None:
+            self.tape.spoil()           # an unknown function: what it does may depend on values
+        got = self._materialise(tracers, private=lib is None)
         brk = Break(what, loc(), lib)
         self._record(brk)
         if self.values is None:
@@ -94,12 +101,18 @@ class Session(Segments):
             if spec is None:
                 raise Stop(brk)
             return Tracer(self._bind(None, spec))
-        arrays = {id(t): library.for_eager(a) for t, a in zip(tracers, concrete)}
+        arrays = {id(t): library.for_eager(v) for t, (v, _) in zip(tracers, got)}
+        step = None
+        if self.tape is not None:
+            sources = {id(t): Source(src) for t, (_, src) in zip(tracers, got)}
+            step = self.tape.library(func, _replace(args, sources), _replace(kwargs, sources))
         result = call(func, _replace(args, arrays), _replace(kwargs, arrays))
-        return self._wrap(result)
+        return self._wrap(result, step, ())
 
     def node_for(self, x: np.ndarray) -> Node:
         """An array constant of the function (``np.arange(n)``...): a copy, bound as an input."""
+        if self.tape is not None:
+            self.tape.spoil()           # (its value is the caller's, read each call)
         return self._bind(np.array(x, copy=True, order="C"), spec_of_value(x), "const")
 
     # ---- segments -------------------------------------------------------------------------
@@ -107,48 +120,59 @@ class Session(Segments):
         """The function returned ``result``: run its graph (the last segment) and return its value.
         A Python number in it (``int(x.argmax())``, a value Python read) comes back as it is."""
         numbers: list = []
-        marked = _take_numbers(result, numbers)
-        graph = self.call.graph(_take_numbers(result, [], None) if numbers else result, self.owner.name, _Extra(self.nodes, len(self.call.inputs)), (),
+        marked = take_numbers(result, numbers)
+        graph = self.call.graph(take_numbers(result, [], None) if numbers else result,
+                                self.owner.name, _Extra(self.nodes, len(self.call.inputs)), (),
                                 self._take_checks())     # (returned NumPy arrays bind inputs as it runs)
         key = ("return", graph.inputs, graph.outputs, graph.out_tree, graph.writebacks, graph.checks,
                graph.host_checks)
         entry = self._entry(key, lambda: graph)
         if entry is None:
             return None
+        if self.tape is not None:
+            self.tape.result(entry, marked, numbers)
         got = entry.run(self.values)
-        return _put_numbers(marked, got, iter(numbers)) if numbers else got
+        return put_numbers(marked, got, iter(numbers)) if numbers else got
 
     def _materialise(self, tracers: list[Tracer], private: bool = False) -> list:
-        """The concrete values of ``tracers`` (one segment computes those not bound yet); each
-        tracer that owns its data is rebound to its value's new INPUT node. ``private``: an
-        unknown function gets them, which may write into them, so a writeable value already bound
-        (an argument, an earlier value that pending ops read) is copied first: NumPy's order of
-        writes and reads holds, and an argument is written (back) only when the function returns."""
+        """(value, source) of each of ``tracers`` (one segment computes those not bound yet; the
+        source says where a tape finds the value: ``tape.Source``); each tracer that owns its data
+        is rebound to its value's new INPUT node. ``private``: an unknown function gets them, which
+        may write into them, so a writeable value already bound (an argument, an earlier value that
+        pending ops read) is copied first: NumPy's order of writes and reads holds, and an argument
+        is written (back) only when the function returns."""
         nodes = [t.node for t in tracers]
         todo = tuple(dict.fromkeys(n for n in nodes if not self._bound(n)))
         got = self._run(todo) if todo else {}
         out = []
         for t, n in zip(tracers, nodes):
-            fresh = n in got
-            v = got[n] if fresh else None if self.values is None else self.values[n.attr("index")]
-            if private and not fresh and library.writeable(v):
-                v, fresh = library.copy(v), True
-            if fresh and t.base is None and t.weak is None and t.node is n:
-                t._node = self._bind(v, ArraySpec(n.dtype, n.shape))
-            out.append(v)
+            if n in got:
+                v, src = got[n]
+            else:
+                src = ("in", n.attr("index"))
+                v = None if self.values is None else self.values[src[1]]
+            if private and src is not None and src[0] == "in" and library.writeable(v):
+                v, src = library.copy(v), None
+            if src is not None and src[0] == "in" or t.base is not None or t.weak is not None or t.node is not n:
+                out.append((v, src))
+                continue
+            t._node = self._bind(v, ArraySpec(n.dtype, n.shape), source=src)
+            out.append((v, ("in", t._node.attr("index"))))
         return out
 
     def _run(self, outputs: tuple[Node, ...]) -> dict:
-        """Run the segment computing ``outputs`` from the bound inputs; their values by node."""
+        """Run the segment computing ``outputs`` from the bound inputs: node -> (value, source)."""
         checks = self._take_checks()
         self.segments += 1
         entry = self._entry((tuple(self.nodes), outputs, checks), lambda: self.call.graph(
             tuple(Tracer(n) for n in outputs), f"{self.owner.name}_{self.segments}",
             self.nodes[len(self.call.inputs):], (), checks, writebacks=False))
         if entry is None:
-            return {n: None for n in outputs}
+            return {n: (None, None) for n in outputs}
+        step = self.tape.segment(entry) if self.tape is not None else None
         values = entry.run(self.values)
-        return {n: np.asarray(v) if isinstance(v, np.generic) else v for n, v in zip(outputs, values)}
+        return {n: (np.asarray(v) if isinstance(v, np.generic) else v, ("out", step, j))
+                for j, (n, v) in enumerate(zip(outputs, values))}
 
     def _entry(self, key, make_graph):
         """The memoised program of a segment (compiled once); None in an abstract run, which plans
@@ -182,8 +206,9 @@ class Session(Segments):
         i = n.attr("index")
         return i < len(self.nodes) and self.nodes[i] is n
 
-    def _bind(self, value, spec: ArraySpec, kind: str = "value") -> Node:
-        """A new INPUT node of this run holding ``value`` (kfuse's own array: never copied back)."""
+    def _bind(self, value, spec: ArraySpec, kind: str = "value", source: tuple | None = None) -> Node:
+        """A new INPUT node of this run holding ``value`` (kfuse's own array: never copied back);
+        ``source``: where a tape finds it (None: nowhere, the tape cannot replay)."""
         i = len(self.nodes)
         attrs = {"index": i, "name": f"{kind}{i}", "fresh": True}
         if spec.numpy_scalar:
@@ -193,19 +218,24 @@ class Session(Segments):
         self.specs.append(spec)
         if self.values is not None:
             self.values.append(value)
+        if self.tape is not None:
+            self.tape.bind(source)
         return node
 
-    def _wrap(self, result):
-        """An eager call's result with each array of a dtype kfuse traces as a tracer."""
+    def _wrap(self, result, step, path: tuple):
+        """An eager call's result with each array of a dtype kfuse traces as a tracer (``step``,
+        ``path``: where the tape finds it)."""
         if isinstance(result, (list, tuple)):
-            items = [self._wrap(r) for r in result]
+            items = [self._wrap(r, step, path + (i,)) for i, r in enumerate(result)]
             if isinstance(result, list):
                 return items
             return type(result)._make(items) if hasattr(result, "_fields") else tuple(items)
         if library.is_array(result) and np.dtype(result.dtype) in SUPPORTED:
             spec = spec_of_value(result)
             value = np.asarray(result) if isinstance(result, np.generic) else result
-            return Tracer(self._bind(value, spec))
+            return Tracer(self._bind(value, spec, source=None if step is None else ("res", step, path)))
+        if self.tape is not None:
+            self.tape.spoil()       # a Python value (a list, a complex array) Python may look at
         return result
 
 
@@ -217,37 +247,6 @@ class _Extra:
 
     def __iter__(self):
         return iter(self.nodes[self.start:])
-
-
-_NUMBER = object()      # where a returned Python number stood
-
-
-def _take_numbers(tree, numbers: list, mark=_NUMBER):
-    """``tree`` with each Python bool/int/float replaced by ``mark``, the numbers appended in order."""
-    if isinstance(tree, (bool, int, float)) and not isinstance(tree, np.generic):
-        numbers.append(tree)
-        return mark
-    if isinstance(tree, list):
-        return [_take_numbers(v, numbers, mark) for v in tree]
-    if isinstance(tree, tuple) and not hasattr(tree, "_fields"):
-        return tuple(_take_numbers(v, numbers, mark) for v in tree)
-    if isinstance(tree, dict):
-        return {k: _take_numbers(v, numbers, mark) for k, v in tree.items()}
-    return tree
-
-
-def _put_numbers(marked, got, numbers):
-    """The call's result ``got`` with the numbers back where ``marked`` (the result with the marks
-    of :func:`_take_numbers`) has its marks; ``numbers`` an iterator."""
-    if marked is _NUMBER:
-        return next(numbers)
-    if isinstance(marked, list):
-        return [_put_numbers(m, g, numbers) for m, g in zip(marked, got)]
-    if isinstance(marked, tuple) and not hasattr(marked, "_fields"):
-        return tuple(_put_numbers(m, g, numbers) for m, g in zip(marked, got))
-    if isinstance(marked, dict):
-        return {k: _put_numbers(m, got[k], numbers) for k, m in marked.items()}
-    return got
 
 
 def _tracers(tree):

@@ -107,3 +107,34 @@ def test_fullgraph_refuses_the_library_call():
         f(_data())
     with pytest.raises(kfuse.UnsupportedError, match=r"np\.sort"):
         kfuse.explain(f, _data())
+
+
+def test_library_breaks_only_replay_without_running_python():
+    ran = []
+
+    def f(x, y):
+        ran.append(1)                               # a Python side effect: runs while recording only
+        s = np.sort(x * 2.0, axis=-1)
+        y.sort()                                    # the caller's array, sorted in place
+        return np.exp(s - s.max(axis=-1, keepdims=True)) + np.argsort(s[:, ::-1], axis=-1)
+    jf = kfuse.jit(f)
+    for seed in range(4):                           # new values each call: the tape computes them
+        x, y = _data(seed).astype(np.float64), _data(seed + 10)[0]
+        ex, ey = x.copy(), y.copy()
+        want = f(ex, ey)
+        assert_matches_numpy(jf(x, y), want)
+        np.testing.assert_array_equal(y, ey)
+    assert len(ran) == 4 + 2            # NumPy's 4, the whole-function trace and the recorded call
+
+
+def test_a_value_break_runs_the_python_every_call():
+    ran = []
+
+    def f(x):
+        ran.append(1)
+        s = np.sort(x, axis=-1)
+        return s * 2 if s[:, -1].sum() > 0 else s
+    jf = kfuse.jit(f)
+    for seed in range(3):
+        assert_matches_numpy(jf(_data(seed)), f(_data(seed)))
+    assert len(ran) == 3 + 1 + 3        # NumPy's 3, the whole-function trace, each call
