@@ -1,8 +1,9 @@
 """Library kernels at a graph break: the call of a library function (``np.sort``, ``np.argsort``,
-``np.fft.*``...) on concrete arrays. On the GPU NumPy's ``__array_function__`` dispatch already
-sends a NumPy function to CuPy's (CUB's segmented sort, cuFFT); on the CPU NumPy's sort runs on
-one thread, so a large sort or argsort along one axis is split into row blocks sorted on a thread
-pool (NumPy releases the GIL while it sorts), ``KFUSE_CPU_THREADS`` or the CPU count wide.
+``np.fft.*``...) on concrete arrays. On the GPU NumPy's ``__array_function__`` dispatch sends a
+NumPy function to CuPy's (cuFFT...), and a sort or argsort along an axis runs kfuse's row-sort
+kernel (``runtime.row_sort``, a block a row; CuPy's sort past its sizes); on the CPU NumPy's sort
+runs on one thread, so a large sort or argsort along one axis is split into row blocks sorted on a
+thread pool (NumPy releases the GIL while it sorts), ``KFUSE_CPU_THREADS`` or the CPU count wide.
 """
 from __future__ import annotations
 
@@ -29,12 +30,20 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def call(func, args: tuple, kwargs: dict):
-    """``func(*args, **kwargs)``, a large NumPy sort/argsort along one axis on several threads."""
+    """``func(*args, **kwargs)``: a large NumPy sort/argsort along one axis on several threads, a
+    CuPy one by the row-sort kernel (``runtime.row_sort``, where this kfuse has it)."""
     if func in (np.sort, np.argsort) and len(args) == 1 and set(kwargs) <= {"axis", "kind", "stable"}:
         x, axis = args[0], kwargs.get("axis", -1)
         if (type(x) is np.ndarray and axis is not None and x.ndim >= 2 and x.size >= _PARALLEL_MIN
                 and _threads() > 1 and x.dtype.kind in "biuf"):
             return _sort_blocks(func, x, axis % x.ndim, kwargs)
+        if type(x).__module__.startswith("cupy") and axis is not None and set(kwargs) <= {"axis"}:
+            try:
+                from . import row_sort
+            except ImportError:             # (a kfuse without the row kernel: CuPy's sort)
+                pass
+            else:
+                return row_sort.sort(x, axis, indices=func is np.argsort)
     return func(*args, **kwargs)
 
 
