@@ -39,6 +39,7 @@ class JitOptions:
     autotune: str | None = None     # None: config.autotune (KFUSE_AUTOTUNE, default "cached")
     device: str | None = None       # DeviceSpec name used for planning ("h100", "cpu", ...)
     allow_tf32: bool = False
+    fullgraph: bool = False         # refuse a graph break (UnsupportedError) instead of segments
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
@@ -48,11 +49,14 @@ class JitOptions:
 
 
 def jit(fn: Callable | None = None, *, backend: str = "auto", static_argnames=(),
-        autotune: str | None = None, device: str | None = None, allow_tf32: bool = False):
-    """Compile a NumPy-style function into fused kernels: ``@kfuse.jit`` or ``@kfuse.jit(...)``."""
+        autotune: str | None = None, device: str | None = None, allow_tf32: bool = False,
+        fullgraph: bool = False):
+    """Compile a NumPy-style function into fused kernels: ``@kfuse.jit`` or ``@kfuse.jit(...)``.
+    What the tracer cannot follow is a graph break: the function runs in fused segments around it
+    (``kfuse.breaks``), or with ``fullgraph=True`` raises UnsupportedError (``torch.compile``'s name)."""
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
-    opts = JitOptions(backend, tuple(static_argnames), autotune, device, allow_tf32)
+    opts = JitOptions(backend, tuple(static_argnames), autotune, device, allow_tf32, fullgraph)
     if fn is None:
         return lambda f: JitFunction(f, opts)
     return JitFunction(fn, opts)
@@ -205,7 +209,12 @@ class JitFunction:
     def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
         """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
         logs.configure(_config.get().debug)
-        graph = self.trace(*args, **kwargs)
+        from .trace.core import GraphBreak
+        try:
+            graph = self.trace(*args, **kwargs)
+        except GraphBreak as e:
+            raise GraphBreak(f"{e}; {self.fn.__name__} has a graph break there, so its stages exist per "
+                             "segment: kfuse.explain shows them", e.what, e.location, e.library) from None
         return Lowered(graph, device or self.options.device, backend or self.options.backend,
                        self.options)
 
@@ -271,7 +280,13 @@ class JitFunction:
                     raise UnsupportedError(f"kfuse: argument {name!r} of {self.fn.__name__} is bfloat16, which runs "
                                            f"on the CUDA C backend only (torch CUDA tensors), not {backend.name!r}: "
                                            "cast to float32 first")
-        graph, specs, static = self._traced(values, abstract_ok=False)
+        from .trace.core import GraphBreak
+        try:
+            graph, specs, static = self._traced(values, abstract_ok=False)
+        except GraphBreak:
+            if self.options.fullgraph:
+                raise
+            return self._segmented(values, backend)
         if not _config.get().index_checks:
             graph = graph.without_checks()
         elif backend.on_host:
@@ -326,6 +341,12 @@ class JitFunction:
             from .runtime.cache import RecompileWarning
             warnings.warn(msg, RecompileWarning, stacklevel=4)
 
+    def _segmented(self, values: dict[str, Any], backend: Backend | str):
+        """The runner of a signature whose whole-function trace breaks (``kfuse.breaks``)."""
+        from .breaks import SegmentedEntry
+        specs = self._specs(values, abstract_ok=False)
+        return SegmentedEntry(self.fn, self.fn.__name__, specs, _SegmentCompiler(self, backend))
+
     # ---- Dask arrays (kfuse.dask) ---------------------------------------------------------
     def _dask(self, what: str, values: dict[str, Any]):
         """``call`` (lazy Dask arrays) or ``explain`` (the chunk plan) on Dask arguments."""
@@ -343,6 +364,29 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
+
+
+class _SegmentCompiler:
+    """What ``kfuse.breaks`` asks of this layer: a segment's graph planned, or compiled and
+    wrapped as a call's ``_Entry`` (its inputs the segmented run's values, in order)."""
+
+    def __init__(self, jf: JitFunction, backend: Backend | str):
+        self.jf, self.backend = jf, backend
+
+    def plan(self, graph: Graph):
+        return Lowered(graph, self.jf.options.device, self.backend, self.jf.options).plan
+
+    def entry(self, graph: Graph, specs: list) -> "_Entry":
+        if not _config.get().index_checks:
+            graph = graph.without_checks()
+        lowered = Lowered(graph, self.jf.options.device, self.backend, self.jf.options)
+        if lowered.backend.on_host:
+            graph = graph.with_host_checks_on_device()
+            lowered = Lowered(graph, self.jf.options.device, lowered.backend, self.jf.options)
+        program = lowered.compile(_open_cache())
+        self.jf.compile_count += 1
+        _log_compile(self.jf.fn, {f"in{i}": s for i, s in enumerate(specs)}, lowered.backend, program)
+        return _Entry(program, graph, list(range(len(specs))), specs, lowered.backend)
 
 
 def _log_compile(fn, specs: dict, backend: str, program) -> None:
@@ -700,4 +744,21 @@ def explain(fn, *args, device: str | None = None, **kwargs):
     jf = fn if isinstance(fn, JitFunction) else JitFunction(fn)
     if has_dask_arrays(args) or has_dask_arrays(kwargs.values()):
         return jf._dask("explain", jf._bind(args, kwargs))     # the chunk plan
-    return jf.lower(*args, device=device, **kwargs).plan
+    from .trace.core import GraphBreak
+    try:
+        return jf.lower(*args, device=device, **kwargs).plan
+    except GraphBreak:
+        if jf.options.fullgraph:
+            raise
+    values = jf._bind(args, kwargs)         # the segments: run on copies of arrays, or on specs
+    concrete = all(not isinstance(v, str) for v in values.values())
+    specs = jf._specs(values, abstract_ok=not concrete)
+    jf = JitFunction(jf.fn, dataclasses.replace(jf.options, device=device or jf.options.device))
+    from .breaks import SegmentedEntry
+    if concrete:
+        kinds = {_array_kind(v) for v in values.values()} - {None}
+        backend = _backends.for_arrays(jf.options.backend, kinds, jf.fn.__name__)
+    else:
+        backend = jf.options.backend
+    entry = SegmentedEntry(jf.fn, jf.fn.__name__, specs, _SegmentCompiler(jf, backend))
+    return entry.explain(tuple(values[p] for p in jf._params) if concrete else None)

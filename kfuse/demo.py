@@ -1,5 +1,6 @@
 """``kfuse demo``: compile the public workloads (P1-P6 and RMSNorm+residual, the same functions as
-``examples/``) on the best device present, check each against NumPy, print its fused plan and its
+``examples/``, and a function with a graph break: ``np.sort`` between two fused row-wise kernels,
+whose dump is its segments) on the best device present, check each against NumPy, print its fused plan and its
 speed-up over unfused NumPy (and CuPy on a GPU), and write every stage's dump to a folder.
 
 Uses only the public API (``kfuse.jit``, ``JitFunction.lower(...).as_text(stage)``,
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from .breaks import SegmentedPlan
 
 SQRT_2_OVER_PI = 0.7978845608028654  # Python floats are weak scalars: float32 stays float32
 
@@ -61,6 +64,14 @@ def rmsnorm_residual(x, residual, g):
     h = x + residual
     rms = np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + 1e-6)
     return h / rms * g, h
+
+
+def sorted_softmax(x):
+    """A graph break: np.sort runs as the library's kernel between two fused row-wise kernels."""
+    mu = x.mean(axis=-1, keepdims=True)
+    y = np.sort((x - mu) / (x.std(axis=-1, keepdims=True) + 1e-5), axis=-1)
+    e = np.exp(y - y.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 # ---- input builders: size -> list of (dtype, shape, kind) ----
@@ -109,6 +120,7 @@ WORKLOADS: tuple[Workload, ...] = (
              gpu_dtype="float16", atol=1e-4),
     Workload("P6", adam, _adam_args, (1 << 24,), (1 << 26,), (1000,)),
     Workload("RMS", rmsnorm_residual, _rmsnorm_args, (4096, 4096), (16384, 4096), (64, 96)),
+    Workload("BRK", sorted_softmax, _mat_vecs(), (4096, 4096), (16384, 4096), (64, 96)),
 )
 
 _CHECK_SIZES_GPU = {"P5": (256, 256, 256)}  # NumPy has no fast float16 GEMM: check smaller
@@ -319,6 +331,7 @@ def _run_workload(run: _Run, wl: Workload) -> dict:
     run.say(f"\n== {wl.tag} {name}({', '.join(specs)})")
     row = {"tag": wl.tag, "name": name, "ok": False, "check": "", "compile_s": None,
            "kfuse_ms": None, "numpy_ms": None, "cupy_ms": None}
+    plan = None
     try:
         plan = kfuse.explain(jf, *specs)
         run.say(str(plan))
@@ -328,9 +341,14 @@ def _run_workload(run: _Run, wl: Workload) -> dict:
     _check_workload(run, wl, jf, host, dtype, row)
     if row["ok"]:
         _time_workload(run, wl, jf, host, dtype, row)
-    # dumps (the shapes of this run; nothing is allocated)
+    # dumps (the shapes of this run; nothing is allocated); a function with graph breaks: its segments
     try:
-        dump_fail = _write_dumps(jf_cpu, jf_gpu, specs, run.out_path / name, run.notes)
+        if isinstance(plan, SegmentedPlan):
+            (run.out_path / name).mkdir(parents=True, exist_ok=True)
+            (run.out_path / name / "segments.txt").write_text(str(plan) + "\n")
+            dump_fail = []
+        else:
+            dump_fail = _write_dumps(jf_cpu, jf_gpu, specs, run.out_path / name, run.notes)
     except Exception as e:
         dump_fail = [f"{type(e).__name__}: {e}"]
     for f in dump_fail:

@@ -137,7 +137,8 @@ def test_demo_quick_on_cpu(capsys, tmp_path):
     rc, out, err = run(capsys, "demo", "--quick", "--device", "cpu", "--out", tmp_path / "demo")
     assert rc == 0, out + err
     assert "FAILED" not in out
-    assert out.count("check against NumPy: OK") == 7, out
+    assert out.count("check against NumPy: OK") == 8, out
+    assert "graph break: np.sort" in (tmp_path / "demo" / "sorted_softmax" / "segments.txt").read_text()
     summary = (tmp_path / "demo" / "summary.md").read_text()
     assert "softmax" in summary
     for name in ("gelu_bias", "softmax", "layernorm", "rownorm", "gemm_gelu", "adam", "rmsnorm_residual"):

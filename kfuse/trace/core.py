@@ -83,6 +83,75 @@ def constant_inputs() -> ConstantInputs:
     return consts
 
 
+class GraphBreak(UnsupportedError):
+    """What a whole-function trace cannot follow (``what``: ``bool()``, ``np.sort``, ...; at the
+    user's ``location``): ``kfuse.jit`` then runs the function in segments (``kfuse.breaks``),
+    unless ``fullgraph=True``, where it is the UnsupportedError it always was. ``library`` names
+    the library function (``numpy.sort``) when the break is a library call."""
+
+    def __init__(self, message: str, what: str, location: str | None, library: str | None = None):
+        super().__init__(message)
+        self.what, self.location, self.library = what, location, library
+
+
+class Segments:
+    """The protocol of a segmented run (``kfuse.breaks.session.Session``), set while the traced
+    function runs in segments: concrete values of tracers on demand, eager calls, constants."""
+
+    def value(self, t: "Tracer", what: str):            # the tracer's concrete array
+        raise NotImplementedError
+
+    def host_value(self, t: "Tracer", what: str) -> np.ndarray:     # ... as a NumPy array
+        raise NotImplementedError
+
+    def eager(self, func, args, kwargs, what: str, library: str | None = None):
+        raise NotImplementedError
+
+    def node_for(self, x: np.ndarray) -> Node:          # ConstantInputs.node_for
+        raise NotImplementedError
+
+
+_SEGMENTS: contextvars.ContextVar[Segments | None] = contextvars.ContextVar("kfuse_segments", default=None)
+
+
+def segments() -> Segments | None:
+    """The segmented run under way, or None (a whole-function trace, or no trace)."""
+    return _SEGMENTS.get()
+
+
+@contextlib.contextmanager
+def running_segments(run: Segments, checks: "IndexChecks") -> Iterator[None]:
+    """The block is a segmented run: ``run`` gives values and takes the constants and checks."""
+    tokens = (_SEGMENTS.set(run), _CONSTANTS.set(run), _CHECKS.set(checks))
+    try:
+        yield
+    finally:
+        for var, token in zip((_SEGMENTS, _CONSTANTS, _CHECKS), tokens):
+            var.reset(token)
+
+
+def graph_break(what: str, detail: str, library: str | None = None) -> GraphBreak:
+    """The break of ``what`` at the user's line, worded as ``unsupported`` words its errors."""
+    where = loc()
+    return GraphBreak(f"kfuse: {what} is not supported{(': ' + detail) if detail else ''}{at(where)}",
+                      what, where, library)
+
+
+def as_break(error: UnsupportedError, what: str) -> GraphBreak:
+    """``error`` (raised by a builder while tracing ``what``) as a break with the same message."""
+    if isinstance(error, GraphBreak):
+        return error
+    return GraphBreak(str(error), what, loc())
+
+
+def break_or_eager(func, args, kwargs, brk: GraphBreak):
+    """``func(*args, **kwargs)`` run eagerly on concrete values in a segmented run; else raise ``brk``."""
+    run = _SEGMENTS.get()
+    if run is None:
+        raise brk
+    return run.eager(func, args, kwargs, brk.what, brk.library)
+
+
 def tracing() -> bool:
     """Whether a trace is under way (``trace_function`` is running a function on tracers)."""
     return _CONSTANTS.get() is not None
@@ -130,7 +199,14 @@ def unsupported(what: str, detail: str = "") -> UnsupportedError:
 
 def mk(op: Op, dtype, shape, inputs=(), attrs=None) -> Node:
     """A new (interned) node whose ``loc`` is the user's current line."""
-    return Node(op, dtype, shape, inputs, attrs or {}, loc=loc())
+    if _SEGMENTS.get() is None:
+        return Node(op, dtype, shape, inputs, attrs or {}, loc=loc())
+    # a segmented run records the same nodes every call: the stack is walked for new ones only
+    # (``loc`` is not part of a node's identity, so it is set once the node exists)
+    n = Node(op, dtype, shape, inputs, attrs or {}, loc=None)
+    if n.loc is None:
+        object.__setattr__(n, "loc", loc())
+    return n
 
 
 def pytype_of(dtype: np.dtype) -> type:
@@ -213,41 +289,53 @@ class Tracer:
 
     # --- Python control flow on values cannot be traced --------------------------------------
     def _control_flow(self, what: str, hint: str = ""):
-        raise UnsupportedError(
-            f"kfuse: {what} of a traced array{at(loc())}: the value is not known while tracing "
+        where = loc()
+        raise GraphBreak(
+            f"kfuse: {what} of a traced array{at(where)}: the value is not known while tracing "
             "(Python control flow such as `if`/`while`/`and`/`or` on array values cannot be "
             "compiled). Use np.where(cond, a, b) for a data-dependent choice, or pass the argument "
-            "through static_argnames if it is a compile-time constant." + hint)
+            "through static_argnames if it is a compile-time constant." + hint, what, where)
+
+    def _value(self, what: str):
+        """The concrete value in a segmented run (the pending ops run first), else the break."""
+        run = _SEGMENTS.get()
+        if run is None:
+            self._control_flow(what)
+        return run.value(self, what)
 
     def __bool__(self):
-        self._control_flow("bool()")
+        return bool(self._value("bool()"))
 
     def __int__(self):
-        specialise(self, "in int()")
-        self._control_flow("int()")
+        if _SEGMENTS.get() is None:
+            specialise(self, "in int()")
+        return int(self._value("int()"))
 
     def __float__(self):
-        self._control_flow("float()")
+        return float(self._value("float()"))
 
     def __complex__(self):
-        self._control_flow("complex()")
+        return complex(self._value("complex()"))
 
     def __index__(self):
-        if self.dtype.kind in "iu":
+        if self.dtype.kind in "iu" and _SEGMENTS.get() is None:
             specialise(self, "as an index or size")
-        self._control_flow("use as an index/int (__index__)")
+        return self._value("use as an index/int (__index__)").__index__()
 
     def __array__(self, dtype=None, copy=None):
+        run = _SEGMENTS.get()
+        if run is not None:
+            return np.asarray(run.host_value(self, "np.asarray()"), dtype=dtype)
         self._control_flow("np.asarray()/conversion to a NumPy array", hint=(
             " An assignment into a NumPy array (a[...] = x, with a from np.zeros/np.empty) "
             "converts x too: make that array a traced one instead (np.zeros_like(x, shape=...), "
             "np.full_like(x, value, shape=...))."))
 
     def item(self, *args):
-        self._control_flow(".item()")
+        return self._value(".item()").item(*args)
 
     def tolist(self):
-        self._control_flow(".tolist()")
+        return self._value(".tolist()").tolist()
 
 
 class SizeArgument(KfuseError):

@@ -6,6 +6,8 @@ raise UnsupportedError (their result shapes depend on data).
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numpy.exceptions import AxisError
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -13,7 +15,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ..errors import at
 from ..ir.graph import Node
 from ..ir.ops import Op
-from .core import Tracer, as_node, broadcast, broadcast_shapes, loc, mk, specialise, unsupported
+from .core import Tracer, as_node, broadcast, broadcast_shapes, loc, mk, segments, specialise, unsupported
 
 
 def _axis_tuple(axis, ndim) -> tuple[int, ...]:
@@ -203,6 +205,9 @@ def basic_index(shape: tuple, key) -> tuple[list, list, list, list]:
     added). Raises NumPy's IndexError, or UnsupportedError for advanced indexing."""
     if not isinstance(key, tuple):
         key = (key,)
+    if segments() is not None:      # a segmented run reads a traced slice bound's value (a break)
+        key = tuple(slice(*(operator.index(p) if isinstance(p, Tracer) else p for p in (k.start, k.stop, k.step)))
+                    if isinstance(k, slice) else k for k in key)
     for k in key:
         if isinstance(k, (bool, np.bool_)) or not (
                 k is None or k is Ellipsis or isinstance(k, slice)

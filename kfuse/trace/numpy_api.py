@@ -1,13 +1,18 @@
 """The NumPy protocol tables: which ``np.*`` functions (``__array_function__``) and ufunc calls
 (``__array_ufunc__``) the tracer handles, and by which builder.
 
-Anything not listed raises :class:`kfuse.UnsupportedError` naming the function and the user's
-``file.py:line``. CuPy: ``cupy.*`` functions do not go through NumPy's protocols; calling them on
+Anything not listed (and anything a builder refuses) is a graph break
+(:class:`~kfuse.trace.core.GraphBreak`, an ``UnsupportedError`` naming the function and the user's
+``file.py:line``): a segmented run calls the function eagerly on concrete arrays instead
+(``kfuse.breaks``). :data:`LIBRARY` names the functions whose eager call is the library's kernel
+(sorting, FFTs): ``explain`` says so. CuPy: ``cupy.*`` functions do not go through NumPy's protocols; calling them on
 a tracer is not supported (write the function with ``np.*``; kfuse runs it on CuPy arrays).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..errors import UnsupportedError
 
 from . import assemble as asm
 from . import composite as cm
@@ -26,7 +31,7 @@ from . import searching as se
 from . import splitting as sp
 from .mutation import unit_dims_only, viewing
 from .selection import Selection
-from .core import Tracer, as_node, unsupported
+from .core import GraphBreak, Tracer, as_break, as_node, break_or_eager, graph_break, unsupported
 from .writes import copyto, write_out
 
 
@@ -121,24 +126,55 @@ def _name(func) -> str:
     return prefix + getattr(func, "__name__", repr(func))
 
 
+LIBRARY = {np.sort: "numpy.sort", np.argsort: "numpy.argsort", np.partition: "numpy.partition",
+           np.argpartition: "numpy.argpartition"}
+
+
+def library_name(func) -> str | None:
+    """``numpy.sort``, ``numpy.fft.rfft``: the library function whose kernel a call runs, or None."""
+    name = LIBRARY.get(func)
+    if name is None and (getattr(func, "__module__", "") or "").startswith("numpy.fft"):
+        name = "numpy.fft." + func.__name__
+    return name
+
+
 def array_function(func, types, args, kwargs):
     """``Tracer.__array_function__``."""
     if not all(issubclass(t, (Tracer, np.ndarray)) for t in types):
         return NotImplemented
     handler = FUNCTIONS.get(func)
     if handler is None:
-        raise unsupported(_name(func), "kfuse traces elementwise ufuncs, reductions, matmul/dot "
-                          "and movement functions (see kfuse.trace.numpy_api.FUNCTIONS)")
-    return handler(*args, **kwargs)
+        lib = library_name(func)
+        detail = (f"a library call ({lib}), run between fused segments unless fullgraph=True" if lib else
+                  "kfuse traces elementwise ufuncs, reductions, matmul/dot and movement functions "
+                  "(see kfuse.trace.numpy_api.FUNCTIONS)")
+        return break_or_eager(func, args, kwargs, graph_break(_name(func), detail, lib))
+    try:
+        return handler(*args, **kwargs)
+    except GraphBreak:
+        raise
+    except UnsupportedError as e:
+        return break_or_eager(func, args, kwargs, as_break(e, _name(func)))
 
 
 VECTOR_GUFUNCS = frozenset({"vecdot", "matvec", "vecmat"})    # NumPy >= 2.2 contraction gufuncs
 
 
 def array_ufunc(ufunc, method, *inputs, **kwargs):
-    """``Tracer.__array_ufunc__``."""
+    """``Tracer.__array_ufunc__``; what the builders refuse is a graph break (run eagerly)."""
     if any(isinstance(x, Selection) for x in inputs):
         return NotImplemented                   # Selection.__array_ufunc__ takes the mix
+    try:
+        return _traced_ufunc(ufunc, method, *inputs, **dict(kwargs))
+    except GraphBreak:
+        raise
+    except UnsupportedError as e:
+        what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        return break_or_eager(ufunc if method == "__call__" else getattr(ufunc, method), inputs, kwargs,
+                              as_break(e, what))
+
+
+def _traced_ufunc(ufunc, method, *inputs, **kwargs):
     name = ufunc.__name__
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,)
@@ -148,7 +184,7 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
                               "return the result instead")
         where = kwargs.pop("where", True)
         casting = kwargs.pop("casting", "same_kind")
-        res = array_ufunc(ufunc, method, *inputs, **kwargs)
+        res = _traced_ufunc(ufunc, method, *inputs, **kwargs)
         res = res if isinstance(res, tuple) else (res,)
         done = tuple(r if o is None else write_out(o, r, name, casting, where)
                      for o, r in zip(outs, res))

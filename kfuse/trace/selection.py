@@ -21,12 +21,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..errors import at
+from ..errors import UnsupportedError, at
 from ..ir.graph import Node
 from . import elementwise as ew
 from . import movement as mv
 from . import reductions as rd
-from .core import Tracer, add_check, broadcast, cast, loc, operand, unsupported
+from .core import (GraphBreak, Tracer, add_check, as_break, broadcast, cast, loc, operand, segments,
+                   unsupported)
 from .writes import check_same_kind
 
 _WHY = ("its length (the mask's count) is known only at run time; kfuse supports elementwise "
@@ -42,6 +43,7 @@ class Selection:
     def __init__(self, values: Node, mask: Node):
         self.values, self.mask = values, mask
         self.loc = loc()                    # where x[mask] was written, for errors raised later
+        self._array = None                  # ((values, mask), its eager selection) in a segmented run
 
     # -- what is static
     @property
@@ -57,34 +59,66 @@ class Selection:
         return 1 + len(self.trailing)
 
     def _dynamic(self, what: str):
-        made = f" made at {self.loc}" if self.loc else ""
-        raise unsupported(f"{what} of a boolean-indexed array (x[mask]){made}", _WHY)
+        """``x[mask]`` used as an array of its own (``what``: its shape, indexing...): in a segmented
+        run the eager selection, whose shape is data-dependent (a graph break); else the break."""
+        run = segments()
+        if run is None:
+            made = f" made at {self.loc}" if self.loc else ""
+            raise as_break(unsupported(f"{what} of a boolean-indexed array (x[mask]){made}", _WHY), "x[mask]")
+        if self._array is None or self._array[0] != (self.values, self.mask):
+            arr = run.eager(_select, (Tracer(self.values), Tracer(self.mask)), {}, "x[mask] (data-dependent shape)")
+            self._array = ((self.values, self.mask), arr)
+        return self._array[1]
 
-    shape = property(lambda self: self._dynamic("the shape"))
-    size = property(lambda self: self._dynamic("the size"))
+    shape = property(lambda self: self._dynamic("the shape").shape)
+    size = property(lambda self: self._dynamic("the size").size)
 
     def __len__(self):
-        self._dynamic("len()")
+        return len(self._dynamic("len()"))
 
     def __getitem__(self, key):
-        self._dynamic("indexing")
+        return self._dynamic("indexing")[key]
 
     def __array__(self, dtype=None, copy=None):
-        self._dynamic("conversion to a NumPy array")
+        return np.asarray(self._dynamic("conversion to a NumPy array"), dtype=dtype)
 
     def __iter__(self):
-        self._dynamic("iteration")
+        return iter(self._dynamic("iteration"))
+
+    def _or_concrete(self, error: UnsupportedError, what: str, call, args, kwargs):
+        """What the traced path refused: in a segmented run ``call`` on the eager selections."""
+        if segments() is None:
+            raise as_break(error, what)
+        conv = [x._dynamic(what) if isinstance(x, Selection) else x for x in args]
+        return call(*conv, **kwargs)
 
     # -- elementwise
     def full_mask(self) -> Node:
         return spread_mask(self.mask, self.values.shape)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        try:
+            return self._traced_ufunc(ufunc, method, *inputs, **kwargs)
+        except GraphBreak:
+            raise
+        except UnsupportedError as e:
+            call = ufunc if method == "__call__" else getattr(ufunc, method)
+            return self._or_concrete(e, f"np.{ufunc.__name__} of x[mask]", call, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        try:
+            return self._traced_function(func, args, kwargs)
+        except GraphBreak:
+            raise
+        except UnsupportedError as e:
+            return self._or_concrete(e, f"np.{getattr(func, '__name__', '?')} of x[mask]", func, args, kwargs)
+
+    def _traced_ufunc(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__":
             raise unsupported(f"np.{ufunc.__name__}.{method} of a boolean-indexed array", _WHY)
         return _elementwise(lambda *args: ufunc(*args, **kwargs), inputs, ufunc.__name__)
 
-    def __array_function__(self, func, types, args, kwargs):
+    def _traced_function(self, func, args, kwargs):
         name = getattr(func, "__name__", "?")
         if func in REDUCTIONS:
             a, *rest = args
@@ -99,7 +133,15 @@ class Selection:
         return Selection(ew.astype(Tracer(self.values), dtype, *args, **kwargs).node, self.mask)
 
     # -- reductions over the selected rows
-    def _reduce(self, fname: str, fn, axis=None, *args, keepdims=False, where=np._NoValue, **kwargs):
+    def _reduce(self, fname: str, fn, *args, **kwargs):
+        try:
+            return self._traced_reduce(fname, fn, *args, **kwargs)
+        except GraphBreak:
+            raise
+        except UnsupportedError as e:
+            return self._or_concrete(e, f"{fname} of x[mask]", fn, (self, *args), kwargs)
+
+    def _traced_reduce(self, fname: str, fn, axis=None, *args, keepdims=False, where=np._NoValue, **kwargs):
         if where is not np._NoValue:
             raise unsupported(f"{fname} of a boolean-indexed array with where=", _WHY)
         t = len(self.trailing)
@@ -165,6 +207,11 @@ def _wrap(res, mask: Node):
     if node is None or node.shape[:mask.ndim] != mask.shape:
         raise unsupported("an op on a boolean-indexed array that drops its rows", _WHY)
     return Selection(node, mask)
+
+
+def _select(values, mask):
+    """``x[mask]`` on concrete arrays (``values``: x broadcast to the mask's shape + trailing)."""
+    return values[mask]
 
 
 REDUCTIONS = {np.sum: rd.sum, np.prod: rd.prod, np.mean: rd.mean, np.max: rd.max,

@@ -28,10 +28,11 @@ from . import reductions as rd
 from . import scans as sc
 from . import scatter as st
 from . import searching as se
-from .core import Tracer, collecting_checks, collecting_constants, mk, numpy_scalar, operand, unsupported
+from .core import (GraphBreak, Tracer, as_break, break_or_eager, collecting_checks, collecting_constants,
+                   graph_break, mk, numpy_scalar, operand, unsupported)
 from .selection import Selection, install_operators
 
-__all__ = ["Tracer", "trace_function"]
+__all__ = ["TracedCall", "Tracer", "trace_function"]
 
 # --- operators --------------------------------------------------------------------------------
 _BINARY = {
@@ -44,18 +45,29 @@ _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
 
 
+def _breaking(ufunc: str, build: Callable, *operands):
+    """``build()``, or where it refuses the operands (a complex scalar...) a graph break: a
+    segmented run applies ``np.<ufunc>`` to the concrete operands instead."""
+    try:
+        return build()
+    except GraphBreak:
+        raise
+    except UnsupportedError as e:
+        return break_or_eager(getattr(np, ufunc), operands, {}, as_break(e, f"np.{ufunc}"))
+
+
 def _binary(ufunc: str, reflected: bool):
     def op(self, other):
         if getattr(type(other), "__array_ufunc__", 0) is None or isinstance(other, Selection):
             return NotImplemented               # it opted out of NumPy ops / handles the mix
         a, b = (other, self) if reflected else (self, other)
-        return ew.apply_ufunc(ufunc, a, b, python_op=True)
+        return _breaking(ufunc, lambda: ew.apply_ufunc(ufunc, a, b, python_op=True), a, b)
     return op
 
 
 def _unary(ufunc: str):
     def op(self):
-        return ew.apply_ufunc(ufunc, self, python_op=True)
+        return _breaking(ufunc, lambda: ew.apply_ufunc(ufunc, self, python_op=True), self)
     return op
 
 
@@ -68,7 +80,23 @@ def _pow(self, other):
             return ew.apply_ufunc("square", self)
         if type(other) is float and other == 0.5 and is_float(self.dtype):
             return ew.apply_ufunc("sqrt", self)
-    return ew.apply_ufunc("power", self, other, python_op=True)
+    return _breaking("power", lambda: ew.apply_ufunc("power", self, other, python_op=True), self, other)
+
+
+def _library_method(func, in_place: bool):
+    """``x.sort()``/``x.partition(k)`` (in place) and ``x.argsort()``/``x.argpartition(k)``: the
+    library call ``func(x, ...)`` (a graph break), its result written back into ``x`` if in place."""
+    lib = numpy_api.library_name(func)
+
+    def m(self, *args, **kwargs):
+        brk = graph_break(f"ndarray.{func.__name__}", f"a library call ({lib}), run between fused segments "
+                          "unless fullgraph=True", lib)
+        res = break_or_eager(func, (self, *args), kwargs, brk)
+        if not in_place:
+            return res
+        mut.setitem(self, Ellipsis, res)
+    m.__name__ = func.__name__
+    return m
 
 
 def _divmod(self, other):
@@ -177,6 +205,9 @@ def _install() -> None:
                      ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat),
                      ("cumsum", sc.cumsum), ("cumprod", sc.cumprod)):
         setattr(T, name, _method(fn))
+    for func, in_place in ((np.sort, True), (np.partition, True), (np.argsort, False),
+                           (np.argpartition, False)):
+        setattr(T, func.__name__, _library_method(func, in_place))
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)
     T.clip = _clip_method
@@ -223,14 +254,14 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
         return ("none", ())
     if id(value) in written:
         return ("written", written[id(value)])
+    if isinstance(value, Selection):            # its eager value in a segmented run, else the break
+        value = value._dynamic(f"returning ({path})")
     if isinstance(value, Tracer):
         node = value.node
         if (node.op is Op.INPUT and value.weak is None and not node.attr("weak") and id(value) not in arguments
-                and value.base is None):
+                and value.base is None and not node.attr("fresh")):
             outputs.append(node)
             return ("copy", len(outputs) - 1)
-    elif isinstance(value, Selection):
-        value._dynamic(f"returning ({path})")
     elif isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         o = operand(value, f"return value {path}")
         node = o.node if o.node is not None else mk(Op.CONST, o.dtype, (), attrs={"value": o.value})
@@ -267,51 +298,69 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
     ``specs`` maps every parameter name of ``fn``, in order, to an ArraySpec (an INPUT node), a
     ScalarSpec (an INPUT node of shape () promoted weakly) or a StaticSpec (its value is passed).
     """
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    kinds = {p.name: p.kind for p in params}
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    inputs: list[Node] = []
-    written: list[tuple[Tracer, int]] = []      # array arguments, to see which were written
-    for pname, spec in specs.items():
-        if isinstance(spec, StaticSpec):
-            value = spec.value
-        elif isinstance(spec, GeneratorSpec):
-            value = rnd.TracedGenerator(pname)
-        else:
-            value = _input(spec, len(inputs), pname)
-            if value.weak is None:
-                written.append((value, len(inputs)))
-            inputs.append(value.node)
-        if kinds.get(pname) == inspect.Parameter.KEYWORD_ONLY:
-            kwargs[pname] = value
-        else:
-            args.append(value)
-    with np.errstate(all="ignore"), collecting_constants(len(inputs)) as consts, \
+    call = TracedCall(fn, specs)
+    with np.errstate(all="ignore"), collecting_constants(len(call.inputs)) as consts, \
             collecting_checks() as checks, rnd.intercepting():
-        result = fn(*args, **kwargs)
+        result = fn(*call.args, **call.kwargs)
+        return call.graph(result, name or getattr(fn, "__name__", "fn"), consts.nodes, consts.values,
+                          checks.items)
+
+
+class TracedCall:
+    """One call of ``fn`` on tracers: the arguments (``args``/``kwargs``) made from ``specs``, and
+    :meth:`graph`, the graph of what it returned. ``trace_function`` makes one; a segmented run
+    (``kfuse.breaks``) one per call."""
+
+    def __init__(self, fn: Callable, specs: dict[str, ArgSpec]):
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        kinds = {p.name: p.kind for p in params}
+        self.args: list[Any] = []
+        self.kwargs: dict[str, Any] = {}
+        self.inputs: list[Node] = []
+        self.written: list[tuple[Tracer, int]] = []      # array arguments, to see which were written
+        for pname, spec in specs.items():
+            if isinstance(spec, StaticSpec):
+                value = spec.value
+            elif isinstance(spec, GeneratorSpec):
+                value = rnd.TracedGenerator(pname)
+            else:
+                value = _input(spec, len(self.inputs), pname)
+                if value.weak is None:
+                    self.written.append((value, len(self.inputs)))
+                self.inputs.append(value.node)
+            if kinds.get(pname) == inspect.Parameter.KEYWORD_ONLY:
+                self.kwargs[pname] = value
+            else:
+                self.args.append(value)
+
+    def graph(self, result: Any, gname: str, extra_inputs, constants: tuple, check_items,
+              writebacks: bool = True) -> Graph:
+        """The graph returning ``result``: inputs the arguments' then ``extra_inputs`` (the array
+        constants, whose values are ``constants``; or a segmented run's concrete values, with
+        ``constants`` empty); ``check_items`` the run-time checks made (``IndexChecks.items``);
+        without ``writebacks`` (a segment before the function returns) no argument is written."""
+        inputs, written = self.inputs, self.written if writebacks else []
         outputs: list[Node] = []
         changed = {id(t): k for t, k in written if t.node is not inputs[k]}
         tree = _flatten(result, outputs, "return", changed, {id(t) for t, _ in written})
-    writebacks = []         # arguments the function wrote into: their final values, copied back
-    for t, k in written:
-        if id(t) in changed:
-            writebacks.append((k, len(outputs)))
-            outputs.append(t.node)
-    if writebacks:          # a returned argument written into: the caller's array itself
-        final = dict(writebacks)
-        tree = _returned_arguments(tree, lambda k: ("arg", (k, final[k])))
-    index_checks, host_checks = [], []      # checked at run time: raise if an index is out of range, ...
-    for node, message, error in checks.items:
-        if _host_values_only(node):         # x[i] of a Python int i: before any kernel, no flag read back
-            host_checks.append((node, message, error))
-        else:
-            index_checks.append((len(outputs), message, error))
-            outputs.append(node)
-    gname = name or getattr(fn, "__name__", "fn")
-    return Graph(gname, tuple(inputs) + tuple(consts.nodes), tuple(outputs), tree,
-                 constants=tuple(consts.values), writebacks=tuple(writebacks),
-                 checks=tuple(index_checks), host_checks=tuple(host_checks))
+        writebacks = []         # arguments the function wrote into: their final values, copied back
+        for t, k in written:
+            if id(t) in changed:
+                writebacks.append((k, len(outputs)))
+                outputs.append(t.node)
+        if writebacks:          # a returned argument written into: the caller's array itself
+            final = dict(writebacks)
+            tree = _returned_arguments(tree, lambda k: ("arg", (k, final[k])))
+        index_checks, host_checks = [], []      # checked at run time: raise if an index is out of range, ...
+        for node, message, error in check_items:
+            if _host_values_only(node):         # x[i] of a Python int i: before any kernel, no flag read back
+                host_checks.append((node, message, error))
+            else:
+                index_checks.append((len(outputs), message, error))
+                outputs.append(node)
+        return Graph(gname, tuple(inputs) + tuple(extra_inputs), tuple(outputs), tree,
+                     constants=tuple(constants), writebacks=tuple(writebacks),
+                     checks=tuple(index_checks), host_checks=tuple(host_checks))

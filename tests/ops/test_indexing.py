@@ -129,7 +129,7 @@ def test_indexing_errors_match_numpy(fn, err, match):
 ])
 def test_unsupported_indexing_names_the_line(fn, match):
     with pytest.raises(UnsupportedError, match=match + ".*test_indexing.py"):
-        kfuse.jit(fn)(np.zeros((6, 8), np.float32), np.arange(5))
+        kfuse.jit(fn, fullgraph=True)(np.zeros((6, 8), np.float32), np.arange(5))
 
 
 def test_index_checks_can_be_turned_off(monkeypatch):

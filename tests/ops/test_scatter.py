@@ -202,7 +202,7 @@ def test_out_of_range_index_raises_and_writes_nothing_back():
 ])
 def test_errors_name_the_line(fn, error, match):
     with pytest.raises(error, match=match) as e:
-        kfuse.jit(fn, backend="cpu")(_x())
+        kfuse.jit(fn, backend="cpu", fullgraph=True)(_x())
     assert "test_scatter.py" in str(e.value) + "".join(getattr(e.value, "__notes__", []))
 
 

@@ -79,4 +79,4 @@ def test_a_computed_table_is_written_by_an_earlier_kernel():
 ])
 def test_errors_name_the_line(fn, error, match):
     with pytest.raises(error, match=match + ".*test_search.py"):
-        kfuse.jit(fn, backend="cpu")(np.sort(KEYS[:60]))
+        kfuse.jit(fn, backend="cpu", fullgraph=True)(np.sort(KEYS[:60]))

@@ -34,7 +34,7 @@ def test_list_operands_match_numpy(name, dtype):
 
 def test_list_of_traced_values_and_ragged_lists():
     with pytest.raises(UnsupportedError, match=r"a list holding traced values .*test_list_operands\.py"):
-        kfuse.jit(lambda x: x + [x, x], backend="cpu")(np.ones(2))
+        kfuse.jit(lambda x: x + [x, x], backend="cpu", fullgraph=True)(np.ones(2))
     with pytest.raises(ValueError, match="inhomogeneous") as e:
         kfuse.jit(lambda x: x + [[1], [1, 2]], backend="cpu")(np.ones(2))
     assert any("test_list_operands.py" in n for n in e.value.__notes__)

@@ -211,7 +211,7 @@ def _bad_value_shape(a):
 def test_refused_writes_name_the_line(fn, error, text):
     a = np.arange(35, dtype=np.int64).reshape(5, 7)
     with pytest.raises(error) as info:
-        kfuse.jit(fn)(a)
+        kfuse.jit(fn, fullgraph=True)(a)
     message = "\n".join([str(info.value)] + getattr(info.value, "__notes__", []))
     assert text in message
     assert "test_mutation.py:" in message
