@@ -59,6 +59,28 @@ class _Lowerer:
         self._size_memo[key] = e
         return e
 
+    def count_expr(self, node: Node) -> str | None:
+        """A constant equal to the number of elements a reduce kernel reduces (a mean's or
+        variance's count, NumPy's ``intp`` count folded to the loop dtype) read from the size
+        parameters instead of compiled in, so that a new row length reuses the kernel; the
+        value is the same (the int64 count cast to the constant's dtype, rounded once)."""
+        if not self.axes or node.dtype.kind not in "iuf" or node.shape != ():
+            return None
+        dims = [d for d in self.axes if self.domain_shape[d] != 1]
+        count = int(np.prod([self.domain_shape[d] for d in dims], dtype=np.int64))
+        if not dims or count <= 1 or node.attr("value") != count:
+            return None
+        expr = self.domain[dims[0]]
+        for d in dims[1:]:
+            expr = K.IBin("*", expr, self.domain[d])
+        v = self.new_var()
+        self.emit(K.Index(v, expr), False)
+        if _dt(node) == "int64":
+            return v
+        c = self.new_var()
+        self.emit(K.Op(c, "cast", _dt(node), (v,), ("int64",)), False)
+        return c
+
     def new_var(self) -> str:
         v = f"v{self.nvar}"
         self.nvar += 1
@@ -102,6 +124,9 @@ class _Lowerer:
                                "nor one of its inputs")
         op = node.op
         if op is Op.CONST:
+            count = self.count_expr(node)
+            if count is not None:
+                return count, False
             v = self.new_var()
             self.emit(K.Const(v, _dt(node), node.attr("value")), False)
             return v, False
