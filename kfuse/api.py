@@ -104,6 +104,18 @@ def _key_uncacheable(a):
     return _UNCACHEABLE
 
 
+def _class_key(a):
+    """An argument's part of the shape-class key: ``_arg_key`` without sizes and strides (an
+    array's type, dtype, rank, which dims are 1, device)."""
+    family = _family(type(a))
+    if family is None:
+        return _arg_key(a)
+    if family == "torch" and not a.is_cuda:
+        return _UNCACHEABLE
+    dev = a.data.device_id if family == "cupy" else (a.get_device() if family == "torch" else None)
+    return (type(a), a.dtype, tuple(d == 1 for d in a.shape), dev)
+
+
 def _key_static(a):
     return (type(a), a)
 
@@ -157,6 +169,9 @@ class JitFunction:
         self._compiled_sigs: set[tuple] = set()   # (dtype, rank, broadcast pattern) per argument
         self._recompiles = None
         self.compile_count = 0
+        self._classes: dict[tuple, Any] = {}      # shape class -> runtime.shape_class.ShapeClass
+        self.retrace_count = 0          # new sizes traced again (their kernels reused or not)
+        self.last_build = ""            # what the last build did and why (``explain``, logs)
 
     # ---- argument handling -------------------------------------------------------------
     def _bind(self, args, kwargs) -> dict[str, Any]:
@@ -276,6 +291,46 @@ class JitFunction:
         elif backend.on_host:
             graph = graph.with_host_checks_on_device()
         lowered = Lowered(graph, self.options.device, backend, self.options)
+        from .runtime.shape_class import ShapeClass
+        shapes = self._shape_class(args, ShapeClass)
+        reused = shapes.reuse(lowered.optimized, lambda: lowered.plan) if shapes and shapes.templates else None
+        if reused is not None:          # a new size: the class's plan and kernels, new sizes
+            program, plan, store = reused.program, reused.plan, shapes.store
+            self.retrace_count += 1
+            self.last_build = ("new sizes (" + ", ".join(f"{k}: {v}" for k, v in specs.items()) + "): traced "
+                               + ("and planned again" if reused.replanned else "again") + ", kernels reused")
+        else:
+            program, plan, store = self._compile(lowered, specs, backend)
+            if shapes is not None:
+                if shapes.templates:
+                    self.retrace_count += 1
+                    self.last_build = "the graph's structure or plan changed with the sizes: planned and lowered again"
+                shapes.add(plan, program)
+                shapes.store = shapes.store or store
+        entry = self._entry(program, graph, specs, static, values, backend)
+        mode = self.options.autotune or _config.get().autotune
+        if mode != "off" and Feature.AUTOTUNE in backend.features:
+            from .autotune.tuner import tune_and_apply
+            tune_and_apply(plan, entry.arrays(args), backend, mode, store, program)
+        return entry
+
+    def _shape_class(self, args: tuple, make):
+        """The shape class of these arguments (``runtime.shape_class``), None when one cannot be
+        keyed (an unhashable or uncacheable argument)."""
+        static = self._static
+        key = tuple(a if n in static else _class_key(a) for n, a in zip(self._params, args))
+        if any(k is _UNCACHEABLE for k in key):
+            return None
+        try:
+            sc = self._classes.get(key)
+        except TypeError:
+            return None
+        if sc is None:
+            sc = self._classes[key] = make()
+        return sc
+
+    def _compile(self, lowered: "Lowered", specs: dict, backend) -> tuple:
+        """(program, plan, store) of a full build: plan, lower, emit, compile (memoised by source)."""
         store = _open_cache()
         if store is not None:       # new kernel entries name this function (`kfuse cache ls`)
             from .runtime.cache import LabelledStore
@@ -288,6 +343,9 @@ class JitFunction:
         _log_compile(self.fn, specs, backend, program)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
+        return program, lowered.plan, store
+
+    def _entry(self, program, graph: Graph, specs: dict, static, values: dict, backend) -> "_Entry":
         dynamic = [n for n in self._params if n not in static]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend)
@@ -302,10 +360,6 @@ class JitFunction:
         if not backend.on_host and arg_kinds and all(k == "torch" for k in arg_kinds):
             devices = {values[n].get_device() for n in dynamic}
             entry._torch_device = devices.pop() if len(devices) == 1 else None
-        mode = self.options.autotune or _config.get().autotune
-        if mode != "off" and Feature.AUTOTUNE in backend.features:
-            from .autotune.tuner import tune_and_apply
-            tune_and_apply(lowered, entry.arrays(args), backend, mode, store, program)
         return entry
 
     def _count_compile(self, specs: dict[str, ArgSpec]) -> None:

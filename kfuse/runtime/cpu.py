@@ -170,6 +170,12 @@ class _Variants:
         self.by_sched: dict = {}
         self.last = None
 
+    def rebind(self, kir) -> "_Variants":
+        """The schedules of ``kir``, this kernel's IR at other sizes: the compiled ones shared."""
+        new = _Variants(kir, self.cache)
+        new.by_sched, new.last = self.by_sched, self.last
+        return new
+
     def schedule(self, ins) -> CS.CpuSchedule:
         key = tuple(a.strides for a in ins)
         sched = self.by_strides.get(key)
@@ -252,6 +258,12 @@ class CpuProgram:
         when a call's strides choose another one)."""
         self._shown = tuple(k.variants.last for k in self.kernels)
         self.stages["cpu"] = "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in self.kernels)
+
+    def rebind(self, plan, kirs) -> "CpuProgram":
+        """This program for ``plan``, the same plan at other sizes (each group's kernel IR equal to
+        this program's but for its size values): nothing is emitted or compiled again."""
+        return CpuProgram(plan, [_Kernel(g, kir, k.variants.rebind(kir))
+                                 for g, kir, k in zip(plan.groups, kirs, self.kernels)])
 
     def set_variant(self, group_id: int, variant: str, threads: int = 0) -> None:
         """Use the parallel ("par") or sequential ("seq") kernel of a group (the autotuner's knob)."""
