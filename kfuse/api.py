@@ -368,6 +368,7 @@ class JitFunction:
         sigs = tuple(_compile_signature(s) for s in specs.values())
         if sigs in self._compiled_sigs:
             return
+        self.last_build = "compiled: " + _compile_reason(self._compiled_sigs, sigs, list(specs))
         self._compiled_sigs.add(sigs)
         self.compile_count += 1
         if self._recompiles is None:
@@ -375,6 +376,7 @@ class JitFunction:
             self._recompiles = RecompileCounter()
         msg = self._recompiles.record(self.fn.__qualname__, sigs, list(specs))
         if msg:
+            msg += f" (this compile: {self.last_build[len('compiled: '):]})"
             import warnings
             from .runtime.cache import RecompileWarning
             warnings.warn(msg, RecompileWarning, stacklevel=4)
@@ -423,6 +425,32 @@ def _dump_stages(root: str, name: str, specs: dict, program) -> None:
         ext = {"cpu": "py", "cuda": "cu", "numba": "py", "ptx": "ptx"}.get(stage, "txt")
         with open(os.path.join(d, f"{stage}.{ext}"), "w") as f:
             f.write(text + "\n")
+
+
+def _compile_reason(seen, sigs: tuple, names: list) -> str:
+    """What made ``sigs`` (``_compile_signature`` per argument) a new compile: the argument
+    changes from the nearest signature compiled before (sizes never are: they reuse kernels)."""
+    if not seen:
+        return "first call"
+    near = min(seen, key=lambda s: sum(a != b for a, b in zip(s, sigs)) + abs(len(s) - len(sigs)))
+    what = []
+    for name, old, new in zip(names, near, sigs):
+        if old == new:
+            continue
+        if old[0] == new[0] == "array":
+            for k, field in ((1, "dtype"), (2, "rank"), (3, "broadcast pattern (dims of size 1)")):
+                if old[k] != new[k]:
+                    what.append(f"argument {name!r} {field} {_sig_text(old[k])} -> {_sig_text(new[k])}")
+                    break
+        else:
+            what.append(f"argument {name!r} {_sig_text(old)} -> {_sig_text(new)}")
+    return "; ".join(what) or "a new argument list"
+
+
+def _sig_text(v) -> str:
+    if isinstance(v, tuple) and v and all(isinstance(x, bool) for x in v):
+        return "(" + ", ".join("1" if x else "n" for x in v) + ")"
+    return str(v) if not isinstance(v, tuple) else " ".join(map(str, v))
 
 
 def _compile_signature(spec: ArgSpec) -> tuple:
