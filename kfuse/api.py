@@ -167,7 +167,7 @@ class JitFunction:
                 raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
         self._static = frozenset(options.static_argnames)
         self._programs: dict[tuple, "_Entry"] = {}
-        self._compiled_sigs: set[tuple] = set()   # (dtype, rank, broadcast pattern) per argument
+        self._compiled_sigs: dict[tuple, None] = {}   # (dtype, rank, broadcast pattern) per argument, in order
         self._recompiles = None
         self.compile_count = 0
         self._classes: dict[tuple, Any] = {}      # shape class -> runtime.shape_class.ShapeClass
@@ -300,6 +300,7 @@ class JitFunction:
             self.retrace_count += 1
             self.last_build = ("new sizes (" + ", ".join(f"{k}: {v}" for k, v in specs.items()) + "): traced "
                                + ("and planned again" if reused.replanned else "again") + ", kernels reused")
+            logs.logger.debug("%s: %s", self.fn.__qualname__, self.last_build)
         else:
             program, plan, store = self._compile(lowered, specs, backend)
             if shapes is not None:
@@ -341,7 +342,7 @@ class JitFunction:
                 "device": lowered.plan.device.name})
         program = lowered.compile(store)
         self._count_compile(specs)
-        _log_compile(self.fn, specs, backend, program)
+        _log_compile(self.fn, specs, backend, program, self.last_build)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
         return program, lowered.plan, store
@@ -370,7 +371,7 @@ class JitFunction:
         if sigs in self._compiled_sigs:
             return
         self.last_build = "compiled: " + _compile_reason(self._compiled_sigs, sigs, list(specs))
-        self._compiled_sigs.add(sigs)
+        self._compiled_sigs[sigs] = None
         self.compile_count += 1
         if self._recompiles is None:
             from .runtime.cache import RecompileCounter
@@ -380,7 +381,7 @@ class JitFunction:
             msg += f" (this compile: {self.last_build[len('compiled: '):]})"
             import warnings
             from .runtime.cache import RecompileWarning
-            warnings.warn(msg, RecompileWarning, stacklevel=4)
+            warnings.warn(msg, RecompileWarning, stacklevel=5)   # user -> __call__ -> _build -> _compile -> here
 
     # ---- Dask arrays (kfuse.dask) ---------------------------------------------------------
     def _dask(self, what: str, values: dict[str, Any]):
@@ -401,12 +402,13 @@ class JitFunction:
         return f"<kfuse.jit {self.fn.__module__}.{self.fn.__qualname__} backend={self.options.backend}>"
 
 
-def _log_compile(fn, specs: dict, backend: str, program) -> None:
-    """The plan of a new compile, at INFO on the ``kfuse`` logger (``KFUSE_DEBUG=1``)."""
+def _log_compile(fn, specs: dict, backend: str, program, why: str = "") -> None:
+    """The plan of a new compile and what caused it, at INFO on the ``kfuse`` logger
+    (``KFUSE_DEBUG=1``)."""
     if logs.logger.isEnabledFor(logging.INFO):
         sig = ", ".join(f"{k}: {v}" for k, v in specs.items())
-        logs.logger.info("compiled %s.%s(%s) for %s:\n%s", fn.__module__, fn.__qualname__, sig,
-                         backend, program.plan)
+        logs.logger.info("compiled %s.%s(%s) for %s (%s):\n%s", fn.__module__, fn.__qualname__, sig,
+                         backend, why or "new sizes whose structure changed", program.plan)
 
 
 def _dump_stages(root: str, name: str, specs: dict, program) -> None:
@@ -430,10 +432,11 @@ def _dump_stages(root: str, name: str, specs: dict, program) -> None:
 
 def _compile_reason(seen, sigs: tuple, names: list) -> str:
     """What made ``sigs`` (``_compile_signature`` per argument) a new compile: the argument
-    changes from the nearest signature compiled before (sizes never are: they reuse kernels)."""
+    changes from the nearest signature compiled before, the latest of equals (sizes never are:
+    they reuse kernels)."""
     if not seen:
         return "first call"
-    near = min(seen, key=lambda s: sum(a != b for a, b in zip(s, sigs)) + abs(len(s) - len(sigs)))
+    near = min(reversed(seen), key=lambda s: sum(a != b for a, b in zip(s, sigs)) + abs(len(s) - len(sigs)))
     what = []
     for name, old, new in zip(names, near, sigs):
         if old == new:

@@ -10,6 +10,8 @@ kernel objects' ``parallel``/``fns`` attributes (a stop-gap until that hook exis
 """
 from __future__ import annotations
 
+import functools
+
 import llvmlite.binding as llvm
 import numba
 import numpy as np
@@ -17,8 +19,10 @@ import numpy as np
 from . import space as S
 
 
+@functools.cache
 def cpu_arch() -> str:
-    """What a CPU tuning result depends on: the host CPU model and the Numba thread pool size."""
+    """What a CPU tuning result depends on: the host CPU model and the Numba thread pool size
+    (both fixed for the process: asked once)."""
     try:
         name = llvm.get_host_cpu_name()
     except Exception:               # pragma: no cover

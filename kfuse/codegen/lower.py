@@ -7,6 +7,8 @@ subexpressions are computed once. Every concrete extent/start becomes a run-time
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import CompileError
@@ -21,7 +23,12 @@ _ACC_KIND = {Op.SUM: "sum", Op.PROD: "prod", Op.MAX: "max", Op.MIN: "min", Op.AN
 
 
 def _dt(node: Node) -> str:
-    return node.dtype.name
+    return _dtype_name(node.dtype)
+
+
+@functools.cache
+def _dtype_name(dt: np.dtype) -> str:
+    return dt.name                  # (NumPy computes the name in Python each time)
 
 
 class _Lowerer:

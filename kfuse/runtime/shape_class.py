@@ -95,12 +95,16 @@ def _follow(g, path) -> Node:
     return g.anchor if k < 0 else g.anchor.inputs[k]
 
 
-def normal_form(kir: K.KernelIR) -> K.KernelIR:
-    """The kernel IR without its size values (what the compiled code depends on)."""
-    def buf(b):
-        return dataclasses.replace(b, shape=())
-    return dataclasses.replace(kir, sizes=tuple(dataclasses.replace(s, value=0) for s in kir.sizes),
-                               inputs=tuple(map(buf, kir.inputs)), outputs=tuple(map(buf, kir.outputs)))
+_SIZED = ("inputs", "outputs", "sizes")
+_UNSIZED = tuple(f.name for f in dataclasses.fields(K.KernelIR) if f.name not in _SIZED)
+
+
+def normal_form(kir: K.KernelIR) -> tuple:
+    """The kernel IR without its size values (what the compiled code depends on): every field,
+    the buffers without their (informational) shapes, the size parameters without values."""
+    return (tuple((b.name, b.dtype, b.ndim) for b in kir.inputs),
+            tuple((b.name, b.dtype, b.ndim) for b in kir.outputs),
+            tuple((s.name, s.what) for s in kir.sizes), *(getattr(kir, f) for f in _UNSIZED))
 
 
 def _group_shape(g, pos) -> tuple:

@@ -136,3 +136,23 @@ def test_new_dtype_is_a_compile_and_says_why():
     jf(np.ones((4, 6), np.float64))
     assert jf.compile_count == 2
     assert "'x'" in jf.last_build and "float32" in jf.last_build and "float64" in jf.last_build
+
+
+def test_recompile_warning_says_what_changed(monkeypatch):
+    import warnings
+    from kfuse import config
+    from kfuse.runtime.cache import RecompileWarning
+    monkeypatch.setenv("KFUSE_RECOMPILE_LIMIT", "2")
+    config.reload()
+    try:
+        jf = kfuse.jit(softmax, backend="cpu")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for k, dt in enumerate((np.float32, np.float64, np.float16)):
+                jf(np.ones((3 + k, 5 + k), dt))         # new sizes too: only the dtype counts
+    finally:
+        monkeypatch.undo()
+        config.reload()
+    msgs = [str(w.message) for w in caught if issubclass(w.category, RecompileWarning)]
+    assert len(msgs) == 1 and "compiled 3 times" in msgs[0]
+    assert "this compile: argument 'x' dtype float64 -> float16" in msgs[0]
