@@ -259,9 +259,13 @@ class CpuProgram:
         self._shown = tuple(k.variants.last for k in self.kernels)
         self.stages["cpu"] = "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in self.kernels)
 
-    def rebind(self, plan, kirs) -> "CpuProgram":
+    def rebind(self, plan, kirs, share: bool = True) -> "CpuProgram":
         """This program for ``plan``, the same plan at other sizes (each group's kernel IR equal to
-        this program's but for its size values): nothing is emitted or compiled again."""
+        this program's but for its size values): nothing is emitted or compiled again. Not
+        ``share``: a program of ``kirs`` compiled afresh (other code, same plan)."""
+        if not share:
+            return CpuProgram(plan, [_kernel(g, kir, k.variants.cache)
+                                     for g, kir, k in zip(plan.groups, kirs, self.kernels)])
         return CpuProgram(plan, [_Kernel(g, kir, k.variants.rebind(kir))
                                  for g, kir, k in zip(plan.groups, kirs, self.kernels)])
 
@@ -365,11 +369,12 @@ def compile_plan(plan, cache=None) -> CpuProgram:
     threads = config.get().cpu_threads
     if threads:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    kernels = []
-    for g in plan.groups:
-        kir = lower_group(g)
-        variants = _Variants(kir, cache)
-        metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
-        variants.compiled(CS.choose(kir, metas, variants.sizes))   # contiguous inputs' schedule
-        kernels.append(_Kernel(g, kir, variants))
-    return CpuProgram(plan, kernels)
+    return CpuProgram(plan, [_kernel(g, lower_group(g), cache) for g in plan.groups])
+
+
+def _kernel(g, kir, cache) -> _Kernel:
+    """Group ``g``'s kernel of ``kir``, its contiguous inputs' schedule compiled."""
+    variants = _Variants(kir, cache)
+    metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
+    variants.compiled(CS.choose(kir, metas, variants.sizes))
+    return _Kernel(g, kir, variants)

@@ -237,13 +237,15 @@ class GpuProgram:
     def _launcher(self, group, kir) -> LauncherBase:
         raise NotImplementedError
 
-    def rebind(self, plan, kirs) -> "GpuProgram":
+    def rebind(self, plan, kirs, share: bool = True) -> "GpuProgram":
         """This program for ``plan``, the same plan at other sizes (each group's kernel IR equal to
         this program's but for its size values): its launchers share the kernels emitted so far,
-        so a new size emits and compiles nothing it has seen (``kfuse.shape_class``)."""
+        so a new size emits and compiles nothing it has seen (``runtime.shape_class``). Not
+        ``share``: a program of ``kirs`` emitted afresh (other code, same plan)."""
         new = object.__new__(type(self))
         GpuProgram.__init__(new, plan, kirs, self.cache, self.arch)
-        new._emitted = self._emitted
+        if share:
+            new._emitted = self._emitted
         return new
 
     def __call__(self, arrays):

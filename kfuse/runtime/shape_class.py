@@ -131,6 +131,7 @@ class Template:
     shape: tuple                    # _plan_shape
     domains: tuple                  # per group, _domain_sources
     regimes: list = dataclasses.field(default_factory=list)   # regime() of the sizes checked
+    sized: tuple = ()               # positions of the integer constants read from size parameters
 
     def near(self, r: int) -> bool:
         return any(abs(r - c) < REPLAN_BITS for c in self.regimes)
@@ -182,33 +183,66 @@ class ShapeClass:
     def reuse(self, graph: Graph, replan: Callable[[], Any]) -> Reused | None:
         """The program for the optimized ``graph`` (a new size of this class) from a template, or
         None (a full build: the structure or the plan differs). ``replan()`` is the planner's
-        plan of ``graph``, asked for only in a new bucket combination."""
+        plan of ``graph``, asked for only far from the sizes the templates were checked at."""
         sig, order = signature(graph)
         same = [t for t in self.templates if t.sig == sig]
-        r = regime(graph)
-        t = next((t for t in same if t.near(r)), None)
-        replanned = t is None
-        if t is None:
-            if not same:
-                return None
-            plan = replan()
-            pos = {n: k for k, n in enumerate(order)}
-            try:
-                shape = _plan_shape(plan, pos)
-            except KeyError:
-                return None
-            t = next((t for t in same if t.shape == shape), None)
-            if t is None:
-                return None
-            t.regimes.append(r)
-        else:
-            plan = _remap(t, order, graph)
-            if plan is None:
-                return None
-        kirs = tuple(lower_group(g) for g in plan.groups)
-        if tuple(map(normal_form, kirs)) != t.normal:
+        if not same:
             return None
-        return Reused(plan, t.program.rebind(plan, kirs), replanned)
+        r = regime(graph)
+        near = [t for t in same if t.near(r)]
+        for t in near:
+            plan = _remap(t, order, graph)
+            hit = None if plan is None else self._fit(t, order, plan, False)
+            if hit is not None:
+                return hit
+        if near:
+            return None
+        plan = replan()
+        pos = {n: k for k, n in enumerate(order)}
+        try:
+            shape = _plan_shape(plan, pos)
+        except KeyError:
+            return None
+        for t in same:
+            if t.shape == shape:
+                hit = self._fit(t, order, plan, True)
+                if hit is not None:
+                    t.regimes.append(r)
+                    return hit
+        return None
+
+    def _fit(self, t: Template, order: list[Node], plan, replanned: bool) -> Reused | None:
+        """``plan`` (template ``t``'s at a new size) run by ``t``'s kernels when its kernel IR is
+        theirs but for sizes; else, when the difference is integer constants that changed with
+        the sizes (an index check's bound), a new template reading them from size parameters
+        (compiled once, reused by every later size)."""
+        sized = frozenset(order[k] for k in t.sized)
+        kirs = tuple(lower_group(g, sized=sized) for g in plan.groups)
+        if tuple(map(normal_form, kirs)) == t.normal:
+            return Reused(plan, t.program.rebind(plan, kirs), replanned)
+        moved = tuple(k for k, (a, b) in enumerate(zip(t.order, order)) if _sized_constant(a, b))
+        if not moved or set(moved) <= set(t.sized) or len(self.templates) >= MAX_TEMPLATES:
+            return None
+        ks = tuple(sorted(set(t.sized) | set(moved)))
+        kirs = tuple(lower_group(g, sized=frozenset(order[k] for k in ks)) for g in plan.groups)
+        then = tuple(lower_group(g, sized=frozenset(t.order[k] for k in ks)) for g in t.plan.groups)
+        normal = tuple(map(normal_form, kirs))
+        if normal != tuple(map(normal_form, then)):
+            return None
+        program = t.program.rebind(plan, kirs, share=False)
+        self.templates.insert(0, dataclasses.replace(
+            t, order=order, plan=plan, program=program, kirs=kirs, normal=normal,
+            regimes=[regime(plan.graph)], sized=ks))
+        return Reused(plan, program, replanned)
+
+
+def _sized_constant(a: Node, b: Node) -> bool:
+    """Whether ``a`` and ``b`` (one position of two sizes' graphs) are integer scalar constants
+    of different values that a size parameter can hold."""
+    if a.op is not Op.CONST or a.dtype.kind not in "iu" or a.shape != () or b.shape != ():
+        return False
+    va, vb = a.attr("value"), b.attr("value")
+    return va != vb and all(isinstance(v, int) and abs(v) < 2 ** 31 for v in (va, vb))
 
 
 def _remap(t: Template, order: list[Node], graph: Graph):

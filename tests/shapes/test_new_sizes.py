@@ -156,3 +156,28 @@ def test_recompile_warning_says_what_changed(monkeypatch):
     msgs = [str(w.message) for w in caught if issubclass(w.category, RecompileWarning)]
     assert len(msgs) == 1 and "compiled 3 times" in msgs[0]
     assert "this compile: argument 'x' dtype float64 -> float16" in msgs[0]
+
+
+def gather_rows(x, i):
+    return x[i] * 2.0
+
+
+def test_index_checks_follow_the_new_size(backend, monkeypatch):
+    """An index check's bound (the gathered dim's size, a constant of the check kernel) changes
+    with the size: learned once as a size parameter, then every size reuses the kernels and
+    checks against its own bound."""
+    from kfuse.runtime import cpu
+    builds = _Spy(monkeypatch, cpu, "_build")         # Numba modules made (CPU)
+    jf = kfuse.jit(gather_rows, backend=backend)
+    rng = np.random.default_rng(5)
+    for n in (10, 20, 13, 31, 7, 16, 25):
+        x = rng.random((n, 3))
+        i = np.array([0, n - 1, -n, 4], np.int64)
+        assert_matches_numpy(to_host(jf(*to_device(backend, x, i))), gather_rows(x, i))
+        with pytest.raises(IndexError):
+            jf(*to_device(backend, x, np.array([n, 0], np.int64)))
+        with pytest.raises(IndexError):
+            jf(*to_device(backend, x, np.array([0, -n - 1], np.int64)))
+    assert jf.compile_count == 1 and "kernels reused" in jf.last_build
+    if backend == "cpu":
+        assert builds.calls <= 4       # the first size's kernels, then the learned check's
