@@ -21,6 +21,9 @@ the caller traces and optimizes again (the function's Python code may depend on 
 3. every group is lowered again (sizes are the kernel's run-time parameters) and its KernelIR
    must equal the template's but for the size values; this is the proof that the compiled code
    computes the new graph, so a structure the signature missed falls back to a full build;
+   where the difference is integer constants that changed with the sizes (an index check's
+   bound), those are lowered from size parameters at both sizes and, if that makes the kernel
+   IR equal, give a new template (compiled once, then reused);
 4. ``program.rebind(plan, kirs)`` gives the program at the new size: the same compiled kernels
    (CPU schedules, CUDA/Numba-CUDA variants emitted so far), new size arguments.
 """
