@@ -364,6 +364,18 @@ class JitFunction:
             entry._torch_device = devices.pop() if len(devices) == 1 else None
         return entry
 
+    def _dispatch_notes(self, args: tuple, kwargs: dict) -> tuple[str, ...]:
+        """What a call with these arguments would build, after this function's calls so far
+        (``explain``): a compile and the argument that caused it, or a new size's retrace."""
+        specs = self._specs(self._bind(args, kwargs), abstract_ok=True)
+        sigs = tuple(_compile_signature(s) for s in specs.values())
+        if sigs in self._compiled_sigs:
+            now = ("dispatch: compiled before for these dtypes, ranks and broadcast patterns: "
+                   "a new size is traced again and reuses the kernels")
+        else:
+            now = "dispatch: a call would compile: " + _compile_reason(self._compiled_sigs, sigs, list(specs))
+        return (now, f"last build: {self.last_build}") if self.last_build else (now,)
+
     def _count_compile(self, specs: dict[str, ArgSpec]) -> None:
         """Count a compile per new kernel signature (sizes don't count: they don't recompile);
         past the limit warn once, naming the argument that keeps changing."""
@@ -742,4 +754,7 @@ def explain(fn, *args, device: str | None = None, **kwargs):
     jf = fn if isinstance(fn, JitFunction) else JitFunction(fn)
     if has_dask_arrays(args) or has_dask_arrays(kwargs.values()):
         return jf._dask("explain", jf._bind(args, kwargs))     # the chunk plan
-    return jf.lower(*args, device=device, **kwargs).plan
+    plan = jf.lower(*args, device=device, **kwargs).plan
+    if jf.compile_count:
+        plan = dataclasses.replace(plan, notes=jf._dispatch_notes(args, kwargs))
+    return plan

@@ -181,3 +181,15 @@ def test_index_checks_follow_the_new_size(backend, monkeypatch):
     assert jf.compile_count == 1 and "kernels reused" in jf.last_build
     if backend == "cpu":
         assert builds.calls <= 4       # the first size's kernels, then the learned check's
+
+
+def test_explain_says_what_a_call_would_build():
+    jf = kfuse.jit(softmax, backend="cpu")
+    jf(np.ones((3, 5), np.float32))
+    jf(np.ones((4, 6), np.float32))
+    same = str(kfuse.explain(jf, "f32[100,7]"))
+    assert "a new size is traced again and reuses the kernels" in same
+    assert "last build: new sizes (x: f32[4,6])" in same
+    other = str(kfuse.explain(jf, "f64[100,7]"))
+    assert "a call would compile: argument 'x' dtype float32 -> float64" in other
+    assert "dispatch" not in str(kfuse.explain(softmax, "f32[100,7]"))    # no calls: no history
