@@ -302,11 +302,13 @@ class JitFunction:
                                + ("and planned again" if reused.replanned else "again") + ", kernels reused")
             logs.logger.debug("%s: %s", self.fn.__qualname__, self.last_build)
         else:
+            if shapes is None:
+                self.last_build = "built again: an argument without a shape class (a list, a CPU tensor)"
+            elif shapes.templates:
+                self.retrace_count += 1
+                self.last_build = "the graph's structure or plan changed with the sizes: planned and lowered again"
             program, plan, store = self._compile(lowered, specs, backend)
             if shapes is not None:
-                if shapes.templates:
-                    self.retrace_count += 1
-                    self.last_build = "the graph's structure or plan changed with the sizes: planned and lowered again"
                 shapes.add(plan, program)
                 shapes.store = shapes.store or store
         entry = self._entry(program, graph, specs, static, values, backend)
