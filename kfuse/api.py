@@ -26,6 +26,7 @@ from .dask.detect import has_dask_arrays
 from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, ScalarSpec, StaticSpec, spec_of_value
+from .runtime.signatures import compile_reason, compile_signature
 
 BACKENDS = (_backends.AUTO, *_backends.names())
 AUTOTUNE_MODES = ("off", "cached", "on")
@@ -370,21 +371,21 @@ class JitFunction:
         """What a call with these arguments would build, after this function's calls so far
         (``explain``): a compile and the argument that caused it, or a new size's retrace."""
         specs = self._specs(self._bind(args, kwargs), abstract_ok=True)
-        sigs = tuple(_compile_signature(s) for s in specs.values())
+        sigs = tuple(compile_signature(s) for s in specs.values())
         if sigs in self._compiled_sigs:
             now = ("dispatch: compiled before for these dtypes, ranks and broadcast patterns: "
                    "a new size is traced again and reuses the kernels")
         else:
-            now = "dispatch: a call would compile: " + _compile_reason(self._compiled_sigs, sigs, list(specs))
+            now = "dispatch: a call would compile: " + compile_reason(self._compiled_sigs, sigs, list(specs))
         return (now, f"last build: {self.last_build}") if self.last_build else (now,)
 
     def _count_compile(self, specs: dict[str, ArgSpec]) -> None:
         """Count a compile per new kernel signature (sizes don't count: they don't recompile);
         past the limit warn once, naming the argument that keeps changing."""
-        sigs = tuple(_compile_signature(s) for s in specs.values())
+        sigs = tuple(compile_signature(s) for s in specs.values())
         if sigs in self._compiled_sigs:
             return
-        self.last_build = "compiled: " + _compile_reason(self._compiled_sigs, sigs, list(specs))
+        self.last_build = "compiled: " + compile_reason(self._compiled_sigs, sigs, list(specs))
         self._compiled_sigs[sigs] = None
         self.compile_count += 1
         if self._recompiles is None:
@@ -442,41 +443,6 @@ def _dump_stages(root: str, name: str, specs: dict, program) -> None:
         ext = {"cpu": "py", "cuda": "cu", "numba": "py", "ptx": "ptx"}.get(stage, "txt")
         with open(os.path.join(d, f"{stage}.{ext}"), "w") as f:
             f.write(text + "\n")
-
-
-def _compile_reason(seen, sigs: tuple, names: list) -> str:
-    """What made ``sigs`` (``_compile_signature`` per argument) a new compile: the argument
-    changes from the nearest signature compiled before, the latest of equals (sizes never are:
-    they reuse kernels)."""
-    if not seen:
-        return "first call"
-    near = min(reversed(seen), key=lambda s: sum(a != b for a, b in zip(s, sigs)) + abs(len(s) - len(sigs)))
-    what = []
-    for name, old, new in zip(names, near, sigs):
-        if old == new:
-            continue
-        if old[0] == new[0] == "array":
-            for k, field in ((1, "dtype"), (2, "rank"), (3, "broadcast pattern (dims of size 1)")):
-                if old[k] != new[k]:
-                    what.append(f"argument {name!r} {field} {_sig_text(old[k])} -> {_sig_text(new[k])}")
-                    break
-        else:
-            what.append(f"argument {name!r} {_sig_text(old)} -> {_sig_text(new)}")
-    return "; ".join(what) or "a new argument list"
-
-
-def _sig_text(v) -> str:
-    if isinstance(v, tuple) and v and all(isinstance(x, bool) for x in v):
-        return "(" + ", ".join("1" if x else "n" for x in v) + ")"
-    return str(v) if not isinstance(v, tuple) else " ".join(map(str, v))
-
-
-def _compile_signature(spec: ArgSpec) -> tuple:
-    if isinstance(spec, ArraySpec):
-        return ("array", spec.dtype.name, len(spec.shape), tuple(d == 1 for d in spec.shape))
-    if isinstance(spec, ScalarSpec):
-        return ("scalar", spec.pytype.__name__)
-    return ("static", repr(spec.value))
 
 
 def _buffer(a) -> tuple[int, int]:

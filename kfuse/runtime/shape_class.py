@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from ..codegen import kernel_ir as K
 from ..codegen.lower import lower_group
+from ..errors import CompileError
 from ..ir.graph import Graph, Node
 from ..ir.ops import Op
 
@@ -215,6 +216,12 @@ class ShapeClass:
         return None
 
     def _fit(self, t: Template, order: list[Node], plan, replanned: bool) -> Reused | None:
+        try:
+            return self._fit_kernels(t, order, plan, replanned)
+        except CompileError:            # the template's grouping does not lower here: a full build
+            return None
+
+    def _fit_kernels(self, t: Template, order: list[Node], plan, replanned: bool) -> Reused | None:
         """``plan`` (template ``t``'s at a new size) run by ``t``'s kernels when its kernel IR is
         theirs but for sizes; else, when the difference is integer constants that changed with
         the sizes (an index check's bound), a new template reading them from size parameters
@@ -268,3 +275,4 @@ def _remap(t: Template, order: list[Node], graph: Graph):
     return dataclasses.replace(old, graph=graph, groups=tuple(groups),
                                passthrough=tuple(m[n] for n in old.passthrough),
                                views=tuple(m[n] for n in old.views))
+
