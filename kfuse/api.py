@@ -2,9 +2,10 @@
 printable stages ``Lowered.as_text(stage)``.
 
 Dispatch (the hot path) is one dictionary lookup keyed by each argument's type, dtype, shape and
-strides (static arguments by value, Python scalars by type). A miss traces, plans and builds a
-program; compiled kernels are memoised by their source text below this layer, so a new size
-re-plans (cheap) but never recompiles.
+strides (static arguments by value, Python scalars by type). A miss traces again; within a shape
+class (the key without sizes) the plan and compiled program of an earlier size are reused
+(``runtime.shape_class``), else it plans and builds a program; compiled kernels are memoised by
+their source text below this layer, so a new size never recompiles.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.specs import ArgSpec, ArraySpec, GeneratorSpec, ScalarSpec, StaticSpec, spec_of_value
 from .runtime.seeds import Seeds
+from .runtime.signatures import compile_reason, compile_signature
 
 BACKENDS = (_backends.AUTO, *_backends.names())
 AUTOTUNE_MODES = ("off", "cached", "on")
@@ -109,6 +111,18 @@ def _key_uncacheable(a):
     return _UNCACHEABLE
 
 
+def _class_key(a):
+    """An argument's part of the shape-class key: ``_arg_key`` without sizes and strides (an
+    array's type, dtype, rank, which dims are 1, device)."""
+    family = _family(type(a))
+    if family is None:
+        return _arg_key(a)
+    if family == "torch" and not a.is_cuda:
+        return _UNCACHEABLE
+    dev = a.data.device_id if family == "cupy" else (a.get_device() if family == "torch" else None)
+    return (type(a), a.dtype, tuple(d == 1 for d in a.shape), dev)
+
+
 def _key_static(a):
     return (type(a), a)
 
@@ -159,9 +173,12 @@ class JitFunction:
                 raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
         self._static = frozenset(options.static_argnames)
         self._programs: dict[tuple, "_Entry"] = {}
-        self._compiled_sigs: set[tuple] = set()   # (dtype, rank, broadcast pattern) per argument
+        self._compiled_sigs: dict[tuple, None] = {}   # (dtype, rank, broadcast pattern) per argument, in order
         self._recompiles = None
         self.compile_count = 0
+        self._classes: dict[tuple, Any] = {}      # shape class -> runtime.shape_class.ShapeClass
+        self.retrace_count = 0          # new sizes traced again (their kernels reused or not)
+        self.last_build = ""            # what the last build did and why (``explain``, logs)
 
     # ---- argument handling -------------------------------------------------------------
     def _bind(self, args, kwargs) -> dict[str, Any]:
@@ -292,6 +309,49 @@ class JitFunction:
         elif backend.on_host:
             graph = graph.with_host_checks_on_device()
         lowered = Lowered(graph, self.options.device, backend, self.options)
+        from .runtime.shape_class import ShapeClass
+        shapes = self._shape_class(args, ShapeClass)
+        reused = shapes.reuse(lowered.optimized, lambda: lowered.plan) if shapes and shapes.templates else None
+        if reused is not None:          # a new size: the class's plan and kernels, new sizes
+            program, plan, store = reused.program, reused.plan, shapes.store
+            self.retrace_count += 1
+            self.last_build = ("new sizes (" + ", ".join(f"{k}: {v}" for k, v in specs.items()) + "): traced "
+                               + ("and planned again" if reused.replanned else "again") + ", kernels reused")
+            logs.logger.debug("%s: %s", self.fn.__qualname__, self.last_build)
+        else:
+            if shapes is None:
+                self.last_build = "built again: an argument without a shape class (a list, a CPU tensor)"
+            elif shapes.templates:
+                self.retrace_count += 1
+                self.last_build = "the graph's structure or plan changed with the sizes: planned and lowered again"
+            program, plan, store = self._compile(lowered, specs, backend)
+            if shapes is not None:
+                shapes.add(plan, program)
+                shapes.store = shapes.store or store
+        entry = self._entry(program, graph, specs, static, values, backend)
+        mode = self.options.autotune or _config.get().autotune
+        if mode != "off" and Feature.AUTOTUNE in backend.features:
+            from .autotune.tuner import tune_and_apply
+            tune_and_apply(plan, entry.arrays(args), backend, mode, store, program)
+        return entry
+
+    def _shape_class(self, args: tuple, make):
+        """The shape class of these arguments (``runtime.shape_class``), None when one cannot be
+        keyed (an unhashable or uncacheable argument)."""
+        static = self._static
+        key = tuple(a if n in static else _class_key(a) for n, a in zip(self._params, args))
+        if any(k is _UNCACHEABLE for k in key):
+            return None
+        try:
+            sc = self._classes.get(key)
+        except TypeError:
+            return None
+        if sc is None:
+            sc = self._classes[key] = make()
+        return sc
+
+    def _compile(self, lowered: "Lowered", specs: dict, backend) -> tuple:
+        """(program, plan, store) of a full build: plan, lower, emit, compile (memoised by source)."""
         store = _open_cache()
         if store is not None:       # new kernel entries name this function (`kfuse cache ls`)
             from .runtime.cache import LabelledStore
@@ -301,9 +361,12 @@ class JitFunction:
                 "device": lowered.plan.device.name})
         program = lowered.compile(store)
         self._count_compile(specs)
-        _log_compile(self.fn, specs, backend, program)
+        _log_compile(self.fn, specs, backend, program, self.last_build)
         if _config.get().dump_dir:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
+        return program, lowered.plan, store
+
+    def _entry(self, program, graph: Graph, specs: dict, static, values: dict, backend) -> "_Entry":
         dynamic = [n for n in self._params if n not in static and not isinstance(specs[n], GeneratorSpec)]
         entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend, Seeds(graph, self._params) or None)
@@ -318,28 +381,38 @@ class JitFunction:
         if not backend.on_host and arg_kinds and all(k == "torch" for k in arg_kinds):
             devices = {values[n].get_device() for n in dynamic}
             entry._torch_device = devices.pop() if len(devices) == 1 else None
-        mode = self.options.autotune or _config.get().autotune
-        if mode != "off" and Feature.AUTOTUNE in backend.features:
-            from .autotune.tuner import tune_and_apply
-            tune_and_apply(lowered, entry.arrays(args), backend, mode, store, program)
         return entry
+
+    def _dispatch_notes(self, args: tuple, kwargs: dict) -> tuple[str, ...]:
+        """What a call with these arguments would build, after this function's calls so far
+        (``explain``): a compile and the argument that caused it, or a new size's retrace."""
+        specs = self._specs(self._bind(args, kwargs), abstract_ok=True)
+        sigs = tuple(compile_signature(s) for s in specs.values())
+        if sigs in self._compiled_sigs:
+            now = ("dispatch: compiled before for these dtypes, ranks and broadcast patterns: "
+                   "a new size is traced again and reuses the kernels")
+        else:
+            now = "dispatch: a call would compile: " + compile_reason(self._compiled_sigs, sigs, list(specs))
+        return (now, f"last build: {self.last_build}") if self.last_build else (now,)
 
     def _count_compile(self, specs: dict[str, ArgSpec]) -> None:
         """Count a compile per new kernel signature (sizes don't count: they don't recompile);
         past the limit warn once, naming the argument that keeps changing."""
-        sigs = tuple(_compile_signature(s) for s in specs.values())
+        sigs = tuple(compile_signature(s) for s in specs.values())
         if sigs in self._compiled_sigs:
             return
-        self._compiled_sigs.add(sigs)
+        self.last_build = "compiled: " + compile_reason(self._compiled_sigs, sigs, list(specs))
+        self._compiled_sigs[sigs] = None
         self.compile_count += 1
         if self._recompiles is None:
             from .runtime.cache import RecompileCounter
             self._recompiles = RecompileCounter()
         msg = self._recompiles.record(self.fn.__qualname__, sigs, list(specs))
         if msg:
+            msg += f" (this compile: {self.last_build[len('compiled: '):]})"
             import warnings
             from .runtime.cache import RecompileWarning
-            warnings.warn(msg, RecompileWarning, stacklevel=4)
+            warnings.warn(msg, RecompileWarning, stacklevel=5)   # user -> __call__ -> _build -> _compile -> here
 
     def _segmented(self, values: dict[str, Any], backend: Backend | str):
         """The runner of a signature whose whole-function trace breaks (``kfuse.breaks``)."""
@@ -389,12 +462,13 @@ class _SegmentCompiler:
         return _Entry(program, graph, list(range(len(specs))), specs, lowered.backend)
 
 
-def _log_compile(fn, specs: dict, backend: str, program) -> None:
-    """The plan of a new compile, at INFO on the ``kfuse`` logger (``KFUSE_DEBUG=1``)."""
+def _log_compile(fn, specs: dict, backend: str, program, why: str = "") -> None:
+    """The plan of a new compile and what caused it, at INFO on the ``kfuse`` logger
+    (``KFUSE_DEBUG=1``)."""
     if logs.logger.isEnabledFor(logging.INFO):
         sig = ", ".join(f"{k}: {v}" for k, v in specs.items())
-        logs.logger.info("compiled %s.%s(%s) for %s:\n%s", fn.__module__, fn.__qualname__, sig,
-                         backend, program.plan)
+        logs.logger.info("compiled %s.%s(%s) for %s (%s):\n%s", fn.__module__, fn.__qualname__, sig,
+                         backend, why or "new sizes whose structure changed", program.plan)
 
 
 def _dump_stages(root: str, name: str, specs: dict, program) -> None:
@@ -414,16 +488,6 @@ def _dump_stages(root: str, name: str, specs: dict, program) -> None:
         ext = {"cpu": "py", "cuda": "cu", "numba": "py", "ptx": "ptx"}.get(stage, "txt")
         with open(os.path.join(d, f"{stage}.{ext}"), "w") as f:
             f.write(text + "\n")
-
-
-def _compile_signature(spec: ArgSpec) -> tuple:
-    if isinstance(spec, ArraySpec):
-        return ("array", spec.dtype.name, len(spec.shape), tuple(d == 1 for d in spec.shape))
-    if isinstance(spec, ScalarSpec):
-        return ("scalar", spec.pytype.__name__)
-    if isinstance(spec, GeneratorSpec):
-        return ("generator",)
-    return ("static", repr(spec.value))
 
 
 def _buffer(a) -> tuple[int, int]:
@@ -746,10 +810,14 @@ def explain(fn, *args, device: str | None = None, **kwargs):
         return jf._dask("explain", jf._bind(args, kwargs))     # the chunk plan
     from .trace.core import GraphBreak
     try:
-        return jf.lower(*args, device=device, **kwargs).plan
+        plan = jf.lower(*args, device=device, **kwargs).plan
     except GraphBreak:
         if jf.options.fullgraph:
             raise
+    else:
+        if jf.compile_count:
+            plan = dataclasses.replace(plan, notes=jf._dispatch_notes(args, kwargs))
+        return plan
     values = jf._bind(args, kwargs)         # the segments: run on copies of arrays, or on specs
     concrete = all(not isinstance(v, str) for v in values.values())
     specs = jf._specs(values, abstract_ok=not concrete)

@@ -10,13 +10,17 @@ kernel objects' ``parallel``/``fns`` attributes (a stop-gap until that hook exis
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import space as S
 
 
+@functools.cache
 def cpu_arch() -> str:
-    """What a CPU tuning result depends on: the host CPU model and the Numba thread pool size."""
+    """What a CPU tuning result depends on: the host CPU model and the Numba thread pool size
+    (both fixed for the process: asked once)."""
     import llvmlite.binding as llvm     # (Numba and llvmlite are imported on the CPU path only)
     import numba
     try:

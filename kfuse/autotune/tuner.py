@@ -61,6 +61,10 @@ class Budget:
 
 PROCESS_BUDGET = Budget()
 _MEMO: dict = {}                # (kernel key hash, bucket, arch) -> TileConfig; a cache only
+# the keys of _MEMO looked up in the store and found nothing usable (mode "cached"): a new size in
+# the same bucket does not read the disk again; a tuning another process stores later is seen by
+# this process's next bucket, or after ``reset()``
+_ABSENT: set = set()
 STATS = {"measured": 0, "tuned_kernels": 0, "store_hits": 0, "memo_hits": 0}
 
 
@@ -97,6 +101,19 @@ def kernel_key(source: str, signature, backend, arch: str) -> dict:
     return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
                                  signature=signature, backend=be.name, arch=arch,
                                  extra={"purpose": "tuning"}, tools=be.tools)
+
+
+_KHASH: dict = {}
+
+
+def _kernel_hash(source: str, sig: tuple, backend, arch: str) -> str:
+    """``key_hash(kernel_key(...))``, memoised: a kernel at each new size of its shape class has
+    the same source, so its tuning key is hashed once per process."""
+    memo = (source, sig, backend.name, arch)
+    h = _KHASH.get(memo)
+    if h is None:
+        h = _KHASH[memo] = keys.key_hash(kernel_key(source, [list(s) for s in sig], backend, arch))
+    return h
 
 
 def tune_program(lowered_or_plan, arrays=None, backend="cpu", mode: str | None = None,
@@ -154,16 +171,18 @@ def tune_program(lowered_or_plan, arrays=None, backend="cpu", mode: str | None =
             rep = GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id])
             try:
                 bucket = keys.shape_bucket(g.domain)
-                sig = [[str(n.dtype), len(n.shape)] for n in g.inputs]
-                kkey = kernel_key(sources[g.id], sig, backend, arch)
-                khash = keys.key_hash(kkey)
+                khash = _kernel_hash(sources[g.id], tuple((str(n.dtype), len(n.shape)) for n in g.inputs),
+                                     backend, arch)
                 memo_key = (khash, tuple(bucket), arch)
                 hit = _MEMO.get(memo_key)
                 if hit is not None:
                     rep.source, rep.config = "memo", hit
                     STATS["memo_hits"] += 1
                 else:
-                    stored = _load(store, khash, bucket, arch, g, device, max_threads, backend)
+                    stored = None if memo_key in _ABSENT else _load(store, khash, bucket, arch, g,
+                                                                    device, max_threads, backend)
+                    if stored is None and mode != "on":
+                        _ABSENT.add(memo_key)
                     if stored is not None:
                         rep.source, rep.config = "stored", stored
                         STATS["store_hits"] += 1
@@ -379,6 +398,8 @@ def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top
 def reset() -> None:
     """Forget the process memo, counters and spent budget (tests)."""
     _MEMO.clear()
+    _ABSENT.clear()
+    _KHASH.clear()
     for k in STATS:
         STATS[k] = 0
     PROCESS_BUDGET.spent = 0.0

@@ -7,6 +7,8 @@ subexpressions are computed once. Every concrete extent/start becomes a run-time
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import CompileError
@@ -21,13 +23,19 @@ _ACC_KIND = {Op.SUM: "sum", Op.PROD: "prod", Op.MAX: "max", Op.MIN: "min", Op.AN
 
 
 def _dt(node: Node) -> str:
-    return node.dtype.name
+    return _dtype_name(node.dtype)
+
+
+@functools.cache
+def _dtype_name(dt: np.dtype) -> str:
+    return dt.name                  # (NumPy computes the name in Python each time)
 
 
 class _Lowerer:
-    def __init__(self, group, tile):
+    def __init__(self, group, tile, sized=frozenset()):
         self.group = group
         self.tile = tile
+        self.sized = sized
         self.inputs = list(group.inputs)
         self.in_index = {n: k for k, n in enumerate(self.inputs)}
         self.members = set(group.nodes)
@@ -58,6 +66,42 @@ class _Lowerer:
         e = K.IVar(p.name)
         self._size_memo[key] = e
         return e
+
+    def count_expr(self, node: Node) -> str | None:
+        """A constant read from the size parameters instead of compiled in, so that a new size
+        reuses the kernel, with the same value (the int64 cast to the constant's dtype, rounded
+        once): one of ``sized`` (its absolute value a parameter), or in a reduce kernel one
+        equal to the number of elements it reduces (a mean's or variance's count, NumPy's
+        ``intp`` count folded to the loop dtype)."""
+        if node in self.sized:
+            value = int(node.attr("value"))
+            v = self.new_var()
+            self.emit(K.Index(v, self.size(("const", node), abs(value), "a size-dependent constant")), False)
+            if value < 0:
+                n = self.new_var()
+                self.emit(K.Op(n, "negative", "int64", (v,), ("int64",)), False)
+                v = n
+            return self._cast_index(v, node)
+        if not self.axes or node.dtype.kind not in "iuf" or node.shape != ():
+            return None
+        dims = [d for d in self.axes if self.domain_shape[d] != 1]
+        count = int(np.prod([self.domain_shape[d] for d in dims], dtype=np.int64))
+        if not dims or count <= 1 or node.attr("value") != count:
+            return None
+        expr = self.domain[dims[0]]
+        for d in dims[1:]:
+            expr = K.IBin("*", expr, self.domain[d])
+        v = self.new_var()
+        self.emit(K.Index(v, expr), False)
+        return self._cast_index(v, node)
+
+    def _cast_index(self, v: str, node: Node) -> str:
+        """Int64 value ``v`` as the constant ``node``'s dtype."""
+        if _dt(node) == "int64":
+            return v
+        c = self.new_var()
+        self.emit(K.Op(c, "cast", _dt(node), (v,), ("int64",)), False)
+        return c
 
     def new_var(self) -> str:
         v = f"v{self.nvar}"
@@ -102,6 +146,9 @@ class _Lowerer:
                                "nor one of its inputs")
         op = node.op
         if op is Op.CONST:
+            count = self.count_expr(node)
+            if count is not None:
+                return count, False
             v = self.new_var()
             self.emit(K.Const(v, _dt(node), node.attr("value")), False)
             return v, False
@@ -508,6 +555,8 @@ def scan_init(node: Node):
     return int(info.max) if hi else int(info.min)
 
 
-def lower_group(group, tile=None) -> K.KernelIR:
-    """Lower one fusion group (``elementwise``, ``reduce`` or ``matmul``) to a KernelIR."""
-    return _Lowerer(group, tile).run()
+def lower_group(group, tile=None, sized: frozenset = frozenset()) -> K.KernelIR:
+    """Lower one fusion group (``elementwise``, ``reduce`` or ``matmul``) to a KernelIR.
+    ``sized``: integer CONST nodes read from size parameters instead of compiled in (constants
+    that change with the arguments' sizes, such as an index check's bound: ``runtime.shape_class``)."""
+    return _Lowerer(group, tile, sized).run()

@@ -82,5 +82,6 @@ def format_plan(plan) -> str:
         lines += [f"    - {r.what}: {r.reason}" for r in plan.refused]
     else:
         lines.append("  refused fusions: none")
+    lines += [f"  {note}" for note in getattr(plan, "notes", ())]
     return "\n".join(lines)
 

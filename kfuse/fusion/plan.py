@@ -110,6 +110,7 @@ class Plan:
     device: Any = None              # fusion.cost.DeviceSpec used for the decisions
     passthrough: tuple[Node, ...] = ()
     views: tuple[Node, ...] = ()    # outputs returned as a reshape of their input's kernel output
+    notes: tuple[str, ...] = ()     # lines printed after the plan (``kfuse.explain``: dispatch)
 
     @property
     def kernels(self) -> list[KernelGroup]:

@@ -197,6 +197,12 @@ class _Variants:
         self.direct: dict = {}      # strides -> (seq, par, schedule) that take the arguments as they are
         self.last = None
 
+    def rebind(self, kir) -> "_Variants":
+        """The schedules of ``kir``, this kernel's IR at other sizes: the compiled ones shared."""
+        new = _Variants(kir, self.cache)
+        new.by_sched, new.last = self.by_sched, self.last
+        return new
+
     def schedule(self, ins) -> CS.CpuSchedule:
         key = tuple(a.strides for a in ins)
         sched = self.by_strides.get(key)
@@ -295,6 +301,16 @@ class CpuProgram:
         when a call's strides choose another one)."""
         self._shown = tuple(k.variants.last for k in self.kernels)
         self.stages["cpu"] = "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in self.kernels)
+
+    def rebind(self, plan, kirs, share: bool = True) -> "CpuProgram":
+        """This program for ``plan``, the same plan at other sizes (each group's kernel IR equal to
+        this program's but for its size values): nothing is emitted or compiled again. Not
+        ``share``: a program of ``kirs`` compiled afresh (other code, same plan)."""
+        if not share:
+            return CpuProgram(plan, [_kernel(g, kir, k.variants.cache)
+                                     for g, kir, k in zip(plan.groups, kirs, self.kernels)])
+        return CpuProgram(plan, [_Kernel(g, kir, k.variants.rebind(kir))
+                                 for g, kir, k in zip(plan.groups, kirs, self.kernels)])
 
     def set_variant(self, group_id: int, variant: str, threads: int = 0) -> None:
         """Use the parallel ("par") or sequential ("seq") kernel of a group (the autotuner's knob)."""
@@ -406,11 +422,12 @@ def matmul(ins, c) -> np.ndarray:
 
 def compile_plan(plan, cache=None) -> CpuProgram:
     """Lower, emit and compile (memoised by source) every kernel of ``plan``."""
-    kernels = []
-    for g in plan.groups:
-        kir = lower_group(g)
-        variants = _Variants(kir, cache)
-        metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
-        variants.compiled(CS.choose(kir, metas, variants.sizes))   # contiguous inputs' schedule
-        kernels.append(_Kernel(g, kir, variants))
-    return CpuProgram(plan, kernels)
+    return CpuProgram(plan, [_kernel(g, lower_group(g), cache) for g in plan.groups])
+
+
+def _kernel(g, kir, cache) -> _Kernel:
+    """Group ``g``'s kernel of ``kir``, its contiguous inputs' schedule compiled."""
+    variants = _Variants(kir, cache)
+    metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
+    variants.compiled(CS.choose(kir, metas, variants.sizes))
+    return _Kernel(g, kir, variants)

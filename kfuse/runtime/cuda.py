@@ -158,7 +158,7 @@ class _Launcher(LauncherBase):
 
     def _build(self, ins, outs, props) -> tuple:
         variant, grid = self.variant_for(ins, outs, props)
-        kernel = cuda_emit.emit_kernel(self.kir_for(variant), variant)
+        kernel = self.emit(variant, lambda: cuda_emit.emit_kernel(self.kir_for(variant), variant))
         func = _function(kernel, props["device_id"], self.arch, self.cache)
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:

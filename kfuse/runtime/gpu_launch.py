@@ -41,6 +41,16 @@ class LauncherBase:
         self.sizes = tuple(np.int64(s.value) for s in kir.sizes)
         self.size_of = {s.name: s.value for s in kir.sizes}
         self._variants: dict = {}
+        # variant -> its emitted kernel, shared by this group's launchers at every size of one
+        # shape class (GpuProgram.rebind): emitting depends on the IR's structure, not its sizes
+        self.emitted: dict = {}
+
+    def emit(self, variant, render):
+        """``render()`` (the source of ``variant``), once per variant across sizes."""
+        hit = self.emitted.get(variant)
+        if hit is None:
+            hit = self.emitted[variant] = render()
+        return hit
 
     def extent(self, d: int) -> int:
         e = self.kir.domain[d]
@@ -216,6 +226,7 @@ class GpuProgram:
         self._bf16_out = any(o.dtype == interop.BF16 for o in plan.graph.outputs)
         self._props: dict = {}
         self._single = None             # _single_kernel(), decided when the launchers are made
+        self._emitted = [{} for _ in plan.groups]   # per group: LauncherBase.emitted
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
         # scatter group id -> {output: base input} where it writes into its base's buffer
         self._in_place = {g.id: dict(k.init_from) for g, k in zip(plan.groups, kirs)
@@ -226,6 +237,17 @@ class GpuProgram:
 
     def _launcher(self, group, kir) -> LauncherBase:
         raise NotImplementedError
+
+    def rebind(self, plan, kirs, share: bool = True) -> "GpuProgram":
+        """This program for ``plan``, the same plan at other sizes (each group's kernel IR equal to
+        this program's but for its size values): its launchers share the kernels emitted so far,
+        so a new size emits and compiles nothing it has seen (``runtime.shape_class``). Not
+        ``share``: a program of ``kirs`` emitted afresh (other code, same plan)."""
+        new = object.__new__(type(self))
+        GpuProgram.__init__(new, plan, kirs, self.cache, self.arch)
+        if share:
+            new._emitted = self._emitted
+        return new
 
     def __call__(self, arrays):
         import cupy
@@ -294,6 +316,8 @@ class GpuProgram:
         if self.launchers is None:
             self.arch = props["arch"]
             self.launchers = [self._launcher(g, k) for g, k in zip(self.plan.groups, self.kirs)]
+            for launcher, emitted in zip(self.launchers, self._emitted):
+                launcher.emitted = emitted
             self._single = self._single_kernel()
         if self._single is not None:        # one kernel whose outputs are the program's
             positions, launch, out_sig = self._single

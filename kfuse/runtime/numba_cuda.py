@@ -69,7 +69,7 @@ class _Launcher(LauncherBase):
     def _build(self, ins, outs, props) -> tuple:
         sm = props["sm_count"]
         variant, grid = self._reduce(ins, sm) if self.kir.kind in ROW_KINDS else self._ew(sm)
-        src = nc.emit(self.kir, variant)
+        src = self.emit(variant, lambda: nc.emit(self.kir, variant))
         return variant, _function(src, props["device_id"], self.arch, self.cache), grid, variant.block
 
     def _ew(self, sm):
