@@ -28,7 +28,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_cols
+from . import cpu_cols, cpu_complex
 from .cpu_helpers import HELPERS as _HELPERS
 from .accs import combine_expr
 from .decompose import decompose
@@ -93,6 +93,10 @@ class CpuOps(PyOps):
     def cast(self, a: str, src: str, dst: str) -> str:
         if src == dst:
             return a
+        if src.startswith("complex") and not dst.startswith("complex"):
+            if dst == "bool":
+                return f"{a} != 0"
+            return self.cast(f"{a}.real", "float32" if src == "complex64" else "float64", dst)
         if dst == "float16":        # one rounding: from float32 where it holds every value of src
             exact = src in _EXACT_IN_F32
             return f"{self.use('_rf16f' if exact else '_rf16')}(np.float{32 if exact else 64}({a}))"
@@ -107,6 +111,12 @@ class CpuOps(PyOps):
 
     def int_result(self, expr: str, dt: str) -> str:
         return f"{_ctor(dt)}({expr})"
+
+    def complex_expr(self, op: str, t: str, dt: str, a) -> str:
+        e = cpu_complex.expr(op, t, dt, a, self.use)
+        if e is None:
+            raise self.error(op, t)
+        return e
 
     def special(self, op: str, t: str, a) -> str | None:
         if op in _F32_HELPERS and _vt(t) == "float32":
@@ -208,6 +218,11 @@ class _Emitter:
             if acc.kind not in ("argmax", "argmin"):     # codegen.accs (integers wrap in uint64)
                 return [f"{a} = {combine_expr(acc, a, s, acc.src_dtype, self.ops.op_expr, _literal)}"]
             cmp = ">" if acc.kind == "argmax" else "<"
+            if acc.src_dtype.startswith("complex"):     # NumPy's: lexicographic, the first NaN wins
+                nan = self.use("_cisnan")
+                return [f"if (({s}.real {cmp} {a}.real or ({s}.real == {a}.real and {s}.imag {cmp} {a}.imag))"
+                        f" or {nan}({s})) and not {nan}({a}):",
+                        f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]
             return [f"if {s} {cmp} {a} or ({s} != {s} and {a} == {a}):",
                     f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]
         # result
