@@ -1,5 +1,5 @@
 """Builders for contractions: ``@``/np.matmul (1-D, 2-D and batched with broadcast batch dims),
-np.tensordot, np.dot and np.inner (any rank), np.vdot (real), np.outer, and the NumPy 2 gufuncs
+np.tensordot, np.dot and np.inner (any rank), np.vdot (the first operand conjugated), np.outer, and the NumPy 2 gufuncs
 np.vecdot, np.matvec, np.vecmat.
 
 np.tensordot (and with it N-D dot and inner) moves the contracted axes last in the first operand
@@ -166,7 +166,10 @@ def vdot(a, b) -> Tracer:
     x, y = as_node(a, "operand of vdot"), as_node(b, "operand of vdot")
     if x.size != y.size:
         raise ValueError(f"cannot reshape array: vdot needs equal sizes{at(loc())}")
-    return dot(Tracer(reshape_node(x, (x.size,))), Tracer(reshape_node(y, (y.size,))))
+    first = Tracer(reshape_node(x, (x.size,)))
+    if x.dtype.kind == "c":         # np.vdot conjugates its first operand
+        first = apply_ufunc("conjugate", first)
+    return dot(first, Tracer(reshape_node(y, (y.size,))))
 
 
 def outer(a, b, out=None) -> Tracer:
