@@ -137,7 +137,7 @@ _VECTOR_CORES = {"vecdot": ("(n),(n)->()", (1, 1)), "matvec": ("(m,n),(n)->(m)",
 def vector_gufunc(name: str, a, b, axes=None, axis=None) -> Tracer:
     """np.vecdot (x1 · x2 over ``axis``), np.matvec (matrix @ vector), np.vecmat (vector @ matrix)
     with broadcast loop dimensions, as one matmul (a vector made a one-row or one-column matrix);
-    real dtypes only, so no conjugation."""
+    a complex first vector (vecdot's, vecmat's) is conjugated, as NumPy's."""
     if axes is not None:
         raise unsupported(f"np.{name} with axes=")
     if axis is not None and name != "vecdot":
@@ -151,6 +151,8 @@ def vector_gufunc(name: str, a, b, axes=None, axis=None) -> Tracer:
     if axis is not None:        # vecdot's core axis, in both operands, moved last
         x, y = (permute_node(n, [d for d in range(n.ndim) if d != k] + [k])
                 for n, k in ((x, axis_index(axis, x.ndim)), (y, axis_index(axis, y.ndim))))
+    if cores[0] == 1 and x.dtype.kind == "c":
+        x = apply_ufunc("conjugate", Tracer(x)).node
     k, k2 = x.shape[-1], y.shape[-cores[1]]
     if k != k2:
         raise ValueError(f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc "

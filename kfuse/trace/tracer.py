@@ -114,8 +114,9 @@ def _check_out_cast(x, other, ufunc: str) -> None:
 
 
 def _conj(self):
-    """``x.conj()`` / ``x.conjugate()``: ``np.conjugate(x)``."""
-    return ew.apply_ufunc("conjugate", self)
+    """``x.conj()`` / ``x.conjugate()``: ``np.conjugate(x)`` of a complex array; a real one is
+    returned as it is (NumPy's method calls no ufunc: a bool array stays bool)."""
+    return ew.apply_ufunc("conjugate", self) if self.dtype.kind == "c" else self
 
 
 def _iter(self):
