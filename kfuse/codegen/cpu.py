@@ -76,6 +76,12 @@ def vectorised_helper(op: str, dtype: str) -> bool:
     return op in _F32_HELPERS and _vt(dtype) == "float32"
 
 
+def _complex_product(op: str, dtype: str) -> bool:
+    """A complex cumprod: NumPy's accumulate starts from the first factor (1 * x is not x where x
+    has an infinite part), its prod reduction from 1 + 0j (the accumulator's init)."""
+    return op == "multiply" and dtype.startswith("complex")
+
+
 def _vt(dtype: str) -> str:
     """The Numba value type of a dtype (float16 values live in float32)."""
     return "float32" if dtype == "float16" else dtype
@@ -184,6 +190,8 @@ class _Emitter:
         if isinstance(st, K.Op):
             return f"{st.dst} = {self.op_expr(st)}"
         if isinstance(st, K.Scan):              # the running value is dst itself (set before the loop)
+            if _complex_product(st.op, st.dtype):
+                return f"{st.dst} = {self.use('_cprodstep_' + st.dtype)}({st.dst}, {st.src})"
             return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
@@ -286,7 +294,7 @@ class _Emitter:
                 continue
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=vector)]
-            lines += ["    " * ind + f"{sc.dst} = {_literal(sc.init, sc.dtype)}" for sc in K.scans(ph.body)]
+            lines += ["    " * ind + f"{sc.dst} = {self.scan_init(sc)}" for sc in K.scans(ph.body)]
             keys = K.value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
@@ -327,6 +335,11 @@ class _Emitter:
         lines.append("    " * (ind + 3) + f"for i{last} in range(tl * {B}, min(tl * {B} + {B}, {el})):")
         lines += ["    " * (ind + 4) + self.stmt(s) for s in kir.phases[0].pre]
         return lines
+
+    def scan_init(self, sc: K.Scan) -> str:
+        if _complex_product(sc.op, sc.dtype):
+            return f"{self.use('_cunit_' + sc.dtype)}()"
+        return _literal(sc.init, sc.dtype)
 
     def reused(self, st, inner, keys) -> str | None:
         """``st`` as a read of a scratch row that an earlier phase of this outer trip filled with

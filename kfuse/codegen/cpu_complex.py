@@ -120,6 +120,22 @@ def _cfmul_{_C}(z, w):
     a, b, c, d = z.real, z.imag, w.real, w.imag
     return np.{_C}(complex(_fma(a, c, -(b * d)), _fma(a, d, b * c)))
 ''', ("_fma",))
+    _I, _SENT = ("int32", "0x7fc0c0de") if _T == "float32" else ("int64", "0x7ff80000c0de0001")
+    _helper(f"_cunit_{_C}", f'''
+{_NJIT}
+def _cunit_{_C}():
+    """The start of a complex cumprod: a NaN of its own payload that the first factor replaces
+    (1 * x is not x where x has an infinite part: NumPy's accumulate starts from x itself)."""
+    return np.{_C}(complex(np.{_I}({_SENT}).view(np.{_T}), 0.0))
+''')
+    _helper(f"_cprodstep_{_C}", f'''
+{_NJIT}
+def _cprodstep_{_C}(acc, x):
+    """acc * x (NumPy's multiply), x itself while acc is _cunit_{_C}()."""
+    if acc.real != acc.real and np.{_T}(acc.real).view(np.{_I}) == np.{_I}({_SENT}):
+        return x
+    return _cfmul_{_C}(acc, x)
+''', (f"_cfmul_{_C}",))
     _helper(f"_cmulg_{_C}", f'''
 {_NJIT}
 def _cmulg_{_C}(z, w):

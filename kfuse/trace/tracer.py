@@ -68,7 +68,7 @@ def _pow(self, other):
     arrays a Python int 2 is np.square, -1 np.reciprocal and a float 0.5 np.sqrt (infinities
     differ from npy_cpow's)."""
     if self.weak is None and not numpy_scalar(self):
-        if self.dtype.kind == "c" and (type(other), other) in _COMPLEX_FAST:
+        if self.dtype.kind == "c" and type(other) in (int, float) and (type(other), other) in _COMPLEX_FAST:
             return ew.apply_ufunc(_COMPLEX_FAST[type(other), other], self)
         if type(other) is int and other == 2 and self.dtype == np.bool_:
             return ew.apply_ufunc("square", self)
