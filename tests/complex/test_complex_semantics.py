@@ -128,6 +128,9 @@ def test_gpu_backends_refuse_complex_in_the_plan(backend):
     assert "complex numbers (complex64) are not supported by the" in r.reason and backend in r.reason
     low = kfuse.jit(lambda z: z.real + 1, backend=backend).lower("f32[64]")     # real plans: no refusal
     assert not [r for r in low.plan.refused if isinstance(r, CapabilityRefusal)]
+    stage = "cuda" if backend == "cuda" else "numba"        # no source is written for complex values
+    with pytest.raises(kfuse.UnsupportedError, match="complex numbers"):
+        kfuse.jit(lambda z: z * 2j).lower("f32[8]").as_text(stage)
 
 
 def test_cpu_source_of_a_complex_kernel_prints():
