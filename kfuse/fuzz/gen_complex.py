@@ -84,13 +84,16 @@ class ComplexGen(_Gen):
     def gen_binary(self) -> str | None:
         name = self.choice(BINARY)
         a = self.var()
-        b = self.const(small=name == "power") if self.chance(0.3) else self.var()
+        use_const = self.chance(0.3)
+        b = self.const(small=name == "power") if use_const else self.var()
         if name == "power":
-            if self._computed(a) or b in self.env and self._computed(b):
+            if self._computed(a) or not use_const and self._computed(b):
                 return None
-            if b in self.env:           # exponents kept small: |w log z| scales the error
-                b = f"np.clip({b}.real, -3, 3)" if self.env[b].dtype.kind == "c" else f"np.clip({b}, -3, 3)"
-        if self.chance(0.3) and b not in self.env:
+            if not use_const:           # exponents kept small (|w log z| scales the error), an
+                kind = self.env[b].dtype.kind       # integer one not negative (NumPy's ValueError)
+                b = (f"np.clip({b}.real, -3, 3)" if kind == "c" else
+                     f"np.clip({b}, 0, 3)" if kind in "biu" else f"np.clip({b}, -3, 3)")
+        elif use_const and self.chance(0.3):
             a, b = b, a                 # a constant on the left
         if name in _OPERATORS and self.chance(0.6):
             return f"({a} {_OPERATORS[name]} {b})"
