@@ -12,6 +12,7 @@ and float division, remainder, shifts, power, gcd/lcm and logaddexp are
 from __future__ import annotations
 
 from . import philox
+from . import cpu_complex
 from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
@@ -225,3 +226,7 @@ def _popcount(x):
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 ''')
 _helper(philox.HELPER, philox.python_source('@numba.njit(error_model="numpy")'))
+
+
+for _name, _entry in cpu_complex.HELPERS.items():     # complex64/complex128 ops (cpu_complex)
+    HELPERS[_name] = _entry

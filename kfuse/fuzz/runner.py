@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from ..ir.dtypes import real_dtype
+
 from .compare import ATOMIC_ROUNDING, ATOMIC_ZERO_SIGN, ZERO_SIGN_UNSPECIFIED, compare, flatten_outputs
 from .generator import Program
 
@@ -95,7 +97,8 @@ def comparison(program: Program, backend: str) -> tuple[bool, bool]:
 
 
 def _loosest_float(program: Program):
-    """The least precise float dtype among the program's inputs and intermediates (NumPy)."""
+    """The least precise float dtype among the program's inputs and intermediates (NumPy); a
+    complex one counts as its parts' (complex64: float32)."""
     env = {i.name: i.build() for i in program.inputs}
     dts = [a.dtype for a in env.values()]
     try:
@@ -104,7 +107,7 @@ def _loosest_float(program: Program):
             dts.append(env[st.out].dtype)
     except Exception:       # noqa: BLE001
         pass
-    floats = [d for d in dts if d.kind == "f"]
+    floats = [real_dtype(d) for d in dts if d.kind in "fc"]
     return min(floats, key=lambda d: d.itemsize) if floats else None
 
 
@@ -165,10 +168,11 @@ def _compare_value(program: Program, a, e, red: bool, zs: bool) -> str | None:
     if why and np.asarray(a).dtype == np.asarray(e).dtype and np.asarray(a).shape == np.shape(e):
         # a float64 value computed from float32/float16 intermediates carries their rounding:
         # compare at the least precise float dtype the program went through
-        loosest = _loosest_float(program)
-        if loosest is not None and np.asarray(e).dtype.kind == "f" \
-                and loosest.itemsize < np.asarray(e).dtype.itemsize:
+        loosest, edt = _loosest_float(program), np.asarray(e).dtype
+        if loosest is not None and edt.kind in "fc" and loosest.itemsize < real_dtype(edt).itemsize:
+            # (a complex value at the complex dtype of those parts: float16 and float32 -> complex64)
+            to = loosest if edt.kind == "f" else np.result_type(loosest, np.complex64)
             with np.errstate(all="ignore"):
-                why = compare(np.asarray(a).astype(loosest), np.asarray(e).astype(loosest),
+                why = compare(np.asarray(a).astype(to), np.asarray(e).astype(to),
                               reductions=red, zero_sign=zs)
     return why

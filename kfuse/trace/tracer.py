@@ -71,11 +71,18 @@ def _unary(ufunc: str):
     return op
 
 
+_COMPLEX_FAST = {(int, 2): "square", (int, -1): "reciprocal", (float, 0.5): "sqrt"}
+
+
 def _pow(self, other):
     """``x ** e``: NumPy's ndarray.__pow__ fast path computes ``x ** 2`` of bool as np.square
     (int8 result) and ``x ** 0.5`` of floats as np.sqrt (``-0.0``/``-inf`` differ from power).
-    A NumPy scalar takes no fast path (``np.True_ ** 2`` is int64: seed 32 #9697)."""
+    A NumPy scalar takes no fast path (``np.True_ ** 2`` is int64: seed 32 #9697). Of complex
+    arrays a Python int 2 is np.square, -1 np.reciprocal and a float 0.5 np.sqrt (infinities
+    differ from npy_cpow's)."""
     if self.weak is None and not numpy_scalar(self):
+        if self.dtype.kind == "c" and type(other) in (int, float) and (type(other), other) in _COMPLEX_FAST:
+            return ew.apply_ufunc(_COMPLEX_FAST[type(other), other], self)
         if type(other) is int and other == 2 and self.dtype == np.bool_:
             return ew.apply_ufunc("square", self)
         if type(other) is float and other == 0.5 and is_float(self.dtype):
@@ -133,6 +140,12 @@ def _check_out_cast(x, other, ufunc: str) -> None:
     except Exception:           # noqa: BLE001 (no loop for these types: the shape error stands)
         return
     writes.check_same_kind(ufunc, loop[-1], x.dtype)
+
+
+def _conj(self):
+    """``x.conj()`` / ``x.conjugate()``: ``np.conjugate(x)`` of a complex array; a real one is
+    returned as it is (NumPy's method calls no ufunc: a bool array stays bool)."""
+    return ew.apply_ufunc("conjugate", self) if self.dtype.kind == "c" else self
 
 
 def _iter(self):
@@ -203,7 +216,7 @@ def _install() -> None:
                      ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
                      ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take), ("put", st.put), ("searchsorted", se.searchsorted),
                      ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat),
-                     ("cumsum", sc.cumsum), ("cumprod", sc.cumprod)):
+                     ("cumsum", sc.cumsum), ("cumprod", sc.cumprod), ("conj", _conj), ("conjugate", _conj)):
         setattr(T, name, _method(fn))
     for func, in_place in ((np.sort, True), (np.partition, True), (np.argsort, False),
                            (np.argpartition, False)):
@@ -229,7 +242,7 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
         node = Node(Op.INPUT, dt, tuple(spec.shape), (), attrs, loc=None)
         return Tracer(node, argument=pname)
     if isinstance(spec, ScalarSpec):
-        if spec.pytype not in (bool, int, float):
+        if spec.pytype not in (bool, int, float, complex):
             raise unsupported(f"scalar argument {pname!r} of type {spec.pytype.__name__}")
         node = Node(Op.INPUT, spec.dtype, (), (), {"index": index, "name": pname, "weak": spec.pytype.__name__},
                     loc=None)
