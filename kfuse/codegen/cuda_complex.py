@@ -268,7 +268,7 @@ template <typename T, bool SINH> __device__ KfCx<T> kf_ccoshsinh(KfCx<T> z) {
   }
   if (xf) return kf_cx(d, x * d);
   if (x == x) {                         // x infinite
-    if (!yf) return kf_cx(SINH && y != y ? x : x * x, x * d);    // (sinh: +-inf + i nan keeps x's sign)
+    if (!yf) return kf_cx(x * x, x * d);
     return SINH ? kf_cx(x * cos(y), KfCxT<T>::inf() * sin(y)) : kf_cx((x * x) * cos(y), x * sin(y));
   }
   return kf_cx((x * x) * d, (x + x) * d);
@@ -290,9 +290,9 @@ template <typename T> __device__ KfCx<T> kf_ctanh(KfCx<T> z) {
   const T den = (T)1 + beta * s * s;
   return kf_cx((beta * rho * s) / den, t / den);
 }
-// sin(z) = -i sinh(iz), cos(z) = cosh(iz), tan(z) = -i tanh(iz); sin(+-inf +- i inf) is nan + i inf as glibc's
+// sin(z) = -i sinh(iz), cos(z) = cosh(iz), tan(z) = -i tanh(iz); sin(x +- i inf) is nan + i inf for x inf or nan, as glibc's
 template <typename T> __device__ __forceinline__ KfCx<T> kf_csin(KfCx<T> z) {
-  if (kf_isinf_(z.re) && kf_isinf_(z.im)) return kf_cx(KfCxT<T>::nan(), KfCxT<T>::inf());
+  if (!kf_fin(z.re) && kf_isinf_(z.im)) return kf_cx(KfCxT<T>::nan(), KfCxT<T>::inf());
   return kf_div_i(kf_ccoshsinh<T, true>(kf_mul_i(z)));
 }
 template <typename T> __device__ __forceinline__ KfCx<T> kf_ccos(KfCx<T> z) { return kf_ccoshsinh<T, false>(kf_mul_i(z)); }
