@@ -31,12 +31,21 @@ class Feature(enum.Enum):
     SCATTER_ATOMICS = "scatter atomics"     # every ufunc.at combine exactly (compare-and-swap)
     SCAN = "scan"                           # cumulative sums and products
     AUTOTUNE = "autotune"                   # launch shapes / threads searched per shape bucket
+    COMPLEX = "complex"                     # complex64/complex128 values (read, computed or written)
 
 
 @dataclasses.dataclass(frozen=True)
 class CapabilityRefusal(Refusal):
     """A kernel the plan's backend cannot run: ``reason`` is the error compiling it raises."""
     backend: str = ""
+
+
+def complex_dtype(group) -> str:
+    """The name of a complex dtype some value of ``group`` has (read, computed or written), or ""."""
+    for n in group.inputs + group.nodes + group.outputs:
+        if n.dtype.kind == "c":
+            return n.dtype.name
+    return ""
 
 
 class Backend:
@@ -89,11 +98,20 @@ class Backend:
         """``(group, reason)`` for each kernel of ``plan`` it cannot run (default: none)."""
         return []
 
+    def lacking(self, plan) -> list[tuple[Any, str]]:
+        """``(group, reason)`` for each kernel of ``plan`` needing a feature it lacks (data: the
+        ``features`` set), ahead of its own :meth:`unsupported` ones."""
+        if Feature.COMPLEX in self.features:
+            return []
+        return [(g, f"{_PREFIX}complex numbers ({complex_dtype(g)}) are not supported by the {self.name} "
+                    "backend yet; run on NumPy arrays (the cpu backend)")
+                for g in plan.groups if complex_dtype(g)]
+
     def refusals(self, plan) -> tuple[CapabilityRefusal, ...]:
         """The kernels of ``plan`` it cannot run, as refusals recorded in the plan."""
         return tuple(CapabilityRefusal(f"kernel {g.id} [{g.kind}] on the {self.name} backend",
                                        why.removeprefix(_PREFIX), backend=self.name)
-                     for g, why in self.unsupported(plan))
+                     for g, why in self.lacking(plan) + self.unsupported(plan))
 
     def compile_plan(self, plan, store=None, *, allow_tf32: bool = False):
         """The runnable program of ``plan``; ``store`` is the kernel store

@@ -8,6 +8,9 @@ promotion of its own (ml_dtypes turns ``bf16 * 0.5`` into float32 and refuses ``
 it promotes as NumPy's other 16-bit float, float16, does (:func:`resolve`, :func:`result_type`):
 bf16 with Python scalars, bool, int8/uint8 or bf16 stays bf16; with int16+ or float32 it is
 float32 or float64 as float16 would be; bf16 with float16 is float32 (as in torch).
+
+complex64/complex128 (``c64``/``c128``) promote by NumPy's rules too (a Python ``complex`` is a weak
+scalar: ``f32_array * 1j`` is complex64).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ SHORT_NAMES: dict[str, np.dtype] = {
     "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
     "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
     "f16": F16, "bf16": BF16, "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    "c64": np.dtype(np.complex64), "c128": np.dtype(np.complex128),
 }
 _BY_DTYPE = {v: k for k, v in SHORT_NAMES.items()}
 SUPPORTED = frozenset(SHORT_NAMES.values())
@@ -34,6 +38,17 @@ def is_float(dt) -> bool:
     """float16/32/64 or bfloat16 (whose NumPy kind is 'V')."""
     dt = np.dtype(dt)
     return dt.kind == "f" or dt == BF16
+
+
+def is_complex(dt) -> bool:
+    """complex64 or complex128."""
+    return np.dtype(dt).kind == "c"
+
+
+def real_dtype(dt) -> np.dtype:
+    """The dtype of a complex dtype's parts (complex64 -> float32); other dtypes are their own."""
+    dt = np.dtype(dt)
+    return np.dtype(np.float32 if dt == np.complex64 else np.float64) if dt.kind == "c" else dt
 
 
 def _as_f16(keys, f32_if_mixed: bool = True):
@@ -78,7 +93,7 @@ def check_supported(dt, what: str = "array", loc: str | None = None) -> np.dtype
     if dt not in SUPPORTED:
         raise UnsupportedError(
             f"kfuse: dtype {dt} of {what} is not supported{at(loc)}; supported: bool, int8-int64, "
-            "uint8-uint64, float16/32/64, bfloat16")
+            "uint8-uint64, float16/32/64, bfloat16, complex64/128")
     return dt
 
 
@@ -87,10 +102,10 @@ _SPEC = re.compile(r"^\s*([a-z]+\d*)\s*\[\s*([0-9,\s]*)\]\s*$")
 
 def parse_spec(spec: str):
     """Parse an argument spec: ``"f32[4096,4096]"`` -> ``(dtype, shape)``; ``"f32[]"`` is 0-d;
-    ``"float"``/``"int"``/``"bool"`` -> the Python type (a weak scalar argument)."""
+    ``"float"``/``"int"``/``"bool"``/``"complex"`` -> the Python type (a weak scalar argument)."""
     s = spec.strip()
-    if s in ("float", "int", "bool"):
-        return {"float": float, "int": int, "bool": bool}[s]
+    if s in ("float", "int", "bool", "complex"):
+        return {"float": float, "int": int, "bool": bool, "complex": complex}[s]
     m = _SPEC.match(s)
     if not m or m.group(1) not in SHORT_NAMES:
         raise ValueError(f"bad argument spec {spec!r}: expected e.g. 'f32[1024,1024]', 'i64[]', float "

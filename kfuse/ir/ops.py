@@ -61,11 +61,36 @@ Conventions every producer of IR follows (the tracer builds IR this way; passes 
 * ``MATMUL``: inputs of one dtype with shapes ``(..., M, K)`` and ``(..., K, N)`` (equal batch
   dims, broadcast explicitly; 1-D operands are reshaped by the tracer); output ``(..., M, N)``.
 * ``WHERE``: inputs (cond: bool, a, b) of one shape; a, b of ``node.dtype``.
-* ``CAST``: one input; converts like ``ndarray.astype(node.dtype)`` (unsafe casting).
+* ``CAST``: one input; converts like ``ndarray.astype(node.dtype)`` (unsafe casting): complex to
+  real keeps the real part (NumPy's ComplexWarning is raised by the tracer, not the IR).
+
+Complex numbers (complex64, complex128): a complex value is ONE value of dtype complex64/complex128
+everywhere in the IR and in the kernel IR (a ``CONST``'s value is a Python ``complex``); each
+emitter decides how to hold it (Numba: its native complex; CUDA: a pair). Elementwise ops keep
+their ufunc's complex loop (``add``, ``multiply``, ``divide``, ``power``, ``exp``, ``log``,
+``sqrt``, trig, ``sign`` = z/|z|, ``equal``...; the ordering compares, ``maximum``/``minimum``
+and ``fmax``/``fmin`` are lexicographic, NumPy 2's rule, NaN as NumPy's loops treat it).
+``ABSOLUTE`` of a complex input is its float dtype (hypot of the parts). Ops of the parts, each
+one input of a complex dtype (or of a real dtype, where NumPy defines them: the tracer composes
+those from real ops instead, ``trace/floatparts.py``):
+
+* ``REAL`` / ``IMAG``: the real / imaginary part, of the float dtype (complex64 -> float32);
+* ``CONJUGATE``: the complex conjugate (same dtype; the ufunc ``np.conjugate``, which is
+  ``POSITIVE`` on real inputs);
+* ``ANGLE``: ``arctan2(imag, real)`` of the float dtype (``np.angle``; degrees are a multiply).
+
+NumPy has no complex loop for ``floor``/``ceil``/``trunc``, ``arctan2``, ``hypot``,
+``remainder``, ``floor_divide``, ``fmod``, ``copysign``, ``logaddexp``, ``cbrt``, ``signbit``,
+``heaviside``, ``ldexp`` or the bitwise ops: the tracer raises NumPy's TypeError for those.
+Reductions ``SUM``/``PROD`` and scans ``CUMSUM``/``CUMPROD`` accumulate in the complex dtype;
+``MAX``/``MIN``/``ARGMAX``/``ARGMIN``/``CUMMAX``/``CUMMIN`` order lexicographically (a NaN in
+either part propagates).
 """
 from __future__ import annotations
 
 import enum
+
+import numpy as np
 
 
 class Op(enum.Enum):
@@ -112,6 +137,11 @@ class Op(enum.Enum):
     LOGICAL_NOT = "logical_not"
     INVERT = "invert"
     CAST = "cast"
+    # the parts of a complex value (module docstring); conjugate is NumPy's ufunc
+    REAL = "real"
+    IMAG = "imag"
+    CONJUGATE = "conjugate"
+    ANGLE = "angle"
     # binary elementwise (NumPy ufunc names)
     ADD = "add"
     SUBTRACT = "subtract"
@@ -189,7 +219,10 @@ UNARY = frozenset({
     Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH, Op.TANH, Op.ARCSINH, Op.ARCCOSH, Op.ARCTANH, Op.FLOOR,
     Op.CEIL, Op.TRUNC, Op.RINT, Op.SIGN, Op.SIGNBIT, Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.LOGICAL_NOT,
     Op.INVERT, Op.BITWISE_COUNT, Op.CAST,
+    Op.REAL, Op.IMAG, Op.CONJUGATE, Op.ANGLE,
 })
+# ops defined on complex inputs only (the parts of a complex value)
+COMPLEX_PARTS = frozenset({Op.REAL, Op.IMAG, Op.CONJUGATE, Op.ANGLE})
 BINARY = frozenset({
     Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.TRUE_DIVIDE, Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD,
     Op.POWER, Op.ARCTAN2, Op.HYPOT, Op.COPYSIGN, Op.LOGADDEXP, Op.LOGADDEXP2, Op.HEAVISIDE,
@@ -216,11 +249,11 @@ FLOP_WEIGHT: dict[Op, float] = {
     **{op: 8.0 for op in (Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P, Op.EXPM1, Op.SIN,
                           Op.COS, Op.TAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN, Op.SINH, Op.COSH,
                           Op.TANH, Op.ARCTAN2, Op.HYPOT, Op.CBRT, Op.POWER, Op.ARCSINH,
-                          Op.ARCCOSH, Op.ARCTANH, Op.LOGADDEXP, Op.LOGADDEXP2)},
+                          Op.ARCCOSH, Op.ARCTANH, Op.LOGADDEXP, Op.LOGADDEXP2, Op.ANGLE)},
     Op.SQRT: 4.0, Op.TRUE_DIVIDE: 4.0, Op.RECIPROCAL: 4.0, Op.FLOOR_DIVIDE: 8.0, Op.REMAINDER: 8.0,
     Op.FMOD: 8.0, Op.GCD: 8.0, Op.LCM: 8.0,     # gcd/lcm: a loop of remainders, weighted as one
     Op.LDEXP: 4.0,                              # a clamp and a few multiplies by powers of two
-    Op.CAST: 0.0, Op.POSITIVE: 0.0,
+    Op.CAST: 0.0, Op.POSITIVE: 0.0, Op.REAL: 0.0, Op.IMAG: 0.0,
     **{op: 1.0 for op in REDUCE | SCAN},
     **{op: 0.0 for op in MOVEMENT | LEAF},
     Op.SCATTER: 1.0,
@@ -228,6 +261,7 @@ FLOP_WEIGHT: dict[Op, float] = {
 }
 
 
-BY_UFUNC: dict[str, Op] = {op.value: op for op in (UNARY | BINARY) if op is not Op.CAST}
+BY_UFUNC: dict[str, Op] = {op.value: op for op in (UNARY | BINARY)
+                           if op is not Op.CAST and isinstance(getattr(np, op.value, None), np.ufunc)}
 BY_UFUNC["true_divide"] = Op.TRUE_DIVIDE
 BY_UFUNC["abs"] = Op.ABSOLUTE

@@ -1,7 +1,7 @@
 """Abstract descriptions of a traced function's arguments (what tracing and planning need).
 
 An argument is an array (:class:`ArraySpec`: dtype and shape), a weak Python scalar passed at run
-time (:class:`ScalarSpec`: ``bool``/``int``/``float``, promoted like NumPy's weak scalars), or a
+time (:class:`ScalarSpec`: ``bool``/``int``/``float``/``complex``, promoted like NumPy's weak scalars), or a
 static value baked into the trace (:class:`StaticSpec`, from ``static_argnames``). NumPy scalars
 (``np.float32(2)``) and 0-d arrays are arrays of shape ``()``.
 """
@@ -27,12 +27,13 @@ class ArraySpec:
 
 @dataclasses.dataclass(frozen=True)
 class ScalarSpec:
-    pytype: type  # bool, int or float
+    pytype: type  # bool, int, float or complex
 
     @property
     def dtype(self) -> np.dtype:
         """The dtype of the run-time value (the promotion stays weak)."""
-        return np.dtype({bool: np.bool_, int: np.int64, float: np.float64}[self.pytype])
+        return np.dtype({bool: np.bool_, int: np.int64, float: np.float64,
+                         complex: np.complex128}[self.pytype])
 
     def __str__(self) -> str:
         return self.pytype.__name__
@@ -60,8 +61,9 @@ def spec_of_value(v: Any) -> ArgSpec:
     """The spec of a concrete argument (array-likes by their dtype/shape; Python scalars weak)."""
     if isinstance(v, str):
         return spec_from_string(v)
-    if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
-        return ScalarSpec(bool if isinstance(v, bool) else int if isinstance(v, int) else float)
+    if isinstance(v, (bool, int, float, complex)) and not isinstance(v, np.generic):
+        return ScalarSpec(bool if isinstance(v, bool) else int if isinstance(v, int) else
+                          float if isinstance(v, float) else complex)
     if isinstance(v, (ArraySpec, ScalarSpec, StaticSpec)):
         return v
     if isinstance(v, np.generic):

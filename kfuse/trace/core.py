@@ -5,7 +5,7 @@ explicit CAST/BROADCAST helpers every builder uses.
 Operators and NumPy protocols are wired onto :class:`Tracer` by :mod:`kfuse.trace.tracer`; the
 builder modules (elementwise, reductions, movement, linalg) only use what is defined here.
 
-A tracer is *weak* (``weak`` is ``bool``/``int``/``float``) when it stands for a Python scalar
+A tracer is *weak* (``weak`` is ``bool``/``int``/``float``/``complex``) when it stands for a Python scalar
 (a :class:`~kfuse.ir.specs.ScalarSpec` argument, or Python arithmetic on one): NumPy 2 promotes
 it like a Python scalar (NEP 50). Everything else is strong (its node's dtype).
 """
@@ -23,7 +23,7 @@ from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node, toposort
 from ..ir.ops import MOVEMENT, Op
 
-PYTYPES = (bool, int, float)
+PYTYPES = (bool, int, float, complex)
 
 
 class ConstantInputs:
@@ -114,7 +114,7 @@ def mk(op: Op, dtype, shape, inputs=(), attrs=None) -> Node:
 
 
 def pytype_of(dtype: np.dtype) -> type:
-    return {"b": bool, "i": int, "u": int, "f": float}[np.dtype(dtype).kind]
+    return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[np.dtype(dtype).kind]
 
 
 class Tracer:
@@ -296,7 +296,8 @@ class Operand:
         return self.node is None
 
 
-_DEFAULT = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_DEFAULT = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
+            complex: np.dtype(np.complex128)}
 
 
 def operand(x: Any, what: str = "operand") -> Operand:
@@ -304,12 +305,14 @@ def operand(x: Any, what: str = "operand") -> Operand:
     if isinstance(x, Tracer):
         return Operand(x.node, None, x.node.dtype, x.weak)
     if isinstance(x, PYTYPES) and not isinstance(x, np.generic):
-        t = bool if isinstance(x, bool) else int if isinstance(x, int) else float
+        t = bool if isinstance(x, bool) else int if isinstance(x, int) else \
+            float if isinstance(x, float) else complex
         return Operand(None, t(x), _DEFAULT[t], t)
     if isinstance(x, (np.generic, np.ndarray)):
         if x.dtype not in SUPPORTED:
             raise unsupported(f"dtype {x.dtype} (a constant used as {what})",
-                              "supported: bool, int8-int64, uint8-uint64, float16/32/64, bfloat16")
+                              "supported: bool, int8-int64, uint8-uint64, float16/32/64, bfloat16, "
+                              "complex64/128")
         if np.ndim(x) != 0:
             if _uniform(x):          # np.zeros/ones/full: a broadcast scalar, nothing to read
                 value = x.flat[0].item() if x.size else 0
@@ -332,8 +335,6 @@ def operand(x: Any, what: str = "operand") -> Operand:
         if arr.dtype == object:
             raise unsupported(f"a {type(x).__name__} NumPy makes an object array of (used as {what})")
         return operand(arr, what)
-    if isinstance(x, complex):
-        raise unsupported(f"complex scalar {x!r} (used as {what})")
     raise unsupported(f"a value of type {type(x).__name__} (used as {what})")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 import numpy as np
 from numpy._core import umath as _umath
@@ -23,7 +24,7 @@ from .writes import check_same_kind, write_out
 _COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
 
 # ufuncs that are one IR op on the loop dtypes NumPy resolves for them.
-_ALIASES = {"fabs": Op.ABSOLUTE, "conjugate": Op.POSITIVE, "float_power": Op.POWER}
+_ALIASES = {"fabs": Op.ABSOLUTE, "float_power": Op.POWER}
 # ufuncs that are a multiplication by a constant on their loop dtype: NumPy's C constants, e.g.
 # float32 rad2deg multiplies by 180.0f / NPY_PIf (a float32 division: 57.295776, not 57.29578)
 _TO_DEG = frozenset({"rad2deg", "degrees"})
@@ -100,7 +101,10 @@ def apply_ufunc(name: str, *args, python_op: bool = False) -> Tracer:
         node = mk(Op.MULTIPLY, dt, shape, [cast(nodes[0], dt), c])
         node = cast(node, out_dt) if dt != out_dt else node
     else:
-        node = mk(_ALIASES.get(name) or BY_UFUNC[name], out_dt, shape, nodes)
+        op = _ALIASES.get(name) or BY_UFUNC[name]
+        if op is Op.CONJUGATE and not dtypes.is_complex(out_dt):
+            op = Op.POSITIVE            # the conjugate of a real number is itself
+        node = mk(op, out_dt, shape, nodes)
     weak = pytype_of(out_dt) if python_op and all(o.weak for o in ops) else None
     return Tracer(node, weak)
 
@@ -109,7 +113,7 @@ def where(condition, x=None, y=None) -> Tracer:
     if x is None or y is None:
         raise unsupported("np.where with one argument (np.nonzero)", "data-dependent shape")
     c, a, b = (operand(v, "argument of np.where") for v in (condition, x, y))
-    rep = {bool: False, int: 0, float: 0.0}
+    rep = {bool: False, int: 0, float: 0.0, complex: 0j}
     dt = dtypes.result_type(*[rep[o.weak] if o.weak else o.dtype for o in (a, b)])
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     nodes = [materialize(c, np.bool_, shape, "unsafe"), materialize(a, dt, shape, "unsafe"),
@@ -167,7 +171,16 @@ def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True, *, devi
         raise TypeError(f"Cannot cast array data from {o.dtype!r} to {dt!r} according to the "
                         f"rule {casting!r}")
     node = o.node if o.node is not None else materialize(o, o.dtype, ())
+    warn_complex_cast(o.dtype, dt)
     return Tracer(cast(node, dt))
+
+
+def warn_complex_cast(src: np.dtype, dst: np.dtype) -> None:
+    """NumPy's ComplexWarning for a cast of complex values to a real dtype (the imaginary part is
+    dropped, as in NumPy)."""
+    if dtypes.is_complex(src) and not dtypes.is_complex(dst):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=3)
 
 
 def round_(a, decimals=0, out=None) -> Tracer:

@@ -1,6 +1,6 @@
-"""NumPy functions on the parts of real numbers, composed of traced ufuncs with NumPy's values
-exactly: ``np.real``/``np.imag``/``np.angle`` of real arrays (the array itself; read-only zeros;
-``arctan2(0, x)``), ``np.modf`` (``x - trunc(x)`` with NumPy's signs), ``np.frexp`` (the exponent
+"""NumPy functions on the parts of numbers: ``np.real``/``np.imag``/``np.angle`` of complex arrays
+(the ``REAL``/``IMAG``/``ANGLE`` ops) and, composed of traced ufuncs with NumPy's values exactly,
+of real arrays (the array itself; read-only zeros; ``arctan2(0, x)``), ``np.modf`` (``x - trunc(x)`` with NumPy's signs), ``np.frexp`` (the exponent
 from ``log2`` corrected by one step, the mantissa by an exact ``ldexp``), ``np.nextafter`` (one
 spacing of ``x`` towards ``y``, the spacing from ``frexp``) and ``np.i0`` (NumPy's own Chebyshev
 series, evaluated by NumPy's code on tracers).
@@ -11,7 +11,8 @@ import numpy as np
 
 from ..ir import dtypes
 from . import movement as mv
-from .core import Tracer, as_node, const_node, operand, unsupported
+from ..ir.ops import Op
+from .core import Tracer, as_node, const_node, mk, operand, unsupported
 from .elementwise import apply_ufunc
 from .mutation import link_view
 
@@ -21,16 +22,25 @@ def _strong(x, what: str) -> Tracer:
     return Tracer(as_node(x, what))
 
 
+def _part(op: Op, t: Tracer) -> Tracer:
+    """A part of complex ``t`` (``REAL``/``IMAG``/``ANGLE``): its float dtype, weak if ``t`` is."""
+    dt = dtypes.real_dtype(t.dtype)
+    return Tracer(mk(op, dt, t.shape, [t.node]), float if t.weak is not None else None)
+
+
 def real(val):
-    """``np.real`` of a real array is the array itself (``ndarray.real`` returns ``self``)."""
-    if isinstance(val, Tracer):
-        return val
-    return _strong(val, "argument of np.real")
+    """``np.real`` of a complex array is its real part; of a real array the array itself
+    (``ndarray.real`` returns ``self``)."""
+    t = val if isinstance(val, Tracer) else _strong(val, "argument of np.real")
+    return _part(Op.REAL, t) if dtypes.is_complex(t.dtype) else t
 
 
 def imag(val):
-    """``np.imag`` of a real array: a new read-only array of zeros of its dtype and shape."""
+    """``np.imag`` of a complex array is its imaginary part; of a real array a new read-only
+    array of zeros of its dtype and shape."""
     t = val if isinstance(val, Tracer) else _strong(val, "argument of np.imag")
+    if dtypes.is_complex(t.dtype):
+        return _part(Op.IMAG, t)
     zero = Tracer(const_node(0, t.dtype), t.weak)
     if t.weak is not None or not t.ndim:
         return zero
@@ -38,9 +48,10 @@ def imag(val):
 
 
 def angle(z, deg=False):
-    """``np.angle`` of a real array: ``arctan2(0, z)`` (0 or pi; float64 for ints), in degrees
-    with ``deg``, as NumPy computes it."""
-    a = apply_ufunc("arctan2", 0, _strong(z, "argument of np.angle"))
+    """``np.angle``: ``arctan2(imag, real)`` of a complex array (the ``ANGLE`` op), of a real one
+    ``arctan2(0, z)`` (0 or pi; float64 for ints), in degrees with ``deg``, as NumPy computes it."""
+    t = _strong(z, "argument of np.angle")
+    a = _part(Op.ANGLE, t) if dtypes.is_complex(t.dtype) else apply_ufunc("arctan2", 0, t)
     if deg:
         a = a * (180 / np.pi)
     return a

@@ -106,6 +106,11 @@ def _check_out_cast(x, other, ufunc: str) -> None:
     writes.check_same_kind(ufunc, loop[-1], x.dtype)
 
 
+def _conj(self):
+    """``x.conj()`` / ``x.conjugate()``: ``np.conjugate(x)``."""
+    return ew.apply_ufunc("conjugate", self)
+
+
 def _iter(self):
     if not self.shape:
         raise TypeError("iteration over a 0-d array")
@@ -174,7 +179,7 @@ def _install() -> None:
                      ("ravel", mut.viewing(mv.ravel, mut.unit_dims_only)), ("flatten", mv.ravel),
                      ("round", ew.round_), ("copy", numpy_api._copy), ("take", ix.take), ("put", st.put), ("searchsorted", se.searchsorted),
                      ("diagonal", cm.diagonal), ("trace", cm.trace), ("repeat", cm.repeat),
-                     ("cumsum", sc.cumsum), ("cumprod", sc.cumprod)):
+                     ("cumsum", sc.cumsum), ("cumprod", sc.cumprod), ("conj", _conj), ("conjugate", _conj)):
         setattr(T, name, _method(fn))
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)
@@ -197,7 +202,7 @@ def _input(spec: ArgSpec, index: int, pname: str) -> Tracer:
         node = Node(Op.INPUT, dt, tuple(spec.shape), (), attrs, loc=None)
         return Tracer(node, argument=pname)
     if isinstance(spec, ScalarSpec):
-        if spec.pytype not in (bool, int, float):
+        if spec.pytype not in (bool, int, float, complex):
             raise unsupported(f"scalar argument {pname!r} of type {spec.pytype.__name__}")
         node = Node(Op.INPUT, spec.dtype, (), (), {"index": index, "name": pname, "weak": spec.pytype.__name__},
                     loc=None)

@@ -13,7 +13,7 @@ HOST_KINDS = ("numpy", "torch-cpu")
 class CpuBackend(Backend):
     name = "cpu"
     features = frozenset({Feature.FLOAT64, Feature.MATMUL, Feature.SCATTER_ATOMICS, Feature.SCAN,
-                          Feature.AUTOTUNE})
+                          Feature.AUTOTUNE, Feature.COMPLEX})
     on_host = True
     stages = ("cpu",)
     source_stage = "cpu"
