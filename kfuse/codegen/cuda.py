@@ -58,6 +58,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
+from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, uses_complex
 from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
@@ -663,7 +664,8 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
         code = g.scan_rows() if variant.mode == "scan" else g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
-    return CudaKernel(g.name, PRELUDE + "\n" + code, variant, tuple(g.divisors), g.scalars)
+    prelude = PRELUDE + (COMPLEX_PRELUDE if uses_complex(code) else "")
+    return CudaKernel(g.name, prelude + "\n" + code, variant, tuple(g.divisors), g.scalars)
 
 
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:

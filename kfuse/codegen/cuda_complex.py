@@ -16,9 +16,7 @@ zeros (as npymath and glibc, whose functions NumPy calls) and are accurate to a 
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
+from ..errors import UnsupportedError
 
 COMPLEX = {"complex64": "float", "complex128": "double"}      # dtype -> its parts' C type
 CTYPE = {"complex64": "kf_c64", "complex128": "kf_c128"}
@@ -382,3 +380,83 @@ __device__ __forceinline__ kf_c128 kf_shfl(kf_c128 v, int m) { return kf_cx(__sh
   __device__ __forceinline__ T kf_shfl_idx(T v, int s, int w) { return kf_cx(__shfl_sync(0xffffffffu, v.re, s, w), __shfl_sync(0xffffffffu, v.im, s, w)); }
 KF_SHFL_CX(kf_c64) KF_SHFL_CX(kf_c128)
 """
+
+# ----------------------------------------------------------------------------- C expressions
+
+_UNARY = {"exp": "kf_cexp({a})", "log": "kf_clog({a})", "sqrt": "kf_csqrt({a})", "sin": "kf_csin({a})",
+          "cos": "kf_ccos({a})", "tan": "kf_ctan({a})", "sinh": "kf_ccoshsinh<{P}, true>({a})",
+          "cosh": "kf_ccoshsinh<{P}, false>({a})", "tanh": "kf_ctanh({a})", "arcsin": "kf_casin({a})",
+          "arccos": "kf_cacos({a})", "arctan": "kf_catan({a})", "arcsinh": "kf_casinh({a})",
+          "arccosh": "kf_cacosh({a})", "arctanh": "kf_catanh({a})", "exp2": "kf_cexp2({a})",
+          "log2": "kf_clogk({a}, ({P})1.4426950408889634)", "log10": "kf_clogk({a}, ({P})0.4342944819032518)",
+          "log1p": "kf_clog1p({a})", "expm1": "kf_cexpm1({a})", "reciprocal": "kf_crecip({a})",
+          "sign": "kf_csign({a})", "square": "kf_csquare({a})", "negative": "(-{a})", "positive": "{a}",
+          "conjugate": "kf_cx({a}.re, -{a}.im)", "rint": "kf_cx(rint({a}.re), rint({a}.im))",
+          # of the float dtype
+          "absolute": "hypot({a}.re, {a}.im)", "real": "{a}.re", "imag": "{a}.im",
+          "angle": "atan2({a}.im, {a}.re)",
+          # bool
+          "isnan": "kf_cnan({a})", "isinf": "(kf_isinf_({a}.re) || kf_isinf_({a}.im))",
+          "isfinite": "(kf_fin({a}.re) && kf_fin({a}.im))", "logical_not": "({a}.re == 0 && {a}.im == 0)"}
+_BINARY = {"add": "({a} + {b})", "subtract": "({a} - {b})", "multiply": "({a} * {b})", "divide": "({a} / {b})",
+           "true_divide": "({a} / {b})", "power": "kf_cpow({a}, {b})", "equal": "({a} == {b})",
+           "not_equal": "({a} != {b})", "less": "kf_clt({a}, {b})", "less_equal": "kf_cle({a}, {b})",
+           "greater": "kf_clt({b}, {a})", "greater_equal": "kf_cle({b}, {a})",
+           "maximum": "kf_cmaxmin<{P}, true>({a}, {b})", "minimum": "kf_cmaxmin<{P}, false>({a}, {b})",
+           "fmax": "kf_cfmaxmin<{P}, true>({a}, {b})", "fmin": "kf_cfmaxmin<{P}, false>({a}, {b})",
+           "logical_and": "({na} && {nb})", "logical_or": "({na} || {nb})", "logical_xor": "({na} != {nb})"}
+
+
+def _nonzero(a: str) -> str:
+    return f"({a}.re != 0 || {a}.im != 0)"
+
+
+def op_expr(op: str, dt: str, args: list, adts: tuple, cast) -> str | None:
+    """The C expression of ``op`` where a complex value is involved (an operand or the result),
+    else None (an op NumPy has no complex loop for raises UnsupportedError); ``cast(a, src, dst)`` is the emitter's cast of real values (for the parts)."""
+    t = adts[0] if adts else dt
+    if op == "where":
+        return None if not is_complex(dt) else f"({args[0]} ? {args[1]} : {args[2]})"
+    if op == "cast":
+        return cast_expr(args[0], t, dt, cast) if is_complex(t) or is_complex(dt) else None
+    if not is_complex(t):
+        return None
+    P = COMPLEX[t]
+    if len(args) == 1 and op in _UNARY:
+        return _UNARY[op].format(a=args[0], P=P)
+    if len(args) == 2 and op in _BINARY:
+        a, b = args
+        return _BINARY[op].format(a=a, b=b, P=P, na=_nonzero(a), nb=_nonzero(b))
+    raise UnsupportedError(f"kfuse: the CUDA backend has no rule for {op}({', '.join(adts)})")
+
+
+def cast_expr(a: str, src: str, dst: str, cast) -> str:
+    """``astype`` between a complex and any dtype: complex to complex part by part, a real value
+    into the real part (rounded as ``cast`` rounds it to the part's dtype), complex to bool its
+    nonzero test, to a real dtype its real part (NumPy's ComplexWarning cast)."""
+    if src == dst:
+        return a
+    if is_complex(dst):
+        part = "float32" if dst == "complex64" else "float64"
+        P = COMPLEX[dst]
+        if is_complex(src):
+            return f"kf_cx<{P}>(({P}){a}.re, ({P}){a}.im)"
+        if src == "bool":
+            return f"kf_cx<{P}>({a} ? ({P})1 : ({P})0, ({P})0)"
+        return f"kf_cx<{P}>({cast(a, src, part)}, ({P})0)"
+    if dst == "bool":
+        return _nonzero(a)
+    part = "float32" if src == "complex64" else "float64"
+    return cast(f"{a}.re", part, dst)
+
+
+def literal(value, dt: str, real_literal) -> str:
+    """A complex constant of ``dt`` (``real_literal(v, part dtype)`` spells each part)."""
+    z = complex(value)
+    part = "float32" if dt == "complex64" else "float64"
+    return f"kf_cx<{COMPLEX[dt]}>({real_literal(z.real, part)}, {real_literal(z.imag, part)})"
+
+
+def uses_complex(code: str) -> bool:
+    """Whether kernel source ``code`` holds a complex value (then it needs :data:`PRELUDE`)."""
+    return any(t in code for t in CTYPE.values()) or "kf_cx<" in code
