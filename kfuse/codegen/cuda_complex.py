@@ -17,6 +17,7 @@ zeros (as npymath and glibc, whose functions NumPy calls) and are accurate to a 
 from __future__ import annotations
 
 from ..errors import UnsupportedError
+from . import kernel_ir as K
 
 COMPLEX = {"complex64": "float", "complex128": "double"}      # dtype -> its parts' C type
 CTYPE = {"complex64": "kf_c64", "complex128": "kf_c128"}
@@ -460,3 +461,18 @@ def literal(value, dt: str, real_literal) -> str:
 def uses_complex(code: str) -> bool:
     """Whether kernel source ``code`` holds a complex value (then it needs :data:`PRELUDE`)."""
     return any(t in code for t in CTYPE.values()) or "kf_cx<" in code
+
+
+def combine_store(st, out_dtype: str, ptr: str, render) -> str:
+    """A scatter's ``np.add.at``/``np.subtract.at`` into a complex array: an atomic add on each
+    part (complex addition is per part; the order of a repeated position's adds varies, as float
+    ``add.at``'s does). Other complex combines (a product is not per part), or one computed in
+    another dtype than the array's, raise."""
+    if st.combine not in ("add", "subtract") or st.loop != out_dtype:
+        raise UnsupportedError(f"kfuse: np.{st.combine}.at into a {out_dtype} array (computed in {st.loop}) "
+                               "has no exact atomic on the CUDA backend")
+    v = f"{st.src}_c"
+    cast = render(K.Op(v, "cast", out_dtype, (st.src,), (st.loop,)))
+    sign = "-" if st.combine == "subtract" else ""
+    return "\n".join([f"{{  // {st}", f"  {cast}", f"  auto* const ep_ = {ptr};",
+                      f"  atomicAdd(&ep_->re, {sign}{v}.re); atomicAdd(&ep_->im, {sign}{v}.im);", "}"])

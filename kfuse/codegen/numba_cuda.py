@@ -480,6 +480,9 @@ class _Gen(K.StatementRenderer):
         """``var`` of register type ``vt`` from lane ``lane ^ m``."""
         if vt in ("float32", "float64", "int64", "int32"):
             return f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}, {m})"
+        if vt in ("complex64", "complex128"):      # its two parts
+            return (f"np.{vt}(complex(cuda.shfl_xor_sync(0xFFFFFFFF, {var}.real, {m}), "
+                    f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}.imag, {m})))")
         if vt == "bool":
             return f"(cuda.shfl_xor_sync(0xFFFFFFFF, np.int32(1 if {var} else 0), {m}) != 0)"
         wide = "int64" if vt in ("uint64",) else "int32"
