@@ -89,6 +89,11 @@ TOLERANCE: dict[str, tuple[float, float]] = {   # dtype name -> (rtol, atol)
     "bfloat16": (1.6e-2, 1e-3),
     "float32": (2e-5, 1e-6),
     "float64": (1e-12, 1e-14),
+    # complex: the relative error of the complex value, |kfuse - numpy| <= atol + rtol * |numpy|
+    # (a part may be far from NumPy's relative to itself where the other part dominates: the
+    # real part of (1 + 1e-9j) * (1 - 1e-9j) cancels); infinities and NaN part by part
+    "complex64": (2e-5, 1e-6),
+    "complex128": (1e-12, 1e-14),
 }
 
 
@@ -108,9 +113,27 @@ def assert_matches_numpy(actual, expected, *, reductions: bool = False, err_msg:
     rtol, atol = tolerance(expected.dtype)
     if reductions:
         rtol, atol = rtol * 10, atol * 10
-    if expected.dtype.kind == "f" or expected.dtype.name == "bfloat16":
+    if expected.dtype.kind == "c":
+        _assert_complex_close(actual, expected, rtol, atol, err_msg)
+    elif expected.dtype.kind == "f" or expected.dtype.name == "bfloat16":
         if expected.dtype.name == "bfloat16":     # compared as the float32 values they are exactly
             actual, expected = actual.astype(np.float32), expected.astype(np.float32)
         np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=err_msg)
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=err_msg)
+
+
+def _assert_complex_close(actual, expected, rtol: float, atol: float, err_msg: str) -> None:
+    """Complex values within ``atol + rtol * |expected|`` where NumPy's is finite; elsewhere each
+    part as NumPy's: NaN where it has NaN, its infinities, its finite parts within the same bound
+    (``inf + 1j``)."""
+    with np.errstate(all="ignore"):
+        close = np.abs(actual - expected) <= atol + rtol * np.abs(expected)
+        parts = [(np.isnan(a) & np.isnan(e)) | (a == e) | (np.isfinite(e) & (np.abs(a - e) <= atol + rtol * np.abs(e)))
+                 for a, e in ((actual.real, expected.real), (actual.imag, expected.imag))]
+        ok = np.atleast_1d(np.where(np.isfinite(expected), close, parts[0] & parts[1]))
+    if not ok.all():
+        bad = [tuple(i) for i in np.argwhere(~ok)[:5].tolist()]
+        a, e = np.atleast_1d(actual), np.atleast_1d(expected)
+        raise AssertionError(f"complex values differ (rtol={rtol}, atol={atol}) at {bad}: kfuse "
+                             f"{[a[i] for i in bad]}, numpy {[e[i] for i in bad]} {err_msg}")

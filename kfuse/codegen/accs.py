@@ -8,7 +8,8 @@ own op renderer (:func:`combine_ops`, :func:`combine_expr`). The initial values 
 * any, all: ``logical_or``/``logical_and`` (nonzero is true);
 * max, min: the running value is kept unless the value is greater (less) or NaN: NaN sticks, any
   NaN gives NaN, and of equal values (+0.0/-0.0) the running one stays (NumPy's scalar reduce
-  loop, ``(a >= b || isnan(a)) ? a : b``); bool max/min are or/and.
+  loop, ``(a >= b || isnan(a)) ? a : b``); bool max/min are or/and; complex ones that loop itself
+  (lexicographic ``>=``, a NaN in either part sticks).
 argmax/argmin carry a position and are each emitter's own pair combine (first NaN wins, ties to
 the lower position).
 """
@@ -36,6 +37,11 @@ def combine_ops(kind: str, acc_dtype: str, running: str, value: str, value_dtype
         raise ValueError(f"kfuse: {kind} has no combine of one value")
     if t == "bool":
         return ops + [K.Op("%r", "logical_or" if kind == "max" else "logical_and", "bool", (running, v), (t, t))]
+    if t.startswith("complex"):     # NumPy's maximum/minimum loop: keep a NaN or a running >= (<=) value
+        return ops + [K.Op("%n", "isnan", "bool", (running,), (t,)),
+                      K.Op("%c", "greater_equal" if kind == "max" else "less_equal", "bool", (running, v), (t, t)),
+                      K.Op("%k", "bitwise_or", "bool", ("%n", "%c"), ("bool", "bool")),
+                      K.Op("%r", "where", t, ("%k", running, v), ("bool", t, t))]
     ops.append(K.Op("%c", "greater" if kind == "max" else "less", "bool", (v, running), (t, t)))
     if t.startswith("float"):
         ops += [K.Op("%n", "isnan", "bool", (v,), (t,)),

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_cols
+from . import cpu_cols, cpu_complex
 from .cpu_helpers import HELPERS as _HELPERS
 from .accs import combine_expr
 from .decompose import decompose
@@ -76,6 +76,12 @@ def vectorised_helper(op: str, dtype: str) -> bool:
     return op in _F32_HELPERS and _vt(dtype) == "float32"
 
 
+def _complex_product(op: str, dtype: str) -> bool:
+    """A complex cumprod: NumPy's accumulate starts from the first factor (1 * x is not x where x
+    has an infinite part), its prod reduction from 1 + 0j (the accumulator's init)."""
+    return op == "multiply" and dtype.startswith("complex")
+
+
 def _vt(dtype: str) -> str:
     """The Numba value type of a dtype (float16 values live in float32)."""
     return "float32" if dtype == "float16" else dtype
@@ -93,6 +99,10 @@ class CpuOps(PyOps):
     def cast(self, a: str, src: str, dst: str) -> str:
         if src == dst:
             return a
+        if src.startswith("complex") and not dst.startswith("complex"):
+            if dst == "bool":
+                return f"{a} != 0"
+            return self.cast(f"{a}.real", "float32" if src == "complex64" else "float64", dst)
         if dst == "float16":        # one rounding: from float32 where it holds every value of src
             exact = src in _EXACT_IN_F32
             return f"{self.use('_rf16f' if exact else '_rf16')}(np.float{32 if exact else 64}({a}))"
@@ -107,6 +117,12 @@ class CpuOps(PyOps):
 
     def int_result(self, expr: str, dt: str) -> str:
         return f"{_ctor(dt)}({expr})"
+
+    def complex_expr(self, op: str, t: str, dt: str, a) -> str:
+        e = cpu_complex.expr(op, t, dt, a, self.use)
+        if e is None:
+            raise self.error(op, t)
+        return e
 
     def special(self, op: str, t: str, a) -> str | None:
         if op in _F32_HELPERS and _vt(t) == "float32":
@@ -174,6 +190,8 @@ class _Emitter:
         if isinstance(st, K.Op):
             return f"{st.dst} = {self.op_expr(st)}"
         if isinstance(st, K.Scan):              # the running value is dst itself (set before the loop)
+            if _complex_product(st.op, st.dtype):
+                return f"{st.dst} = {self.use('_cprodstep_' + st.dtype)}({st.dst}, {st.src})"
             return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
@@ -208,6 +226,11 @@ class _Emitter:
             if acc.kind not in ("argmax", "argmin"):     # codegen.accs (integers wrap in uint64)
                 return [f"{a} = {combine_expr(acc, a, s, acc.src_dtype, self.ops.op_expr, _literal)}"]
             cmp = ">" if acc.kind == "argmax" else "<"
+            if acc.src_dtype.startswith("complex"):     # NumPy's: lexicographic, the first NaN wins
+                nan = self.use("_cisnan")
+                return [f"if (({s}.real {cmp} {a}.real or ({s}.real == {a}.real and {s}.imag {cmp} {a}.imag))"
+                        f" or {nan}({s})) and not {nan}({a}):",
+                        f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]
             return [f"if {s} {cmp} {a} or ({s} != {s} and {a} == {a}):",
                     f"    {a} = {s}", f"    pos_{acc.dst} = np.int64({acc.pos})"]
         # result
@@ -271,7 +294,7 @@ class _Emitter:
                 continue
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "init", vector=vector)]
-            lines += ["    " * ind + f"{sc.dst} = {_literal(sc.init, sc.dtype)}" for sc in K.scans(ph.body)]
+            lines += ["    " * ind + f"{sc.dst} = {self.scan_init(sc)}" for sc in K.scans(ph.body)]
             keys = K.value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
@@ -312,6 +335,11 @@ class _Emitter:
         lines.append("    " * (ind + 3) + f"for i{last} in range(tl * {B}, min(tl * {B} + {B}, {el})):")
         lines += ["    " * (ind + 4) + self.stmt(s) for s in kir.phases[0].pre]
         return lines
+
+    def scan_init(self, sc: K.Scan) -> str:
+        if _complex_product(sc.op, sc.dtype):
+            return f"{self.use('_cunit_' + sc.dtype)}()"
+        return _literal(sc.init, sc.dtype)
 
     def reused(self, st, inner, keys) -> str | None:
         """``st`` as a read of a scratch row that an earlier phase of this outer trip filled with

@@ -11,6 +11,7 @@ and float division, remainder, shifts, power, gcd/lcm and logaddexp are
 """
 from __future__ import annotations
 
+from . import cpu_complex
 from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
@@ -223,3 +224,7 @@ def _popcount(x):
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 ''')
+
+
+for _name, _entry in cpu_complex.HELPERS.items():     # complex64/complex128 ops (cpu_complex)
+    HELPERS[_name] = _entry

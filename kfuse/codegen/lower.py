@@ -341,7 +341,9 @@ class _Lowerer:
         sdt = src_node.dtype
         dt = node.dtype
         if kind in ("sum", "prod"):
-            if is_float(dt):
+            if dt.kind == "c":       # a sum in complex128; a product in its dtype, as NumPy's (overflows alike)
+                acc_dt = "complex128" if kind == "sum" else dt.name
+            elif is_float(dt):
                 acc_dt = "float64"
             elif dt.kind == "u":
                 acc_dt = "uint64"
@@ -351,8 +353,8 @@ class _Lowerer:
             else:
                 acc_dt = "int64"
             init = (0 if kind == "sum" else 1) if dt.kind != "b" else (kind == "all")
-            if is_float(dt):
-                init = float(init)
+            if is_float(dt) or dt.kind == "c":
+                init = complex(init) if dt.kind == "c" else float(init)
         elif kind in ("any", "all"):
             acc_dt, init = "bool", kind == "all"
         else:
@@ -360,6 +362,8 @@ class _Lowerer:
             hi = kind in ("max", "argmax")
             if is_float(sdt):
                 init = float("-inf") if hi else float("inf")
+            elif sdt.kind == "c":       # below (above) every value lexicographically
+                init = complex(*(2 * [float("-inf") if hi else float("inf")]))
             elif sdt.kind == "b":
                 init = not hi
             else:
@@ -480,6 +484,9 @@ def scan_init(node: Node):
     dt, op = node.dtype, node.op
     if dt.kind == "b":
         return op in (Op.CUMPROD, Op.CUMMIN)
+    if dt.kind == "c":
+        v = {Op.CUMSUM: -0.0, Op.CUMPROD: 1.0, Op.CUMMIN: float("inf"), Op.CUMMAX: float("-inf")}[op]
+        return complex(v, -0.0 if op is Op.CUMSUM else 0.0 if op is Op.CUMPROD else v)
     if op is Op.CUMSUM:
         return -0.0 if is_float(dt) else 0
     if op is Op.CUMPROD:

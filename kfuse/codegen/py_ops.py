@@ -59,7 +59,12 @@ def is_float(dt: str) -> bool:
 
 
 def literal(value, dtype: str) -> str:
-    """A constant of ``dtype`` as a Python expression (float16: its float32 register value)."""
+    """A constant of ``dtype`` as a Python expression (float16: its float32 register value; a
+    complex one from its parts)."""
+    if dtype.startswith("complex"):
+        part = "float32" if dtype == "complex64" else "float64"
+        c = complex(value)
+        return f"np.{dtype}(complex({literal(c.real, part)}, {literal(c.imag, part)}))"
     if dtype == "bool":
         return "True" if value else "False"
     if is_float(dtype):
@@ -117,6 +122,10 @@ class PyOps:
         """The dialect's own rendering of float ``op`` (a faster or exact helper), else None."""
         return None
 
+    def complex_expr(self, op: str, t: str, dt: str, a) -> str:
+        """``op`` on complex operands of dtype ``t`` (the dialect's own: ``cpu_complex``)."""
+        raise self.error(op, t)
+
     def error(self, op: str, t: str) -> Exception:
         return NotImplementedError(f"kfuse {self.backend}: no rule for {op}({t})")
 
@@ -129,6 +138,8 @@ class PyOps:
             return self.cast(a[0], t, dt)
         if op == "where":
             return f"{a[1]} if {a[0]} else {a[2]}"
+        if t.startswith("complex"):
+            return self.complex_expr(op, t, dt, a)
         if op in EXPANSIONS and op not in self.native:
             e = inline(op, dt, a, st.arg_dtypes, self.op_expr, literal)
             if e is not None:

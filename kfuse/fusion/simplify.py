@@ -138,6 +138,8 @@ fold_constants = Pass("fold_constants", lambda g: rewrite(g, _fold))
 
 def _identity(n: Node) -> Node | None:
     op = n.op
+    if n.dtype.kind == "c":     # complex x * 1 is NaN for infinite parts, x + 0 loses -0.0 parts
+        return None
     if op in (Op.MULTIPLY, Op.ADD, Op.SUBTRACT, Op.TRUE_DIVIDE, Op.POWER) and len(n.inputs) == 2:
         a, b = n.inputs
         va, vb = const_value(a), const_value(b)

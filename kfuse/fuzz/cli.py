@@ -61,18 +61,20 @@ def _log(msg: str) -> None:
 def fuzz(n: int, seed: int, backend: str = "cpu", out: str | None = None, start: int = 0,
          max_steps: int = 5, do_shrink: bool = True, verbose: bool = False,
          log=None, jobs: int = 1, time_limit: float | None = None,
-         program_timeout: float | None = 180.0, favor: str | None = None) -> Summary:
+         program_timeout: float | None = 180.0, favor: str | None = None,
+         dtypes: str = "default") -> Summary:
     """Run programs ``start .. start+n-1`` of ``seed``; shrink and write failures under ``out``.
     ``jobs > 1`` spreads them over that many worker processes (same programs, same summary).
     ``time_limit`` (seconds): no program starts after it; the ones left out are in ``not_run``.
     ``program_timeout`` (``jobs > 1``): a program run longer than this is a crash (hung kernel).
-    ``favor``: a kind of step (``generator.KINDS``) drawn about half the time."""
+    ``favor``: a kind of step (``generator.KINDS``) drawn about half the time; ``dtypes``:
+    ``"complex"`` for the complex programs (``gen_complex``)."""
     deadline = time.time() + time_limit if time_limit else None
     if jobs > 1 and n > 1:
         return _fuzz_parallel(n, seed, backend, out, start, max_steps, do_shrink, verbose,
-                              log or _log, jobs, deadline, program_timeout, favor)
+                              log or _log, jobs, deadline, program_timeout, favor, dtypes)
     return _fuzz_indices(range(start, start + n), seed, backend, out, max_steps, do_shrink,
-                         verbose, log, deadline, favor=favor)
+                         verbose, log, deadline, favor=favor, dtypes=dtypes)
 
 
 class _Watchdog:
@@ -87,8 +89,8 @@ class _Watchdog:
     def run(self, program, backend: str) -> Result:
         return self._guard(program.index, lambda: run_program(program, backend))
 
-    def generate(self, seed: int, index: int, max_steps: int, favor: str | None):
-        return self._guard(index, lambda: generate(seed, index, max_steps, favor))
+    def generate(self, seed: int, index: int, max_steps: int, favor: str | None, dtypes: str = "default"):
+        return self._guard(index, lambda: generate(seed, index, max_steps, favor, dtypes))
 
     def _guard(self, index: int, fn):
         if not self.timeout:
@@ -112,7 +114,8 @@ class _Watchdog:
 
 def _fuzz_indices(indices, seed: int, backend: str, out: str | None, max_steps: int,
                   do_shrink: bool, verbose: bool, log=None, deadline: float | None = None,
-                  watchdog: _Watchdog | None = None, favor: str | None = None) -> Summary:
+                  watchdog: _Watchdog | None = None, favor: str | None = None,
+                  dtypes: str = "default") -> Summary:
     log = log or _log
     watchdog = watchdog or _Watchdog(None, None)
     run = watchdog.run
@@ -124,7 +127,7 @@ def _fuzz_indices(indices, seed: int, backend: str, out: str | None, max_steps: 
         if deadline is not None and time.time() > deadline:
             s.not_run.append(indices[k:])
             break
-        p = watchdog.generate(seed, i, max_steps, favor)
+        p = watchdog.generate(seed, i, max_steps, favor, dtypes)
         r = run(p, backend)
         s.programs += 1
         if r.status == "unsupported":
@@ -177,15 +180,15 @@ def _worker_init(threads: int) -> None:
 
 def _worker_run(chunk, seed: int, backend: str, out: str | None, max_steps: int,
                 do_shrink: bool, deadline: float | None, program_timeout: float | None,
-                hang_dir: str, favor: str | None = None) -> Summary:
+                hang_dir: str, favor: str | None = None, dtypes: str = "default") -> Summary:
     return _fuzz_indices(chunk, seed, backend, out, max_steps, do_shrink, False, None, deadline,
-                         _Watchdog(program_timeout, hang_dir), favor)
+                         _Watchdog(program_timeout, hang_dir), favor, dtypes)
 
 
 def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int, max_steps: int,
                    do_shrink: bool, verbose: bool, log, jobs: int,
                    deadline: float | None = None, program_timeout: float | None = 180.0,
-                   favor: str | None = None) -> Summary:
+                   favor: str | None = None, dtypes: str = "default") -> Summary:
     import concurrent.futures as cf
     import multiprocessing
     import tempfile
@@ -197,7 +200,8 @@ def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int,
         part.failures = [(i, Result("crash", why, exc_type=kind), None) for i in idx]
         return part
 
-    backend_arg = f"{backend} --kind {favor}" if favor else backend     # (in the re-run commands)
+    backend_arg = backend + (f" --kind {favor}" if favor else "") + \
+        (f" --dtypes {dtypes}" if dtypes != "default" else "")      # (in the re-run commands)
     pending = [list(c) for c in _chunks(start, n, jobs)]
     jobs = min(jobs, len(pending))
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -212,7 +216,7 @@ def _fuzz_parallel(n: int, seed: int, backend: str, out: str | None, start: int,
             with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
                                         initargs=(threads,)) as ex:
                 futs = {ex.submit(_worker_run, c, seed, backend, out, max_steps, do_shrink,
-                                  deadline, program_timeout, hang_dir, favor): c for c in pending}
+                                  deadline, program_timeout, hang_dir, favor, dtypes): c for c in pending}
                 for fut in cf.as_completed(futs):
                     c = futs[fut]
                     try:
@@ -275,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--kind", choices=tuple(KINDS), default=None,
                     help="draw this kind of step about half the time (other programs than without: "
                          "re-run a program with the same --kind); kinds: " + ", ".join(KINDS))
+    ap.add_argument("--dtypes", choices=("default", "complex"), default="default",
+                    help="complex: programs over complex64/complex128 values (other programs than "
+                         "the default; re-run a program with the same --dtypes)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print failing programs, progress")
     return ap
 
@@ -283,8 +290,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     s = fuzz(args.n, args.seed, args.backend, args.out, args.start, args.max_steps,
              not args.no_shrink, args.verbose, jobs=args.jobs, time_limit=args.time_limit,
-             program_timeout=args.program_timeout, favor=args.kind)
-    kind = f", kind {args.kind}" if args.kind else ""
+             program_timeout=args.program_timeout, favor=args.kind, dtypes=args.dtypes)
+    kind = (f", kind {args.kind}" if args.kind else "") + (f", dtypes {args.dtypes}" if args.dtypes != "default" else "")
     print(f"# seed {args.seed}{kind}, backend {args.backend}, programs {args.start}-"
           f"{args.start + args.n - 1}, jobs {args.jobs}: {s.seconds:.0f} s", file=sys.stderr)
     if s.not_run:

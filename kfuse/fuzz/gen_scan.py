@@ -19,7 +19,7 @@ of a scan, ``S - x``: the exclusive scan).
 
 Products are kept bounded: a float product scan usually runs over ``x * 0.5 + 0.75`` (clipped
 first now and then), so a product of up to 48 terms seldom reaches inf; integer products wrap,
-which is exact. A float is never scanned with an integer ``dtype=`` (the cast of NaN or of an
+which is exact. A float (or complex) is never scanned with an integer ``dtype=`` (the cast of NaN or of an
 out-of-range value is undefined); an integer gets ``dtype=np.float64`` up to 32 bits and
 ``np.float32``/``np.float16`` up to 16 bits, where the conversion rounds once (float32 holds every
 such integer; float16 rounds it once, or overflows to inf exactly as NumPy does).
@@ -107,7 +107,7 @@ def _producer(g, a: str, form: str) -> str:
 
 def _tame(g, src: str, form: str, arr) -> str:
     """A float product scan's terms moved near 1 (a product of 48 terms of 3 is inf in float32)."""
-    if form not in _PRODUCT or arr is None or arr.dtype.kind != "f" or not g.chance(0.8):
+    if form not in _PRODUCT or arr is None or arr.dtype.kind not in "fc" or not g.chance(0.8):
         return src
     if g.chance(0.3):
         return f"(np.clip({src}, -2, 2) * 0.5 + 0.75)"
@@ -150,6 +150,8 @@ def _dtype_kw(g, arr, form: str) -> str:
     dt = arr.dtype
     if dt.kind == "f":
         opts = ("float16", "float32", "float64")
+    elif dt.kind == "c":        # (a complex scanned in an integer dtype: undefined casts)
+        opts = ("complex64", "complex128")
     else:
         bits = 1 if dt.kind == "b" else dt.itemsize * 8
         opts = ("int8", "int8", "int16", "uint8", "int64")

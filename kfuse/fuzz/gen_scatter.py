@@ -44,8 +44,9 @@ AT_UFUNCS = {"f": ("add", "subtract", "multiply", "maximum", "minimum", "fmax", 
              "iu": ("add", "subtract", "multiply", "maximum", "minimum", "fmax", "fmin",
                     "bitwise_or", "bitwise_and", "bitwise_xor"),
              "b": ("logical_or", "logical_and", "add", "multiply", "maximum", "minimum",
-                   "bitwise_or", "bitwise_and", "bitwise_xor")}
-AUGMENTED = {"f": "+-*", "iu": "+-*|&^", "b": "|&^"}
+                   "bitwise_or", "bitwise_and", "bitwise_xor"),
+             "c": ("add", "subtract", "multiply", "maximum", "minimum", "fmax", "fmin")}
+AUGMENTED = {"f": "+-*", "iu": "+-*|&^", "b": "|&^", "c": "+-*"}
 VIEWS = ("[::-1]", "[1:]", ".T", "[:, ::2]", "[::2, ::-1]")
 CPU_ONLY_CHANCE = 0.2       # an order-dependent draw is kept, marked CPU_ORDER, this often
 WILD_CHANCE = 0.04          # an index out of range (NumPy's IndexError ends the program)

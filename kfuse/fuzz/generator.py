@@ -42,8 +42,9 @@ _DTYPE_W = np.array([2, 1, 1, 1.5, 1.5, 1, 0.5, 0.5, 1, 1.5, 3, 3], dtype=float)
 def _listed_then_new(listed: tuple, group) -> tuple:
     """``listed`` in its order (a seed's programs depend on it), then every other op of ``group``
     (``kfuse.ir.ops``) that is a NumPy ufunc: a ufunc added to the op table is fuzzed without an
-    edit here."""
-    new = sorted(o.value for o in group if o.value not in listed and isinstance(getattr(np, o.value, None), np.ufunc))
+    edit here. The ops of complex values are the complex programs' (``gen_complex``)."""
+    new = sorted(o.value for o in group - ops.COMPLEX_PARTS
+                 if o.value not in listed and isinstance(getattr(np, o.value, None), np.ufunc))
     return listed + tuple(new)
 
 
@@ -97,11 +98,15 @@ def _accumulators(dtype) -> tuple:
     dt = np.dtype(dtype)
     if dt.kind == "f":
         return ("float64", "float32")
+    if dt.kind == "c":
+        return ("complex128", "complex64")
     bits = dt.itemsize * 8 if dt.kind in "iu" else 0
     return ("int64",) + (("float64",) if bits <= 32 else ()) + (("float32",) if bits <= 16 else ())
 
 
 class _Gen:
+    ALLOWED = DTYPES            # the dtypes a step's value may have (a subclass adds its own)
+
     def __init__(self, seed: int, index: int, max_steps: int, favor: str | None = None):
         self.rng = np.random.default_rng([seed & 0xFFFFFFFF, index])
         self.seed, self.index, self.max_steps = seed, index, max_steps
@@ -481,7 +486,7 @@ class _Gen:
                     np.copyto(self.env[step.expr], written)
                 continue
             val = np.asarray(val)
-            if val.dtype.name not in DTYPES or val.size > MAX_ELEMENTS:
+            if val.dtype.name not in self.ALLOWED or val.size > MAX_ELEMENTS:
                 continue
             self.steps.append(step)
             self.env[step.out] = val
@@ -534,7 +539,14 @@ def _kind_weights(favor: str | None) -> np.ndarray:
     return p / p.sum()
 
 
-def generate(seed: int, index: int, max_steps: int = 5, favor: str | None = None) -> Program:
+def generate(seed: int, index: int, max_steps: int = 5, favor: str | None = None,
+             dtypes: str = "default") -> Program:
     """The ``index``-th program of the run seeded ``seed`` (deterministic); ``favor``: a kind of
-    step (a key of KINDS) drawn about half the time."""
+    step (a key of KINDS) drawn about half the time; ``dtypes``: ``"default"`` or ``"complex"``
+    (``gen_complex``: complex values, another run)."""
+    if dtypes == "complex":
+        from .gen_complex import ComplexGen
+        return ComplexGen(seed, index, max_steps, favor).build()
+    if dtypes != "default":
+        raise ValueError(f"unknown dtypes {dtypes!r}; expected 'default' or 'complex'")
     return _Gen(seed, index, max_steps, favor).build()

@@ -30,6 +30,8 @@ def _fmt_float(x: float) -> str:
 
 
 def _fmt_value(x) -> str:
+    if isinstance(x, complex):
+        return f"complex({_fmt_float(x.real)}, {_fmt_float(x.imag)})"
     return _fmt_float(x) if isinstance(x, float) else repr(x)
 
 
@@ -148,7 +150,7 @@ class Program:
             if s.writes:
                 names.add("setitem")
         return names - {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                        "uint64", "float16", "float32", "float64", "bool"}
+                        "uint64", "float16", "float32", "float64", "bool", "complex64", "complex128"}
 
     def has_reduction(self) -> bool:
         # float scans: CUDA C adds a row's elements as a tree (kfuse/testing.py), as a sum's order

@@ -176,9 +176,9 @@ def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True, *, devi
 
 
 def warn_complex_cast(src: np.dtype, dst: np.dtype) -> None:
-    """NumPy's ComplexWarning for a cast of complex values to a real dtype (the imaginary part is
-    dropped, as in NumPy)."""
-    if dtypes.is_complex(src) and not dtypes.is_complex(dst):
+    """NumPy's ComplexWarning for a cast of complex values to a real number dtype (the imaginary
+    part is dropped, as in NumPy; bool is ``!= 0`` and warns of nothing)."""
+    if dtypes.is_complex(src) and not dtypes.is_complex(dst) and dst != np.bool_:
         warnings.warn("Casting complex values to real discards the imaginary part",
                       np.exceptions.ComplexWarning, stacklevel=3)
 

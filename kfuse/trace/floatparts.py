@@ -1,5 +1,5 @@
 """NumPy functions on the parts of numbers: ``np.real``/``np.imag``/``np.angle`` of complex arrays
-(the ``REAL``/``IMAG``/``ANGLE`` ops) and, composed of traced ufuncs with NumPy's values exactly,
+(the ``REAL``/``IMAG``/``ANGLE`` ops; ``np.isreal``, ``np.iscomplex`` and the ``*obj`` tests) and, composed of traced ufuncs with NumPy's values exactly,
 of real arrays (the array itself; read-only zeros; ``arctan2(0, x)``), ``np.modf`` (``x - trunc(x)`` with NumPy's signs), ``np.frexp`` (the exponent
 from ``log2`` corrected by one step, the mantissa by an exact ``ldexp``), ``np.nextafter`` (one
 spacing of ``x`` towards ``y``, the spacing from ``frexp``) and ``np.i0`` (NumPy's own Chebyshev
@@ -55,6 +55,26 @@ def angle(z, deg=False):
     if deg:
         a = a * (180 / np.pi)
     return a
+
+
+def iscomplexobj(x) -> bool:
+    """``np.iscomplexobj``: the dtype's kind (known while tracing)."""
+    return dtypes.is_complex(_strong(x, "argument of np.iscomplexobj").dtype)
+
+
+def isrealobj(x) -> bool:
+    return not iscomplexobj(x)
+
+
+def isreal(x):
+    """``np.isreal``: ``imag(x) == 0``."""
+    return imag(x) == 0
+
+
+def iscomplex(x):
+    """``np.iscomplex``: ``x.imag != 0`` of a complex array, else False everywhere."""
+    t = _strong(x, "argument of np.iscomplex")
+    return imag(t) != 0 if dtypes.is_complex(t.dtype) else np.zeros_like(t, dtype=bool)
 
 
 def _loop_input(name: str, x) -> Tracer:

@@ -1,5 +1,5 @@
 """Builders for contractions: ``@``/np.matmul (1-D, 2-D and batched with broadcast batch dims),
-np.tensordot, np.dot and np.inner (any rank), np.vdot (real), np.outer, and the NumPy 2 gufuncs
+np.tensordot, np.dot and np.inner (any rank), np.vdot (the first operand conjugated), np.outer, and the NumPy 2 gufuncs
 np.vecdot, np.matvec, np.vecmat.
 
 np.tensordot (and with it N-D dot and inner) moves the contracted axes last in the first operand
@@ -137,7 +137,7 @@ _VECTOR_CORES = {"vecdot": ("(n),(n)->()", (1, 1)), "matvec": ("(m,n),(n)->(m)",
 def vector_gufunc(name: str, a, b, axes=None, axis=None) -> Tracer:
     """np.vecdot (x1 · x2 over ``axis``), np.matvec (matrix @ vector), np.vecmat (vector @ matrix)
     with broadcast loop dimensions, as one matmul (a vector made a one-row or one-column matrix);
-    real dtypes only, so no conjugation."""
+    a complex first vector (vecdot's, vecmat's) is conjugated, as NumPy's."""
     if axes is not None:
         raise unsupported(f"np.{name} with axes=")
     if axis is not None and name != "vecdot":
@@ -151,6 +151,8 @@ def vector_gufunc(name: str, a, b, axes=None, axis=None) -> Tracer:
     if axis is not None:        # vecdot's core axis, in both operands, moved last
         x, y = (permute_node(n, [d for d in range(n.ndim) if d != k] + [k])
                 for n, k in ((x, axis_index(axis, x.ndim)), (y, axis_index(axis, y.ndim))))
+    if cores[0] == 1 and x.dtype.kind == "c":
+        x = apply_ufunc("conjugate", Tracer(x)).node
     k, k2 = x.shape[-1], y.shape[-cores[1]]
     if k != k2:
         raise ValueError(f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
@@ -166,7 +168,10 @@ def vdot(a, b) -> Tracer:
     x, y = as_node(a, "operand of vdot"), as_node(b, "operand of vdot")
     if x.size != y.size:
         raise ValueError(f"cannot reshape array: vdot needs equal sizes{at(loc())}")
-    return dot(Tracer(reshape_node(x, (x.size,))), Tracer(reshape_node(y, (y.size,))))
+    first = Tracer(reshape_node(x, (x.size,)))
+    if x.dtype.kind == "c":         # np.vdot conjugates its first operand
+        first = apply_ufunc("conjugate", first)
+    return dot(first, Tracer(reshape_node(y, (y.size,))))
 
 
 def outer(a, b, out=None) -> Tracer:

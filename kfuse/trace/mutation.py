@@ -148,6 +148,8 @@ def _assigned(cur: Node, key, value) -> Node:
     if _one_element(cur, key) and (value.ndim if hasattr(value, "ndim") else np.ndim(value)):
         if cur.dtype == np.bool_ and isinstance(value, (list, tuple)):
             value = bool(value)         # (NumPy stores a bool element as the value's truth)
+        elif cur.dtype.kind == "c":     # NumPy converts to a Python complex first
+            raise TypeError(f"only 0-dimensional arrays can be converted to Python scalars{at(loc())}")
         elif cur.dtype != np.bool_ or np.prod(value.shape, dtype=np.int64) != 1:
             raise ValueError(f"setting an array element with a sequence.{at(loc())}")
     mask = _mask(key)

@@ -20,7 +20,12 @@ from .core import Tracer, as_node, loc, unsupported
 
 def _float(x, what: str) -> Tracer:
     t = x if isinstance(x, Tracer) else Tracer(as_node(x, what))
-    return t if t.dtype.kind == "f" else t.astype(np.float64)      # NumPy: not inexact -> float
+    return t if t.dtype.kind in "fc" else t.astype(np.float64)      # NumPy: not inexact -> float
+
+
+def _squares(x: Tracer) -> Tracer:
+    """``x * x``, of a complex ``x`` ``(x.conj() * x).real`` (NumPy's)."""
+    return (np.conjugate(x) * x).real if x.dtype.kind == "c" else x * x
 
 
 def _error(kind, text):
@@ -35,11 +40,11 @@ def _vector(x: Tracer, ord, axis: tuple, keepdims: bool):
     if isinstance(ord, str):
         raise _error(ValueError, f"Invalid norm order '{ord}' for vectors")
     if ord == 0:
-        return rd.sum((x != 0).astype(x.dtype), axis=axis, keepdims=keepdims)
+        return rd.sum((x != 0).astype(x.real.dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return rd.sum(abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return np.sqrt(rd.sum(x * x, axis=axis, keepdims=keepdims))
+        return np.sqrt(rd.sum(_squares(x), axis=axis, keepdims=keepdims))
     ret = rd.sum(abs(x) ** ord, axis=axis, keepdims=keepdims)
     return ret ** np.reciprocal(np.asarray(ord, dtype=ret.dtype))[()]
 
@@ -58,7 +63,7 @@ def _matrix(x: Tracer, ord, axis: tuple, keepdims: bool):
         red = rd.max if ord > 0 else rd.min
         ret = red(rd.sum(abs(x), axis=col), axis=row - (row > col), **({"initial": 0} if ord > 0 else {}))
     elif ord in (None, "fro", "f"):
-        ret = np.sqrt(rd.sum(x * x, axis=(row, col)))
+        ret = np.sqrt(rd.sum(_squares(x), axis=(row, col)))
     else:
         raise _error(ValueError, "Invalid norm order for matrices.")
     if keepdims:
@@ -73,7 +78,11 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = t.ndim
     if axis is None and (ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1)):
         flat = t.ravel()
-        ret = np.sqrt(rd.sum(flat * flat))
+        if flat.dtype.kind == "c":      # NumPy: re . re + im . im
+            re, im = flat.real, flat.imag
+            ret = np.sqrt(rd.sum(re * re) + rd.sum(im * im))
+        else:
+            ret = np.sqrt(rd.sum(flat * flat))
         return ret.reshape([1] * nd) if keepdims else ret
     if axis is None:
         axis = tuple(range(nd))

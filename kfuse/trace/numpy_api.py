@@ -98,6 +98,8 @@ FUNCTIONS = {
     np.isneginf: cm.isneginf, np.split: sp.split, np.array_split: sp.array_split, np.hsplit: sp.hsplit,
     np.vsplit: sp.vsplit, np.dsplit: sp.dsplit, np.rot90: sp.rot90, np.meshgrid: sp.meshgrid,
     np.real: fp.real, np.imag: fp.imag, np.angle: fp.angle, np.i0: fp.i0, np.copyto: copyto,
+    np.isreal: fp.isreal, np.iscomplex: fp.iscomplex, np.iscomplexobj: fp.iscomplexobj,
+    np.isrealobj: fp.isrealobj,
     np.nanprod: ns.nanprod, np.nanvar: ns.nanvar, np.nanstd: ns.nanstd,
     np.cumsum: sc.cumsum, np.cumprod: sc.cumprod, np.nancumsum: sc.nancumsum, np.nancumprod: sc.nancumprod,
 }

@@ -230,7 +230,12 @@ def _var_node(fname, a, axis, dtype, ddof, keepdims, where=_NV) -> tuple[Node, n
     masked = _is_mask(where)
     n = _where_count(where, node.shape, axes, True) if masked else _count(node.shape, axes)
     mean_k = _div_count(_sum_where(node, axes, True, acc, where), n)
-    x = apply_ufunc("square", apply_ufunc("subtract", Tracer(node), Tracer(mean_k)))
+    x = apply_ufunc("subtract", Tracer(node), Tracer(mean_k))
+    if x.dtype.kind == "c":     # NumPy: |x|**2 as the parts' squares added (float)
+        re, im = (Tracer(mk(op, dtypes.real_dtype(x.dtype), x.shape, [x.node])) for op in (Op.REAL, Op.IMAG))
+        x = apply_ufunc("add", apply_ufunc("multiply", re, re), apply_ufunc("multiply", im, im))
+    else:
+        x = apply_ufunc("square", x)
     sum_dt = _numpy_dtype("sum", x.dtype, node.ndim, axes, **kw)
     ret = _sum_where(x.node, axes, keepdims, sum_dt, where)
     if masked:              # NumPy: maximum(count - ddof, 0), an intp array

@@ -58,11 +58,18 @@ def _unary(ufunc: str):
     return op
 
 
+_COMPLEX_FAST = {(int, 2): "square", (int, -1): "reciprocal", (float, 0.5): "sqrt"}
+
+
 def _pow(self, other):
     """``x ** e``: NumPy's ndarray.__pow__ fast path computes ``x ** 2`` of bool as np.square
     (int8 result) and ``x ** 0.5`` of floats as np.sqrt (``-0.0``/``-inf`` differ from power).
-    A NumPy scalar takes no fast path (``np.True_ ** 2`` is int64: seed 32 #9697)."""
+    A NumPy scalar takes no fast path (``np.True_ ** 2`` is int64: seed 32 #9697). Of complex
+    arrays a Python int 2 is np.square, -1 np.reciprocal and a float 0.5 np.sqrt (infinities
+    differ from npy_cpow's)."""
     if self.weak is None and not numpy_scalar(self):
+        if self.dtype.kind == "c" and type(other) in (int, float) and (type(other), other) in _COMPLEX_FAST:
+            return ew.apply_ufunc(_COMPLEX_FAST[type(other), other], self)
         if type(other) is int and other == 2 and self.dtype == np.bool_:
             return ew.apply_ufunc("square", self)
         if type(other) is float and other == 0.5 and is_float(self.dtype):
@@ -107,8 +114,9 @@ def _check_out_cast(x, other, ufunc: str) -> None:
 
 
 def _conj(self):
-    """``x.conj()`` / ``x.conjugate()``: ``np.conjugate(x)``."""
-    return ew.apply_ufunc("conjugate", self)
+    """``x.conj()`` / ``x.conjugate()``: ``np.conjugate(x)`` of a complex array; a real one is
+    returned as it is (NumPy's method calls no ufunc: a bool array stays bool)."""
+    return ew.apply_ufunc("conjugate", self) if self.dtype.kind == "c" else self
 
 
 def _iter(self):

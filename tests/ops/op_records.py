@@ -20,9 +20,10 @@ from ufunc_cases import int_edges
 # one function (test_op_records.py), so the CPU side costs a few compiles per dtype.
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 FLOATS = ("float16", "float32", "float64")
+COMPLEX = ("complex64", "complex128")
 NUMBERS = INTS + FLOATS
-DTYPES = ("bool",) + NUMBERS
-REDUCE_DTYPES = ("bool", "int8", "uint64", "float16", "float32", "float64")
+DTYPES = ("bool",) + NUMBERS + COMPLEX
+REDUCE_DTYPES = ("bool", "int8", "uint64", "float16", "float32", "float64") + COMPLEX
 
 # shape case -> one shape per operand (operands broadcast as NumPy does); reductions take "rows"
 SHAPES = {
@@ -98,6 +99,11 @@ RECORDS: tuple[OpRecord, ...] = (
     OpRecord("multiply_constant", lambda x: x * x.dtype.type(3), 1, NUMBERS),
     # NumPy functions over ufuncs
     OpRecord("where", lambda c, x, y: np.where(c > y, x, y), 3, DTYPES),
+    # the parts of complex numbers (np.real/np.imag/np.angle of real arrays: test_numpy_functions)
+    OpRecord("real", np.real, 1, COMPLEX), OpRecord("imag", np.imag, 1, COMPLEX),
+    OpRecord("angle", np.angle, 1, COMPLEX, variants=({}, {"deg": True})),
+    OpRecord("conj_method", lambda x: x.conj(), 1, COMPLEX),
+    OpRecord("complex_scalar", lambda x: x * (2 - 1j) + 1j, 1, COMPLEX),
     OpRecord("clip", lambda x, lo, hi: np.clip(x, np.minimum(lo, hi), hi), 3, NUMBERS),
     OpRecord("round", np.round, 1, NUMBERS),
     OpRecord("fix", np.fix, 1, FLOATS),
@@ -132,6 +138,8 @@ def values(domain: str, dtype: str, shape: tuple, seed: int) -> np.ndarray:
     """An array of ``shape`` and ``dtype`` in ``domain``: random values with the domain's edge
     values first (as many as fit; none in an operand of fewer than 4 elements)."""
     dt, rng, n = np.dtype(dtype), np.random.default_rng(seed), int(np.prod(shape, dtype=np.int64))
+    if dt.kind == "c":
+        return _complex_values(domain, dt, shape, rng)
     if dt.kind == "b":
         return rng.random(shape) < 0.5
     if dt.kind == "f":
@@ -158,3 +166,23 @@ def values(domain: str, dtype: str, shape: tuple, seed: int) -> np.ndarray:
     out[:k] = edges[:k]
     with np.errstate(over="ignore"):
         return out.astype(dt).reshape(shape)
+
+
+def _complex_values(domain: str, dt: np.dtype, shape: tuple, rng) -> np.ndarray:
+    """Complex operands: each part drawn from the float ``domain`` (an exponent's parts: its real
+    ones, imaginary part 0 for NumPy's integer-power paths, then any), the domain's edge values
+    paired across the parts in a random order first."""
+    part = np.dtype(np.float32 if dt == np.complex64 else np.float64)
+    re = values(domain, part.name, shape, int(rng.integers(2**31))).astype(np.float64).ravel()
+    im = values("finite", part.name, shape, int(rng.integers(2**31))).astype(np.float64).ravel()
+    n = re.size
+    if domain == "exponent":
+        im[: n // 2] = 0.0
+    out = re + 1j * im
+    edges = _FLOAT_EDGES.get(domain, [])
+    pairs = [complex(r, i) for r in edges for i in edges]
+    rng.shuffle(pairs)
+    k = min(n, len(pairs)) if n >= 4 else 0
+    out[:k] = pairs[:k]
+    return out.astype(dt).reshape(shape)
+

@@ -1,0 +1,118 @@
+"""The complex kind of random programs (``kfuse fuzz --dtypes complex``): :class:`ComplexGen` draws
+complex64/complex128 inputs most of the time (a few real ones, which promote), complex constants
+(``1j``, ``(2-1.5j)``, ``np.complex64(...)``) and the ufuncs NumPy defines on complex numbers, the
+parts of complex values (``.real``, ``.imag``, ``np.angle``, ``np.conj``, ``.conj()``), and every
+other kind of step of the default generator (reductions, movement, matmul, where/astype, writes,
+gathers, scans, scatters) over those values. The default kinds' programs do not change: this is a
+subclass, drawn only when asked for.
+
+Guards, as the default generator's: a complex value cast to an integer goes through its real
+part made finite and clipped into range (undefined otherwise); ``tan``/``tanh``, the inverse
+functions and ``power`` take only values that are not themselves computed (their condition number
+turns a last-ulp difference of a computed argument, ``exp`` of libm against Numba's, into noise);
+a complex ``prod``/``cumprod`` reads values near 1 as a float product scan does (``gen_scan``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .generator import DTYPES, _Gen
+
+COMPLEX_DTYPES = ("complex64", "complex128")
+_DTYPES = COMPLEX_DTYPES + ("float32", "float64", "int32", "bool")
+_DTYPE_W = np.array([3, 3, 1, 1, 0.5, 0.5])
+# unary ufuncs with a complex loop, then the parts of a complex value (methods and functions)
+UNARY = ("negative", "positive", "absolute", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
+         "sqrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+         "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "rint", "sign", "isnan", "isinf",
+         "isfinite", "logical_not", "conjugate", "real", "imag", "angle", "conj")
+BINARY = ("add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "less",
+          "less_equal", "greater", "greater_equal", "maximum", "minimum", "fmax", "fmin",
+          "logical_and", "logical_or", "logical_xor")
+_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**", "equal": "==",
+              "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+# ill-conditioned where their argument is a computed value (module docstring)
+_EXACT_ONLY = ("tan", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "power",
+               "log1p", "expm1")
+_CONSTS = ("1j", "(2-1.5j)", "(-0.5+0.25j)", "np.complex64(1+2j)", "np.complex128(-1j)", "(3+0j)")
+
+
+class ComplexGen(_Gen):
+    """A program generator of complex values (module docstring)."""
+
+    ALLOWED = DTYPES + COMPLEX_DTYPES
+
+    def dtype(self) -> str:
+        return _DTYPES[int(self.rng.choice(len(_DTYPES), p=_DTYPE_W / _DTYPE_W.sum()))]
+
+    def values(self, dtype: str, n: int) -> tuple:
+        if dtype not in COMPLEX_DTYPES:
+            return super().values(dtype, n)
+        part = "float32" if dtype == "complex64" else "float64"
+        re, im = super().values(part, n), super().values(part, n)
+        if self.chance(0.3):            # real values: the imaginary parts' sign of zero matters
+            im = tuple(self.choice((0.0, -0.0)) for _ in range(n))
+        return tuple(complex(r, i) for r, i in zip(re, im))
+
+    def const(self, dtype_hint=None, small=False) -> str:
+        if self.chance(0.35):
+            return self.choice(_CONSTS)
+        return super().const(dtype_hint, small)
+
+    def _computed(self, a: str) -> bool:
+        return a.startswith("v")
+
+    def gen_unary(self) -> str | None:
+        name = self.choice(UNARY)
+        a = self.var()
+        if name in _EXACT_ONLY and self._computed(a):
+            return None
+        if name in ("real", "imag"):
+            return f"{a}.{name}" if self.chance(0.5) else f"np.{name}({a})"
+        if name == "conj":
+            return f"{a}.conj()"
+        if name == "angle":
+            return f"np.angle({a}, deg=True)" if self.chance(0.3) else f"np.angle({a})"
+        if name == "absolute" and self.chance(0.5):
+            return f"abs({a})"
+        if name == "negative" and self.chance(0.5):
+            return f"-{a}"
+        return f"np.{name}({a})"
+
+    def gen_binary(self) -> str | None:
+        name = self.choice(BINARY)
+        a = self.var()
+        b = self.const(small=name == "power") if self.chance(0.3) else self.var()
+        if name == "power":
+            if self._computed(a) or b in self.env and self._computed(b):
+                return None
+            if b in self.env:           # exponents kept small: |w log z| scales the error
+                b = f"np.clip({b}.real, -3, 3)" if self.env[b].dtype.kind == "c" else f"np.clip({b}, -3, 3)"
+        if self.chance(0.3) and b not in self.env:
+            a, b = b, a                 # a constant on the left
+        if name in _OPERATORS and self.chance(0.6):
+            return f"({a} {_OPERATORS[name]} {b})"
+        return f"np.{name}({a}, {b})"
+
+    def gen_other(self) -> str | None:
+        made = super().gen_other()
+        if made is None:
+            return None
+        a = next((v for v in self.env if made.startswith(f"{v}.astype(np.int") or
+                  made.startswith(f"{v}.astype(np.uint")), None)
+        if a is not None and self.env[a].dtype.kind == "c":   # a complex -> int cast: the real part, guarded
+            dst = np.dtype(made[len(a) + len(".astype(np."):-1])
+            bits = dst.itemsize * 8
+            lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 2)) if dst.kind == "i" else (0, 2 ** (bits - 1))
+            return (f"np.clip(np.where(np.isfinite({a}.real), {a}.real, 0), {float(lo)!r}, {float(hi)!r})"
+                    f".astype(np.{dst.name})")
+        return made
+
+    def gen_reduction(self) -> str | None:
+        made = super().gen_reduction()
+        if made is None or "prod" not in made:
+            return made
+        a = next((v for v in self.env if f"{v}." in made or f"({v}" in made), None)
+        if a is not None and self.env[a].dtype.kind == "c" and self._computed(a):
+            return None                 # products of computed complex values: overflow order
+        return made
