@@ -75,6 +75,9 @@ template <typename T> __device__ __forceinline__ KfCx<T> operator/(KfCx<T> a, Kf
 }
 template <typename T> __device__ __forceinline__ bool operator==(KfCx<T> a, KfCx<T> b) { return a.re == b.re && a.im == b.im; }
 template <typename T> __device__ __forceinline__ bool operator!=(KfCx<T> a, KfCx<T> b) { return a.re != b.re || a.im != b.im; }
+// the arg-reductions' pair order (cuda_ops' kf_argcomb, after its NaN test): lexicographic
+template <typename T> __device__ __forceinline__ bool operator<(KfCx<T> a, KfCx<T> b) { return a.re < b.re || (a.re == b.re && a.im < b.im); }
+template <typename T> __device__ __forceinline__ bool operator>(KfCx<T> a, KfCx<T> b) { return b < a; }
 // NumPy 2's ordering: by real part (a NaN imaginary part makes the real parts incomparable), then imaginary
 template <typename T> __device__ __forceinline__ bool kf_clt(KfCx<T> a, KfCx<T> b) {
   return (a.re < b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im < b.im);

@@ -44,6 +44,7 @@ import numpy as np
 from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from . import numba_cuda_complex as ncx
 from . import numba_cuda_scatter as scatter
 from .accs import combine_expr
 from .decompose import decompose
@@ -458,6 +459,12 @@ class _Gen(K.StatementRenderer):
         return combine_expr(a, x, y, "bool" if a.kind in ("any", "all") else a.acc_dtype,
                             CudaOps(self.use).op_expr, literal)
 
+    def arg_helper(self, a: K.Acc) -> str:
+        """The pair combine of an argmax/argmin accumulator (complex values: lexicographic)."""
+        if a.acc_dtype in ncx.PARTS:
+            return ncx.expr(a.kind, a.acc_dtype, [], self.use).removesuffix("()")
+        return self.use("_" + a.kind)
+
     def acc_step(self, a: K.Acc) -> list[str]:
         vt = self.acc_vt(a)
         s = self.n(a.src)
@@ -465,7 +472,7 @@ class _Gen(K.StatementRenderer):
         if a.kind in ("argmax", "argmin"):
             val = f"np.int32(1 if {s} else 0)" if a.acc_dtype == "bool" else s
             pos = f"np.int64({self.ix(a.pos)})"
-            return [f"{A}, P{a.dst} = {self.use('_' + a.kind)}({A}, P{a.dst}, {val}, {pos})"]
+            return [f"{A}, P{a.dst} = {self.arg_helper(a)}({A}, P{a.dst}, {val}, {pos})"]
         if a.kind in ("any", "all"):
             src = s if a.src_dtype == "bool" else f"({s} != 0)"
         elif vt == "bool":
@@ -500,7 +507,7 @@ class _Gen(K.StatementRenderer):
                 P = f"P{a.dst}"
                 out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
                 out.append(f"    oi_ = cuda.shfl_xor_sync(0xFFFFFFFF, {P}, m_)")
-                out.append(f"    {A}, {P} = {self.use('_' + a.kind)}({A}, {P}, ov_, oi_)")
+                out.append(f"    {A}, {P} = {self.arg_helper(a)}({A}, {P}, ov_, oi_)")
             else:   # shuffle first: every lane of the warp must execute it (no shuffle in a branch)
                 out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
                 out.append(f"    {A} = {self.combine(a, A, 'ov_')}")
@@ -517,7 +524,7 @@ class _Gen(K.StatementRenderer):
             out.append("w_ = 1")
             out.append("while w_ < nwarps_:")
             if arg:
-                out.append(f"    {A}, P{a.dst} = {self.use('_' + a.kind)}({A}, P{a.dst}, {rd('w_')}, smi_{a.dst}[w_])")
+                out.append(f"    {A}, P{a.dst} = {self.arg_helper(a)}({A}, P{a.dst}, {rd('w_')}, smi_{a.dst}[w_])")
             else:
                 out.append(f"    {A} = {self.combine(a, A, rd('w_'))}")
             out.append("    w_ += 1")

@@ -70,6 +70,25 @@ for _n, _first, _cmp in (("maximum", "a", "@le(b, a)"), ("minimum", "a", "@le(a,
 def @{_n}(a, b):
     return a if (ISNAN({_first}) or {_cmp}) else b
 """)
+for _n, _cmp in (("argmax", ">"), ("argmin", "<")):
+    _t(_n, f"""
+def @{_n}(av, ai, bv, bi):
+    if ai < 0:
+        return bv, bi
+    if bi < 0:
+        return av, ai
+    an = ISNAN(av)
+    bn = ISNAN(bv)
+    if an or bn:
+        if an and bn:
+            return (av, ai) if ai < bi else (bv, bi)
+        return (av, ai) if an else (bv, bi)
+    if av.real {_cmp} bv.real or (av.real == bv.real and av.imag {_cmp} bv.imag):
+        return av, ai
+    if bv.real {_cmp} av.real or (bv.real == av.real and bv.imag {_cmp} av.imag):
+        return bv, bi
+    return (av, ai) if ai < bi else (bv, bi)
+""")
 _t("square", """
 def @square(a):
     return MK(a.real * a.real - a.imag * a.imag, a.real * a.imag + a.imag * a.real)
@@ -509,7 +528,7 @@ def closure(name: str, dtype: str) -> list[str]:
 
 # ------------------------------------------------------------------------------- expressions
 
-_HELPED = {"multiply", "divide", "true_divide", "power", "maximum", "minimum", "fmax", "fmin", "square",
+_HELPED = {"argmax", "argmin", "multiply", "divide", "true_divide", "power", "maximum", "minimum", "fmax", "fmin", "square",
            "reciprocal", "sign", "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
            "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
            "log1p", "expm1"}
