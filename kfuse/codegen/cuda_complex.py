@@ -4,8 +4,8 @@ torch's layout, so a buffer element loads as one value and two complex64 as one 
 and the C expressions of NumPy's complex loops (:func:`op_expr`, :func:`cast_expr`,
 :func:`literal`), which :mod:`kfuse.codegen.cuda_ops` hands complex ops to.
 
-NumPy's values, not C's: ``*`` and ``/`` are NumPy's loops (the plain product; Smith's quotient,
-``x / 0`` componentwise), comparisons and ``maximum``/``minimum`` are lexicographic with NumPy 2's
+NumPy's values, not C's: ``*`` and ``/`` are NumPy's loops (the product of its SIMD loop, two FMAs,
+bit for bit; Smith's quotient, ``x / 0`` componentwise), comparisons and ``maximum``/``minimum`` are lexicographic with NumPy 2's
 NaN rules, ``sign`` is ``z / |z|``; ``log1p``/``expm1``/``exp2``/``log2``/``log10`` follow NumPy's own
 formulas (``log1p(z)`` is ``log(1 + z)`` computed as NumPy does, not the accurate one), ``x ** n``
 for an integer ``|n| < 100`` multiplies as ``npy_cpow`` does. exp, log, sqrt, the trigonometric
@@ -58,7 +58,12 @@ template <typename T> __device__ __forceinline__ bool kf_isinf_(T x) { return fa
 template <typename T> __device__ __forceinline__ KfCx<T> operator+(KfCx<T> a, KfCx<T> b) { return kf_cx(a.re + b.re, a.im + b.im); }
 template <typename T> __device__ __forceinline__ KfCx<T> operator-(KfCx<T> a, KfCx<T> b) { return kf_cx(a.re - b.re, a.im - b.im); }
 template <typename T> __device__ __forceinline__ KfCx<T> operator-(KfCx<T> a) { return kf_cx(-a.re, -a.im); }
+// NumPy's multiply loop is SIMD with FMAs (re = fma(a, c, -(b d)), im = fma(a, d, b c)): its bits;
+// npy_cpow's own products (npymath's cmul) round each term: kf_cmul
 template <typename T> __device__ __forceinline__ KfCx<T> operator*(KfCx<T> a, KfCx<T> b) {
+  return kf_cx(fma(a.re, b.re, -(a.im * b.im)), fma(a.re, b.im, a.im * b.re));
+}
+template <typename T> __device__ __forceinline__ KfCx<T> kf_cmul(KfCx<T> a, KfCx<T> b) {
   return kf_cx(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
 }
 // NumPy's complex divide loop: Smith's algorithm scaled by the larger part of b; a zero divisor
@@ -94,9 +99,7 @@ template <typename T, bool MAX> __device__ __forceinline__ KfCx<T> kf_cmaxmin(Kf
 template <typename T, bool MAX> __device__ __forceinline__ KfCx<T> kf_cfmaxmin(KfCx<T> a, KfCx<T> b) {
   return (kf_cnan(b) || (MAX ? kf_cle(b, a) : kf_cle(a, b))) ? a : b;
 }
-template <typename T> __device__ __forceinline__ KfCx<T> kf_csquare(KfCx<T> a) {
-  return kf_cx(a.re * a.re - a.im * a.im, a.re * a.im + a.im * a.re);
-}
+template <typename T> __device__ __forceinline__ KfCx<T> kf_csquare(KfCx<T> a) { return a * a; }
 // 1 / z as NumPy's reciprocal loop: scaled by the larger part (0 gives nan + nan i)
 template <typename T> __device__ __forceinline__ KfCx<T> kf_crecip(KfCx<T> a) {
   if (fabs(a.im) <= fabs(a.re)) {
@@ -226,14 +229,14 @@ template <typename T> __device__ KfCx<T> kf_cpow(KfCx<T> a, KfCx<T> b) {
   if (b.im == (T)0 && b.re > (T)-100 && b.re < (T)100 && (T)(int)b.re == b.re) {
     int n = (int)b.re;
     if (n == 1) return a;
-    if (n == 2) return a * a;
-    if (n == 3) return a * (a * a);
+    if (n == 2) return kf_cmul(a, a);
+    if (n == 3) return kf_cmul(a, kf_cmul(a, a));
     if (n < 0) n = -n;
     KfCx<T> acc = kf_cx((T)1, (T)0), p = a;
     for (int bit = 1;; bit <<= 1) {
-      if (n & bit) acc = acc * p;
+      if (n & bit) acc = kf_cmul(acc, p);
       if (n < (bit << 1)) break;
-      p = p * p;
+      p = kf_cmul(p, p);
     }
     return b.re < (T)0 ? kf_cx((T)1, (T)0) / acc : acc;
   }

@@ -23,7 +23,7 @@ _FN = {"exp": ("exp", "exp"), "log": ("log", "log"), "log1p": ("log1p", "log1p")
        "sin": ("sin", "sin"), "cos": ("cos", "cos"), "tan": ("tan", "tan"), "sinh": ("sinh", "sinh"),
        "cosh": ("cosh", "cosh"), "asinh": ("arcsinh", "asinh"), "fabs": ("fabs", "fabs"),
        "copysign": ("copysign", "copysign"), "rint": ("rint", "rint"), "frexp": ("frexp", "frexp"),
-       "ldexp": ("ldexp", "ldexp")}
+       "ldexp": ("ldexp", "ldexp"), "fma": ("", "fma")}     # NumPy has no fma: the host namespace's host_fma
 # per part dtype: inf, max, min normal, exp overflow, scaled-exp limit, cosh/sinh big, tanh big,
 # reciprocal big, mantissa digits, scaling exponent K (see cuda_complex's KfCxT)
 _K = {"float32": dict(MAXV="3.4028234663852886e+38", MINV="1.1754943508222875e-38", OVF="88.72283935546875",
@@ -41,6 +41,10 @@ def _t(name: str, src: str) -> None:
 _t("mul", """
 def @mul(a, b):
     return MK(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real)
+""")
+_t("fmul", """
+def @fmul(a, b):
+    return MK($fma(a.real, b.real, -(a.imag * b.imag)), $fma(a.real, b.imag, a.imag * b.real))
 """)
 _t("div", """
 def @div(a, b):
@@ -91,7 +95,7 @@ def @{_n}(av, ai, bv, bi):
 """)
 _t("square", """
 def @square(a):
-    return MK(a.real * a.real - a.imag * a.imag, a.real * a.imag + a.imag * a.real)
+    return @fmul(a, a)
 """)
 _t("reciprocal", """
 def @reciprocal(a):
@@ -497,7 +501,8 @@ def _instantiate(name: str, C: str, target: str) -> str:
     src = re.sub(r"\bT\(", f"np.{T}(", src)
     host, dev = {}, {}
     for fn, (np_name, ld_name) in _FN.items():
-        host[fn], dev[fn] = f"np.{np_name}(", f"ld.{ld_name}{'f' if T == 'float32' else ''}("
+        host[fn] = f"np.{np_name}(" if np_name else f"host_{fn}("
+        dev[fn] = f"ld.{ld_name}{'f' if T == 'float32' else ''}("
     src = re.sub(r"\$(\w+)\(", lambda m: (dev if target == "cuda" else host)[m.group(1)], src)
     deco = "@cuda.jit(device=True, inline=True)\n" if target == "cuda" else ""
     return "\n".join(list(consts.values()) + [deco + src])
@@ -532,7 +537,7 @@ _HELPED = {"argmax", "argmin", "multiply", "divide", "true_divide", "power", "ma
            "reciprocal", "sign", "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
            "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
            "log1p", "expm1"}
-_ALIAS = {"multiply": "mul", "divide": "div", "true_divide": "div"}
+_ALIAS = {"multiply": "fmul", "divide": "div", "true_divide": "div"}
 _PLAIN = {"add": "{C}({a} + {b})", "subtract": "{C}({a} - {b})", "negative": "{C}(-{a})", "positive": "{a}",
           "conjugate": "{C}(complex({a}.real, -{a}.imag))", "rint": "{C}(complex({rint}({a}.real), {rint}({a}.imag)))",
           "absolute": "{hypot}({a}.real, {a}.imag)", "real": "{a}.real", "imag": "{a}.imag",
