@@ -40,7 +40,7 @@ template <> struct KfCxT<float> {
   static __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
   static __device__ __forceinline__ float nan() { return __int_as_float(0x7fc00000); }
   static constexpr float max = 3.40282347e+38f, min = 1.17549435e-38f, ovf = 88.7228394f, sovf = 192.694916f;
-  static constexpr float big = 9.0f, tbig = 11.0f, rbig = 1.0e18f;
+  static constexpr float big = 9.0f, tbig = 11.0f, rbig = 1.0e18f, near1 = 1.0e-4f;
   static constexpr int mant = 24, K = 235;
 };
 template <> struct KfCxT<double> {
@@ -48,7 +48,7 @@ template <> struct KfCxT<double> {
   static __device__ __forceinline__ double nan() { return __longlong_as_double(0x7ff8000000000000LL); }
   static constexpr double max = 1.7976931348623157e+308, min = 2.2250738585072014e-308;
   static constexpr double ovf = 709.782712893384, sovf = 1454.9159319953251;
-  static constexpr double big = 22.0, tbig = 22.0, rbig = 1.0e150;
+  static constexpr double big = 22.0, tbig = 22.0, rbig = 1.0e150, near1 = 1.0e-8;
   static constexpr int mant = 53, K = 1799;
 };
 #define KF_LN2 0.6931471805599453094
@@ -362,8 +362,10 @@ template <typename T> __device__ KfCx<T> kf_catanh(KfCx<T> z) {
     return kf_cx(re, copysign((T)KF_PI_2, y));
   }
   if (ax == (T)1 && y == (T)0) return kf_cx(copysign(KfCxT<T>::inf(), x), y);
-  const T om = (T)1 - ax;
-  const T re = log1p((T)4 * ax / (om * om + ay * ay)) / (T)4;
+  const T om = (T)1 - ax, d = hypot(om, ay);
+  // near z = +-1, (1 - |x|)^2 + y^2 underflows: log(4|x|) - 2 log|1 - |x| + iy| instead (log1p(r) = log(r) there)
+  const T re = d < (T)KfCxT<T>::near1 ? (log((T)4 * ax) - (T)2 * log(d)) / (T)4
+                                      : log1p((T)4 * ax / (om * om + ay * ay)) / (T)4;
   return kf_cx(copysign(re, x), atan2((T)2 * y, om * ((T)1 + ax) - ay * ay) / (T)2);
 }
 template <typename T> __device__ __forceinline__ KfCx<T> kf_catan(KfCx<T> z) { return kf_div_i(kf_catanh(kf_mul_i(z))); }

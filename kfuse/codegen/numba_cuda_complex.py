@@ -27,9 +27,11 @@ _FN = {"exp": ("exp", "exp"), "log": ("log", "log"), "log1p": ("log1p", "log1p")
 # per part dtype: inf, max, min normal, exp overflow, scaled-exp limit, cosh/sinh big, tanh big,
 # reciprocal big, mantissa digits, scaling exponent K (see cuda_complex's KfCxT)
 _K = {"float32": dict(MAXV="3.4028234663852886e+38", MINV="1.1754943508222875e-38", OVF="88.72283935546875",
-                      SOVF="192.69491577148438", BIG="9.0", TBIG="11.0", RBIG="1e18", MANT="24", KS="235"),
+                      SOVF="192.69491577148438", BIG="9.0", TBIG="11.0", RBIG="1e18", MANT="24", KS="235",
+                      NEAR1="1e-4"),
       "float64": dict(MAXV="1.7976931348623157e+308", MINV="2.2250738585072014e-308", OVF="709.782712893384",
-                      SOVF="1454.9159319953251", BIG="22.0", TBIG="22.0", RBIG="1e150", MANT="53", KS="1799")}
+                      SOVF="1454.9159319953251", BIG="22.0", TBIG="22.0", RBIG="1e150", MANT="53", KS="1799",
+                      NEAR1="1e-8")}
 
 _SRC: dict[str, tuple[str, tuple]] = {}     # name -> (template, helpers it calls)
 
@@ -432,7 +434,11 @@ def @arctanh(z):
     if ax == T(1) and y == T(0):
         return MK($copysign(T(np.inf), x), y)
     om = T(1) - ax
-    re = $log1p(T(4) * ax / (om * om + ay * ay)) / T(4)
+    d = $hypot(om, ay)
+    if d < T(NEAR1):
+        re = ($log(T(4) * ax) - T(2) * $log(d)) / T(4)
+    else:
+        re = $log1p(T(4) * ax / (om * om + ay * ay)) / T(4)
     return MK($copysign(re, x), $atan2(T(2) * y, om * (T(1) + ax) - ay * ay) / T(2))
 """)
 _t("arctan", """
