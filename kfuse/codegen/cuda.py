@@ -67,7 +67,7 @@ from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, loa
                        round_lowp, store_value)
 from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
-                          vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
+                          vector_access, vector_accesses, vector_offset, vector_ok, wide_accs, writes_rows)
 
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
 
@@ -375,7 +375,8 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
             # passed the next row's barrier, hence after it finished reading)
             n_acc = sum(len(ph.accs) for ph in kir.phases)
             slots = 2 * n_acc if v.barriers == 1 else n_acc if v.exact else 1
-            body.append(f"__shared__ double red_smem_[{64 * max(1, slots)}];")
+            self._slot = 128 if wide_accs(kir) else 64    # doubles a slot: 32 warps x the widest accumulator
+            body.append(f"__shared__ double red_smem_[{self._slot * max(1, slots)}];")
             body.append("int par_ = 1; (void)par_;")
             # the block size is the variant's (the launcher launches ``v.block`` threads): a constant,
             # so the cross-warp combine unrolls and its shared-memory loads issue together
