@@ -58,7 +58,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
-from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, uses_complex
+from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, unit_scans, uses_complex
 from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
@@ -649,7 +649,7 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
     """CUDA C for ``kir`` in ``variant`` (default: :func:`default_variant`)."""
     if variant is None:
         variant = default_variant(kir)
-    kir = decompose(kir)
+    kir = unit_scans(decompose(kir))
     g = _Gen(kir, variant)
     if kir.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL, GroupKind.SCATTER):     # a scatter: scalar (its addresses are data)
         tile = variant.mode == "tile" and kir.kind != GroupKind.SCATTER and not kir.in_place

@@ -16,10 +16,14 @@ zeros (as npymath and glibc, whose functions NumPy calls) and are accurate to a 
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import UnsupportedError
 from . import kernel_ir as K
 
 COMPLEX = {"complex64": "float", "complex128": "double"}      # dtype -> its parts' C type
+# a complex cumprod's step and start (:func:`unit_scans`)
+PROD_SCAN, UNIT = "cumprod_step", "complex cumprod unit"
 CTYPE = {"complex64": "kf_c64", "complex128": "kf_c128"}
 
 
@@ -381,6 +385,16 @@ template <typename T> __device__ __forceinline__ KfCx<T> kf_cexpm1(KfCx<T> z) {
   const T h = sin(z.im / (T)2);
   return kf_cx(expm1(z.re) * cos(z.im) - (T)2 * h * h, exp(z.re) * sin(z.im));
 }
+// a complex cumprod starts from its first factor, as NumPy's accumulate (1 * x is not x where x has
+// an infinite part): its running value starts as a NaN of its own payload, kf_cprodscan's identity
+template <typename T> __device__ __forceinline__ KfCx<T> kf_cunit();
+template <> __device__ __forceinline__ kf_c64 kf_cunit<float>() { return kf_cx(__uint_as_float(0x7fc0c0deu), 0.0f); }
+template <> __device__ __forceinline__ kf_c128 kf_cunit<double>() { return kf_cx(__longlong_as_double(0x7ff80000c0de0001LL), 0.0); }
+__device__ __forceinline__ bool kf_isunit(kf_c64 a) { return __float_as_uint(a.re) == 0x7fc0c0deu; }
+__device__ __forceinline__ bool kf_isunit(kf_c128 a) { return __double_as_longlong(a.re) == 0x7ff80000c0de0001LL; }
+template <typename T> __device__ __forceinline__ KfCx<T> kf_cprodscan(KfCx<T> a, KfCx<T> b) {
+  return kf_isunit(a) ? b : kf_isunit(b) ? a : a * b;
+}
 // warp shuffles of a complex value: its two parts
 __device__ __forceinline__ kf_c64 kf_shfl(kf_c64 v, int m) { return kf_cx(__shfl_xor_sync(0xffffffffu, v.re, m), __shfl_xor_sync(0xffffffffu, v.im, m)); }
 __device__ __forceinline__ kf_c128 kf_shfl(kf_c128 v, int m) { return kf_cx(__shfl_xor_sync(0xffffffffu, v.re, m), __shfl_xor_sync(0xffffffffu, v.im, m)); }
@@ -407,7 +421,7 @@ _UNARY = {"exp": "kf_cexp({a})", "log": "kf_clog({a})", "sqrt": "kf_csqrt({a})",
           # bool
           "isnan": "kf_cnan({a})", "isinf": "(kf_isinf_({a}.re) || kf_isinf_({a}.im))",
           "isfinite": "(kf_fin({a}.re) && kf_fin({a}.im))", "logical_not": "({a}.re == 0 && {a}.im == 0)"}
-_BINARY = {"add": "({a} + {b})", "subtract": "({a} - {b})", "multiply": "({a} * {b})", "divide": "({a} / {b})",
+_BINARY = {PROD_SCAN: "kf_cprodscan({a}, {b})", "add": "({a} + {b})", "subtract": "({a} - {b})", "multiply": "({a} * {b})", "divide": "({a} / {b})",
            "true_divide": "({a} / {b})", "power": "kf_cpow({a}, {b})", "equal": "({a} == {b})",
            "not_equal": "({a} != {b})", "less": "kf_clt({a}, {b})", "less_equal": "kf_cle({a}, {b})",
            "greater": "kf_clt({b}, {a})", "greater_equal": "kf_cle({b}, {a})",
@@ -461,6 +475,8 @@ def cast_expr(a: str, src: str, dst: str, cast) -> str:
 
 def literal(value, dt: str, real_literal) -> str:
     """A complex constant of ``dt`` (``real_literal(v, part dtype)`` spells each part)."""
+    if isinstance(value, str) and value == UNIT:
+        return f"kf_cunit<{COMPLEX[dt]}>()"
     z = complex(value)
     part = "float32" if dt == "complex64" else "float64"
     return f"kf_cx<{COMPLEX[dt]}>({real_literal(z.real, part)}, {real_literal(z.imag, part)})"
@@ -484,3 +500,14 @@ def combine_store(st, out_dtype: str, ptr: str, render) -> str:
     sign = "-" if st.combine == "subtract" else ""
     return "\n".join([f"{{  // {st}", f"  {cast}", f"  auto* const ep_ = {ptr};",
                       f"  atomicAdd(&ep_->re, {sign}{v}.re); atomicAdd(&ep_->im, {sign}{v}.im);", "}"])
+
+
+def unit_scans(kir: K.KernelIR) -> K.KernelIR:
+    """``kir`` with each complex cumprod started from its first factor, as NumPy's accumulate is:
+    its running value starts at :data:`UNIT` (``kf_cunit``), the identity of its step
+    :data:`PROD_SCAN` (``kf_cprodscan``), so tree scans and chunk prefixes keep it too."""
+    def fix(stmts):
+        return tuple(dataclasses.replace(s, op=PROD_SCAN, init=UNIT)
+                     if isinstance(s, K.Scan) and s.op == "multiply" and is_complex(s.dtype) else s for s in stmts)
+    phases = tuple(dataclasses.replace(ph, pre=fix(ph.pre), body=fix(ph.body)) for ph in kir.phases)
+    return kir if phases == kir.phases else dataclasses.replace(kir, phases=phases)

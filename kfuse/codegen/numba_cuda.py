@@ -142,6 +142,12 @@ def row_variant(L: int) -> NVariant:
 # --------------------------------------------------------------------------- the emitter
 
 
+def _first_factor(s: K.Scan) -> bool:
+    """A complex cumprod: NumPy's accumulate starts from the first factor (1 * x is not x where x
+    has an infinite part), so the running value is replaced by it, not multiplied, at the first step."""
+    return s.op == "multiply" and s.dtype in ncx.PARTS
+
+
 class _Gen(K.StatementRenderer):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
@@ -204,6 +210,9 @@ class _Gen(K.StatementRenderer):
 
     def on_scan(self, s: K.Scan) -> str:            # the running value is dst itself (started before the loop)
         self.dt[s.dst] = s.dtype
+        if _first_factor(s):     # a complex cumprod: its first factor itself, as NumPy's accumulate
+            return (f"{self.n(s.dst)}, _F{s.dst} = ({self.n(s.src)} if _F{s.dst} else "
+                    f"{self.op_value(s.step(s.dst))}), False")
         return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
 
     def on_combine(self, s: K.Store) -> str:        # a scatter's ufunc.at: an atomic
@@ -381,6 +390,7 @@ class _Gen(K.StatementRenderer):
             for sc in K.scans(ph.body):
                 self.globals.append(f"_S{sc.dst} = {_const_value(sc.init, sc.dtype)}")
                 rb.append(f"{sc.dst} = _S{sc.dst}")
+                rb += [f"_F{sc.dst} = True"] if _first_factor(sc) else []
             if kc:
                 rb += self.fill_slots(ph, inner, kc, cache, filled)
                 newly = set()
