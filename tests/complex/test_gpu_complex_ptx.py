@@ -88,9 +88,9 @@ def test_complex_reduction_kernels_compile_to_ptx(dt, backend, tmp_path):
         pytest.skip("numba-cuda: one dtype a kernel shape (a minute of Numba's compiler each)")
     src = _ptx(reductions, backend, (f"{dt}[64,512]", f"{dt}[64,512]"), tmp_path, f"red{dt}")
     if backend == "cuda":
-        assert "kf_argcomb<kf_c" in src
+        assert "kf_argcomb<kf_c" in src and "kf_cprodscan(" in src
     else:           # a warp's complex partials meet part by part
-        assert "_cxargmax_complex64" in src and ".real, m_)" in src
+        assert "_cxargmax_complex64" in src and ".real, m_)" in src and " if _Fv" in src
 
 
 @pytest.mark.backends("cuda", emit_only=True)

@@ -72,6 +72,15 @@ def test_scans(shape, dtype, backend):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_cumprod_starts_from_its_first_factor(dtype, backend):
+    """NumPy's accumulate starts from the first factor: inf+0j stays inf+0j (1 * it is inf+nan j)."""
+    u = np.ones((3, 200), dtype)
+    u[:, 0] = [complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 0)]
+    u[:, 1] = 0.5
+    _check(lambda u: (np.cumprod(u, axis=-1), np.cumprod(u.T, axis=0)), backend, u)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_python_complex_scalars(dtype, backend):
     x = _cx(np.random.default_rng(6), (257,), dtype)
     _check(lambda x, s: x * s + (1 - 2j), backend, x, np.asarray(0.5 + 0.25j, dtype))
