@@ -224,22 +224,13 @@ def @mulg(z, w):
         return MK(x, y)
     again = False
     if ISINF(a) or ISINF(b):
-        a = $copysign(T(1) if ISINF(a) else T(0), a)
-        b = $copysign(T(1) if ISINF(b) else T(0), b)
-        c = $copysign(T(0), c) if c != c else c
-        d = $copysign(T(0), d) if d != d else d
+        a, b, c, d = BOX(a), BOX(b), NAN0(c), NAN0(d)
         again = True
     if ISINF(c) or ISINF(d):
-        c = $copysign(T(1) if ISINF(c) else T(0), c)
-        d = $copysign(T(1) if ISINF(d) else T(0), d)
-        a = $copysign(T(0), a) if a != a else a
-        b = $copysign(T(0), b) if b != b else b
+        a, b, c, d = NAN0(a), NAN0(b), BOX(c), BOX(d)
         again = True
     if not again and (ISINF(ac) or ISINF(bd) or ISINF(ad) or ISINF(bc)):
-        a = $copysign(T(0), a) if a != a else a
-        b = $copysign(T(0), b) if b != b else b
-        c = $copysign(T(0), c) if c != c else c
-        d = $copysign(T(0), d) if d != d else d
+        a, b, c, d = NAN0(a), NAN0(b), NAN0(c), NAN0(d)
         again = True
     if not again:
         return MK(x, y)
@@ -338,17 +329,17 @@ _t("sin", """
 def @sin(z):
     if not FIN(z.real) and ISINF(z.imag):
         return MK(T(np.nan), T(np.inf))
-    w = @sinh(MK(-z.imag, z.real))
-    return MK(w.imag, -w.real)
+    w = @sinh(MULI(z))
+    return DIVI(w)
 """)
 _t("cos", """
 def @cos(z):
-    return @cosh(MK(-z.imag, z.real))
+    return @cosh(MULI(z))
 """)
 _t("tan", """
 def @tan(z):
-    w = @tanh(MK(-z.imag, z.real))
-    return MK(w.imag, -w.real)
+    w = @tanh(MULI(z))
+    return DIVI(w)
 """)
 _t("asinfin", """
 def @asinfin(z):
@@ -369,13 +360,13 @@ def @arcsinh(z):
     if ISINF(x) or ISINF(y):
         im = (T(0.7853981633974483) if ISINF(x) else T(1.5707963267948966)) if ISINF(y) else T(0)
         return MK($copysign(T(np.inf), x), $copysign(im, y))
-    w = @asinfin(MK(-y, x))
-    return MK(w.imag, -w.real)
+    w = @asinfin(MULI(z))
+    return DIVI(w)
 """)
 _t("arcsin", """
 def @arcsin(z):
-    w = @arcsinh(MK(-z.imag, z.real))
-    return MK(w.imag, -w.real)
+    w = @arcsinh(MULI(z))
+    return DIVI(w)
 """)
 _t("arccos", """
 def @arccos(z):
@@ -443,8 +434,8 @@ def @arctanh(z):
 """)
 _t("arctan", """
 def @arctan(z):
-    w = @arctanh(MK(-z.imag, z.real))
-    return MK(w.imag, -w.real)
+    w = @arctanh(MULI(z))
+    return DIVI(w)
 """)
 _t("exp2", """
 def @exp2(z):
@@ -470,7 +461,10 @@ def @expm1(z):
 
 # one-line forms spelled out in place (a helper call each would be inlined by Numba's IR inliner,
 # whose cost grows fast with the nesting): name -> format of its argument text
-_MACROS = {"MK": "np.$C(complex({}))", "ISINF": "($fabs({}) == T(np.inf))", "FIN": "($fabs({}) < T(np.inf))",
+_MACROS = {"BOX": "$copysign(T(1) if ISINF({0}) else T(0), {0})",     # Annex G's boxed infinity part
+           "NAN0": "($copysign(T(0), {0}) if {0} != {0} else {0})",    # a NaN part as a zero
+           "MULI": "MK(-({0}).imag, ({0}).real)", "DIVI": "MK(({0}).imag, -({0}).real)",     # i z, z / i (of a name)
+           "MK": "np.$C(complex({}))", "ISINF": "($fabs({}) == T(np.inf))", "FIN": "($fabs({}) < T(np.inf))",
            "ISNAN": "(({0}).real != ({0}).real or ({0}).imag != ({0}).imag)"}
 
 

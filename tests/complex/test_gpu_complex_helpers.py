@@ -71,6 +71,9 @@ using namespace std;
 #define __align__(n) alignas(n)
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
+inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
+inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
 #define __shfl_xor_sync(m, v, l) (v)
 #define __shfl_up_sync(m, v, d, w) (v)
 #define __shfl_sync(m, v, d, w) (v)
