@@ -103,9 +103,20 @@ class Backend:
         ``features`` set), ahead of its own :meth:`unsupported` ones."""
         if Feature.COMPLEX in self.features:
             return []
-        return [(g, f"{_PREFIX}complex numbers ({complex_dtype(g)}) are not supported by the {self.name} "
-                    "backend yet; run on NumPy arrays (the cpu backend)")
-                for g in plan.groups if complex_dtype(g)]
+        return [(g, self._no_complex(complex_dtype(g))) for g in plan.groups if complex_dtype(g)]
+
+    def _no_complex(self, dtype_name: str) -> str:
+        return (f"{_PREFIX}complex numbers ({dtype_name}) are not supported by the {self.name} backend "
+                "yet; run on NumPy arrays (the cpu backend)")
+
+    def check_kernel(self, kir) -> None:
+        """Raise the UnsupportedError of a kernel needing a feature it lacks (complex values),
+        before its source is written (``render``, ``ptx``: never source for values it cannot hold)."""
+        if Feature.COMPLEX not in self.features:
+            from ..codegen.kernel_ir import uses_dtype
+            for name in ("complex64", "complex128"):
+                if uses_dtype(kir, name):
+                    raise UnsupportedError(self._no_complex(name))
 
     def refusals(self, plan) -> tuple[CapabilityRefusal, ...]:
         """The kernels of ``plan`` it cannot run, as refusals recorded in the plan."""

@@ -131,6 +131,8 @@ class CpuOps(PyOps):
             return f"{self.use('_cbrt')}({a[0]})"
         if op in ("log2", "exp2") and _vt(t) == "float64":
             return f"{self.use(f'_{op}_f64')}({a[0]})"
+        if op == "complex":     # (real, imag) parts, float32/float64 (float_result: the complex dtype)
+            return f"complex({a[0]}, {a[1]})"
         if op == "power":       # libm's pow; a constant exponent: codegen.decompose
             return f"np.power({a[0]}, {a[1]})"
         if op == "fmax":

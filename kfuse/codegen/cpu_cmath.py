@@ -26,6 +26,16 @@ def _add(name: str, src: str, deps: tuple = ()) -> None:
     HELPERS[name] = (f"{_NJIT}\n{src.strip(chr(10))}", deps)
 
 
+def _rotated(C: str, fn: str, hyp: str) -> None:
+    """``_c<fn>`` as -i <hyp>(i z): the parts of <hyp>(y + i x) swapped (npymath's identity)."""
+    _add(f"_c{fn}_{C}", f'''
+def _c{fn}_{C}(z):
+    """npy_c{fn}: -i {hyp}(i z), as the parts of {hyp}(y + i x) swapped."""
+    w = _c{hyp}_{C}(np.{C}(complex(z.imag, z.real)))
+    return np.{C}(complex(w.imag, w.real))
+''', (f"_c{hyp}_{C}",))
+
+
 def _sources(C: str, T: str) -> None:
     f, pi2 = f"np.{T}", f"np.{T}(1.5707963267948966)"
     _add(f"_cexp_{C}", f'''
@@ -112,13 +122,8 @@ def _ctanh_{C}(z):
     den = {f}(1.0) + beta * s * s
     return np.{C}(complex((beta * rho * s) / den, t / den))
 ''')
-    for fn, hyp in (("sin", "sinh"), ("tan", "tanh")):
-        _add(f"_c{fn}_{C}", f'''
-def _c{fn}_{C}(z):
-    """npy_c{fn}: -i {hyp}(i z), as the parts of {hyp}(y + i x) swapped."""
-    w = _c{hyp}_{C}(np.{C}(complex(z.imag, z.real)))
-    return np.{C}(complex(w.imag, w.real))
-''', (f"_c{hyp}_{C}",))
+    _rotated(C, "sin", "sinh")
+    _rotated(C, "tan", "tanh")
     _add(f"_ccos_{C}", f'''
 def _ccos_{C}(z):
     """npy_ccos: cosh(i z)."""
@@ -141,12 +146,7 @@ def _casinh_{C}(z):
         return np.{C}(complex(x, y))
     return np.{C}(complex(np.nan, np.nan))
 ''')
-    _add(f"_casin_{C}", f'''
-def _casin_{C}(z):
-    """npy_casin: -i asinh(i z), as the parts of asinh(y + i x) swapped."""
-    w = _casinh_{C}(np.{C}(complex(z.imag, z.real)))
-    return np.{C}(complex(w.imag, w.real))
-''', (f"_casinh_{C}",))
+    _rotated(C, "asin", "asinh")
     _add(f"_catanh_{C}", f'''
 def _catanh_{C}(z):
     """npy_catanh: Numba's for finite arguments, Annex G's values for the others."""
@@ -159,12 +159,7 @@ def _catanh_{C}(z):
         return np.{C}(complex(np.copysign({f}(0.0), x), np.copysign({pi2}, y) if np.isfinite(y) else y))
     return np.{C}(complex(np.nan, np.nan))
 ''')
-    _add(f"_catan_{C}", f'''
-def _catan_{C}(z):
-    """npy_catan: -i atanh(i z), as the parts of atanh(y + i x) swapped."""
-    w = _catanh_{C}(np.{C}(complex(z.imag, z.real)))
-    return np.{C}(complex(w.imag, w.real))
-''', (f"_catanh_{C}",))
+    _rotated(C, "atan", "atanh")
     _add(f"_cacos_{C}", f'''
 def _cacos_{C}(z):
     """npy_cacos: Numba's for finite non-zero arguments, else pi/2 - casin(z)."""

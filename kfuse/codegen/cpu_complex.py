@@ -77,6 +77,18 @@ def {_name}(a, b):
     return a if (_cisnan(b) or {_cmp}(a, b)) else b
 ''', ("_cisnan", _cmp))
 
+_helper("_cbox", f'''
+{_NJIT}
+def _cbox(v):
+    """__muldc3's box: an infinity as +-1, any other value as +-0 (NaN's sign kept)."""
+    return np.copysign(1.0 if np.isinf(v) else 0.0, v)
+''')
+_helper("_cunnan", f'''
+{_NJIT}
+def _cunnan(v):
+    """__muldc3's NaN as a zero of its sign, any other value itself."""
+    return np.copysign(0.0, v) if np.isnan(v) else v
+''')
 for _C, _T in _PARTS.items():
     _helper(f"_cdiv_{_C}", f'''
 {_NJIT}
@@ -145,31 +157,21 @@ def _cmulg_{_C}(z, w):
     ac, bd, ad, bc = a * c, b * d, a * d, b * c
     x, y = ac - bd, ad + bc
     if np.isnan(x) and np.isnan(y):
-        zero, one = np.{_T}(0.0), np.{_T}(1.0)
         recalc = False
         if np.isinf(a) or np.isinf(b):
-            a = np.copysign(one if np.isinf(a) else zero, a)
-            b = np.copysign(one if np.isinf(b) else zero, b)
-            c = np.copysign(zero, c) if np.isnan(c) else c
-            d = np.copysign(zero, d) if np.isnan(d) else d
+            a, b, c, d = _cbox(a), _cbox(b), _cunnan(c), _cunnan(d)
             recalc = True
         if np.isinf(c) or np.isinf(d):
-            c = np.copysign(one if np.isinf(c) else zero, c)
-            d = np.copysign(one if np.isinf(d) else zero, d)
-            a = np.copysign(zero, a) if np.isnan(a) else a
-            b = np.copysign(zero, b) if np.isnan(b) else b
+            a, b, c, d = _cunnan(a), _cunnan(b), _cbox(c), _cbox(d)
             recalc = True
         if not recalc and (np.isinf(ac) or np.isinf(bd) or np.isinf(ad) or np.isinf(bc)):
-            a = np.copysign(zero, a) if np.isnan(a) else a
-            b = np.copysign(zero, b) if np.isnan(b) else b
-            c = np.copysign(zero, c) if np.isnan(c) else c
-            d = np.copysign(zero, d) if np.isnan(d) else d
+            a, b, c, d = _cunnan(a), _cunnan(b), _cunnan(c), _cunnan(d)
             recalc = True
         if recalc:
             x = np.{_T}(np.inf) * (a * c - b * d)
             y = np.{_T}(np.inf) * (a * d + b * c)
     return np.{_C}(complex(x, y))
-''')
+''', ("_cbox", "_cunnan"))
     _helper(f"_cpow_{_C}", f'''
 {_NJIT}
 def _cpow_{_C}(a, b):
@@ -256,7 +258,7 @@ def _clog1p_{_C}(a):
 
 # ops whose value is Numba's function of the same name on a complex scalar
 _NATIVE = ("log", "sqrt")
-_TYPED = {**cpu_cmath.FUNCTIONS, "multiply": "_cfmul", "divide": "_cdiv", "true_divide": "_cdiv", "reciprocal": "_crecip", "power": "_cpow",
+_TYPED = {**cpu_cmath.FUNCTIONS, "multiply": "_cfmul", "square": "_cfmul", "divide": "_cdiv", "true_divide": "_cdiv", "reciprocal": "_crecip", "power": "_cpow",
           "sign": "_csign", "exp2": "_cexp2", "log2": "_clog2", "log10": "_clog10",
           "expm1": "_cexpm1", "log1p": "_clog1p"}
 _GENERIC = {"less": "_clt", "less_equal": "_cle", "greater": "_cgt", "greater_equal": "_cge",
@@ -268,14 +270,11 @@ def expr(op: str, t: str, dt: str, a: list, use) -> str | None:
     """Numba source of ``op`` on complex operands ``a`` of dtype ``t`` giving ``dt`` (``use(name)``
     records a helper), or None where NumPy defines no such complex loop."""
     C, T = t, _PARTS[t]
-    if op in _TYPED:
-        return f"{use(f'{_TYPED[op]}_{C}')}({', '.join(a)})"
-    if op in _GENERIC:
-        return f"{use(_GENERIC[op])}({', '.join(a)})"
+    helper = f"{_TYPED[op]}_{C}" if op in _TYPED else _GENERIC.get(op)
+    if helper is not None:
+        return f"{use(helper)}({', '.join(a if op != 'square' else a * 2)})"
     if op in _NATIVE:
         return f"np.{C}(np.{op}({a[0]}))"
-    if op == "square":
-        return f"{use(f'_cfmul_{C}')}({a[0]}, {a[0]})"
     simple = {"add": "{0} + {1}", "subtract": "{0} - {1}", "negative": "-{0}", "positive": "{0}",
               "conjugate": "{0}.conjugate()", "equal": "{0} == {1}", "not_equal": "{0} != {1}",
               "real": "np.{T}({0}.real)", "imag": "np.{T}({0}.imag)",

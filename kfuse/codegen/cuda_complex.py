@@ -442,6 +442,8 @@ def op_expr(op: str, dt: str, args: list, adts: tuple, cast) -> str | None:
         return None if not is_complex(dt) else f"({args[0]} ? {args[1]} : {args[2]})"
     if op == "cast":
         return cast_expr(args[0], t, dt, cast) if is_complex(t) or is_complex(dt) else None
+    if op == "complex":         # the number of its parts (real, imag), exactly
+        return f"kf_cx<{COMPLEX[dt]}>({args[0]}, {args[1]})"
     if not is_complex(t):
         return None
     P = COMPLEX[t]

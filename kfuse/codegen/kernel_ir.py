@@ -22,6 +22,12 @@ generated code never embeds a concrete extent, start or shape; ``SizeParam.value
 the plan this IR was lowered from, passed at launch. All index values are non-negative, so ``//``
 and ``%`` mean the same in Python and C.
 
+A complex64/complex128 value is one variable of that dtype (a :class:`Const`'s value a Python
+``complex``); ops keep their ufunc names (``real``, ``imag``, ``angle``, ``conjugate`` among them:
+``kfuse/ir/ops.py``), and each emitter decides how to hold it (the CPU: Numba's complex scalars,
+``codegen.cpu_complex``). A complex cumprod :class:`Scan` starts from its first element (its
+``init`` is ``1+0j`` in the IR; ``1 * x`` is not ``x`` where ``x`` has an infinite part).
+
 ``kind == "matmul"``: ``contraction`` says which inputs to multiply (with optional operand casts /
 permutes), and the product is read by the phase statements as input buffer ``contraction.result``.
 """
@@ -235,8 +241,8 @@ class Load:
 
 @dataclasses.dataclass(frozen=True)
 class Const:
-    """``dst`` = a constant of ``dtype``: ``value`` is a Python bool, int or float, printed by its
-    repr (which keeps -0.0, nan and inf apart)."""
+    """``dst`` = a constant of ``dtype``: ``value`` is a Python bool, int, float or complex, printed
+    by its repr (which keeps -0.0, nan and inf apart)."""
     dst: str
     dtype: str
     value: Any

@@ -135,6 +135,8 @@ class CudaOps(PyOps):
 
     def op_expr(self, st: K.Op, a: list[str]) -> str:
         t = st.arg_dtypes[0] if st.arg_dtypes else st.dtype
+        if st.op == "complex":      # the number of its parts (real, imag), exactly
+            return f"np.{st.dtype}(complex({a[0]}, {a[1]}))"
         if st.op not in ("cast", "where") and t in ncx.PARTS:
             return self.complex_expr(st.op, t, st.dtype, a)
         return super().op_expr(st, a)

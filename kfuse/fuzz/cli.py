@@ -20,7 +20,8 @@ import os
 import sys
 import time
 
-from .generator import KINDS, generate
+from .gen_complex import generate
+from .generator import KINDS
 from .runner import Result, run_program
 from .shrink import renumber, shrink
 from .writer import write

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .generator import DTYPES, _Gen
+from .generator import generate as default_generate
+from .program import Program
 
 COMPLEX_DTYPES = ("complex64", "complex128")
 _DTYPES = COMPLEX_DTYPES + ("float32", "float64", "int32", "bool")
@@ -116,3 +118,14 @@ class ComplexGen(_Gen):
         if a is not None and self.env[a].dtype.kind == "c" and self._computed(a):
             return None                 # products of computed complex values: overflow order
         return made
+
+
+def generate(seed: int, index: int, max_steps: int = 5, favor: str | None = None,
+             dtypes: str = "default") -> Program:
+    """The ``index``-th program of the run seeded ``seed``: ``generator.generate``'s for the
+    default ``dtypes``, a :class:`ComplexGen` one for ``"complex"`` (another run)."""
+    if dtypes == "complex":
+        return ComplexGen(seed, index, max_steps, favor).build()
+    if dtypes != "default":
+        raise ValueError(f"unknown dtypes {dtypes!r}; expected 'default' or 'complex'")
+    return default_generate(seed, index, max_steps, favor)

@@ -329,7 +329,8 @@ def _broadcasts(shape, target) -> bool:
 def _array(g, t: _Target, expr: str, dtype=None) -> np.ndarray | None:
     """NumPy's value of ``expr`` over the target's scope (cast to ``dtype``), None if it raises."""
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # (a complex value's probe cast to a real dtype)
             a = np.asarray(_evaluate(expr, t.scope(g)))
             return a if dtype is None else a.astype(dtype)
     except Exception:       # noqa: BLE001

@@ -539,14 +539,7 @@ def _kind_weights(favor: str | None) -> np.ndarray:
     return p / p.sum()
 
 
-def generate(seed: int, index: int, max_steps: int = 5, favor: str | None = None,
-             dtypes: str = "default") -> Program:
+def generate(seed: int, index: int, max_steps: int = 5, favor: str | None = None) -> Program:
     """The ``index``-th program of the run seeded ``seed`` (deterministic); ``favor``: a kind of
-    step (a key of KINDS) drawn about half the time; ``dtypes``: ``"default"`` or ``"complex"``
-    (``gen_complex``: complex values, another run)."""
-    if dtypes == "complex":
-        from .gen_complex import ComplexGen
-        return ComplexGen(seed, index, max_steps, favor).build()
-    if dtypes != "default":
-        raise ValueError(f"unknown dtypes {dtypes!r}; expected 'default' or 'complex'")
+    step (a key of KINDS) drawn about half the time. Complex programs: ``gen_complex.generate``."""
     return _Gen(seed, index, max_steps, favor).build()

@@ -77,7 +77,10 @@ those from real ops instead, ``trace/floatparts.py``):
 * ``REAL`` / ``IMAG``: the real / imaginary part, of the float dtype (complex64 -> float32);
 * ``CONJUGATE``: the complex conjugate (same dtype; the ufunc ``np.conjugate``, which is
   ``POSITIVE`` on real inputs);
-* ``ANGLE``: ``arctan2(imag, real)`` of the float dtype (``np.angle``; degrees are a multiply).
+* ``ANGLE``: ``arctan2(imag, real)`` of the float dtype (``np.angle``; degrees are a multiply);
+* ``COMPLEX`` (binary, no ufunc): the complex number of the parts ``(real, imag)``, both of one
+  float dtype (float32 -> complex64), exactly (``np.round``/``np.nan_to_num`` of complex arrays
+  work on the parts).
 
 NumPy has no complex loop for ``floor``/``ceil``/``trunc``, ``arctan2``, ``hypot``,
 ``remainder``, ``floor_divide``, ``fmod``, ``copysign``, ``logaddexp``, ``cbrt``, ``signbit``,
@@ -178,6 +181,7 @@ class Op(enum.Enum):
     BITWISE_XOR = "bitwise_xor"
     LEFT_SHIFT = "left_shift"
     RIGHT_SHIFT = "right_shift"
+    COMPLEX = "complex"             # (real, imag) -> complex: module docstring
     # ternary elementwise
     WHERE = "where"
     # reductions
@@ -221,14 +225,15 @@ UNARY = frozenset({
     Op.INVERT, Op.BITWISE_COUNT, Op.CAST,
     Op.REAL, Op.IMAG, Op.CONJUGATE, Op.ANGLE,
 })
-# ops defined on complex inputs only (the parts of a complex value)
-COMPLEX_PARTS = frozenset({Op.REAL, Op.IMAG, Op.CONJUGATE, Op.ANGLE})
+# ops of the parts of complex values
+COMPLEX_PARTS = frozenset({Op.REAL, Op.IMAG, Op.CONJUGATE, Op.ANGLE, Op.COMPLEX})
 BINARY = frozenset({
     Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.TRUE_DIVIDE, Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD,
     Op.POWER, Op.ARCTAN2, Op.HYPOT, Op.COPYSIGN, Op.LOGADDEXP, Op.LOGADDEXP2, Op.HEAVISIDE,
     Op.MAXIMUM, Op.MINIMUM, Op.FMAX, Op.FMIN, Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL,
     Op.GREATER, Op.GREATER_EQUAL, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.BITWISE_AND,
     Op.BITWISE_OR, Op.BITWISE_XOR, Op.LEFT_SHIFT, Op.RIGHT_SHIFT, Op.GCD, Op.LCM, Op.LDEXP,
+    Op.COMPLEX,
 })
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..errors import at
+from . import floatparts as fp
 from . import movement as mv
 from . import reductions as rd
 from .core import Tracer, as_node, loc, unsupported
@@ -25,7 +26,8 @@ def _t(a, what: str) -> Tracer:
 
 
 def _inexact(t: Tracer) -> bool:
-    return t.dtype.kind == "f"
+    """Float or complex: the dtypes a NaN lives in."""
+    return t.dtype.kind in "fc"
 
 
 def isclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
@@ -53,6 +55,8 @@ def allclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN to ``nan``, +inf to ``posinf`` (default the dtype's max), -inf to ``neginf``."""
     t = _t(x, "argument of np.nan_to_num")
+    if t.dtype.kind == "c":         # NumPy's: each part on its own
+        return fp.make_complex(*(nan_to_num(p, copy, nan, posinf, neginf) for p in (t.real, t.imag)))
     if not _inexact(t):
         return Tracer(t.node)
     info = np.finfo(t.dtype)

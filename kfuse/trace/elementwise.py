@@ -196,6 +196,11 @@ def round_(a, decimals=0, out=None) -> Tracer:
         return Tracer(o.node) if o.node is not None else Tracer(materialize(o, o.dtype, ()))
     if decimals == 0:
         return apply_ufunc("rint", a)
+    if o.dtype.kind == "c":     # NumPy rounds each part (a complex product would NaN an infinite one)
+        x = Tracer(o.node if o.node is not None else materialize(o, o.dtype, ()))
+        part = dtypes.real_dtype(o.dtype)
+        re, im = (round_(Tracer(mk(p, part, x.shape, [x.node])), decimals) for p in (Op.REAL, Op.IMAG))
+        return Tracer(mk(Op.COMPLEX, o.dtype, x.shape, [re.node, im.node]))
     first, second = ("multiply", "divide") if decimals >= 0 else ("divide", "multiply")
     work = np.dtype(np.float64) if o.dtype.kind in "iu" else o.dtype
     check_same_kind(first, np.result_type(work, 1.0), work)     # bool: NumPy's casting error

@@ -28,6 +28,14 @@ def _part(op: Op, t: Tracer) -> Tracer:
     return Tracer(mk(op, dt, t.shape, [t.node]), float if t.weak is not None else None)
 
 
+def make_complex(re: Tracer, im: Tracer) -> Tracer:
+    """The complex array of the parts ``re`` and ``im`` (one float32/float64 dtype; broadcast),
+    exactly (``re + 1j * im`` is NaN where ``im`` is infinite)."""
+    re, im = np.broadcast_arrays(re, im)
+    dt = np.result_type(re.dtype, np.complex64)
+    return Tracer(mk(Op.COMPLEX, dt, re.shape, [re.node, im.node]))
+
+
 def real(val):
     """``np.real`` of a complex array is its real part; of a real array the array itself
     (``ndarray.real`` returns ``self``)."""

@@ -41,7 +41,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=rd._NV, *, where
     dev = np.subtract(arr, avg)
     dev = Tracer(cast(dev.node, arr.dtype)) if dev.dtype != arr.dtype else dev   # (out=arr, unsafe)
     dev = np.where(mask, arr.dtype.type(0), dev)
-    var = rd.sum(dev * dev, axis=axis, dtype=dtype, keepdims=kd, **wh)
+    sqr = (dev * np.conjugate(dev)).real if dev.dtype.kind == "c" else dev * dev     # NumPy's
+    var = rd.sum(sqr, axis=axis, dtype=dtype, keepdims=kd, **wh)
     if var.ndim < cnt.ndim:
         cnt = np.squeeze(cnt, axis)
     dof = cnt - ddof

@@ -36,6 +36,10 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
         return np.array(node.attr("value"), dtype=node.dtype)
     if op is Op.CAST:
         return args[0].astype(node.dtype)
+    if op is Op.COMPLEX:
+        out = np.empty(node.shape, node.dtype)
+        out.real, out.imag = args
+        return out
     if op in UNARY or op in BINARY:
         return np.asarray(getattr(np, op.value)(*args))
     if op is Op.WHERE:

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.backends import CapabilityRefusal
 from kfuse.testing import assert_matches_numpy
 
 RNG = np.random.default_rng(7)
@@ -123,7 +122,7 @@ def test_fast_paths_of_powers_follow_ndarray_pow():
 
 def test_a_backend_without_complex_refuses_it_in_the_plan():
     """Feature.COMPLEX is data: a backend lacking it (the CUDA backend less the feature, here)
-    refuses a complex kernel in the plan, never a real one."""
+    refuses a complex kernel in the plan, never a real one, and writes no source for it."""
     from kfuse.backends.base import Feature
     from kfuse.backends.cuda import CudaBackend
 
@@ -134,6 +133,9 @@ def test_a_backend_without_complex_refuses_it_in_the_plan():
     assert "complex numbers (complex64) are not supported by the cuda" in r.reason
     low = kfuse.jit(lambda z: z.real + 1, backend="cuda").lower("f32[64]")     # real plans: no refusal
     assert not NoComplex().refusals(low.plan)
+    (kir,) = kfuse.jit(lambda z: z * 2j, backend="cuda").lower("f32[8]").kernels(for_gpu=True)
+    with pytest.raises(kfuse.UnsupportedError, match="complex numbers"):
+        NoComplex().render(kir)
 
 
 def test_cpu_source_of_a_complex_kernel_prints():

@@ -26,13 +26,13 @@ OTHER_BINARY = ("add", "subtract", "equal", "not_equal", "less", "less_equal", "
 def every_op(x, y):
     outs = [getattr(np, u)(x) for u in tuple(UNARY) + OTHER_UNARY]
     outs += [getattr(np, b)(x, y) for b in tuple(BINARY) + OTHER_BINARY]
-    return outs + [x.real, x.imag, np.angle(x), x ** 3, x ** 2.5, x.astype(np.complex128),
+    return outs + [x.real, x.imag, np.angle(x), x ** 3, x ** 2.5, np.round(x, 2), np.nan_to_num(x), x.astype(np.complex128),
                    x.astype(np.complex64), x.astype(np.float16), x.astype(np.int32), x.astype(bool),
                    np.where(x.real > 0, x, y * 1j)]
 
 
 def cheap_ops(x, y, f, i):
-    return (x * y - x / y, np.abs(x), x.real + y.imag, np.conj(x), x == y, x < y, np.maximum(x, y),
+    return (x * y - x / y, np.abs(x), x.real + y.imag, np.conj(x), x == y, x < y, np.maximum(x, y), np.round(x, 1),
             np.exp(x), np.log(y), np.sqrt(x), x * f, (x + i).astype(np.complex64), f.astype(x.dtype),
             x.astype(np.float32), x.astype(bool), np.isnan(x))
 

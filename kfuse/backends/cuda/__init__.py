@@ -18,10 +18,12 @@ class CudaBackend(GpuBackend):
     imports = ("kfuse.runtime.cuda",)
 
     def render(self, kir) -> str:
+        self.check_kernel(kir)
         from ...codegen import cuda
         return cuda.emit(kir)
 
     def _ptx_of(self, kir, arch: str, ptx_isa: str | None) -> str:
+        self.check_kernel(kir)
         from ...codegen import cuda, nvrtc
         return nvrtc.ptx_dump(nvrtc.compile(cuda.emit(kir), arch=arch), ptx_isa)
 

@@ -22,10 +22,12 @@ class NumbaCudaBackend(GpuBackend):
         import_numba_cuda()     # one clear DeviceError when numba-cuda can't import (NumPy >= 2.5)
 
     def render(self, kir) -> str:
+        self.check_kernel(kir)
         from ...codegen import numba_cuda
         return numba_cuda.emit(kir)
 
     def _ptx_of(self, kir, arch: str, ptx_isa: str | None) -> str:
+        self.check_kernel(kir)
         from ...codegen import numba_cuda, nvrtc
         ptx = numba_cuda.compile_ptx(numba_cuda.emit(kir), arch=arch)
         return nvrtc.with_ptx_isa(ptx, ptx_isa) if ptx_isa else ptx
