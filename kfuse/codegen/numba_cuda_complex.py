@@ -336,11 +336,6 @@ _t("cos", """
 def @cos(z):
     return @cosh(MULI(z))
 """)
-_t("tan", """
-def @tan(z):
-    w = @tanh(MULI(z))
-    return DIVI(w)
-""")
 _t("asinfin", """
 def @asinfin(z):
     s1 = @sqrt(MK(T(1) - z.real, -z.imag))
@@ -363,10 +358,13 @@ def @arcsinh(z):
     w = @asinfin(MULI(z))
     return DIVI(w)
 """)
-_t("arcsin", """
-def @arcsin(z):
-    w = @arcsinh(MULI(z))
-    return DIVI(w)
+_t("infangle", """
+def @infangle(x, y):
+    if not ISINF(x):
+        return T(1.5707963267948966)
+    if ISINF(y):
+        return T(0.7853981633974483) if x > T(0) else T(2.356194490192345)
+    return T(0) if x > T(0) else T(3.141592653589793)
 """)
 _t("arccos", """
 def @arccos(z):
@@ -379,13 +377,7 @@ def @arccos(z):
             return MK(T(np.nan), -y)
         return MK(T(1.5707963267948966) if x == T(0) else T(np.nan), T(np.nan))
     if ISINF(x) or ISINF(y):
-        if not ISINF(x):
-            re = T(1.5707963267948966)
-        elif ISINF(y):
-            re = T(0.7853981633974483) if x > T(0) else T(2.356194490192345)
-        else:
-            re = T(0) if x > T(0) else T(3.141592653589793)
-        return MK(re, -$copysign(T(np.inf), y))
+        return MK(@infangle(x, y), -$copysign(T(np.inf), y))
     s1 = @sqrt(MK(T(1) - x, -y))
     s2 = @sqrt(MK(T(1) + x, y))
     return MK(T(2) * $atan2(s1.real, s2.real), $asinh(s2.real * s1.imag - s2.imag * s1.real))
@@ -398,13 +390,7 @@ def @arccosh(z):
         return MK(T(np.inf) if (ISINF(x) or ISINF(y)) else T(np.nan),
                   T(1.5707963267948966) if x == T(0) else T(np.nan))
     if ISINF(x) or ISINF(y):
-        if not ISINF(x):
-            im = T(1.5707963267948966)
-        elif ISINF(y):
-            im = T(0.7853981633974483) if x > T(0) else T(2.356194490192345)
-        else:
-            im = T(0) if x > T(0) else T(3.141592653589793)
-        return MK(T(np.inf), $copysign(im, y))
+        return MK(T(np.inf), $copysign(@infangle(x, y), y))
     s1 = @sqrt(MK(x - T(1), y))
     s2 = @sqrt(MK(x + T(1), y))
     return MK($asinh(s1.real * s2.real + s1.imag * s2.imag), T(2) * $atan2(s1.imag, s2.real))
@@ -432,9 +418,10 @@ def @arctanh(z):
         re = $log1p(T(4) * ax / (om * om + ay * ay)) / T(4)
     return MK($copysign(re, x), $atan2(T(2) * y, om * (T(1) + ax) - ay * ay) / T(2))
 """)
-_t("arctan", """
-def @arctan(z):
-    w = @arctanh(MULI(z))
+for _n, _b in (("tan", "tanh"), ("arcsin", "arcsinh"), ("arctan", "arctanh")):    # f(z) = -i g(iz)
+    _t(_n, f"""
+def @{_n}(z):
+    w = @{_b}(MULI(z))
     return DIVI(w)
 """)
 _t("exp2", """
