@@ -58,6 +58,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
+from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, unit_scans, uses_complex
 from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
@@ -66,7 +67,7 @@ from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, loa
                        round_lowp, store_value)
 from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
-                          vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
+                          vector_access, vector_accesses, vector_offset, vector_ok, wide_accs, writes_rows)
 
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
 
@@ -374,7 +375,8 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
             # passed the next row's barrier, hence after it finished reading)
             n_acc = sum(len(ph.accs) for ph in kir.phases)
             slots = 2 * n_acc if v.barriers == 1 else n_acc if v.exact else 1
-            body.append(f"__shared__ double red_smem_[{64 * max(1, slots)}];")
+            self._slot = 128 if wide_accs(kir) else 64    # doubles a slot: 32 warps x the widest accumulator
+            body.append(f"__shared__ double red_smem_[{self._slot * max(1, slots)}];")
             body.append("int par_ = 1; (void)par_;")
             # the block size is the variant's (the launcher launches ``v.block`` threads): a constant,
             # so the cross-warp combine unrolls and its shared-memory loads issue together
@@ -647,7 +649,7 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
     """CUDA C for ``kir`` in ``variant`` (default: :func:`default_variant`)."""
     if variant is None:
         variant = default_variant(kir)
-    kir = decompose(kir)
+    kir = unit_scans(decompose(kir))
     g = _Gen(kir, variant)
     if kir.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL, GroupKind.SCATTER):     # a scatter: scalar (its addresses are data)
         tile = variant.mode == "tile" and kir.kind != GroupKind.SCATTER and not kir.in_place
@@ -663,7 +665,8 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
         code = g.scan_rows() if variant.mode == "scan" else g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
-    return CudaKernel(g.name, PRELUDE + "\n" + code, variant, tuple(g.divisors), g.scalars)
+    prelude = PRELUDE + (COMPLEX_PRELUDE if uses_complex(code) else "")
+    return CudaKernel(g.name, prelude + "\n" + code, variant, tuple(g.divisors), g.scalars)
 
 
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:

@@ -59,10 +59,10 @@ class AccEmitter:
                            f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
         if row and not self.v.packed:
             if self.v.barriers == 1:
-                smem = f"red_smem_ + {128 * self._acc_q} + 64 * par_"
+                smem = f"red_smem_ + {2 * self._slot * self._acc_q} + {self._slot} * par_"
                 self._acc_q += 1
             elif self.v.exact:     # one row a block: a slot per reduction, never rewritten
-                smem = f"red_smem_ + {64 * self._acc_q}"
+                smem = f"red_smem_ + {self._slot * self._acc_q}"
                 self._acc_q += 1
             else:
                 smem = "red_smem_"

@@ -10,12 +10,13 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import kernel_ir as K
 from . import philox
+from . import cuda_complex as cx
 from .decompose import EXPANSIONS, inline
 
 _CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
           "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
           "uint64": "unsigned long long", "float16": "float", "bfloat16": "float", "float32": "float",
-          "float64": "double"}
+          "float64": "double", **cx.CTYPE}
 _STYPE = dict(_CTYPE, bool="unsigned char", float16="unsigned short", bfloat16="unsigned short")   # storage
 # 16-bit floats, held in float32 registers: (widen, round from float32, round from float64) helpers
 LOWP = {"float16": ("kf_h2f", "kf_f2h", "kf_d2h"), "bfloat16": ("kf_bf2f", "kf_f2bf", "kf_d2bf")}
@@ -335,6 +336,8 @@ def _fn(name: str, dt: str) -> str:
 
 
 def const_literal(value, dt: str) -> str:
+    if cx.is_complex(dt):
+        return cx.literal(value, dt, const_literal)
     if dt == "bool":
         return "true" if value else "false"
     if _is_f(dt):
@@ -359,6 +362,8 @@ def cast_expr(a: str, src: str, dst: str) -> str:
     from the source (float64 directly, not through float32), as ``astype`` does."""
     if src == dst:
         return a
+    if cx.is_complex(src) or cx.is_complex(dst):
+        return cx.cast_expr(a, src, dst, cast_expr)
     if dst in LOWP:
         widen, narrow, narrow64 = LOWP[dst]
         if src == "float64":
@@ -391,6 +396,9 @@ def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
     isf, isb = _is_f(t), t == "bool"
     U = _UTYPE.get(t)
     wrap = lambda e: f"kf_narrow<{T}>({e})"  # noqa: E731
+    e = cx.op_expr(op, dt, args, adts, cast_expr)      # a complex operand or result
+    if e is not None:
+        return e
     if op in EXPANSIONS and op not in NATIVE:
         e = inline(op, dt, args, adts, lambda s, x: op_expr(s.op, s.dtype, x, s.arg_dtypes), const_literal)
         if e is not None:
@@ -509,6 +517,8 @@ def store_value(v: str, vdt: str, dt: str) -> str:
     """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
     if dt in LOWP:
         return f"{LOWP[dt][2]}({v})" if vdt == "float64" else f"{LOWP[dt][1]}({v})"
+    if cx.is_complex(dt) or cx.is_complex(vdt):
+        return cast_expr(v, vdt, dt)
     if dt == "bool":
         return f"(unsigned char)({v} != 0)"
     return f"({_STYPE[dt]})({v})"

@@ -85,6 +85,7 @@ import dataclasses
 
 import numpy as np
 
+from . import cuda_complex as cx
 from . import kernel_ir as K
 from .cuda_ops import LOWP, ctype, store_value
 
@@ -245,6 +246,8 @@ class ScatterEmitter:
         """``st`` (a Store with ``combine``) as one atomic update of its element."""
         dt = self.kir.outputs[st.buf].dtype
         ptr = f"out{st.buf} + ({self.offset('out', st.buf, st.index)})"
+        if cx.is_complex(dt) or cx.is_complex(st.loop):
+            return cx.combine_store(st, dt, ptr, self.stmt)
         pre = []
         n = narrowed(st, dt)
         if n is not st:             # the value in the output's dtype: see narrowed()

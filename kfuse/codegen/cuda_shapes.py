@@ -236,7 +236,13 @@ def split_ok(kir: K.KernelIR) -> bool:
     """Whether a reduce kernel can run as two stages (Variant.split): one pass over the row (one
     looping phase, with accumulators), so a chunk's accumulators are all a row needs of it."""
     loops = [ph for ph in kir.phases if ph.has_loop]
-    return kir.kind == GroupKind.REDUCE and len(loops) == 1 and bool(loops[0].accs)
+    return kir.kind == GroupKind.REDUCE and len(loops) == 1 and bool(loops[0].accs) and not wide_accs(kir)
+
+
+def wide_accs(kir: K.KernelIR) -> bool:
+    """Whether an accumulator is wider than ``SPLIT_SLOT`` (a complex128 argmax/argmin pair, 32
+    bytes): no workspace slots (split, grid_sync), two shared-memory slots' room each row combine."""
+    return any(a.kind in ("argmax", "argmin") and a.acc_dtype == "complex128" for ph in kir.phases for a in ph.accs)
 
 
 SPLIT_SLOT = 16     # workspace bytes an accumulator a chunk (the widest: KfArg<double>)
@@ -247,7 +253,7 @@ def grid_sync_ok(kir: K.KernelIR) -> bool:
     """Whether a reduce kernel can run as one grid-synchronised launch (Variant.grid_sync): a pass
     with accumulators and more looping passes than ``split_ok`` takes (a single accumulating pass
     splits into two kernels instead), no scan."""
-    return (kir.kind == GroupKind.REDUCE
+    return (kir.kind == GroupKind.REDUCE and not wide_accs(kir)
             and sum(1 for ph in kir.phases if ph.has_loop and ph.accs) >= 1 and not split_ok(kir))
 
 

@@ -44,6 +44,7 @@ import numpy as np
 from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from . import numba_cuda_complex as ncx
 from . import numba_cuda_scatter as scatter
 from .accs import combine_expr
 from .decompose import decompose
@@ -141,6 +142,12 @@ def row_variant(L: int) -> NVariant:
 # --------------------------------------------------------------------------- the emitter
 
 
+def _first_factor(s: K.Scan) -> bool:
+    """A complex cumprod: NumPy's accumulate starts from the first factor (1 * x is not x where x
+    has an infinite part), so the running value is replaced by it, not multiplied, at the first step."""
+    return s.op == "multiply" and s.dtype in ncx.PARTS
+
+
 class _Gen(K.StatementRenderer):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
@@ -203,6 +210,9 @@ class _Gen(K.StatementRenderer):
 
     def on_scan(self, s: K.Scan) -> str:            # the running value is dst itself (started before the loop)
         self.dt[s.dst] = s.dtype
+        if _first_factor(s):     # a complex cumprod: its first factor itself, as NumPy's accumulate
+            return (f"{self.n(s.dst)}, _F{s.dst} = ({self.n(s.src)} if _F{s.dst} else "
+                    f"{self.op_value(s.step(s.dst))}), False")
         return f"{self.n(s.dst)} = {self.op_value(s.step(s.dst))}"
 
     def on_combine(self, s: K.Store) -> str:        # a scatter's ufunc.at: an atomic
@@ -380,6 +390,7 @@ class _Gen(K.StatementRenderer):
             for sc in K.scans(ph.body):
                 self.globals.append(f"_S{sc.dst} = {_const_value(sc.init, sc.dtype)}")
                 rb.append(f"{sc.dst} = _S{sc.dst}")
+                rb += [f"_F{sc.dst} = True"] if _first_factor(sc) else []
             if kc:
                 rb += self.fill_slots(ph, inner, kc, cache, filled)
                 newly = set()
@@ -458,6 +469,12 @@ class _Gen(K.StatementRenderer):
         return combine_expr(a, x, y, "bool" if a.kind in ("any", "all") else a.acc_dtype,
                             CudaOps(self.use).op_expr, literal)
 
+    def arg_helper(self, a: K.Acc) -> str:
+        """The pair combine of an argmax/argmin accumulator (complex values: lexicographic)."""
+        if a.acc_dtype in ncx.PARTS:
+            return ncx.expr(a.kind, a.acc_dtype, [], self.use).removesuffix("()")
+        return self.use("_" + a.kind)
+
     def acc_step(self, a: K.Acc) -> list[str]:
         vt = self.acc_vt(a)
         s = self.n(a.src)
@@ -465,7 +482,7 @@ class _Gen(K.StatementRenderer):
         if a.kind in ("argmax", "argmin"):
             val = f"np.int32(1 if {s} else 0)" if a.acc_dtype == "bool" else s
             pos = f"np.int64({self.ix(a.pos)})"
-            return [f"{A}, P{a.dst} = {self.use('_' + a.kind)}({A}, P{a.dst}, {val}, {pos})"]
+            return [f"{A}, P{a.dst} = {self.arg_helper(a)}({A}, P{a.dst}, {val}, {pos})"]
         if a.kind in ("any", "all"):
             src = s if a.src_dtype == "bool" else f"({s} != 0)"
         elif vt == "bool":
@@ -480,6 +497,9 @@ class _Gen(K.StatementRenderer):
         """``var`` of register type ``vt`` from lane ``lane ^ m``."""
         if vt in ("float32", "float64", "int64", "int32"):
             return f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}, {m})"
+        if vt in ("complex64", "complex128"):      # its two parts
+            return (f"np.{vt}(complex(cuda.shfl_xor_sync(0xFFFFFFFF, {var}.real, {m}), "
+                    f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}.imag, {m})))")
         if vt == "bool":
             return f"(cuda.shfl_xor_sync(0xFFFFFFFF, np.int32(1 if {var} else 0), {m}) != 0)"
         wide = "int64" if vt in ("uint64",) else "int32"
@@ -497,7 +517,7 @@ class _Gen(K.StatementRenderer):
                 P = f"P{a.dst}"
                 out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
                 out.append(f"    oi_ = cuda.shfl_xor_sync(0xFFFFFFFF, {P}, m_)")
-                out.append(f"    {A}, {P} = {self.use('_' + a.kind)}({A}, {P}, ov_, oi_)")
+                out.append(f"    {A}, {P} = {self.arg_helper(a)}({A}, {P}, ov_, oi_)")
             else:   # shuffle first: every lane of the warp must execute it (no shuffle in a branch)
                 out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
                 out.append(f"    {A} = {self.combine(a, A, 'ov_')}")
@@ -514,7 +534,7 @@ class _Gen(K.StatementRenderer):
             out.append("w_ = 1")
             out.append("while w_ < nwarps_:")
             if arg:
-                out.append(f"    {A}, P{a.dst} = {self.use('_' + a.kind)}({A}, P{a.dst}, {rd('w_')}, smi_{a.dst}[w_])")
+                out.append(f"    {A}, P{a.dst} = {self.arg_helper(a)}({A}, P{a.dst}, {rd('w_')}, smi_{a.dst}[w_])")
             else:
                 out.append(f"    {A} = {self.combine(a, A, rd('w_'))}")
             out.append("    w_ += 1")

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import kernel_ir as K
 from . import philox
+from . import numba_cuda_complex as ncx
 from .int_helpers import decorated, float_sources
 from .py_ops import PyOps
 
@@ -75,6 +76,7 @@ def _log2_float64(x):
         return k
     return r
 ''')
+_HELPERS.update({_n: _s.strip("\n") for _n, _s in ncx.sources("cuda").items()})
 for _kind, _cmp in (("max", ">"), ("min", "<")):
     _helper(f"_arg{_kind}", f'''
 @cuda.jit(device=True, inline=True)
@@ -115,6 +117,8 @@ def _lf(dt: str) -> str:
 
 def _const_value(value, dt: str) -> str:
     """A Python expression evaluating (at module load) to the exact typed constant."""
+    if dt in ncx.PARTS:
+        return ncx.literal(value, dt, _const_value)
     if dt == "bool":
         return "np.bool_(True)" if value else "np.bool_(False)"
     if _is_f(dt):
@@ -134,6 +138,8 @@ def _const_value(value, dt: str) -> str:
 
 def store_value(v: str, vdt: str, dt: str) -> str:
     """The storage value of register ``v`` (of dtype ``vdt``) stored as ``dt``."""
+    if dt in ncx.PARTS or vdt in ncx.PARTS:
+        return cast(v, vdt, dt) if vdt != dt else f"np.{dt}({v})"
     if dt == "bool":
         return f"np.uint8(1 if {v} else 0)" if vdt == "bool" else f"np.uint8(1 if {v} != 0 else 0)"
     return f"np.{dt}({v})" if vdt == dt or _is_f(dt) or _is_f(vdt) else to_int(v, dt)
@@ -149,6 +155,18 @@ class CudaOps(PyOps):
 
     def cast(self, a: str, src: str, dst: str) -> str:
         return cast(a, src, dst)
+
+    def op_expr(self, st: K.Op, a: list[str]) -> str:
+        t = st.arg_dtypes[0] if st.arg_dtypes else st.dtype
+        if st.op == "complex":      # the number of its parts (real, imag), exactly
+            return f"np.{st.dtype}(complex({a[0]}, {a[1]}))"
+        if st.op not in ("cast", "where") and t in ncx.PARTS:
+            return self.complex_expr(st.op, t, st.dtype, a)
+        return super().op_expr(st, a)
+
+    def complex_expr(self, op: str, t: str, dt: str, a) -> str:
+        """``op`` on complex operands (:mod:`kfuse.codegen.numba_cuda_complex`)."""
+        return ncx.expr(op, t, a, self.use)
 
     def float_result(self, expr: str, dt: str) -> str:
         return f"np.{_vt(dt)}({expr})"
@@ -177,6 +195,8 @@ def op_expr(st: K.Op, a: list[str], use, consts=None) -> str:
 def cast(a: str, src: str, dst: str) -> str:
     if src == dst:
         return a
+    if src in ncx.PARTS or dst in ncx.PARTS:
+        return ncx.cast(a, src, dst, cast)
     if src == "float16" and dst != "float16":   # an f16 value (unrounded in f32) rounds first
         a = f"np.float32(np.float16({a}))"
         if dst == "float32":

@@ -158,7 +158,11 @@ def _torch_storage(tdtype) -> np.dtype | None:
 def tensor_view(t):
     """A torch CUDA tensor as the kernel launchers see it: a :func:`_view_type` holding its
     pointer, shape, byte strides and storage dtype (the tensor kept alive), which CuPy passes to
-    a kernel as the pointer; a dtype NumPy does not know goes through :func:`to_cupy`."""
+    a kernel as the pointer; a dtype NumPy does not know goes through :func:`to_cupy`. A complex
+    tensor with torch's lazy conjugate (or negative) bit set (``t.conj()``) holds the values before
+    that operation: it is resolved into a tensor of its values first (a copy)."""
+    if t.is_complex() and (t.is_conj() or t.is_neg()):
+        t = t.resolve_conj().resolve_neg()
     dtype = _torch_storage(t.dtype)
     return to_cupy(t) if dtype is None else _view_type()(t, dtype)
 

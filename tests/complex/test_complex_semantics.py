@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import kfuse
-from kfuse.backends import CapabilityRefusal
 from kfuse.testing import assert_matches_numpy
 
 RNG = np.random.default_rng(7)
@@ -121,16 +120,22 @@ def test_fast_paths_of_powers_follow_ndarray_pow():
     _check(lambda z: (z ** 2, z ** -1, z ** 0.5, z ** 2.0, np.power(z, 2), z ** -1.0), z)
 
 
-@pytest.mark.parametrize("backend", ["cuda", "numba-cuda"])
-def test_gpu_backends_refuse_complex_in_the_plan(backend):
-    plan = kfuse.jit(lambda z: np.exp(z) * 2, backend=backend).lower("c64[64]").plan
-    (r,) = [r for r in plan.refused if isinstance(r, CapabilityRefusal)]
-    assert "complex numbers (complex64) are not supported by the" in r.reason and backend in r.reason
-    low = kfuse.jit(lambda z: z.real + 1, backend=backend).lower("f32[64]")     # real plans: no refusal
-    assert not [r for r in low.plan.refused if isinstance(r, CapabilityRefusal)]
-    stage = "cuda" if backend == "cuda" else "numba"        # no source is written for complex values
+def test_a_backend_without_complex_refuses_it_in_the_plan():
+    """Feature.COMPLEX is data: a backend lacking it (the CUDA backend less the feature, here)
+    refuses a complex kernel in the plan, never a real one, and writes no source for it."""
+    from kfuse.backends.base import Feature
+    from kfuse.backends.cuda import CudaBackend
+
+    class NoComplex(CudaBackend):
+        features = frozenset(Feature) - {Feature.COMPLEX}
+    plan = kfuse.jit(lambda z: np.exp(z) * 2, backend="cuda").lower("c64[64]").plan
+    (r,) = NoComplex().refusals(plan)
+    assert "complex numbers (complex64) are not supported by the cuda" in r.reason
+    low = kfuse.jit(lambda z: z.real + 1, backend="cuda").lower("f32[64]")     # real plans: no refusal
+    assert not NoComplex().refusals(low.plan)
+    (kir,) = kfuse.jit(lambda z: z * 2j, backend="cuda").lower("f32[8]").kernels(for_gpu=True)
     with pytest.raises(kfuse.UnsupportedError, match="complex numbers"):
-        kfuse.jit(lambda z: z * 2j).lower("f32[8]").as_text(stage)
+        NoComplex().render(kir)
 
 
 def test_cpu_source_of_a_complex_kernel_prints():

@@ -43,10 +43,7 @@ UNSUPPORTED = [
     (lambda x: x[x[:, 0] > 0, 0], "boolean indexing"),
     (lambda x: x[np.array(True)], "a 0-d boolean index"),
     (lambda x: x[True], "boolean indexing"),
-    (lambda x: x.astype(np.complex64), "complex64"),
     (lambda x: x.astype(object), "object"),
-    (lambda x: x + 1j, "complex"),
-    (lambda x: x * np.complex128(2), "complex128"),
     (lambda x: x.astype("U3"), "<U3"),
     (lambda x: np.linalg.norm(x, "nuc"), "np.linalg.norm with ord='nuc' of a matrix"),
     (lambda x: np.linalg.svd(x), "np.linalg.svd"),
@@ -131,7 +128,7 @@ def test_broadcast_error_names_both_shapes():
         trace(lambda x: np.broadcast_to(x, (4, 4)))
 
 
-@pytest.mark.parametrize("dtype", ["c8", "c16", "O", "U4", "M8[s]"])
+@pytest.mark.parametrize("dtype", ["O", "U4", "M8[s]"])     # complex (c8, c16) is traced (issue 35)
 def test_unsupported_spec_dtypes(dtype):
     with pytest.raises(ke.UnsupportedError, match="not supported|unsupported"):
         trace(lambda x: x, ArraySpec(np.dtype(dtype), (3,)))

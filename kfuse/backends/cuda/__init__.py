@@ -11,7 +11,7 @@ from ..gpu import GpuBackend
 
 class CudaBackend(GpuBackend):
     name = "cuda"
-    features = frozenset(Feature) - {Feature.COMPLEX}      # complex: the cplxgpu work
+    features = frozenset(Feature)
     stages = ("cuda", "ptx")
     source_stage = "cuda"
     tools = NVRTC_TOOLS

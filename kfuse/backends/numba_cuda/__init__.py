@@ -11,7 +11,7 @@ from ..gpu import GpuBackend
 
 class NumbaCudaBackend(GpuBackend):
     name = "numba-cuda"
-    features = frozenset({Feature.FLOAT64, Feature.SCAN})
+    features = frozenset({Feature.FLOAT64, Feature.SCAN, Feature.COMPLEX})
     stages = ("numba", "ptx")
     source_stage = "numba"
     tools = NUMBA_CUDA_TOOLS
