@@ -31,19 +31,15 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
 
 def call(func, args: tuple, kwargs: dict):
     """``func(*args, **kwargs)``: a large NumPy sort/argsort along one axis on several threads, a
-    CuPy one by the row-sort kernel (``runtime.row_sort``, where this kfuse has it)."""
+    CuPy one by the row-sort kernel (``runtime.row_sort``)."""
     if func in (np.sort, np.argsort) and len(args) == 1 and set(kwargs) <= {"axis", "kind", "stable"}:
         x, axis = args[0], kwargs.get("axis", -1)
         if (type(x) is np.ndarray and axis is not None and x.ndim >= 2 and x.size >= _PARALLEL_MIN
                 and _threads() > 1 and x.dtype.kind in "biuf"):
             return _sort_blocks(func, x, axis % x.ndim, kwargs)
         if type(x).__module__.startswith("cupy") and axis is not None and set(kwargs) <= {"axis"}:
-            try:
-                from . import row_sort
-            except ImportError:             # (a kfuse without the row kernel: CuPy's sort)
-                pass
-            else:
-                return row_sort.sort(x, axis, indices=func is np.argsort)
+            from . import row_sort
+            return row_sort.sort(x, axis, indices=func is np.argsort)
     return func(*args, **kwargs)
 
 
