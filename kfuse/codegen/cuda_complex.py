@@ -326,7 +326,12 @@ template <typename T> __device__ KfCx<T> kf_casinh(KfCx<T> z) {
   }
   return kf_div_i(kf_casin_fin(kf_mul_i(z)));     // asinh(z) = -i asin(iz)
 }
-template <typename T> __device__ __forceinline__ KfCx<T> kf_casin(KfCx<T> z) { return kf_div_i(kf_casinh(kf_mul_i(z))); }
+// asin(z) = -i asinh(iz) as the parts of asinh(y + ix) swapped, as NumPy computes it: the same value
+// for finite z, and NumPy's signs where a part is NaN and the other infinite
+template <typename T> __device__ __forceinline__ KfCx<T> kf_casin(KfCx<T> z) {
+  const KfCx<T> w = kf_casinh(kf_cx(z.im, z.re));
+  return kf_cx(w.im, w.re);
+}
 template <typename T> __device__ KfCx<T> kf_cacos(KfCx<T> z) {
   const T x = z.re, y = z.im, inf = KfCxT<T>::inf(), nan = KfCxT<T>::nan();
   if (x != x || y != y) {

@@ -418,11 +418,18 @@ def @arctanh(z):
         re = $log1p(T(4) * ax / (om * om + ay * ay)) / T(4)
     return MK($copysign(re, x), $atan2(T(2) * y, om * (T(1) + ax) - ay * ay) / T(2))
 """)
-for _n, _b in (("tan", "tanh"), ("arcsin", "arcsinh"), ("arctan", "arctanh")):    # f(z) = -i g(iz)
+for _n, _b in (("tan", "tanh"), ("arctan", "arctanh")):    # f(z) = -i g(iz)
     _t(_n, f"""
 def @{_n}(z):
     w = @{_b}(MULI(z))
     return DIVI(w)
+""")
+# arcsin(z) = -i arcsinh(iz) taken as the parts of arcsinh(y + ix) swapped, as NumPy computes it:
+# the same value for finite z, and NumPy's signs where a part is NaN and the other infinite
+_t("arcsin", """
+def @arcsin(z):
+    w = @arcsinh(MK(z.imag, z.real))
+    return MK(w.imag, w.real)
 """)
 _t("exp2", """
 def @exp2(z):

@@ -65,6 +65,9 @@ def test_power_of_a_constant(exponent, dtype, backend):
     others through exp(w log z); ndarray.__pow__'s fast paths (z ** 2 is np.square, z ** -1
     np.reciprocal, z ** 0.5 np.sqrt) give other infinities than npy_cpow, as NumPy's do."""
     _with_complex(backend)
+    if exponent == 100 and np.dtype(dtype) == np.complex64 and backend != "cpu":
+        pytest.xfail("exp(100 log z) overflowing in float32 on the GPU: an infinite part's sign differs "
+                     "from NumPy's at 2 of the grid's values (H200, 2026-11-27)")
     got, want = jit_and_numpy(lambda z: z ** exponent, backend, _grid(dtype))
     assert_matches_numpy(got, want, err_msg=f"z ** {exponent!r} {dtype}")
 
