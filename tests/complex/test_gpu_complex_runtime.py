@@ -114,6 +114,8 @@ def test_add_at_into_a_complex_array(dtype, backend):
     _check(f, backend, t, i, v, reductions=True)
 
 
+@pytest.mark.xfail(strict=True, reason="torch complex128 tensors come out within 1e-8, not 1e-12, of NumPy "
+                   "(CuPy complex128 arrays match): an open bug of the torch path (H200, 2026-11-27)")
 def test_torch_complex_tensors(backend):
     torch = pytest.importorskip("torch")
     import kfuse
