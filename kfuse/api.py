@@ -526,17 +526,17 @@ def _copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
 
-def _fresh_outputs(graph: Graph, program) -> list[tuple[int, int]]:
-    """(output, input index) of each output the function computed (``x * 1.0``, ``x + 0``) that
-    the optimizer reduced to an argument itself: NumPy gives a new array there, so the call
-    returns a copy of the argument taken before any kernel runs (a later write into the argument,
-    ``np.add.at(x, ...)``, must not show in it). ``return x`` itself stays ``x``."""
+def _fresh_outputs(graph: Graph, program) -> frozenset:
+    """The outputs the function computed (``x * 1.0``, ``x + 0``) that the optimizer reduced to an
+    argument itself: NumPy gives a new array there, so they are copied as ``x.copy()`` is, before
+    the argument is written (``np.add.at(x, ...)`` later must not show in them). ``return x``
+    itself stays ``x``."""
     plan = getattr(program, "plan", None)
     if plan is None or len(plan.graph.outputs) != len(graph.outputs):
-        return []
+        return frozenset()
     written = {k for _, k in graph.writebacks}
-    return [(k, o.attr("index")) for k, (o, t) in enumerate(zip(plan.graph.outputs, graph.outputs))
-            if o.op is Op.INPUT and t is not o and k not in written]
+    return frozenset(k for k, (o, t) in enumerate(zip(plan.graph.outputs, graph.outputs))
+                     if o.op is Op.INPUT and t is not o and k not in written)
 
 
 def _numpy_scalar_outputs(graph: Graph) -> frozenset:
@@ -570,7 +570,7 @@ class _Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars", "_direct", "_seeds", "_fresh")
+                 "_scalars", "_direct", "_seeds")
 
     def __init__(self, program, graph, positions, specs, backend, seeds=None):
         self.program = program
@@ -589,8 +589,8 @@ class _Entry:
         if graph.host_checks:
             from .trace.reference import evaluator
             self._host_checks = evaluator([n for n, *_ in graph.host_checks])
-        self._copied = copied_outputs(graph.out_tree)   # outputs returned as copies of an argument
-        self._fresh = _fresh_outputs(graph, program)
+        # outputs returned as copies of an argument: x.copy(), and x * 1.0 optimized to x
+        self._copied = copied_outputs(graph.out_tree) | _fresh_outputs(graph, program)
         # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
         # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
         self._scalars = _numpy_scalar_outputs(graph) if backend.on_host else frozenset()
@@ -627,7 +627,6 @@ class _Entry:
             self._check_written(args)
         seeds = self._seeds.draw(args) if self._seeds is not None else None
         arrays = self.arrays(args, seeds)
-        fresh = [(k, _copy(arrays[i])) for k, i in self._fresh]     # before any kernel writes arrays[i]
         if self._cupy_device is not None:
             outs = self.program.run_checked(arrays, self._cupy_device)
         elif self._torch_device is not None and seeds is None:     # (seeds are CuPy arrays: the general path)
@@ -638,10 +637,6 @@ class _Entry:
             import torch
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
         self.graph.raise_failed_checks(lambda k: bool(outs[k]))    # raise, write nothing back
-        if fresh:
-            outs = list(outs)
-            for k, c in fresh:
-                outs[k] = c
         if self._copied:            # x.copy() of an argument: a new array, before x is written
             outs = [_copy(o) if k in self._copied else o for k, o in enumerate(outs)]
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy

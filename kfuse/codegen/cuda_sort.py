@@ -12,6 +12,7 @@ stage (``P / 2`` pairs a stage, ``P`` the padded length); a barrier between stag
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -61,19 +62,18 @@ def _to_key(dtype: str, K: str, bits: int) -> tuple[str, str]:
         key = f"(v != v ? ~({K})0 : ((({cast}(v)) & {sign}) ? ({K})(~{cast}(v)) : ({K})({cast}(v) | {sign})))"
         val = f"{back}(({'long long' if ub == 64 else 'unsigned int'})((k & {sign}) ? (k & ~{sign}) : ~k))"
         return key, val
-    if dt.kind in "iu" or dt.kind == "b":
-        width = dt.itemsize * 8
+    if dt.kind in "iub":
         if dt.kind == "i":       # offset binary: flip the sign bit of the value widened to the key
             key = f"(({K})(long long)v ^ {top})"
             val = f"({_CTYPE[dtype]})(long long)(k ^ {top})"
         else:
             key = f"(({K})v)"
             val = f"({_CTYPE[dtype]})k"
-        del width
         return key, val
     raise ValueError(dtype)
 
 
+@functools.cache
 def source(spec: RowSort) -> str:
     """The kernel: ``(const T* in, T* out | int64* idx, int rows, int n, int padded)``, a block a
     row, ``spec.smem_bytes(padded)`` bytes of dynamic shared memory."""

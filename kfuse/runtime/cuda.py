@@ -99,14 +99,20 @@ def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
 
 
 def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
-    key = (dev_id, kernel.source)
+    return load_function(kernel.source, kernel.name, dev_id, arch, cache)
+
+
+def load_function(source: str, name: str, dev_id: int, arch: str, cache=None):
+    """Kernel ``name`` of CUDA C ``source``, compiled (:func:`compile_source`) and loaded on device
+    ``dev_id`` once per process."""
+    key = (dev_id, source)
     f = _LOADED.get(key)
     if f is None:
         import cupy
-        compiled = compile_source(kernel.source, arch, cache)
+        compiled = compile_source(source, arch, cache)
         mod = cupy.cuda.function.Module()
         mod.load(compiled.cubin)
-        f = (mod, mod.get_function(kernel.name))
+        f = (mod, mod.get_function(name))
         _LOADED[key] = f
     return f[1]
 

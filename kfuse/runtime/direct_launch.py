@@ -75,7 +75,8 @@ class DirectLaunch:
             self._launch(*self._head, stream, self._params_ptr, 0)
         return outs if self._order is None else [outs[j] for j in self._order]
 
-    def _call_torch(self, args):
+    def _call_torch(self, args):        # (the CuPy path's twin, written out: one shared body through
+        # per-kind callables measured 7.7 -> 10.2 us a call on an H200, 2026-11-27)
         if self._getdev() != self._dev:     # (the function's module is loaded in that device's context)
             return None
         ptrs = [args[p].data_ptr() for p in self._positions]

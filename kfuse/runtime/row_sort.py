@@ -8,7 +8,7 @@ from ..codegen import cuda_sort
 from . import device as devmod
 
 MAX_THREADS = 1024
-_LOADED: dict = {}
+_OPTED_IN: dict = {}       # (device, kernel) -> the dynamic shared memory it was allowed
 
 
 def _padded(n: int) -> int:
@@ -26,20 +26,14 @@ def fits(n: int, dtype, indices: bool, device_id: int | None = None) -> bool:
 
 def _function(spec: cuda_sort.RowSort, smem: int, cache=None):
     import cupy as cp
-    from .cuda import compile_source
+    from .cuda import load_function
     dev = cp.cuda.Device().id
-    key = (dev, spec)
-    hit = _LOADED.get(key)
-    if hit is None:
-        compiled = compile_source(cuda_sort.source(spec), devmod.arch(dev), cache)
-        mod = cp.cuda.function.Module()
-        mod.load(compiled.cubin)
-        hit = _LOADED[key] = [mod, mod.get_function(spec.name), 48 * 1024]
-    if smem > hit[2]:           # opt in to more than 48 KiB of dynamic shared memory, once a size
+    fn = load_function(cuda_sort.source(spec), spec.name, dev, devmod.arch(dev), cache)
+    if smem > _OPTED_IN.get((dev, spec), 48 * 1024):   # more than 48 KiB of dynamic shared memory
         attr = getattr(cp.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
-        cp.cuda.driver.funcSetAttribute(hit[1].ptr, attr, smem)
-        hit[2] = smem
-    return hit[1]
+        cp.cuda.driver.funcSetAttribute(fn.ptr, attr, smem)
+        _OPTED_IN[(dev, spec)] = smem
+    return fn
 
 
 def sort(a, axis: int = -1, indices: bool = False, cache=None):
