@@ -99,8 +99,8 @@ def _key_cupy(a):
 
 
 def _key_torch(a):
-    if a.is_cuda:
-        return (type(a), a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device())
+    if a.is_cuda:       # (a lazy conjugate or negative holds other values than its memory's)
+        return (type(a), a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device(), a.is_conj() or a.is_neg())
     return _UNCACHEABLE
 
 

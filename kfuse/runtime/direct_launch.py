@@ -107,7 +107,7 @@ def build(program, args, positions, kind: str, dev: int):
     run through it, whose graph inputs are ``args`` at ``positions`` (device arrays all, of
     ``kind`` "cupy" or "torch" on device ``dev``); None where the program is not one plain launch
     (several kernels, a product, a write into an argument, a two-stage reduction, a bfloat16 result
-    for CuPy)."""
+    for CuPy, a torch tensor with a lazy conjugate or negative bit)."""
     plan, graph = program.plan, program.plan.graph
     if (len(plan.groups) != 1 or program.launchers is None or program._into_argument
             or plan.groups[0].in_place or program._bf16_out and kind == "cupy"):
@@ -121,7 +121,8 @@ def build(program, args, positions, kind: str, dev: int):
     from .device import device_properties
     kargs = [args[positions[index[n]]] for n in g.inputs]
     if kind == "torch":
-        if any(interop._torch_dtype(dt) is None for _, dt in out_sig):
+        if (any(interop._torch_dtype(dt) is None for _, dt in out_sig)
+                or any(t.is_conj() or t.is_neg() for t in kargs)):     # resolved into a copy first
             return None
         views = [interop.tensor_view(t) for t in kargs]
         outs = [interop.TorchOutputs(dev).empty(shape, dt) for shape, dt in out_sig]
