@@ -10,15 +10,21 @@ Guards, as the default generator's: a complex value cast to an integer goes thro
 part made finite and clipped into range (undefined otherwise); ``tan``/``tanh``, the inverse
 functions and ``power`` take only values that are not themselves computed (their condition number
 turns a last-ulp difference of a computed argument, ``exp`` of libm against Numba's, into noise);
-a complex ``prod``/``cumprod`` reads values near 1 as a float product scan does (``gen_scan``).
+a complex ``prod``/``cumprod`` reads values near 1 as a float product scan does (``gen_scan``); a
+contraction with a complex result takes its operands with their infinite and NaN elements made 0:
+which parts of such a sum of products are NaN depends on the implementation, and NumPy's own differ
+(``np.dot`` of complex64 ``[..., -inf-0j]`` with itself is ``nan+nanj`` through the BLAS,
+``np.einsum('i,i')`` of the same gives ``inf+nanj``; cuBLAS gives a third).
 """
 from __future__ import annotations
 
 import numpy as np
 
+import re
+
 from .generator import DTYPES, _Gen
 from .generator import generate as default_generate
-from .program import Program
+from .program import Program, _evaluate
 
 COMPLEX_DTYPES = ("complex64", "complex128")
 _DTYPES = COMPLEX_DTYPES + ("float32", "float64", "int32", "bool")
@@ -112,6 +118,18 @@ class ComplexGen(_Gen):
             return (f"np.clip(np.where(np.isfinite({a}.real), {a}.real, 0), {float(lo)!r}, {float(hi)!r})"
                     f".astype(np.{dst.name})")
         return made
+
+    def gen_matmul(self) -> str | None:
+        made = super().gen_matmul()
+        if made is None or np.asarray(_evaluate(made, self.env)).dtype.kind != "c":
+            return made
+
+        def finite(m):      # (module docstring: the implementation's NaN parts)
+            v = m.group(0)
+            if v not in self.env or np.isfinite(self.env[v]).all():
+                return v
+            return f"np.where(np.isfinite({v}), {v}, 0)"
+        return re.sub(r"\b[av]\d+\b", finite, made)
 
     def gen_reduction(self) -> str | None:
         made = super().gen_reduction()

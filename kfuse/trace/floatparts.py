@@ -12,9 +12,10 @@ import numpy as np
 from ..ir import dtypes
 from . import movement as mv
 from ..ir.ops import Op
-from .core import Tracer, as_node, const_node, mk, operand, unsupported
+from ..errors import at
+from .core import Tracer, as_node, const_node, loc, mk, operand, unsupported
 from .elementwise import apply_ufunc
-from .mutation import link_view
+from .mutation import link_view, setitem
 
 
 def _strong(x, what: str) -> Tracer:
@@ -37,18 +38,31 @@ def make_complex(re: Tracer, im: Tracer) -> Tracer:
 
 
 def real(val):
-    """``np.real`` of a complex array is its real part; of a real array the array itself
-    (``ndarray.real`` returns ``self``)."""
+    """``np.real`` of a complex array is its real part, a view (a write into it writes the
+    array's real parts); of a real array the array itself (``ndarray.real`` returns ``self``)."""
     t = val if isinstance(val, Tracer) else _strong(val, "argument of np.real")
-    return _part(Op.REAL, t) if dtypes.is_complex(t.dtype) else t
+    return link_view(_part(Op.REAL, t), t) if dtypes.is_complex(t.dtype) else t
+
+
+def set_real(t: Tracer, value) -> None:
+    """``z.real = value``: the real parts of complex ``z`` (of a real array, the array itself)."""
+    setitem(real(t), Ellipsis, value)
+
+
+def set_imag(t: Tracer, value) -> None:
+    """``z.imag = value``: the imaginary parts of complex ``z``; a real array has none (NumPy's
+    TypeError)."""
+    if not dtypes.is_complex(t.dtype):
+        raise TypeError(f"array does not have imaginary part to set{at(loc())}")
+    setitem(imag(t), Ellipsis, value)
 
 
 def imag(val):
-    """``np.imag`` of a complex array is its imaginary part; of a real array a new read-only
-    array of zeros of its dtype and shape."""
+    """``np.imag`` of a complex array is its imaginary part, a view as :func:`real`'s; of a real
+    array a new read-only array of zeros of its dtype and shape."""
     t = val if isinstance(val, Tracer) else _strong(val, "argument of np.imag")
     if dtypes.is_complex(t.dtype):
-        return _part(Op.IMAG, t)
+        return link_view(_part(Op.IMAG, t), t)
     zero = Tracer(const_node(0, t.dtype), t.weak)
     if t.weak is not None or not t.ndim:
         return zero

@@ -35,7 +35,7 @@ from .core import (Tracer, broadcast, cast, const_node, loc, mk, numpy_scalar, o
 from .selection import Selection, spread_mask
 from .writes import broadcasts_to, check_writable, overlay_slice, store, write_out
 
-_VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST})
+_VIEW_OPS = frozenset({Op.SLICE, Op.RESHAPE, Op.PERMUTE, Op.BROADCAST, Op.REAL, Op.IMAG})   # (parts: of a complex array)
 
 
 # --- views -----------------------------------------------------------------------------------

@@ -224,8 +224,8 @@ def _install() -> None:
     T.reshape = mut.viewing(_reshape_method, mut.unit_dims_only)
     T.transpose = mut.viewing(_transpose_method)
     T.clip = _clip_method
-    T.real = property(fp.real)
-    T.imag = property(fp.imag)
+    T.real = property(fp.real, fp.set_real)
+    T.imag = property(fp.imag, fp.set_imag)
     T.T = property(mut.viewing(mv.transpose))
     T.mT = property(mut.viewing(mv.matrix_transpose))
     install_operators(_BINARY, _COMPARE, _UNARY)

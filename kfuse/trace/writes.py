@@ -99,6 +99,10 @@ def _unview(m: Node, parent: Node, child: Node) -> Node:
         return mv.permute_node(child, np.argsort(m.attr("perm")))
     if m.op is Op.SLICE:
         return overlay_slice(parent, child, list(m.attr("starts")), list(m.attr("steps")))
+    if m.op is Op.REAL or m.op is Op.IMAG:      # a complex array's part: the other part kept
+        other = mk(Op.IMAG if m.op is Op.REAL else Op.REAL, child.dtype, parent.shape, [parent])
+        parts = [child, other] if m.op is Op.REAL else [other, child]
+        return mk(Op.COMPLEX, parent.dtype, parent.shape, parts)
     if m.op is Op.GATHER:                       # a view at traced integer scalars: set them
         attrs = {"dims": m.attr("dims"), "mode": "set", "loop": parent.dtype.name}
         return mk(Op.SCATTER, parent.dtype, parent.shape, [parent, child] + list(m.inputs[1:]), attrs)
