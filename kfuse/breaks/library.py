@@ -47,6 +47,12 @@ def copy(a):
     return a.clone() if hasattr(a, "clone") else a.copy()
 
 
+def same(a, b) -> bool:
+    """Whether two concrete arrays of one module hold the same values (NaNs equal)."""
+    xp = np if isinstance(a, (np.ndarray, np.generic)) else __import__(type(a).__module__.split(".")[0])
+    return bool(xp.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
 def to_host(a) -> np.ndarray:
     """A concrete value as a NumPy array (``np.asarray(tracer)`` in a segmented run)."""
     a = for_eager(a)

@@ -28,7 +28,8 @@ from ..ir.graph import Node
 from ..ir.ops import Op
 from ..ir.specs import ArraySpec, spec_of_value
 from ..runtime.library import call
-from ..trace.core import IndexChecks, Segments, Tracer, loc
+from ..trace.core import IndexChecks, Segments, Tracer, loc, unsupported
+from ..trace.writes import store
 from . import library
 from .tape import Source, Tape, put_numbers, take_numbers
 
@@ -106,8 +107,25 @@ class Session(Segments):
         if self.tape is not None:
             sources = {id(t): Source(src) for t, (_, src) in zip(tracers, got)}
             step = self.tape.library(func, _replace(args, sources), _replace(kwargs, sources))
+        views = [(t, v) for t, (v, _) in zip(tracers, got)
+                 if lib is None and t.base is not None and library.writeable(v)]
+        before = [None if t.exact else library.copy(v) for t, v in views]
         result = call(func, _replace(args, arrays), _replace(kwargs, arrays))
+        for (t, v), old in zip(views, before):
+            self._write_through(t, v, old, what)
         return self._wrap(result, step, ())
+
+    def _write_through(self, t: Tracer, v, old, what: str) -> None:
+        """An unknown function got view ``t``'s value ``v`` and may have written into it: the
+        values go to its base through the view, as NumPy's write would (``np.add.at(x[::2], ...)``
+        run eagerly). Through a reshape (``old``: its value before the call) NumPy writes the base
+        or a copy depending on memory layout: refused if the function wrote."""
+        if old is not None:
+            if library.same(old, v):
+                return
+            raise unsupported(f"{what} writing into a reshape of an array", "NumPy writes the "
+                              "original array or a copy depending on memory layout; reshape a copy")
+        store(t, self._bind(v, ArraySpec(t.dtype, t.shape)))
 
     def node_for(self, x: np.ndarray) -> Node:
         """An array constant of the function (``np.arange(n)``...): a copy, bound as an input."""

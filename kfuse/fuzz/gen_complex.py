@@ -42,6 +42,9 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "powe
 # ill-conditioned where their argument is a computed value (module docstring)
 _EXACT_ONLY = ("tan", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "power",
                "log1p", "expm1")
+# functions whose value at a zero part depends on its sign (log(-2 - 0j) = log 2 - pi j): after an
+# op that leaves zero signs open (compare.ZERO_SIGN_UNSPECIFIED), their operand's zeros are +0.0
+_BRANCH_CUT = ("log", "log2", "log10", "sqrt", "angle", "reciprocal")
 _CONSTS = ("1j", "(2-1.5j)", "(-0.5+0.25j)", "np.complex64(1+2j)", "np.complex128(-1j)", "(3+0j)")
 
 
@@ -75,6 +78,11 @@ class ComplexGen(_Gen):
         a = self.var()
         if name in _EXACT_ONLY and self._computed(a):
             return None
+        kind = self.env[a].dtype.kind
+        if name == "reciprocal" and kind in "biu":       # (1 / 0 cast to an int is undefined)
+            a = self._safe_divisor(a, np.reciprocal(np.ones(1, self.env[a].dtype)).dtype)
+        elif name in _BRANCH_CUT and kind in "fc" and self._zero_sign_open():
+            a = f"({a} + 0.0)"          # zero parts made +0.0: their sign picks the branch
         if name in ("real", "imag"):
             return f"{a}.{name}" if self.chance(0.5) else f"np.{name}({a})"
         if name == "conj":

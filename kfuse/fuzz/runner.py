@@ -107,6 +107,8 @@ def _loosest_float(program: Program):
             dts.append(env[st.out].dtype)
     except Exception:       # noqa: BLE001
         pass
+    for st in program.steps:        # an accumulate dtype a step names (dtype=np.complex64)
+        dts += [np.dtype(n) for n in re.findall(r"dtype=np\.(float16|float32|complex64)\b", st.expr)]
     floats = [real_dtype(d) for d in dts if d.kind in "fc"]
     return min(floats, key=lambda d: d.itemsize) if floats else None
 

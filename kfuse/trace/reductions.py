@@ -111,9 +111,13 @@ def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype) -> Node:
     """``op`` over ``axes`` of ``node`` (cast to the accumulate ``dtype`` first)."""
     node = cast(node, dtype)
     shape = _out_shape(node.shape, axes, keepdims)
-    if not axes:
-        if op is Op.SUM and dtypes.is_float(node.dtype):   # NumPy adds the identity: -0.0 -> +0.0
+    if not axes:    # NumPy starts from the identity: a float sum of -0.0 is +0.0, a complex
+        # product 1 * (inf - 0j) is inf + nan j (a product of reals keeps its value)
+        inexact = dtypes.is_float(node.dtype) or dtypes.is_complex(node.dtype)
+        if op is Op.SUM and inexact:
             return mk(Op.ADD, node.dtype, node.shape, [node, broadcast(const_node(0.0, node.dtype), node.shape)])
+        if op is Op.PROD and dtypes.is_complex(node.dtype):
+            return mk(Op.MULTIPLY, node.dtype, node.shape, [broadcast(const_node(1.0, node.dtype), node.shape), node])
         return node
     return mk(op, node.dtype, shape, [node], {"axes": tuple(axes), "keepdims": bool(keepdims)})
 
