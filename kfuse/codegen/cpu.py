@@ -30,6 +30,7 @@ from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
 from . import cpu_cols, cpu_complex
 from .cpu_helpers import HELPERS as _HELPERS
+from .cpu_hoist import split_invariant
 from .accs import combine_expr
 from .decompose import decompose
 from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
@@ -285,6 +286,9 @@ class _Emitter:
         lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)] + self.scalar_reads()
         if self.sched.order == "tiles":
             return lines + self.tiled(self.sched.col)
+        hoisted, pre = split_invariant([self.stmt(s) for s in kir.phases[0].pre] if kir.phases else [],
+                                       {p.name for p in kir.sizes})
+        lines += ["    " + x for x in hoisted]
         ind = 1
         for n, d in enumerate(kir.loop_dims(kir.outer)):
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
@@ -294,7 +298,7 @@ class _Emitter:
         inner = kir.loop_dims(kir.inner)
         vector = bool(inner)                # acc_lines: the vectorisable forms (per element: any loop nest)
         for n, ph in enumerate(kir.phases):
-            lines += ["    " * ind + self.stmt(s) for s in ph.pre]
+            lines += ["    " * ind + x for x in (pre if n == 0 else [self.stmt(s) for s in ph.pre])]
             if not ph.has_loop:
                 continue
             for acc in ph.accs:
