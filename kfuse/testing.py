@@ -47,7 +47,10 @@ np.einsum: a contracted subscript of size 1 in one of two operands is broadcast,
 NumPy's einsum of three operands and np.matmul do; NumPy's two-operand loops sometimes factor it
 instead, ``x * sum(y)``, depending on strides (``einsum('ij,jk', [[inf]], [[1], [-1], [2]])`` is inf
 there, with a second row of x nan). The two agree on finite values up to rounding; where
-infinities of both signs meet, kfuse gives nan and NumPy may give inf.
+infinities of both signs meet, kfuse gives nan and NumPy may give inf. A complex contraction over
+an infinite or NaN part has implementation-defined NaN parts: NumPy's ``np.dot`` (its BLAS) gives
+``nan+nanj`` where its ``np.einsum`` gives ``inf+nanj`` for the same operands, and cuBLAS may give
+either; finite values agree up to rounding.
 
 Writes and selections (``kfuse/trace/mutation.py``, ``selection.py``): ``x[mask].max()`` and
 ``.min()`` of an empty selection raise NumPy's ValueError (a run-time check read back after the
