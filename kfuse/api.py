@@ -2,10 +2,11 @@
 printable stages ``Lowered.as_text(stage)``.
 
 Dispatch (the hot path) is one dictionary lookup keyed by each argument's type, dtype, shape and
-strides (static arguments by value, Python scalars by type). A miss traces again; within a shape
-class (the key without sizes) the plan and compiled program of an earlier size are reused
-(``runtime.shape_class``), else it plans and builds a program; compiled kernels are memoised by
-their source text below this layer, so a new size never recompiles.
+strides (static arguments by value, Python scalars by type); on the CPU a hit of a plain program
+then runs the direct call built for that key (``runtime.cpu_direct``). A miss traces again;
+within a shape class (the key without sizes) the plan and compiled program of an earlier size are
+reused (``runtime.shape_class``), else it plans and builds a program; compiled kernels are
+memoised by their source text below this layer, so a new size never recompiles.
 """
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ from .cpu import PAR_MIN_WORK, CpuProgram, launch
 
 def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: frozenset):
     """The direct call ``direct(args) -> result`` of ``program`` (which has run on ``args``) for
-    their dispatch key, its text in ``direct.source``, or None
-    where the program is not plain kernels over fresh outputs. ``sources``: for each graph input,
+    their dispatch key, its text in ``direct.source``, or None where the program is not plain
+    kernels over fresh outputs. ``sources``: for each graph input,
     ``(argument position, dtype to convert to or None)``; ``out_tree``: the traced graph's return
     structure over the program's outputs; ``scalars``: outputs returned as NumPy scalars."""
     if not isinstance(program, CpuProgram):
