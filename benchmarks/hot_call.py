@@ -1,6 +1,7 @@
 """Hot-path probe: the cost of a cached ``kfuse.jit`` CPU call against the same expression as a
-``numba.njit`` function, on tiny arrays (where the call overhead is all there is), and the
-64x4096 row softmax against NumPy eager.
+``numba.njit`` function, on tiny arrays (where the call overhead is all there is: 16 and 1024
+elements, a 4x8 softmax, an AdamW step on 1000 parameters with four inputs and three outputs),
+and the 64x4096 row softmax against NumPy eager.
 
 Each case is timed as interleaved rounds (kfuse, numba, NumPy, kfuse, ...): every round takes the
 median of ``--inner`` back-to-back calls, and the table prints the minimum of those medians (the
@@ -27,6 +28,13 @@ import kfuse  # noqa: E402
 
 def axpy(x, y):
     return x * np.float32(2.0) + y
+
+
+def adamw(p, g, m, v):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * (g * g)
+    p = p * (1.0 - 1e-5) - 1e-3 * (m / 0.65) / (np.sqrt(v / 0.01) + 1e-8)
+    return p, m, v
 
 
 def softmax(x):
@@ -88,6 +96,14 @@ def main(argv=None) -> int:
         t = _interleaved({"kfuse": kfuse.jit(axpy, backend="cpu"), "numba": numba.njit(axpy),
                           "numpy": axpy}, (x, y), a.rounds, a.inner)
         rows.append(("x*2+y f32[16]", t))
+        x, y = (rng.random(1024, dtype=np.float32) for _ in range(2))
+        t = _interleaved({"kfuse": kfuse.jit(axpy, backend="cpu"), "numba": numba.njit(axpy),
+                          "numpy": axpy}, (x, y), a.rounds, a.inner)
+        rows.append(("x*2+y f32[1024]", t))
+        state = tuple(rng.random(1000, dtype=np.float32) for _ in range(4))
+        t = _interleaved({"kfuse": kfuse.jit(adamw, backend="cpu"), "numba": numba.njit(adamw),
+                          "numpy": adamw}, state, a.rounds, a.inner)
+        rows.append(("adamw f32[1000] x4", t))
         s = rng.random((4, 8), dtype=np.float32)
         t = _interleaved({"kfuse": kfuse.jit(softmax, backend="cpu"), "numba": numba.njit(softmax_loops),
                           "numpy": softmax}, (s,), a.rounds, a.inner)

@@ -2,10 +2,11 @@
 printable stages ``Lowered.as_text(stage)``.
 
 Dispatch (the hot path) is one dictionary lookup keyed by each argument's type, dtype, shape and
-strides (static arguments by value, Python scalars by type). A miss traces again; within a shape
-class (the key without sizes) the plan and compiled program of an earlier size are reused
-(``runtime.shape_class``), else it plans and builds a program; compiled kernels are memoised by
-their source text below this layer, so a new size never recompiles.
+strides (static arguments by value, Python scalars by type); on the CPU a hit of a plain program
+then runs the direct call built for that key (``runtime.cpu_direct``). A miss traces again;
+within a shape class (the key without sizes) the plan and compiled program of an earlier size are
+reused (``runtime.shape_class``), else it plans and builds a program; compiled kernels are
+memoised by their source text below this layer, so a new size never recompiles.
 """
 from __future__ import annotations
 
@@ -160,6 +161,19 @@ def _arg_key(a: Any):
     return _keyer(type(a))(a)
 
 
+def _flat_key(args: tuple) -> tuple:
+    """The dispatch key of arguments none of which is static, flat (the hot path: one tuple, no
+    tuple per array): a NumPy array adds its dtype, shape and strides, any other argument its
+    ``_arg_key``, never a bare dtype, so the sequence reads back one way."""
+    key = []
+    for a in args:
+        if type(a) is np.ndarray:
+            key += (a.dtype, a.shape, a.strides)
+        else:
+            key.append(_keyer(type(a))(a))
+    return tuple(key)
+
+
 class JitFunction:
     """A jitted function: call it like the original; ``lower`` prints stages without running."""
 
@@ -169,6 +183,7 @@ class JitFunction:
         self.options = options
         self._signature = inspect.signature(fn)
         self._params = list(self._signature.parameters)
+        self._nparams = len(self._params)
         for name in options.static_argnames:
             if name not in self._params:
                 raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
@@ -238,9 +253,9 @@ class JitFunction:
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not kwargs and len(args) == len(self._params):
+        if not kwargs and len(args) == self._nparams:
             try:
-                entry = self._programs.get(self._key(args))
+                entry = self._programs.get(self._key(args) if self._static else _flat_key(args))
             except TypeError:  # unhashable static value
                 entry = None
             if entry is not None:
@@ -263,6 +278,8 @@ class JitFunction:
             entry = self._build(args)
             if cacheable:       # (the key again: the build may have made an int argument static)
                 self._programs[self._key(args)] = entry
+                if isinstance(entry, _Entry):
+                    entry.keyed = True
         return entry.run(args)
 
     def _inline(self, args: tuple, kwargs: dict, values: dict[str, Any]):
@@ -278,11 +295,19 @@ class JitFunction:
         return self.fn(*args, **kwargs)
 
     def _key(self, args: tuple) -> tuple:
-        """The dispatch key: static arguments by value, the rest by ``_arg_key``."""
+        """The dispatch key (``_flat_key``); static arguments by value, in a 1-tuple."""
         static = self._static
         if not static:
-            return tuple([_keyer(type(a))(a) for a in args])
-        return tuple(a if n in static else _arg_key(a) for n, a in zip(self._params, args))
+            return _flat_key(args)
+        key = []
+        for n, a in zip(self._params, args):
+            if n in static:
+                key.append((a,))
+            elif type(a) is np.ndarray:
+                key += (a.dtype, a.shape, a.strides)
+            else:
+                key.append(_keyer(type(a))(a))
+        return tuple(key)
 
     def _build(self, args: tuple) -> "_Entry":
         logs.configure(_config.get().debug)
@@ -570,7 +595,7 @@ class _Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars", "_direct", "_seeds")
+                 "_scalars", "_direct", "_seeds", "run", "keyed")
 
     def __init__(self, program, graph, positions, specs, backend, seeds=None):
         self.program = program
@@ -595,8 +620,12 @@ class _Entry:
         # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
         self._scalars = _numpy_scalar_outputs(graph) if backend.on_host else frozenset()
         self._direct = None             # runtime.direct_launch's launch, False where none applies
+        # reached only through its dispatch key (JitFunction sets it), which holds each
+        # argument's type, dtype, shape and strides: what the CPU's direct call is built for
+        self.keyed = False
+        self.run = self._dispatch       # a call: the generic path, or the CPU's direct call
 
-    def run(self, args: tuple):
+    def _dispatch(self, args: tuple):
         direct = self._direct
         if direct:
             outs = direct(args)
@@ -606,14 +635,34 @@ class _Entry:
             outs = self._run(args)
             self._direct = self._direct_launch(args)
             return outs
+        elif direct is None and self.keyed and self.backend.on_host:
+            outs = self._run(args)
+            self._direct = False
+            self.run = self._host_direct(args) or self._dispatch
+            return outs
         return self._run(args)
+
+    def _plain(self) -> bool:
+        """Nothing to check, copy, draw or write back around the program's run."""
+        g = self.graph
+        return not (g.host_checks or g.writebacks or g.checks or g.constants or self._copied
+                    or self._seeds is not None)
+
+    def _host_direct(self, args: tuple):
+        """The CPU's direct call (``runtime.cpu_direct``) for this entry's dispatch key, built
+        after a run on ``args``; None where the entry is not plain or the arguments are not all
+        NumPy (a CPU tensor is viewed per call)."""
+        if self._torch_cpu or not self._plain():
+            return None
+        from .runtime.cpu_direct import build
+        sources = [(pos, sdt if sdt is not None or not isinstance(args[pos], np.generic) else args[pos].dtype)
+                   for pos, sdt in zip(self.positions, self._scalar_dtypes)]
+        return build(self.program, args, sources, self.graph.out_tree, self._scalars)
 
     def _direct_launch(self, args: tuple):
         """The direct launch of a one-kernel program over device arrays passed as they are, with
         nothing to check, copy or write back around it; False where that does not hold."""
-        g = self.graph
-        if (g.host_checks or g.writebacks or g.checks or g.constants or self._copied or self._scalars
-                or self._seeds is not None):
+        if not self._plain() or self._scalars:
             return False
         from .runtime.direct_launch import build
         kind, dev = ("cupy", self._cupy_device) if self._cupy_device is not None else ("torch", self._torch_device)

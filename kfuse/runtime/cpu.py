@@ -358,24 +358,7 @@ class CpuProgram:
             return
         for n, a in zip(g.outputs, outs):
             env[n] = a
-        if k.tuned:
-            parallel, threads = k.parallel, k.threads
-        elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
-            parallel = False
-        else:
-            threads = auto_threads(k)
-            if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
-                threads = 1
-            parallel = threads > 1
-        k.calls += 1
-        if k.f16:
-            args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + k.size_args
-        else:
-            args = ins + outs + k.size_args
-        if parallel:
-            call_parallel(k.fns[1], args, threads)
-        else:
-            k.fns[0](*args)
+        launch(k, ins, outs)
 
     def _prepare(self, k: _Kernel, env: dict, ins: list, outs: list) -> bool:
         """Outputs written in place or copied from a scatter's base, a product's operand: edits
@@ -401,6 +384,29 @@ class CpuProgram:
         if c is not None:
             ins.append(matmul(ins, c))
         return True
+
+
+def launch(k: _Kernel, ins: list, outs: list) -> None:
+    """Run kernel ``k`` on its inputs and allocated outputs, on the threads chosen for it (tuned,
+    or ``auto_threads``; a first call runs sequentially)."""
+    if k.tuned:
+        parallel, threads = k.parallel, k.threads
+    elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
+        parallel = False
+    else:
+        threads = auto_threads(k)
+        if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
+            threads = 1
+        parallel = threads > 1
+    k.calls += 1
+    if k.f16:
+        args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + k.size_args
+    else:
+        args = ins + outs + k.size_args
+    if parallel:
+        call_parallel(k.fns[1], args, threads)
+    else:
+        k.fns[0](*args)
 
 
 def raise_failed_checks(graph, env) -> None:

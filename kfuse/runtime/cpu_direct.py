@@ -1,0 +1,126 @@
+"""The hot path of a cached CPU call: one Python function, written for one dispatch key of one
+program, that takes the caller's arguments and returns the caller's result.
+
+The dispatch key (``api``) fixes every argument's type, dtype, shape and strides, so everything
+the generic path (``api._Entry._run`` and ``CpuProgram.__call__``) decides per call is decided
+once here: which argument feeds which kernel input, how a Python scalar is converted, each
+output's shape and dtype, which of a kernel's schedules the inputs' strides select (its compiled
+Numba dispatcher, called directly), and how the outputs make the returned structure. What remains
+per call is what must happen: scalar conversions, ``np.empty`` of each output, the kernel calls,
+and the result. The function is generated as Python source (straight-line code: no loops, lists
+or lookups per call), kept as its ``source`` attribute.
+
+It is built only for programs with nothing around their kernels (``build`` says what: no writes
+into arguments or scatters, products, float16 views, empty outputs, constants); the caller
+(``api._Entry``) builds it only for an entry reached through its dispatch key and with nothing to
+check, copy or write back. A kernel large enough to take threads, or tuned, is run through
+``cpu.launch`` (the thread choice per call), as on the generic path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .cpu import PAR_MIN_WORK, CpuProgram, launch
+
+
+def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: frozenset):
+    """The direct call ``direct(args) -> result`` of ``program`` (which has run on ``args``) for
+    their dispatch key, its text in ``direct.source``, or None where the program is not plain
+    kernels over fresh outputs. ``sources``: for each graph input,
+    ``(argument position, dtype to convert to or None)``; ``out_tree``: the traced graph's return
+    structure over the program's outputs; ``scalars``: outputs returned as NumPy scalars."""
+    if not isinstance(program, CpuProgram):
+        return None
+    plan = program.plan
+    graph = plan.graph
+    if len(sources) != len(graph.inputs) or any(not k.plain or k.f16 for k in program.kernels):
+        return None
+    ns: dict = {"empty": np.empty, "asarray": np.asarray, "launch": launch}
+    lines = ["def direct(args):"]
+    names, values = {}, {}
+    for j, (node, (pos, dtype)) in enumerate(zip(graph.inputs, sources)):
+        names[node] = f"a{j}"
+        if dtype is None:
+            values[node] = args[pos]
+            lines.append(f"    a{j} = args[{pos}]")
+        else:
+            ns[f"D{j}"] = np.dtype(dtype)
+            values[node] = np.asarray(args[pos], dtype)
+            lines.append(f"    a{j} = asarray(args[{pos}], D{j})")
+    for i, k in enumerate(program.kernels):
+        if any(n not in names for n in k.group.inputs):
+            return None
+        ins = [names[n] for n in k.group.inputs]
+        outs = []
+        for o, (node, (shape, dtype)) in enumerate(zip(k.group.outputs, k.out_specs)):
+            name = names[node] = f"k{i}_{o}"
+            ns[f"S{name}"], ns[f"D{name}"] = tuple(shape), np.dtype(dtype)
+            values[node] = np.empty(shape, dtype)       # (for the strides that pick the schedule)
+            lines.append(f"    {name} = empty(S{name}, D{name})")
+            outs.append(name)
+        lines += _kernel_call(i, k, ns, ins, outs, [values[n] for n in k.group.inputs])
+    results = []
+    for o, node in enumerate(graph.outputs):
+        if node in names:
+            expr = names[node]
+        elif node in plan.views and node.inputs[0] in names:
+            ns[f"V{o}"] = tuple(node.shape)
+            expr = f"{names[node.inputs[0]]}.reshape(V{o})"
+        else:
+            return None         # (a constant output: the generic path builds it)
+        results.append(f"{expr}[()]" if o in scalars else expr)
+    ns["KEYS"] = keys = []
+    ret = _tree(out_tree, results, [pos for pos, _ in sources], keys)
+    if ret is None:
+        return None
+    lines.append(f"    return {ret}")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, "<kfuse:cpu_direct>", "exec"), ns)
+    direct = ns["direct"]
+    direct.source = source
+    return direct
+
+
+def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, in_values: list) -> list[str]:
+    """The lines that run kernel ``i``: its sequential dispatcher for these strides called
+    directly where the kernel stays on one thread, else ``cpu.launch`` (threads chosen per call);
+    a tuning applied later (``CpuProgram.set_variant``) is seen through ``launch``."""
+    ns[f"K{i}"] = k
+    arrays = ", ".join(ins + outs)
+    generic = f"launch(K{i}, [{', '.join(ins)}], [{', '.join(outs)}])"
+    hit = k.variants.direct.get(tuple(a.strides for a in in_values))
+    if hit is None or k.work >= PAR_MIN_WORK:
+        return [f"    {generic}"]
+    ns[f"F{i}"] = hit[0]
+    sizes = []
+    for j, z in enumerate(k.size_args):
+        ns[f"Z{i}_{j}"] = z
+        sizes.append(f"Z{i}_{j}")
+    return [f"    if K{i}.tuned:", f"        {generic}", "    else:",
+            f"        F{i}({', '.join([arrays] + sizes)})"]
+
+
+def _tree(tree, results: list, positions: list, keys: list) -> str | None:
+    """The expression of the user's return structure (``ir.graph.unflatten``'s twin over source
+    text: an ("arg", (k, o)) leaf is the caller's argument of graph input k, at ``positions[k]``;
+    a dict's keys are appended to ``keys``); None for a leaf this path does not build (a copy)."""
+    if isinstance(tree, int):
+        return results[tree]
+    kind, items = tree
+    if kind == "arg":
+        return f"args[{positions[items[0]]}]"
+    if kind == "none":
+        return "None"
+    if kind not in ("tuple", "list", "dict"):
+        return None
+    subtrees = [t for _, t in items] if kind == "dict" else items
+    parts = [_tree(t, results, positions, keys) for t in subtrees]
+    if any(p is None for p in parts):
+        return None
+    if kind == "tuple":
+        return f"({', '.join(parts)},)" if parts else "()"
+    if kind == "list":
+        return f"[{', '.join(parts)}]"
+    start = len(keys)
+    keys.extend(key for key, _ in items)
+    return "{" + ", ".join(f"KEYS[{start + j}]: {p}" for j, p in enumerate(parts)) + "}"
