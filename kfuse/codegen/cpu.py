@@ -230,7 +230,8 @@ class _Emitter:
             if acc.kind == "sum" and vector and vt in ("float32", "float64"):
                 return [f"{a} = {self.use('_radd')}({a}, np.{vt}({s}))"]
             if acc.kind not in ("argmax", "argmin"):     # codegen.accs (integers wrap in uint64)
-                return [f"{a} = {combine_expr(acc, a, s, acc.src_dtype, self.ops.op_expr, _literal)}"]
+                line = f"{a} = {combine_expr(acc, a, s, acc.src_dtype, self.ops.op_expr, _literal)}"
+                return [f"if {acc.mask}:", "    " + line] if acc.mask else [line]
             cmp = ">" if acc.kind == "argmax" else "<"
             if acc.src_dtype.startswith("complex"):     # NumPy's: lexicographic, the first NaN wins
                 nan = self.use("_cisnan")

@@ -41,7 +41,7 @@ def _reads(stmts, accs=()) -> set:
         if isinstance(s, K.Store):
             r.add(s.src)
     for a in accs:
-        r.add(a.src)
+        r.update(x for x in (a.src, a.mask) if x)
         if a.pos is not None:
             r.update(K.expr_vars(a.pos))
     return r

@@ -430,9 +430,11 @@ class Acc:
     src_dtype: str
     init: Any                       # initial accumulator value (Python scalar)
     pos: Expr | None = None         # argmax/argmin: linear position over the inner dims
+    mask: str | None = None         # a bool body variable: where False the element is skipped (where=)
 
     def __str__(self) -> str:
         extra = f", pos={self.pos}" if self.pos is not None else ""
+        extra += f", where={self.mask}" if self.mask is not None else ""
         return (f"{self.dst}: {self.dtype} = {self.kind}-reduce({self.src}) "
                 f"[acc {self.acc_dtype} init {self.init!r}{extra}]")
 

@@ -400,7 +400,10 @@ class _Lowerer:
 
     def acc_for(self, node: Node) -> K.Acc:
         kind = _ACC_KIND[node.op]
-        src_node = node.inputs[0]
+        src_node, mask = node.inputs[0], None
+        if node.attr("where_skips") and src_node.op is Op.WHERE:    # (trace.reductions.reduce_node)
+            mask, _ = self.value(src_node.inputs[0], self.full_index)
+            src_node = src_node.inputs[1]
         src, _ = self.value(src_node, self.full_index)
         sdt = src_node.dtype
         dt = node.dtype
@@ -441,7 +444,7 @@ class _Lowerer:
                 pos = K.add(K.mul(pos, self.domain[d]), self.full_index[d])
         v = self.new_var()
         self.acc_vars[node] = v
-        return K.Acc(v, kind, dt.name, acc_dt, src, sdt.name, init, pos)
+        return K.Acc(v, kind, dt.name, acc_dt, src, sdt.name, init, pos, mask)
 
     # -- kinds --------------------------------------------------------------------------------
     def store_outputs(self, outputs, full_level: bool) -> None:

@@ -107,8 +107,11 @@ def _check_empty(fname: str, node: Node, axis, **kw) -> None:
             raise type(e)(f"{e}{at(loc())}") from None
 
 
-def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype) -> Node:
-    """``op`` over ``axes`` of ``node`` (cast to the accumulate ``dtype`` first)."""
+def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype, skips: bool = False) -> Node:
+    """``op`` over ``axes`` of ``node`` (cast to the accumulate ``dtype`` first); ``skips``: ``node``
+    is ``where(mask, x, identity)`` of a ``where=`` and the reduction skips the left-out elements,
+    as NumPy's does (attr ``where_skips``: a complex product, where multiplying by ``1 + 0j`` is not
+    an identity past an infinite part)."""
     node = cast(node, dtype)
     shape = _out_shape(node.shape, axes, keepdims)
     if not axes:    # NumPy starts from the identity: a float sum of -0.0 is +0.0, a complex
@@ -119,7 +122,10 @@ def reduce_node(op: Op, node: Node, axes, keepdims: bool, dtype) -> Node:
         if op is Op.PROD and dtypes.is_complex(node.dtype):
             return mk(Op.MULTIPLY, node.dtype, node.shape, [broadcast(const_node(1.0, node.dtype), node.shape), node])
         return node
-    return mk(op, node.dtype, shape, [node], {"axes": tuple(axes), "keepdims": bool(keepdims)})
+    attrs = {"axes": tuple(axes), "keepdims": bool(keepdims)}
+    if skips and node.op is Op.WHERE:
+        attrs["where_skips"] = True
+    return mk(op, node.dtype, shape, [node], attrs)
 
 
 def _count(shape, axes) -> int:
@@ -150,7 +156,8 @@ def _simple(fname: str, op: Op, a, axis, dtype, keepdims, initial=_NV, where=_NV
         if op in (Op.ANY, Op.ALL):
             node = cast(node, np.bool_)
         identity = {Op.PROD: 1, Op.ANY: False, Op.ALL: True}[op]
-        r = reduce_node(op, _masked(cast(node, acc), where, const_node(identity, acc)), axes, keepdims, acc)
+        r = reduce_node(op, _masked(cast(node, acc), where, const_node(identity, acc)), axes, keepdims, acc,
+                        skips=op is Op.PROD and dtypes.is_complex(acc) and _is_mask(where))
     if initial is not _NV:      # NumPy starts from initial: initial (+ or *) the reduction
         r = apply_ufunc("add" if op is Op.SUM else "multiply", Tracer(_initial(initial, acc)), Tracer(r)).node
     return Tracer(r)
