@@ -457,7 +457,8 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                        for k, a in enumerate(ph.accs)]
                 rb += ["}"]
                 for a in ph.accs:
-                    rb += self.acc_final(a, row)
+                    f = self.acc_final(a, row)
+                    rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
                     row_level.add(a.dst)
                 continue
             if reload:   # a reduction pass loads its row slots up front; other passes load as they go
@@ -558,7 +559,7 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                 finals = [f[-1:] for f in finals]
                 q_acc += len(ph.accs)
             for a, f in zip(ph.accs, finals):
-                rb += f
+                rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
                 row_level.add(a.dst)
             if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
                 rb += [f"{'if (tid_ == 0) ' if row else ''}{self.partial(ph, k, 'c_')} = A{a.dst};"

@@ -19,6 +19,8 @@ Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's 
   a shared-memory combine in a fixed order (deterministic); with ``cache_k > 0`` the row's loads are
   kept in registers (``cache_k`` unrolled slots a thread), so each row is read once (softmax, layernorm);
 * col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced).
+A row whose tree value a complex product's or max/min's association changes (a non-finite part,
+``codegen.accs.redo_ops``) is reduced again in NumPy's order by each thread holding it (row mode).
 Semantics follow NumPy: integer results wrap to the node dtype, ``//``/``%``/shifts/powers follow
 NumPy's integer loops (0 for a zero divisor), ``maximum``/``minimum`` propagate NaN, reductions follow
 ``kernel_ir.ACC_KINDS``. float16 values live in float32 registers and every float16 op result is
@@ -46,8 +48,8 @@ from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_complex as ncx
 from . import numba_cuda_scatter as scatter
-from .accs import combine_expr
-from .decompose import decompose
+from .accs import combine_expr, redo_body, redo_ops
+from .decompose import decompose, nested
 from .py_ops import literal
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, CudaOps, _STORE, _const_value, _vt, op_expr, store_value
 
@@ -423,7 +425,8 @@ class _Gen(K.StatementRenderer):
                 lp.append("j_ += bdim_" if row else "j_ += 1")
                 rb += ["    " + x for x in lp]
             for a in ph.accs:
-                rb += self.acc_final(a, row)
+                f = self.acc_final(a, row)
+                rb += f[:-1] + (self.redo_row(ph, a, inner) if row else []) + f[-1:]
         rb.append("row_ += rstep_")
         L += ["    " + x for x in rb]
         return L
@@ -492,6 +495,26 @@ class _Gen(K.StatementRenderer):
         else:
             src = f"np.{vt}({s})"
         return [f"{A} = {self.combine(a, A, src)}"]
+
+    def redo_row(self, ph: K.Phase, a: K.Acc, inner: list[int]) -> list[str]:
+        """Row mode, after the block's combine: where ``a``'s tree value is one the association
+        changes (``codegen.accs.redo_ops``: a complex product with a non-finite part, a complex
+        max/min holding a NaN), the thread reduces the row again alone, element by element in
+        NumPy's order (no barrier: every thread of the block holds the same value). Not in a
+        kernel writing in place (the row may be overwritten)."""
+        cond = redo_ops(a.kind, a.acc_dtype, f"A{a.dst}")
+        if not cond or self.kir.in_place:
+            return []
+        q = dataclasses.replace(a, dst=f"{a.dst}q")
+        self.sfx = ""
+        loop: list[str] = []
+        self.decompose("jq_", inner, loop)
+        loop += [x for x in (self.stmt(s) for s in redo_body(ph.body, [a.src])) if x]
+        loop += self.acc_step(q) + ["jq_ += 1"]
+        test = nested(cond, CudaOps(self.use).op_expr, literal)
+        return ([f"if {test}:  # NumPy's order (codegen.accs.redo_ops)", f"    A{q.dst} = {self.acc_init(a)}",
+                 "    jq_ = np.int64(0)", "    while jq_ < row_len_:"] + ["        " + x for x in loop]
+                + [f"    A{a.dst} = A{q.dst}"])
 
     def shfl(self, var: str, vt: str, m: str) -> str:
         """``var`` of register type ``vt`` from lane ``lane ^ m``."""
