@@ -663,6 +663,9 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
             raise CompileError(f"kfuse: variant {variant} does not fit this reduce kernel")
         if K.has_scan(kir) and variant.mode == "col" and variant.split:
             raise CompileError(f"kfuse: a column scan runs its column in order in one thread, not in variant {variant}")
+        if variant.mode == "scan" and variant.split and not scan_split_ok(kir):
+            raise CompileError(f"kfuse: this scan kernel's rows do not split into chunks (cuda_shapes.scan_split_ok), "
+                               f"not in variant {variant}")
         code = g.scan_rows() if variant.mode == "scan" else g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")

@@ -99,6 +99,15 @@ def test_complex_cumprod_segments_are_redone_and_never_split(shape):
     assert MARK not in _compiles(_kir(lambda x: np.cumsum(x, axis=-1), np.zeros(shape, np.complex64)), v)
 
 
+def test_a_split_complex_cumprod_is_refused():
+    import dataclasses
+    from kfuse.errors import CompileError
+    kir = _kir(lambda x: np.cumprod(x, axis=-1), np.zeros((2, 100000), np.complex64))
+    v = dataclasses.replace(ce.default_variant(kir), split=8, stage=1)
+    with pytest.raises(CompileError, match="do not split"):
+        ce.emit(kir, v)
+
+
 def test_max_scans_keep_their_tree():
     """A shuffle-up tree combines contiguous ranges, earlier on the left: the first NaN already."""
     kir = _kir(lambda x: np.maximum.accumulate(x, axis=-1), np.zeros((8, 1000), np.complex64))
