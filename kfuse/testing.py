@@ -70,6 +70,12 @@ warp's lanes and the row's chunks (``codegen/cuda_scan.py``, as CUB, Triton and 
 boolean, max and min scans are still exact; float sums and products round in another order, within
 the float rows below, and closer to the exact result than NumPy's loop, which drifts over long rows
 (a million float32 terms in [0.1, 1): NumPy 8e-4 from the float64 sums, kfuse within 1e-6).
+Complex products are not associative past an infinite or NaN factor (which parts are NaN follows
+the order of the products), nor does a tree of complex max/min combines keep NumPy's first NaN: on
+the GPU backends a row reduction (prod, max, min) whose tree value is non-finite (prod) or NaN
+(max/min), and a CUDA C cumprod segment holding a non-finite value, are redone in NumPy's order
+(``codegen/accs.redo_ops``), so their NaN and infinite parts are NumPy's (a finite complex product
+rounds in the tree's order; one that overflows only in NumPy's order is not redone).
 
 Scatters (``x[idx] = v``, ``np.add.at`` and the other ``ufunc.at``, ``np.put``,
 ``np.put_along_axis``; ``kfuse/trace/scatter.py``): the CPU runs a scatter's elements in C order,

@@ -12,6 +12,13 @@ own op renderer (:func:`combine_ops`, :func:`combine_expr`). The initial values 
   (lexicographic ``>=``, a NaN in either part sticks).
 argmax/argmin carry a position and are each emitter's own pair combine (first NaN wins, ties to
 the lower position).
+
+NumPy reduces a row left to right, one element at a time; the GPU emitters combine partial states
+as a tree. For complex prod, max and min that changes more than rounding where the row's value is
+non-finite: a complex product is not associative past an infinite or NaN factor (which parts are
+NaN follows the order of the products), and which NaN a complex max/min keeps (the first one it
+meets) follows the order of the combines. :func:`redo_ops` says, from the tree's result, when a
+GPU emitter redoes the row in NumPy's order (:func:`redo_body`: the statements it recomputes).
 """
 from __future__ import annotations
 
@@ -53,3 +60,31 @@ def combine_expr(acc: K.Acc, running: str, value: str, value_dtype: str, render,
     """:func:`combine_ops` of ``acc`` as one expression (``render(Op, args)``, ``literal``: the
     emitter's op and constant renderers)."""
     return nested(combine_ops(acc.kind, acc.acc_dtype, running, value, value_dtype), render, literal)
+
+
+# accumulators whose tree result is redone in order where it is non-finite: the op that says so
+_REDO = {"prod": "isfinite", "max": "isnan", "min": "isnan"}
+
+
+def redo_ops(kind: str, acc_dtype: str, value: str) -> list:
+    """Statements (last one bool) true where an accumulator's tree result ``value`` must be redone
+    sequentially in NumPy's order: a complex product with an infinite or NaN part, a complex max
+    or min with a NaN part; ``[]`` for the accumulators whose tree result is NumPy's (up to
+    rounding)."""
+    if not acc_dtype.startswith("complex") or kind not in _REDO:
+        return []
+    ops = [K.Op("%t", _REDO[kind], "bool", (value,), (acc_dtype,))]
+    if kind == "prod":
+        ops.append(K.Op("%r", "logical_not", "bool", ("%t",), ("bool",)))
+    return ops
+
+
+def redo_body(body, srcs) -> list:
+    """The statements of a phase's ``body`` that the values ``srcs`` depend on, in order (no
+    store: a sequential redo recomputes the accumulated values only)."""
+    need, out = set(srcs), []
+    for s in reversed(body):
+        if getattr(s, "dst", None) in need:
+            need.update(K.stmt_reads(s))
+            out.append(s)
+    return out[::-1]

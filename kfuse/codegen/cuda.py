@@ -457,7 +457,8 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                        for k, a in enumerate(ph.accs)]
                 rb += ["}"]
                 for a in ph.accs:
-                    rb += self.acc_final(a, row)
+                    f = self.acc_final(a, row)
+                    rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
                     row_level.add(a.dst)
                 continue
             if reload:   # a reduction pass loads its row slots up front; other passes load as they go
@@ -558,7 +559,7 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                 finals = [f[-1:] for f in finals]
                 q_acc += len(ph.accs)
             for a, f in zip(ph.accs, finals):
-                rb += f
+                rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
                 row_level.add(a.dst)
             if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
                 rb += [f"{'if (tid_ == 0) ' if row else ''}{self.partial(ph, k, 'c_')} = A{a.dst};"
@@ -662,6 +663,9 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
             raise CompileError(f"kfuse: variant {variant} does not fit this reduce kernel")
         if K.has_scan(kir) and variant.mode == "col" and variant.split:
             raise CompileError(f"kfuse: a column scan runs its column in order in one thread, not in variant {variant}")
+        if variant.mode == "scan" and variant.split and not scan_split_ok(kir):
+            raise CompileError(f"kfuse: this scan kernel's rows do not split into chunks (cuda_shapes.scan_split_ok), "
+                               f"not in variant {variant}")
         code = g.scan_rows() if variant.mode == "scan" else g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")

@@ -1,11 +1,15 @@
 """The CUDA emitter's reduction accumulators (a mixin of ``codegen.cuda._Gen``): their C types,
 initial values, the combine of two partial states (NaN, argmax/argmin tie and any/all rules), one
-element's step, the warp/block combine that finishes a row, and a two-stage reduction's chunk
-state in the workspace. Reads the generator's ``v`` (Variant) and writes its ``dt`` (dtypes)."""
+element's step, the warp/block combine that finishes a row, a two-stage reduction's chunk
+state in the workspace, and the sequential redo of a row whose tree result is non-finite
+(``codegen.accs.redo_ops``). Reads the generator's ``v`` (Variant) and writes its ``dt`` (dtypes)."""
 from __future__ import annotations
 
+import dataclasses
+
 from . import kernel_ir as K
-from .accs import combine_expr
+from .accs import combine_expr, redo_body, redo_ops
+from .decompose import nested
 from .cuda_ops import cast_expr, const_literal, ctype, index_c, op_expr
 from .cuda_shapes import SPLIT_SLOT
 
@@ -85,6 +89,29 @@ class AccEmitter:
         else:
             out.append(f"const {ctype(a.dtype)} {a.dst} = {cast_expr(f'A{a.dst}', a.acc_dtype, a.dtype)};")
         return out
+
+    def redo_row(self, ph: K.Phase, a: K.Acc, inner: list[int]) -> list[str]:
+        """After the row's tree combine (and before the cast to the result): where ``a``'s value
+        is one that the association changes (``codegen.accs.redo_ops``: a complex product with a
+        non-finite part, a complex max/min holding a NaN), the thread multiplies (compares) the
+        row again alone, element by element in NumPy's order, from the initial value. Each thread
+        holding such a value redoes its row (no barrier: the path is rare and needs no other
+        thread). Not where the row is already in order (a column a thread, no chunks), in a
+        chunk's partial (stage 1), nor in a kernel writing in place (the row may be overwritten)."""
+        v = self.v
+        cond = redo_ops(a.kind, a.acc_dtype, f"A{a.dst}")
+        if (not cond or v.stage == 1 or self.kir.in_place
+                or (v.mode == "col" and not (v.split or v.grid_sync))):
+            return []
+        q = dataclasses.replace(a, dst=f"{a.dst}q")
+        loop = []
+        self.decompose("jq_", inner, loop)
+        loop += [self.stmt(s) for s in redo_body(ph.body, [a.src])]
+        loop += self.acc_step(q)
+        test = nested(cond, lambda s, args: op_expr(s.op, s.dtype, args, s.arg_dtypes), const_literal)
+        return ([f"if ({test}) {{  // NumPy's order (codegen.accs.redo_ops)"] + ["  " + x for x in self.acc_init(q)]
+                + ["  for (IDX jq_ = 0; jq_ < row_len; ++jq_) {"] + ["    " + x for x in "\n".join(loop).split("\n")]
+                + ["  }", f"  A{a.dst} = A{q.dst};", "}"])
 
     def partial(self, ph: K.Phase, k: int, chunk: str, const: bool = False) -> str:
         """Two-stage reductions: accumulator ``k`` of ``ph`` for chunk ``chunk`` of the row, in the

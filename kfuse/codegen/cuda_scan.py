@@ -15,6 +15,12 @@ row's and store nothing, so every lane reaches every shuffle.
 Integer, boolean, max and min scans give NumPy's values exactly; float sums and products are
 associated as a tree over the lanes (as CUB's and Triton's scans are), not NumPy's left-to-right
 order: within the tolerance table's float rows, like a sum's summation order (``kfuse/testing.py``).
+A complex product is not associative past an infinite or NaN factor (which parts are NaN follows
+the order of the products): where a segment's tree values hold a non-finite part in any row of the
+warp, the segment is scanned again in NumPy's order (:meth:`ScanEmitter._ordered_segment`: each
+element broadcast in turn, every lane multiplying in those up to its own), and so is every later
+segment of such a row (its running value stays non-finite). Such kernels do not split
+(``cuda_shapes.scan_split_ok``): chunk totals multiplied together are another association.
 
 Two stages (``split``, rows too few to fill the GPU, ``np.cumsum(x)`` of a long 1-D ``x``): a warp a
 (row, chunk of the row); stage 1 writes each chunk's scan totals to the workspace; stage 2 starts
@@ -24,6 +30,7 @@ the same value every run) and scans it. Only for kernels where no scan reads ano
 from __future__ import annotations
 
 from . import kernel_ir as K
+from .cuda_complex import PROD_SCAN
 from .cuda_ops import const_literal, ctype
 from .cuda_shapes import SPLIT_SLOT
 
@@ -198,16 +205,40 @@ class ScanEmitter:
         the running value in front, then the running value past the segment; the scanned values
         to ``<scan>_a`` (read as ``<scan>`` by later stages). The E trees are independent."""
         T, d = ctype(sc.dtype), sc.dst
+        tree = (f"#pragma unroll\nfor (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
+                f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}")
+        ordered = sc.op == PROD_SCAN
         if self.v.packed:       # each segment a row of its own: no running value between them
-            return [f"#pragma unroll\nfor (int e_ = 0; e_ < {E}; ++e_) {{", f"  {T} t_ = {d}_s[e_];",
-                    f"  #pragma unroll\n  for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
-                    f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}",
-                    f"  {d}_a[e_] = {self._combine(sc, f'C_{d}', 't_')};", "}"]
+            if ordered:
+                seg = [f"{T} r_ = {self._combine(sc, f'C_{d}', 't_')};"] + self._ordered_segment(sc, f"C_{d}", None)
+                seg.append(f"{d}_a[e_] = r_;")
+            else:
+                seg = [f"{d}_a[e_] = {self._combine(sc, f'C_{d}', 't_')};"]
+            return ([f"#pragma unroll\nfor (int e_ = 0; e_ < {E}; ++e_) {{", f"  {T} t_ = {d}_s[e_];"]
+                    + ["  " + x for x in "\n".join([tree] + seg).split("\n")] + ["}"])
+        step = f"c_ = {self._combine(sc, 'c_', f'kf_shfl_idx(t_, {G - 1}, {G})')};"
+        if ordered:
+            seg = [f"{T} r_ = {self._combine(sc, 'c_', 't_')};"] + self._ordered_segment(sc, "c_", step)
+            seg += [] if totals_only else [f"{d}_a[e_] = r_;"]
+        else:
+            seg = ([] if totals_only else [f"{d}_a[e_] = {self._combine(sc, 'c_', 't_')};"]) + [step]
         out = ["{", f"  {T} c_ = C_{d};", f"  #pragma unroll\n  for (int e_ = 0; e_ < {E}; ++e_) {{",
-               f"    {T} t_ = {d}_s[e_];",
-               f"    #pragma unroll\n    for (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
-               f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}"]
-        if not totals_only:
-            out.append(f"    {d}_a[e_] = {self._combine(sc, 'c_', 't_')};")
-        out += [f"    c_ = {self._combine(sc, 'c_', f'kf_shfl_idx(t_, {G - 1}, {G})')};", "  }", f"  C_{d} = c_;", "}"]
+               f"    {T} t_ = {d}_s[e_];"]
+        out += ["    " + x for x in "\n".join([tree] + seg).split("\n")]
+        out += ["  }", f"  C_{d} = c_;", "}"]
         return out
+
+    def _ordered_segment(self, sc: K.Scan, c: str, step: str | None) -> list[str]:
+        """A complex product's segment (``r_``: this lane's tree value from running value ``c``):
+        where any lane of the warp holds a non-finite ``r_``, the segment again in NumPy's order,
+        each of its elements broadcast in turn and multiplied in by the lanes at or after it; the
+        running value ``c_`` past the segment then the last lane's (``step``: the tree's, else;
+        None: a packed row, no running value). Lanes past a row's end hold the unit, which is
+        neither counted (``kf_isunit``) nor changes a product."""
+        T, d, G = ctype(sc.dtype), sc.dst, self.v.lanes
+        bad = "!kf_isunit(r_) && !(kf_fin(r_.re) && kf_fin(r_.im))"
+        out = [f"if (__any_sync(0xffffffffu, {bad})) {{  // NumPy's order", f"  {T} q_ = {c};",
+               f"  for (int p_ = 0; p_ < {G}; ++p_) {{ const {T} o_ = kf_shfl_idx({d}_s[e_], p_, {G}); "
+               f"if (p_ <= sl_) q_ = {self._combine(sc, 'q_', 'o_')}; }}", "  r_ = q_;"]
+        out += [f"  c_ = kf_shfl_idx(q_, {G - 1}, {G});"] if step else []
+        return out + (["} else {", f"  {step}", "}"] if step else ["}"])

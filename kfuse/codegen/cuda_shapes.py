@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
 
 
@@ -221,10 +222,14 @@ def scan_shape(row_len: int, itemsize: int) -> tuple[int, int, bool]:
 
 def scan_split_ok(kir: K.KernelIR) -> bool:
     """Whether a scan kernel's rows can be cut into chunks scanned in two stages (each chunk's
-    total first, then every chunk from the totals before it): no scan reads another's values."""
+    total first, then every chunk from the totals before it): no scan reads another's values,
+    and no complex product scans (multiplying chunk totals is another association than NumPy's
+    running product, which past an infinite or NaN factor changes which parts are NaN)."""
     after: set = set()          # values computed from a scan
     for s in (s for ph in kir.phases for s in ph.body):
         reads = set(K.stmt_reads(s))
+        if isinstance(s, K.Scan) and s.op in ("multiply", PROD_SCAN) and s.dtype.startswith("complex"):
+            return False
         if isinstance(s, K.Scan) and reads & after:
             return False
         if isinstance(s, K.Scan) or reads & after:

@@ -19,6 +19,8 @@ Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's 
   a shared-memory combine in a fixed order (deterministic); with ``cache_k > 0`` the row's loads are
   kept in registers (``cache_k`` unrolled slots a thread), so each row is read once (softmax, layernorm);
 * col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced).
+A row whose tree value a complex product's or max/min's association changes (a non-finite part,
+``codegen.accs.redo_ops``) is reduced again in NumPy's order by each thread holding it (row mode).
 Semantics follow NumPy: integer results wrap to the node dtype, ``//``/``%``/shifts/powers follow
 NumPy's integer loops (0 for a zero divisor), ``maximum``/``minimum`` propagate NaN, reductions follow
 ``kernel_ir.ACC_KINDS``. float16 values live in float32 registers and every float16 op result is
@@ -29,7 +31,8 @@ imports it, turning a failure into one :class:`~kfuse.errors.DeviceError` naming
 the fix; :func:`numba_cuda_available` says whether it imports (``backend="auto"`` checks it).
 libNVVM: numba-cuda finds it through ``cuda-pathfinder`` (a CUDA toolkit under /usr/local/cuda*,
 ``CUDA_HOME``, or the ``nvidia-cuda-nvcc`` wheel); ``compile_ptx`` needs no GPU or driver.
-The scalar rules and device-helper templates are in :mod:`kfuse.codegen.numba_cuda_ops`.
+The scalar rules and device-helper templates are in :mod:`kfuse.codegen.numba_cuda_ops`; the reduction
+accumulators in :mod:`kfuse.codegen.numba_cuda_accs`.
 """
 from __future__ import annotations
 
@@ -46,10 +49,9 @@ from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_complex as ncx
 from . import numba_cuda_scatter as scatter
-from .accs import combine_expr
 from .decompose import decompose
-from .py_ops import literal
-from .numba_cuda_ops import NARROW_INTS, _HELPERS, CudaOps, _STORE, _const_value, _vt, op_expr, store_value
+from .numba_cuda_accs import AccEmitter
+from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _vt, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
 
@@ -148,7 +150,7 @@ def _first_factor(s: K.Scan) -> bool:
     return s.op == "multiply" and s.dtype in ncx.PARTS
 
 
-class _Gen(K.StatementRenderer):
+class _Gen(K.StatementRenderer, AccEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         self.used: list[str] = []
@@ -329,9 +331,6 @@ class _Gen(K.StatementRenderer):
         return body
 
     # -- reductions
-    def acc_vt(self, a: K.Acc) -> str:
-        return "int32" if a.acc_dtype == "bool" and a.kind in ("argmax", "argmin") else _vt(a.acc_dtype)
-
     def reduce(self) -> list[str]:
         kir, v = self.kir, self.v
         row = v.mode == "row"
@@ -423,7 +422,8 @@ class _Gen(K.StatementRenderer):
                 lp.append("j_ += bdim_" if row else "j_ += 1")
                 rb += ["    " + x for x in lp]
             for a in ph.accs:
-                rb += self.acc_final(a, row)
+                f = self.acc_final(a, row)
+                rb += f[:-1] + (self.redo_row(ph, a, inner) if row else []) + f[-1:]
         rb.append("row_ += rstep_")
         L += ["    " + x for x in rb]
         return L
@@ -455,100 +455,6 @@ class _Gen(K.StatementRenderer):
         self.sfx = ""
         filled |= set(fresh)
         return ["if row_len_ > 0:"] + ["    " + x for x in lines]
-
-    def acc_init(self, a: K.Acc) -> str:
-        vt = self.acc_vt(a)
-        if vt == "bool":
-            return "True" if a.init else "False"
-        if vt == "int32" and a.acc_dtype == "bool":
-            return f"np.int32({int(bool(a.init))})"
-        return f"_I{a.dst}"
-
-    def combine(self, a: K.Acc, x: str, y: str) -> str:
-        """Running value ``x`` combined with ``y`` (of the accumulator's dtype): codegen.accs."""
-        return combine_expr(a, x, y, "bool" if a.kind in ("any", "all") else a.acc_dtype,
-                            CudaOps(self.use).op_expr, literal)
-
-    def arg_helper(self, a: K.Acc) -> str:
-        """The pair combine of an argmax/argmin accumulator (complex values: lexicographic)."""
-        if a.acc_dtype in ncx.PARTS:
-            return ncx.expr(a.kind, a.acc_dtype, [], self.use).removesuffix("()")
-        return self.use("_" + a.kind)
-
-    def acc_step(self, a: K.Acc) -> list[str]:
-        vt = self.acc_vt(a)
-        s = self.n(a.src)
-        A = f"A{a.dst}"
-        if a.kind in ("argmax", "argmin"):
-            val = f"np.int32(1 if {s} else 0)" if a.acc_dtype == "bool" else s
-            pos = f"np.int64({self.ix(a.pos)})"
-            return [f"{A}, P{a.dst} = {self.arg_helper(a)}({A}, P{a.dst}, {val}, {pos})"]
-        if a.kind in ("any", "all"):
-            src = s if a.src_dtype == "bool" else f"({s} != 0)"
-        elif vt == "bool":
-            src = s if a.src_dtype == "bool" else f"({s} != 0)"
-        elif a.src_dtype == "bool":
-            src = f"np.{vt}(1 if {s} else 0)"
-        else:
-            src = f"np.{vt}({s})"
-        return [f"{A} = {self.combine(a, A, src)}"]
-
-    def shfl(self, var: str, vt: str, m: str) -> str:
-        """``var`` of register type ``vt`` from lane ``lane ^ m``."""
-        if vt in ("float32", "float64", "int64", "int32"):
-            return f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}, {m})"
-        if vt in ("complex64", "complex128"):      # its two parts
-            return (f"np.{vt}(complex(cuda.shfl_xor_sync(0xFFFFFFFF, {var}.real, {m}), "
-                    f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}.imag, {m})))")
-        if vt == "bool":
-            return f"(cuda.shfl_xor_sync(0xFFFFFFFF, np.int32(1 if {var} else 0), {m}) != 0)"
-        wide = "int64" if vt in ("uint64",) else "int32"
-        return f"np.{vt}(cuda.shfl_xor_sync(0xFFFFFFFF, np.{wide}({var}), {m}))"
-
-    def acc_final(self, a: K.Acc, row: bool) -> list[str]:
-        out = []
-        vt = self.acc_vt(a)
-        A = f"A{a.dst}"
-        arg = a.kind in ("argmax", "argmin")
-        if row:
-            out.append("m_ = 16")
-            out.append("while m_ > 0:")
-            if arg:
-                P = f"P{a.dst}"
-                out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
-                out.append(f"    oi_ = cuda.shfl_xor_sync(0xFFFFFFFF, {P}, m_)")
-                out.append(f"    {A}, {P} = {self.arg_helper(a)}({A}, {P}, ov_, oi_)")
-            else:   # shuffle first: every lane of the warp must execute it (no shuffle in a branch)
-                out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
-                out.append(f"    {A} = {self.combine(a, A, 'ov_')}")
-            out.append("    m_ >>= 1")
-            out.append("if lane_ == 0:")
-            out.append(f"    sm_{a.dst}[warp_] = {A}" if vt != "bool" else f"    sm_{a.dst}[warp_] = np.uint8(1 if {A} else 0)")
-            if arg:
-                out.append(f"    smi_{a.dst}[warp_] = P{a.dst}")
-            out.append("cuda.syncthreads()")
-            rd = (lambda i: f"(sm_{a.dst}[{i}] != 0)") if vt == "bool" else (lambda i: f"sm_{a.dst}[{i}]")
-            out.append(f"{A} = {rd(0)}")
-            if arg:
-                out.append(f"P{a.dst} = smi_{a.dst}[0]")
-            out.append("w_ = 1")
-            out.append("while w_ < nwarps_:")
-            if arg:
-                out.append(f"    {A}, P{a.dst} = {self.arg_helper(a)}({A}, P{a.dst}, {rd('w_')}, smi_{a.dst}[w_])")
-            else:
-                out.append(f"    {A} = {self.combine(a, A, rd('w_'))}")
-            out.append("    w_ += 1")
-            out.append("cuda.syncthreads()")
-        self.dt[a.dst] = a.dtype
-        if arg:
-            out.append(f"{a.dst} = P{a.dst} if P{a.dst} >= 0 else np.int64(0)")
-        elif a.dtype == "bool":
-            out.append(f"{a.dst} = {A}" if vt == "bool" else f"{a.dst} = {A} != 0")
-        elif a.dtype == "float16":
-            out.append(f"{a.dst} = np.float32(np.float16({A}))")
-        else:
-            out.append(f"{a.dst} = np.{_vt(a.dtype)}({A})")
-        return out
 
     # -- the module
     def source(self) -> str:

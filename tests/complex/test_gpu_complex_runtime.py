@@ -74,9 +74,6 @@ def test_scans(shape, dtype, backend):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cumprod_starts_from_its_first_factor(dtype, backend):
     """NumPy's accumulate starts from the first factor: inf+0j stays inf+0j (1 * it is inf+nan j)."""
-    if backend == "cuda":
-        pytest.xfail("a tree scan multiplies in another association than NumPy's running product, and "
-                     "past an infinite factor the NaN parts follow the association (H200, 2026-11-27)")
     u = np.ones((3, 200), dtype)
     u[:, 0] = [complex(np.inf, 0), complex(0, -np.inf), complex(np.nan, 0)]
     u[:, 1] = 0.5
