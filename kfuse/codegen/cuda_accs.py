@@ -43,6 +43,8 @@ class AccEmitter:
             T = self.acc_types(a)
             return [f"{{ {T} p_; p_.v = {a.src}; p_.i = (i64)({index_c(a.pos)}); "
                     f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'p_')}; }}"]
+        if a.mask:          # (a where= the reduction skips: codegen.accs)
+            return [f"if ({a.mask}) A{a.dst} = {self.combine(a, f'A{a.dst}', src)};"]
         return [f"A{a.dst} = {self.combine(a, f'A{a.dst}', src)};"]
 
     def acc_final(self, a: K.Acc, row: bool) -> list[str]:
@@ -106,7 +108,7 @@ class AccEmitter:
         q = dataclasses.replace(a, dst=f"{a.dst}q")
         loop = []
         self.decompose("jq_", inner, loop)
-        loop += [self.stmt(s) for s in redo_body(ph.body, [a.src])]
+        loop += [self.stmt(s) for s in redo_body(ph.body, [x for x in (a.src, a.mask) if x])]
         loop += self.acc_step(q)
         test = nested(cond, lambda s, args: op_expr(s.op, s.dtype, args, s.arg_dtypes), const_literal)
         return ([f"if ({test}) {{  // NumPy's order (codegen.accs.redo_ops)"] + ["  " + x for x in self.acc_init(q)]

@@ -57,6 +57,8 @@ class AccEmitter:
             src = f"np.{vt}(1 if {s} else 0)"
         else:
             src = f"np.{vt}({s})"
+        if a.mask:          # (a where= the reduction skips: codegen.accs)
+            return [f"{A} = {self.combine(a, A, src)} if {self.n(a.mask)} else {A}"]
         return [f"{A} = {self.combine(a, A, src)}"]
 
     def redo_row(self, ph: K.Phase, a: K.Acc, inner: list[int]) -> list[str]:
@@ -72,7 +74,7 @@ class AccEmitter:
         self.sfx = ""
         loop: list[str] = []
         self.decompose("jq_", inner, loop)
-        loop += [x for x in (self.stmt(s) for s in redo_body(ph.body, [a.src])) if x]
+        loop += [x for x in (self.stmt(s) for s in redo_body(ph.body, [x for x in (a.src, a.mask) if x])) if x]
         loop += self.acc_step(q) + ["jq_ += 1"]
         test = nested(cond, CudaOps(self.use).op_expr, literal)
         return ([f"if {test}:  # NumPy's order (codegen.accs.redo_ops)", f"    A{q.dst} = {self.acc_init(a)}",

@@ -82,10 +82,9 @@ def test_fuzz_numba_cuda_s42_p1060(backend):
     _check(fuzz_fn, backend, A1060, views=[lambda a: a.transpose((1, 0))])
 
 
-@pytest.mark.xfail(strict=True, reason="prod(where=) multiplies a left-out element by the identity 1+0j "
-                   "(trace/reductions._masked) where NumPy skips it: past an infinite part 1+0j is not an "
-                   "identity (inf * 0 is NaN); every backend, the CPU's too (seed 42 #1060's v0)")
 def test_fuzz_s42_p1060_where_mask(backend):
+    """prod(where=) skips a left-out element as NumPy's reduce does: multiplying it by the fill 1+0j
+    past an infinite part made NaN parts (inf * 0), on every backend (seed 42 #1060's v0)."""
     _check(lambda a0: a0.prod(axis=1, keepdims=True, where=(a0 > 0)), backend, A1060,
            views=[lambda a: a.transpose((1, 0))])
 
@@ -169,3 +168,14 @@ def test_cumprod_past_an_infinity(shape, dtype, backend):
     x[:, shape[1] // 2] = complex(0.0, inf)          # a second one mid-row: NaN parts from there on
     y = _ending_in_inf(dtype, shape, 5)
     _check(lambda x, y: (np.cumprod(x, axis=-1), np.cumprod(y, axis=-1)), backend, x, y)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 3000), (6, 37)])
+def test_prod_where_skips_after_an_infinity(shape, dtype, backend):
+    x = _ending_in_inf(dtype, shape, 3)
+    x[:, 0] = complex(np.inf, -0.5)         # an infinite part first: every left-out element after it
+    m = np.ones(x.shape, bool)
+    m[:, 1::3] = False
+    _check(lambda x, m: (x.prod(axis=-1, where=m), x.T.prod(axis=0, where=m.T), x.prod(where=m),
+                         x[:, 1:].prod(axis=-1, keepdims=True, where=m[:, 1:])), backend, x, m)
