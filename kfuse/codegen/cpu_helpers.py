@@ -88,12 +88,6 @@ def _f2hf(x):
          else sub if u < np.uint32(0x38800000) else nrm)
     return np.uint16(np.uint32(r | sign))
 ''')
-_helper("_rf16f", '''
-@numba.njit(error_model="numpy")
-def _rf16f(x):
-    """round a float32 to float16 precision, returned as float32 (branch-free)."""
-    return _h2f(_f2hf(x))
-''', ("_h2f", "_f2hf"))
 _helper("_f2h", '''
 @numba.njit(error_model="numpy")
 def _f2h(x):
@@ -112,12 +106,14 @@ def _f2h(x):
     bits = ((e + 14) << 10) + (np.int64(np.rint(m * 2048.0)) - 1024)
     return np.uint16(sign | bits)
 ''')
-_helper("_rf16", '''
+for _name, _bits, _what in (("_rf16f", "_f2hf", "a float32 (branch-free)"), ("_rf16", "_f2h", "a float")):
+    _helper(_name, f'''
 @numba.njit(error_model="numpy")
-def _rf16(x):
-    """round a float to float16 precision, returned as float32."""
-    return _h2f(_f2h(x))
-''', ("_h2f", "_f2h"))
+def {_name}(x):
+    """round {_what} to float16 precision, returned as float32."""
+    return _h2f({_bits}(x))
+''', ("_h2f", _bits))
+del _name, _bits, _what
 _helper("_tanhf", '''
 @numba.njit(error_model="numpy")
 def _tanhf(x):
