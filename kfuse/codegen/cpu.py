@@ -28,7 +28,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_cols, cpu_complex
+from . import cpu_cols, cpu_complex, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .accs import combine_expr
 from .decompose import decompose
@@ -149,7 +149,10 @@ class _Emitter:
     def __init__(self, kir: K.KernelIR, sched: CpuSchedule = ROWS):
         self.kir = kir
         self.sched = sched
-        self.flat = flat_index(kir, sched)      # load dst -> index text into a collapsed buffer
+        self.flat = flat_index(kir, sched)      # load dst -> its index into a collapsed buffer
+        self.pieces = ([p for k, p in enumerate(cpu_pieces.patterns(kir, sched.split, self.flat))
+                        if k in sched.pieces] if sched.split >= 0 else [])
+        self.piece = None                       # the piece loop being rendered (piece_loop)
         self.used: set[str] = set()
         self.vtype: dict[str, str] = {}
         self.scratch: dict[tuple, str] = {}     # (inner dim, value key) -> staged scratch row
@@ -173,7 +176,10 @@ class _Emitter:
 
     # -- statements --------------------------------------------------------------------------
     def index(self, idx) -> str:
-        return ", ".join(str(e) for e in idx) if idx else "()"
+        return ", ".join(self.iexpr(e) for e in idx) if idx else "()"
+
+    def iexpr(self, e) -> str:
+        return self.piece.expr(e) if self.piece is not None else str(e)
 
     def scalar_reads(self) -> list[str]:
         """A 0-d input's element, read once before the loops: inside a ``prange`` Numba's parallel
@@ -184,12 +190,12 @@ class _Emitter:
     def stmt(self, st) -> str:
         if isinstance(st, K.Load):
             ref = (f"in{st.buf}_0" if self.kir.inputs[st.buf].ndim == 0 else
-                   f"in{st.buf}[{self.flat.get(st.dst) or self.index(st.index)}]")
+                   f"in{st.buf}[{self.index(self.flat.get(st.dst, st.index))}]")
             return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
         if isinstance(st, K.Const):
             return f"{st.dst} = {_literal(st.value, st.dtype)}"
         if isinstance(st, K.Index):
-            return f"{st.dst} = np.int64({st.expr})"
+            return f"{st.dst} = np.int64({self.iexpr(st.expr)})"
         if isinstance(st, K.Search):
             return f"{st.dst} = {self.use('_search_' + st.side)}(in{st.buf}, {st.n}, 1, {st.key})"
         if isinstance(st, K.Op):
@@ -285,12 +291,24 @@ class _Emitter:
         lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)] + self.scalar_reads()
         if self.sched.order == "tiles":
             return lines + self.tiled(self.sched.col)
-        ind = 1
+        ind, split = 1, self.sched.split
         for n, d in enumerate(kir.loop_dims(kir.outer)):
+            if d == split:                  # (the last outer loop: an elementwise kernel's)
+                lines += self.piece_loop(d, ind, self.phase_lines)
+                break
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
             rng = "numba.prange" if n == 0 and kir.kind != GroupKind.SCATTER else "range"
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
+        else:
+            lines += self.phase_lines(ind)
+        if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
+            lines.append("    " * ind + "pass")
+        return lines
+
+    def phase_lines(self, ind: int) -> list[str]:
+        """The phases' lines inside the outer loops (at level ``ind``)."""
+        kir, lines = self.kir, []
         inner = kir.loop_dims(kir.inner)
         vector = bool(inner)                # acc_lines: the vectorisable forms (per element: any loop nest)
         for n, ph in enumerate(kir.phases):
@@ -304,22 +322,45 @@ class _Emitter:
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
                       for row in staged.values()]
+
+            def body(j, ph=ph, keys=keys, staged=staged):
+                out = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
+                out += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
+                for acc in ph.accs:
+                    out += self.acc_lines(acc, "combine", vector=vector)
+                return ["    " * j + x for x in out] or ["    " * j + "pass"]
             j = ind
             for d in inner:
+                if d == self.sched.split:   # (the last inner loop)
+                    lines += self.piece_loop(d, j, body)
+                    break
                 lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
                 j += 1
-            body = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
-            body += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
-            for acc in ph.accs:
-                body += self.acc_lines(acc, "combine", vector=vector)
-            lines += ["    " * j + x for x in body] or ["    " * j + "pass"]
+            else:
+                lines += body(j)
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=vector)]
             for src, row in staged.items():     # later phases of this outer trip read the rows
                 self.scratch.setdefault((inner[0], keys[src]), row)
-        if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
-            lines.append("    " * ind + "pass")
         return lines
+
+    def piece_loop(self, d: int, level: int, body) -> list[str]:
+        """Loop ``i<d>`` split into pieces (:mod:`kfuse.codegen.cpu_pieces`) at ``level``,
+        around ``body(level)``'s lines (rendered with the piece's index forms)."""
+        self.piece = cpu_pieces.Piece(d, self.pieces)
+        try:
+            inside = body(level + 2)
+        finally:
+            piece, self.piece = self.piece, None
+        if not piece.used:                  # (a statistics pass that reads no pattern: one piece)
+            self.piece = cpu_pieces.Piece(d, [])
+            try:
+                inside = body(level + 1)
+            finally:
+                piece, self.piece = self.piece, None
+            return ["    " * level + x for x in piece.whole(self.kir.domain[d])] + inside
+        head = ["    " * level + x for x in piece.head(self.kir.domain[d])]
+        return head + inside + ["    " * (level + 1) + piece.tail()]
 
     def tiled(self, t: int) -> list[str]:
         """An elementwise kernel's loops in the ``tiles`` order: the other dims outside, then

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import kernel_ir as K
+from . import cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
@@ -31,11 +31,15 @@ class CpuSchedule:
     col: int = -1                   # cols: the kept domain dim looped innermost, in blocks; tiles: the
                                     # dim an operand runs along, tiled with the last (elementwise)
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
+    split: int = -1                 # rows: the innermost loop's dim, walked in pieces (cpu_pieces) ...
+    pieces: tuple = ()              # ... by these of its cpu_pieces.patterns (positions)
 
     def __str__(self) -> str:
         s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
         if self.flat:
             s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
+        if self.pieces:
+            s += f" pieces=i{self.split}{list(self.pieces)}"
         return s
 
 
@@ -100,7 +104,7 @@ def flat_candidates(kir: K.KernelIR) -> dict:
 
 
 def flat_index(kir: K.KernelIR, sched: CpuSchedule) -> dict:
-    """``{load dst: rendered index text}`` for the loads of the schedule's collapsed buffers."""
+    """``{load dst: index expressions}`` for the loads of the schedule's collapsed buffers."""
     if not sched.flat:
         return {}
     cands = flat_candidates(kir)
@@ -108,8 +112,7 @@ def flat_index(kir: K.KernelIR, sched: CpuSchedule) -> dict:
     for s in (s for ph in kir.phases for s in ph.pre + ph.body if isinstance(s, K.Load)):
         for buf, first in sched.flat:
             if s.buf == buf:
-                lin = cands[buf][2][s.dst]
-                res[s.dst] = ", ".join([str(e) for e in s.index[:first]] + [str(lin)])
+                res[s.dst] = tuple(s.index[:first]) + (cands[buf][2][s.dst],)
     return res
 
 
@@ -144,14 +147,27 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
     flat = tuple(sorted(flat))
     if kir.kind == GroupKind.ELEMENTWISE:
         t = _transposed_dim(kir, arrays, dict(flat))
-        return CpuSchedule("tiles", t, flat) if t is not None else CpuSchedule(flat=flat)
-    if kir.kind != GroupKind.REDUCE or not kir.loop_dims(kir.outer):
+        if t is not None:
+            return CpuSchedule("tiles", t, flat)
+    elif kir.kind == GroupKind.REDUCE and kir.loop_dims(kir.outer):
+        index = _main_index(kir, arrays, dict(flat))
+        d = unit_var(index) if index is not None else None
+        if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
+            return CpuSchedule("cols", int(d[1:]), flat)
+    return _rows(kir, flat, sizes)
+
+
+def _rows(kir: K.KernelIR, flat: tuple, sizes: dict) -> CpuSchedule:
+    """The rows order, its innermost loop split into pieces where that removes divisions
+    (:mod:`kfuse.codegen.cpu_pieces`): the last inner loop, or an elementwise nest's last loop
+    (not the parallel first one)."""
+    inner, outer = kir.loop_dims(kir.inner), kir.loop_dims(kir.outer)
+    d = inner[-1] if inner else (outer[-1] if len(outer) > 1 and not kir.inner else -1)
+    if d < 0 or kir.contraction is not None:
         return CpuSchedule(flat=flat)
-    index = _main_index(kir, arrays, dict(flat))
-    d = unit_var(index) if index is not None else None
-    if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
-        return CpuSchedule("cols", int(d[1:]), flat)
-    return CpuSchedule(flat=flat)
+    sched = CpuSchedule(flat=flat)
+    pieces = cpu_pieces.choose(kir, d, flat_index(kir, sched), sizes)
+    return CpuSchedule(flat=flat, split=d, pieces=pieces) if pieces else sched
 
 
 TILE = 64                   # tiles order: a TILE x TILE tile of float32 (16 KiB) stays in L1 while it is read
