@@ -32,7 +32,7 @@ from . import cpu_cols, cpu_complex, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .accs import combine_expr
 from .decompose import decompose
-from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
+from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index, loop_order
 from .py_ops import PyOps, literal as _literal
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
@@ -292,7 +292,7 @@ class _Emitter:
         if self.sched.order == "tiles":
             return lines + self.tiled(self.sched.col)
         ind, split = 1, self.sched.split
-        for n, d in enumerate(kir.loop_dims(kir.outer)):
+        for n, d in enumerate(loop_order(kir, self.sched.perm)):
             if d == split:                  # (the last outer loop: an elementwise kernel's)
                 lines += self.piece_loop(d, ind, self.phase_lines)
                 break

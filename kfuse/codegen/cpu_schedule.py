@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import cpu_pieces, kernel_ir as K
+from . import cpu_layout, cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
@@ -33,11 +33,15 @@ class CpuSchedule:
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
     split: int = -1                 # rows: the innermost loop's dim, walked in pieces (cpu_pieces) ...
     pieces: tuple = ()              # ... by these of its cpu_pieces.patterns (positions)
+    perm: tuple = ()                # rows, elementwise: the loop nest's dim order, outermost first
+                                    # (the outputs' layout, cpu_layout.k_order; () = C order)
 
     def __str__(self) -> str:
         s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
         if self.flat:
             s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
+        if self.perm:
+            s += f" perm={list(self.perm)}"
         if self.pieces:
             s += f" pieces=i{self.split}{list(self.pieces)}"
         return s
@@ -134,10 +138,12 @@ def unit_var(e) -> str | None:
     return None
 
 
-def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
+def choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool = False) -> CpuSchedule:
     """The schedule for a call on ``arrays`` (the kernel's inputs, as passed to it; ``sizes``:
     size-parameter name -> value): collapse what can be collapsed, then ``cols`` when the main
-    operand (the largest input read inside the reduced loops) is contiguous along a kept dim."""
+    operand (the largest input read inside the reduced loops) is contiguous along a kept dim.
+    ``korder``: an elementwise kernel's outputs are allocated in NumPy's K order
+    (:mod:`kfuse.codegen.cpu_layout`), and its loops nest in that order."""
     flat = []
     for buf, (first, names, _) in flat_candidates(kir).items():
         a = arrays[buf]
@@ -146,6 +152,9 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
             flat.append((buf, first))
     flat = tuple(sorted(flat))
     if kir.kind == GroupKind.ELEMENTWISE:
+        perm = cpu_layout.k_order(kir, arrays, flat) if korder else ()
+        if perm:
+            return _rows(kir, flat, sizes, perm)
         t = _transposed_dim(kir, arrays, dict(flat))
         if t is not None:
             return CpuSchedule("tiles", t, flat)
@@ -157,17 +166,23 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
     return _rows(kir, flat, sizes)
 
 
-def _rows(kir: K.KernelIR, flat: tuple, sizes: dict) -> CpuSchedule:
+def _rows(kir: K.KernelIR, flat: tuple, sizes: dict, perm: tuple = ()) -> CpuSchedule:
     """The rows order, its innermost loop split into pieces where that removes divisions
     (:mod:`kfuse.codegen.cpu_pieces`): the last inner loop, or an elementwise nest's last loop
     (not the parallel first one)."""
-    inner, outer = kir.loop_dims(kir.inner), kir.loop_dims(kir.outer)
+    inner, outer = kir.loop_dims(kir.inner), loop_order(kir, perm)
     d = inner[-1] if inner else (outer[-1] if len(outer) > 1 and not kir.inner else -1)
+    sched = CpuSchedule(flat=flat, perm=perm)
     if d < 0 or kir.contraction is not None:
-        return CpuSchedule(flat=flat)
-    sched = CpuSchedule(flat=flat)
+        return sched
     pieces = cpu_pieces.choose(kir, d, flat_index(kir, sched), sizes)
-    return CpuSchedule(flat=flat, split=d, pieces=pieces) if pieces else sched
+    return dataclasses.replace(sched, split=d, pieces=pieces) if pieces else sched
+
+
+def loop_order(kir: K.KernelIR, perm: tuple) -> list[int]:
+    """The outer loop dims, outermost first: in ``perm``'s order where it is given."""
+    dims = kir.loop_dims(kir.outer)
+    return [d for d in perm if d in dims] if perm else dims
 
 
 TILE = 64                   # tiles order: a TILE x TILE tile of float32 (16 KiB) stays in L1 while it is read

@@ -28,6 +28,7 @@ import numpy as np
 from ..codegen import cpu_schedule as CS
 from ..codegen.variance import one_pass_variance
 from ..codegen.cpu import FN_NAME, emit, vectorised_helper
+from ..codegen.cpu_layout import allocate
 from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
 from ..errors import CompileError
@@ -189,8 +190,8 @@ class _Variants:
     """A kernel's schedules (:mod:`kfuse.codegen.cpu_schedule`): the one for the inputs' strides
     of each call, its source emitted and compiled on first use (memoised by source)."""
 
-    def __init__(self, kir, cache):
-        self.kir, self.cache = kir, cache
+    def __init__(self, kir, cache, korder: bool = False):
+        self.kir, self.cache, self.korder = kir, cache, korder
         self.sizes = {p.name: p.value for p in kir.sizes}
         self.by_strides: dict = {}
         self.by_sched: dict = {}
@@ -199,7 +200,7 @@ class _Variants:
 
     def rebind(self, kir) -> "_Variants":
         """The schedules of ``kir``, this kernel's IR at other sizes: the compiled ones shared."""
-        new = _Variants(kir, self.cache)
+        new = _Variants(kir, self.cache, self.korder)
         new.by_sched, new.last = self.by_sched, self.last
         return new
 
@@ -207,7 +208,7 @@ class _Variants:
         key = tuple(a.strides for a in ins)
         sched = self.by_strides.get(key)
         if sched is None:
-            sched = self.by_strides[key] = CS.choose(self.kir, ins, self.sizes)
+            sched = self.by_strides[key] = CS.choose(self.kir, ins, self.sizes, self.korder)
         return sched
 
     def compiled(self, sched):
@@ -307,7 +308,7 @@ class CpuProgram:
         this program's but for its size values): nothing is emitted or compiled again. Not
         ``share``: a program of ``kirs`` compiled afresh (other code, same plan)."""
         if not share:
-            return CpuProgram(plan, [_kernel(g, kir, k.variants.cache)
+            return CpuProgram(plan, [_kernel(g, kir, k.variants.cache, k.variants.korder)
                                      for g, kir, k in zip(plan.groups, kirs, self.kernels)])
         return CpuProgram(plan, [_Kernel(g, kir, k.variants.rebind(kir))
                                  for g, kir, k in zip(plan.groups, kirs, self.kernels)])
@@ -353,7 +354,11 @@ class CpuProgram:
     def _run(self, k: _Kernel, env: dict) -> None:
         g = k.group
         ins = [env[n] for n in g.inputs]
-        outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
+        if k.variants.korder:                   # NumPy's K-order layout (codegen.cpu_layout)
+            perm = k.variants.schedule(ins).perm
+            outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
+        else:
+            outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
         if not k.plain and not self._prepare(k, env, ins, outs):
             return
         for n, a in zip(g.outputs, outs):
@@ -422,12 +427,25 @@ def matmul(ins, c) -> np.ndarray:
 
 def compile_plan(plan, cache=None) -> CpuProgram:
     """Lower, emit and compile (memoised by source) every kernel of ``plan``."""
-    return CpuProgram(plan, [_kernel(g, lower_group(g), cache) for g in plan.groups])
+    free = korder_groups(plan)
+    return CpuProgram(plan, [_kernel(g, lower_group(g), cache, g.id in free) for g in plan.groups])
 
 
-def _kernel(g, kir, cache) -> _Kernel:
+def korder_groups(plan) -> set:
+    """The elementwise groups whose outputs take NumPy's K-order layout (``codegen.cpu_layout``):
+    each output a result of the function that nothing else reads (no later kernel, no returned
+    reshape), written to fresh memory."""
+    graph = plan.graph
+    read = {n for g in plan.groups for n in g.inputs} | {o.inputs[0] for o in plan.views}
+    outs = set(graph.outputs)
+    return {g.id for g in plan.groups
+            if g.kind == GroupKind.ELEMENTWISE and not g.in_place
+            and all(o in outs and o not in read for o in g.outputs)}
+
+
+def _kernel(g, kir, cache, korder: bool = False) -> _Kernel:
     """Group ``g``'s kernel of ``kir``, its contiguous inputs' schedule compiled."""
-    variants = _Variants(kir, cache)
+    variants = _Variants(kir, cache, korder and not (kir.init_from or kir.contraction is not None))
     metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
     variants.compiled(CS.choose(kir, metas, variants.sizes))
     return _Kernel(g, kir, variants)
