@@ -28,7 +28,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_cols, cpu_complex, cpu_pieces
+from . import cpu_blocks, cpu_cols, cpu_complex, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .accs import combine_expr
 from .decompose import decompose
@@ -286,6 +286,8 @@ class _Emitter:
         kir = self.kir
         if self.sched.order == "cols":
             return cpu_cols.function(self, self.sched)
+        if self.sched.order == "blocks":
+            return cpu_blocks.function(self)
         params = [f"in{k}" for k in range(len(kir.inputs))] + \
                  [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes]
         lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)] + self.scalar_reads()

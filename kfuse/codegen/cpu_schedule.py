@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import cpu_layout, cpu_pieces, kernel_ir as K
+from . import cpu_blocks, cpu_layout, cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
 @dataclasses.dataclass(frozen=True)
 class CpuSchedule:
-    order: str = "rows"             # "rows" | "cols" | "tiles"
+    order: str = "rows"             # "rows" | "cols" | "tiles" | "blocks" (cpu_blocks)
     col: int = -1                   # cols: the kept domain dim looped innermost, in blocks; tiles: the
                                     # dim an operand runs along, tiled with the last (elementwise)
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
@@ -158,6 +158,9 @@ def choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool = False) -> CpuSch
         t = _transposed_dim(kir, arrays, dict(flat))
         if t is not None:
             return CpuSchedule("tiles", t, flat)
+    elif kir.kind == GroupKind.REDUCE and cpu_blocks.eligible(kir):
+        if cpu_blocks.block_rows(kir) < kir.extent(kir.loop_dims(kir.inner)[0]):
+            return CpuSchedule("blocks", flat=flat)
     elif kir.kind == GroupKind.REDUCE and kir.loop_dims(kir.outer):
         index = _main_index(kir, arrays, dict(flat))
         d = unit_var(index) if index is not None else None

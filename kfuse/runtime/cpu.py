@@ -25,7 +25,7 @@ import llvmlite
 import numba
 import numpy as np
 
-from ..codegen import cpu_schedule as CS
+from ..codegen import cpu_blocks, cpu_schedule as CS
 from ..codegen.variance import one_pass_variance
 from ..codegen.cpu import FN_NAME, emit, vectorised_helper
 from ..codegen.cpu_layout import allocate
@@ -243,7 +243,7 @@ class _Call:
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
-        if not sched.flat and sched.order != "cols":
+        if not sched.flat and sched.order not in ("cols", "blocks"):
             v.direct[key] = (seq, par, sched)
         for b, first in sched.flat:
             ins[b] = CS.collapse(ins[b], first)
@@ -257,6 +257,8 @@ class _Call:
             extra = (np.int64(cb),)
             if n0 * -(-kir.extent(sched.col) // cb) < 2:
                 par = seq                           # one block: nothing to share
+        elif sched.order == "blocks":
+            extra = (np.int64(cpu_blocks.block_rows(v.kir)),)
         (par if self.par else seq)(*ins, *args[nin:], *extra)
 
 
@@ -270,7 +272,8 @@ class _Kernel:
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
         self.size_args = list(self.sizes)
         self.parallel = default_parallel(group)
-        self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and bool(kir.loop_dims(kir.outer))
+        self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and \
+            (bool(kir.loop_dims(kir.outer)) or cpu_blocks.eligible(kir))
         self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
