@@ -16,6 +16,13 @@ kernel's docstring, so ``dump-ir --stage cpu`` shows it.
   dims (what a ``reshape`` lowers to: ``[L // (s1*s2), (L // s2) % s1, L % s2]``) are passed
   with those dims collapsed into one and read at ``[..., L]``: no integer division per element
   (GroupNorm's ``x.reshape(N, G, -1)`` statistics read a 4-D input this way).
+* ``pieces``: the rows order's innermost loop walked in pieces where its indices divide the loop
+  variable by a run-time size (concatenations, pads, a broadcast through a reshape):
+  :mod:`kfuse.codegen.cpu_pieces`.
+* ``perm``: an elementwise kernel whose outputs take NumPy's K-order layout
+  (:mod:`kfuse.codegen.cpu_layout`; the runtime allocates them so) nests its loops in that order.
+* ``order="blocks"``: a full reduction's float sums in row blocks shared by threads
+  (:mod:`kfuse.codegen.cpu_blocks`).
 """
 from __future__ import annotations
 
