@@ -28,7 +28,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_blocks, cpu_cols, cpu_complex, cpu_pieces
+from . import cpu_blocks, cpu_cols, cpu_complex, cpu_interleave, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .accs import combine_expr
 from .decompose import decompose
@@ -153,6 +153,11 @@ class _Emitter:
         self.pieces = ([p for k, p in enumerate(cpu_pieces.patterns(kir, sched.split, self.flat))
                         if k in sched.pieces] if sched.split >= 0 else [])
         self.piece = None                       # the piece loop being rendered (piece_loop)
+        self.inter = {dst: (g, step, off) for dst, g, step, off in sched.inter}
+        self.inter_rows = {g: cpu_interleave.row_view(s, cpu_pieces.affine(s.index[-1], f"i{sched.split}")[1])
+                           for ph in kir.phases for s in ph.pre + ph.body
+                           if isinstance(s, K.Load) and self.inter.get(s.dst, (0, 0, 1))[2] == 0
+                           for g in (self.inter[s.dst][0],)}
         self.used: set[str] = set()
         self.vtype: dict[str, str] = {}
         self.scratch: dict[tuple, str] = {}     # (inner dim, value key) -> staged scratch row
@@ -191,6 +196,10 @@ class _Emitter:
         if isinstance(st, K.Load):
             ref = (f"in{st.buf}_0" if self.kir.inputs[st.buf].ndim == 0 else
                    f"in{st.buf}[{self.index(self.flat.get(st.dst, st.index))}]")
+            if self.piece is not None and st.dst in self.inter:    # (cpu_interleave; one piece)
+                g, step, off = self.inter[st.dst]
+                self.piece.rows[g] = self.inter_rows[g]
+                ref = f"prw{g}[{self.piece.j} * {step} + {off}]"
             return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
         if isinstance(st, K.Const):
             return f"{st.dst} = {_literal(st.value, st.dtype)}"

@@ -99,6 +99,7 @@ class Piece:
         self.pats = {p: k for k, p in enumerate(chosen)}
         self.bases: dict = {}       # rest expression -> base variable name
         self.used = False           # whether a rendered index read a pattern
+        self.rows: dict = {}        # interleaved loads' row views (cpu_interleave), one piece only
 
     def _sub(self, e):
         """``e`` with each chosen pattern replaced by its per-piece form and ``i`` by ``lo + j``."""
@@ -141,6 +142,7 @@ class Piece:
     def whole(self, extent) -> list[str]:
         """The lines that open the loop as one piece (no pattern: only the bases hoisted)."""
         return [f"{self.lo} = 0"] + [f"{b} = max({rest}, 0)" for rest, b in self.bases.items()] + \
+            [f"prw{g} = {view}" for g, view in sorted(self.rows.items())] + \
             [f"for {self.j} in range({extent}):", f"    {self.var} = {self.j}"]
 
     def tail(self) -> str:

@@ -19,6 +19,8 @@ kernel's docstring, so ``dump-ir --stage cpu`` shows it.
 * ``pieces``: the rows order's innermost loop walked in pieces where its indices divide the loop
   variable by a run-time size (concatenations, pads, a broadcast through a reshape):
   :mod:`kfuse.codegen.cpu_pieces`.
+* ``interleave``: loads at one step >= 2 and starts a known offset apart read one row view at
+  literal offsets (:mod:`kfuse.codegen.cpu_interleave`).
 * ``perm``: an elementwise kernel whose outputs take NumPy's K-order layout
   (:mod:`kfuse.codegen.cpu_layout`; the runtime allocates them so) nests its loops in that order.
 * ``order="blocks"``: a full reduction's float sums in row blocks shared by threads
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import cpu_blocks, cpu_layout, cpu_pieces, kernel_ir as K
+from . import cpu_blocks, cpu_interleave, cpu_layout, cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
@@ -40,6 +42,7 @@ class CpuSchedule:
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
     split: int = -1                 # rows: the innermost loop's dim, walked in pieces (cpu_pieces) ...
     pieces: tuple = ()              # ... by these of its cpu_pieces.patterns (positions)
+    inter: tuple = ()               # rows: interleaved loads of loop ``split`` (cpu_interleave.groups)
     perm: tuple = ()                # rows, elementwise: the loop nest's dim order, outermost first
                                     # (the outputs' layout, cpu_layout.k_order; () = C order)
 
@@ -51,6 +54,8 @@ class CpuSchedule:
             s += f" perm={list(self.perm)}"
         if self.pieces:
             s += f" pieces=i{self.split}{list(self.pieces)}"
+        if self.inter:
+            s += f" interleave=i{self.split}[{len(self.inter)}]"
         return s
 
 
@@ -186,7 +191,10 @@ def _rows(kir: K.KernelIR, flat: tuple, sizes: dict, perm: tuple = ()) -> CpuSch
     if d < 0 or kir.contraction is not None:
         return sched
     pieces = cpu_pieces.choose(kir, d, flat_index(kir, sched), sizes)
-    return dataclasses.replace(sched, split=d, pieces=pieces) if pieces else sched
+    if pieces:
+        return dataclasses.replace(sched, split=d, pieces=pieces)
+    inter = cpu_interleave.groups(kir, d, flat_index(kir, sched), sizes)
+    return dataclasses.replace(sched, split=d, inter=inter) if inter else sched
 
 
 def loop_order(kir: K.KernelIR, perm: tuple) -> list[int]:

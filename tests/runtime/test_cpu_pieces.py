@@ -118,3 +118,29 @@ def test_patterns_and_affine_forms():
     assert cpu_pieces.affine(lhs, "i1") == (1, K.mul(a, K.IVar("s2")))
     assert cpu_pieces.affine(K.floordiv(lhs, s), "i1") is None
     assert cpu_pieces.affine(K.mul(K.sub(i, K.lit(2)), K.lit(3)), "i1") == (3, K.mul(K.lit(-2), K.lit(3)))
+
+
+INTERLEAVED = {     # (function, input shape, interleaved loads expected)
+    "even_odd": (lambda x: x[:, ::2] * x[:, 1::2], (37, 50), 2),
+    "odd_even_from_one": (lambda x: x[:, 1::2] - x[:, 2::2], (37, 51), 2),
+    "three_way": (lambda x: x[:, ::3] + x[:, 1::3] * x[:, 2::3], (19, 33), 3),
+    "rows_sliced_3d": (lambda x: x[1:, ::2, 1::2] * x[1:, ::2, ::2], (4, 9, 40), 2),
+    "row_sums": (lambda x: (x[:, ::2] * x[:, 1::2]).sum(axis=-1), (37, 50), 2),
+    "too_far_apart": (lambda x: x[:, :20:2] * x[:, 4:24:2], (37, 50), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(INTERLEAVED))
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.float16])
+def test_interleaved_reads(name, dtype):
+    fn, shape, n = INTERLEAVED[name]
+    f = kfuse.jit(fn, backend="cpu")
+    x = _arr(shape, dtype)
+    got, want = f(x), fn(x)
+    scheds = _schedules(f)
+    assert any(f"interleave=i{x.ndim - 1}[{n}]" in s for s in scheds) if n else \
+        not any("interleave" in s for s in scheds), scheds
+    if want.dtype.kind == "f":
+        assert_matches_numpy(got, want, reductions=name == "row_sums")
+    else:
+        np.testing.assert_array_equal(got, want)
