@@ -215,7 +215,10 @@ class _Emitter:
             return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
-            ref = f"out{st.buf}[{self.index(st.index)}]"
+            index = st.index
+            if self.sched.perm:                 # the output's C-ordered buffer (cpu_layout)
+                index = tuple(index[d] for d in self.sched.perm)
+            ref = f"out{st.buf}[{self.index(index)}]"
             if not st.combine:
                 v = f"{self.use('_f2hf')}({st.src})" if dt == "float16" else st.src   # (a float16 value)
                 return f"{ref} = {v}"

@@ -357,8 +357,8 @@ class CpuProgram:
     def _run(self, k: _Kernel, env: dict) -> None:
         g = k.group
         ins = [env[n] for n in g.inputs]
-        if k.variants.korder:                   # NumPy's K-order layout (codegen.cpu_layout)
-            perm = k.variants.schedule(ins).perm
+        perm = k.variants.schedule(ins).perm if k.variants.korder else ()
+        if perm:                                # NumPy's K-order layout (codegen.cpu_layout)
             outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
         else:
             outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
@@ -366,6 +366,8 @@ class CpuProgram:
             return
         for n, a in zip(g.outputs, outs):
             env[n] = a
+        if perm:                                # the kernel writes the C-ordered buffers, at
+            outs = [a.base for a in outs]       # permuted indices (unit-stride stores)
         if k.tuned:
             parallel, threads = k.parallel, k.threads
         elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
@@ -443,7 +445,7 @@ def korder_groups(plan) -> set:
     outs = set(graph.outputs)
     return {g.id for g in plan.groups
             if g.kind == GroupKind.ELEMENTWISE and not g.in_place
-            and all(o in outs and o not in read for o in g.outputs)}
+            and all(o in outs and o not in read and o.ndim == len(g.domain) for o in g.outputs)}
 
 
 def _kernel(g, kir, cache, korder: bool = False) -> _Kernel:
