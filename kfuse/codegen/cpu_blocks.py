@@ -53,7 +53,8 @@ def function(em) -> list[str]:
         lines += [f"    part_{a.dst} = np.empty(nblk, np.{a.acc_dtype})" for a in ph.accs]
         lines.append("    for t in numba.prange(nblk):")
         lines += ["        " + x for a in ph.accs for x in em.acc_lines(a, "init", vector=True)]
-        lines.append(f"        for i{d0} in range(t * rb, min(t * rb + rb, {n0})):")
+        # r0 >= 0 lets LLVM drop Numba's negative-index fix-up (as cpu_cols' c0)
+        lines += ["        r0 = max(t * rb, 0)", f"        for i{d0} in range(r0, min(r0 + rb, {n0})):"]
         ind = 3
         for d in inner[1:]:
             lines.append("    " * ind + f"for i{d} in range({kir.domain[d]}):")
