@@ -8,10 +8,11 @@ they disagree. :func:`k_order` asks NumPy's own iterator (``np.nditer`` allocati
 kernel's loop dims (a load whose index is affine in the loop variables: a permutation, a
 broadcast, a slice's step); gathered, collapsed or otherwise computed reads do not vote, as a
 copy would not in NumPy. The result is a permutation of the loop dims, outermost first; the runtime
-allocates the kernel's outputs in it (:func:`allocate`), passes the kernel their C-ordered
-buffers, which it stores to at permuted indices (Numba then knows the stores are unit-stride:
-a permuted view is an any-layout array to it, whose stores it leaves scalar), and the rows order
-nests its loops in that order.
+allocates the kernel's outputs in it (:func:`allocate`) and passes them to the kernel transposed
+into the loop order (C-contiguous then), which it stores to at permuted indices (Numba then
+knows the stores are unit-stride: a permuted view is an any-layout array to it, whose stores it
+leaves scalar; an output allocated in C order still gets the right values, through strides),
+and the rows order nests its loops in that order.
 """
 from __future__ import annotations
 

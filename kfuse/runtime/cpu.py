@@ -243,10 +243,14 @@ class _Call:
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
-        if not sched.flat and sched.order not in ("cols", "blocks"):
+        if not sched.flat and sched.order not in ("cols", "blocks") and not sched.perm:
             v.direct[key] = (seq, par, sched)
         for b, first in sched.flat:
             ins[b] = CS.collapse(ins[b], first)
+        if sched.perm:          # the kernel stores at permuted indices: the outputs in its loop order
+            nout = self.nout    # (C-contiguous where they were allocated in it: cpu_layout.allocate)
+            args = args[:nin] + tuple(o.transpose(sched.perm) for o in args[nin:nin + nout]) + \
+                args[nin + nout:]
         extra = ()
         if sched.order == "cols":
             kir = v.kir
@@ -366,8 +370,6 @@ class CpuProgram:
             return
         for n, a in zip(g.outputs, outs):
             env[n] = a
-        if perm:                                # the kernel writes the C-ordered buffers, at
-            outs = [a.base for a in outs]       # permuted indices (unit-stride stores)
         if k.tuned:
             parallel, threads = k.parallel, k.threads
         elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)

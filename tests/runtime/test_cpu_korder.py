@@ -83,3 +83,19 @@ def test_intermediates_and_reductions_keep_c_order():
     got, want = f(x, s), fn(x, s)
     assert_matches_numpy(got[0], want[0])
     assert_matches_numpy(got[1], want[1], reductions=True)
+
+
+def test_a_c_ordered_output_gets_the_same_values():
+    """A caller that allocates the output in C order (not through cpu_layout.allocate) still
+    gets NumPy's values from a kernel whose loops and stores follow the K order."""
+    x = _arr((4, 6, 33, 5))
+    fn = lambda x: np.transpose(x, (0, 2, 1, 3)) * 0.5      # noqa: E731
+    f = kfuse.jit(fn, backend="cpu")
+    want = fn(x)
+    assert f(x).strides == want.strides
+    k = list(f._programs.values())[-1].program.kernels[0]
+    assert k.variants.last.perm
+    for variant in k.fns:                   # sequential, parallel
+        out = np.full(want.shape, np.nan, np.float32)
+        variant(x, out, *k.size_args)
+        np.testing.assert_array_equal(out, want)
