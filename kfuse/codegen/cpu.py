@@ -28,12 +28,12 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_cols, cpu_complex
+from . import cpu_blocks, cpu_cols, cpu_complex, cpu_interleave, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .cpu_hoist import split_invariant
 from .accs import combine_expr
 from .decompose import decompose
-from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index
+from .cpu_schedule import ROWS, TILE, CpuSchedule, flat_index, loop_order
 from .py_ops import PyOps, literal as _literal
 
 NJIT_OPTS = 'error_model="numpy", nogil=True'
@@ -150,7 +150,16 @@ class _Emitter:
     def __init__(self, kir: K.KernelIR, sched: CpuSchedule = ROWS):
         self.kir = kir
         self.sched = sched
-        self.flat = flat_index(kir, sched)      # load dst -> index text into a collapsed buffer
+        self.flat = flat_index(kir, sched)      # load dst -> its index into a collapsed buffer
+        self.pieces = ([p for k, p in enumerate(cpu_pieces.patterns(kir, sched.split, self.flat))
+                        if k in sched.pieces] if sched.split >= 0 else [])
+        self.piece = None                       # the piece loop being rendered (piece_loop)
+        self.hoisted: set = set()               # phase 0's statements computed before the loops
+        self.inter = {dst: (g, step, off) for dst, g, step, off in sched.inter}
+        self.inter_rows = {g: cpu_interleave.row_view(s, cpu_pieces.affine(s.index[-1], f"i{sched.split}")[1])
+                           for ph in kir.phases for s in ph.pre + ph.body
+                           if isinstance(s, K.Load) and self.inter.get(s.dst, (0, 0, 1))[2] == 0
+                           for g in (self.inter[s.dst][0],)}
         self.used: set[str] = set()
         self.vtype: dict[str, str] = {}
         self.scratch: dict[tuple, str] = {}     # (inner dim, value key) -> staged scratch row
@@ -174,7 +183,10 @@ class _Emitter:
 
     # -- statements --------------------------------------------------------------------------
     def index(self, idx) -> str:
-        return ", ".join(str(e) for e in idx) if idx else "()"
+        return ", ".join(self.iexpr(e) for e in idx) if idx else "()"
+
+    def iexpr(self, e) -> str:
+        return self.piece.expr(e) if self.piece is not None else str(e)
 
     def scalar_reads(self) -> list[str]:
         """A 0-d input's element, read once before the loops: inside a ``prange`` Numba's parallel
@@ -185,12 +197,16 @@ class _Emitter:
     def stmt(self, st) -> str:
         if isinstance(st, K.Load):
             ref = (f"in{st.buf}_0" if self.kir.inputs[st.buf].ndim == 0 else
-                   f"in{st.buf}[{self.flat.get(st.dst) or self.index(st.index)}]")
+                   f"in{st.buf}[{self.index(self.flat.get(st.dst, st.index))}]")
+            if self.piece is not None and st.dst in self.inter:    # (cpu_interleave; one piece)
+                g, step, off = self.inter[st.dst]
+                self.piece.rows[g] = self.inter_rows[g]
+                ref = f"prw{g}[{self.piece.j} * {step} + {off}]"
             return f"{st.dst} = {self.use('_h2f')}({ref})" if st.dtype == "float16" else f"{st.dst} = {ref}"
         if isinstance(st, K.Const):
             return f"{st.dst} = {_literal(st.value, st.dtype)}"
         if isinstance(st, K.Index):
-            return f"{st.dst} = np.int64({st.expr})"
+            return f"{st.dst} = np.int64({self.iexpr(st.expr)})"
         if isinstance(st, K.Search):
             return f"{st.dst} = {self.use('_search_' + st.side)}(in{st.buf}, {st.n}, 1, {st.key})"
         if isinstance(st, K.Op):
@@ -201,7 +217,10 @@ class _Emitter:
             return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
-            ref = f"out{st.buf}[{self.index(st.index)}]"
+            index = st.index
+            if self.sched.perm:                 # the output's C-ordered buffer (cpu_layout)
+                index = tuple(index[d] for d in self.sched.perm)
+            ref = f"out{st.buf}[{self.index(index)}]"
             if not st.combine:
                 v = f"{self.use('_f2hf')}({st.src})" if dt == "float16" else st.src   # (a float16 value)
                 return f"{ref} = {v}"
@@ -282,24 +301,40 @@ class _Emitter:
         kir = self.kir
         if self.sched.order == "cols":
             return cpu_cols.function(self, self.sched)
+        if self.sched.order == "blocks":
+            return cpu_blocks.function(self)
         params = [f"in{k}" for k in range(len(kir.inputs))] + \
                  [f"out{k}" for k in range(len(kir.outputs))] + [p.name for p in kir.sizes]
         lines = [f"def {FN_NAME}({', '.join(params)}):", self.docstring(self.sched)] + self.scalar_reads()
         if self.sched.order == "tiles":
             return lines + self.tiled(self.sched.col)
-        hoisted, pre = split_invariant([self.stmt(s) for s in kir.phases[0].pre] if kir.phases else [],
-                                       {p.name for p in kir.sizes})
+        hoisted, _ = split_invariant([self.stmt(s) for s in kir.phases[0].pre] if kir.phases else [],
+                                     {p.name for p in kir.sizes})
+        self.hoisted = {line.partition(" = ")[0] for line in hoisted}
         lines += ["    " + x for x in hoisted]
-        ind = 1
-        for n, d in enumerate(kir.loop_dims(kir.outer)):
+        ind, split = 1, self.sched.split
+        for n, d in enumerate(loop_order(kir, self.sched.perm)):
+            if d == split:                  # (the last outer loop: an elementwise kernel's)
+                lines += self.piece_loop(d, ind, self.phase_lines)
+                break
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
             rng = "numba.prange" if n == 0 and kir.kind != GroupKind.SCATTER else "range"
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
+        else:
+            lines += self.phase_lines(ind)
+        if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
+            lines.append("    " * ind + "pass")
+        return lines
+
+    def phase_lines(self, ind: int) -> list[str]:
+        """The phases' lines inside the outer loops (at level ``ind``)."""
+        kir, lines = self.kir, []
         inner = kir.loop_dims(kir.inner)
         vector = bool(inner)                # acc_lines: the vectorisable forms (per element: any loop nest)
         for n, ph in enumerate(kir.phases):
-            lines += ["    " * ind + x for x in (pre if n == 0 else [self.stmt(s) for s in ph.pre])]
+            lines += ["    " * ind + self.stmt(s) for s in ph.pre     # (phase 0's invariant ones: before the loops)
+                      if n or getattr(s, "dst", None) not in self.hoisted]
             if not ph.has_loop:
                 continue
             for acc in ph.accs:
@@ -309,22 +344,45 @@ class _Emitter:
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
                       for row in staged.values()]
+
+            def body(j, ph=ph, keys=keys, staged=staged):
+                out = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
+                out += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
+                for acc in ph.accs:
+                    out += self.acc_lines(acc, "combine", vector=vector)
+                return ["    " * j + x for x in out] or ["    " * j + "pass"]
             j = ind
             for d in inner:
+                if d == self.sched.split:   # (the last inner loop)
+                    lines += self.piece_loop(d, j, body)
+                    break
                 lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
                 j += 1
-            body = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
-            body += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
-            for acc in ph.accs:
-                body += self.acc_lines(acc, "combine", vector=vector)
-            lines += ["    " * j + x for x in body] or ["    " * j + "pass"]
+            else:
+                lines += body(j)
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=vector)]
             for src, row in staged.items():     # later phases of this outer trip read the rows
                 self.scratch.setdefault((inner[0], keys[src]), row)
-        if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
-            lines.append("    " * ind + "pass")
         return lines
+
+    def piece_loop(self, d: int, level: int, body) -> list[str]:
+        """Loop ``i<d>`` split into pieces (:mod:`kfuse.codegen.cpu_pieces`) at ``level``,
+        around ``body(level)``'s lines (rendered with the piece's index forms)."""
+        self.piece = cpu_pieces.Piece(d, self.pieces)
+        try:
+            inside = body(level + 2)
+        finally:
+            piece, self.piece = self.piece, None
+        if not piece.used:                  # (a statistics pass that reads no pattern: one piece)
+            self.piece = cpu_pieces.Piece(d, [])
+            try:
+                inside = body(level + 1)
+            finally:
+                piece, self.piece = self.piece, None
+            return ["    " * level + x for x in piece.whole(self.kir.domain[d])] + inside
+        head = ["    " * level + x for x in piece.head(self.kir.domain[d])]
+        return head + inside + ["    " * (level + 1) + piece.tail()]
 
     def tiled(self, t: int) -> list[str]:
         """An elementwise kernel's loops in the ``tiles`` order: the other dims outside, then

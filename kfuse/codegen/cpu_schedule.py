@@ -16,26 +16,46 @@ kernel's docstring, so ``dump-ir --stage cpu`` shows it.
   dims (what a ``reshape`` lowers to: ``[L // (s1*s2), (L // s2) % s1, L % s2]``) are passed
   with those dims collapsed into one and read at ``[..., L]``: no integer division per element
   (GroupNorm's ``x.reshape(N, G, -1)`` statistics read a 4-D input this way).
+* ``pieces``: the rows order's innermost loop walked in pieces where its indices divide the loop
+  variable by a run-time size (concatenations, pads, a broadcast through a reshape):
+  :mod:`kfuse.codegen.cpu_pieces`.
+* ``interleave``: loads at one step >= 2 and starts a known offset apart read one row view at
+  literal offsets (:mod:`kfuse.codegen.cpu_interleave`).
+* ``perm``: an elementwise kernel whose outputs take NumPy's K-order layout
+  (:mod:`kfuse.codegen.cpu_layout`; the runtime allocates them so) nests its loops in that order.
+* ``order="blocks"``: a full reduction's float sums in row blocks shared by threads
+  (:mod:`kfuse.codegen.cpu_blocks`).
 """
 from __future__ import annotations
 
 import dataclasses
 
-from . import kernel_ir as K
+from . import cpu_blocks, cpu_interleave, cpu_layout, cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
 @dataclasses.dataclass(frozen=True)
 class CpuSchedule:
-    order: str = "rows"             # "rows" | "cols" | "tiles"
+    order: str = "rows"             # "rows" | "cols" | "tiles" | "blocks" (cpu_blocks)
     col: int = -1                   # cols: the kept domain dim looped innermost, in blocks; tiles: the
                                     # dim an operand runs along, tiled with the last (elementwise)
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
+    split: int = -1                 # rows: the innermost loop's dim, walked in pieces (cpu_pieces) ...
+    pieces: tuple = ()              # ... by these of its cpu_pieces.patterns (positions)
+    inter: tuple = ()               # rows: interleaved loads of loop ``split`` (cpu_interleave.groups)
+    perm: tuple = ()                # rows, elementwise: the loop nest's dim order, outermost first
+                                    # (the outputs' layout, cpu_layout.k_order; () = C order)
 
     def __str__(self) -> str:
         s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
         if self.flat:
             s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
+        if self.perm:
+            s += f" perm={list(self.perm)}"
+        if self.pieces:
+            s += f" pieces=i{self.split}{list(self.pieces)}"
+        if self.inter:
+            s += f" interleave=i{self.split}[{len(self.inter)}]"
         return s
 
 
@@ -100,7 +120,7 @@ def flat_candidates(kir: K.KernelIR) -> dict:
 
 
 def flat_index(kir: K.KernelIR, sched: CpuSchedule) -> dict:
-    """``{load dst: rendered index text}`` for the loads of the schedule's collapsed buffers."""
+    """``{load dst: index expressions}`` for the loads of the schedule's collapsed buffers."""
     if not sched.flat:
         return {}
     cands = flat_candidates(kir)
@@ -108,8 +128,7 @@ def flat_index(kir: K.KernelIR, sched: CpuSchedule) -> dict:
     for s in (s for ph in kir.phases for s in ph.pre + ph.body if isinstance(s, K.Load)):
         for buf, first in sched.flat:
             if s.buf == buf:
-                lin = cands[buf][2][s.dst]
-                res[s.dst] = ", ".join([str(e) for e in s.index[:first]] + [str(lin)])
+                res[s.dst] = tuple(s.index[:first]) + (cands[buf][2][s.dst],)
     return res
 
 
@@ -131,10 +150,12 @@ def unit_var(e) -> str | None:
     return None
 
 
-def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
+def choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool = False) -> CpuSchedule:
     """The schedule for a call on ``arrays`` (the kernel's inputs, as passed to it; ``sizes``:
     size-parameter name -> value): collapse what can be collapsed, then ``cols`` when the main
-    operand (the largest input read inside the reduced loops) is contiguous along a kept dim."""
+    operand (the largest input read inside the reduced loops) is contiguous along a kept dim.
+    ``korder``: an elementwise kernel's outputs are allocated in NumPy's K order
+    (:mod:`kfuse.codegen.cpu_layout`), and its loops nest in that order."""
     flat = []
     for buf, (first, names, _) in flat_candidates(kir).items():
         a = arrays[buf]
@@ -143,15 +164,43 @@ def choose(kir: K.KernelIR, arrays, sizes: dict) -> CpuSchedule:
             flat.append((buf, first))
     flat = tuple(sorted(flat))
     if kir.kind == GroupKind.ELEMENTWISE:
+        perm = cpu_layout.k_order(kir, arrays, flat) if korder else ()
+        if perm:
+            return _rows(kir, flat, sizes, perm)
         t = _transposed_dim(kir, arrays, dict(flat))
-        return CpuSchedule("tiles", t, flat) if t is not None else CpuSchedule(flat=flat)
-    if kir.kind != GroupKind.REDUCE or not kir.loop_dims(kir.outer):
-        return CpuSchedule(flat=flat)
-    index = _main_index(kir, arrays, dict(flat))
-    d = unit_var(index) if index is not None else None
-    if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
-        return CpuSchedule("cols", int(d[1:]), flat)
-    return CpuSchedule(flat=flat)
+        if t is not None:
+            return CpuSchedule("tiles", t, flat)
+    elif kir.kind == GroupKind.REDUCE and cpu_blocks.eligible(kir):
+        if cpu_blocks.block_rows(kir) < kir.extent(kir.loop_dims(kir.inner)[0]):
+            return CpuSchedule("blocks", flat=flat)
+    elif kir.kind == GroupKind.REDUCE and kir.loop_dims(kir.outer):
+        index = _main_index(kir, arrays, dict(flat))
+        d = unit_var(index) if index is not None else None
+        if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
+            return CpuSchedule("cols", int(d[1:]), flat)
+    return _rows(kir, flat, sizes)
+
+
+def _rows(kir: K.KernelIR, flat: tuple, sizes: dict, perm: tuple = ()) -> CpuSchedule:
+    """The rows order, its innermost loop split into pieces where that removes divisions
+    (:mod:`kfuse.codegen.cpu_pieces`): the last inner loop, or an elementwise nest's last loop
+    (not the parallel first one)."""
+    inner, outer = kir.loop_dims(kir.inner), loop_order(kir, perm)
+    d = inner[-1] if inner else (outer[-1] if len(outer) > 1 and not kir.inner else -1)
+    sched = CpuSchedule(flat=flat, perm=perm)
+    if d < 0 or kir.contraction is not None:
+        return sched
+    pieces = cpu_pieces.choose(kir, d, flat_index(kir, sched), sizes)
+    if pieces:
+        return dataclasses.replace(sched, split=d, pieces=pieces)
+    inter = cpu_interleave.groups(kir, d, flat_index(kir, sched), sizes)
+    return dataclasses.replace(sched, split=d, inter=inter) if inter else sched
+
+
+def loop_order(kir: K.KernelIR, perm: tuple) -> list[int]:
+    """The outer loop dims, outermost first: in ``perm``'s order where it is given."""
+    dims = kir.loop_dims(kir.outer)
+    return [d for d in perm if d in dims] if perm else dims
 
 
 TILE = 64                   # tiles order: a TILE x TILE tile of float32 (16 KiB) stays in L1 while it is read

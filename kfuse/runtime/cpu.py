@@ -25,9 +25,10 @@ import llvmlite
 import numba
 import numpy as np
 
-from ..codegen import cpu_schedule as CS
+from ..codegen import cpu_blocks, cpu_schedule as CS
 from ..codegen.variance import one_pass_variance
 from ..codegen.cpu import FN_NAME, emit, vectorised_helper
+from ..codegen.cpu_layout import allocate
 from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
 from ..errors import CompileError
@@ -189,8 +190,8 @@ class _Variants:
     """A kernel's schedules (:mod:`kfuse.codegen.cpu_schedule`): the one for the inputs' strides
     of each call, its source emitted and compiled on first use (memoised by source)."""
 
-    def __init__(self, kir, cache):
-        self.kir, self.cache = kir, cache
+    def __init__(self, kir, cache, korder: bool = False):
+        self.kir, self.cache, self.korder = kir, cache, korder
         self.sizes = {p.name: p.value for p in kir.sizes}
         self.by_strides: dict = {}
         self.by_sched: dict = {}
@@ -199,7 +200,7 @@ class _Variants:
 
     def rebind(self, kir) -> "_Variants":
         """The schedules of ``kir``, this kernel's IR at other sizes: the compiled ones shared."""
-        new = _Variants(kir, self.cache)
+        new = _Variants(kir, self.cache, self.korder)
         new.by_sched, new.last = self.by_sched, self.last
         return new
 
@@ -207,7 +208,7 @@ class _Variants:
         key = tuple(a.strides for a in ins)
         sched = self.by_strides.get(key)
         if sched is None:
-            sched = self.by_strides[key] = CS.choose(self.kir, ins, self.sizes)
+            sched = self.by_strides[key] = CS.choose(self.kir, ins, self.sizes, self.korder)
         return sched
 
     def compiled(self, sched):
@@ -242,10 +243,14 @@ class _Call:
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
-        if not sched.flat and sched.order != "cols":
+        if not sched.flat and sched.order not in ("cols", "blocks") and not sched.perm:
             v.direct[key] = (seq, par, sched)
         for b, first in sched.flat:
             ins[b] = CS.collapse(ins[b], first)
+        if sched.perm:          # the kernel stores at permuted indices: the outputs in its loop order
+            nout = self.nout    # (C-contiguous where they were allocated in it: cpu_layout.allocate)
+            args = args[:nin] + tuple(o.transpose(sched.perm) for o in args[nin:nin + nout]) + \
+                args[nin + nout:]
         extra = ()
         if sched.order == "cols":
             kir = v.kir
@@ -256,6 +261,8 @@ class _Call:
             extra = (np.int64(cb),)
             if n0 * -(-kir.extent(sched.col) // cb) < 2:
                 par = seq                           # one block: nothing to share
+        elif sched.order == "blocks":
+            extra = (np.int64(cpu_blocks.block_rows(v.kir)),)
         (par if self.par else seq)(*ins, *args[nin:], *extra)
 
 
@@ -269,7 +276,8 @@ class _Kernel:
         self.sizes = tuple(np.int64(p.value) for p in kir.sizes)
         self.size_args = list(self.sizes)
         self.parallel = default_parallel(group)
-        self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and bool(kir.loop_dims(kir.outer))
+        self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and \
+            (bool(kir.loop_dims(kir.outer)) or cpu_blocks.eligible(kir))
         self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
@@ -307,7 +315,7 @@ class CpuProgram:
         this program's but for its size values): nothing is emitted or compiled again. Not
         ``share``: a program of ``kirs`` compiled afresh (other code, same plan)."""
         if not share:
-            return CpuProgram(plan, [_kernel(g, kir, k.variants.cache)
+            return CpuProgram(plan, [_kernel(g, kir, k.variants.cache, k.variants.korder)
                                      for g, kir, k in zip(plan.groups, kirs, self.kernels)])
         return CpuProgram(plan, [_Kernel(g, kir, k.variants.rebind(kir))
                                  for g, kir, k in zip(plan.groups, kirs, self.kernels)])
@@ -353,7 +361,11 @@ class CpuProgram:
     def _run(self, k: _Kernel, env: dict) -> None:
         g = k.group
         ins = [env[n] for n in g.inputs]
-        outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
+        perm = k.variants.schedule(ins).perm if k.variants.korder else ()
+        if perm:                                # NumPy's K-order layout (codegen.cpu_layout)
+            outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
+        else:
+            outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
         if not k.plain and not self._prepare(k, env, ins, outs):
             return
         for n, a in zip(g.outputs, outs):
@@ -428,12 +440,25 @@ def matmul(ins, c) -> np.ndarray:
 
 def compile_plan(plan, cache=None) -> CpuProgram:
     """Lower, emit and compile (memoised by source) every kernel of ``plan``."""
-    return CpuProgram(plan, [_kernel(g, lower_group(g), cache) for g in plan.groups])
+    free = korder_groups(plan)
+    return CpuProgram(plan, [_kernel(g, lower_group(g), cache, g.id in free) for g in plan.groups])
 
 
-def _kernel(g, kir, cache) -> _Kernel:
+def korder_groups(plan) -> set:
+    """The elementwise groups whose outputs take NumPy's K-order layout (``codegen.cpu_layout``):
+    each output a result of the function that nothing else reads (no later kernel, no returned
+    reshape), written to fresh memory."""
+    graph = plan.graph
+    read = {n for g in plan.groups for n in g.inputs} | {o.inputs[0] for o in plan.views}
+    outs = set(graph.outputs)
+    return {g.id for g in plan.groups
+            if g.kind == GroupKind.ELEMENTWISE and not g.in_place
+            and all(o in outs and o not in read and o.ndim == len(g.domain) for o in g.outputs)}
+
+
+def _kernel(g, kir, cache, korder: bool = False) -> _Kernel:
     """Group ``g``'s kernel of ``kir``, its contiguous inputs' schedule compiled."""
-    variants = _Variants(kir, cache)
+    variants = _Variants(kir, cache, korder and not (kir.init_from or kir.contraction is not None))
     metas = [CS.Meta(b.shape, np.dtype(b.dtype).itemsize) for b in kir.inputs]
     variants.compiled(CS.choose(kir, metas, variants.sizes))
     return _Kernel(g, kir, variants)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..codegen.cpu_layout import allocate
 from .cpu import PAR_MIN_WORK, CpuProgram, launch
 
 
@@ -35,7 +36,7 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
     graph = plan.graph
     if len(sources) != len(graph.inputs) or any(not k.plain or k.f16 for k in program.kernels):
         return None
-    ns: dict = {"empty": np.empty, "asarray": np.asarray, "launch": launch}
+    ns: dict = {"empty": np.empty, "allocate": allocate, "asarray": np.asarray, "launch": launch}
     lines = ["def direct(args):"]
     names, values = {}, {}
     for j, (node, (pos, dtype)) in enumerate(zip(graph.inputs, sources)):
@@ -51,12 +52,19 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
         if any(n not in names for n in k.group.inputs):
             return None
         ins = [names[n] for n in k.group.inputs]
+        # NumPy's K-order layout of the outputs, as the generic path (CpuProgram._run): fixed by
+        # the inputs' strides, which the dispatch key holds
+        perm = k.variants.schedule([values[n] for n in k.group.inputs]).perm if k.variants.korder else ()
         outs = []
         for o, (node, (shape, dtype)) in enumerate(zip(k.group.outputs, k.out_specs)):
             name = names[node] = f"k{i}_{o}"
             ns[f"S{name}"], ns[f"D{name}"] = tuple(shape), np.dtype(dtype)
-            values[node] = np.empty(shape, dtype)       # (for the strides that pick the schedule)
-            lines.append(f"    {name} = empty(S{name}, D{name})")
+            values[node] = allocate(shape, dtype, perm)     # (for the strides that pick the schedule)
+            if perm:
+                ns[f"P{name}"] = perm
+                lines.append(f"    {name} = allocate(S{name}, D{name}, P{name})")
+            else:
+                lines.append(f"    {name} = empty(S{name}, D{name})")
             outs.append(name)
         lines += _kernel_call(i, k, ns, ins, outs, [values[n] for n in k.group.inputs])
     results = []

@@ -25,8 +25,11 @@ _arr = functools.partial(random_array, RNG, span=50)
 
 CASES = {
     "exp_xT_plus_y": (lambda x, y: np.exp(x.T) + y, [(257, 331), (331, 257)], "order=tiles(i0)"),
-    "column_scale": (lambda x, s: x.T * s, [(300, 1000), (300,)], "order=tiles(i0)"),
-    "nchw_to_nhwc": (lambda x: np.transpose(x, (0, 2, 3, 1)) + 1, [(2, 70, 9, 130)], "order=tiles(i2)"),
+    # (with a C-ordered operand beside the transposed one: alone, it gives the output its layout,
+    # tests/runtime/test_cpu_korder.py)
+    "column_scale": (lambda x, s, y: x.T * s + y, [(300, 1000), (300,), (1000, 300)], "order=tiles(i0)"),
+    "nchw_to_nhwc": (lambda x, y: np.transpose(x, (0, 2, 3, 1)) + y, [(2, 70, 9, 130), (2, 9, 130, 70)],
+                     "order=tiles(i2)"),
     "extent_one": (lambda x, y: x.T[None] * y, [(300, 400), (1, 400, 300)], "order=tiles(i1)"),
 }
 
