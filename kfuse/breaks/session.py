@@ -110,7 +110,14 @@ class Session(Segments):
         views = [(t, v) for t, (v, _) in zip(tracers, got)
                  if lib is None and t.base is not None and library.writeable(v)]
         before = [None if t.exact else library.copy(v) for t, v in views]
-        result = call(func, _replace(args, arrays), _replace(kwargs, arrays))
+        try:
+            result = call(func, _replace(args, arrays), _replace(kwargs, arrays))
+        except TypeError as e:      # the device's array library has no such function (CuPy's ufunc.at)
+            if "returned NotImplemented from __array_" not in str(e):
+                raise
+            lib_name = next((type(a).__module__.split(".")[0] for a in arrays.values()), "the array library")
+            raise unsupported(f"{what} on {lib_name} arrays at a graph break",
+                              f"{lib_name} does not implement it") from None
         for (t, v), old in zip(views, before):
             self._write_through(t, v, old, what)
         return self._wrap(result, step, ())

@@ -52,3 +52,21 @@ def test_a_read_through_a_reshape_runs():
         return np.fft.rfft(a.reshape(-1)).real * 2
     a = np.random.default_rng(0).standard_normal((8, 16))
     np.testing.assert_allclose(kfuse.jit(f, backend="cpu")(a), f(a), rtol=1e-12, atol=1e-12)
+
+
+def test_a_function_the_array_library_lacks_is_refused_clearly(monkeypatch):
+    """On the GPU an eager call gets CuPy arrays, and CuPy has no np.fmax.at (cuda seed 21 #1106:
+    NumPy's TypeError "operand type(s) all returned NotImplemented from __array_ufunc__" reached
+    the caller); here the call is made to fail that way."""
+    from kfuse.breaks import session
+
+    def lacking(func, args, kwargs):
+        raise TypeError("operand type(s) all returned NotImplemented from __array_ufunc__(...)")
+    monkeypatch.setattr(session, "call", lacking)
+
+    def f(a):
+        b = a + 1
+        np.fill_diagonal(b, 0)
+        return b
+    with pytest.raises(UnsupportedError, match="fill_diagonal.*numpy does not implement it"):
+        kfuse.jit(f, backend="cpu")(np.ones((3, 3)))
