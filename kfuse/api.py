@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import inspect
 import logging
-import types
 from typing import Any, Callable
 
 import numpy as np
@@ -25,9 +24,10 @@ from . import logs
 from .backends import Backend, Feature
 from .dask.detect import has_dask_arrays
 from .errors import UnsupportedError
-from .ir.graph import Graph, copied_outputs, unflatten
-from .ir.ops import Op
-from .ir.specs import ArgSpec, ArraySpec, GeneratorSpec, ScalarSpec, StaticSpec, spec_of_value
+from .ir.graph import Graph
+from .ir.specs import ArgSpec, ArraySpec, GeneratorSpec, StaticSpec, spec_of_value
+from .call_entry import Entry
+from .dispatch_keys import UNCACHEABLE, array_kind, class_key, flat_key, keyer, static_type
 from .runtime.seeds import Seeds
 from .runtime.signatures import compile_reason, compile_signature
 
@@ -66,114 +66,6 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", static_argnames=()
     return JitFunction(fn, opts)
 
 
-@functools.cache
-def _family(t: type) -> str | None:
-    """'numpy', 'cupy' or 'torch' for an array type, None for anything else (decided once a type)."""
-    if t is np.ndarray:
-        return "numpy"
-    mod = t.__module__
-    if mod.startswith("cupy"):
-        return "cupy"
-    if mod.startswith("torch") and hasattr(t, "is_cuda"):
-        return "torch"
-    return None
-
-
-def _array_kind(a: Any) -> str | None:
-    """'numpy', 'cupy', 'torch', 'torch-cpu', or None for non-arrays (Python/NumPy scalars count
-    as scalars)."""
-    family = _family(type(a))
-    if family == "torch" and not a.is_cuda:
-        return "torch-cpu"
-    return family
-
-
-_UNCACHEABLE = object()  # an argument whose key can't be formed cheaply (lists, unknown types)
-
-
-def _key_numpy(a):
-    return (np.ndarray, a.dtype, a.shape, a.strides)
-
-
-def _key_cupy(a):
-    return (type(a), a.dtype, a.shape, a.strides, a.data.device_id)
-
-
-def _key_torch(a):
-    if a.is_cuda:       # (a lazy conjugate or negative holds other values than its memory's)
-        return (type(a), a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device(), a.is_conj() or a.is_neg())
-    return _UNCACHEABLE
-
-
-def _key_numpy_scalar(a):
-    return (type(a), a.dtype)
-
-
-def _key_uncacheable(a):
-    return _UNCACHEABLE
-
-
-def _class_key(a):
-    """An argument's part of the shape-class key: ``_arg_key`` without sizes and strides (an
-    array's type, dtype, rank, which dims are 1, device)."""
-    family = _family(type(a))
-    if family is None:
-        return _arg_key(a)
-    if family == "torch" and not a.is_cuda:
-        return _UNCACHEABLE
-    dev = a.data.device_id if family == "cupy" else (a.get_device() if family == "torch" else None)
-    return (type(a), a.dtype, tuple(d == 1 for d in a.shape), dev)
-
-
-def _key_static(a):
-    return (type(a), a)
-
-
-def _static_type(t: type) -> bool:
-    """Arguments of type ``t`` are passed to the traced function as they are (as if named in
-    ``static_argnames``): a module (``xp=np``), None, a function or ufunc, a type or dtype, a
-    string (``mode="clip"``; in ``lower()`` a string is an argument spec instead)."""
-    return (t is type(None) or issubclass(t, (types.ModuleType, type, np.dtype, str, types.FunctionType,
-                                              types.BuiltinFunctionType, types.MethodType, np.ufunc,
-                                              functools.partial)))
-
-
-_KEY_OF_FAMILY = {"numpy": _key_numpy, "cupy": _key_cupy, "torch": _key_torch}
-
-
-@functools.cache
-def _keyer(t: type) -> Callable[[Any], Any]:
-    """The dispatch-key function for arguments of type ``t`` (decided once per type: the hot
-    path then costs one cached lookup and the attribute reads)."""
-    if t is float or t is int or t is bool or issubclass(t, np.random.Generator):
-        return type     # (a Generator by its type: its state is read, a seed drawn, every call)
-    family = _family(t)
-    if family is not None:
-        return _KEY_OF_FAMILY[family]
-    if issubclass(t, np.generic):
-        return _key_numpy_scalar
-    if _static_type(t):
-        return _key_static
-    return _key_uncacheable
-
-
-def _arg_key(a: Any):
-    return _keyer(type(a))(a)
-
-
-def _flat_key(args: tuple) -> tuple:
-    """The dispatch key of arguments none of which is static, flat (the hot path: one tuple, no
-    tuple per array): a NumPy array adds its dtype, shape and strides, any other argument its
-    ``_arg_key``, never a bare dtype, so the sequence reads back one way."""
-    key = []
-    for a in args:
-        if type(a) is np.ndarray:
-            key += (a.dtype, a.shape, a.strides)
-        else:
-            key.append(_keyer(type(a))(a))
-    return tuple(key)
-
-
 class JitFunction:
     """A jitted function: call it like the original; ``lower`` prints stages without running."""
 
@@ -188,7 +80,7 @@ class JitFunction:
             if name not in self._params:
                 raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
         self._static = frozenset(options.static_argnames)
-        self._programs: dict[tuple, "_Entry"] = {}
+        self._programs: dict[tuple, "Entry"] = {}
         self._compiled_sigs: dict[tuple, None] = {}   # (dtype, rank, broadcast pattern) per argument, in order
         self._recompiles = None
         self.compile_count = 0
@@ -206,10 +98,10 @@ class JitFunction:
         return dict(bound.arguments)
 
     def _static_names(self, values: dict[str, Any], *, abstract_ok: bool) -> frozenset:
-        """``static_argnames`` and the arguments passed as they are by their type (``_static_type``;
+        """``static_argnames`` and the arguments passed as they are by their type (``static_type``;
         in ``lower()`` a string is an argument spec, unless it is the parameter's default)."""
         params = self._signature.parameters
-        return self._static | {n for n, v in values.items() if _static_type(type(v)) and not (
+        return self._static | {n for n, v in values.items() if static_type(type(v)) and not (
             abstract_ok and isinstance(v, str) and v is not params[n].default)}
 
     def _specs(self, values: dict[str, Any], *, abstract_ok: bool, static=None) -> dict[str, ArgSpec]:
@@ -255,7 +147,7 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if not kwargs and len(args) == self._nparams:
             try:
-                entry = self._programs.get(self._key(args) if self._static else _flat_key(args))
+                entry = self._programs.get(self._key(args) if self._static else flat_key(args))
             except TypeError:  # unhashable static value
                 entry = None
             if entry is not None:
@@ -272,13 +164,13 @@ class JitFunction:
             hash(key)
         except TypeError:
             raise TypeError(f"{self.fn.__name__}(): static arguments must be hashable") from None
-        cacheable = not any(k is _UNCACHEABLE for k in key)
+        cacheable = not any(k is UNCACHEABLE for k in key)
         entry = self._programs.get(key) if cacheable else None
         if entry is None:
             entry = self._build(args)
             if cacheable:       # (the key again: the build may have made an int argument static)
                 self._programs[self._key(args)] = entry
-                if isinstance(entry, _Entry):
+                if isinstance(entry, Entry):
                     entry.keyed = True
         return entry.run(args)
 
@@ -295,10 +187,10 @@ class JitFunction:
         return self.fn(*args, **kwargs)
 
     def _key(self, args: tuple) -> tuple:
-        """The dispatch key (``_flat_key``); static arguments by value, in a 1-tuple."""
+        """The dispatch key (``flat_key``); static arguments by value, in a 1-tuple."""
         static = self._static
         if not static:
-            return _flat_key(args)
+            return flat_key(args)
         key = []
         for n, a in zip(self._params, args):
             if n in static:
@@ -306,14 +198,14 @@ class JitFunction:
             elif type(a) is np.ndarray:
                 key += (a.dtype, a.shape, a.strides)
             else:
-                key.append(_keyer(type(a))(a))
+                key.append(keyer(type(a))(a))
         return tuple(key)
 
-    def _build(self, args: tuple) -> "_Entry":
+    def _build(self, args: tuple) -> "Entry":
         logs.configure(_config.get().debug)
         values = dict(zip(self._params, args))
         static = self._static_names(values, abstract_ok=False)
-        kinds = {_array_kind(v) for n, v in values.items() if n not in static} - {None}
+        kinds = {array_kind(v) for n, v in values.items() if n not in static} - {None}
         backend = _backends.for_arrays(self.options.backend, kinds, self.fn.__name__)
         for name, spec in self._specs(values, abstract_ok=False, static=static).items():
             if isinstance(spec, ArraySpec):
@@ -365,8 +257,8 @@ class JitFunction:
         """The shape class of these arguments (``runtime.shape_class``), None when one cannot be
         keyed (an unhashable or uncacheable argument)."""
         static = self._static
-        key = tuple(a if n in static else _class_key(a) for n, a in zip(self._params, args))
-        if any(k is _UNCACHEABLE for k in key):
+        key = tuple(a if n in static else class_key(a) for n, a in zip(self._params, args))
+        if any(k is UNCACHEABLE for k in key):
             return None
         try:
             sc = self._classes.get(key)
@@ -392,14 +284,14 @@ class JitFunction:
             _dump_stages(_config.get().dump_dir, self.fn.__name__, specs, program)
         return program, lowered.plan, store
 
-    def _entry(self, program, graph: Graph, specs: dict, static, values: dict, backend) -> "_Entry":
+    def _entry(self, program, graph: Graph, specs: dict, static, values: dict, backend) -> "Entry":
         dynamic = [n for n in self._params if n not in static and not isinstance(specs[n], GeneratorSpec)]
-        entry = _Entry(program, graph, [self._params.index(n) for n in dynamic],
+        entry = Entry(program, graph, [self._params.index(n) for n in dynamic],
                        [specs[n] for n in dynamic], backend, Seeds(graph, self._params) or None)
         # device arrays only: later calls with this key (argument types are in it) pass them to
         # the program as they are (it views torch tensors itself); CuPy arrays only: the key holds
         # each one's dtype, shape, strides and device, so the program need not check them again
-        arg_kinds = [_array_kind(values[n]) for n in dynamic]
+        arg_kinds = [array_kind(values[n]) for n in dynamic]
         entry._device_arrays_only = not backend.on_host and all(k in ("cupy", "torch") for k in arg_kinds)
         if not backend.on_host and arg_kinds and all(k == "cupy" for k in arg_kinds):
             devices = {values[n].data.device_id for n in dynamic}
@@ -467,7 +359,7 @@ class JitFunction:
 
 class _SegmentCompiler:
     """What ``kfuse.breaks`` asks of this layer: a segment's graph planned, or compiled and
-    wrapped as a call's ``_Entry`` (its inputs the segmented run's values, in order)."""
+    wrapped as a call's ``Entry`` (its inputs the segmented run's values, in order)."""
 
     def __init__(self, jf: JitFunction, backend: Backend | str):
         self.jf, self.backend = jf, backend
@@ -475,7 +367,7 @@ class _SegmentCompiler:
     def plan(self, graph: Graph):
         return Lowered(graph, self.jf.options.device, self.backend, self.jf.options).plan
 
-    def entry(self, graph: Graph, specs: list) -> "_Entry":
+    def entry(self, graph: Graph, specs: list) -> "Entry":
         if not _config.get().index_checks:
             graph = graph.without_checks()
         lowered = Lowered(graph, self.jf.options.device, self.backend, self.jf.options)
@@ -485,7 +377,7 @@ class _SegmentCompiler:
         program = lowered.compile(_open_cache())
         self.jf.compile_count += 1
         _log_compile(self.jf.fn, {f"in{i}": s for i, s in enumerate(specs)}, lowered.backend, program)
-        return _Entry(program, graph, list(range(len(specs))), specs, lowered.backend)
+        return Entry(program, graph, list(range(len(specs))), specs, lowered.backend)
 
 
 def _log_compile(fn, specs: dict, backend: str, program, why: str = "") -> None:
@@ -516,273 +408,6 @@ def _dump_stages(root: str, name: str, specs: dict, program) -> None:
             f.write(text + "\n")
 
 
-def _buffer(a) -> tuple[int, int]:
-    """(address of the first element, bytes) of a NumPy/CuPy array or torch tensor."""
-    if isinstance(a, np.ndarray):
-        return a.__array_interface__["data"][0], a.nbytes
-    if hasattr(a, "data_ptr"):
-        return a.data_ptr(), a.numel() * a.element_size()
-    return a.data.ptr, a.nbytes
-
-
-def _is_array(a) -> bool:
-    """An array with a buffer (NumPy, CuPy, torch), not a scalar (a NumPy scalar has a shape too)."""
-    return hasattr(a, "shape") and not isinstance(a, np.generic)
-
-
-def _inside(a, buffers) -> bool:
-    """Whether ``a`` starts inside one of ``buffers`` (a view of it, or it)."""
-    if not _is_array(a):
-        return False
-    p = _buffer(a)[0]
-    return any(start <= p < start + max(n, 1) for start, n in buffers)
-
-
-def _overlap(a, b) -> bool:
-    """Whether two arguments may share memory: NumPy's own test for host arrays, else the address
-    ranges from each one's first element (a conservative test for strided views)."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return bool(np.may_share_memory(a, b))
-    (lo1, n1), (lo2, n2) = _buffer(a), _buffer(b)
-    return lo1 < lo2 + max(n2, 1) and lo2 < lo1 + max(n1, 1)
-
-
-def _copy(a):
-    return a.clone() if hasattr(a, "clone") else a.copy()
-
-
-def _fresh_outputs(graph: Graph, program) -> frozenset:
-    """The outputs the function computed (``x * 1.0``, ``x + 0``) that the optimizer reduced to an
-    argument itself: NumPy gives a new array there, so they are copied as ``x.copy()`` is, before
-    the argument is written (``np.add.at(x, ...)`` later must not show in them). ``return x``
-    itself stays ``x``."""
-    plan = getattr(program, "plan", None)
-    if plan is None or len(plan.graph.outputs) != len(graph.outputs):
-        return frozenset()
-    written = {k for _, k in graph.writebacks}
-    return frozenset(k for k, (o, t) in enumerate(zip(plan.graph.outputs, graph.outputs))
-                     if o.op is Op.INPUT and t is not o and k not in written)
-
-
-def _numpy_scalar_outputs(graph: Graph) -> frozenset:
-    """The returned outputs that eager NumPy would give as NumPy scalars: 0-d results of ufuncs,
-    reductions and contractions, and an element picked by integer indices (``x[1, 2]``); not
-    arguments, views of 0-d arrays, ``np.where``'s result, constants or copies."""
-    from .trace.core import numpy_scalar_node
-
-    def scalar(n) -> bool:
-        if n.op is Op.WHERE:                    # np.where returns an ndarray, 0-d too
-            return False
-        if n.op is Op.RESHAPE and n.inputs[0].op in (Op.MATMUL, Op.SLICE):
-            return True                         # a vector product, x[i, j]
-        return numpy_scalar_node(n)
-
-    def leaves(tree):
-        if isinstance(tree, int):
-            yield tree
-        elif tree[0] in ("tuple", "list"):
-            for t in tree[1]:
-                yield from leaves(t)
-        elif tree[0] == "dict":
-            for _, t in tree[1]:
-                yield from leaves(t)
-    return frozenset(k for k in leaves(graph.out_tree)
-                     if graph.outputs[k].shape == () and scalar(graph.outputs[k]))
-
-
-class _Entry:
-    """A built program plus how to feed it the caller's arguments."""
-
-    __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars", "_direct", "_seeds", "run", "keyed")
-
-    def __init__(self, program, graph, positions, specs, backend, seeds=None):
-        self.program = program
-        self._seeds = seeds         # random ops' seed inputs (runtime.seeds), drawn every call
-        self.graph = graph
-        self.positions = positions
-        self.specs = specs
-        self.backend = backend
-        self._scalar_dtypes = [s.dtype if isinstance(s, ScalarSpec) else None for s in specs]
-        self._torch_cpu = False
-        self._device_arrays_only = False
-        self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
-        self._torch_device = None       # the same for an all-torch-CUDA key
-        self._constants = {}            # (array kind, device) -> the graph's array constants there
-        self._host_checks = None        # reference.evaluator of the host checks (GPU backends)
-        if graph.host_checks:
-            from .trace.reference import evaluator
-            self._host_checks = evaluator([n for n, *_ in graph.host_checks])
-        # outputs returned as copies of an argument: x.copy(), and x * 1.0 optimized to x
-        self._copied = copied_outputs(graph.out_tree) | _fresh_outputs(graph, program)
-        # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
-        # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
-        self._scalars = _numpy_scalar_outputs(graph) if backend.on_host else frozenset()
-        self._direct = None             # runtime.direct_launch's launch, False where none applies
-        # reached only through its dispatch key (JitFunction sets it), which holds each
-        # argument's type, dtype, shape and strides: what the CPU's direct call is built for
-        self.keyed = False
-        self.run = self._dispatch       # a call: the generic path, or the CPU's direct call
-
-    def _dispatch(self, args: tuple):
-        direct = self._direct
-        if direct:
-            outs = direct(args)
-            if outs is not None:
-                return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
-        elif direct is None and (self._cupy_device is not None or self._torch_device is not None):
-            outs = self._run(args)
-            self._direct = self._direct_launch(args)
-            return outs
-        elif direct is None and self.keyed and self.backend.on_host:
-            outs = self._run(args)
-            self._direct = False
-            self.run = self._host_direct(args) or self._dispatch
-            return outs
-        return self._run(args)
-
-    def _plain(self) -> bool:
-        """Nothing to check, copy, draw or write back around the program's run."""
-        g = self.graph
-        return not (g.host_checks or g.writebacks or g.checks or g.constants or self._copied
-                    or self._seeds is not None)
-
-    def _host_direct(self, args: tuple):
-        """The CPU's direct call (``runtime.cpu_direct``) for this entry's dispatch key, built
-        after a run on ``args``; None where the entry is not plain or the arguments are not all
-        NumPy (a CPU tensor is viewed per call)."""
-        if self._torch_cpu or not self._plain():
-            return None
-        from .runtime.cpu_direct import build
-        sources = [(pos, sdt if sdt is not None or not isinstance(args[pos], np.generic) else args[pos].dtype)
-                   for pos, sdt in zip(self.positions, self._scalar_dtypes)]
-        return build(self.program, args, sources, self.graph.out_tree, self._scalars)
-
-    def _direct_launch(self, args: tuple):
-        """The direct launch of a one-kernel program over device arrays passed as they are, with
-        nothing to check, copy or write back around it; False where that does not hold."""
-        if not self._plain() or self._scalars:
-            return False
-        from .runtime.direct_launch import build
-        kind, dev = ("cupy", self._cupy_device) if self._cupy_device is not None else ("torch", self._torch_device)
-        return build(self.program, args, self.positions, kind, dev) or False
-
-    def _run(self, args: tuple):
-        if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
-            self.graph.raise_failed_host_checks(
-                self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
-        if self.graph.writebacks:
-            self._check_written(args)
-        seeds = self._seeds.draw(args) if self._seeds is not None else None
-        arrays = self.arrays(args, seeds)
-        if self._cupy_device is not None:
-            outs = self.program.run_checked(arrays, self._cupy_device)
-        elif self._torch_device is not None and seeds is None:     # (seeds are CuPy arrays: the general path)
-            outs = self.program.run_torch_checked(arrays, self._torch_device)
-        else:
-            outs = self.program(arrays)
-        if self._torch_cpu:
-            import torch
-            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
-        self.graph.raise_failed_checks(lambda k: bool(outs[k]))    # raise, write nothing back
-        if self._copied:            # x.copy() of an argument: a new array, before x is written
-            outs = [_copy(o) if k in self._copied else o for k, o in enumerate(outs)]
-        if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
-            buffers = self._constant_buffers()
-            outs = [_copy(o) if _inside(o, buffers) else o for o in outs]
-        for i, k in self.graph.writebacks:  # every kernel has run: now the arguments written into
-            arg, new = args[self.positions[i]], outs[k]
-            if _buffer(new) == _buffer(arg) and tuple(new.shape) == tuple(arg.shape):
-                continue                    # written in place (a scatter into the argument)
-            if _inside(new, [_buffer(arg)]):
-                new = _copy(new)            # (a view of the argument itself: x[...] = x[::-1])
-            if hasattr(arg, "copy_"):
-                arg.copy_(new)
-            else:
-                arg[...] = new
-        if self._scalars and not self._torch_cpu:
-            outs = [o[()] if k in self._scalars else o for k, o in enumerate(outs)]
-        return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
-
-    def _check_written(self, args: tuple) -> None:
-        """Before any kernel runs: an argument the function writes into must be writable and must
-        not share memory with another argument (NumPy would let each write show in the other)."""
-        arrays = [(self.graph.inputs[i].attr("name"), args[pos]) for i, pos in enumerate(self.positions)
-                  if _is_array(args[pos])]
-        for i, _ in self.graph.writebacks:
-            name, arg = self.graph.inputs[i].attr("name"), args[self.positions[i]]
-            if isinstance(arg, np.ndarray) and not arg.flags.writeable:
-                raise ValueError(f"{self.graph.name}(): argument {name!r} is written into but is "
-                                 "read-only (assignment destination is read-only)")
-            for other, a in arrays:
-                if other != name and _overlap(arg, a):
-                    raise UnsupportedError(
-                        f"kfuse: {self.graph.name}() writes into argument {name!r}, which shares "
-                        f"memory with argument {other!r}: pass separate arrays (a copy of one)")
-
-    def _constant_buffers(self) -> list[tuple[int, int]]:
-        """(address, bytes) of every copy of the array constants handed to the program."""
-        copies = [list(self.graph.constants)] + list(self._constants.values())
-        return [_buffer(c) for cs in copies for c in cs]
-
-    def arrays(self, args: tuple, seeds: list | None = None) -> list:
-        """The program's inputs (graph.inputs order) from the caller's arguments; ``seeds``: the
-        call's draws for its random ops (None: the placeholders, zero)."""
-        if seeds is not None:
-            arrays = self.arrays(args)
-            k = len(arrays) - len(self.graph.constants)
-            return arrays[:k] + self._seeds.place(arrays[k:], seeds, None if self.backend.on_host else self._on_device)
-        if self._device_arrays_only:
-            arrays = [args[pos] for pos in self.positions]
-            return arrays + self._constants_like(arrays) if self.graph.constants else arrays
-        arrays = []
-        on_host = self.backend.on_host
-        for pos, sdt in zip(self.positions, self._scalar_dtypes):
-            a = args[pos]
-            if sdt is not None or isinstance(a, np.generic):
-                a = np.asarray(a, dtype=sdt)
-                if not on_host:
-                    from .runtime.interop import host_to_device
-                    a = host_to_device(a)
-            elif on_host and type(a) is not np.ndarray and _array_kind(a) == "torch-cpu":
-                a = a.detach().numpy()          # zero-copy view of a CPU tensor
-                self._torch_cpu = True
-            arrays.append(a)
-        return arrays + self._constants_like(arrays) if self.graph.constants else arrays
-
-    def _on_device(self, a):
-        """A host scalar (a seed) on the GPU: the device of an all-CuPy key's arrays, else CuPy's."""
-        from .runtime.interop import host_to_device
-        if self._cupy_device is None:
-            return host_to_device(a)
-        import cupy
-        with cupy.cuda.Device(self._cupy_device):
-            return host_to_device(a)
-
-    def _constants_like(self, arrays: list) -> list:
-        """The traced function's array constants, copied once to where its arguments live (host
-        arrays for the CPU backend; else the device of the first device argument, as torch
-        tensors when that is one, else CuPy arrays)."""
-        if self.backend.on_host:
-            return list(self.graph.constants)
-        kinds = [(k, a) for a in arrays if (k := _array_kind(a)) in ("cupy", "torch")]
-        kind, first = kinds[0] if kinds else ("cupy", None)
-        import cupy
-        dev = (first.get_device() if kind == "torch" else first.data.device_id) if first is not None \
-            else cupy.cuda.Device().id
-        have = self._constants.get((kind, dev))
-        if have is None:
-            from .runtime.interop import host_to_device
-            with cupy.cuda.Device(dev):
-                have = [host_to_device(c) for c in self.graph.constants]
-            if kind == "torch":
-                import torch
-                from .ir.dtypes import BF16
-                have = [torch.from_dlpack(d).view(torch.bfloat16) if c.dtype == BF16 else torch.from_dlpack(d)
-                        for c, d in zip(self.graph.constants, have)]
-            self._constants[(kind, dev)] = have
-        return have
 
 
 class Lowered:
@@ -887,7 +512,7 @@ def explain(fn, *args, device: str | None = None, **kwargs):
     jf = JitFunction(jf.fn, dataclasses.replace(jf.options, device=device or jf.options.device))
     from .breaks import SegmentedEntry
     if concrete:
-        kinds = {_array_kind(v) for v in values.values()} - {None}
+        kinds = {array_kind(v) for v in values.values()} - {None}
         backend = _backends.for_arrays(jf.options.backend, kinds, jf.fn.__name__)
     else:
         backend = jf.options.backend

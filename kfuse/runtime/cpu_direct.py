@@ -2,7 +2,7 @@
 program, that takes the caller's arguments and returns the caller's result.
 
 The dispatch key (``api``) fixes every argument's type, dtype, shape and strides, so everything
-the generic path (``api._Entry._run`` and ``CpuProgram.__call__``) decides per call is decided
+the generic path (``call_entry.Entry._run`` and ``CpuProgram.__call__``) decides per call is decided
 once here: which argument feeds which kernel input, how a Python scalar is converted, each
 output's shape and dtype, which of a kernel's schedules the inputs' strides select (its compiled
 Numba dispatcher, called directly), and how the outputs make the returned structure. What remains
@@ -12,7 +12,7 @@ or lookups per call), kept as its ``source`` attribute.
 
 It is built only for programs with nothing around their kernels (``build`` says what: no writes
 into arguments or scatters, products, float16 views, empty outputs, constants); the caller
-(``api._Entry``) builds it only for an entry reached through its dispatch key and with nothing to
+(``call_entry.Entry``) builds it only for an entry reached through its dispatch key and with nothing to
 check, copy or write back. A kernel large enough to take threads, or tuned, is run through
 ``cpu.launch`` (the thread choice per call), as on the generic path.
 """

@@ -20,7 +20,7 @@ import numpy as np
 
 class DirectLaunch:
     """``launch(args) -> outputs | None`` for one kernel of a program, built by :func:`build`. The
-    caller reaches it only through the dispatch key it was built under (``api._Entry``: one entry
+    caller reaches it only through the dispatch key it was built under (``call_entry.Entry``: one entry
     a key), which holds the arguments' types, dtypes, shapes, strides and device; the launch checks
     what the key does not: the inputs' 16-byte alignment (a vector variant's), and the device."""
 
