@@ -107,8 +107,9 @@ class Session(Segments):
         if self.tape is not None:
             sources = {id(t): Source(src) for t, (_, src) in zip(tracers, got)}
             step = self.tape.library(func, _replace(args, sources), _replace(kwargs, sources))
-        views = [(t, v) for t, (v, _) in zip(tracers, got)
-                 if lib is None and t.base is not None and library.writeable(v)]
+        views = [(t, v) for t, (v, _) in zip(tracers, got)      # (a broadcast is read-only in NumPy)
+                 if lib is None and t.base is not None and library.writeable(v)
+                 and not any(m.op is Op.BROADCAST for m in t.chain)]
         before = [None if t.exact else library.copy(v) for t, v in views]
         try:
             result = call(func, _replace(args, arrays), _replace(kwargs, arrays))

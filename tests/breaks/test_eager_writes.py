@@ -70,3 +70,13 @@ def test_a_function_the_array_library_lacks_is_refused_clearly(monkeypatch):
         return b
     with pytest.raises(UnsupportedError, match="fill_diagonal.*numpy does not implement it"):
         kfuse.jit(f, backend="cpu")(np.ones((3, 3)))
+
+
+
+def test_an_unknown_function_reading_a_broadcast_view():
+    """A broadcast view is read-only (NumPy's too): nothing is written back after the call (the
+    write-back through it raised NumPy's read-only ValueError)."""
+    def f(a):
+        return np.unique(np.broadcast_to(a, (3, a.size)), return_counts=True)[1] * 2
+    a = np.array([3.0, 1.0, 3.0, 2.0])
+    np.testing.assert_array_equal(kfuse.jit(f, backend="cpu")(a), f(a))
