@@ -143,13 +143,16 @@ def _broadcast(shapes) -> tuple:
 
 
 def _check(e: _Array, n: int, axis: int, shape: tuple) -> None:
-    """NumPy's IndexError for a constant array now; a run-time check for a traced one."""
+    """NumPy's IndexError for a constant array now; a run-time check for a traced one; none where
+    the arrays broadcast to no element (NumPy checks an index as it reads it, and reads none)."""
+    if 0 in shape:
+        return
     if e.value is not None:
         bad = e.value[(e.value < -n) | (e.value >= n)]
         if bad.size:
             raise IndexError(f"index {bad.flat[0]} is out of bounds for axis {axis} with size {n}{at(loc())}")
         return
-    if n == 0 and 0 not in shape:
+    if n == 0:
         raise IndexError(f"index is out of bounds for axis {axis} with size 0{at(loc())}")
     x = e.node                          # intp (_array)
     low = mk(Op.LESS, np.bool_, x.shape, [x, broadcast(const_node(-n, x.dtype), x.shape)])
