@@ -80,7 +80,8 @@ rounds in the tree's order; one that overflows only in NumPy's order is not redo
 Scatters (``x[idx] = v``, ``np.add.at`` and the other ``ufunc.at``, ``np.put``,
 ``np.put_along_axis``; ``kfuse/trace/scatter.py``): the CPU runs a scatter's elements in C order,
 one at a time: NumPy's values bit for bit, repeated positions included (the last assignment lands,
-``ufunc.at`` applies every one in order). The GPU backends run the elements in parallel: an
+``ufunc.at`` applies every one in order) where NumPy meets them in C order too: it iterates index
+arrays in their memory order, so a transposed index array lands another repeated value last. The GPU backends run the elements in parallel: an
 assignment to a repeated position lands one of its values (NumPy does not specify which either);
 ``ufunc.at`` combines atomically, so integer, boolean, max and min results are exact, while float
 sums and products (``np.add.at`` of floats) round in the order the atomics ran, which may change

@@ -540,13 +540,21 @@ def _line(g, t: _Target) -> str | None:
         if t.wild:
             continue            # in range after all
         if _conflicts(positions, draw):
-            if not g.chance(CPU_ONLY_CHANCE):
+            if not g.chance(CPU_ONLY_CHANCE) or not _c_ordered(draw.line, scope):
                 continue
             draw.line += f"  {CPU_ORDER}"
         t.cur = scope[t.out]
         t.exact = t.exact and all(_exact_source(g, n) for n in NAME_RE.findall(draw.line) if n in g.env)
         return draw.line
     return None
+
+
+def _c_ordered(line: str, scope: dict) -> bool:
+    """Whether every array ``line`` names is C-contiguous: NumPy writes repeated positions in the
+    order it iterates the index arrays, their memory order (an index array computed from a
+    transposed input lands another value last than C order does: cpu seed 2201 #3112)."""
+    return all(scope[n].flags.c_contiguous for n in NAME_RE.findall(line)
+               if isinstance(scope.get(n), np.ndarray))
 
 
 def _run(line: str, scope: dict) -> None:
