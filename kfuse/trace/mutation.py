@@ -83,9 +83,10 @@ def unit_dims_only(source, result) -> bool:
 def getitem(a, key):
     """``a[key]``: a view, except a 0-d result without ``...`` (NumPy gives a scalar copy); a
     boolean mask gives a :class:`Selection` (a constant one, NumPy's nonzero positions: a gather)."""
+    ellipsis = any(k is Ellipsis for k in (key if isinstance(key, tuple) else (key,)))
     if indexing.is_advanced(key):             # lists, constant arrays, integer tracers
-        res = indexing.getitem(a, key)        # a copy, as NumPy's fancy indexing gives,
-        if res.ndim and _scalar_key(key):     # but a view at NumPy integer scalars (x[i], x[v.argmax()])
+        res = indexing.getitem(a, key)        # a copy, as NumPy's fancy indexing gives, but a view
+        if (res.ndim or ellipsis) and _scalar_key(key):   # at integer scalars (x[i], x[v.argmax(), ...])
             return link_view(res, a, scalar_index=True)
         return res
     mask = _mask(key)                         # (left: a traced boolean mask)
@@ -94,7 +95,7 @@ def getitem(a, key):
         _check_mask(node, mask)
         return Selection(node, mask)
     res = mv.getitem(a, key)
-    if res.ndim == 0 and not any(k is Ellipsis for k in (key if isinstance(key, tuple) else (key,))):
+    if res.ndim == 0 and not ellipsis:
         return res
     return link_view(res, a)
 
