@@ -288,6 +288,11 @@ class _Kernel:
                           or any(0 in shape for shape, _ in self.out_specs))
         self.f16 = any(np.dtype(n.dtype) == np.float16 for n in group.inputs + group.outputs)
 
+    def out_perm(self, ins: list) -> tuple:
+        """The layout of the outputs for inputs ``ins`` (``cpu_layout.allocate``): NumPy's K order
+        where the kernel takes it (``korder_groups``), else () for C order."""
+        return self.variants.schedule(ins).perm if self.variants.korder else ()
+
     @property
     def source(self) -> str:
         """The source of the schedule last run (before any call: C-contiguous inputs')."""
@@ -361,11 +366,8 @@ class CpuProgram:
     def _run(self, k: _Kernel, env: dict) -> None:
         g = k.group
         ins = [env[n] for n in g.inputs]
-        perm = k.variants.schedule(ins).perm if k.variants.korder else ()
-        if perm:                                # NumPy's K-order layout (codegen.cpu_layout)
-            outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
-        else:
-            outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
+        perm = k.out_perm(ins)
+        outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
         if not k.plain and not self._prepare(k, env, ins, outs):
             return
         for n, a in zip(g.outputs, outs):

@@ -52,9 +52,7 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
         if any(n not in names for n in k.group.inputs):
             return None
         ins = [names[n] for n in k.group.inputs]
-        # NumPy's K-order layout of the outputs, as the generic path (CpuProgram._run): fixed by
-        # the inputs' strides, which the dispatch key holds
-        perm = k.variants.schedule([values[n] for n in k.group.inputs]).perm if k.variants.korder else ()
+        perm = k.out_perm([values[n] for n in k.group.inputs])   # (fixed by the key's strides)
         outs = []
         for o, (node, (shape, dtype)) in enumerate(zip(k.group.outputs, k.out_specs)):
             name = names[node] = f"k{i}_{o}"
