@@ -11,6 +11,7 @@ from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.ops import Op
 from .ir.specs import ScalarSpec
 from .dispatch_keys import array_kind
+from .runtime.interop import copy_array
 
 
 def _buffer(a) -> tuple[int, int]:
@@ -42,10 +43,6 @@ def _overlap(a, b) -> bool:
         return bool(np.may_share_memory(a, b))
     (lo1, n1), (lo2, n2) = _buffer(a), _buffer(b)
     return lo1 < lo2 + max(n2, 1) and lo2 < lo1 + max(n1, 1)
-
-
-def _copy(a):
-    return a.clone() if hasattr(a, "clone") else a.copy()
 
 
 def _fresh_outputs(graph: Graph, program) -> frozenset:
@@ -184,16 +181,16 @@ class Entry:
             outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
         self.graph.raise_failed_checks(lambda k: bool(outs[k]))    # raise, write nothing back
         if self._copied:            # x.copy() of an argument: a new array, before x is written
-            outs = [_copy(o) if k in self._copied else o for k, o in enumerate(outs)]
+            outs = [copy_array(o) if k in self._copied else o for k, o in enumerate(outs)]
         if self.graph.constants:       # a returned constant (or a view of one) is the caller's own copy
             buffers = self._constant_buffers()
-            outs = [_copy(o) if _inside(o, buffers) else o for o in outs]
+            outs = [copy_array(o) if _inside(o, buffers) else o for o in outs]
         for i, k in self.graph.writebacks:  # every kernel has run: now the arguments written into
             arg, new = args[self.positions[i]], outs[k]
             if _buffer(new) == _buffer(arg) and tuple(new.shape) == tuple(arg.shape):
                 continue                    # written in place (a scatter into the argument)
             if _inside(new, [_buffer(arg)]):
-                new = _copy(new)            # (a view of the argument itself: x[...] = x[::-1])
+                new = copy_array(new)       # (a view of the argument itself: x[...] = x[::-1])
             if hasattr(arg, "copy_"):
                 arg.copy_(new)
             else:

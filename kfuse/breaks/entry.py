@@ -15,9 +15,9 @@ import numpy as np
 
 from .. import logs
 from ..ir.specs import ArgSpec, StaticSpec
+from ..runtime.interop import copy_array
 from ..trace.core import running_segments
 from ..trace.tracer import TracedCall
-from . import library
 from .report import SegmentedPlan
 from .session import Break, Session, Stop
 from .tape import Tape
@@ -80,4 +80,4 @@ class SegmentedEntry:
 
 def _private(a):
     """A copy of an array argument (explain runs the function: the caller's arrays stay as they are)."""
-    return library.copy(a) if hasattr(a, "shape") and not isinstance(a, np.generic) else a
+    return copy_array(a) if hasattr(a, "shape") and not isinstance(a, np.generic) else a

@@ -42,13 +42,10 @@ def writeable(a) -> bool:
     return is_array(a) and not isinstance(a, np.generic) or hasattr(a, "clone")
 
 
-def copy(a):
-    """A copy of a concrete array (NumPy, CuPy or torch)."""
-    return a.clone() if hasattr(a, "clone") else a.copy()
-
-
 def same(a, b) -> bool:
-    """Whether two concrete arrays of one module hold the same values (NaNs equal)."""
+    """Whether two concrete arrays of one module hold the same values (NaNs equal); torch tensors
+    are compared as the CuPy/NumPy views an eager call gets (torch has no ``array_equal``)."""
+    a, b = for_eager(a), for_eager(b)
     xp = np if isinstance(a, (np.ndarray, np.generic)) else __import__(type(a).__module__.split(".")[0])
     return bool(xp.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 

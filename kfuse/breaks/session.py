@@ -27,6 +27,7 @@ from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node
 from ..ir.ops import Op
 from ..ir.specs import ArraySpec, spec_of_value
+from ..runtime.interop import copy_array
 from ..runtime.library import call
 from ..trace.core import IndexChecks, Segments, Tracer, loc, unsupported
 from ..trace.writes import store
@@ -110,7 +111,7 @@ class Session(Segments):
         views = [(t, v) for t, (v, _) in zip(tracers, got)      # (a broadcast is read-only in NumPy)
                  if lib is None and t.base is not None and library.writeable(v)
                  and not any(m.op is Op.BROADCAST for m in t.chain)]
-        before = [None if t.exact else library.copy(v) for t, v in views]
+        before = [None if t.exact else copy_array(v) for t, v in views]
         try:
             result = call(func, _replace(args, arrays), _replace(kwargs, arrays))
         except TypeError as e:      # the device's array library has no such function (CuPy's ufunc.at)
@@ -178,7 +179,7 @@ class Session(Segments):
                 src = ("in", n.attr("index"))
                 v = None if self.values is None else self.values[src[1]]
             if private and src is not None and src[0] == "in" and library.writeable(v):
-                v, src = library.copy(v), None
+                v, src = copy_array(v), None
             if src is not None and src[0] == "in" or t.base is not None or t.weak is not None or t.node is not n:
                 out.append((v, src))
                 continue

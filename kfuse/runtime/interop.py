@@ -31,6 +31,11 @@ from ..errors import DeviceError, UnsupportedError
 from ..ir.dtypes import BF16
 
 
+def copy_array(a):
+    """A copy of a concrete array: NumPy's or CuPy's ``copy``, a torch tensor's ``clone``."""
+    return a.clone() if hasattr(a, "clone") else a.copy()
+
+
 @functools.cache
 def storage_dtype(dt) -> np.dtype:
     """The CuPy dtype holding a ``dt`` array on the device: uint16 for bfloat16 (CuPy has none)."""
