@@ -79,10 +79,10 @@ def redo_ops(kind: str, acc_dtype: str, value: str) -> list:
     return ops
 
 
-def redo_body(body, srcs) -> list:
-    """The statements of a phase's ``body`` that the values ``srcs`` depend on, in order (no
-    store: a sequential redo recomputes the accumulated values only)."""
-    need, out = set(srcs), []
+def redo_body(body, acc: K.Acc) -> list:
+    """The statements of a phase's ``body`` that accumulator ``acc``'s value and mask depend on,
+    in order (no store: a sequential redo recomputes the accumulated values only)."""
+    need, out = {x for x in (acc.src, acc.mask) if x}, []
     for s in reversed(body):
         if getattr(s, "dst", None) in need:
             need.update(K.stmt_reads(s))

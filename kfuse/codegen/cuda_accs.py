@@ -108,7 +108,7 @@ class AccEmitter:
         q = dataclasses.replace(a, dst=f"{a.dst}q")
         loop = []
         self.decompose("jq_", inner, loop)
-        loop += [self.stmt(s) for s in redo_body(ph.body, [x for x in (a.src, a.mask) if x])]
+        loop += [self.stmt(s) for s in redo_body(ph.body, a)]
         loop += self.acc_step(q)
         test = nested(cond, lambda s, args: op_expr(s.op, s.dtype, args, s.arg_dtypes), const_literal)
         return ([f"if ({test}) {{  // NumPy's order (codegen.accs.redo_ops)"] + ["  " + x for x in self.acc_init(q)]

@@ -74,7 +74,7 @@ class AccEmitter:
         self.sfx = ""
         loop: list[str] = []
         self.decompose("jq_", inner, loop)
-        loop += [x for x in (self.stmt(s) for s in redo_body(ph.body, [x for x in (a.src, a.mask) if x])) if x]
+        loop += [x for x in (self.stmt(s) for s in redo_body(ph.body, a)) if x]
         loop += self.acc_step(q) + ["jq_ += 1"]
         test = nested(cond, CudaOps(self.use).op_expr, literal)
         return ([f"if {test}:  # NumPy's order (codegen.accs.redo_ops)", f"    A{q.dst} = {self.acc_init(a)}",
