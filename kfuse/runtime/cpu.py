@@ -367,7 +367,10 @@ class CpuProgram:
         g = k.group
         ins = [env[n] for n in g.inputs]
         perm = k.out_perm(ins)
-        outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
+        if perm:                                # NumPy's K-order layout (codegen.cpu_layout)
+            outs = [allocate(shape, dtype, perm) for shape, dtype in k.out_specs]
+        else:
+            outs = [np.empty(shape, dtype) for shape, dtype in k.out_specs]
         if not k.plain and not self._prepare(k, env, ins, outs):
             return
         for n, a in zip(g.outputs, outs):
