@@ -89,7 +89,7 @@ class Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
-                 "_scalars", "_direct", "_seeds", "run", "keyed")
+                 "_scalars", "_seeds", "run", "keyed")
 
     def __init__(self, program, graph, positions, specs, backend, seeds=None):
         self.program = program
@@ -113,28 +113,23 @@ class Entry:
         # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
         # as such on NumPy inputs; CuPy and torch keep their 0-d arrays and tensors
         self._scalars = _numpy_scalar_outputs(graph) if backend.on_host else frozenset()
-        self._direct = None             # runtime.direct_launch's launch, False where none applies
         # reached only through its dispatch key (JitFunction sets it), which holds each
         # argument's type, dtype, shape and strides: what the CPU's direct call is built for
         self.keyed = False
-        self.run = self._dispatch       # a call: the generic path, or the CPU's direct call
+        self.run = self._dispatch       # a call: the first, then a direct call or the generic path
 
     def _dispatch(self, args: tuple):
-        direct = self._direct
-        if direct:
-            outs = direct(args)
-            if outs is not None:
-                return unflatten(self.graph.out_tree, outs, lambda k: args[self.positions[k]])
-        elif direct is None and (self._cupy_device is not None or self._torch_device is not None):
-            outs = self._run(args)
-            self._direct = self._direct_launch(args)
-            return outs
-        elif direct is None and self.keyed and self.backend.on_host:
-            outs = self._run(args)
-            self._direct = False
-            self.run = self._host_direct(args) or self._dispatch
-            return outs
-        return self._run(args)
+        """The first call: the generic path, after which ``run`` becomes the direct call built
+        for this entry where one applies (the GPU's direct launch; the CPU's direct call, for an
+        entry reached through its dispatch key), else stays the generic path."""
+        outs = self._run(args)
+        if self._cupy_device is not None or self._torch_device is not None:
+            self.run = self._direct_launch(args) or self._run
+        elif self.keyed and self.backend.on_host:
+            self.run = self._host_direct(args) or self._run
+        else:
+            self.run = self._run
+        return outs
 
     def _plain(self) -> bool:
         """Nothing to check, copy, draw or write back around the program's run."""
@@ -154,13 +149,14 @@ class Entry:
         return build(self.program, args, sources, self.graph.out_tree, self._scalars)
 
     def _direct_launch(self, args: tuple):
-        """The direct launch of a one-kernel program over device arrays passed as they are, with
-        nothing to check, copy or write back around it; False where that does not hold."""
+        """The GPU's direct launch (``runtime.direct_launch``) of a one-kernel program over device
+        arrays passed as they are, with nothing to check, copy or write back around it; None
+        where that does not hold."""
         if not self._plain() or self._scalars:
-            return False
+            return None
         from .runtime.direct_launch import build
         kind, dev = ("cupy", self._cupy_device) if self._cupy_device is not None else ("torch", self._torch_device)
-        return build(self.program, args, self.positions, kind, dev) or False
+        return build(self.program, args, self.positions, kind, dev, self.graph.out_tree, self._run)
 
     def _run(self, args: tuple):
         if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel

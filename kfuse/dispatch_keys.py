@@ -46,7 +46,8 @@ def _key_cupy(a):
 
 def _key_torch(a):
     if a.is_cuda:       # (a lazy conjugate or negative holds other values than its memory's)
-        return (type(a), a.dtype, tuple(a.shape), tuple(a.stride()), a.get_device(), a.is_conj() or a.is_neg())
+        return (type(a), a.dtype, a.shape, a.stride(), a.get_device(), a.is_conj() or a.is_neg())   # (a
+        # torch.Size hashes and compares as the tuple it is)
     return UNCACHEABLE
 
 

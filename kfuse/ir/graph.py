@@ -275,3 +275,33 @@ def unflatten(out_tree: OutTree, values: list, argument: Callable[[int], Any] | 
     if kind == "dict":
         return {k: unflatten(t, values, argument) for k, t in items}
     raise ValueError(f"bad output tree {out_tree!r}")
+
+
+def unflatten_source(out_tree: OutTree, results: list[str], argument: Callable[[int], str], ns: dict) -> str | None:
+    """:func:`unflatten` over source text, for the generated hot paths: the expression of the
+    user's return structure given each output's expression (``results``) and, for an ("arg",
+    (k, o)) leaf, ``argument(k)``; a dict's keys go into ``ns["KEYS"]``. None for a leaf a hot
+    path does not build (a copy)."""
+    keys = ns.setdefault("KEYS", [])
+
+    def expr(tree) -> str | None:
+        if isinstance(tree, int):
+            return results[tree]
+        kind, items = tree
+        if kind == "arg":
+            return argument(items[0])
+        if kind == "none":
+            return "None"
+        if kind not in ("tuple", "list", "dict"):
+            return None
+        parts = [expr(t) for t in ([t for _, t in items] if kind == "dict" else items)]
+        if any(p is None for p in parts):
+            return None
+        if kind == "tuple":
+            return f"({', '.join(parts)},)" if parts else "()"
+        if kind == "list":
+            return f"[{', '.join(parts)}]"
+        start = len(keys)
+        keys.extend(key for key, _ in items)
+        return "{" + ", ".join(f"KEYS[{start + j}]: {p}" for j, p in enumerate(parts)) + "}"
+    return expr(out_tree)

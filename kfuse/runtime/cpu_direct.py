@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..codegen.cpu_layout import allocate
+from ..ir.graph import unflatten_source
 from .cpu import PAR_MIN_WORK, CpuProgram, launch
 
 
@@ -75,8 +76,7 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
         else:
             return None         # (a constant output: the generic path builds it)
         results.append(f"{expr}[()]" if o in scalars else expr)
-    ns["KEYS"] = keys = []
-    ret = _tree(out_tree, results, [pos for pos, _ in sources], keys)
+    ret = unflatten_source(out_tree, results, lambda k: f"args[{sources[k][0]}]", ns)
     if ret is None:
         return None
     lines.append(f"    return {ret}")
@@ -104,29 +104,3 @@ def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, in_values: list) ->
         sizes.append(f"Z{i}_{j}")
     return [f"    if K{i}.tuned:", f"        {generic}", "    else:",
             f"        F{i}({', '.join([arrays] + sizes)})"]
-
-
-def _tree(tree, results: list, positions: list, keys: list) -> str | None:
-    """The expression of the user's return structure (``ir.graph.unflatten``'s twin over source
-    text: an ("arg", (k, o)) leaf is the caller's argument of graph input k, at ``positions[k]``;
-    a dict's keys are appended to ``keys``); None for a leaf this path does not build (a copy)."""
-    if isinstance(tree, int):
-        return results[tree]
-    kind, items = tree
-    if kind == "arg":
-        return f"args[{positions[items[0]]}]"
-    if kind == "none":
-        return "None"
-    if kind not in ("tuple", "list", "dict"):
-        return None
-    subtrees = [t for _, t in items] if kind == "dict" else items
-    parts = [_tree(t, results, positions, keys) for t in subtrees]
-    if any(p is None for p in parts):
-        return None
-    if kind == "tuple":
-        return f"({', '.join(parts)},)" if parts else "()"
-    if kind == "list":
-        return f"[{', '.join(parts)}]"
-    start = len(keys)
-    keys.extend(key for key, _ in items)
-    return "{" + ", ".join(f"KEYS[{start + j}]: {p}" for j, p in enumerate(parts)) + "}"

@@ -133,7 +133,16 @@ def _module_version(name: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_version() -> str | None:
-    """``"13.5"`` from ``cuda.bindings.nvrtc.nvrtcVersion()``, or None when not importable."""
+    """``"13.5"``: the NVRTC library's version, or None when there is none. Asked through CuPy's
+    binding where CuPy is installed (the GPU path imports it anyway): importing
+    ``cuda.bindings.nvrtc`` costs 30 ms more, most of a warm-cache first call's key (both load
+    the same ``libnvrtc``; the compiler itself is ``cuda.bindings``', imported when it compiles)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
+        major, minor = cupy_nvrtc.getVersion()
+        return f"{int(major)}.{int(minor)}"
+    except Exception:
+        pass
     try:
         from cuda.bindings import nvrtc
         res = nvrtc.nvrtcVersion()
