@@ -25,6 +25,7 @@ from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE
+from ..codegen.phase_merge import merge_independent_phases
 from ..codegen.variance import one_pass_variance
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
@@ -151,16 +152,17 @@ class _Launcher(LauncherBase):
 
     def kir_for(self, variant) -> K.KernelIR:
         """The kernel IR ``variant`` renders: a variance's two passes folded into one
-        (codegen.variance) where the variant reads its rows from memory again in every pass (a
-        column pass, or rows not held in registers), else the group's own."""
+        (codegen.variance) and independent reductions in one pass (codegen.phase_merge) where
+        the variant reads its rows from memory again in every pass (a column pass, or rows not
+        held in registers), else the group's own."""
         rereads = variant.mode == "col" or (variant.mode == "row" and not variant.cache_k and not variant.packed)
         return self._folded if rereads and not variant.stage else self.kir
 
     @functools.cached_property
     def _folded(self) -> K.KernelIR:
-        """The group's kernel IR with its variances folded (built with the kernel, read again by
-        the grid-synchronised launch for its workspace size)."""
-        return one_pass_variance(self.kir)
+        """The group's kernel IR with its variances folded and its independent reductions joined
+        (built with the kernel, read again by the grid-synchronised launch for its workspace size)."""
+        return merge_independent_phases(one_pass_variance(self.kir))
 
     def _build(self, ins, outs, props) -> tuple:
         variant, grid = self.variant_for(ins, outs, props)
