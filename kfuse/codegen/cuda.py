@@ -65,13 +65,13 @@ from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
 from .decompose import decompose
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
-from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
+from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_combine_groups, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_offset, vector_ok, wide_accs, writes_rows)
 
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
 
-__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "lane_itemsize",
+__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "lane_itemsize",
            "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows"]
 
@@ -575,28 +575,48 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
         and reads coalesce), a grid barrier, chunk 0 of each row or column combining the chunks in
         chunk order into its own slot, a second barrier, and every thread reading that value."""
         v = self.v
+        barrier = "bar_ += gridDim.x; kf_grid_sync(reinterpret_cast<unsigned*>(ws_), bar_);"
         slot = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({{q}} * {v.split} + {{ch}}) "
                 f"* n_rows + row_) * {SPLIT_SLOT})")
         out = []
         for k, a in enumerate(ph.accs):
             T = self.acc_types(a)
             out.append(f"if ({'tid_ == 0' if row else f'c_ < {v.split}'}) {slot.format(c='', T=T, q=first + k, ch='c_')} = A{a.dst};")
-        out.append("bar_ += gridDim.x; kf_grid_sync(reinterpret_cast<unsigned*>(ws_), bar_);")
-        # chunk 0 of each row or column combines the chunks, into its own slot (it alone reads
-        # them before writing): a read of every partial once, not once a chunk (264 chunks of
-        # 1024 columns: 0.57 GB of L2 reads a pass when every thread combined)
-        out.append(f"if ({'tid_ == 0 && ' if row else ''}c_ == 0) {{")
-        for k, a in enumerate(ph.accs):
-            T, b = self.acc_types(a), dataclasses.replace(a, dst=f"{a.dst}g")
-            out += ["{"] + self.acc_init(b)
-            out.append(f"for (int s_ = 0; s_ < {v.split}; ++s_) A{b.dst} = "
-                       f"{self.combine(a, f'A{b.dst}', slot.format(c='const ', T=T, q=first + k, ch='s_'))};")
-            out += [f"{slot.format(c='', T=T, q=first + k, ch='0')} = A{b.dst}; }}"]
-        out.append("}")
-        out.append("bar_ += gridDim.x; kf_grid_sync(reinterpret_cast<unsigned*>(ws_), bar_);")
+        out.append(barrier)
+        # the chunks combined in chunk order, into chunk 0's slot, read by every thread after a
+        # barrier: a read of every partial once, not once a chunk (264 chunks of 1024 columns:
+        # 0.57 GB of L2 reads a pass when every thread combined); past GRID_COMBINE_DIRECT chunks
+        # in two levels, groups of consecutive chunks side by side into a second region, then
+        # the groups in order (the same order of combination, so a first maximum stays first)
+        groups = grid_combine_groups(v.split)
+        who = "tid_ == 0 && " if row else ""
+        src, n = slot, v.split
+        if groups > 1:
+            per = -(-v.split // groups)
+            total = sum(len(p.accs) for p in self.kir.phases)
+            level = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({total * v.split} + {{q}} * "
+                     f"{groups} + {{ch}}) * n_rows + row_) * {SPLIT_SLOT})")
+            out += self._combine_chunks(ph, first, f"{who}c_ < {groups}", slot, f"(int)c_ * {per}",
+                                        f"min({v.split}, ((int)c_ + 1) * {per})", level, "c_")
+            out.append(barrier)
+            src, n = level, groups
+        out += self._combine_chunks(ph, first, f"{who}c_ == 0", src, "0", str(n), slot, "0")
+        out.append(barrier)
         for k, a in enumerate(ph.accs):
             out.append(f"A{a.dst} = {slot.format(c='const ', T=self.acc_types(a), q=first + k, ch='0')};")
         return out
+
+    def _combine_chunks(self, ph, first: int, cond: str, src: str, lo: str, hi: str, dst: str, at: str) -> list[str]:
+        """Where ``cond``: each accumulator of ``ph`` combined over the ``src`` slots of chunks
+        ``lo`` to ``hi`` (excluded), in order, written to the ``dst`` slot ``at``."""
+        out = [f"if ({cond}) {{"]
+        for k, a in enumerate(ph.accs):
+            T, b = self.acc_types(a), dataclasses.replace(a, dst=f"{a.dst}g")
+            out += ["{"] + self.acc_init(b)
+            out.append(f"for (int s_ = {lo}; s_ < {hi}; ++s_) A{b.dst} = "
+                       f"{self.combine(a, f'A{b.dst}', src.format(c='const ', T=T, q=first + k, ch='s_'))};")
+            out += [f"{dst.format(c='', T=T, q=first + k, ch=at)} = A{b.dst}; }}"]
+        return out + ["}"]
 
     def reload_loads(self, ph, pi, cache, last_read, row_vars, units, inner) -> list[str]:
         """Variant.reload, a reduction pass: its row loads, all issued before its compute loop

@@ -25,6 +25,7 @@ from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE
+from ..codegen.cuda_shapes import grid_combine_groups
 from ..codegen.phase_merge import merge_independent_phases
 from ..codegen.variance import one_pass_variance
 from ..fusion import cost
@@ -210,7 +211,8 @@ class _Launcher(LauncherBase):
         v = kernel.variant
         rows = cuda_tiles.geometry(self, 1).units
         n_acc = sum(len(ph.accs) for ph in self.kir_for(v).phases)
-        nbytes = cuda_emit.GRID_SYNC_HEAD + rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
+        slots = v.split + grid_combine_groups(v.split)      # the chunks', then the groups' (if two levels)
+        nbytes = cuda_emit.GRID_SYNC_HEAD + rows * slots * n_acc * cuda_emit.SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
             ws = cupy.empty(nbytes, cupy.uint8)

@@ -37,6 +37,25 @@ def test_grid_sync_variant_compiles_with_one_barrier_a_pass(name):
         assert ptx.count("ld.acquire.gpu") >= 1 and "atom.global.add" in ptx
 
 
+@pytest.mark.parametrize("split,groups", [(64, 1), (65, 9), (1024, 32)])
+def test_many_chunks_combine_in_two_levels(split, groups):
+    """Past GRID_COMBINE_DIRECT chunks, groups of consecutive chunks combine side by side into a
+    second workspace region (one more barrier a pass), then chunk 0 combines the groups in order."""
+    fn, passes = FUNCS["standardise"]
+    kir = kfuse.jit(fn).lower(np.zeros((4099, 257), np.float32)).kernels()[-1]
+    assert ce.grid_combine_groups(split) == groups
+    src = ce.emit(kir, ce.Variant("col", 1, False, 0, 128, min_blocks=8, split=split, grid_sync=True))
+    body = src[src.index('extern "C"'):]
+    assert body.count("kf_grid_sync(") == (2 if groups == 1 else 3) * passes
+    if groups > 1:
+        per = -(-split // groups)
+        assert f"if (c_ < {groups}) {{" in body and f"s_ < min({split}, ((int)c_ + 1) * {per})" in body
+    nvrtc.compile(src, "sm_90")
+    for v in (ce.Variant("col", 1, True, 0, 128, min_blocks=8, split=split, grid_sync=True),     # 64-bit indices
+              ce.Variant("row", 1, True, 0, 256, 2, min_blocks=4, split=split, grid_sync=True)):
+        nvrtc.compile(ce.emit(kir, v), "sm_90")
+
+
 def test_single_pass_reductions_split_in_two_kernels_instead():
     kir = kfuse.jit(lambda x: x.sum(0)).lower(np.zeros((4099, 257), np.float32)).kernels()[0]
     assert not ce.grid_sync_ok(kir) and ce.split_ok(kir)
