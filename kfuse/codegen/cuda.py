@@ -65,13 +65,13 @@ from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
 from .decompose import decompose
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
-from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_combine_groups, grid_sync_ok, default_variant, lane_invariant, lane_itemsize, max_itemsize,
+from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, blockwise_divisors, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_offset, vector_ok, wide_accs, writes_rows)
 
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
 
-__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "lane_itemsize",
+__all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "blockwise_divisors", "multiple_of", "lane_itemsize",
            "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows"]
 

@@ -99,7 +99,9 @@ def _innermost(kir: K.KernelIR) -> tuple[str | None, list]:
 def vector_accesses(kir: K.KernelIR):
     """(last loop var, the Loads/Stores that would use vector accesses), or None when some access
     uses the innermost loop variable in another way (then only the scalar variant fits).
-    Elementwise: the innermost domain dim; reduce: the innermost reduced dim (row mode)."""
+    Elementwise: the innermost domain dim; reduce: the innermost reduced dim (row mode), where a
+    load may also use it blockwise (:func:`blockwise`: read once a vector unit, the runtime
+    checking :func:`blockwise_divisors` per call)."""
     last, stmts = _innermost(kir)
     if last is None:
         return None
@@ -110,9 +112,56 @@ def vector_accesses(kir: K.KernelIR):
         if isinstance(s, (K.Load, K.Store)):
             if vector_access(s.index, last):
                 vec.append(s)
+            elif isinstance(s, K.Load) and kir.kind in ROW_KINDS and blockwise(s.index, last) is not None:
+                continue
             elif isinstance(s, K.Store) or any(last in K.expr_vars(e) for e in s.index):
                 return None
     return last, vec
+
+
+def blockwise(index, last: str) -> list | None:
+    """The ``(offset, divisor)`` pairs of an access that uses the loop variable ``last`` only as
+    ``(last + offset) // divisor`` (a divisor of sizes and literals): a per-channel weight read
+    along a GroupNorm row, ``g[(i1 * s + i2) // (h * w)]``. Within a vector unit (``last`` a
+    multiple of the width) such a position is one element wherever every offset and divisor is a
+    multiple of the width, so the load runs once a unit. None where ``last`` appears otherwise."""
+    out: list = []
+
+    def walk(e) -> bool:
+        if last not in K.expr_vars(e):
+            return True
+        if isinstance(e, K.IBin) and e.op == "//":
+            off = K.unit_offset(e.lhs, last)
+            if off is not None and not any(v.startswith("i") for v in K.expr_vars(e.rhs)):
+                out.append((off, e.rhs))
+                return True
+        if isinstance(e, K.IBin) and e.op in ("+", "-", "*"):
+            return walk(e.lhs) and walk(e.rhs)
+        return False
+    return out if all(walk(e) for e in index) and out else None
+
+
+def blockwise_divisors(kir: K.KernelIR) -> list:
+    """Every ``(offset, divisor)`` of the blockwise loads :func:`vector_accesses` admits."""
+    last, stmts = _innermost(kir)
+    return [p for s in stmts if isinstance(s, K.Load) and not vector_access(s.index, last)
+            for p in (blockwise(s.index, last) or ())] if last is not None and kir.kind in ROW_KINDS else []
+
+
+def multiple_of(e, n: int, env: dict) -> bool:
+    """Whether index expression ``e`` is a multiple of ``n`` for every value of its loop variables
+    (names starting with ``i``: unknown), its sizes read from ``env``: a sufficient test."""
+    if n == 1:
+        return True
+    if isinstance(e, K.ILit):
+        return e.value % n == 0
+    if isinstance(e, K.IVar):
+        return e.name in env and int(env[e.name]) % n == 0
+    if isinstance(e, K.IBin) and e.op in ("+", "-"):
+        return multiple_of(e.lhs, n, env) and multiple_of(e.rhs, n, env)
+    if isinstance(e, K.IBin) and e.op == "*":
+        return multiple_of(e.lhs, n, env) or multiple_of(e.rhs, n, env)
+    return False
 
 
 def vector_ok(kir: K.KernelIR) -> bool:
@@ -200,7 +249,9 @@ def default_variant(kir: K.KernelIR) -> Variant:
         L = math.prod(kir.extent(d) for d in kir.inner)
         vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
         lv = kir.extent(kir.loop_dims(kir.inner)[-1]) if kir.loop_dims(kir.inner) else 1
-        if lv % vec:
+        env = {s.name: s.value for s in kir.sizes}
+        if lv % vec or not all(multiple_of(o, vec, env) and multiple_of(d, vec, env)
+                               for o, d in blockwise_divisors(kir)):
             vec = 1
         block, kc = row_shape(L // vec)
         return Variant("row", vec, bool(big), kc, block)

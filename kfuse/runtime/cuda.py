@@ -27,6 +27,7 @@ from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE
 from ..codegen.cuda_shapes import grid_combine_groups
 from ..codegen.phase_merge import merge_independent_phases
+from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..codegen.variance import one_pass_variance
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
@@ -166,6 +167,9 @@ class _Launcher(LauncherBase):
         return merge_independent_phases(one_pass_variance(self.kir))
 
     def _build(self, ins, outs, props) -> tuple:
+        contiguous = self._contiguous_reads(ins)
+        if contiguous is not None:      # (its kernel: the same parameters, simpler load indices)
+            return contiguous._build(ins, outs, props)
         variant, grid = self.variant_for(ins, outs, props)
         kernel = self.emit(variant, lambda: cuda_emit.emit_kernel(self.kir_for(variant), variant))
         func = _function(kernel, props["device_id"], self.arch, self.cache)
@@ -174,6 +178,21 @@ class _Launcher(LauncherBase):
             import cupy
             cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
         return kernel, func, grid, variant.block
+
+    def _contiguous_reads(self, ins):
+        """The launcher of this group's kernel IR with the reshaped reads these inputs' strides
+        make contiguous read as such (codegen.reshape_index), or None where none is; one a
+        rewritten IR, sharing this launcher's tile."""
+        kir = collapse_contiguous_reshapes(self.kir, [tuple(x // a.itemsize for x in a.strides) for a in ins],
+                                           self.size_of)
+        if kir is self.kir:
+            return None
+        children = self.__dict__.setdefault("_children", {})
+        child = children.get(kir.phases)
+        if child is None:
+            child = children[kir.phases] = _Launcher(self.group, kir, self.arch, self.cache)
+        child.tile = self.tile
+        return child
 
     def _finish(self, ins, outs, props, kernel):
         """A two-stage reduction's launches: the chunks' kernel into a workspace, then a block a
@@ -293,9 +312,12 @@ class _Launcher(LauncherBase):
     def _offset_aligned(self, index, last: str, vec: int) -> bool:
         """Whether a vector access's offset along ``last`` (a slice's start) is a whole number of
         vectors at this call's sizes."""
-        off = cuda_emit.vector_offset(index, last)
         env = {s.name: v for s, v in zip(self.kir.sizes, self.sizes)}
-        return off is not None and K.eval_expr(off, env) % vec == 0
+        off = cuda_emit.vector_offset(index, last)
+        if off is None:         # an offset of loop variables too (a reshaped input read contiguously)
+            off = K.unit_offset(index[-1], last)
+            return off is not None and cuda_emit.multiple_of(off, vec, env)
+        return K.eval_expr(off, env) % vec == 0
 
     def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
         """The elementwise shape: 16-byte vector units where every access allows them, 128 threads;
@@ -378,6 +400,9 @@ class _Launcher(LauncherBase):
                 if not (_vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec)
                         and self._offset_aligned(st_.index, va[0], vec)):
                     vec = 1
+            if not all(cuda_emit.multiple_of(o, vec, self.size_of) and cuda_emit.multiple_of(d, vec, self.size_of)
+                       for o, d in cuda_emit.blockwise_divisors(kir)):
+                vec = 1             # a blockwise load (a per-channel weight) would change within a unit
         chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS,
                      SPLIT_MAX)
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
