@@ -11,6 +11,8 @@ reason "would create a cycle through ...". :func:`classify` checks a node set ag
 """
 from __future__ import annotations
 
+import math
+
 import dataclasses
 from typing import Iterable
 
@@ -99,9 +101,11 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
     level: dict[Node, str] = {}
     after: set[Node] = set()         # members computed from a reduction of this group
     for n in nodes:
-        ins = {level[i] for i in n.inputs if i in member}
         if n.op in REDUCE or any(i in after for i in n.inputs):
             after.add(n)
+    reshaped = _reshaped_producers(nodes, domain, after)
+    for n in nodes:
+        ins = {level[i] for i in n.inputs if i in member}
         if n.op in REDUCE:
             if ins - {"full"}:
                 return None, "a reduction of a reduced value over the same axes"
@@ -118,7 +122,7 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
                 return None, (f"{n.op.value} of a reduced value to shape {list(n.shape)} (row kernels "
                               f"only broadcast reduced values back to {list(domain)})")
         else:
-            if n.shape != domain:
+            if n.shape != domain and n not in reshaped:
                 return None, (f"{n.op.value} of shape {list(n.shape)} computed inside a row kernel "
                               f"over {list(domain)}")
             if n.op in MOVEMENT and n in after:
@@ -128,6 +132,26 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
                               f"row inside a row kernel over {list(domain)}")
             level[n] = "full"
     return Shape(GroupKind.REDUCE, domain, axes, reds[0]), ""
+
+
+def _reshaped_producers(nodes: list[Node], domain: tuple, after: set) -> set[Node]:
+    """The members computed before the group's reductions, elementwise or by movement, whose
+    elements are the domain's and which reach it only through reshapes to it
+    (``x.astype(np.float32).reshape(n, groups, -1)``): the row kernel computes each of their
+    elements once, at the position its reshape reads, as it reads an input there."""
+    users: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for n in nodes:
+        for i in n.inputs:
+            if i in users:
+                users[i].append(n)
+    size = math.prod(domain)
+    ok: set[Node] = set()
+    for n in reversed(nodes):
+        if (n.shape != domain and n not in after and n.op in POINTWISE | MOVEMENT and n.op is not Op.BROADCAST
+                and math.prod(n.shape) == size and users[n]
+                and all(u in ok or (u.op is Op.RESHAPE and u.shape == domain) for u in users[n])):
+            ok.add(n)
+    return ok
 
 
 def _check_scan(nodes: list[Node], scans: list[Node]) -> tuple[Shape | None, str]:
@@ -285,6 +309,8 @@ class Clustering:
         hull = self.hull((a, b), dag)
         home = set().union(*(self.members[c] for c in hull))
         shape, why = classify(home, self.order)
+        if shape is not None and shape.kind == GroupKind.REDUCE:
+            shape, why = self._reshaped_inside(home, shape)
         if shape is not None:
             return hull, ""
         extra = hull - {a, b}
@@ -294,6 +320,29 @@ class Clustering:
             if ok is not None:
                 return None, f"would create a cycle between kernels through {via}"
         return None, why
+
+    def _reshaped_inside(self, home: set[Node], shape: Shape) -> tuple[Shape | None, str]:
+        """``shape``, unless a member of another shape than the row kernel's domain (a reshaped
+        producer, ``_reshaped_producers``) is also read outside the kernel or returned: the kernel
+        stores only values of its domain."""
+        users = self.__dict__.get("_users")
+        if users is None:
+            users = self._users = {}
+            for n in self.order_list:
+                for i in n.inputs:
+                    users.setdefault(i, set()).add(n)
+        nodes = sorted(home, key=self.order.__getitem__)
+        after: set[Node] = set()
+        for n in nodes:
+            if n.op in REDUCE or any(i in after for i in n.inputs):
+                after.add(n)
+        outside = [n for n in _reshaped_producers(nodes, shape.domain, after)
+                   if n in self.outputs or users.get(n, set()) - home]
+        if outside:
+            n = min(outside, key=self.order.__getitem__)
+            return None, (f"{n.op.value} of shape {list(n.shape)}, reshaped inside a row kernel over "
+                          f"{list(shape.domain)}, is also used outside it")
+        return shape, ""
 
     def merge(self, a: int, b: int, dag: nx.DiGraph | None = None, *, record: bool = True) -> bool:
         """Merge clusters ``a`` and ``b`` (and what lies between them); record a refusal if not."""

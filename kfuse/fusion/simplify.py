@@ -239,13 +239,19 @@ def _sink_reshape(n: Node) -> Node | None:
     its per-group statistics) becomes ``((y - m) * g4.reshape(y.shape)).reshape(N, C, H, W)``, so the
     row kernel that computes ``y - m`` also applies the affine (its other operands read through the
     inverse reshape's index math) instead of a second kernel re-reading the normalised array."""
-    if n.op not in ELEMENTWISE:
+    if n.op not in ELEMENTWISE or any(i.shape != n.shape for i in n.inputs):
         return None
     r = [i for i in n.inputs if i.op is Op.RESHAPE and _computed(i.inputs[0])]
-    if len(r) != 1 or any(i.shape != n.shape for i in n.inputs):
+    if not r or len({i.inputs[0].shape for i in r}) != 1:
+        return None
+    # the other operands arguments or constants seen through movement (g[:, None, None]): a
+    # computed one (a statistic's broadcast) would move the work into the reshaped shape, where
+    # ``x.astype(np.float32).reshape(n, groups, -1) - mean`` would leave the row kernel's domain
+    # (and the movement pass would fold it back: the optimizer went round 20 times)
+    if any(_computed(i) for i in n.inputs if i not in r):
         return None
     a = r[0].inputs[0]
-    ins = tuple(a if i is r[0] else Node(Op.RESHAPE, i.dtype, a.shape, (i,), {}, i.loc) for i in n.inputs)
+    ins = tuple(i.inputs[0] if i in r else Node(Op.RESHAPE, i.dtype, a.shape, (i,), {}, i.loc) for i in n.inputs)
     inner = Node(n.op, n.dtype, a.shape, ins, n.attrs, n.loc)
     return Node(Op.RESHAPE, n.dtype, n.shape, (inner,), {}, n.loc)
 
