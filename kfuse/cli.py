@@ -201,7 +201,7 @@ def _cmd_explain(args) -> int:
     text = str(plan)
     if getattr(args, "measure", False):     # random inputs of the specs, each kernel timed
         from .bench.kernel_timing import explain_measure_text
-        text += "\n" + explain_measure_text(fn, a, device=args.device)
+        text += "\n" + explain_measure_text(fn, a, device=args.device, backend=args.backend)
     _write_or_print(text, args.output)
     return 0
 
@@ -303,8 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = target_parser("explain", "print the fusion plan: kernels, bytes, FLOPs, predicted time, refusals")
     p.add_argument("--measure", action="store_true",
-                   help="also run it on random inputs of the specs (host arrays for --device cpu or none, "
-                        "else CuPy) and print each kernel's measured time beside its predicted one")
+                   help="also run it on random inputs of the specs (CuPy arrays for a GPU device or a GPU "
+                        "backend, else host arrays) and print each kernel's measured time beside its "
+                        "predicted one")
     p.add_argument("--backend", choices=_BACKENDS, default=None,
                    help="backend to plan for (default: the function's); a kernel the backend cannot run is "
                         "listed as refused")

@@ -230,9 +230,11 @@ def random_arguments(specs: list, on_gpu: bool, seed: int = 0) -> list:
     return out
 
 
-def explain_measure_text(fn, specs: list, device: str | None = None) -> str:
-    """``kfuse explain --measure``: random inputs of ``specs`` on the host (device None or "cpu")
-    or the GPU (any other device name), then :func:`format_measured` of :func:`measure_kernels`."""
-    on_gpu = device not in (None, "cpu")
+def explain_measure_text(fn, specs: list, device: str | None = None, backend: str | None = None) -> str:
+    """``kfuse explain --measure``: random inputs of ``specs`` on the GPU where the device names
+    one or the backend is a GPU backend ("cuda", "numba-cuda"), else on the host, then
+    :func:`format_measured` of :func:`measure_kernels` on that backend."""
+    on_gpu = device not in (None, "cpu") or (device is None and backend in ("cuda", "numba-cuda"))
     args = random_arguments(list(specs), on_gpu)
-    return format_measured(measure_kernels(fn, *args, device=device))
+    return format_measured(measure_kernels(fn, *args, device=device,
+                                           backend=None if backend in (None, "auto") else backend))
