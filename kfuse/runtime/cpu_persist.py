@@ -82,6 +82,17 @@ def attach(dispatcher, store: CacheStore, key_dict: dict, source: str, fn_name: 
     dispatcher._cache = NumbaDiskCache(store, key_dict, source, fn_name, dispatcher)
 
 
+def is_stored(dispatcher, argtypes: tuple) -> bool:
+    """Whether the disk store holds ``dispatcher``'s machine code for the Numba ``argtypes``
+    (without reading it: a load may still find it bad and compile)."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, NumbaDiskCache) or not cache.enabled:
+        return False
+    key = cache.key(tuple(argtypes), dispatcher.targetctx.codegen())
+    has = getattr(cache.store, "has", None)
+    return key is not None and has is not None and has("kernels", key)
+
+
 class NumbaDiskCache:
     """Numba's cache protocol (load_overload/save_overload/...) over the kfuse store."""
 
@@ -331,6 +342,6 @@ def _rebuild(entry, argtypes, target_context, py_func):
     return cres
 
 
-__all__ = ["load_or_compile", "exec_source", "exec_module", "attach", "module_name_for", "NumbaDiskCache",
+__all__ = ["load_or_compile", "exec_source", "exec_module", "attach", "module_name_for", "NumbaDiskCache", "is_stored",
            "CacheWarning"]
 _ = warnings  # re-exported category lives in cache.py

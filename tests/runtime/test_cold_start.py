@@ -98,7 +98,8 @@ def test_first_call_runs_the_sequential_variant(monkeypatch):
     np.testing.assert_allclose(f(x), want, rtol=1e-5)
     (entry,) = f._programs.values()
     (k,) = entry.program.kernels
-    assert rt.PAR_MIN_WORK <= k.work < rt.FIRST_CALL_PAR_WORK
+    from kfuse.runtime.cpu_par_policy import first_call_parallel
+    assert rt.PAR_MIN_WORK <= k.work and not first_call_parallel(k.work, 4)
     assert not k.tuned                                      # the heuristic is not applied as tuned
     assert rt.auto_threads(k) > 1                           # later calls may share it ...
     par = [fns[2] for fns in k.variants.by_sched.values()]
