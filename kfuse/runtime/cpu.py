@@ -411,24 +411,17 @@ class CpuProgram:
 
 def launch(k: _Kernel, ins: list, outs: list) -> None:
     """Run kernel ``k`` on its inputs and allocated outputs, on the threads chosen for it (tuned,
-    or ``auto_threads`` once the parallel variant is worth its compile: ``cpu_par_policy``)."""
+    or ``auto_threads`` once the parallel variant is worth getting: ``cpu_par_policy``)."""
     account = None
     if k.tuned:
         parallel, threads = k.parallel, k.threads
     elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
-        parallel = False
+        parallel, threads = False, 1
     else:
         threads = auto_threads(k)
         parallel = False
         if threads > 1:
-            account, sched = k.variants.account(ins)
-            if account.ready:
-                parallel, account = True, None
-            else:
-                _, seq, par = k.variants.compiled(sched)
-                parallel = account.buy(k.work, threads, seq, par)
-                if parallel:
-                    account = None
+            account, parallel = _parallel_now(k, ins, threads)
     k.calls += 1
     if k.f16:
         args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + k.size_args
@@ -438,10 +431,22 @@ def launch(k: _Kernel, ins: list, outs: list) -> None:
         call_parallel(k.fns[1], args, threads)
     elif account is None:
         k.fns[0](*args)
-    else:                                   # the time threads would have saved: the rent
+    else:                                   # what threads would have saved: the account's rent
         t0 = time.perf_counter()
         k.fns[0](*args)
         account.pay(time.perf_counter() - t0, threads, k.work)
+
+
+def _parallel_now(k: _Kernel, ins: list, threads: int) -> tuple:
+    """(the account to charge a sequential call to, or None; whether this call runs the parallel
+    variant) for an untuned kernel that ``auto_threads`` gives ``threads``."""
+    account, sched = k.variants.account(ins)
+    if account.ready:
+        return None, True
+    _, seq, par = k.variants.compiled(sched)
+    if account.buy(k.work, threads, seq, par):
+        return None, True
+    return account, False
 
 
 def raise_failed_checks(graph, env) -> None:
