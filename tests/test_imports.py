@@ -1,5 +1,6 @@
 """Import hygiene: imports inside kfuse point one way (docs/ARCHITECTURE.md), form no cycle, and
-``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax), nor Numba, networkx or SciPy, eagerly.
+``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax), nor Numba, networkx or SciPy,
+eagerly.
 
 Layers, lowest first: ``config/errors/logs <- ir <- {trace, fusion} <- codegen <- runtime <- backends
 <- autotune <- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
