@@ -3,11 +3,12 @@ kernel cache, phase by phase.
 
 Each run is a new Python process (``--runs`` of each kind; the cache directory is emptied before
 every empty-cache run and kept for the warm ones) that times: ``import numpy``, ``import kfuse``
-(of which networkx, the planner's graph library), the first call split into trace, the import of
+the first call split into trace, the import of
 Numba (CPU), plan + emit (``Lowered.compile``: NVRTC compiles there, or the CUBIN is read from the
 disk cache), the tuning lookup and the run (Numba compiles a kernel, or loads its machine code from
 the disk cache, at its first call; on the CPU also split into the LLVM compile of Numba's runtime
-(NRT), which every process that runs a Numba function pays once, and the kernel loads; a device
+(NRT), which every process that runs a Numba function pays once (loaded from the disk cache
+with the kernel where it holds it), and the kernel loads; a device
 sync on the GPU), then the second call. It also prints how many kernels were compiled and how many were loaded from the disk
 cache, and which heavy modules the process imported (a CPU call must not load a GPU stack; a
 CUDA C call must not load Numba, torch or JAX).
@@ -38,9 +39,6 @@ t = time.perf_counter()
 import numpy as np
 T["import numpy"] = time.perf_counter() - t
 t, c = time.perf_counter(), time.process_time()
-T["import kfuse"] = 0.0
-import networkx                     # (kfuse.fusion's graph library: timed as a part of import kfuse)
-T["  of which networkx"] = time.perf_counter() - t
 import kfuse
 T["import kfuse"], C["import kfuse"] = time.perf_counter() - t, time.process_time() - c
 before = set(sys.modules)
@@ -64,7 +62,8 @@ def timed(owner, name, phase):
 timed(api.JitFunction, "_traced", "trace")
 timed(api.Lowered, "compile", "compile")
 from kfuse.runtime import cpu_persist
-timed(cpu_persist, "_rebuild", "load")     # a kernel's machine code from the disk cache (+ the NRT)
+timed(cpu_persist, "_rebuild", "load")     # a kernel's machine code from the disk cache
+timed(cpu_persist, "init_nrt", "nrt")      # Numba's runtime: compiled, or loaded with a kernel
 import builtins
 _import = builtins.__import__
 def _timed_import(name, *a, **k):    # the first import of Numba (on the CPU path only), and
@@ -74,10 +73,6 @@ def _timed_import(name, *a, **k):    # the first import of Numba (on the CPU pat
         if tuner is not None and "tune" not in WRAPPED and hasattr(tuner, "tune_and_apply"):
             WRAPPED.add("tune")
             timed(tuner, "tune_and_apply", "tune")
-        nrt = sys.modules.get("numba.core.runtime.nrtdynmod")   # Numba's runtime: LLVM compiles it in every process
-        if nrt is not None and "nrt" not in WRAPPED and hasattr(nrt, "compile_nrt_functions"):
-            WRAPPED.add("nrt")
-            timed(nrt, "compile_nrt_functions", "nrt")
         return mod
     t0 = time.perf_counter()
     try:
@@ -120,8 +115,8 @@ T["  plan, emit, load"] = PH["compile"] - PH.get("numba", 0.0)
 T["  tuning lookup"] = PH["tune"]
 T["  run (CPU: compile/load)"] = first - PH["trace"] - PH["compile"] - PH["tune"]
 if device == "cpu":
-    T["    Numba runtime (NRT) compile"] = PH["nrt"]
-    T["    kernel loads from disk"] = PH["load"] - PH["nrt"] if PH["load"] else 0.0   # (a load inits the NRT)
+    T["    Numba runtime (NRT) init"] = PH["nrt"]
+    T["    kernel loads from disk"] = PH["load"]
 t = time.perf_counter()
 f(xd); sync()
 T["second call"] = time.perf_counter() - t

@@ -7,7 +7,6 @@ from . import config
 from .api import JitFunction, explain, jit
 from .errors import CompileError, DeviceError, GraphShapeError, KfuseError, TraceError, UnsupportedError
 from .runtime.cuda_graph import CapturedStep, capture
-
-__version__ = "0.1.0"
+from .runtime.keys import KFUSE_VERSION as __version__
 __all__ = ["jit", "explain", "capture", "config", "JitFunction", "CapturedStep", "KfuseError",
            "UnsupportedError", "TraceError", "CompileError", "DeviceError", "GraphShapeError", "__version__"]

@@ -1,5 +1,6 @@
 """Import hygiene: imports inside kfuse point one way (docs/ARCHITECTURE.md), form no cycle, and
-``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax) eagerly.
+``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax), nor Numba, networkx or SciPy,
+eagerly.
 
 Layers, lowest first: ``config/errors/logs <- ir <- {trace, fusion} <- codegen <- runtime <- backends
 <- autotune <- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
@@ -174,7 +175,8 @@ def test_no_import_cycles():
 
 def test_import_kfuse_is_light():
     code = ("import sys, kfuse\n"
-            "heavy = [m for m in ('cupy', 'torch', 'jax', 'numba.cuda') if m in sys.modules]\n"
+            "heavy = [m for m in ('cupy', 'torch', 'jax', 'numba.cuda', 'numba', 'networkx', 'scipy')\n"
+            "         if m in sys.modules]\n"
             "print(','.join(heavy))\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=PKG.parent, timeout=120)

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import networkx as nx
-
 from ..ir.graph import Graph
 from ..ir.ops import ELEMENTWISE, LEAF, Op
+from .dag import Dag, has_path
 from .kinds import GroupKind
 
 
@@ -109,7 +108,7 @@ def scatters_into_argument(plan, g) -> bool:
     return _checks_before(gr, plan.groups, g)
 
 
-def order_checks_first(graph: Graph, built: dict, home_of: dict, dag: nx.DiGraph) -> None:
+def order_checks_first(graph: Graph, built: dict, home_of: dict, dag: Dag) -> None:
     """Add edges to the kernel DAG ``dag`` (``built``: cluster -> (shape, nodes, inputs, outputs,
     ...); ``home_of``: node -> the cluster writing it) ordering the index checks before each kernel
     that may write into an argument in place (a scatter into one, :func:`scatters_into_argument`;
@@ -121,5 +120,5 @@ def order_checks_first(graph: Graph, built: dict, home_of: dict, dag: nx.DiGraph
         if ((shape.kind == GroupKind.SCATTER and shape.anchor.inputs[0].op is Op.INPUT)
                 or (shape.kind == GroupKind.ELEMENTWISE and finals.intersection(outputs))):
             for c in checks:
-                if c != cid and not nx.has_path(dag, cid, c):
+                if c != cid and not has_path(dag, cid, c):
                     dag.add_edge(c, cid)

@@ -1,4 +1,4 @@
-"""What may share a kernel: the clustering state, the group DAG (networkx) and the contract checks.
+"""What may share a kernel: the clustering state, the group DAG (:mod:`.dag`) and the contract checks.
 
 A :class:`Clustering` assigns every computed node a *home* cluster (where it is computed and, if
 needed elsewhere, written); a cluster may also *pull* copies of cheap producers (recomputation).
@@ -11,15 +11,13 @@ reason "would create a cycle through ...". :func:`classify` checks a node set ag
 """
 from __future__ import annotations
 
-import math
-
 import dataclasses
+import math
 from typing import Iterable
-
-import networkx as nx
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import ELEMENTWISE, LEAF, LOOKUP, MOVEMENT, RANDOM, REDUCE, SCAN, Op
+from .dag import Dag, ancestors, descendants
 from .explain import brief
 from .kinds import GroupKind
 from .plan import KernelGroup, Refusal
@@ -275,8 +273,8 @@ class Clustering:
         ns = self.nodeset(cid)
         return {i for n in ns for i in n.inputs if i in self.home and i not in ns}
 
-    def dag(self) -> nx.DiGraph:
-        g = nx.DiGraph()
+    def dag(self) -> Dag:
+        g = Dag()
         g.add_nodes_from(self.members)
         for c in self.members:
             for i in self.reads(c):
@@ -298,14 +296,14 @@ class Clustering:
             self.refused.append(r)
 
     # -- merging -----------------------------------------------------------------------------------
-    def hull(self, cids: Iterable[int], dag: nx.DiGraph | None = None) -> set[int]:
+    def hull(self, cids: Iterable[int], dag: Dag | None = None) -> set[int]:
         dag = dag if dag is not None else self.dag()
         s = set(cids)
-        desc = set().union(*(nx.descendants(dag, c) for c in s))
-        anc = set().union(*(nx.ancestors(dag, c) for c in s))
+        desc = set().union(*(descendants(dag, c) for c in s))
+        anc = set().union(*(ancestors(dag, c) for c in s))
         return s | (desc & anc)
 
-    def can_merge(self, a: int, b: int, dag: nx.DiGraph | None = None) -> tuple[set[int] | None, str]:
+    def can_merge(self, a: int, b: int, dag: Dag | None = None) -> tuple[set[int] | None, str]:
         hull = self.hull((a, b), dag)
         home = set().union(*(self.members[c] for c in hull))
         shape, why = classify(home, self.order)
@@ -344,7 +342,7 @@ class Clustering:
                           f"{list(shape.domain)}, is also used outside it")
         return shape, ""
 
-    def merge(self, a: int, b: int, dag: nx.DiGraph | None = None, *, record: bool = True) -> bool:
+    def merge(self, a: int, b: int, dag: Dag | None = None, *, record: bool = True) -> bool:
         """Merge clusters ``a`` and ``b`` (and what lies between them); record a refusal if not."""
         if a == b or a not in self.members or b not in self.members:
             return False
@@ -365,7 +363,7 @@ class Clustering:
         self.pulled[keep] -= self.members[keep]
         return True
 
-    def neighbours(self, cid: int, dag: nx.DiGraph) -> tuple[list[int], list[int]]:
+    def neighbours(self, cid: int, dag: Dag) -> tuple[list[int], list[int]]:
         key = lambda c: min(self.order[n] for n in self.members[c])  # noqa: E731
         return (sorted(dag.predecessors(cid), key=key), sorted(dag.successors(cid), key=key))
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-import networkx as nx
-
 from .. import config as _config
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, REDUCE, SCAN, Op
@@ -22,6 +20,7 @@ from ..logs import logger
 from . import elementwise, gemm_epilogue, recompute, reduction, scan
 from .aliasing import order_checks_first, with_argument_writes
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
+from .dag import Dag, is_acyclic, topological_order
 from .explain import brief
 from .kinds import GroupKind
 from .legality import Clustering, classify, reduce_key, verify_group
@@ -205,7 +204,7 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
                     split_keys.add(reduce_key(shape.anchor))
         built[cid] = (shape, nodes, inputs, outputs, c, reason)
     # order: topological over the kernels that remain
-    dag = nx.DiGraph()
+    dag = Dag()
     dag.add_nodes_from(built)
     home_of = {}
     for cid, (_, _, _, outputs, _, _) in built.items():
@@ -215,10 +214,10 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
         for i in inputs:
             if i in home_of:
                 dag.add_edge(home_of[i], cid)
-    if not nx.is_directed_acyclic_graph(dag):   # pragma: no cover - merges keep hulls convex
+    if not is_acyclic(dag):   # pragma: no cover - merges keep hulls convex
         raise AssertionError("fusion produced a cycle between kernels")
     order_checks_first(state.graph, built, home_of, dag)
-    order = nx.lexicographical_topological_sort(
+    order = topological_order(
         dag, key=lambda c: min(state.order[n] for n in built[c][1]))
     groups = []
     for k, cid in enumerate(order):

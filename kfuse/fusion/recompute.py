@@ -6,10 +6,9 @@ read by two kernels gets materialised. Each producer is decided once, consumers 
 """
 from __future__ import annotations
 
-import networkx as nx
-
 from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, LOOKUP, MOVEMENT, RANDOM
+from .dag import topological_order
 from .kinds import GroupKind
 from .legality import Clustering
 from .rules import PlanContext, Rule
@@ -78,8 +77,8 @@ class Recompute(Rule):
 
     def match(self, state: Clustering, ctx: PlanContext):
         dag = state.dag()
-        order = list(nx.lexicographical_topological_sort(
-            dag, key=lambda c: min(state.order[n] for n in state.members[c])))
+        order = topological_order(
+            dag, key=lambda c: min(state.order[n] for n in state.members[c]))
         return [p for p in reversed(order)]
 
     def apply(self, state: Clustering, p: int, ctx: PlanContext) -> bool:

@@ -273,6 +273,11 @@ class CacheStore:
         self.touch(path)
         return entry
 
+    def has(self, namespace: str, key_dict: dict) -> bool:
+        """Whether an entry for ``key_dict`` exists (not read nor verified: :meth:`get` may
+        still find it bad)."""
+        return os.path.isdir(os.path.join(self._ns_dir(namespace), key_hash(key_dict)))
+
     def touch(self, path: str) -> None:
         """Mark an entry used now (one utime; the LRU clock)."""
         lu = os.path.join(path, LAST_USED)

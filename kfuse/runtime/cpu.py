@@ -35,6 +35,7 @@ from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..fusion.kinds import GroupKind
 from ..ir.ops import Op
+from .cpu_par_policy import ParState
 from .cpu_threads import call_parallel, thread_cap
 
 PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (the autotuner's default)
@@ -48,12 +49,8 @@ PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (
 PAR_MIN_WORK = 1 << 18            # (work counts that row sum's load + add as 2 per element)
 PAR_WORK_PER_THREAD = 1 << 17
 BUSY_PAR_MIN_WORK = 1 << 25
-# A kernel's first call in a process runs its sequential variant unless the call alone is this
-# much work: compiling the parallel variant costs about twice the sequential one (64x512 f32 row
-# softmax: 0.75 s vs 1.2-1.7 s on the dev box), more than the first call of a mid-sized kernel
-# could save; from the second call on the choice is auto_threads' (the par variant compiles then,
-# or loads from the disk cache).
-FIRST_CALL_PAR_WORK = 1 << 28
+# Whether a kernel that auto_threads gives threads runs its parallel variant yet (a second compile):
+# runtime/cpu_par_policy.py, with the measured crossover.
 
 _COMPILED: dict[tuple, tuple] = {}
 _LOCK = threading.Lock()
@@ -197,12 +194,13 @@ class _Variants:
         self.by_strides: dict = {}
         self.by_sched: dict = {}
         self.direct: dict = {}      # strides -> (seq, par, schedule) that take the arguments as they are
+        self.accounts: dict = {}    # schedule -> ParState (when its parallel variant is worth it)
         self.last = None
 
     def rebind(self, kir) -> "_Variants":
         """The schedules of ``kir``, this kernel's IR at other sizes: the compiled ones shared."""
         new = _Variants(kir, self.cache, self.korder)
-        new.by_sched, new.last = self.by_sched, self.last
+        new.by_sched, new.accounts, new.last = self.by_sched, self.accounts, self.last
         return new
 
     def schedule(self, ins) -> CS.CpuSchedule:
@@ -211,6 +209,14 @@ class _Variants:
         if sched is None:
             sched = self.by_strides[key] = CS.choose(self.kir, ins, self.sizes, self.korder)
         return sched
+
+    def account(self, ins) -> tuple[ParState, CS.CpuSchedule]:
+        """The parallel-variant account of the schedule for inputs ``ins``, and that schedule."""
+        sched = self.schedule(ins)
+        acc = self.accounts.get(sched)
+        if acc is None:
+            acc = self.accounts[sched] = ParState()
+        return acc, sched
 
     def compiled(self, sched):
         hit = self.by_sched.get(sched)
@@ -283,7 +289,7 @@ class _Kernel:
         self.work = kernel_work(kir)
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
-        self.calls = 0      # calls run (the first one: FIRST_CALL_PAR_WORK)
+        self.calls = 0      # calls run through launch()
         self.out_specs = [(n.shape, n.dtype) for n in group.outputs]
         # plain: fresh outputs, none empty, no product: the call path without the cases below
         self.plain = not (group.in_place or kir.init_from or kir.contraction is not None
@@ -407,16 +413,17 @@ class CpuProgram:
 
 def launch(k: _Kernel, ins: list, outs: list) -> None:
     """Run kernel ``k`` on its inputs and allocated outputs, on the threads chosen for it (tuned,
-    or ``auto_threads``; a first call runs sequentially)."""
+    or ``auto_threads`` once the parallel variant is worth getting: ``cpu_par_policy``)."""
+    account = None
     if k.tuned:
         parallel, threads = k.parallel, k.threads
     elif k.work < PAR_MIN_WORK:             # (auto_threads' first test, inline: the hot path)
-        parallel = False
+        parallel, threads = False, 1
     else:
         threads = auto_threads(k)
-        if k.calls == 0 and k.work < FIRST_CALL_PAR_WORK:
-            threads = 1
-        parallel = threads > 1
+        parallel = False
+        if threads > 1:
+            account, parallel = _parallel_now(k, ins, threads)
     k.calls += 1
     if k.f16:
         args = [_arg(a) for a in ins] + [_arg(a) for a in outs] + k.size_args
@@ -424,8 +431,24 @@ def launch(k: _Kernel, ins: list, outs: list) -> None:
         args = ins + outs + k.size_args
     if parallel:
         call_parallel(k.fns[1], args, threads)
-    else:
+    elif account is None:
         k.fns[0](*args)
+    else:                                   # what threads would have saved: the account's rent
+        t0 = time.perf_counter()
+        k.fns[0](*args)
+        account.pay(time.perf_counter() - t0, threads, k.work)
+
+
+def _parallel_now(k: _Kernel, ins: list, threads: int) -> tuple:
+    """(the account to charge a sequential call to, or None; whether this call runs the parallel
+    variant) for an untuned kernel that ``auto_threads`` gives ``threads``."""
+    account, sched = k.variants.account(ins)
+    if account.ready:
+        return None, True
+    _, seq, par = k.variants.compiled(sched)
+    if account.buy(k.work, threads, seq, par):
+        return None, True
+    return account, False
 
 
 def raise_failed_checks(graph, env) -> None:

@@ -14,6 +14,12 @@ cannot rebuild that way (non-empty environment constants, unknown reload hooks, 
 types) is simply not persisted. Afterwards the dispatcher's C fast path calls the loaded code:
 the hot path is Numba's own.
 
+Numba's runtime (NRT: the reference counts and allocations of arrays a kernel makes) is LLVM code
+that Numba compiles in every process (about 15 ms). Each entry also stores the NRT's object code
+(``nrt.o``, ``nrt.bc``: same toolchain and CPU as the kernel, as its key says), and a process that
+loads a kernel before it has compiled anything loads the NRT from that entry too (about 2 ms):
+:func:`init_nrt`.
+
 Trust: an imported entry holds machine code; ``kfuse cache import`` checks integrity, not
 provenance, so only import archives from machines you trust.
 
@@ -82,6 +88,17 @@ def attach(dispatcher, store: CacheStore, key_dict: dict, source: str, fn_name: 
     dispatcher._cache = NumbaDiskCache(store, key_dict, source, fn_name, dispatcher)
 
 
+def is_stored(dispatcher, argtypes: tuple) -> bool:
+    """Whether the disk store holds ``dispatcher``'s machine code for the Numba ``argtypes``
+    (without reading it: a load may still find it bad and compile)."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, NumbaDiskCache) or not cache.enabled:
+        return False
+    key = cache.key(tuple(argtypes), dispatcher.targetctx.codegen())
+    has = getattr(cache.store, "has", None)
+    return key is not None and has is not None and has("kernels", key)
+
+
 class NumbaDiskCache:
     """Numba's cache protocol (load_overload/save_overload/...) over the kfuse store."""
 
@@ -135,6 +152,7 @@ class NumbaDiskCache:
         if key is None:
             return None
         entry = self.store.get("kernels", key)
+        init_nrt(target_context, entry)     # (a miss compiles it here, where it can be stored)
         if entry is None:
             return None
         try:
@@ -160,11 +178,55 @@ class NumbaDiskCache:
         except _Skip:
             return
         files["kernel.py"] = self.source.encode()
+        files.update(_NRT_FILES)
         meta = {"function": self.fn_name, "kind": "cpu-numba", "backend": "cpu",
                 "arch": cres.target_context.codegen().magic_tuple()[1],
                 "signature": [str(t) for t in cres.signature.args]}
         if self.store.put("kernels", key, files, meta) is not None:
             self.saves += 1
+
+
+_NRT_FILES: dict = {}      # this process's NRT object code, where kfuse compiled or loaded it
+
+
+def init_nrt(target_context, entry=None) -> None:
+    """Initialise Numba's runtime as ``rtsys.initialize`` does, but with its LLVM functions loaded
+    from ``entry``'s ``nrt.o``/``nrt.bc`` where it has them, else compiled with their object code
+    kept (for :meth:`NumbaDiskCache.save_overload`). A Numba whose runtime object differs from the
+    one this mirrors (or ``NUMBA_DEBUG_NRT``, which changes its code) gets ``rtsys.initialize``."""
+    from numba.core import config as nconfig
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import rtsys
+    with global_compiler_lock:
+        known = isinstance(getattr(type(rtsys), "library", None), property) and "_init" in vars(rtsys)
+        if not known or rtsys._init or nconfig.DEBUG_NRT:
+            rtsys.initialize(target_context)
+            return
+        from llvmlite import binding as ll
+        from numba.core.runtime import _nrt_python as _nrt, nrtdynmod
+        if nconfig.NRT_STATS:
+            _nrt.memsys_enable_stats()
+        for py_name, address in _nrt.c_helpers.items():    # (rtsys.initialize's symbols)
+            ll.add_symbol(py_name if py_name.startswith("_") else "NRT_" + py_name, address)
+        codegen = target_context.codegen()
+        files = entry.files if entry is not None else {}
+        library = None
+        if "nrt.o" in files and "nrt.bc" in files:
+            obj, bc = files["nrt.o"], files["nrt.bc"]
+            try:
+                library = codegen.unserialize_library(("nrt", "object", (obj, bc)))
+            except Exception as e:          # (a verified entry of this toolchain: not expected)
+                warn_once("nrt", entry.path, f"kfuse cache: cannot load Numba's runtime from "
+                          f"{entry.key_hash[:16]} ({type(e).__name__}: {e}); compiling it")
+        if library is None:
+            ir_mod, library = nrtdynmod.create_nrt_module(target_context)
+            library.enable_object_caching()
+            library.add_ir_module(ir_mod)
+            library.finalize()
+            _, _, (obj, bc) = library.serialize_using_object_code()
+        _NRT_FILES.update({"nrt.o": bytes(obj), "nrt.bc": bytes(bc)})
+        rtsys._library = library
+        rtsys._init = True
 
 
 class _Skip(Exception):
@@ -261,7 +323,6 @@ def _rebuild(entry, argtypes, target_context, py_func):
     from numba.core.compiler import CompileResult
     from numba.core.environment import Environment, lookup_environment
     from numba.core.funcdesc import PythonFunctionDescriptor
-    from numba.core.runtime import rtsys
 
     rec = json.loads(entry.read("numba.json").decode())
     if rec.get("format") != PERSIST_FORMAT:
@@ -285,7 +346,7 @@ def _rebuild(entry, argtypes, target_context, py_func):
             hooks.append(_reload_parfors)
     for fn in hooks:
         fn()
-    rtsys.initialize(target_context)      # the NRT (target_context.refresh() costs ~0.4 s)
+    init_nrt(target_context, entry)       # the NRT (target_context.refresh() costs ~0.4 s)
 
     fd = PythonFunctionDescriptor.__new__(PythonFunctionDescriptor)
     fd.native = True
@@ -331,6 +392,6 @@ def _rebuild(entry, argtypes, target_context, py_func):
     return cres
 
 
-__all__ = ["load_or_compile", "exec_source", "exec_module", "attach", "module_name_for", "NumbaDiskCache",
+__all__ = ["load_or_compile", "exec_source", "exec_module", "attach", "module_name_for", "NumbaDiskCache", "is_stored",
            "CacheWarning"]
 _ = warnings  # re-exported category lives in cache.py

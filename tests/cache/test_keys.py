@@ -16,6 +16,17 @@ def base_key():
         compile_options=["-O3"], knobs={"fast_math": False})
 
 
+def test_kfuse_version_is_pyprojects():
+    import os
+    import re
+
+    import kfuse
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "pyproject.toml")) as f:
+        (version,) = re.findall(r'(?m)^version = "([^"]+)"', f.read())
+    assert keys.kfuse_version() == kfuse.__version__ == version
+
+
 def test_hash_is_canonical_and_stable():
     a = {"b": (1, 2), "a": np.dtype("float32"), "c": {2, 1}}
     b = {"c": {1, 2}, "a": np.float32, "b": [1, 2]}

@@ -4,7 +4,8 @@
 * a CPU call loads no GPU stack, and a small kernel neither starts Numba's thread pool nor
   compiles the parallel variant; a kernel's first call compiles only the sequential one;
 * the CUDA C path (lowering, NVRTC, the tuner's lookup) imports no Numba, llvmlite, torch or JAX;
-* a warm disk cache means no compiler runs: Numba's loads the CPU kernel's machine code, the CUDA
+* a warm disk cache means no compiler runs: Numba's loads the CPU kernel's machine code (and its
+  runtime's, the NRT, stored with it), the CUDA
   runtime reads the CUBIN before NVRTC could be called.
 
 Timings are in ``benchmarks/cold_start.py`` and ``benchmarks/hot_call.py``, never here.
@@ -52,6 +53,8 @@ def count_calls(module, name):
 _CPU_CALL = _COUNT + r'''
 import numba.core.compiler as nc            # every Numba compile (kernel and helpers) goes here
 count_calls(nc, "compile_extra")
+from numba.core.runtime import nrtdynmod    # Numba's runtime (NRT), compiled or loaded once a process
+count_calls(nrtdynmod, "create_nrt_module")
 
 @kfuse.jit(backend="cpu")
 def f(x, y):
@@ -66,7 +69,7 @@ from kfuse.runtime import cpu as rt
 loads = seq._cache.loads + par._cache.loads
 print(json.dumps({"after_import": after_import, "ok": ok, "pool": bool(parallel._is_initialized),
                   "seq": len(seq.overloads), "par": len(par.overloads), "loads": loads,
-                  "compiles": CALLS["compile_extra"],
+                  "compiles": CALLS["compile_extra"], "nrt": CALLS["create_nrt_module"],
                   "gpu": sorted(m for m in %r if m in sys.modules)}))
 ''' % (GPU_STACK,)
 
@@ -77,10 +80,11 @@ def test_cpu_call_cold_then_warm(tmp_path):
     assert cold["gpu"] == []                                # a CPU call: no GPU stack
     assert not cold["pool"]                                 # tiny: Numba's threads never started
     assert (cold["seq"], cold["par"]) == (1, 0)             # only the variant the call used
-    assert cold["compiles"] > 0 and cold["loads"] == 0
+    assert cold["compiles"] > 0 and cold["loads"] == 0 and cold["nrt"] == 1
     warm = _child(_CPU_CALL, tmp_path / "c")                # a new process, the same cache
     assert warm["ok"] and not warm["pool"] and warm["gpu"] == []
     assert warm["loads"] == 1 and warm["compiles"] == 0     # machine code loaded, nothing compiled
+    assert warm["nrt"] == 0                                 # the NRT too, with the kernel
 
 
 def test_first_call_runs_the_sequential_variant(monkeypatch):
@@ -98,7 +102,8 @@ def test_first_call_runs_the_sequential_variant(monkeypatch):
     np.testing.assert_allclose(f(x), want, rtol=1e-5)
     (entry,) = f._programs.values()
     (k,) = entry.program.kernels
-    assert rt.PAR_MIN_WORK <= k.work < rt.FIRST_CALL_PAR_WORK
+    from kfuse.runtime.cpu_par_policy import first_call_parallel
+    assert rt.PAR_MIN_WORK <= k.work and not first_call_parallel(k.work, 4)
     assert not k.tuned                                      # the heuristic is not applied as tuned
     assert rt.auto_threads(k) > 1                           # later calls may share it ...
     par = [fns[2] for fns in k.variants.by_sched.values()]
@@ -138,8 +143,8 @@ def softmax(x):
 lo = kfuse.jit(softmax, backend="cuda").lower("f32[64,512]")
 ptx = lo.as_text("ptx")
 print(json.dumps({"ptx": ".entry" in ptx,
-                  "loaded": sorted(m for m in ("numba", "llvmlite", "torch", "jax", "kfuse.runtime.cpu")
-                                   if m in sys.modules)}))
+                  "loaded": sorted(m for m in ("numba", "llvmlite", "torch", "jax", "networkx",
+                                               "kfuse.runtime.cpu") if m in sys.modules)}))
 '''
 
 
@@ -188,7 +193,8 @@ x = np.random.default_rng(0).random((64, 512), dtype=np.float32)
 y = cp.asnumpy(softmax(cp.asarray(x)))
 ok = bool(np.allclose(y, np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), rtol=1e-5))
 print(json.dumps({"ok": ok, "nvrtc": CALLS["compile"],
-                  "loaded": sorted(m for m in ("numba", "llvmlite", "torch", "jax") if m in sys.modules)}))
+                  "loaded": sorted(m for m in ("numba", "llvmlite", "torch", "jax", "networkx")
+                                   if m in sys.modules)}))
 '''
 
 

@@ -1,0 +1,81 @@
+"""When an untuned CPU kernel gets its parallel variant: the compile is paid once its gain has
+been lost for as long as the compile takes (a ski-rental rule, never more than twice the better
+choice made in hindsight).
+
+Threads help a kernel per call from about 2**16 work units on the dev box (idle, 2 cores: a
+16x512 f32 row softmax runs in 5.9 us on one thread and 5.5 on two; 64x512: 22 us and 12-14 us;
+1024x1024: 674 and 338 us), and ``runtime.cpu.PAR_MIN_WORK`` (2**18) keeps the smaller ones on
+one thread. But the parallel variant is a second Numba compile: 0.65-1.7 s for that softmax, so
+the 10 us it saves a call pays for itself after ~100,000 calls, and running it at the second call
+(as kfuse did) cost every short-lived process 0.6 s. Loaded from the disk cache instead it costs
+about 5 ms.
+
+The rule, per kernel and schedule, when ``auto_threads`` would give it threads: the calls run
+sequentially and each adds the time threads would have saved (its measured time times
+``1 - 1/threads``) to the kernel's *rent*; once the rent reaches what getting the parallel variant
+costs (:data:`LOAD_S` where the disk cache holds its machine code for these argument types,
+:data:`PAR_COMPILE_S` where it must compile, nothing where this process has it already), it is
+compiled or loaded and runs from then on. A kernel whose first call alone would save more than the
+parallel compile costs beyond the sequential one (estimated from ``kernel_work`` at
+:data:`WORK_PER_S`) runs in parallel at once, and never compiles the sequential variant.
+"""
+from __future__ import annotations
+
+from . import cpu_persist
+
+PAR_COMPILE_S = 1.0     # a parallel variant's Numba compile (softmax 64x512 f32: 0.65-1.7 s, dev box)
+SEQ_COMPILE_S = 0.5     # the sequential one's (the same softmax: 0.45-0.75 s)
+LOAD_S = 0.005          # either, loaded from the disk cache (cpu_persist: 3-6 ms)
+WORK_PER_S = 1.2e10     # kernel_work units a second on one thread (f32 row softmax, 64x512 to
+                        # 1024x1024: 1.17-1.24e10; libm-heavy float64 kernels run ~4x fewer)
+
+
+def gain(seconds: float, threads: int) -> float:
+    """What ``threads`` threads would save on a call that takes ``seconds`` on one (at best)."""
+    return seconds * (1.0 - 1.0 / threads)
+
+
+def first_call_parallel(work: int, threads: int) -> bool:
+    """Whether a kernel's very first call should compile and run the parallel variant alone:
+    the call's estimated saving exceeds the extra compile time."""
+    return gain(work / WORK_PER_S, threads) >= PAR_COMPILE_S - SEQ_COMPILE_S
+
+
+class ParState:
+    """One schedule's account: the rent paid so far (s), sequential calls run, and whether the
+    parallel variant was bought."""
+    __slots__ = ("rent", "calls", "ready")
+
+    def __init__(self) -> None:
+        self.rent = 0.0
+        self.calls = 0
+        self.ready = False
+
+    def pay(self, seconds: float, threads: int, work: int) -> None:
+        """Account a sequential call that took ``seconds`` (the first one: estimated from
+        ``work``, its time holds the compile or load)."""
+        if self.calls == 0:
+            seconds = work / WORK_PER_S
+        self.calls += 1
+        self.rent += gain(seconds, threads)
+
+    def buy(self, work: int, threads: int, seq, par) -> bool:
+        """Whether this call runs the parallel dispatcher ``par`` (``seq``: the sequential one of
+        the same schedule); once True, always True."""
+        if not self.ready:
+            if self.calls == 0:
+                self.ready = first_call_parallel(work, threads)
+            else:
+                self.ready = self.rent >= par_cost(seq, par)
+        return self.ready
+
+
+def par_cost(seq, par) -> float:
+    """Seconds to get ``par`` for the argument types ``seq`` last ran with: compiled already,
+    loaded from the disk cache or compiled."""
+    sigs = getattr(seq, "signatures", None)
+    if not sigs:
+        return PAR_COMPILE_S
+    if sigs[-1] in getattr(par, "overloads", {}):
+        return 0.0
+    return LOAD_S if cpu_persist.is_stored(par, sigs[-1]) else PAR_COMPILE_S
