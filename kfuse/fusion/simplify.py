@@ -54,14 +54,17 @@ def rewrite(graph: Graph, fn: Callable[[Node], Node | None]) -> Graph:
         if n.op is Op.INPUT:
             new[n] = n
             continue
-        ins = tuple(new[i] for i in n.inputs)
+        ins = tuple([new[i] for i in n.inputs])
         m = n if ins == n.inputs else n.replace(inputs=ins)
         r = fn(m)
         if r is not None and r is not m:
             assert r.dtype == n.dtype and r.shape == n.shape, (n, r)
             m = r
         new[n] = m
-    return graph.with_outputs(new[o] for o in graph.outputs)
+    outputs = tuple([new[o] for o in graph.outputs])
+    # unchanged: the same graph (its node order already computed; ``optimize`` skips a pass
+    # that left this graph as it was)
+    return graph if outputs == graph.outputs else graph.with_outputs(outputs)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -316,7 +319,7 @@ def _outer(n: Node) -> Node | None:
 
 outer = Pass("outer", lambda g: rewrite(g, _outer))
 
-dce = Pass("dce", lambda g: g.with_outputs(g.outputs))   # nodes live only if reachable
+dce = Pass("dce", lambda g: g)   # a graph's nodes are those reachable from its outputs
 
 def _gather(n: Node) -> Node | None:
     if n.op is not Op.GATHER:

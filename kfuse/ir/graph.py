@@ -9,6 +9,7 @@ Equality of attrs uses ``repr`` so that ``-0.0``/``0.0`` and NaN constants stay 
 from __future__ import annotations
 
 import dataclasses
+import math
 import weakref
 from typing import Any, Callable, Iterable, Iterator
 
@@ -79,7 +80,7 @@ class Node:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -173,10 +174,16 @@ class Graph:
     # (node, message, error): a check reading only arguments passed as host scalars (``x[i]`` of a
     # Python int i), evaluated on the host before any kernel runs; not an output
     host_checks: tuple[tuple[Node, str, str], ...] = ()
+    # nodes() once computed (the graph is immutable; passes and the shape-class check ask often)
+    _order: tuple | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""
-        return toposort(tuple(self.inputs) + tuple(self.outputs))
+        order = self._order
+        if order is None:
+            order = tuple(toposort(tuple(self.inputs) + tuple(self.outputs)))
+            object.__setattr__(self, "_order", order)
+        return list(order)
 
     def users(self) -> dict[Node, list[Node]]:
         out: dict[Node, list[Node]] = {n: [] for n in self.nodes()}
