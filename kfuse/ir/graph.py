@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import weakref
+from _weakref import _remove_dead_weakref
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -20,7 +21,15 @@ from .ops import Op
 
 Shape = tuple[int, ...]
 
-_INTERN: "weakref.WeakValueDictionary[tuple, Node]" = weakref.WeakValueDictionary()
+# key -> a weak reference to the live node (a plain dict: WeakValueDictionary's Python-level
+# get and set cost more than the rest of making a node, and tracing makes every node anew)
+_INTERN: "dict[tuple, weakref.ref]" = {}
+
+
+def _forget(key: tuple):
+    """The callback that drops ``key``'s entry when its node dies (unless a live node took it:
+    ``_remove_dead_weakref``, WeakValueDictionary's own, removes a dead reference only)."""
+    return lambda ref: _remove_dead_weakref(_INTERN, key)
 
 
 class Node:
@@ -42,19 +51,29 @@ class Node:
     def __new__(cls, op: Op, dtype, shape: Iterable[int], inputs: Iterable["Node"] = (),
                 attrs: dict | tuple = (), loc: str | None = None) -> "Node":
         dtype = np.dtype(dtype)
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(map(int, shape))
         inputs = tuple(inputs)
-        items = attrs.items() if isinstance(attrs, dict) else attrs
-        attrs = tuple(sorted((str(k), _freeze(v)) for k, v in items))
-        key = (op, dtype.str, shape, tuple(id(i) for i in inputs), repr(attrs))
-        found = _INTERN.get(key)
-        if found is not None:
-            return found
+        if attrs:
+            items = attrs.items() if isinstance(attrs, dict) else attrs
+            attrs = tuple(sorted((str(k), _freeze(v)) for k, v in items))
+        else:
+            attrs = ()
+        key = (op, dtype.str, shape, tuple(map(id, inputs)), repr(attrs))
+        ref = _INTERN.get(key)
+        if ref is not None:
+            found = ref()
+            if found is not None:
+                return found
         self = object.__new__(cls)
-        for name, value in (("op", op), ("dtype", dtype), ("shape", shape), ("inputs", inputs),
-                            ("attrs", attrs), ("loc", loc), ("_key", key)):
-            object.__setattr__(self, name, value)
-        _INTERN[key] = self
+        put = object.__setattr__
+        put(self, "op", op)
+        put(self, "dtype", dtype)
+        put(self, "shape", shape)
+        put(self, "inputs", inputs)
+        put(self, "attrs", attrs)
+        put(self, "loc", loc)
+        put(self, "_key", key)
+        _INTERN[key] = weakref.ref(self, _forget(key))
         return self
 
     def __setattr__(self, name, value):
