@@ -51,7 +51,7 @@ def optimize(graph: Graph, passes: tuple[Pass, ...] = PASSES,
         for k, p in enumerate(passes):
             if idle.get(k) is graph:
                 continue
-            new = p.run(graph)
+            new = p(graph)
             if new.outputs == graph.outputs:
                 idle[k] = graph
             elif callback is not None:

@@ -195,6 +195,7 @@ class Graph:
     host_checks: tuple[tuple[Node, str, str], ...] = ()
     # nodes() once computed (the graph is immutable; passes and the shape-class check ask often)
     _order: tuple | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    _ops: frozenset | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""
@@ -203,6 +204,14 @@ class Graph:
             order = tuple(toposort(tuple(self.inputs) + tuple(self.outputs)))
             object.__setattr__(self, "_order", order)
         return list(order)
+
+    def ops(self) -> frozenset:
+        """The ops of its nodes."""
+        ops = self._ops
+        if ops is None:
+            ops = frozenset(n.op for n in self.nodes())
+            object.__setattr__(self, "_ops", ops)
+        return ops
 
     def users(self) -> dict[Node, list[Node]]:
         out: dict[Node, list[Node]] = {n: [] for n in self.nodes()}
