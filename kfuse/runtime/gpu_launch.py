@@ -245,7 +245,6 @@ class GpuProgram:
         ``share``: a program of ``kirs`` emitted afresh (other code, same plan)."""
         new = object.__new__(type(self))
         GpuProgram.__init__(new, plan, kirs, self.cache, self.arch)
-        new._props = self._props        # (per device: a properties query costs more than the rest)
         if share:
             new._emitted = self._emitted
         return new
