@@ -98,8 +98,10 @@ def _numpy_dtype(fname: str, dt: np.dtype, ndim: int, axes, **kw) -> np.dtype:
         key = (fname, dt, ndim, axes, tuple(sorted(kw.items())))
         hash(key)
     except TypeError:           # (an unhashable dtype= argument: NumPy says what it makes of it)
-        return check_supported(_numpy_result(fname, dt, ndim, axes, tuple(kw.items())), f"np.{fname}", loc())
-    return check_supported(_numpy_result_memo(*key), f"np.{fname}", loc())
+        res = _numpy_result(fname, dt, ndim, axes, tuple(kw.items()))
+    else:
+        res = _numpy_result_memo(*key)
+    return res if res in dtypes.SUPPORTED else check_supported(res, f"np.{fname}", loc())
 
 
 def _numpy_result(fname: str, dt: np.dtype, ndim: int, axes, kw: tuple) -> np.dtype:
