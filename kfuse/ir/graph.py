@@ -26,10 +26,15 @@ Shape = tuple[int, ...]
 _INTERN: "dict[tuple, weakref.ref]" = {}
 
 
-def _forget(key: tuple):
-    """The callback that drops ``key``'s entry when its node dies (unless a live node took it:
-    ``_remove_dead_weakref``, WeakValueDictionary's own, removes a dead reference only)."""
-    return lambda ref: _remove_dead_weakref(_INTERN, key)
+class _Ref(weakref.ref):
+    """A weak reference to an interned node that knows its key."""
+    __slots__ = ("key",)
+
+
+def _forget(ref: _Ref) -> None:
+    """Drop a dead node's entry (unless a live node took the key since: ``_remove_dead_weakref``,
+    WeakValueDictionary's own, removes a dead reference only)."""
+    _remove_dead_weakref(_INTERN, ref.key)
 
 
 class Node:
@@ -73,7 +78,8 @@ class Node:
         put(self, "attrs", attrs)
         put(self, "loc", loc)
         put(self, "_key", key)
-        _INTERN[key] = weakref.ref(self, _forget(key))
+        ref = _INTERN[key] = _Ref(self, _forget)
+        ref.key = key
         return self
 
     def __setattr__(self, name, value):
