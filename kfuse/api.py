@@ -86,7 +86,19 @@ class JitFunction:
         self.compile_count = 0
         self._classes: dict[tuple, Any] = {}      # shape class -> runtime.shape_class.ShapeClass
         self.retrace_count = 0          # new sizes traced again (their kernels reused or not)
-        self.last_build = ""            # what the last build did and why (``explain``, logs)
+        self._last_build: str | Callable[[], str] = ""     # last_build, or what words it when read
+
+    @property
+    def last_build(self) -> str:
+        """What the last build did and why (``explain``, logs)."""
+        text = self._last_build
+        if callable(text):
+            text = self._last_build = text()
+        return text
+
+    @last_build.setter
+    def last_build(self, text: str | Callable[[], str]) -> None:
+        self._last_build = text
 
     # ---- argument handling -------------------------------------------------------------
     def _bind(self, args, kwargs) -> dict[str, Any]:
@@ -233,9 +245,9 @@ class JitFunction:
         if reused is not None:          # a new size: the class's plan and kernels, new sizes
             program, plan, store = reused.program, reused.plan, shapes.store
             self.retrace_count += 1
-            self.last_build = ("new sizes (" + ", ".join(f"{k}: {v}" for k, v in specs.items()) + "): traced "
-                               + ("and planned again" if reused.replanned else "again") + ", kernels reused")
-            logs.logger.debug("%s: %s", self.fn.__qualname__, self.last_build)
+            self.last_build = functools.partial(_reused_text, specs, reused.replanned)  # (worded when read)
+            if logs.logger.isEnabledFor(logging.DEBUG):
+                logs.logger.debug("%s: %s", self.fn.__qualname__, self.last_build)
         else:
             if shapes is None:
                 self.last_build = "built again: an argument without a shape class (a list, a CPU tensor)"
@@ -378,6 +390,12 @@ class _SegmentCompiler:
         self.jf.compile_count += 1
         _log_compile(self.jf.fn, {f"in{i}": s for i, s in enumerate(specs)}, lowered.backend, program)
         return Entry(program, graph, list(range(len(specs))), specs, lowered.backend)
+
+
+def _reused_text(specs: dict, replanned: bool) -> str:
+    """``JitFunction.last_build`` of a new size that reused its shape class's kernels."""
+    return ("new sizes (" + ", ".join(f"{k}: {v}" for k, v in specs.items()) + "): traced "
+            + ("and planned again" if replanned else "again") + ", kernels reused")
 
 
 def _log_compile(fn, specs: dict, backend: str, program, why: str = "") -> None:

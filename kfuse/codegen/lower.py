@@ -8,6 +8,7 @@ subexpressions are computed once. Every concrete extent/start becomes a run-time
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class _Lowerer:
         if not self.axes or node.dtype.kind not in "iuf" or node.shape != ():
             return None
         dims = [d for d in self.axes if self.domain_shape[d] != 1]
-        count = int(np.prod([self.domain_shape[d] for d in dims], dtype=np.int64))
+        count = math.prod([self.domain_shape[d] for d in dims])
         if not dims or count <= 1 or node.attr("value") != count:
             return None
         expr = self.domain[dims[0]]
@@ -113,7 +114,8 @@ class _Lowerer:
         if inner and hasattr(stmt, "dst"):
             self.inner_vars.add(stmt.dst)
         if isinstance(stmt, K.Op):
-            self.deps[stmt.dst] = frozenset().union(*(self.deps.get(a, ()) for a in stmt.args))
+            deps = self.deps
+            self.deps[stmt.dst] = frozenset().union(*[deps.get(a, ()) for a in stmt.args])
         elif isinstance(stmt, (K.Load, K.Index)):
             self.deps[stmt.dst] = frozenset().union(*map(K.expr_vars, K.stmt_index(stmt)))
         elif isinstance(stmt, K.Search):
@@ -127,7 +129,7 @@ class _Lowerer:
 
     # -- evaluation ---------------------------------------------------------------------------
     def value(self, node: Node, index: tuple) -> tuple[str, bool]:
-        key = (node, () if node.op is Op.CONST else tuple(index))
+        key = (node, () if node.op is Op.CONST else index if type(index) is tuple else tuple(index))
         hit = self.memo.get(key)
         if hit is not None:
             return hit
@@ -174,7 +176,7 @@ class _Lowerer:
                 inner |= ai
             v = self.new_var()
             name = "cast" if op is Op.CAST else ("where" if op is Op.WHERE else op.value)
-            self.emit(K.Op(v, name, _dt(node), tuple(args), tuple(_dt(i) for i in node.inputs)), inner)
+            self.emit(K.Op(v, name, _dt(node), tuple(args), tuple([_dt(i) for i in node.inputs])), inner)
             return v, inner
         raise CompileError(f"kfuse: cannot lower {op.value} inside a {self.group.kind} kernel")
 

@@ -44,11 +44,16 @@ def optimize(graph: Graph, passes: tuple[Pass, ...] = PASSES,
     """Run the simplification passes in order, repeatedly, until none changes the graph."""
     if callback is None and logger.isEnabledFor(logging.DEBUG):
         callback = _log_callback
+    idle: dict[int, Graph] = {}     # pass -> the graph it last left unchanged (passes are pure)
     for _ in range(MAX_ROUNDS):
         before = graph.outputs
-        for p in passes:
-            new = p.run(graph)
-            if callback is not None and new.outputs != graph.outputs:
+        for k, p in enumerate(passes):
+            if idle.get(k) is graph:
+                continue
+            new = p(graph)
+            if new.outputs == graph.outputs:
+                idle[k] = graph
+            elif callback is not None:
                 callback(p.name, new)
             graph = new
         if graph.outputs == before:

@@ -41,27 +41,49 @@ from ..ir.power import product_exponent
 class Pass:
     name: str
     run: Callable[[Graph], Graph]
+    # False where the pass cannot change the graph (none of the ops it rewrites is there): the
+    # pass is skipped, the same graph (a new size traces and optimizes again: ``shape_class``)
+    applies: Callable[[Graph], bool] | None = None
 
     def __call__(self, graph: Graph) -> Graph:
+        if self.applies is not None and not self.applies(graph):
+            return graph
         return self.run(graph)
+
+
+def _having(*ops: Op) -> Callable[[Graph], bool]:
+    """``applies`` of a pass whose node function returns None for every node of other ops."""
+    wanted = frozenset(ops)
+    return lambda g: not wanted.isdisjoint(g.ops())
 
 
 def rewrite(graph: Graph, fn: Callable[[Node], Node | None]) -> Graph:
     """Rebuild ``graph`` bottom-up, replacing each node by ``fn(node)`` when that is not None.
     ``fn`` sees the node with its inputs already rewritten; replacements keep dtype and shape."""
     new: dict[Node, Node] = {}
+    changed = False             # until a node is replaced, every node's inputs are its own
     for n in graph.nodes():
         if n.op is Op.INPUT:
             new[n] = n
             continue
-        ins = tuple(new[i] for i in n.inputs)
-        m = n if ins == n.inputs else n.replace(inputs=ins)
+        m = n
+        if changed:
+            ins = tuple([new[i] for i in n.inputs])
+            if ins != n.inputs:
+                m = n.replace(inputs=ins)
         r = fn(m)
         if r is not None and r is not m:
             assert r.dtype == n.dtype and r.shape == n.shape, (n, r)
             m = r
+        if m is not n:
+            changed = True
         new[n] = m
-    return graph.with_outputs(new[o] for o in graph.outputs)
+    if not changed:
+        return graph
+    outputs = tuple([new[o] for o in graph.outputs])
+    # unchanged: the same graph (its node order already computed; ``optimize`` skips a pass
+    # that left this graph as it was)
+    return graph if outputs == graph.outputs else graph.with_outputs(outputs)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -133,7 +155,7 @@ def _fold(n: Node) -> Node | None:
     return make_const(val, n.dtype, n.shape, n.loc)
 
 
-fold_constants = Pass("fold_constants", lambda g: rewrite(g, _fold))
+fold_constants = Pass("fold_constants", lambda g: rewrite(g, _fold), _having(Op.CONST))   # (operands all constants)
 
 
 def _identity(n: Node) -> Node | None:
@@ -184,7 +206,8 @@ def _power_products(n: Node, a: Node, k: int | None) -> Node | None:
     return Node(Op.MULTIPLY, n.dtype, n.shape, (sq, a if k == 3 else sq), {}, n.loc)
 
 
-identities = Pass("identities", lambda g: rewrite(g, _identity))
+identities = Pass("identities", lambda g: rewrite(g, _identity),
+                  _having(Op.MULTIPLY, Op.ADD, Op.SUBTRACT, Op.TRUE_DIVIDE, Op.POWER, Op.NEGATIVE))
 
 
 def _movement(n: Node) -> Node | None:
@@ -223,7 +246,7 @@ def _movement(n: Node) -> Node | None:
     return None
 
 
-movement = Pass("movement", lambda g: rewrite(g, _movement))
+movement = Pass("movement", lambda g: rewrite(g, _movement), _having(Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE))
 
 
 def _computed(n: Node) -> bool:
@@ -256,7 +279,7 @@ def _sink_reshape(n: Node) -> Node | None:
     return Node(Op.RESHAPE, n.dtype, n.shape, (inner,), {}, n.loc)
 
 
-sink_reshapes = Pass("sink_reshapes", lambda g: rewrite(g, _sink_reshape))
+sink_reshapes = Pass("sink_reshapes", lambda g: rewrite(g, _sink_reshape), _having(Op.RESHAPE))
 
 
 # (significand bits, exponent bits) of each float dtype
@@ -293,7 +316,7 @@ def _cast(n: Node) -> Node | None:
     return None
 
 
-casts = Pass("casts", lambda g: rewrite(g, _cast))
+casts = Pass("casts", lambda g: rewrite(g, _cast), _having(Op.CAST))
 
 def _empty(n: Node) -> Node | None:
     """A computed value with no elements is a broadcast constant: nothing to compute, and index
@@ -303,7 +326,7 @@ def _empty(n: Node) -> Node | None:
     return None
 
 
-empty = Pass("empty", lambda g: rewrite(g, _empty))
+empty = Pass("empty", lambda g: rewrite(g, _empty), lambda g: any(0 in n.shape for n in g.nodes()))
 
 def _outer(n: Node) -> Node | None:
     """A matmul over K = 1 is an outer product: a broadcast multiply, which fuses with its
@@ -320,9 +343,9 @@ def _outer(n: Node) -> Node | None:
     return Node(Op.ADD, n.dtype, n.shape, (prod, make_const(0.0, n.dtype, n.shape, n.loc)), {}, loc=n.loc)
 
 
-outer = Pass("outer", lambda g: rewrite(g, _outer))
+outer = Pass("outer", lambda g: rewrite(g, _outer), _having(Op.MATMUL))
 
-dce = Pass("dce", lambda g: g.with_outputs(g.outputs))   # nodes live only if reachable
+dce = Pass("dce", lambda g: g)   # a graph's nodes are those reachable from its outputs
 
 def _gather(n: Node) -> Node | None:
     if n.op is not Op.GATHER:
@@ -344,7 +367,7 @@ def _gather(n: Node) -> Node | None:
     return None
 
 
-gathers = Pass("gathers", lambda g: rewrite(g, _gather))
+gathers = Pass("gathers", lambda g: rewrite(g, _gather), _having(Op.GATHER))
 
 
 def _region_scatter(w: Node, base: Node) -> Node | None:

@@ -14,6 +14,7 @@ scalar: ``f32_array * 1j`` is complex64).
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import ml_dtypes
@@ -68,6 +69,11 @@ def _back(dt, replaced: bool):
 def resolve(ufunc: np.ufunc, keys) -> tuple:
     """``ufunc.resolve_dtypes`` over operand keys (dtypes, or Python types for weak scalars), with
     bfloat16 promoted as float16 (module docstring)."""
+    return _resolved(ufunc, tuple(keys))
+
+
+@functools.lru_cache(maxsize=4096)          # (a trace asks again at every size)
+def _resolved(ufunc: np.ufunc, keys: tuple) -> tuple:
     keys, replaced = _as_f16(keys)
     loop = ufunc.resolve_dtypes(tuple(keys) + (None,) * ufunc.nout)
     return tuple(_back(d, replaced) for d in loop)

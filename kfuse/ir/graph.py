@@ -9,7 +9,9 @@ Equality of attrs uses ``repr`` so that ``-0.0``/``0.0`` and NaN constants stay 
 from __future__ import annotations
 
 import dataclasses
+import math
 import weakref
+from _weakref import _remove_dead_weakref
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -19,7 +21,20 @@ from .ops import Op
 
 Shape = tuple[int, ...]
 
-_INTERN: "weakref.WeakValueDictionary[tuple, Node]" = weakref.WeakValueDictionary()
+# key -> a weak reference to the live node (a plain dict: WeakValueDictionary's Python-level
+# get and set cost more than the rest of making a node, and tracing makes every node anew)
+_INTERN: "dict[tuple, weakref.ref]" = {}
+
+
+class _Ref(weakref.ref):
+    """A weak reference to an interned node that knows its key."""
+    __slots__ = ("key",)
+
+
+def _forget(ref: _Ref) -> None:
+    """Drop a dead node's entry (unless a live node took the key since: ``_remove_dead_weakref``,
+    WeakValueDictionary's own, removes a dead reference only)."""
+    _remove_dead_weakref(_INTERN, ref.key)
 
 
 class Node:
@@ -41,19 +56,30 @@ class Node:
     def __new__(cls, op: Op, dtype, shape: Iterable[int], inputs: Iterable["Node"] = (),
                 attrs: dict | tuple = (), loc: str | None = None) -> "Node":
         dtype = np.dtype(dtype)
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(map(int, shape))
         inputs = tuple(inputs)
-        items = attrs.items() if isinstance(attrs, dict) else attrs
-        attrs = tuple(sorted((str(k), _freeze(v)) for k, v in items))
-        key = (op, dtype.str, shape, tuple(id(i) for i in inputs), repr(attrs))
-        found = _INTERN.get(key)
-        if found is not None:
-            return found
+        if attrs:
+            items = attrs.items() if isinstance(attrs, dict) else attrs
+            attrs = tuple(sorted((str(k), _freeze(v)) for k, v in items))
+        else:
+            attrs = ()
+        key = (op, dtype.str, shape, tuple(map(id, inputs)), repr(attrs))
+        ref = _INTERN.get(key)
+        if ref is not None:
+            found = ref()
+            if found is not None:
+                return found
         self = object.__new__(cls)
-        for name, value in (("op", op), ("dtype", dtype), ("shape", shape), ("inputs", inputs),
-                            ("attrs", attrs), ("loc", loc), ("_key", key)):
-            object.__setattr__(self, name, value)
-        _INTERN[key] = self
+        put = object.__setattr__
+        put(self, "op", op)
+        put(self, "dtype", dtype)
+        put(self, "shape", shape)
+        put(self, "inputs", inputs)
+        put(self, "attrs", attrs)
+        put(self, "loc", loc)
+        put(self, "_key", key)
+        ref = _INTERN[key] = _Ref(self, _forget)
+        ref.key = key
         return self
 
     def __setattr__(self, name, value):
@@ -79,7 +105,7 @@ class Node:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -173,10 +199,25 @@ class Graph:
     # (node, message, error): a check reading only arguments passed as host scalars (``x[i]`` of a
     # Python int i), evaluated on the host before any kernel runs; not an output
     host_checks: tuple[tuple[Node, str, str], ...] = ()
+    # nodes() once computed (the graph is immutable; passes and the shape-class check ask often)
+    _order: tuple | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    _ops: frozenset | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def nodes(self) -> list[Node]:
         """All nodes in topological order (inputs first, in argument order)."""
-        return toposort(tuple(self.inputs) + tuple(self.outputs))
+        order = self._order
+        if order is None:
+            order = tuple(toposort(tuple(self.inputs) + tuple(self.outputs)))
+            object.__setattr__(self, "_order", order)
+        return list(order)
+
+    def ops(self) -> frozenset:
+        """The ops of its nodes."""
+        ops = self._ops
+        if ops is None:
+            ops = frozenset(n.op for n in self.nodes())
+            object.__setattr__(self, "_ops", ops)
+        return ops
 
     def users(self) -> dict[Node, list[Node]]:
         out: dict[Node, list[Node]] = {n: [] for n in self.nodes()}

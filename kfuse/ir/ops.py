@@ -104,6 +104,10 @@ import numpy as np
 
 
 class Op(enum.Enum):
+    # members are singletons compared by identity, so they hash by identity (Enum's __hash__
+    # hashes the name in Python code; tracing, passes and lowering look ops up in sets and dicts)
+    __hash__ = object.__hash__
+
     # leaves
     INPUT = "input"
     CONST = "const"

@@ -313,15 +313,21 @@ class CpuProgram:
     def __init__(self, plan, kernels: list[_Kernel]):
         self.plan = plan
         self.kernels = kernels
-        self.stages = {"kernel": "\n\n".join(k.kir.as_text() for k in kernels)}
         self._in_specs = [(n, n.shape, n.dtype) for n in plan.graph.inputs]
-        self._render_cpu()
+        self._stages: dict | None = None    # rendered when read (a new size's program may never be)
+        self._shown: tuple = ()
 
-    def _render_cpu(self) -> None:
-        """The ``cpu`` stage: every kernel's source in the schedule it last ran (re-rendered
-        when a call's strides choose another one)."""
-        self._shown = tuple(k.variants.last for k in self.kernels)
-        self.stages["cpu"] = "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in self.kernels)
+    @property
+    def stages(self) -> dict[str, str]:
+        """Printable stages: "kernel" (KernelIR) and "cpu", every kernel's source in the schedule
+        it last ran (rendered again when a call's strides chose another one since)."""
+        shown = tuple(k.variants.last for k in self.kernels)
+        if self._stages is None:
+            self._stages = {"kernel": "\n\n".join(k.kir.as_text() for k in self.kernels)}
+        if "cpu" not in self._stages or any(a is not b for a, b in zip(shown, self._shown)):
+            self._shown = shown
+            self._stages["cpu"] = "\n\n".join(f"# ---- {k.kir.name} ----\n{k.source}" for k in self.kernels)
+        return self._stages
 
     def rebind(self, plan, kirs, share: bool = True) -> "CpuProgram":
         """This program for ``plan``, the same plan at other sizes (each group's kernel IR equal to
@@ -355,10 +361,6 @@ class CpuProgram:
             env[node] = a
         for k in self.kernels:
             self._run(k, env)
-        for k, shown in zip(self.kernels, self._shown):
-            if k.variants.last is not shown:
-                self._render_cpu()
-                break
         outs = []
         for o in graph.outputs:
             if o in env:

@@ -25,6 +25,11 @@ from ..ir.graph import unflatten_source
 from .cpu import PAR_MIN_WORK, CpuProgram, launch
 
 
+# source text -> its code object: the text names sizes and arrays only through ``ns``, so every
+# size of a shape class writes the same text, compiled once (a new size's first call builds one)
+_CODE: dict[str, object] = {}
+
+
 def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: frozenset):
     """The direct call ``direct(args) -> result`` of ``program`` (which has run on ``args``) for
     their dispatch key, its text in ``direct.source``, or None where the program is not plain
@@ -81,7 +86,10 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
         return None
     lines.append(f"    return {ret}")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, "<kfuse:cpu_direct>", "exec"), ns)
+    code = _CODE.get(source)
+    if code is None:
+        code = _CODE[source] = compile(source, "<kfuse:cpu_direct>", "exec")
+    exec(code, ns)
     direct = ns["direct"]
     direct.source = source
     return direct

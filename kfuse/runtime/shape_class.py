@@ -62,17 +62,18 @@ def _masked(v: Any) -> Any:
 
 
 def _attrs(n: Node) -> tuple:
-    if n.op is Op.CONST:            # its value is a Const of the kernel IR (or a graph output)
+    if n.op is Op.CONST or not n.attrs:     # (a constant's value is a Const of the kernel IR, or an output)
         return ()
-    return tuple((k, v if k in _EXACT else _masked(v)) for k, v in n.attrs)
+    return tuple([(k, v if k in _EXACT else _masked(v)) for k, v in n.attrs])
 
 
 def signature(graph: Graph) -> tuple[tuple, list[Node]]:
     """(the graph's structure without its sizes, its nodes in topological order)."""
     order = graph.nodes()
     pos = {n: k for k, n in enumerate(order)}
-    rows = tuple((n.op, n.dtype.str, tuple(d == 1 for d in n.shape), tuple(pos[i] for i in n.inputs),
-                  _attrs(n)) for n in order)
+    at = pos.__getitem__
+    rows = tuple([(n.op, n.dtype.str, tuple([d == 1 for d in n.shape]), tuple(map(at, n.inputs)), _attrs(n))
+                  for n in order])
     sig = (rows, tuple(pos[o] for o in graph.outputs), repr(graph.out_tree), graph.writebacks,
            tuple((k, e) for k, _, e in graph.checks), len(graph.constants), len(graph.host_checks))
     return sig, order

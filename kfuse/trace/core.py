@@ -508,6 +508,8 @@ def shape_text(shape) -> str:
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """np.broadcast_shapes, with NumPy's operand message naming every shape on failure."""
+    if shapes and all(s == shapes[0] for s in shapes):
+        return tuple(shapes[0])
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

@@ -256,11 +256,22 @@ def _wrapper(original, traced):
 _LOCK = threading.Lock()
 _ACTIVE = [0]                   # traces under way (in any thread) while the wrappers are installed
 _SAVED: dict[str, object] = {}
+# name -> (NumPy's function, its wrapper): made once, not per trace (a trace is on the path of
+# every new size); made again if the attribute was replaced by another function since
+_WRAPPERS: dict[str, tuple] = {}
 
 
-def _patchable() -> list[str]:
-    return [n for n in np.random.__all__
-            if callable(getattr(np.random, n, None)) and not isinstance(getattr(np.random, n), type)]
+@functools.lru_cache(maxsize=None)
+def _patchable() -> tuple[str, ...]:
+    return tuple(n for n in np.random.__all__
+                 if callable(getattr(np.random, n, None)) and not isinstance(getattr(np.random, n), type))
+
+
+def _wrapper_of(name: str, original):
+    hit = _WRAPPERS.get(name)
+    if hit is None or hit[0] is not original:
+        hit = _WRAPPERS[name] = (original, _wrapper(original, LEGACY.get(name) or _refused(name)))
+    return hit[1]
 
 
 def _install() -> None:
@@ -271,7 +282,7 @@ def _install() -> None:
         for name in _patchable():
             original = getattr(np.random, name)
             _SAVED[name] = original
-            setattr(np.random, name, _wrapper(original, LEGACY.get(name) or _refused(name)))
+            setattr(np.random, name, _wrapper_of(name, original))
 
 
 def _uninstall() -> None:

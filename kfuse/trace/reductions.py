@@ -9,6 +9,8 @@ same ValueError while tracing (shapes are static).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.exceptions import AxisError
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -92,10 +94,26 @@ def _out_shape(shape, axes, keepdims) -> tuple[int, ...]:
 
 
 def _numpy_dtype(fname: str, dt: np.dtype, ndim: int, axes, **kw) -> np.dtype:
+    try:
+        key = (fname, dt, ndim, axes, tuple(sorted(kw.items())))
+        hash(key)
+    except TypeError:           # (an unhashable dtype= argument: NumPy says what it makes of it)
+        res = _numpy_result(fname, dt, ndim, axes, tuple(kw.items()))
+    else:
+        res = _numpy_result_memo(*key)
+    return res if res in dtypes.SUPPORTED else check_supported(res, f"np.{fname}", loc())
+
+
+def _numpy_result(fname: str, dt: np.dtype, ndim: int, axes, kw: tuple) -> np.dtype:
+    """The dtype of NumPy's ``fname`` over ``axes`` of an ``ndim``-d ``dt`` array."""
     dummy = np.zeros((1,) * ndim, dt)
     with np.errstate(all="ignore"):
-        res = getattr(np, fname)(dummy, axis=axes, **kw)
-    return check_supported(np.asarray(res).dtype, f"np.{fname}", loc())
+        res = getattr(np, fname)(dummy, axis=axes, **dict(kw))
+    return np.asarray(res).dtype
+
+
+# (a trace asks the same few questions again at every size: NumPy's answer depends on none)
+_numpy_result_memo = functools.lru_cache(maxsize=4096)(_numpy_result)
 
 
 def _check_empty(fname: str, node: Node, axis, **kw) -> None:

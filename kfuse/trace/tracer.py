@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -319,17 +320,34 @@ def trace_function(fn: Callable, specs: dict[str, ArgSpec], name: str | None = N
                           checks.items)
 
 
+# function -> its parameters' kinds (``inspect.signature`` costs as much as a few traced ops;
+# a function is traced again at every new size)
+_KINDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _parameter_kinds(fn: Callable) -> dict:
+    try:
+        return _KINDS[fn]
+    except (KeyError, TypeError):       # (TypeError: not weakly referable)
+        pass
+    try:
+        kinds = {p.name: p.kind for p in inspect.signature(fn).parameters.values()}
+    except (TypeError, ValueError):
+        kinds = {}
+    try:
+        _KINDS[fn] = kinds
+    except TypeError:
+        pass
+    return kinds
+
+
 class TracedCall:
     """One call of ``fn`` on tracers: the arguments (``args``/``kwargs``) made from ``specs``, and
     :meth:`graph`, the graph of what it returned. ``trace_function`` makes one; a segmented run
     (``kfuse.breaks``) one per call."""
 
     def __init__(self, fn: Callable, specs: dict[str, ArgSpec]):
-        try:
-            params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):
-            params = []
-        kinds = {p.name: p.kind for p in params}
+        kinds = _parameter_kinds(fn)
         self.args: list[Any] = []
         self.kwargs: dict[str, Any] = {}
         self.inputs: list[Node] = []
