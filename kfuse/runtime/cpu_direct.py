@@ -18,6 +18,8 @@ check, copy or write back. A kernel large enough to take threads, or tuned, is r
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..codegen.cpu_layout import allocate
@@ -25,9 +27,11 @@ from ..ir.graph import unflatten_source
 from .cpu import PAR_MIN_WORK, CpuProgram, launch
 
 
-# source text -> its code object: the text names sizes and arrays only through ``ns``, so every
-# size of a shape class writes the same text, compiled once (a new size's first call builds one)
-_CODE: dict[str, object] = {}
+@functools.lru_cache(maxsize=1024)
+def _code(source: str):
+    """``source``'s code object: the text names sizes and arrays only through ``ns``, so every
+    size of a shape class writes the same text, compiled once (a new size's first call builds one)."""
+    return compile(source, "<kfuse:cpu_direct>", "exec")
 
 
 def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: frozenset):
@@ -86,10 +90,7 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
         return None
     lines.append(f"    return {ret}")
     source = "\n".join(lines) + "\n"
-    code = _CODE.get(source)
-    if code is None:
-        code = _CODE[source] = compile(source, "<kfuse:cpu_direct>", "exec")
-    exec(code, ns)
+    exec(_code(source), ns)
     direct = ns["direct"]
     direct.source = source
     return direct

@@ -17,9 +17,17 @@ call 14.6 µs against ``cupy.ElementwiseKernel``'s 8.5 µs before the direct lau
 device, another alignment) goes to the generic path, which picks the variant for it."""
 from __future__ import annotations
 
+import functools
 import threading
 
 from ..ir.graph import unflatten_source
+
+
+@functools.lru_cache(maxsize=1024)
+def _code(source: str):
+    """``source``'s code object, compiled once (a new size of a shape class whose launch
+    shape is unchanged writes the same text)."""
+    return compile(source, "<kfuse:direct_launch>", "exec")
 
 
 def _dim3(d) -> tuple:
@@ -121,7 +129,7 @@ def _generate(func, grid, block, tail, in_pos, mods, out_sig, order, kind, dev, 
         return None
     lines.append(f"    return {ret}")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<kfuse:direct_launch:{kind}>", "exec"), ns)
+    exec(_code(source), ns)
     direct = ns["direct"]
     direct.source = source
     return direct
