@@ -202,5 +202,5 @@ CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
               MemLevel("DRAM", math.inf, 45e9, 55e9))
 # Fitted by kfuse.bench.cpu_calibrate on the CPU corpus (2026-11-27: one-thread samples, with the
 # other helpers' load on the cores, and the two-thread ones of a run beside them), then rounded
-CPU_COSTS = CpuCosts(call=2e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
+CPU_COSTS = CpuCosts(call=1.5e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
                      reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=2e-9, row=1.4e-9)
