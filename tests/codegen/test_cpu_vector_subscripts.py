@@ -27,4 +27,6 @@ def test_sliced_stencil_subscripts_are_unsigned_and_the_loop_vectorises():
     seq(u, out, *[np.int64(v) for v in (38, 70, 1, 2, 1, 1, 1, 2, 1, 1)])
     np.testing.assert_allclose(out, stencil(u), rtol=1e-6, atol=1e-6)
     llvm = "".join(seq.inspect_llvm().values())
-    assert re.search(r"<(8|16) x float>", llvm), "the stencil loop is not vectorised"
+    # each of the five reads a vector load, none a gather of wrapped indices (what a signed
+    # subscript's compare-and-select vectorises into)
+    assert len(re.findall(r"load <\d+ x float>", llvm)) >= 5 and "masked.gather" not in llvm
