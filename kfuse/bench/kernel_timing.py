@@ -195,12 +195,16 @@ def format_measured(rep: dict) -> str:
     """The per-kernel table under ``kfuse explain --measure``."""
     def us(x):
         return "-" if x is None else f"{x:.2f}"
+    cpu = any(r.get("parallel_runs") is not None for r in rep["kernels"])
     lines = [f"measured on {rep['backend']} (plan for {rep['device']}): {rep['note']}",
-             "  kernel  kind      predicted us  measured us  measured/predicted  ops"]
+             "  kernel  kind      predicted us  measured us  measured/predicted  " + ("pool  " if cpu else "") + "ops"]
     for r in rep["kernels"]:
         ratio = (r["measured_us"] / r["predicted_us"]) if r["measured_us"] and r["predicted_us"] else None
+        pool = f"{r.get('parallel_runs') or 0}/{r['runs']}".rjust(4) + "  " if cpu else ""
         lines.append(f"  {r['kernel']:>6}  {r['kind']:<8}  {us(r['predicted_us']):>12}  {us(r['measured_us']):>11}  "
-                     f"{'-' if ratio is None else f'{ratio:.2f}x':>18}  {r['ops']}")
+                     f"{'-' if ratio is None else f'{ratio:.2f}x':>18}  {pool}{r['ops']}")
+    if cpu:
+        lines.append("  pool: calls on the thread pool / calls (the rest ran on one thread)")
     lines.append(f"  total: predicted {us(rep['predicted_us'])} us, kernels {us(rep['kernels_us'])} us, "
                  f"whole call {us(rep['call_us'])} us (other {us(rep['other_us'])} us)")
     return "\n".join(lines)

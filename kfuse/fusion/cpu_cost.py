@@ -59,7 +59,7 @@ class CpuCosts:
     op: float                   # a simple op (FLOP weight 1) on one element
     serial: float               # a scan step (each waits for the previous one: no SIMD)
     vector_special: float       # a vectorised float32 transcendental on one element
-    reduce_special: float       # the same in a reduction's loops (beside an accumulator: scalar)
+    reduce_special: float       # the same feeding a reduction (beside an accumulator: scalar)
     libm: float                 # a scalar libm call on one element
     half: float                 # a float16 value converted or rounded
     strided: float              # a scan step along a leading axis (each a new cache line)
@@ -82,7 +82,7 @@ class Terms:
     simple: float               # simple op evaluations, FLOP-weighted
     serial: float               # scan steps
     vector: float               # vectorised transcendental evaluations
-    reduce_vector: float        # of them, in a reduction kernel
+    reduce_vector: float        # of them, feeding a reduction
     libm: float                 # libm call evaluations
     half: float                 # float16 values converted or rounded
     strided: float              # leading-axis scan steps
@@ -105,6 +105,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
     simple = vector = reduce_vector = libm = half = strided = transposed = serial = 0.0
+    feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     ops = 0
     for n in nodes:
         if n.op in LEAF or n.op in MOVEMENT:
@@ -117,7 +118,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         if w >= 8 and n.op not in _CHEAP_WIDE:
             if n.op in VECTOR_SPECIALS and dt in (np.float32, np.float16):
                 vector += k
-                reduce_vector += k if kind == GroupKind.REDUCE else 0
+                reduce_vector += min(k, n.size) if n in feeds else 0
                 ops += 1
             else:
                 libm += k
@@ -140,6 +141,20 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t)
+
+
+def _feeding_reductions(nodes: list[Node]) -> set[Node]:
+    """The group's nodes a reduction of the group reads (directly or through others): they run in
+    a loop beside its accumulator, where the helpers' loops stay scalar."""
+    inside = set(nodes)
+    out: set[Node] = set()
+    stack = [i for n in nodes if n.op in REDUCE for i in n.inputs if i in inside]
+    while stack:
+        n = stack.pop()
+        if n not in out:
+            out.add(n)
+            stack.extend(i for i in n.inputs if i in inside)
+    return out
 
 
 def _leading_scan(n: Node) -> bool:
