@@ -106,6 +106,11 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
     simple = vector = reduce_vector = libm = half = strided = transposed = serial = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
+    users: dict[Node, list[Node]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            users.setdefault(i, []).append(n)
+    last = max((n.shape[-1] for n in sized if n.shape and n.size == domain), default=1)
     ops = 0
     for n in nodes:
         if n.op in LEAF or n.op in MOVEMENT:
@@ -113,6 +118,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                 transposed += n.size
             continue
         k = evals.get(n, n.inputs[0].size if n.op in REDUCE else n.size)
+        if n.size < domain:
+            k = k / _hoisted_extent(n, users)
         w = FLOP_WEIGHT.get(n.op, 1.0)
         dt = np.dtype(n.dtype)
         if w >= 8 and n.op not in _CHEAP_WIDE:
@@ -133,7 +140,6 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             strided += k if _leading_scan(n) else 0
     half += sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16)
     loops = 1 + sum(1 for n in nodes if n.op in REDUCE) if kind == GroupKind.REDUCE else 1
-    last = max((n.shape[-1] for n in sized if n.shape and n.size == domain), default=1)
     if kind == GroupKind.REDUCE or kind == GroupKind.SCAN:
         r = next((n for n in nodes if n.op in REDUCE | SCAN), None)
         last = r.inputs[0].shape[-1] if r is not None and r.inputs[0].shape else last
@@ -141,6 +147,34 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t)
+
+
+def _hoisted_extent(n: Node, users: dict) -> int:
+    """How many times fewer ``n`` (smaller than the domain) is evaluated than the domain has
+    elements: where it reaches the domain only through broadcasts along trailing axes (a
+    per-channel ``g / sqrt(v + eps)`` of NCHW), LLVM hoists it out of those inner loops; the
+    product of those trailing extents (the least over its broadcasts), else 1."""
+    seen, stack, least = set(), [n], None
+    while stack:
+        m = stack.pop()
+        for u in users.get(m, ()):
+            if u in seen:
+                continue
+            seen.add(u)
+            if u.op is Op.BROADCAST:
+                src, ext = u.inputs[0].shape, 1
+                if len(src) != len(u.shape):
+                    return 1
+                for d in range(len(src) - 1, -1, -1):
+                    if src[d] != 1:
+                        break
+                    ext *= u.shape[d]
+                least = ext if least is None else min(least, ext)
+            elif u.size <= n.size:
+                stack.append(u)
+            else:
+                return 1
+    return least or 1
 
 
 def _feeding_reductions(nodes: list[Node]) -> set[Node]:
