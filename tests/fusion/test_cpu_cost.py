@@ -129,3 +129,15 @@ def test_calibration_absolute(ratios):
         pytest.skip(f"machine busy (load average {os.getloadavg()[0]:.1f}): absolute times not comparable")
     off = {k: round(r, 2) for k, r in ratios.items() if not 0.5 <= r <= 2.0}
     assert not off, f"measured/predicted outside 2x: {off} (all: {ratios})"
+
+
+def test_a_per_channel_value_is_priced_once_per_channel():
+    """``g / sqrt(v + eps)`` broadcast over NCHW's trailing axes is hoisted out of their loops:
+    counted once per (n, c), so the planner recomputes it in the one kernel rather than
+    materialising a 64-element array."""
+    def bn(x, m, v, g, b):
+        s = g / np.sqrt(v + 1e-5)
+        return (x - m.reshape(1, -1, 1, 1)) * s.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+    p = kfuse.explain(kfuse.jit(bn), "f32[32,256,64,64]", *["f32[256]"] * 4, device="cpu")
+    (g,) = p.groups
+    assert g.cost.cpu_terms.simple < 4 * 32 * 256 * 64 * 64      # the 3 full-size ops, and a little
