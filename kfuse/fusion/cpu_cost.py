@@ -104,7 +104,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
-    simple = vector = reduce_vector = libm = half = strided = transposed = serial = 0.0
+    simple = vector = reduce_vector = libm = half = strided = serial = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -114,8 +114,6 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     ops = 0
     for n in nodes:
         if n.op in LEAF or n.op in MOVEMENT:
-            if n.op is Op.PERMUTE and _transposed_read(n, nodes, inputs):
-                transposed += n.size
             continue
         k = evals.get(n, n.inputs[0].size if n.op in REDUCE else n.size)
         if n.size < domain:
@@ -139,6 +137,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             serial += k
             strided += k if _leading_scan(n) else 0
     half += sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16)
+    transposed = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else 0
     loops = 1 + sum(1 for n in nodes if n.op in REDUCE) if kind == GroupKind.REDUCE else 1
     if kind == GroupKind.REDUCE or kind == GroupKind.SCAN:
         r = next((n for n in nodes if n.op in REDUCE | SCAN), None)
@@ -197,16 +196,29 @@ def _leading_scan(n: Node) -> bool:
     return len(shape) > 1 and n.attr("axis") % len(shape) != len(shape) - 1
 
 
-def _transposed_read(p: Node, nodes: list[Node], inputs: list[Node]) -> bool:
-    """A permute that moves the last axis, in a kernel that also reads a full-size operand in its
-    own order: the two orders disagree, so one side is walked across cache lines (the ``tiles``
-    schedule); a kernel whose every full-size operand is permuted alike runs in their order."""
-    perm = tuple(p.attr("perm") or ())
-    if not perm or perm[-1] == len(perm) - 1:
-        return False
-    src = p.inputs[0]
-    big = [i for i in inputs if i.size == p.size and i is not src]
-    return any(not any(u.op is Op.PERMUTE and u.inputs[0] is i for u in nodes) for i in big)
+def _transposed_elements(nodes: list[Node], inputs: list[Node], users: dict) -> int:
+    """Elements of full-size inputs read through a permute that moves the last axis, in a kernel
+    that also reads a full-size input in its own order: the two orders disagree, so one side is
+    walked across cache lines (the ``tiles`` schedule). A kernel whose full-size inputs all reach
+    it through the same kind of permute runs in their order (NumPy's K order: ``x.T * s``)."""
+    size = max((n.size for n in nodes), default=0)
+    big = [i for i in inputs if i.size == size and i.size > 1]
+    turned = [i for i in big if _through_transpose(i, users)]
+    return sum(i.size for i in turned) if turned and len(turned) < len(big) else 0
+
+
+def _through_transpose(i: Node, users: dict) -> bool:
+    seen, stack = set(), [i]
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u in seen:
+                continue
+            seen.add(u)
+            perm = tuple(u.attr("perm") or ()) if u.op is Op.PERMUTE else ()
+            if perm and perm[-1] != len(perm) - 1:
+                return True
+            stack.append(u)
+    return False
 
 
 def level_bandwidth(levels, working_set: float, threads: int, cores: int):
