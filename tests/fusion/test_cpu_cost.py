@@ -53,6 +53,9 @@ def test_transposed_operand_against_a_contiguous_one_is_strided():
     mixed = _kernel(lambda x, y: x.T + y, "f32[256,256]", "f32[256,256]").cost.cpu_terms
     alone = _kernel(lambda x, s: x.T * s, "f32[256,256]", "f32[]").cost.cpu_terms
     assert mixed.transposed == 256 * 256 and alone.transposed == 0 and mixed.strided == 0
+    alike = _kernel(lambda x, y: y.T * np.concatenate((-x[:, 5:], x[:, :5]), axis=1).T,
+                    "f32[64,16]", "f32[64,16]").cost.cpu_terms      # both turned: the K-order nest
+    assert alike.transposed == 0
 
 
 def test_working_set_picks_the_cache_level():
