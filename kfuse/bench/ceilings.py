@@ -34,6 +34,33 @@ def _numba_parallel_copy():
     return pcopy
 
 
+def _numba_stream():
+    import numba
+
+    def body(dst, src):
+        for i in numba.prange(src.shape[0]):
+            dst[i] = src[i] * np.float32(1.5) + np.float32(0.5)
+    return numba.njit(body), numba.njit(parallel=True)(body)
+
+
+def cpu_levels(sizes=(512 << 10, 8 << 20, 256 << 20)) -> dict:
+    """The bandwidth (bytes read + written per second) of a streaming loop ``y = 1.5 x + 0.5``
+    whose working set (x and y) is each of ``sizes`` bytes, on one thread and on Numba's pool: the
+    figures of the CPU cost model's memory levels (``fusion/cpu_cost.py``'s CPU_LEVELS; by default
+    an L2-, an L3- and a DRAM-sized set of a machine like the dev box)."""
+    seq, par = _numba_stream()
+    out = {}
+    for ws in sizes:
+        src = np.ones(ws // 8, np.float32)
+        dst = np.empty_like(src)
+        reps = int(max(5, min(2000, 4e8 / ws)))
+        for name, f in (("one thread", seq), ("parallel", par)):
+            t = timing.time_cpu(lambda i: f(dst, src), warmup=2, budget_s=0.3, max_reps=reps)
+            out[f"{ws >> 10} KiB {name}"] = _entry(ws / (t.median_ms * 1e-3), "B/s",
+                                                   f"numba y = 1.5x + 0.5 over {ws >> 10} KiB ({name})", t)
+    return out
+
+
 def cpu_ceilings(quick: bool = False, gemm_shapes: list[tuple[int, int, int]] = ()) -> dict:
     out: dict[str, Any] = {"errors": {}}
     n = (1 << 22) if quick else (1 << 26)          # 16 MiB / 256 MiB of float32
@@ -53,6 +80,10 @@ def cpu_ceilings(quick: bool = False, gemm_shapes: list[tuple[int, int, int]] = 
     except Exception as e:
         out["errors"]["copy_parallel"] = f"{type(e).__name__}: {e}".splitlines()[0]
     out["bandwidth"] = dict(best)
+    try:
+        out["levels"] = cpu_levels()
+    except Exception as e:
+        out["errors"]["levels"] = f"{type(e).__name__}: {e}".splitlines()[0]
     sq = 256 if quick else 1024
     a = np.ones((sq, sq), np.float32)
     t = timing.time_cpu(lambda i: a @ a, warmup=2, budget_s=0.5, max_reps=20)

@@ -61,7 +61,7 @@ def _program_inputs(lowered, args, backend) -> list:
 def measure_kernels(fn, *args, device: str | None = None, backend: str | None = None,
                     reps: int | None = None, budget_s: float = 1.0, warmup: int = 2) -> dict:
     """Time every kernel of ``fn``'s program for these arrays. Returns ``{"backend", "device",
-    "kernels": [{"kernel", "kind", "ops", "predicted_us", "measured_us", "runs"}], "call_us",
+    "kernels": [{"kernel", "kind", "ops", "predicted_us", "measured_us", "runs", "parallel_runs"}], "call_us",
     "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls)."""
     lowered, backend = _lowered(fn, args, device, backend)
     plan = lowered.plan
@@ -78,15 +78,16 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
         reps = int(max(3, min(50, budget_s / max(one, 1e-6))))
     if gpu:
         per, calls, note = _measure_gpu(prog, ins, reps)
+        par = {}
     else:
-        per, calls, note = _measure_cpu(prog, ins, reps)
+        per, calls, note, par = _measure_cpu(prog, ins, reps)
     rows = []
     for i, g in enumerate(plan.groups):
         pred = g.cost.seconds * 1e6 if getattr(g, "cost", None) is not None else None
         got = per.get(i, [])
         rows.append({"kernel": g.id, "kind": g.kind, "ops": _ops(g),
                      "predicted_us": pred, "measured_us": statistics.median(got) if got else None,
-                     "runs": len(got)})
+                     "runs": len(got), "parallel_runs": par.get(i)})
     call_us = statistics.median(calls) if calls else None
     kern_us = sum(r["measured_us"] or 0.0 for r in rows)
     preds = [r["predicted_us"] for r in rows if r["predicted_us"] is not None]
@@ -107,25 +108,29 @@ def _gpu_sync():
 
 
 class _TimedFn:
-    """A Numba entry point with a perf_counter around each call (CPU)."""
+    """A Numba entry point with a perf_counter around each call (CPU); ``parallel``: the entry
+    point is the kernel's thread-pool variant (its calls are counted in ``par``)."""
 
-    def __init__(self, inner, store: list):
-        self.inner, self.store = inner, store
+    def __init__(self, inner, store: list, par: list | None = None):
+        self.inner, self.store, self.par = inner, store, par
 
     def __call__(self, *a):
         t0 = time.perf_counter()
         r = self.inner(*a)
         self.store.append((time.perf_counter() - t0) * 1e6)
+        if self.par is not None:
+            self.par.append(1)
         return r
 
 
 def _measure_cpu(prog, ins, reps):
     per: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
+    par: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     saved = [k.fns for k in prog.kernels]
     calls = []
     try:
         for i, k in enumerate(prog.kernels):
-            k.fns = tuple(_TimedFn(f, per[i]) for f in k.fns)
+            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None) for j, f in enumerate(k.fns))
         for _ in range(reps):
             t0 = time.perf_counter()
             prog(ins)
@@ -133,7 +138,8 @@ def _measure_cpu(prog, ins, reps):
     finally:
         for k, f in zip(prog.kernels, saved):
             k.fns = f
-    return per, calls, "CPU: perf_counter around each kernel's Numba call; BLAS products and allocation are in other_us"
+    note = "CPU: perf_counter around each kernel's Numba call; BLAS products and allocation are in other_us"
+    return per, calls, note, {i: len(p) for i, p in par.items()}
 
 
 class _TimedLauncher:
@@ -189,12 +195,16 @@ def format_measured(rep: dict) -> str:
     """The per-kernel table under ``kfuse explain --measure``."""
     def us(x):
         return "-" if x is None else f"{x:.2f}"
+    cpu = any(r.get("parallel_runs") is not None for r in rep["kernels"])
     lines = [f"measured on {rep['backend']} (plan for {rep['device']}): {rep['note']}",
-             "  kernel  kind      predicted us  measured us  measured/predicted  ops"]
+             "  kernel  kind      predicted us  measured us  measured/predicted  " + ("pool  " if cpu else "") + "ops"]
     for r in rep["kernels"]:
         ratio = (r["measured_us"] / r["predicted_us"]) if r["measured_us"] and r["predicted_us"] else None
+        pool = f"{r.get('parallel_runs') or 0}/{r['runs']}".rjust(4) + "  " if cpu else ""
         lines.append(f"  {r['kernel']:>6}  {r['kind']:<8}  {us(r['predicted_us']):>12}  {us(r['measured_us']):>11}  "
-                     f"{'-' if ratio is None else f'{ratio:.2f}x':>18}  {r['ops']}")
+                     f"{'-' if ratio is None else f'{ratio:.2f}x':>18}  {pool}{r['ops']}")
+    if cpu:
+        lines.append("  pool: calls on the thread pool / calls (the rest ran on one thread)")
     lines.append(f"  total: predicted {us(rep['predicted_us'])} us, kernels {us(rep['kernels_us'])} us, "
                  f"whole call {us(rep['call_us'])} us (other {us(rep['other_us'])} us)")
     return "\n".join(lines)

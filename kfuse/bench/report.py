@@ -118,6 +118,9 @@ def ceilings_lines(result: dict) -> list[str]:
             out.append(f"- {label}: **{_si(e['value'], e['unit'])}** ({e['how']})")
     for k, e in c.get("gemm", {}).items():
         out.append(f"- GEMM {k} (ceiling of P5 at this shape): **{_si(e['value'], e['unit'])}** ({e['how']})")
+    if c.get("levels"):         # the CPU cost model's memory levels, as measured here
+        out.append("- streaming loop by working set (the CPU cost model's levels): " + ", ".join(
+            f"{k} {_si(e['value'], e['unit'])}" for k, e in c["levels"].items()))
     for k, e in c.get("errors", {}).items():
         out.append(f"- {k}: not measured ({e})")
     return out

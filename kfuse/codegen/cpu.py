@@ -183,7 +183,15 @@ class _Emitter:
 
     # -- statements --------------------------------------------------------------------------
     def index(self, idx) -> str:
-        return ", ".join(self.iexpr(e) for e in idx) if idx else "()"
+        return ", ".join(self.subscript(e) for e in idx) if idx else "()"
+
+    def subscript(self, e) -> str:
+        """One subscript of a load or store. A computed index (``s3 + i1``, a flat ``i0 * s1 + i1``)
+        is cast to uint64: Numba wraps a signed index that might be negative with a compare and
+        select, which keeps LLVM from vectorising the loop (a 5-point stencil through slices: 2.1 ms
+        against 0.27 ms unsigned); KernelIR's index values are never negative."""
+        s = self.iexpr(e)
+        return s if s.isidentifier() or s.isdigit() else f"np.uint64({s})"
 
     def iexpr(self, e) -> str:
         return self.piece.expr(e) if self.piece is not None else str(e)

@@ -8,7 +8,8 @@ Bandwidth and peaks are *achievable* figures (measured where we could: see DESIG
 datasheet numbers, because predictions are compared with measurements.
 
 :func:`estimate` gives a group's :class:`Cost`: bytes read/written, FLOPs (``ops.FLOP_WEIGHT``),
-intensity and predicted time ``max(bytes/bw, flops/peak) + launch``.
+intensity and predicted time ``max(bytes/bw, flops/peak) + launch``; on a device with CPU costs
+(``DeviceSpec.cpu``) the time is ``fusion/cpu_cost.py``'s (cache levels, threads, kinds of work).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
+from . import cpu_cost
+from .cpu_cost import CpuCosts, MemLevel
 from .gemm_registers import epilogue_in_registers
 from .kinds import GroupKind
 
@@ -66,6 +69,10 @@ class DeviceSpec:
     special_scale: float = 1.0                  # extra cost of exp/log/tanh/pow... (CPU: libm calls)
     multi_stream_tile: StreamTile | None = None  # None: the default shape everywhere
     row_carveout: RowCarveout | None = None      # None: the driver's choice
+    # CPU: the memory levels (smallest first, DRAM last) and the costs of a generated loop's work
+    # (fusion/cpu_cost.py); None/() keep the plain roofline
+    levels: tuple[MemLevel, ...] = ()
+    cpu: CpuCosts | None = None
 
     def peak(self, dtype, unit: str = "simt") -> float:
         """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
@@ -84,6 +91,8 @@ class DeviceSpec:
         return self.shared_mem_per_block + self.registers_per_sm * 4 // 2
 
     def describe(self) -> str:
+        if self.cpu is not None and self.levels:
+            return f"{self.name}: {cpu_cost.describe(self.levels, self.cpu, self.sms)}"
         return (f"{self.name}: {self.bandwidth / 1e9:.0f} GB/s, "
                 f"{self.peak(np.float32) / 1e9:.0f} GFLOP/s f32, {self.sms} "
                 f"{'cores' if self.kind == 'cpu' else 'SMs'}, launch {self.launch_overhead * 1e6:.1f} us")
@@ -154,12 +163,15 @@ DEVICES: dict[str, DeviceSpec] = {
     "rtx4090": _gpu("rtx4090", 0.9e12, 70e12, 150e12, 75e12, 1.1e12, 128, 99 * KiB, 100 * KiB,
                     72 * MiB, arch="sm_89"),
     # The 2-core CI machine: a streaming loop reaches ~20 GB/s, Numba SIMD loops ~50 GFLOP/s f32.
+    # Its kernels are priced by fusion/cpu_cost.py (levels, cpu: CPU_LEVELS / CPU_COSTS below);
+    # bandwidth and the peaks remain for the planner's re-read/split decisions and BLAS products.
     "cpu": DeviceSpec(name="cpu", kind="cpu", bandwidth=20e9,
                       peak_flops={"f32/simt": 50e9, "f16/simt": 12e9, "f64/simt": 25e9,
                                   "int/simt": 40e9, "f32/tensor": 100e9, "f64/tensor": 50e9,
                                   "f16/tensor": 25e9},
                       sms=2, registers_per_sm=0, shared_mem_per_block=0, shared_mem_per_sm=0,
-                      l2_bytes=1 * MiB, launch_overhead=5e-6, arch=None, special_scale=6.0),
+                      l2_bytes=1 * MiB, launch_overhead=5e-6, arch=None, special_scale=6.0,
+                      levels=cpu_cost.CPU_LEVELS, cpu=cpu_cost.CPU_COSTS),
 }
 ALIASES = {"h100-sxm": "h100", "h100sxm": "h100", "a100": "a100-80gb", "4090": "rtx4090",
            "rtx-4090": "rtx4090", "host": "cpu"}
@@ -231,6 +243,7 @@ class Cost:
     impl: str = ""
     candidates: tuple = ()
     impl_note: str = ""             # the shape bucket of the pick; why a candidate is unavailable
+    cpu_terms: cpu_cost.Terms | None = None     # CPU kernels: the work the time was priced from
 
     @property
     def bytes(self) -> int:
@@ -304,7 +317,7 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
     """The roofline cost of one kernel: every input read once (``reread`` ones ``passes`` times;
     one read only through gathers, the elements gathered), every output written once, each node's
     FLOPs times its number of evaluations."""
-    nodes = list(nodes)
+    nodes, inputs, outputs = list(nodes), list(inputs), list(outputs)
     evals = evals or {}
     reread = set(reread)
     br = sum(_read_bytes(i, nodes) * (passes if i in reread else 1) for i in inputs)
@@ -312,6 +325,11 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
     flops = sum(node_flops(n, evals.get(n), device.special_scale) for n in nodes)
     if kind == GroupKind.MATMUL:
         return _matmul_cost(nodes, list(inputs), list(outputs), br, bw, flops, device)
+    if device.cpu is not None and device.levels:
+        t = cpu_cost.terms(kind, nodes, inputs, outputs, br + bw, device.cpu, device.sms, evals)
+        secs, mem, comp = cpu_cost.seconds(t, device.cpu, device.levels, device.sms)
+        bound = "launch" if secs - mem - comp > max(mem, comp) else ("memory" if mem >= comp else "compute")
+        return Cost(int(br), int(bw), float(flops), secs, bound, passes, mem, comp, cpu_terms=t)
     return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes)
 
 

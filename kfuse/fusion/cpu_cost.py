@@ -1,0 +1,267 @@
+"""The CPU's cost of one kernel: what decides a generated Numba loop's time on a host.
+
+A CPU kernel of the sizes kfuse sees is rarely held up by DRAM alone: its working set (the bytes it
+reads and writes) often sits in a cache level, whose bandwidth is several times DRAM's; the
+generated loop runs on one thread or on Numba's pool (``runtime/cpu.py``'s ``auto_threads``: one
+thread below a work threshold, then one per block of work), each call pays a fixed dispatch cost
+(and a parallel call the pool's fork and join); a transcendental costs a vectorised helper's
+polynomial or a scalar libm call; float16 values are converted and rounded one by one; a scan along
+a leading axis or a transposed operand walks memory across cache lines; a reduction pays per row.
+
+:class:`CpuCosts` holds those figures (data in the device description, calibrated on the corpus:
+``kfuse/bench/cpu_calibrate.py``), :class:`MemLevel` one level of the memory hierarchy.
+:func:`terms` counts a kernel's work from its nodes; :func:`seconds` prices the terms as
+``fixed + memory + compute``, memory at the bandwidth of the smallest level holding the working
+set for the threads used, compute summed over the work terms and shared by the threads. The two
+add rather than overlap: a generated loop's loads and its arithmetic overlap little on these cores
+(the sum fits the corpus as well as the maximum), and a write saved (a value recomputed instead
+of materialised) then shows in the price even where the arithmetic dominates.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from ..ir.graph import Node
+from ..ir.ops import FLOP_WEIGHT, LEAF, MOVEMENT, REDUCE, SCAN, Op
+from .kinds import GroupKind
+
+# float32 transcendentals the CPU emitter renders as branch-free helpers that LLVM vectorises
+# (``codegen/cpu.py``'s ``_F32_HELPERS``; float16 values compute in float32); any other one is a
+# scalar libm call
+VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P})
+# ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
+# helpers above
+_CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
+
+
+@dataclasses.dataclass(frozen=True)
+class MemLevel:
+    """One level of a CPU's memory hierarchy: its capacity (``private``: per core) and the
+    bandwidth (bytes read + written per second) a streaming kernel reaches there on one thread and
+    on every core."""
+    name: str
+    bytes: float
+    bandwidth: float
+    parallel: float
+    private: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuCosts:
+    """Seconds per unit of each kind of CPU work, one thread (see the module docstring)."""
+    call: float                 # a kernel call on one thread (Numba dispatch, argument unboxing)
+    pool: float                 # added by a call on the thread pool (fork and join)
+    sweep: float                # an element of one loop over the domain (loads, stores, the loop)
+    op: float                   # a simple op (FLOP weight 1) on one element
+    serial: float               # a scan step (each waits for the previous one: no SIMD)
+    vector_special: float       # a vectorised float32 transcendental on one element
+    reduce_special: float       # the same feeding a reduction (beside an accumulator: scalar)
+    libm: float                 # a scalar libm call on one element
+    half: float                 # a float16 value converted or rounded
+    strided: float              # a scan step along a leading axis (each a new cache line)
+    transposed: float           # an element of a transposed operand (the tiles schedule)
+    row: float                  # an innermost loop started (its setup, a vector loop's tail)
+    # runtime/cpu.py's auto_threads on an idle machine: one thread below ``par_min_work`` units
+    # (its kernel_work: elements x (loops + ops, a libm call 16)), else one per ``work_per_thread``
+    par_min_work: int = 1 << 18
+    work_per_thread: int = 1 << 17
+    libm_work: int = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class Terms:
+    """A kernel's work, counted from its nodes (elements are per domain element evaluated)."""
+    elements: int               # the loop domain's size
+    rows: int                   # innermost loops started: elements / last extent x loops
+    sweeps: float               # elements x the loops over the domain (a reduction's phases)
+    working_set: float          # bytes read + written
+    simple: float               # simple op evaluations, FLOP-weighted
+    serial: float               # scan steps
+    vector: float               # vectorised transcendental evaluations
+    reduce_vector: float        # of them, feeding a reduction
+    libm: float                 # libm call evaluations
+    half: float                 # float16 values converted or rounded
+    strided: float              # leading-axis scan steps
+    transposed: float           # elements read through a transposing permute
+    threads: int                # the runtime's thread count for this kernel (idle machine)
+
+
+def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
+    """The threads ``auto_threads`` gives a kernel of ``work`` units on an idle machine."""
+    if not parallel_ok or cores <= 1 or work < costs.par_min_work:
+        return 1
+    return int(max(1, min(cores, work // costs.work_per_thread)))
+
+
+def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
+          bytes_moved: float, costs: CpuCosts, cores: int,
+          evals: Mapping[Node, int] | None = None) -> Terms:
+    nodes, inputs, outputs = list(nodes), list(inputs), list(outputs)
+    evals = evals or {}
+    sized = [n for n in nodes if n.op not in LEAF] or nodes
+    domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
+    simple = vector = reduce_vector = libm = half = strided = serial = 0.0
+    feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
+    users: dict[Node, list[Node]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            users.setdefault(i, []).append(n)
+    last = max((n.shape[-1] for n in sized if n.shape and n.size == domain), default=1)
+    ops = 0
+    for n in nodes:
+        if n.op in LEAF or n.op in MOVEMENT:
+            continue
+        k = evals.get(n, n.inputs[0].size if n.op in REDUCE else n.size)
+        if n.size < domain:
+            k = k / _hoisted_extent(n, users)
+        w = FLOP_WEIGHT.get(n.op, 1.0)
+        dt = np.dtype(n.dtype)
+        if w >= 8 and n.op not in _CHEAP_WIDE:
+            if n.op in VECTOR_SPECIALS and dt in (np.float32, np.float16):
+                vector += k
+                reduce_vector += min(k, n.size) if n in feeds else 0
+                ops += 1
+            else:
+                libm += k
+                ops += costs.libm_work
+        else:
+            simple += w * k
+            ops += 1
+        if dt == np.float16:
+            half += k
+        if n.op in SCAN:
+            serial += k
+            strided += k if _leading_scan(n) else 0
+    half += sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16)
+    transposed = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else 0
+    loops = 1 + sum(1 for n in nodes if n.op in REDUCE) if kind == GroupKind.REDUCE else 1
+    if kind == GroupKind.REDUCE or kind == GroupKind.SCAN:
+        r = next((n for n in nodes if n.op in REDUCE | SCAN), None)
+        last = r.inputs[0].shape[-1] if r is not None and r.inputs[0].shape else last
+    ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
+    t = threads_for(domain * (loops + ops), costs, cores, ok)
+    return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
+                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t)
+
+
+def _hoisted_extent(n: Node, users: dict) -> int:
+    """How many times fewer ``n`` (smaller than the domain) is evaluated than the domain has
+    elements: where it reaches the domain only through broadcasts along trailing axes (a
+    per-channel ``g / sqrt(v + eps)`` of NCHW), LLVM hoists it out of those inner loops; the
+    product of those trailing extents (the least over its broadcasts), else 1."""
+    seen, stack, least = set(), [n], None
+    while stack:
+        m = stack.pop()
+        for u in users.get(m, ()):
+            if u in seen:
+                continue
+            seen.add(u)
+            if u.op is Op.BROADCAST:
+                src, ext = u.inputs[0].shape, 1
+                if len(src) != len(u.shape):
+                    return 1
+                for d in range(len(src) - 1, -1, -1):
+                    if src[d] != 1:
+                        break
+                    ext *= u.shape[d]
+                least = ext if least is None else min(least, ext)
+            elif u.size <= n.size:
+                stack.append(u)
+            else:
+                return 1
+    return least or 1
+
+
+def _feeding_reductions(nodes: list[Node]) -> set[Node]:
+    """The group's nodes a reduction of the group reads (directly or through others): they run in
+    a loop beside its accumulator, where the helpers' loops stay scalar."""
+    inside = set(nodes)
+    out: set[Node] = set()
+    stack = [i for n in nodes if n.op in REDUCE for i in n.inputs if i in inside]
+    while stack:
+        n = stack.pop()
+        if n not in out:
+            out.add(n)
+            stack.extend(i for i in n.inputs if i in inside)
+    return out
+
+
+def _leading_scan(n: Node) -> bool:
+    """A scan along an axis other than the last: each step reads the next row's element."""
+    shape = n.inputs[0].shape
+    return len(shape) > 1 and n.attr("axis") % len(shape) != len(shape) - 1
+
+
+def _transposed_elements(nodes: list[Node], inputs: list[Node], users: dict) -> int:
+    """Elements of full-size inputs read through a permute that moves the last axis, in a kernel
+    that also reads a full-size input in its own order: the two orders disagree, so one side is
+    walked across cache lines (the ``tiles`` schedule). A kernel whose full-size inputs all reach
+    it through the same kind of permute runs in their order (NumPy's K order: ``x.T * s``)."""
+    size = max((n.size for n in nodes), default=0)
+    big = [i for i in inputs if i.size == size and i.size > 1]
+    turned = [i for i in big if _through_transpose(i, users)]
+    return sum(i.size for i in turned) if turned and len(turned) < len(big) else 0
+
+
+def _through_transpose(i: Node, users: dict) -> bool:
+    seen, stack = set(), [i]
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u in seen:
+                continue
+            seen.add(u)
+            perm = tuple(u.attr("perm") or ()) if u.op is Op.PERMUTE else ()
+            if perm and perm[-1] != len(perm) - 1:
+                return True
+            stack.append(u)
+    return False
+
+
+def level_bandwidth(levels, working_set: float, threads: int, cores: int):
+    """(level, bytes/s) for a working set streamed by ``threads`` of ``cores``: the smallest level
+    that holds it (a private level holds ``threads`` times its size)."""
+    for lv in levels:
+        cap = lv.bytes * (threads if lv.private else 1)
+        if working_set <= cap:
+            break
+    share = (threads - 1) / max(1, cores - 1)
+    return lv, lv.bandwidth + (lv.parallel - lv.bandwidth) * min(1.0, share)
+
+
+def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float, float]:
+    """(predicted seconds, memory seconds, compute seconds) of a kernel's terms; the fixed cost
+    is the first minus the other two."""
+    _, bw = level_bandwidth(levels, t.working_set, t.threads, cores)
+    mem = t.working_set / bw
+    comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
+            + (t.vector - t.reduce_vector) * costs.vector_special + t.reduce_vector * costs.reduce_special
+            + t.libm * costs.libm
+            + t.half * costs.half + t.strided * costs.strided + t.transposed * costs.transposed
+            + t.rows * costs.row) / t.threads
+    fixed = costs.call + (costs.pool if t.threads > 1 else 0.0)
+    return fixed + mem + comp, mem, comp
+
+
+def describe(levels, costs: CpuCosts, cores: int) -> str:
+    """One line: each level's size and bandwidth (one thread / every core), cores, call cost."""
+    lv = ", ".join(f"{v.name}{'' if math.isinf(v.bytes) else f' {v.bytes / MiB:g} MiB'}"
+                   f"{'/core' if v.private else ''} {v.bandwidth / 1e9:.0f}/{v.parallel / 1e9:.0f} GB/s"
+                   for v in levels)
+    return f"{lv}; {cores} cores, call {costs.call * 1e6:.1f} us (+{costs.pool * 1e6:.0f} us on the pool)"
+
+
+KiB, MiB = 1024, 1024 * 1024
+# The 2-core CI machine (AMD EPYC, Zen 5 under KVM: 48 KiB L1d and 1 MiB L2 a core, 32 MiB L3
+# shared): a Numba loop y = a*x + b streams 180-230 GB/s in L2, ~120 GB/s (one thread) and ~210
+# GB/s (two) in L3, 45-60 GB/s from DRAM (``kfuse.bench.ceilings.cpu_levels`` measures them)
+CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
+              MemLevel("L3", 32 * MiB, 135e9, 210e9),
+              MemLevel("DRAM", math.inf, 45e9, 55e9))
+# Fitted by kfuse.bench.cpu_calibrate on the CPU corpus (2026-11-27: one-thread samples, with the
+# other helpers' load on the cores, and the two-thread ones of a run beside them), then rounded
+CPU_COSTS = CpuCosts(call=1.5e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
+                     reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=2e-9, row=1.4e-9)

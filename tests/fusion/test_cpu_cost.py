@@ -1,0 +1,146 @@
+"""The CPU cost model (fusion/cpu_cost.py): the work it counts, the level it streams from, the
+threads it expects, and a calibration check of predicted against measured kernel times."""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.bench.kernel_timing import measure_kernels
+from kfuse.fusion import cpu_cost
+from kfuse.fusion.cost import get_device_spec
+from kfuse.runtime import cpu as runtime_cpu
+
+CPU = get_device_spec("cpu")
+
+
+def _kernel(fn, *specs):
+    (g,) = kfuse.explain(kfuse.jit(fn), *specs, device="cpu").groups
+    return g
+
+
+def test_thread_rule_mirrors_the_runtime():
+    """The model's threads are auto_threads' on an idle machine: same thresholds."""
+    assert CPU.cpu.par_min_work == runtime_cpu.PAR_MIN_WORK
+    assert CPU.cpu.work_per_thread == runtime_cpu.PAR_WORK_PER_THREAD
+    assert cpu_cost.threads_for(CPU.cpu.par_min_work - 1, CPU.cpu, 2) == 1
+    assert cpu_cost.threads_for(CPU.cpu.par_min_work * 8, CPU.cpu, 2) == 2
+    assert cpu_cost.threads_for(CPU.cpu.par_min_work * 8, CPU.cpu, 2, parallel_ok=False) == 1
+
+
+def test_terms_tell_vector_helpers_from_libm_calls_and_half_values():
+    t32 = _kernel(lambda x: np.exp(x) + 1, "f32[256,256]").cost.cpu_terms
+    t64 = _kernel(lambda x: np.exp(x) + 1, "f64[256,256]").cost.cpu_terms
+    t16 = _kernel(lambda x: x * 2, "f16[256,256]").cost.cpu_terms
+    n = 256 * 256
+    assert (t32.vector, t32.libm) == (n, 0) and (t64.vector, t64.libm) == (0, n)
+    assert t16.half >= 2 * n and t32.half == 0          # the load converted, the product rounded
+    assert t64.threads == 2 and t32.threads == 1        # a libm call counts 16 units of work
+
+
+def test_scans_are_serial_and_a_leading_axis_scan_strided():
+    last = _kernel(lambda x: np.cumsum(x, axis=1), "f32[512,512]").cost.cpu_terms
+    lead = _kernel(lambda x: np.cumsum(x, axis=0), "f32[512,512]").cost.cpu_terms
+    assert last.serial == lead.serial == 512 * 512
+    assert last.strided == 0 and lead.strided == 512 * 512 and last.rows == 512 and lead.transposed == 0
+
+
+def test_transposed_operand_against_a_contiguous_one_is_strided():
+    mixed = _kernel(lambda x, y: x.T + y, "f32[256,256]", "f32[256,256]").cost.cpu_terms
+    alone = _kernel(lambda x, s: x.T * s, "f32[256,256]", "f32[]").cost.cpu_terms
+    assert mixed.transposed == 256 * 256 and alone.transposed == 0 and mixed.strided == 0
+    alike = _kernel(lambda x, y: y.T * np.concatenate((-x[:, 5:], x[:, :5]), axis=1).T,
+                    "f32[64,16]", "f32[64,16]").cost.cpu_terms      # both turned: the K-order nest
+    assert alike.transposed == 0
+
+
+def test_working_set_picks_the_cache_level():
+    lv = CPU.levels
+    assert cpu_cost.level_bandwidth(lv, 256 * 1024, 1, 2)[0].name == lv[0].name
+    assert cpu_cost.level_bandwidth(lv, 1.5 * lv[0].bytes, 2, 2)[0].name == lv[0].name   # two private L2s
+    assert cpu_cost.level_bandwidth(lv, 1.5 * lv[0].bytes, 1, 2)[0].name == lv[1].name
+    assert cpu_cost.level_bandwidth(lv, 4 * lv[1].bytes, 1, 2)[0].name == lv[-1].name
+    small = _kernel(lambda x: x * 2 + 1, "f32[256,256]").cost
+    big = _kernel(lambda x: x * 2 + 1, "f32[8192,8192]").cost
+    per_byte = [c.memory_seconds / c.bytes for c in (small, big)]
+    assert per_byte[1] > 2 * per_byte[0]           # DRAM, not L2
+
+
+def test_gpu_model_unchanged():
+    """The GPU devices keep the plain roofline: no CPU levels or costs."""
+    for name in ("h100", "h200", "a100-80gb"):
+        d = get_device_spec(name)
+        assert d.cpu is None and d.levels == ()
+    g = kfuse.explain(kfuse.jit(lambda x: x * 2 + 1), "f32[4096,4096]", device="h100").groups[0]
+    d = get_device_spec("h100")
+    assert g.cost.seconds == pytest.approx(g.cost.bytes / d.bandwidth + d.launch_overhead)
+
+
+# ---- calibration: predicted vs measured on this machine -------------------------------------------
+# Kernels of different kinds, each small enough to run on one thread (below the runtime's parallel
+# threshold, so a neighbour's load cannot stall a thread pool join): a launch-bound call, a
+# stream, vectorised and libm transcendentals, a row softmax, a serial scan, a float16 kernel.
+CASES = {
+    "tiny": (lambda x: x * 2 + 1, [(1024,)], np.float32),
+    "stream": (lambda x, y: 2.5 * x + y, [(256, 256), (256, 256)], np.float32),
+    "tanh": (lambda x: np.tanh(x) * 0.5 + x, [(128, 256)], np.float32),
+    "exp_f64": (lambda x: np.exp(x) + 1, [(64, 128)], np.float64),
+    "softmax": (lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(
+        -1, keepdims=True), [(32, 512)], np.float32),
+    "cumsum": (lambda x: np.cumsum(x, axis=1), [(64, 512)], np.float32),
+    "half": (lambda x, y: x * y + x, [(128, 256), (128, 256)], np.float16),
+}
+
+
+def _ratios() -> dict[str, float]:
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, (fn, shapes, dt) in CASES.items():
+        args = [rng.standard_normal(s).astype(dt) for s in shapes]
+        jf = kfuse.jit(fn, backend="cpu")
+        jf(*args)
+        best = []
+        for _ in range(5):          # the least of five medians: a neighbour's burst is left out
+            rep = measure_kernels(jf, *args, device="cpu", budget_s=0.05)
+            (k,) = rep["kernels"]
+            assert not k["parallel_runs"], name
+            best.append(k["measured_us"] / k["predicted_us"])
+        out[name] = min(best)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ratios():
+    return _ratios()
+
+
+def test_calibration_relative(ratios):
+    """Every kernel's measured/predicted within 2x of the others' geometric mean: the model
+    weighs kinds of work right, whatever the machine's load does to all of them alike."""
+    g = math.exp(statistics.fmean(math.log(r) for r in ratios.values()))
+    off = {k: round(r / g, 2) for k, r in ratios.items() if not 0.5 <= r / g <= 2.0}
+    assert not off, f"relative to the geomean {g:.2f}x: {off} (all: {ratios})"
+
+
+def test_calibration_absolute(ratios):
+    """On a machine not busy with others' work, every kernel within 2x of its prediction."""
+    if os.getloadavg()[0] >= (os.cpu_count() or 1):
+        pytest.skip(f"machine busy (load average {os.getloadavg()[0]:.1f}): absolute times not comparable")
+    off = {k: round(r, 2) for k, r in ratios.items() if not 0.5 <= r <= 2.0}
+    assert not off, f"measured/predicted outside 2x: {off} (all: {ratios})"
+
+
+def test_a_per_channel_value_is_priced_once_per_channel():
+    """``g / sqrt(v + eps)`` broadcast over NCHW's trailing axes is hoisted out of their loops:
+    counted once per (n, c), so the planner recomputes it in the one kernel rather than
+    materialising a 64-element array."""
+    def bn(x, m, v, g, b):
+        s = g / np.sqrt(v + 1e-5)
+        return (x - m.reshape(1, -1, 1, 1)) * s.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+    p = kfuse.explain(kfuse.jit(bn), "f32[32,256,64,64]", *["f32[256]"] * 4, device="cpu")
+    (g,) = p.groups
+    assert g.cost.cpu_terms.simple < 4 * 32 * 256 * 64 * 64      # the 3 full-size ops, and a little
