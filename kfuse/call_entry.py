@@ -88,7 +88,7 @@ class Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_host_passes", "_copied",
                  "_scalars", "_seeds", "run", "keyed")
 
     def __init__(self, program, graph, positions, specs, backend, seeds=None):
@@ -105,9 +105,12 @@ class Entry:
         self._torch_device = None       # the same for an all-torch-CUDA key
         self._constants = {}            # (array kind, device) -> the graph's array constants there
         self._host_checks = None        # reference.evaluator of the host checks (GPU backends)
+        self._host_passes = None        # their pass test as straight Python (runtime.host_checks)
         if graph.host_checks:
+            from .runtime.host_checks import compile_passes
             from .trace.reference import evaluator
             self._host_checks = evaluator([n for n, *_ in graph.host_checks])
+            self._host_passes = compile_passes(graph, positions)
         # outputs returned as copies of an argument: x.copy(), and x * 1.0 optimized to x
         self._copied = copied_outputs(graph.out_tree) | _fresh_outputs(graph, program)
         # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
@@ -159,7 +162,8 @@ class Entry:
         return build(self.program, args, self.positions, kind, dev, self.graph.out_tree, self._run)
 
     def _run(self, args: tuple):
-        if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
+        # x[i] of a Python int i: raise before any kernel (NumPy's error, from the evaluator)
+        if self._host_checks is not None and not (self._host_passes is not None and self._host_passes(args)):
             self.graph.raise_failed_host_checks(
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
@@ -228,11 +232,15 @@ class Entry:
             return arrays + self._constants_like(arrays) if self.graph.constants else arrays
         arrays = []
         on_host = self.backend.on_host
-        for pos, sdt in zip(self.positions, self._scalar_dtypes):
+        by_value = getattr(self.program, "host_inputs", ())    # GPU kernels' by-value scalars
+        for k, (pos, sdt) in enumerate(zip(self.positions, self._scalar_dtypes)):
             a = args[pos]
             if sdt is not None or isinstance(a, np.generic):
                 a = np.asarray(a, dtype=sdt)
-                if not on_host:
+                if k in by_value:
+                    from .runtime.gpu_launch import host_value
+                    a = host_value(a[()])
+                elif not on_host:
                     from .runtime.interop import host_to_device
                     a = host_to_device(a)
             elif on_host and type(a) is not np.ndarray and array_kind(a) == "torch-cpu":

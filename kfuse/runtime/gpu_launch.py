@@ -77,7 +77,7 @@ class LauncherBase:
         """``(info, func, grid, block, tail, finish)`` for this stride/alignment pattern, memoised;
         ``tail`` is the scalar arguments, passed by reference (:func:`scalar_args`); ``finish``
         see :meth:`_finish`."""
-        key = (*[(a.strides, a.data.ptr % 16) for a in ins], *[a.strides for a in outs])
+        key = (*[(a.strides, a.data.ptr % 16 if a.data is not None else 0) for a in ins], *[a.strides for a in outs])
         hit = self._variants.get(key)
         if hit is None:
             info, func, grid, block = self._build(ins, outs, props)
@@ -211,6 +211,53 @@ def _host_scalar_type():
     return HostScalar
 
 
+def host_value(value):
+    """A host scalar input (``Buffer.host``: a Python or NumPy scalar argument) as the launchers
+    take it: ``value`` (a NumPy scalar of the graph input's dtype) packed in a host buffer and
+    passed by value (CuPy hands a ``CPointer`` to the driver as it is; the driver copies the bytes
+    at launch), with a 0-d array's ``shape``, ``strides``, ``dtype``, ``itemsize`` and ``size`` for the
+    variant choice; ``data`` is None (no device memory)."""
+    return _host_value_type()(value)
+
+
+def as_host_value(a, dtype):
+    """``a`` (a :func:`host_value` already, a Python or NumPy scalar, a 0-d host array, or a 0-d
+    device array, read back) as the :func:`host_value` of ``dtype``."""
+    if isinstance(a, _host_value_type()):
+        return a
+    if interop.kind_of(a)[0] != "numpy":
+        a = interop.to_cupy(a).get()
+    return host_value(np.asarray(a, dtype=dtype)[()])
+
+
+@functools.cache
+def _host_value_type():
+    host_scalar = _host_scalar_type()
+
+    class HostValue(host_scalar):
+        shape, strides, ndim, size, data = (), (), 0, 1, None
+
+        def __init__(self, value):
+            super().__init__(pack_scalars([value]), 0, value)
+            self.dtype, self.itemsize = value.dtype, value.dtype.itemsize
+
+        def __repr__(self):
+            return f"HostValue({self.value!r})"
+    return HostValue
+
+
+def host_inputs(plan, kirs) -> frozenset:
+    """The graph inputs (their indices) a program takes on the host (:func:`host_value`): those
+    every kernel reading them takes by value (``Buffer.host``), that are no output of the plan."""
+    graph = plan.graph
+    taken: dict = {}
+    for g, kir in zip(plan.groups, kirs):
+        for n, b in zip(g.inputs, kir.inputs):
+            taken[n] = taken.get(n, True) and b.host
+    kept = set(graph.outputs) | {o.inputs[0] for o in plan.views}
+    return frozenset(k for k, n in enumerate(graph.inputs) if taken.get(n) and n not in kept)
+
+
 class GpuProgram:
     """A compiled plan: ``program(list_of_arrays) -> list_of_arrays`` (graph order in and out).
     Subclasses set ``self.kirs`` and implement ``_launcher(group, kir)`` and ``stages``."""
@@ -225,6 +272,8 @@ class GpuProgram:
         self._out_sig = [[(tuple(o.shape), o.dtype) for o in g.outputs] for g in plan.groups]
         self._bf16_out = any(o.dtype == interop.BF16 for o in plan.graph.outputs)
         self._props: dict = {}
+        # graph inputs passed on the host, by value (host_value): no device buffer, no upload
+        self.host_inputs = host_inputs(plan, kirs)
         self._single = None             # _single_kernel(), decided when the launchers are made
         self._emitted = [{} for _ in plan.groups]   # per group: LauncherBase.emitted
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
@@ -254,6 +303,8 @@ class GpuProgram:
         graph = self.plan.graph
         if len(arrays) != len(graph.inputs):
             raise ValueError(f"kfuse: expected {len(graph.inputs)} arrays, got {len(arrays)}")
+        if self.host_inputs:
+            return self._call_with_host_values(cupy, list(arrays))
         nd = cupy.ndarray
         if arrays and all(type(a) is nd for a in arrays):
             # hot path (all CuPy): no classification, device read off the memory pointers
@@ -279,6 +330,29 @@ class GpuProgram:
                 return self._run(cupy, arrs, dev, interop.cupy_empty)
             return self._run_torch(cupy, arrs, dev)
 
+    def _call_with_host_values(self, cupy, arrays) -> list:
+        """``self(arrays)`` where some inputs are taken on the host: those as :func:`host_value`
+        (a scalar, a 0-d host array, or a 0-d device array read back), the rest as always."""
+        for k in self.host_inputs:
+            arrays[k] = as_host_value(arrays[k], self._in_sig[k][2].dtype)
+        rest = [k for k in range(len(arrays)) if k not in self.host_inputs]
+        if rest:
+            on_device, kind, dev = interop.to_device_arrays([arrays[k] for k in rest])
+        else:                   # scalars only: CuPy's current device
+            on_device, kind, dev = [], "cupy", cupy.cuda.runtime.getDevice()
+        for k, a in zip(rest, on_device):
+            shape, dtype, n = self._in_sig[k]
+            if a.shape != shape or a.dtype != dtype:
+                raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
+                                 f"the program was compiled for {n.dtype}{list(n.shape)}")
+            arrays[k] = a
+        if kind == "cupy" and self._bf16_out:
+            interop.refuse_bf16_results_for_cupy(self.plan.graph.outputs)
+        with contextlib.nullcontext() if dev == cupy.cuda.runtime.getDevice() else cupy.cuda.Device(dev):
+            if kind == "cupy":
+                return self._run(cupy, arrays, dev, interop.cupy_empty)
+            return self._run_torch(cupy, arrays, dev)
+
     def run_checked(self, arrays, dev: int) -> list:
         """``self(arrays)`` for CuPy arrays on device ``dev`` whose dtypes and shapes the caller
         has checked already (kfuse.jit's dispatch key holds them): the hot path of a cached call."""
@@ -293,7 +367,8 @@ class GpuProgram:
         import cupy
         if dev != cupy.cuda.runtime.getDevice():
             return self(tensors)
-        return self._run_torch(cupy, [interop.tensor_view(t) for t in tensors], dev)
+        host = self.host_inputs
+        return self._run_torch(cupy, [t if k in host else interop.tensor_view(t) for k, t in enumerate(tensors)], dev)
 
     def _run_torch(self, cupy, views, dev) -> list:
         """Run on torch's current stream, outputs allocated by torch; torch tensors out."""
