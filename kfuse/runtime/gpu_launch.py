@@ -303,23 +303,31 @@ class GpuProgram:
         graph = self.plan.graph
         if len(arrays) != len(graph.inputs):
             raise ValueError(f"kfuse: expected {len(graph.inputs)} arrays, got {len(arrays)}")
-        if self.host_inputs:
-            return self._call_with_host_values(cupy, list(arrays))
+        host, sig = self.host_inputs, self._in_sig
+        if host:        # scalars the kernels take by value; the rest are the device arrays
+            arrays = [as_host_value(a, sig[k][2].dtype) if k in host else a for k, a in enumerate(arrays)]
+            sig = [s for k, s in enumerate(sig) if k not in host]
+        on_device = [a for k, a in enumerate(arrays) if k not in host] if host else arrays
         nd = cupy.ndarray
-        if arrays and all(type(a) is nd for a in arrays):
+        if on_device and all(type(a) is nd for a in on_device):
             # hot path (all CuPy): no classification, device read off the memory pointers
-            arrs, kind = list(arrays), "cupy"
-            dev = arrays[0].data.device_id
-            for a in arrays:
+            arrs, kind = list(on_device), "cupy"
+            dev = on_device[0].data.device_id
+            for a in on_device:
                 if a.data.device_id != dev:
-                    raise DeviceError(f"kfuse: arrays on different GPUs {sorted({x.data.device_id for x in arrays})} "
+                    raise DeviceError(f"kfuse: arrays on different GPUs {sorted({x.data.device_id for x in on_device})} "
                                       "in one call")
-        else:
-            arrs, kind, dev = interop.to_device_arrays(list(arrays))
-        for a, (shape, dtype, n) in zip(arrs, self._in_sig):
+        elif on_device:
+            arrs, kind, dev = interop.to_device_arrays(list(on_device))
+        else:                   # scalars only: CuPy's current device
+            arrs, kind, dev = [], "cupy", cupy.cuda.runtime.getDevice()
+        for a, (shape, dtype, n) in zip(arrs, sig):
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
+        if host:
+            rest = iter(arrs)
+            arrs = [a if k in host else next(rest) for k, a in enumerate(arrays)]
         if kind == "cupy" and self._bf16_out:
             interop.refuse_bf16_results_for_cupy(graph.outputs)
         here = dev == cupy.cuda.runtime.getDevice()
@@ -329,29 +337,6 @@ class GpuProgram:
             if kind == "cupy":
                 return self._run(cupy, arrs, dev, interop.cupy_empty)
             return self._run_torch(cupy, arrs, dev)
-
-    def _call_with_host_values(self, cupy, arrays) -> list:
-        """``self(arrays)`` where some inputs are taken on the host: those as :func:`host_value`
-        (a scalar, a 0-d host array, or a 0-d device array read back), the rest as always."""
-        for k in self.host_inputs:
-            arrays[k] = as_host_value(arrays[k], self._in_sig[k][2].dtype)
-        rest = [k for k in range(len(arrays)) if k not in self.host_inputs]
-        if rest:
-            on_device, kind, dev = interop.to_device_arrays([arrays[k] for k in rest])
-        else:                   # scalars only: CuPy's current device
-            on_device, kind, dev = [], "cupy", cupy.cuda.runtime.getDevice()
-        for k, a in zip(rest, on_device):
-            shape, dtype, n = self._in_sig[k]
-            if a.shape != shape or a.dtype != dtype:
-                raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
-                                 f"the program was compiled for {n.dtype}{list(n.shape)}")
-            arrays[k] = a
-        if kind == "cupy" and self._bf16_out:
-            interop.refuse_bf16_results_for_cupy(self.plan.graph.outputs)
-        with contextlib.nullcontext() if dev == cupy.cuda.runtime.getDevice() else cupy.cuda.Device(dev):
-            if kind == "cupy":
-                return self._run(cupy, arrays, dev, interop.cupy_empty)
-            return self._run_torch(cupy, arrays, dev)
 
     def run_checked(self, arrays, dev: int) -> list:
         """``self(arrays)`` for CuPy arrays on device ``dev`` whose dtypes and shapes the caller
