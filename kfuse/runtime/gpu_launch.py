@@ -25,6 +25,7 @@ import functools
 import numpy as np
 
 from ..codegen import kernel_ir as K
+from ..codegen.lower import host_scalar_input
 from ..errors import DeviceError
 from ..ir.ops import Op
 from . import device as devmod
@@ -248,14 +249,16 @@ def _host_value_type():
 
 def host_inputs(plan, kirs) -> frozenset:
     """The graph inputs (their indices) a program takes on the host (:func:`host_value`): those
-    every kernel reading them takes by value (``Buffer.host``), that are no output of the plan."""
+    every kernel reading them takes by value (``Buffer.host``), and host scalars no kernel reads,
+    that are no output of the plan."""
     graph = plan.graph
     taken: dict = {}
     for g, kir in zip(plan.groups, kirs):
         for n, b in zip(g.inputs, kir.inputs):
             taken[n] = taken.get(n, True) and b.host
     kept = set(graph.outputs) | {o.inputs[0] for o in plan.views}
-    return frozenset(k for k, n in enumerate(graph.inputs) if taken.get(n) and n not in kept)
+    return frozenset(k for k, n in enumerate(graph.inputs)
+                     if taken.get(n, host_scalar_input(n)) and n not in kept)
 
 
 class GpuProgram:
