@@ -65,7 +65,7 @@ def build(program, args, positions, kind: str, dev: int, out_tree, generic, chec
     written = _written(program, g)
     if (written is None or launcher.kir.contraction is not None or any(n not in index for n in g.inputs)
             or any(o not in g.outputs for o in graph.outputs)
-            or any(not _written_in_place(graph.inputs[i], graph.outputs[k], g, written) for i, k in writebacks)):
+            or any(not _written_in_place(graph, i, k, g, written) for i, k in writebacks)):
         return None
     from . import interop
     from .device import device_properties
@@ -94,7 +94,7 @@ def build(program, args, positions, kind: str, dev: int, out_tree, generic, chec
         return None
     ins = [("host", positions[index[n]], n.dtype.name) if index[n] in host
            else ("dev", positions[index[n]], mods[j]) for j, n in enumerate(g.inputs)]
-    overlaps = _overlaps(graph, positions, args, written, g, index, torch_kind)
+    overlaps = _overlaps(positions, args, written, g, index, torch_kind)
     return _generate(func, _dim3(grid), _dim3(block), tail, ins,
                      [("arg", written[o]) if o in written else ("new", tuple(shape), dt) for o, (shape, dt) in enumerate(out_sig)],
                      [g.outputs.index(o) for o in graph.outputs], kind, dev, out_tree, positions, kargs, generic,
@@ -116,21 +116,22 @@ def _written(program, g) -> dict | None:
     return {}
 
 
-def _written_in_place(arg, value, g, written) -> bool:
-    """Whether the write-back of ``value`` into graph input ``arg`` is the kernel's own write."""
-    o = g.outputs.index(value)
-    return o in written and g.inputs[written[o]] is arg
+def _written_in_place(graph, i, k, g, written) -> bool:
+    """Whether the write-back of graph output ``k`` into graph input ``i`` is the kernel's own write."""
+    if not (k < len(graph.outputs) and i < len(graph.inputs) and graph.outputs[k] in g.outputs):
+        return False
+    o = g.outputs.index(graph.outputs[k])
+    return o in written and g.inputs[written[o]] is graph.inputs[i]
 
 
-def _overlaps(graph, positions, args, written, g, index, torch_kind) -> list:
+def _overlaps(positions, args, written, g, index, torch_kind) -> list:
     """``(written argument's position, its bytes, other argument's position, its bytes)`` for
     every written argument and every other array argument (``call_entry._overlap``'s test, on
     the address of each first element and the byte count the dispatch key fixes)."""
     def nbytes(a):
         return a.numel() * a.element_size() if torch_kind else a.nbytes
     targets = {positions[index[g.inputs[j]]] for j in written.values()}
-    arrays = [positions[k] for k in range(len(graph.inputs)) if hasattr(args[positions[k]], "shape")
-              and not isinstance(args[positions[k]], np.generic)]
+    arrays = [p for p in positions if hasattr(args[p], "shape") and not isinstance(args[p], np.generic)]
     return [(w, nbytes(args[w]), p, nbytes(args[p])) for w in sorted(targets) for p in arrays if p != w]
 
 

@@ -136,3 +136,16 @@ def test_narrow_scalars(no_gpu, fn, spec, value, other):
         raw = launches[-1][2]
         assert _as(raw, dtype) == v and not any(raw[np.dtype(dtype).itemsize:])
     assert not generic
+
+
+def _scale_in_place(x, y, lr):
+    x -= lr * y
+
+
+def test_argument_written_in_place(no_gpu):
+    x, y = Stand((256,), np.float32, 0x1000000), Stand((256,), np.float32, 0x2000000)
+    direct, generic, launches = _direct(_scale_in_place, ("f32[256]", "f32[256]", "float"), (x, y, 0.5))
+    assert direct((x, y, 0.125)) is None
+    out, *ins = launches[-1]
+    assert _as(out, np.uint64) == x.data.ptr and _as(ins[-1], np.float64) == 0.125
+    assert direct((x, x, 0.5)) == "generic" and len(launches) == 1      # x -= lr * x: overlapping arguments
