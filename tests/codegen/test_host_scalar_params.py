@@ -14,21 +14,9 @@ from kfuse.codegen import cuda, nvrtc
 from kfuse.runtime.gpu_launch import host_inputs
 
 from tests.codegen.ptx_backends import compile_to_ptx
+from tests.scalar_workloads import adam, kv
 
 pytest.importorskip("cuda.bindings.nvrtc")
-
-
-def adam(p, g, m, v, lr, t):
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    m = b1 * m + (1 - b1) * g
-    v = b2 * v + (1 - b2) * g * g
-    mh = m / (1 - b1 ** t)
-    vh = v / (1 - b2 ** t)
-    return p - lr * mh / (np.sqrt(vh) + eps), m, v
-
-
-def kv(cache, k, t):
-    cache[:, t] = k
 
 
 def softmax_t(x, temp):

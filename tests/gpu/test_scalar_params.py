@@ -18,21 +18,9 @@ import kfuse  # noqa: E402
 from kfuse.errors import UnsupportedError  # noqa: E402
 from kfuse.runtime import interop  # noqa: E402
 from kfuse.testing import assert_matches_numpy  # noqa: E402
+from tests.scalar_workloads import adam as _adam, kv as _kv  # noqa: E402
 
 BACKENDS = ["cuda", "numba-cuda"]
-
-
-def _kv(cache, k, t):
-    cache[:, t] = k
-
-
-def _adam(p, g, m, v, lr, t):
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    m = b1 * m + (1 - b1) * g
-    v = b2 * v + (1 - b2) * g * g
-    mh = m / (1 - b1 ** t)
-    vh = v / (1 - b2 ** t)
-    return p - lr * mh / (np.sqrt(vh) + eps), m, v
 
 
 def _scaled(x, s):

@@ -15,6 +15,7 @@ import kfuse
 from kfuse.runtime import cuda as rcuda
 from kfuse.runtime import device, direct_launch, interop
 from kfuse.runtime.host_checks import check_lines
+from tests.scalar_workloads import adam as _adam, kv as _kv
 
 pytest.importorskip("cupy")
 pytest.importorskip("cuda.bindings.nvrtc")
@@ -65,17 +66,6 @@ def _direct(fn, specs, args):
     direct.__globals__.update(launch=launch, getdev=lambda: 0, current=lambda: types.SimpleNamespace(ptr=0),
                               ndarray=lambda shape, dt: Stand(shape, dt, 0x8000000))
     return direct, generic, launches
-
-
-def _kv(cache, k, t):
-    cache[:, t] = k
-
-
-def _adam(p, g, m, v, lr, t):
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    m = b1 * m + (1 - b1) * g
-    v = b2 * v + (1 - b2) * g * g
-    return p - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps), m, v
 
 
 def _scaled(x, s):
