@@ -139,9 +139,9 @@ class CudaTarget:
         sets = self._rot.get(i)
         if sets is None:
             ins = self.ins[i]
-            nbytes = sum(int(a.nbytes) for a in ins)
+            nbytes = sum(int(a.nbytes) for a in ins if a.data is not None)     # (a host scalar: data None)
             n = bench.rotation_sets(nbytes, int(self.props.get("l2_bytes") or (50 << 20)))
-            sets = [ins] + [[a.copy() for a in ins] for _ in range(n - 1)]
+            sets = [ins] + [[a.copy() if a.data is not None else a for a in ins] for _ in range(n - 1)]
             self._rot[i] = sets
         return sets
 
