@@ -88,7 +88,7 @@ class Entry:
     """A built program plus how to feed it the caller's arguments."""
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
-                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_copied",
+                 "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_host_passes", "_by_value", "_copied",
                  "_scalars", "_seeds", "run", "keyed")
 
     def __init__(self, program, graph, positions, specs, backend, seeds=None):
@@ -104,10 +104,15 @@ class Entry:
         self._cupy_device = None        # the device of an all-CuPy key's arrays (checked by the key)
         self._torch_device = None       # the same for an all-torch-CUDA key
         self._constants = {}            # (array kind, device) -> the graph's array constants there
+        # graph inputs a GPU program's kernels take by value on the host (gpu_launch.host_value)
+        self._by_value = getattr(program, "host_inputs", frozenset())
         self._host_checks = None        # reference.evaluator of the host checks (GPU backends)
+        self._host_passes = None        # their pass test as straight Python (runtime.host_checks)
         if graph.host_checks:
+            from .runtime.host_checks import compile_passes
             from .trace.reference import evaluator
             self._host_checks = evaluator([n for n, *_ in graph.host_checks])
+            self._host_passes = compile_passes(graph, positions)
         # outputs returned as copies of an argument: x.copy(), and x * 1.0 optimized to x
         self._copied = copied_outputs(graph.out_tree) | _fresh_outputs(graph, program)
         # 0-d outputs that NumPy gives as NumPy scalars (x.sum(), np.exp of a 0-d array), returned
@@ -123,6 +128,8 @@ class Entry:
         for this entry where one applies (the GPU's direct launch; the CPU's direct call, for an
         entry reached through its dispatch key), else stays the generic path."""
         outs = self._run(args)
+        if self.keyed and not self.backend.on_host and self._cupy_device is None and self._torch_device is None:
+            self._device_of_arrays(args)
         if self._cupy_device is not None or self._torch_device is not None:
             self.run = self._direct_launch(args) or self._run
         elif self.keyed and self.backend.on_host:
@@ -130,6 +137,22 @@ class Entry:
         else:
             self.run = self._run
         return outs
+
+    def _device_of_arrays(self, args: tuple) -> None:
+        """For a key of device arrays of one kind and host scalars the kernels take by value
+        (``program.host_inputs``): the arrays' device, as ``kfuse.api`` sets it for a key of
+        device arrays alone (the key holds every array's type and device, and each scalar's type)."""
+        host = self._by_value
+        arrays = [args[pos] for k, pos in enumerate(self.positions) if k not in host]
+        if not host or not arrays:
+            return
+        kinds = {array_kind(a) for a in arrays}
+        if kinds == {"cupy"}:
+            devices = {a.data.device_id for a in arrays}
+            self._cupy_device = devices.pop() if len(devices) == 1 else None
+        elif kinds == {"torch"}:
+            devices = {a.get_device() for a in arrays}
+            self._torch_device = devices.pop() if len(devices) == 1 else None
 
     def _plain(self) -> bool:
         """Nothing to check, copy, draw or write back around the program's run."""
@@ -150,16 +173,27 @@ class Entry:
 
     def _direct_launch(self, args: tuple):
         """The GPU's direct launch (``runtime.direct_launch``) of a one-kernel program over device
-        arrays passed as they are, with nothing to check, copy or write back around it; None
-        where that does not hold."""
-        if not self._plain() or self._scalars:
+        arrays passed as they are and host scalars, with nothing to copy, draw or read back around
+        it: host checks as generated lines, a write into an argument only where the kernel itself
+        writes it in place; None where that does not hold."""
+        g = self.graph
+        if g.checks or g.constants or self._copied or self._seeds is not None or self._scalars:
             return None
         from .runtime.direct_launch import build
+        checks = None
+        if g.host_checks:
+            from .runtime.host_checks import check_lines
+            names: dict = {}
+            lines = check_lines(g, self.positions, "return generic(args)", names)
+            if lines is None:
+                return None
+            checks = (lines, names)
         kind, dev = ("cupy", self._cupy_device) if self._cupy_device is not None else ("torch", self._torch_device)
-        return build(self.program, args, self.positions, kind, dev, self.graph.out_tree, self._run)
+        return build(self.program, args, self.positions, kind, dev, g.out_tree, self._run, checks, g.writebacks)
 
     def _run(self, args: tuple):
-        if self._host_checks is not None:       # x[i] of a Python int i: raise before any kernel
+        # x[i] of a Python int i: raise before any kernel (NumPy's error, from the evaluator)
+        if self._host_checks is not None and not (self._host_passes is not None and self._host_passes(args)):
             self.graph.raise_failed_host_checks(
                 self._host_checks(lambda n: args[self.positions[n.attr("index")]]))
         if self.graph.writebacks:
@@ -223,14 +257,17 @@ class Entry:
             arrays = self.arrays(args)
             k = len(arrays) - len(self.graph.constants)
             return arrays[:k] + self._seeds.place(arrays[k:], seeds, None if self.backend.on_host else self._on_device)
-        if self._device_arrays_only:
+        if self._device_arrays_only and not self._by_value:
             arrays = [args[pos] for pos in self.positions]
             return arrays + self._constants_like(arrays) if self.graph.constants else arrays
         arrays = []
         on_host = self.backend.on_host
-        for pos, sdt in zip(self.positions, self._scalar_dtypes):
+        for k, (pos, sdt) in enumerate(zip(self.positions, self._scalar_dtypes)):
             a = args[pos]
-            if sdt is not None or isinstance(a, np.generic):
+            if k in self._by_value:
+                from .runtime.gpu_launch import as_host_value
+                a = as_host_value(a, self.graph.inputs[k].dtype)
+            elif sdt is not None or isinstance(a, np.generic):
                 a = np.asarray(a, dtype=sdt)
                 if not on_host:
                     from .runtime.interop import host_to_device

@@ -19,7 +19,7 @@ from ..fusion.kinds import GroupKind, TileKind
 from ..runtime import cuda_tiles
 from ..runtime import device as devmod
 from ..runtime import interop
-from ..runtime.gpu_launch import contract
+from ..runtime.gpu_launch import as_host_value, contract
 from . import bench
 from . import space as S
 
@@ -56,7 +56,9 @@ class CudaTarget:
         self.props = devmod.device_properties(dev)
         program.arch = self.props["arch"]
         graph = self.plan.graph
-        env = {n: interop.device_array(a) for n, a in zip(graph.inputs, arrays)}   # bfloat16: uint16 bits
+        host = program.host_inputs      # (scalars the kernels take by value)
+        env = {n: as_host_value(a, n.dtype) if k in host else interop.device_array(a)   # bfloat16: uint16 bits
+               for k, (n, a) in enumerate(zip(graph.inputs, arrays))}
         self.ins: dict[int, list] = {}
         self.outs: dict[int, list] = {}
         self.heur: dict[int, S.TileConfig] = {}
@@ -86,7 +88,7 @@ class CudaTarget:
         return kernel_source(self.kirs[i])
 
     def signature(self, i: int) -> list:
-        return [[str(a.dtype), a.ndim, bool(a.flags.c_contiguous)] for a in self.ins[i]]
+        return [[str(a.dtype), a.ndim, a.data is None or bool(a.flags.c_contiguous)] for a in self.ins[i]]
 
     def empty(self, i: int) -> bool:
         return all(o.size == 0 for o in self.outs[i])
@@ -137,9 +139,9 @@ class CudaTarget:
         sets = self._rot.get(i)
         if sets is None:
             ins = self.ins[i]
-            nbytes = sum(int(a.nbytes) for a in ins)
+            nbytes = sum(int(a.nbytes) for a in ins if a.data is not None)     # (a host scalar: data None)
             n = bench.rotation_sets(nbytes, int(self.props.get("l2_bytes") or (50 << 20)))
-            sets = [ins] + [[a.copy() for a in ins] for _ in range(n - 1)]
+            sets = [ins] + [[a.copy() if a.data is not None else a for a in ins] for _ in range(n - 1)]
             self._rot[i] = sets
         return sets
 

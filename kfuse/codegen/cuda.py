@@ -1,6 +1,7 @@
 """KernelIR -> CUDA C (compiled by :mod:`kfuse.codegen.nvrtc`, launched by :mod:`kfuse.runtime.cuda`).
 
-Kernel parameters, in order: output pointers, input pointers, the KernelIR's int64 size
+Kernel parameters, in order: output pointers, input pointers (a host scalar, ``Buffer.host``, by
+value instead: a ``KfHost<T>`` of its storage type, read as a 0-d buffer), the KernelIR's int64 size
 parameters, then the strides (in elements) of every input buffer dim, then of every output dim,
 then the 32-bit index divisors, and for two-stage reductions the workspace. Of the scalars a kernel
 declares only those its body reads (``CudaKernel.scalars``; a contiguous kernel reads no stride):
@@ -134,7 +135,8 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
         def ptr(ctype, name):
             return f"{ctype}*{'' if name in shared else ' __restrict__'} {name}"
         ps = [ptr(_STYPE[b.dtype], f"out{k}") for k, b in enumerate(kir.outputs)]
-        ps += [ptr(f"const {_STYPE[b.dtype]}", f"in{k}") for k, b in enumerate(kir.inputs)]
+        ps += [f"const KfHost<{_STYPE[b.dtype]}> in{k}" if b.host else ptr(f"const {_STYPE[b.dtype]}", f"in{k}")
+               for k, b in enumerate(kir.inputs)]
         ps += [f"{t} {n}" for (t, n), keep in zip(self.scalar_params(), self.scalars) if keep]
         ps += ["unsigned char* __restrict__ ws_"] if self.v.split else []     # two-stage: the chunks' accumulators
         bounds = f"{self.v.block}, {self.v.min_blocks}" if self.v.min_blocks else f"{self.v.block}"

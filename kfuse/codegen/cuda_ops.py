@@ -32,6 +32,9 @@ PRELUDE = r"""
 typedef long long i64;
 typedef unsigned long long u64;
 template <typename T, int N> struct __align__(sizeof(T) * N) KfVec { T v[N]; };
+// a host scalar argument (a Python or NumPy scalar) passed by value in its storage type (a 16-bit
+// float as its bits, a bool as a byte), read as the 0-d buffer it stands for: in[0]
+template <typename T> struct KfHost { T v; __device__ __forceinline__ T operator[](long long) const { return v; } };
 // streaming (evict-first) vector load/store for data touched once: keeps L2 for reused operands
 template <typename T, int N> __device__ __forceinline__ KfVec<T, N> kf_ldcs(const T* p) {
   KfVec<T, N> r;

@@ -202,14 +202,17 @@ def gathers(index) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Buffer:
     """An array argument: ``name`` in the kernel, dtype name (NumPy), rank, and (informational)
-    the shape in the plan it was lowered from."""
+    the shape in the plan it was lowered from. ``host``: a 0-d value the caller passes on the host
+    (a Python or NumPy scalar argument): the GPU kernels take it by value, as a parameter of its
+    dtype, not as a pointer to device memory (``codegen.lower.host_scalar``); the CPU ignores it."""
     name: str
     dtype: str
     ndim: int
     shape: tuple[int, ...] = ()
+    host: bool = False
 
     def __str__(self) -> str:
-        return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]"
+        return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]" + (" (host scalar)" if self.host else "")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,23 @@ def _dtype_name(dt: np.dtype) -> str:
     return dt.name                  # (NumPy computes the name in Python each time)
 
 
+def host_scalar_input(node: Node) -> bool:
+    """A graph input holding a Python or NumPy scalar argument, on the host: not complex (the
+    Numba-CUDA ABI splits a complex parameter in two, CUDA C's does not: they keep a 0-d buffer)."""
+    return (node.op is Op.INPUT and node.shape == () and node.dtype.kind != "c"
+            and bool(node.attr("weak") or node.attr("numpy_scalar")))
+
+
+def host_scalar(node: Node, group) -> bool:
+    """Whether group input ``node`` is passed to the GPU kernel by value (``Buffer.host``): a
+    :func:`host_scalar_input` (so no device buffer and no upload a call) read by a kernel that is
+    not a product (cuBLAS and the GEMM read device memory) and written by none (a scatter's base,
+    an argument written in place)."""
+    return (host_scalar_input(node) and group.kind != GroupKind.MATMUL
+            and all(node is not base for _, base in group.in_place)
+            and not (group.kind == GroupKind.SCATTER and node is group.anchor.inputs[0]))
+
+
 class _Lowerer:
     def __init__(self, group, tile, sized=frozenset()):
         self.group = group
@@ -462,7 +479,7 @@ class _Lowerer:
         self.acc_vars: dict = {}
         phases = []
         contraction, init_from = None, ()
-        inputs = [K.Buffer(f"in{k}", _dt(n), n.ndim, n.shape) for k, n in enumerate(self.inputs)]
+        inputs = [K.Buffer(f"in{k}", _dt(n), n.ndim, n.shape, host_scalar(n, g)) for k, n in enumerate(self.inputs)]
         if g.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL):
             for o in g.outputs:
                 if tuple(o.shape) != self.domain_shape:

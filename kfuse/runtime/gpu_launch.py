@@ -25,6 +25,7 @@ import functools
 import numpy as np
 
 from ..codegen import kernel_ir as K
+from ..codegen.lower import host_scalar_input
 from ..errors import DeviceError
 from ..ir.ops import Op
 from . import device as devmod
@@ -77,7 +78,7 @@ class LauncherBase:
         """``(info, func, grid, block, tail, finish)`` for this stride/alignment pattern, memoised;
         ``tail`` is the scalar arguments, passed by reference (:func:`scalar_args`); ``finish``
         see :meth:`_finish`."""
-        key = (*[(a.strides, a.data.ptr % 16) for a in ins], *[a.strides for a in outs])
+        key = (*[(a.strides, a.data.ptr % 16 if a.data is not None else 0) for a in ins], *[a.strides for a in outs])
         hit = self._variants.get(key)
         if hit is None:
             info, func, grid, block = self._build(ins, outs, props)
@@ -211,6 +212,55 @@ def _host_scalar_type():
     return HostScalar
 
 
+def host_value(value):
+    """A host scalar input (``Buffer.host``: a Python or NumPy scalar argument) as the launchers
+    take it: ``value`` (a NumPy scalar of the graph input's dtype) packed in a host buffer and
+    passed by value (CuPy hands a ``CPointer`` to the driver as it is; the driver copies the bytes
+    at launch), with a 0-d array's ``shape``, ``strides``, ``dtype``, ``itemsize`` and ``size`` for the
+    variant choice; ``data`` is None (no device memory)."""
+    return _host_value_type()(value)
+
+
+def as_host_value(a, dtype):
+    """``a`` (a :func:`host_value` already, a Python or NumPy scalar, a 0-d host array, or a 0-d
+    device array, read back) as the :func:`host_value` of ``dtype``."""
+    if isinstance(a, _host_value_type()):
+        return a
+    if interop.kind_of(a)[0] != "numpy":
+        a = interop.to_cupy(a).get()
+    return host_value(np.asarray(a, dtype=dtype)[()])
+
+
+@functools.cache
+def _host_value_type():
+    host_scalar = _host_scalar_type()
+
+    class HostValue(host_scalar):
+        shape, strides, ndim, size, data = (), (), 0, 1, None
+
+        def __init__(self, value):
+            super().__init__(pack_scalars([value]), 0, value)
+            self.dtype, self.itemsize = value.dtype, value.dtype.itemsize
+
+        def __repr__(self):
+            return f"HostValue({self.value!r})"
+    return HostValue
+
+
+def host_inputs(plan, kirs) -> frozenset:
+    """The graph inputs (their indices) a program takes on the host (:func:`host_value`): those
+    every kernel reading them takes by value (``Buffer.host``), and host scalars no kernel reads,
+    that are no output of the plan."""
+    graph = plan.graph
+    taken: dict = {}
+    for g, kir in zip(plan.groups, kirs):
+        for n, b in zip(g.inputs, kir.inputs):
+            taken[n] = taken.get(n, True) and b.host
+    kept = set(graph.outputs) | {o.inputs[0] for o in plan.views}
+    return frozenset(k for k, n in enumerate(graph.inputs)
+                     if taken.get(n, host_scalar_input(n)) and n not in kept)
+
+
 class GpuProgram:
     """A compiled plan: ``program(list_of_arrays) -> list_of_arrays`` (graph order in and out).
     Subclasses set ``self.kirs`` and implement ``_launcher(group, kir)`` and ``stages``."""
@@ -225,6 +275,8 @@ class GpuProgram:
         self._out_sig = [[(tuple(o.shape), o.dtype) for o in g.outputs] for g in plan.groups]
         self._bf16_out = any(o.dtype == interop.BF16 for o in plan.graph.outputs)
         self._props: dict = {}
+        # graph inputs passed on the host, by value (host_value): no device buffer, no upload
+        self.host_inputs = host_inputs(plan, kirs)
         self._single = None             # _single_kernel(), decided when the launchers are made
         self._emitted = [{} for _ in plan.groups]   # per group: LauncherBase.emitted
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
@@ -254,21 +306,31 @@ class GpuProgram:
         graph = self.plan.graph
         if len(arrays) != len(graph.inputs):
             raise ValueError(f"kfuse: expected {len(graph.inputs)} arrays, got {len(arrays)}")
+        host, sig = self.host_inputs, self._in_sig
+        if host:        # scalars the kernels take by value; the rest are the device arrays
+            arrays = [as_host_value(a, sig[k][2].dtype) if k in host else a for k, a in enumerate(arrays)]
+            sig = [s for k, s in enumerate(sig) if k not in host]
+        on_device = [a for k, a in enumerate(arrays) if k not in host] if host else arrays
         nd = cupy.ndarray
-        if arrays and all(type(a) is nd for a in arrays):
+        if on_device and all(type(a) is nd for a in on_device):
             # hot path (all CuPy): no classification, device read off the memory pointers
-            arrs, kind = list(arrays), "cupy"
-            dev = arrays[0].data.device_id
-            for a in arrays:
+            arrs, kind = list(on_device), "cupy"
+            dev = on_device[0].data.device_id
+            for a in on_device:
                 if a.data.device_id != dev:
-                    raise DeviceError(f"kfuse: arrays on different GPUs {sorted({x.data.device_id for x in arrays})} "
+                    raise DeviceError(f"kfuse: arrays on different GPUs {sorted({x.data.device_id for x in on_device})} "
                                       "in one call")
-        else:
-            arrs, kind, dev = interop.to_device_arrays(list(arrays))
-        for a, (shape, dtype, n) in zip(arrs, self._in_sig):
+        elif on_device:
+            arrs, kind, dev = interop.to_device_arrays(list(on_device))
+        else:                   # scalars only: CuPy's current device
+            arrs, kind, dev = [], "cupy", cupy.cuda.runtime.getDevice()
+        for a, (shape, dtype, n) in zip(arrs, sig):
             if a.shape != shape or a.dtype != dtype:
                 raise ValueError(f"kfuse: argument {n.attr('name')!r} is {a.dtype}{list(a.shape)}, "
                                  f"the program was compiled for {n.dtype}{list(n.shape)}")
+        if host:
+            rest = iter(arrs)
+            arrs = [a if k in host else next(rest) for k, a in enumerate(arrays)]
         if kind == "cupy" and self._bf16_out:
             interop.refuse_bf16_results_for_cupy(graph.outputs)
         here = dev == cupy.cuda.runtime.getDevice()
@@ -293,7 +355,8 @@ class GpuProgram:
         import cupy
         if dev != cupy.cuda.runtime.getDevice():
             return self(tensors)
-        return self._run_torch(cupy, [interop.tensor_view(t) for t in tensors], dev)
+        host = self.host_inputs
+        return self._run_torch(cupy, [t if k in host else interop.tensor_view(t) for k, t in enumerate(tensors)], dev)
 
     def _run_torch(self, cupy, views, dev) -> list:
         """Run on torch's current stream, outputs allocated by torch; torch tensors out."""

@@ -11,6 +11,7 @@ if not hasattr(trace, "trace_function"):
 
 from kfuse.fusion.pipeline import optimize, plan   # noqa: E402
 from kfuse.ir.specs import ArraySpec, ScalarSpec   # noqa: E402
+from tests.scalar_workloads import adam   # noqa: E402
 
 F4, F2 = np.dtype("f4"), np.dtype("f2")
 
@@ -34,15 +35,6 @@ def log_softmax(x):
 def gelu(x, w, b):
     y = x * w + b
     return 0.5 * y * (1 + np.tanh(0.7978845608028654 * (y + 0.044715 * y ** 3)))
-
-
-def adam(p, g, m, v, lr, t):
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    m = b1 * m + (1 - b1) * g
-    v = b2 * v + (1 - b2) * g * g
-    mhat = m / (1 - b1 ** t)
-    vhat = v / (1 - b2 ** t)
-    return p - lr * mhat / (np.sqrt(vhat) + eps), m, v
 
 
 def rmsnorm(x, r, w):
