@@ -6,9 +6,11 @@ Cases (float32):
     ``cupy.ElementwiseKernel`` of the same expression (bar: at most its time);
   * ``chain (torch)``: the same function on torch CUDA tensors against one torch eager op,
     ``x + b`` (bar: at most 1.2x);
-  * ``adam``: an Adam step's 4 inputs and 3 outputs (1024 elements; CuPy and torch) (bar: 15 µs);
-  * ``kv-cache``: ``cache[:, t] = k`` into a 64 x 2048 x 256 cache, ``t`` a Python int, against
-    torch eager's same write (bar: 15 µs).
+  * ``adam``: an Adam step's 4 inputs and 3 outputs (1024 elements; CuPy and torch) (bar: 15 µs),
+    and the same step as optimizers write it, with a Python float ``lr`` and int step ``t`` that
+    change every call (by-value kernel parameters);
+  * ``kv-cache``: ``cache[:, t] = k`` into a 64 x 2048 x 256 cache, ``t`` a Python int changing
+    every call, against torch eager's same write (bar: 15 µs).
 
 Each call is timed as rounds of ``--calls`` back-to-back calls followed by a device sync (the
 time per call is the round's time over ``--calls``), peers interleaved round by round; the table
@@ -20,6 +22,7 @@ Run: ``PYTHONPATH=. python3 benchmarks/gpu_hot_call.py [--rounds 15] [--calls 20
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
 
@@ -34,6 +37,12 @@ def adam(p, g, m, v):
     m2 = 0.9 * m + 0.1 * g
     v2 = 0.999 * v + 0.001 * g * g
     return p - 1e-3 * m2 / (np.sqrt(v2) + 1e-8), m2, v2
+
+
+def adam_scalars(p, g, m, v, lr, t):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    return p - lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8), m, v
 
 
 def kv_write(cache, k, t):
@@ -55,15 +64,18 @@ def _cases():
     k = cp.asarray(rng.standard_normal((64, 256)).astype(np.float32))
     tcache, tk = torch.as_tensor(cache, device="cuda"), torch.as_tensor(k, device="cuda")
 
+    steps = itertools.cycle(range(1, 1001))        # t (and lr) change every call
+
     def torch_kv():
-        tcache[:, 1000] = tk
-    f, fa, fkv = kfuse.jit(chain), kfuse.jit(adam), kfuse.jit(kv_write)
+        tcache[:, next(steps)] = tk
+    f, fa, fs, fkv = kfuse.jit(chain), kfuse.jit(adam), kfuse.jit(adam_scalars), kfuse.jit(kv_write)
     return {
         "chain, CuPy 1024": ({"kfuse": lambda: f(x, b), "cupy.ElementwiseKernel": lambda: ek(x, b)}, 1.0),
         "chain, torch 1024": ({"kfuse": lambda: f(xt, bt), "torch eager x + b": lambda: xt + bt}, 1.2),
         "adam, CuPy 1024": ({"kfuse": lambda: fa(x, b, m, v)}, None),
         "adam, torch 1024": ({"kfuse": lambda: fa(xt, bt, mt, vt)}, None),
-        "kv-cache, CuPy": ({"kfuse": lambda: fkv(cache, k, 1000), "torch eager": torch_kv}, None),
+        "adam(lr, t), CuPy": ({"kfuse": lambda: fs(x, b, m, v, 1e-3 / next(steps), next(steps))}, None),
+        "kv-cache, CuPy": ({"kfuse": lambda: fkv(cache, k, next(steps)), "torch eager": torch_kv}, None),
     }
 
 
