@@ -244,7 +244,9 @@ def explain_measure_text(fn, specs: list, device: str | None = None, backend: st
     """``kfuse explain --measure``: random inputs of ``specs`` on the GPU where the device names
     one or the backend is a GPU backend ("cuda", "numba-cuda"), else on the host, then
     :func:`format_measured` of :func:`measure_kernels` on that backend."""
-    on_gpu = device not in (None, "cpu") or (device is None and backend in ("cuda", "numba-cuda"))
+    from .. import backends
+    chosen = None if backend is None or backend == backends.AUTO else backend
+    on_gpu = device not in (None, "cpu") or (device is None and chosen is not None
+                                             and not backends.get(chosen).on_host)
     args = random_arguments(list(specs), on_gpu)
-    return format_measured(measure_kernels(fn, *args, device=device,
-                                           backend=None if backend in (None, "auto") else backend))
+    return format_measured(measure_kernels(fn, *args, device=device, backend=chosen))
