@@ -17,7 +17,8 @@ costs (:data:`LOAD_S` where the disk cache holds its machine code for these argu
 :data:`PAR_COMPILE_S` where it must compile, nothing where this process has it already), it is
 compiled or loaded and runs from then on. A kernel whose first call alone would save more than the
 parallel compile costs beyond the sequential one (estimated from ``kernel_work`` at
-:data:`WORK_PER_S`) runs in parallel at once, and never compiles the sequential variant.
+:data:`WORK_PER_S`) runs in parallel at once, and never compiles the sequential variant; one whose
+threads would save :data:`EAGER_GAIN_S` a call or more gets them from its second call.
 """
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ from . import cpu_persist
 PAR_COMPILE_S = 1.0     # a parallel variant's Numba compile (softmax 64x512 f32: 0.65-1.7 s, dev box)
 SEQ_COMPILE_S = 0.5     # the sequential one's (the same softmax: 0.45-0.75 s)
 LOAD_S = 0.005          # either, loaded from the disk cache (cpu_persist: 3-6 ms)
+EAGER_GAIN_S = 5e-5      # a kernel whose threads save this much a call gets them from its second
+                         # call (an 8 MiB clip: 0.22 -> 0.12 ms); the rent rule is for the small
+                         # ones (a 64x512 softmax saves ~10 us a call against a 1 s compile). Asking
+                         # the disk cache at every rented call cost 0.1 ms a call (corpus, 18:50)
 WORK_PER_S = 1.2e10     # kernel_work units a second on one thread (f32 row softmax, 64x512 to
                         # 1024x1024: 1.17-1.24e10; libm-heavy float64 kernels run ~4x fewer)
 
@@ -44,12 +49,13 @@ def first_call_parallel(work: int, threads: int) -> bool:
 class ParState:
     """One schedule's account: the rent paid so far (s), sequential calls run, and whether the
     parallel variant was bought."""
-    __slots__ = ("rent", "calls", "ready")
+    __slots__ = ("rent", "calls", "ready", "cost")
 
     def __init__(self) -> None:
         self.rent = 0.0
         self.calls = 0
         self.ready = False
+        self.cost = None        # seconds to get the parallel variant, asked once (a disk check)
 
     def pay(self, seconds: float, threads: int, work: int) -> None:
         """Account a sequential call that took ``seconds`` (the first one: estimated from
@@ -65,8 +71,12 @@ class ParState:
         if not self.ready:
             if self.calls == 0:
                 self.ready = first_call_parallel(work, threads)
+            elif gain(work / WORK_PER_S, threads) >= EAGER_GAIN_S:
+                self.ready = True       # a heavy kernel: bought at its second call, as rent would soon
             else:
-                self.ready = self.rent >= par_cost(seq, par)
+                if self.cost is None:
+                    self.cost = par_cost(seq, par)
+                self.ready = self.rent >= self.cost
         return self.ready
 
 
