@@ -18,20 +18,13 @@ check, copy or write back. A kernel large enough to take threads, or tuned, is r
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..codegen.cpu_layout import allocate
 from ..ir.graph import unflatten_source
 from .cpu import PAR_MIN_WORK, CpuProgram, launch
+from .generated import define
 
-
-@functools.lru_cache(maxsize=1024)
-def _code(source: str):
-    """``source``'s code object: the text names sizes and arrays only through ``ns``, so every
-    size of a shape class writes the same text, compiled once (a new size's first call builds one)."""
-    return compile(source, "<kfuse:cpu_direct>", "exec")
 
 
 def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: frozenset):
@@ -85,15 +78,7 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
         else:
             return None         # (a constant output: the generic path builds it)
         results.append(f"{expr}[()]" if o in scalars else expr)
-    ret = unflatten_source(out_tree, results, lambda k: f"args[{sources[k][0]}]", ns)
-    if ret is None:
-        return None
-    lines.append(f"    return {ret}")
-    source = "\n".join(lines) + "\n"
-    exec(_code(source), ns)
-    direct = ns["direct"]
-    direct.source = source
-    return direct
+    return define(lines, unflatten_source(out_tree, results, lambda k: f"args[{sources[k][0]}]", ns), ns)
 
 
 def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, in_values: list) -> list[str]:

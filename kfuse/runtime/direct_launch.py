@@ -24,12 +24,12 @@ variant for it."""
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 
 import numpy as np
 
 from ..ir.graph import unflatten_source
+from .generated import define
 
 # a host scalar's slot in the parameter block, by dtype (a 16-bit float: its bits)
 _CTYPE = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
@@ -37,12 +37,6 @@ _CTYPE = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
           "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double,
           "float16": ctypes.c_uint16, "bfloat16": ctypes.c_uint16}
 
-
-@functools.lru_cache(maxsize=1024)
-def _code(source: str):
-    """``source``'s code object, compiled once (a new size of a shape class whose launch
-    shape is unchanged writes the same text)."""
-    return compile(source, "<kfuse:direct_launch>", "exec")
 
 
 def _dim3(d) -> tuple:
@@ -185,15 +179,7 @@ def _generate(func, grid, block, tail, ins, outs, order, kind, dev, out_tree, po
             lines.append(f"        V{j}.value = {value}")
     lines.append(f"        launch(F, {', '.join(map(str, grid + block))}, 0, {stream}, PARAMS, 0)")
     results = [f"a{outs[k][1]}" if outs[k][0] == "arg" else f"o{k}" for k in order]
-    ret = unflatten_source(out_tree, results, lambda k: f"args[{positions[k]}]", ns)
-    if ret is None:
-        return None
-    lines.append(f"    return {ret}")
-    source = "\n".join(lines) + "\n"
-    exec(_code(source), ns)
-    direct = ns["direct"]
-    direct.source = source
-    return direct
+    return define(lines, unflatten_source(out_tree, results, lambda k: f"args[{positions[k]}]", ns), ns)
 
 
 def _outputs(kind, dev, outs, kargs, ns) -> tuple:
