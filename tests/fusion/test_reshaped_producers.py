@@ -55,3 +55,27 @@ def test_a_cast_also_returned_stays_out_of_the_row_kernel():
     assert len(row) == 1 and all(o.shape == tuple(row[0].domain) or o.op.value == "sum" for o in row[0].outputs)
     for got, want in zip(f(x), both(x)):
         assert_matches_numpy(got, want, reductions=True)
+
+
+def softmax_temperature(x, temp):
+    y = x / temp
+    e = np.exp(y - y.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_a_scalars_cast_is_computed_in_the_row_kernel():
+    """``x / temp`` with a Python float: the cast of ``temp`` to float32 is part of the softmax's
+    kernel, not a 0-d launch of its own before it; a 0-d value also returned stays out."""
+    x = RNG.standard_normal((8, 33)).astype(np.float32)
+    f = kfuse.jit(softmax_temperature, backend="cpu")
+    assert len(f.lower(x, 0.7).plan.groups) == 1
+    for t in (0.7, 3, np.float32(1.5)):
+        assert_matches_numpy(f(x, t), softmax_temperature(x, t))
+
+    def returned(x, t):
+        s = np.float32(t) * 2
+        return (x * s).sum(-1), s
+    plan = kfuse.jit(returned, backend="cpu").lower(x, 0.5).plan
+    assert all(o.shape != () for g in plan.groups if g.kind == "reduce" for o in g.outputs)
+    got = kfuse.jit(returned, backend="cpu")(x, 0.5)
+    assert_matches_numpy(got[0], returned(x, 0.5)[0], reductions=True)
