@@ -148,6 +148,12 @@ def blockwise_divisors(kir: K.KernelIR) -> list:
             for p in (blockwise(s.index, last) or ())] if last is not None and kir.kind in ROW_KINDS else []
 
 
+def blockwise_fits(kir: K.KernelIR, vec: int, env: dict) -> bool:
+    """Whether every blockwise load of ``kir`` (:func:`blockwise_divisors`) reads one element a
+    ``vec``-wide unit at the sizes ``env``: its offsets and divisors whole vectors."""
+    return all(multiple_of(o, vec, env) and multiple_of(d, vec, env) for o, d in blockwise_divisors(kir))
+
+
 def multiple_of(e, n: int, env: dict) -> bool:
     """Whether index expression ``e`` is a multiple of ``n`` for every value of its loop variables
     (names starting with ``i``: unknown), its sizes read from ``env``: a sufficient test."""
@@ -250,8 +256,7 @@ def default_variant(kir: K.KernelIR) -> Variant:
         vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
         lv = kir.extent(kir.loop_dims(kir.inner)[-1]) if kir.loop_dims(kir.inner) else 1
         env = {s.name: s.value for s in kir.sizes}
-        if lv % vec or not all(multiple_of(o, vec, env) and multiple_of(d, vec, env)
-                               for o, d in blockwise_divisors(kir)):
+        if lv % vec or not blockwise_fits(kir, vec, env):
             vec = 1
         block, kc = row_shape(L // vec)
         return Variant("row", vec, bool(big), kc, block)

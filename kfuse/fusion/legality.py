@@ -97,10 +97,7 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
     keep, drop = outer_shapes(domain, axes)
     member = set(nodes)
     level: dict[Node, str] = {}
-    after: set[Node] = set()         # members computed from a reduction of this group
-    for n in nodes:
-        if n.op in REDUCE or any(i in after for i in n.inputs):
-            after.add(n)
+    after = _after_reductions(nodes)
     reshaped = _reshaped_producers(nodes, domain, after)
     for n in nodes:
         ins = {level[i] for i in n.inputs if i in member}
@@ -130,6 +127,15 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
                               f"row inside a row kernel over {list(domain)}")
             level[n] = "full"
     return Shape(GroupKind.REDUCE, domain, axes, reds[0]), ""
+
+
+def _after_reductions(nodes: list[Node]) -> set[Node]:
+    """The members of a node set (in graph order) computed from one of its reductions."""
+    after: set[Node] = set()
+    for n in nodes:
+        if n.op in REDUCE or any(i in after for i in n.inputs):
+            after.add(n)
+    return after
 
 
 def _reshaped_producers(nodes: list[Node], domain: tuple, after: set) -> set[Node]:
@@ -327,17 +333,10 @@ class Clustering:
         stores only values of its domain."""
         users = self.__dict__.get("_users")
         if users is None:
-            users = self._users = {}
-            for n in self.order_list:
-                for i in n.inputs:
-                    users.setdefault(i, set()).add(n)
+            users = self._users = self.graph.users()
         nodes = sorted(home, key=self.order.__getitem__)
-        after: set[Node] = set()
-        for n in nodes:
-            if n.op in REDUCE or any(i in after for i in n.inputs):
-                after.add(n)
-        outside = [n for n in _reshaped_producers(nodes, shape.domain, after)
-                   if n in self.outputs or users.get(n, set()) - home]
+        outside = [n for n in _reshaped_producers(nodes, shape.domain, _after_reductions(nodes))
+                   if n in self.outputs or any(u not in home for u in users.get(n, ()))]
         if outside:
             n = min(outside, key=self.order.__getitem__)
             return None, (f"{n.op.value} of shape {list(n.shape)}, reshaped inside a row kernel over "

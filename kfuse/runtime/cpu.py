@@ -26,8 +26,7 @@ import numba
 import numpy as np
 
 from ..codegen import cpu_blocks, cpu_schedule as CS
-from ..codegen.phase_merge import merge_independent_phases
-from ..codegen.variance import one_pass_variance
+from ..codegen.phase_merge import rereading_form
 from ..codegen.cpu import FN_NAME, emit, vectorised_helper
 from ..codegen.cpu_layout import allocate
 from ..codegen.kernel_ir import Op as KOp
@@ -223,7 +222,7 @@ class _Variants:
         if hit is None:
             # the cols order reads memory again in every pass: a variance's two passes in one,
             # independent reductions (min and max) in one
-            kir = merge_independent_phases(one_pass_variance(self.kir)) if sched.order == "cols" else self.kir
+            kir = rereading_form(self.kir) if sched.order == "cols" else self.kir
             src = emit(kir, sched)
             hit = self.by_sched[sched] = (src,) + tuple(_compile_source(src, FN_NAME, self.cache))
         self.last = sched

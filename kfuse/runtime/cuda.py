@@ -26,9 +26,8 @@ from ..codegen import nvrtc
 from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE
 from ..codegen.cuda_shapes import grid_combine_groups
-from ..codegen.phase_merge import merge_independent_phases
+from ..codegen.phase_merge import rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
-from ..codegen.variance import one_pass_variance
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import cuda_tiles, gpu_store
@@ -164,7 +163,7 @@ class _Launcher(LauncherBase):
     def _folded(self) -> K.KernelIR:
         """The group's kernel IR with its variances folded and its independent reductions joined
         (built with the kernel, read again by the grid-synchronised launch for its workspace size)."""
-        return merge_independent_phases(one_pass_variance(self.kir))
+        return rereading_form(self.kir)
 
     def _build(self, ins, outs, props) -> tuple:
         contiguous = self._contiguous_reads(ins)
@@ -312,12 +311,11 @@ class _Launcher(LauncherBase):
     def _offset_aligned(self, index, last: str, vec: int) -> bool:
         """Whether a vector access's offset along ``last`` (a slice's start) is a whole number of
         vectors at this call's sizes."""
-        env = {s.name: v for s, v in zip(self.kir.sizes, self.sizes)}
         off = cuda_emit.vector_offset(index, last)
         if off is None:         # an offset of loop variables too (a reshaped input read contiguously)
             off = K.unit_offset(index[-1], last)
-            return off is not None and cuda_emit.multiple_of(off, vec, env)
-        return K.eval_expr(off, env) % vec == 0
+            return off is not None and cuda_emit.multiple_of(off, vec, self.size_of)
+        return K.eval_expr(off, self.size_of) % vec == 0
 
     def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
         """The elementwise shape: 16-byte vector units where every access allows them, 128 threads;
@@ -400,8 +398,7 @@ class _Launcher(LauncherBase):
                 if not (_vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec)
                         and self._offset_aligned(st_.index, va[0], vec)):
                     vec = 1
-            if not all(cuda_emit.multiple_of(o, vec, self.size_of) and cuda_emit.multiple_of(d, vec, self.size_of)
-                       for o, d in cuda_emit.blockwise_divisors(kir)):
+            if not cuda_emit.blockwise_fits(kir, vec, self.size_of):
                 vec = 1             # a blockwise load (a per-channel weight) would change within a unit
         chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS,
                      SPLIT_MAX)
