@@ -564,7 +564,7 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                 q_acc += len(ph.accs)
             for a, f in zip(ph.accs, finals):
                 rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
-                row_level.add(a.dst)
+                row_level |= {a.dst, a.peer}
             if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
                 rb += [f"{'if (tid_ == 0) ' if row else ''}{self.partial(ph, k, 'c_')} = A{a.dst};"
                        for k, a in enumerate(ph.accs)]

@@ -20,12 +20,16 @@ class AccEmitter:
     def acc_types(self, a: K.Acc):
         if a.kind in ("argmax", "argmin"):
             return f"KfArg<{ctype(a.acc_dtype)}>"
+        if a.kind == "maxsumexp":     # float32 partial sums: a float64 add a term halved the rate
+            return "KfMse<float>"
         return ctype(a.acc_dtype)
 
     def acc_init(self, a: K.Acc) -> list[str]:
         T = self.acc_types(a)
         if a.kind in ("argmax", "argmin"):
             return [f"{T} A{a.dst}; A{a.dst}.v = {const_literal(a.init, a.acc_dtype)}; A{a.dst}.i = -1;"]
+        if a.kind == "maxsumexp":
+            return [f"{T} A{a.dst}; A{a.dst}.m = -__int_as_float(0x7f800000); A{a.dst}.s = 0;"]
         return [f"{T} A{a.dst} = {const_literal(a.init, a.acc_dtype)};"]
 
     def combine(self, a: K.Acc, x: str, y: str) -> str:
@@ -33,6 +37,8 @@ class AccEmitter:
         T = ctype(t)
         if a.kind in ("argmax", "argmin"):
             return f"kf_argcomb<{T}, {'true' if a.kind == 'argmax' else 'false'}>({x}, {y})"
+        if a.kind == "maxsumexp":
+            return f"kf_mse_comb({x}, {y})"
         # codegen.accs: the rule of every emitter
         return combine_expr(a, x, y, "bool" if a.kind in ("any", "all") else t,
                             lambda s, args: op_expr(s.op, s.dtype, args, s.arg_dtypes), const_literal)
@@ -43,9 +49,19 @@ class AccEmitter:
             T = self.acc_types(a)
             return [f"{{ {T} p_; p_.v = {a.src}; p_.i = (i64)({index_c(a.pos)}); "
                     f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'p_')}; }}"]
+        if a.kind == "maxsumexp":
+            return [f"kf_mse_step(A{a.dst}, {a.src});"]
         if a.mask:          # (a where= the reduction skips: codegen.accs)
             return [f"if ({a.mask}) A{a.dst} = {self.combine(a, f'A{a.dst}', src)};"]
         return [f"A{a.dst} = {self.combine(a, f'A{a.dst}', src)};"]
+
+    def _shfl(self, a: K.Acc, o: str, m: str) -> str:
+        """``o``: the accumulator of ``a`` from the lane ``m`` away (a pair's two fields each)."""
+        T = self.acc_types(a)
+        if a.kind in ("argmax", "argmin", "maxsumexp"):
+            x, y = ("m", "s") if a.kind == "maxsumexp" else ("v", "i")
+            return f"{T} {o}; {o}.{x} = kf_shfl(A{a.dst}.{x}, {m}); {o}.{y} = kf_shfl(A{a.dst}.{y}, {m});"
+        return f"const {T} {o} = kf_shfl(A{a.dst}, {m});"
 
     def acc_final(self, a: K.Acc, row: bool) -> list[str]:
         out = []
@@ -57,12 +73,8 @@ class AccEmitter:
             # lane reaches never completes (the kernel hangs). A packed short row's lanes
             # combine among themselves alone; a block's warps then meet in shared memory.
             m0 = self.v.lanes // 2 if self.v.packed else 16
-            if arg:
-                out.append(f"for (int m_ = {m0}; m_ > 0; m_ >>= 1) {{ {T} o_; o_.v = kf_shfl(A{a.dst}.v, m_); "
-                           f"o_.i = kf_shfl(A{a.dst}.i, m_); A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
-            else:
-                out.append(f"for (int m_ = {m0}; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
-                           f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
+            out.append(f"for (int m_ = {m0}; m_ > 0; m_ >>= 1) {{ {self._shfl(a, 'o_', 'm_')} "
+                       f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
         if row and not self.v.packed:
             if self.v.barriers == 1:
                 smem = f"red_smem_ + {2 * self._slot * self._acc_q} + {self._slot} * par_"
@@ -75,10 +87,13 @@ class AccEmitter:
             out.append(f"{T}* sm_{a.dst} = reinterpret_cast<{T}*>({smem});")
             out.append(f"if (lane_ == 0) sm_{a.dst}[warp_] = A{a.dst};")
             out.append("__syncthreads();")
-            if self.v.reload and a.kind == "sum" and a.acc_dtype == "float32":
-                # float32 sums: a pairwise tree over the warps' partials too (nwarps_ is a power of two)
+            nw = (self.v.block + 31) // 32
+            if (self.v.reload and a.kind == "sum" and a.acc_dtype == "float32") or (
+                    a.kind == "maxsumexp" and nw & (nw - 1) == 0):
+                # float32 sums: a pairwise tree over the warps' partials too (nwarps_ is a power of
+                # two); a maxsumexp's combine (an exp) in log2(warps) steps, not warps - 1
                 out.append(f"A{a.dst} = sm_{a.dst}[lane_ & (nwarps_ - 1)];")
-                out.append(f"#pragma unroll\nfor (int m_ = nwarps_ / 2; m_ > 0; m_ >>= 1) {{ const {T} o_ = kf_shfl(A{a.dst}, m_); "
+                out.append(f"#pragma unroll\nfor (int m_ = nwarps_ / 2; m_ > 0; m_ >>= 1) {{ {self._shfl(a, 'o_', 'm_')} "
                            f"A{a.dst} = {self.combine(a, f'A{a.dst}', 'o_')}; }}")
             else:
                 out.append(f"A{a.dst} = sm_{a.dst}[0];")
@@ -88,6 +103,10 @@ class AccEmitter:
         self.dt[a.dst] = a.dtype
         if arg:
             out.append(f"const long long {a.dst} = A{a.dst}.i < 0 ? 0 : A{a.dst}.i;")
+        elif a.kind == "maxsumexp":
+            self.dt[a.peer] = "float32"
+            out.append(f"const float {a.peer} = A{a.dst}.m; const {ctype(a.dtype)} {a.dst} = "
+                       f"{cast_expr(f'kf_mse_sum(A{a.dst})', 'float32', a.dtype)};")
         else:
             out.append(f"const {ctype(a.dtype)} {a.dst} = {cast_expr(f'A{a.dst}', a.acc_dtype, a.dtype)};")
         return out

@@ -310,6 +310,24 @@ template <typename T, bool MAX> __device__ __forceinline__ KfArg<T> kf_argcomb(K
   if (MAX ? (b.v > a.v) : (b.v < a.v)) return b;
   return a.i < b.i ? a : b;
 }
+// maxsumexp (codegen.online_softmax): a running float32 maximum m and the sum of exp(y - m) at it;
+// the sum is rescaled by exp(m_old - m_new) when the maximum grows (1 where they are equal, as for
+// -inf before any finite value); NumPy's max rule (a NaN sticks). A row whose maximum is infinite
+// is NaN at the end (NumPy's exp(inf - inf) term, or a row of -inf's), see kf_mse_sum.
+template <typename T> struct KfMse { float m; T s; };
+__device__ __forceinline__ float kf_mse_scale(float old, float m) { return old == m ? 1.0f : expf(old - m); }
+template <typename T> __device__ __forceinline__ void kf_mse_step(KfMse<T>& a, float y) {
+  if (y > a.m || y != y) { a.s = a.s * (T)kf_mse_scale(a.m, y); a.m = y; }
+  a.s += (T)(y == a.m ? 1.0f : expf(y - a.m));
+}
+template <typename T> __device__ __forceinline__ KfMse<T> kf_mse_comb(KfMse<T> a, KfMse<T> b) {
+  if (b.m > a.m || b.m != b.m) { const KfMse<T> t = a; a = b; b = t; }   // a holds the maximum
+  a.s += b.s * (T)kf_mse_scale(b.m, a.m);
+  return a;
+}
+template <typename T> __device__ __forceinline__ T kf_mse_sum(KfMse<T> a) {
+  return isinf(a.m) ? (T)__int_as_float(0x7fc00000) : a.s;
+}
 // GEMM kernels (codegen.gemm_cuda): 16-bit operands as their bits; the hardware tanh (MUFU, one
 // instruction, max rel. error ~2^-11) for epilogues with 16-bit outputs, where it is below the rounding
 typedef unsigned short u16;

@@ -420,7 +420,9 @@ def has_scan(kir: "KernelIR") -> bool:
 #   any/all: logical or/and of (src != 0)
 #   argmax/argmin: first occurrence of the extreme value; the first NaN wins (NumPy rules);
 #                  the result is the position ``pos`` (int64) over the inner dims.
-ACC_KINDS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")
+#   maxsumexp: a row's float32 maximum ``peer`` and the sum of exp(src - peer) in one pass
+#              (codegen.online_softmax; CUDA C row kernels that re-read their rows only)
+ACC_KINDS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "maxsumexp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,10 +436,12 @@ class Acc:
     init: Any                       # initial accumulator value (Python scalar)
     pos: Expr | None = None         # argmax/argmin: linear position over the inner dims
     mask: str | None = None         # a bool body variable: where False the element is skipped (where=)
+    peer: str | None = None         # maxsumexp: the variable holding the row's maximum (float32)
 
     def __str__(self) -> str:
         extra = f", pos={self.pos}" if self.pos is not None else ""
         extra += f", where={self.mask}" if self.mask is not None else ""
+        extra += f", max={self.peer}" if self.peer is not None else ""
         return (f"{self.dst}: {self.dtype} = {self.kind}-reduce({self.src}) "
                 f"[acc {self.acc_dtype} init {self.init!r}{extra}]")
 

@@ -26,7 +26,8 @@ from ..codegen import nvrtc
 from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE
 from ..codegen.cuda_shapes import grid_combine_groups
-from ..codegen.phase_merge import rereading_form
+from ..codegen.online_softmax import online_max_sum
+from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
@@ -65,6 +66,11 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
+ROW_LONG_UNITS = 1024         # rows of more vector units (up to 4096): 256 threads holding 8 or 16 units each
+ROW_LONG_BLOCK = 256          # (a logsumexp of 8192x16384 f32: 129 us at 256 x 16, 183 at 1024 x 4; H200)
+ONLINE_MIN_UNITS = 4096       # rows of more vector units with a max and a sum of exp: one streamed pass for
+ONLINE_BLOCK = 256            # both (codegen.online_softmax), this many threads a row (8192x32000 f32:
+ONLINE_BLOCK_WRITES = 512     # 0.33 ms, 0.50 before), 512 where the row is written too (a softmax: 0.76 ms, 0.91)
 PACKED_ROW_UNITS = 32         # rows of at most this many vector units run packed, several a warp
 PACKED_ROW_BLOCKS_PER_SM = 16 # (Variant.lanes; a block a row of 64 floats took 10.1 ms for 512 MiB, H200),
                               # in at most this many 128-thread blocks a SM, looping over row groups
@@ -157,6 +163,8 @@ class _Launcher(LauncherBase):
         the variant reads its rows from memory again in every pass (a column pass, or rows not
         held in registers), else the group's own."""
         rereads = variant.mode == "col" or (variant.mode == "row" and not variant.cache_k and not variant.packed)
+        if rereads and variant.mode == "row" and not (variant.stage or variant.grid_sync):
+            return self._streamed
         return self._folded if rereads and not variant.stage else self.kir
 
     @functools.cached_property
@@ -164,6 +172,12 @@ class _Launcher(LauncherBase):
         """The group's kernel IR with its variances folded and its independent reductions joined
         (built with the kernel, read again by the grid-synchronised launch for its workspace size)."""
         return rereading_form(self.kir)
+
+    @functools.cached_property
+    def _streamed(self) -> K.KernelIR:
+        """:attr:`_folded` with a row's maximum and its sum of exponentials in one pass
+        (codegen.online_softmax: a block a row, re-reading it in every pass)."""
+        return merge_independent_phases(online_max_sum(self._folded))
 
     def _build(self, ins, outs, props) -> tuple:
         contiguous = self._contiguous_reads(ins)
@@ -415,9 +429,16 @@ class _Launcher(LauncherBase):
             lanes = 1 << max(0, units - 1).bit_length()
             return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True),
                     max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
+        if units > ONLINE_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
+            # a row too long to hold on chip whose max and sum of exp join one pass: stream it
+            # (not element by element: a 50257-wide logsumexp ran 0.79 ms so, 0.70 in two passes)
+            block = ONLINE_BLOCK_WRITES if cuda_emit.writes_rows(kir) else ONLINE_BLOCK
+            return cuda_emit.Variant("row", vec, big, 0, block, ROW_BARRIERS), max(1, min(n_rows, INT32_LIMIT // 2))
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
+        if not reload and ROW_LONG_UNITS < units <= 4 * ROW_LONG_UNITS:
+            block, kc = ROW_LONG_BLOCK, cuda_tiles.row_slots(L, ROW_LONG_BLOCK, vec)
         cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
         grid = max(1, min(n_rows, cap))
         return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,

@@ -1,0 +1,59 @@
+"""Rows too long to hold on chip, their maximum and sum of exponentials streamed in one pass
+(codegen.online_softmax; skipped without a GPU): logsumexp, softmax and a label-smoothed
+cross-entropy against NumPy on float32 rows of even and odd lengths, with rows holding a NaN, an
+infinity, -inf's, nothing but -inf, and the maximum first or last (the running rescale's cases)."""
+import numpy as np
+import pytest
+
+from kfuse.runtime import device
+
+pytestmark = pytest.mark.gpu
+if not device.has_gpu():
+    pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
+
+import cupy as cp  # noqa: E402
+
+import kfuse  # noqa: E402
+from tests.codegen.test_online_softmax import lse, smoothed_ce, softmax  # noqa: E402
+from tolerance import assert_matches_numpy  # noqa: E402
+
+RNG = np.random.default_rng(17)
+
+
+def _rows(n, length):
+    x = (RNG.standard_normal((n, length)) * 4).astype(np.float32)
+    x[1, 77] = np.nan
+    x[2, 5] = np.inf
+    x[3, ::3] = -np.inf
+    x[4, :] = -np.inf
+    x[5, 0] = 40.0                  # the maximum first: every later term scaled once
+    x[6, -1] = 40.0                 # ... last: the sum so far rescaled at the end
+    x[7] = np.arange(length, dtype=np.float32) / length * 30   # the maximum growing all along
+    return x
+
+
+def _streamed(f, *args) -> bool:
+    entry = f._programs[f._key(args)]
+    kernels = [h[0] for lau in entry.program.launchers for h in lau._variants.values()]
+    return any("kf_mse_step" in k.source for k in kernels)
+
+
+@pytest.mark.parametrize("length", [32000, 9001])
+@pytest.mark.parametrize("fn", [lse, softmax])
+def test_streamed_rows_match_numpy(fn, length):
+    x = _rows(24, length)
+    f = kfuse.jit(fn, backend="cuda")
+    with np.errstate(all="ignore"):
+        want = fn(x)
+    got = f(cp.asarray(x))
+    assert _streamed(f, cp.asarray(x))
+    assert_matches_numpy(cp.asnumpy(got), want, reductions=True)
+
+
+def test_streamed_cross_entropy_matches_numpy():
+    x = _rows(24, 32000)
+    x[1:5] = RNG.standard_normal((4, 32000)).astype(np.float32)    # finite rows: a finite loss
+    labels = RNG.integers(0, 32000, 24)
+    f = kfuse.jit(smoothed_ce, backend="cuda")
+    got = f(cp.asarray(x), cp.asarray(labels))
+    assert_matches_numpy(cp.asnumpy(got), smoothed_ce(x, labels), reductions=True)
