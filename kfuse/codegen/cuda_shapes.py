@@ -42,6 +42,7 @@ class Variant:
     packed: bool = False        # ... or, rows no longer than lanes, ``vec`` segments each of other rows
     tile_t: int = -1            # tile mode (codegen.cuda_tile2d): the domain dim the staged loads run along ...
     staged: tuple = ()          # ... and those loads (their statements' variables), read through shared memory
+    side: int = 32              # tile mode: a tile's side in elements (block / side thread rows)
     grid_sync: bool = False     # col or row mode, several passes over columns or rows too few to fill the
                                 # GPU: a thread (col) or block (row) a chunk of ``split``, every block resident
                                 # (a cooperative launch); each pass's chunk accumulators meet in a workspace
@@ -59,7 +60,7 @@ class Variant:
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         t += f"y{self.split}" if self.grid_sync else ""
         t += f"w{self.lanes}" if self.mode == "row" and self.packed else ""
-        t += f"d{self.tile_t}_" + "_".join(self.staged) if self.mode == "tile" else ""
+        t += f"d{self.tile_t}_" + "_".join(self.staged) + (f"t{self.side}" if self.side != 32 else "") if self.mode == "tile" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
 

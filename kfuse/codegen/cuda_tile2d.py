@@ -3,8 +3,8 @@ contiguous axis (a mixin of ``codegen.cuda._Gen``; ``Variant`` mode ``"tile"``).
 
 ``np.exp(x.T) + y``, a permute of NCHW to NHWC, ``x + x.T``: the output (and some operands) run
 contiguously along the domain's last loop dim ``l``, while the *staged* loads run contiguously along
-another dim ``t`` (``Variant.tile_t``). A block of ``TILE x ROWS`` threads takes a ``TILE x TILE``
-tile of the (t, l) plane at a time: it reads each staged load's tile with threads along ``t``
+another dim ``t`` (``Variant.tile_t``). A block of ``side x rows`` threads takes a ``side x side``
+tile of the (t, l) plane at a time (``Variant.side``, ``rows = block / side``): it reads each staged load's tile with threads along ``t``
 (coalesced), parks it in shared memory (rows padded by one element: no bank conflicts on the
 transposed read), and then computes the tile's elements with threads along ``l`` (coalesced
 stores and unstaged loads), reading the staged values across the shared tile. The other loop
@@ -16,8 +16,14 @@ from __future__ import annotations
 from . import kernel_ir as K
 from .cuda_ops import ctype, index_c
 
-TILE = 32       # a tile's side, in elements
-ROWS = 8        # thread rows a block: TILE x ROWS threads, each TILE / ROWS elements a tile
+TILE = 32           # a tile's side, in elements (Variant.side: the launcher takes TILE_WIDE where the
+TILE_WIDE = 64      # staged tiles fit STAGE_BYTES: exp(x.T) + y over 8192^2 f32, 264 -> 239 us, H200)
+STAGE_BYTES = 40 * 1024     # shared memory a block's staged tiles may take (48 KiB static at most)
+
+
+def stage_bytes(side: int, itemsizes) -> int:
+    """Shared memory a block's staged tiles take at tile side ``side`` (rows padded by one)."""
+    return sum(side * (side + 1) * n for n in itemsizes)
 
 
 def tile_loads(kir: K.KernelIR) -> list:
@@ -55,6 +61,7 @@ class Tile2dEmitter:
         dims = kir.loop_dims(range(len(kir.domain)))
         dl, dt = dims[-1], v.tile_t
         rest = [d for d in dims if d not in (dl, dt)]
+        TILE, ROWS = v.side, v.block // v.side
         staged = [s for s in ph.pre if isinstance(s, K.Load) and s.dst in v.staged]
         body = self.setup()
         ext = {d: index_c(kir.domain[d]) for d in dims}

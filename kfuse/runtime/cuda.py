@@ -24,7 +24,7 @@ from ..codegen import cuda as cuda_emit
 from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.lower import lower_group
-from ..codegen.cuda_tile2d import TILE
+from ..codegen.cuda_tile2d import TILE, TILE_WIDE, STAGE_BYTES, stage_bytes
 from ..codegen.cuda_shapes import grid_combine_groups
 from ..codegen.online_softmax import online_max_sum
 from ..codegen.phase_merge import merge_independent_phases, rereading_form
@@ -75,7 +75,7 @@ PACKED_ROW_UNITS = 32         # rows of at most this many vector units run packe
 PACKED_ROW_BLOCKS_PER_SM = 16 # (Variant.lanes; a block a row of 64 floats took 10.1 ms for 512 MiB, H200),
                               # in at most this many 128-thread blocks a SM, looping over row groups
 TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
-TILE_BLOCKS_PER_SM = 8        # ... and its grid cap, in 256-thread blocks a SM (tiles grid-stride beyond)
+TILE_BLOCKS_PER_SM = 16       # ... and its grid cap, in 256-thread blocks a SM (tiles grid-stride beyond)
 GRID_SYNC_BLOCKS_PER_SM = 16  # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 32 registers; H200,
                               # softmax over axis 0 of 4096x8192: 0.230 ms at 16, 0.252 at 8, 0.377 at 4)
 SCAN_WARPS_PER_SM = 32        # scan rows too few for a quarter of this many warps a SM run in chunks,
@@ -318,8 +318,10 @@ class _Launcher(LauncherBase):
             return None, 0
         dt = max(cands)[1]
         staged = tuple(x for x in along[dt] if x not in along.get(dims[-1], ()))
-        tiles = math.prod(-(-self.extent(d) // TILE) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
-        return (cuda_emit.Variant("tile", 1, big, 0, 256, tile_t=dt, staged=staged),
+        sizes = [ins[s.buf].itemsize for s in cuda_emit.tile_loads(kir) if s.dst in staged]
+        side = TILE_WIDE if stage_bytes(TILE_WIDE, sizes) <= STAGE_BYTES else TILE
+        tiles = math.prod(-(-self.extent(d) // side) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
+        return (cuda_emit.Variant("tile", 1, big, 0, 256, tile_t=dt, staged=staged, side=side),
                 max(1, min(tiles, sm * TILE_BLOCKS_PER_SM)))
 
     def _offset_aligned(self, index, last: str, vec: int) -> bool:

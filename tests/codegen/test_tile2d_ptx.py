@@ -38,6 +38,24 @@ def test_tile_variant_renders_and_compiles(dtype):
     nvrtc.compile(src, "sm_90")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_wide_tile_renders_and_compiles(dtype):
+    """Variant.side 64: 64 x 64 tiles, 256 threads in 4 rows, 16 elements a thread a tile."""
+    kir = _kir(lambda x, y: np.exp(x.T) + y, np.zeros((70, 90), dtype), np.zeros((90, 70), dtype))
+    staged = tuple(s.dst for s in ce.tile_loads(kir) if s.buf == 0)
+    src = ce.emit(kir, ce.Variant("tile", 1, False, 0, 256, tile_t=0, staged=staged, side=64))
+    body = src[src.index('extern "C"'):]
+    assert "[64][65];" in body and "k_ < 16;" in body and "ty_ + k_ * 4" in body
+    nvrtc.compile(src, "sm_90")
+
+
+def test_wide_tiles_where_the_staged_tiles_fit():
+    """64-wide tiles take 64 x 65 elements of shared memory a staged load: two float32 loads fit
+    the launcher's budget, two float64 ones do not (they keep 32-wide tiles)."""
+    from kfuse.codegen.cuda_tile2d import STAGE_BYTES, TILE_WIDE, stage_bytes
+    assert stage_bytes(TILE_WIDE, [4] * 2) <= STAGE_BYTES < stage_bytes(TILE_WIDE, [8] * 2)
+
+
 def test_only_elementwise_kernels_take_tiles():
     kir = _kir(lambda x: x.sum(0) + x, np.zeros((3, 4), np.float32))
     with pytest.raises(Exception):
