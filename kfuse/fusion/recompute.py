@@ -14,28 +14,33 @@ from .legality import Clustering
 from .rules import PlanContext, Rule
 
 
-def _subtree(state: Clustering, p: int, needed: set[Node]) -> set[Node]:
-    """The nodes of cluster ``p`` that computing ``needed`` takes."""
+def _subtree(state: Clustering, p: int, needed: set[Node], cand: set[Node]) -> set[Node]:
+    """The nodes of cluster ``p`` that computing ``needed`` takes, down to what the reader reads
+    from memory (nodes outside ``cand``: a reduction's result a broadcast reads)."""
     out, stack = set(), list(needed)
     while stack:
         n = stack.pop()
         if n in out:
             continue
         out.add(n)
-        stack.extend(i for i in n.inputs if i in state.members[p])
+        stack.extend(i for i in n.inputs if i in state.members[p] and i in cand)
     return out
 
 
 def _recomputable(state: Clustering, p: int) -> set[Node]:
-    """Nodes of cluster ``p`` another kernel could recompute: elementwise/movement work that does
-    not depend (inside ``p``) on a reduction or a matmul (the whole of an elementwise cluster, the
-    prologue of a reduction). Random bits count: their value is a function of the position and
+    """Nodes of cluster ``p`` another kernel could recompute: elementwise work that does not
+    depend (inside ``p``) on a reduction or a matmul (the whole of an elementwise cluster, the
+    prologue of a reduction), and a movement to the cluster's domain of anything (a reduction's
+    result broadcast back: the reader reads the result and broadcasts it itself, no full-size copy). Random bits count: their value is a function of the position and
     the seed (``ir/philox.py``), the same in every kernel that computes them."""
     out: set[Node] = set()
+    domain = state.shape(p).domain
     for n in sorted(state.members[p], key=state.order.__getitem__):
         if n.op in ELEMENTWISE | MOVEMENT | RANDOM and all(i in out or i not in state.members[p]
                                                    for i in n.inputs):
             out.add(n)
+        elif n.op in MOVEMENT and tuple(n.shape) == tuple(domain):
+            out.add(n)          # a result broadcast back over the domain: the reader broadcasts it
     return out
 
 
@@ -53,18 +58,20 @@ def _pull_allowed(state: Clustering, c: int, nodes: set[Node]) -> bool:
 
 
 def _pulls(state: Clustering, p: int) -> dict[int, set[Node]]:
-    """The nodes of producer cluster ``p`` each reader cluster would recompute (readers that read
-    only recomputable values of ``p``, and may pull them)."""
+    """The nodes of producer cluster ``p`` each reader cluster would recompute: the recomputable
+    values it reads of ``p`` (where it may pull them); what else it reads of ``p`` (a reduction's
+    result) it goes on reading from memory. Adafactor's column pass reads ``g * g`` and the row
+    statistics of the row pass: it recomputes the first from ``g`` and reads the second."""
     cand = _recomputable(state, p)
     readers: dict[int, set[Node]] = {}
     for c in state.members:
         if c == p:
             continue
         ns = state.nodeset(c)
-        got = {i for n in ns for i in n.inputs if i in state.members[p] and i not in ns}
-        if got and got <= cand:
+        got = {i for n in ns for i in n.inputs if i in state.members[p] and i not in ns} & cand
+        if got:
             readers[c] = got
-    pulls = {c: _subtree(state, p, need) for c, need in readers.items()}
+    pulls = {c: _subtree(state, p, need, cand) for c, need in readers.items()}
     return {c: s for c, s in pulls.items() if _pull_allowed(state, c, s)}
 
 
