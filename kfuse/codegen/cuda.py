@@ -350,6 +350,11 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
             body += ["  " + x for x in "\n".join(index + [f"const {t} {n} = {ex};" for t, n, ex in fetch]
                                                   + compute).split("\n")]
         body.append("}")
+        if self.v.tail:     # the last total % V elements, one a thread of the first block
+            body.append(f"if (blockIdx.x == 0 && (IDX)threadIdx.x < ({total}) - n_units * {V}) {{")
+            body.append(f"  const IDX {last} = n_units * {V} + (IDX)threadIdx.x;")
+            body += ["  " + self.stmt(s) for s in ph.pre]
+            body.append("}")
         return self.wrap(body)
 
     @staticmethod

@@ -43,6 +43,8 @@ class Variant:
     tile_t: int = -1            # tile mode (codegen.cuda_tile2d): the domain dim the staged loads run along ...
     staged: tuple = ()          # ... and those loads (their statements' variables), read through shared memory
     side: int = 32              # tile mode: a tile's side in elements (block / side thread rows)
+    tail: bool = False          # elementwise, one loop dim: vector units over the first N - N % vec
+                                # elements, the last N % vec one by one (codegen.flat_domain)
     grid_sync: bool = False     # col or row mode, several passes over columns or rows too few to fill the
                                 # GPU: a thread (col) or block (row) a chunk of ``split``, every block resident
                                 # (a cooperative launch); each pass's chunk accumulators meet in a workspace
@@ -56,6 +58,7 @@ class Variant:
         t += f"m{self.min_blocks}" if self.min_blocks else ""
         t += "r" if self.reload else ""
         t += "x" if self.exact else ""
+        t += "t" if self.tail else ""
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         t += f"y{self.split}" if self.grid_sync else ""
@@ -188,7 +191,8 @@ def vector_ok(kir: K.KernelIR) -> bool:
         return False
     gathers = [s for s in stmts if isinstance(s, K.Load) and not K.gathers(s.index)
                and not vector_access(s.index, last) and any(last in K.expr_vars(e) for e in s.index)]
-    return not gathers or pads_along(stmts, last)
+    # (a flattened domain, codegen.flat_domain: a broadcast operand's b[L % C] lane by lane)
+    return not gathers or pads_along(stmts, last) or len(dims) == 1
 
 
 def pads_along(stmts, last: str) -> bool:

@@ -24,7 +24,7 @@ def collapse_contiguous_reshapes(kir: K.KernelIR, strides: list, env: dict) -> K
     def rewrite(s):
         if not isinstance(s, K.Load):
             return s
-        index = _collapsed(s.index, strides[s.buf], env)
+        index = collapsed_index(s.index, strides[s.buf], env)
         return s if index is None else dataclasses.replace(s, index=index)
 
     phases = tuple(K.Phase(tuple(map(rewrite, ph.pre)), ph.accs, tuple(map(rewrite, ph.body))) for ph in kir.phases)
@@ -33,7 +33,7 @@ def collapse_contiguous_reshapes(kir: K.KernelIR, strides: list, env: dict) -> K
     return dataclasses.replace(kir, phases=phases)
 
 
-def _collapsed(index: tuple, st: tuple, env: dict) -> tuple | None:
+def collapsed_index(index: tuple, st: tuple, env: dict) -> tuple | None:
     """``index`` with its contiguous decompositions collapsed (module docstring), None if none."""
     out, changed = list(index), False
     b = len(index) - 1

@@ -26,6 +26,7 @@ from ..codegen import nvrtc
 from ..codegen.lower import lower_group
 from ..codegen.cuda_tile2d import TILE, TILE_WIDE, STAGE_BYTES, stage_bytes
 from ..codegen.cuda_shapes import grid_combine_groups
+from ..codegen.flat_domain import flatten_domain
 from ..codegen.online_softmax import online_max_sum
 from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
@@ -66,6 +67,7 @@ ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (
 COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
 COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
 SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
+FLAT_BROADCAST_MAX = 8        # a flattened domain's lane-by-lane loads: operands at most 1/8 of its size
 ROW_LONG_UNITS = 1024         # rows of more vector units (up to 4096): 256 threads holding 8 or 16 units each
 ROW_LONG_BLOCK = 256          # (a logsumexp of 8192x16384 f32: 129 us at 256 x 16, 183 at 1024 x 4; H200)
 ONLINE_MIN_UNITS = 4096       # rows of more vector units with a max and a sum of exp: one streamed pass for
@@ -156,6 +158,7 @@ class _Launcher(LauncherBase):
         super().__init__(group, kir, arch, cache)
         self.vec_ok = cuda_emit.vector_ok(kir)
 
+    flat = False        # a flattened domain's launcher (_flat_domain): its last units may be a tail
     tile = None         # an autotune tile (CudaProgram.set_tile; runtime.cuda_tiles); None: heuristic
     tile_note = None    # why the last build ignored ``tile`` (None: applied, or no tile)
 
@@ -186,6 +189,10 @@ class _Launcher(LauncherBase):
         if contiguous is not None:      # (its kernel: the same parameters, simpler load indices)
             return contiguous._build(ins, outs, props)
         variant, grid = self.variant_for(ins, outs, props)
+        if variant.mode == "elementwise" and variant.vec == 1 and self.tile is None:
+            flat = self._flat_domain(ins, outs)
+            if flat is not None and flat.variant_for(ins, outs, props)[0].vec > 1:
+                return flat._build(ins, outs, props)
         kernel = self.emit(variant, lambda: cuda_emit.emit_kernel(self.kir_for(variant), variant))
         func = _function(kernel, props["device_id"], self.arch, self.cache)
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
@@ -193,6 +200,28 @@ class _Launcher(LauncherBase):
             import cupy
             cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
         return kernel, func, grid, variant.block
+
+    def _flat_domain(self, ins, outs):
+        """The launcher of this group's kernel IR over its domain flattened (codegen.flat_domain)
+        where these arrays' strides make every store and every full-size load one contiguous run
+        (operands broadcast along a dim read lane by lane); else None."""
+        if self.flat:
+            return None
+        n = math.prod(self.extent(d) for d in range(len(self.kir.domain)))
+        kir = flatten_domain(self.kir, [tuple(x // a.itemsize for x in a.strides) for a in ins],
+                             [tuple(x // a.itemsize for x in a.strides) for a in outs], self.size_of)
+        if kir is None:
+            return None
+        for s in kir.phases[0].pre:
+            if isinstance(s, (K.Load, K.Store)) and not cuda_emit.vector_access(s.index, "i0"):
+                if isinstance(s, K.Store) or ins[s.buf].size * FLAT_BROADCAST_MAX > n:
+                    return None     # a full-size access still decomposed: element by element anyway
+        children = self.__dict__.setdefault("_children", {})
+        child = children.get(kir.phases)
+        if child is None:
+            child = children[kir.phases] = _Launcher(self.group, kir, self.arch, self.cache)
+            child.flat = True
+        return child
 
     def _contiguous_reads(self, ins):
         """The launcher of this group's kernel IR with the reshaped reads these inputs' strides
@@ -345,7 +374,7 @@ class _Launcher(LauncherBase):
         if self.vec_ok and dims:
             vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
             last = f"i{dims[-1]}"
-            if self.extent(dims[-1]) % vec:
+            if self.extent(dims[-1]) % vec and not self.flat:    # (a flat domain's last few: a tail)
                 vec = 1
             for s in kir.phases[0].pre:
                 if vec == 1:
@@ -362,12 +391,12 @@ class _Launcher(LauncherBase):
             if reads + len(outs) >= st.streams and reads >= st.inputs:
                 vec = max(1, min(vec, st.vector_bytes // cuda_emit.lane_itemsize(kir)))
                 block, min_blocks, one_pass = st.threads, st.min_blocks, st.one_pass
-        units = total // vec
+        units, tail = total // vec, total % vec > 0
         ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
         cap = INT32_LIMIT if one_pass else sm * EW_BLOCKS_PER_SM     # one pass: a block per block's units
         grid = max(1, min(-(-units // (block * ept)), cap))
         return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
-                                  min_blocks=min_blocks, exact=one_pass), grid
+                                  min_blocks=min_blocks, exact=one_pass and not tail, tail=tail), grid
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
         """A column scan: a thread a column, in order (coalesced across threads). Contiguous rows:
