@@ -143,11 +143,13 @@ def _max_offset(arr) -> int:
     return sum((s - 1) * abs(st) for s, st in zip(arr.shape, arr.strides)) // max(arr.itemsize, 1)
 
 
-def _vector_aligned(a, vec: int) -> bool:
+def _vector_aligned(a, vec: int, index=None) -> bool:
     """Whether ``vec``-wide vector accesses along the last dim of ``a`` are legal: unit inner
-    stride, other strides multiples of ``vec``, base pointer aligned to the vector."""
+    stride, other strides multiples of ``vec`` (those ``index`` reads at all: a flattened
+    domain's run reads the others at 0), base pointer aligned to the vector."""
     st = [x // a.itemsize for x in a.strides]
-    return st[-1] == 1 and not any(x % vec for x in st[:-1]) and not a.data.ptr % (vec * a.itemsize)
+    used = [x for d, x in enumerate(st[:-1]) if index is None or not (isinstance(index[d], K.ILit) and index[d].value == 0)]
+    return st[-1] == 1 and not any(x % vec for x in used) and not a.data.ptr % (vec * a.itemsize)
 
 
 class _Launcher(LauncherBase):
@@ -380,7 +382,7 @@ class _Launcher(LauncherBase):
                 if vec == 1:
                     break
                 if isinstance(s, (K.Load, K.Store)) and cuda_emit.vector_access(s.index, last):
-                    if not (_vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec)
+                    if not (_vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec, s.index)
                             and self._offset_aligned(s.index, last, vec)):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1

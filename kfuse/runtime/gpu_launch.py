@@ -55,7 +55,9 @@ class LauncherBase:
 
     def extent(self, d: int) -> int:
         e = self.kir.domain[d]
-        return e.value if isinstance(e, K.ILit) else self.size_of[e.name]
+        if isinstance(e, K.ILit):
+            return e.value
+        return self.size_of[e.name] if isinstance(e, K.IVar) else K.eval_expr(e, self.size_of)   # (a flat domain's product)
 
     def column_reduction(self, ins) -> bool:
         """A reduce kernel whose first body load is unit-stride along the last outer dim and not
