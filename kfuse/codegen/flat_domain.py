@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..fusion.kinds import GroupKind
 from . import kernel_ir as K
 from .reshape_index import collapsed_index
 
@@ -26,7 +27,7 @@ def flatten_domain(kir: K.KernelIR, in_strides: list, out_strides: list, env: di
     read at ``i0``; strides per buffer in elements, ``env`` the size values. None where the kernel
     is not a plain elementwise one over two or more loop dims (gathers, scatters, in-place writes,
     index tests and random bits keep their own indices)."""
-    if kir.kind != "elementwise" or kir.in_place or kir.init_from or len(kir.phases) != 1:
+    if kir.kind != GroupKind.ELEMENTWISE or kir.in_place or kir.init_from or len(kir.phases) != 1:
         return None
     ph = kir.phases[0]
     dims = kir.loop_dims(range(len(kir.domain)))

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
-from ..ir.ops import FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
+from ..ir.ops import ELEMENTWISE, FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, Op
 from . import cpu_cost
 from .cpu_cost import CpuCosts, MemLevel
 from .gemm_registers import epilogue_in_registers
@@ -73,6 +73,9 @@ class DeviceSpec:
     # (fusion/cpu_cost.py); None/() keep the plain roofline
     levels: tuple[MemLevel, ...] = ()
     cpu: CpuCosts | None = None
+    # GPU: results rounded to a 16-bit float a second (each op's, NumPy's and eager PyTorch's
+    # semantics), by dtype name; None: not priced
+    rounding_rate: Mapping[str, float] | None = None
 
     def peak(self, dtype, unit: str = "simt") -> float:
         """Peak FLOP/s for arithmetic in ``dtype`` on ``unit`` ("simt" or "tensor")."""
@@ -121,6 +124,11 @@ def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16
 # Achievable figures. H200/H100 bandwidth and H200 GEMM rates measured (DESIGN.md); the rest are
 # datasheet numbers derated to ~85% (bandwidth) and ~70% (tensor GEMM), which is what cuBLAS and a
 # copy kernel reach on those parts.
+# Roundings to 16-bit floats a second, an H200 (2026-11-27, a GELU chain rounding 9 results an
+# element over 64 Mi elements: bfloat16 187 us, float16 101 us, float32 73 us): cvt.rn.bf16.f32
+# and its widening run at a quarter of float16's rate. The H100 SXM has the same SMs and clocks.
+ROUNDING_SM90 = {"bfloat16": 5.3e12, "float16": 21.6e12}
+
 DEVICES: dict[str, DeviceSpec] = {
     # Row kernels' L1/shared carve-out, swept by a tile probe (commit 70d2784; run notes
     # of 2026-11-24, commit 4343aa0): the H200 runs P2 and P3 fastest with the least shared memory (P2 0.1319 vs 0.1334
@@ -145,7 +153,8 @@ DEVICES: dict[str, DeviceSpec] = {
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=5, inputs=4, vector_bytes=8, threads=256,
                                                              min_blocks=6, one_pass=True),
-                                row_carveout=RowCarveout(rows=0, reread=0, reduction=25)),
+                                row_carveout=RowCarveout(rows=0, reread=0, reduction=25),
+                                rounding_rate=ROUNDING_SM90),
     # H100: 8-byte units at 256 threads beat 16-byte ones on every kernel of 3+ full-size arrays
     # (0.2-1.5%; P6 0.6217 vs 0.6252 ms), lose on copy-like x -> y (4%) (the stream and tile
     # probes, run notes of 2026-11-24, commit 4343aa0); blocks an SM (5, 6 or 8) made no difference
@@ -153,7 +162,8 @@ DEVICES: dict[str, DeviceSpec] = {
     "h100": dataclasses.replace(_gpu("h100", 3.0e12, 51e12, 640e12, 320e12, 34e12, 132, 227 * KiB, 228 * KiB,
                                      50 * MiB, f16_simt=100e12, arch="sm_90"),
                                 multi_stream_tile=StreamTile(streams=3, inputs=0, vector_bytes=8, threads=256),
-                                row_carveout=RowCarveout(rows=75, reread=30, reduction=25)),
+                                row_carveout=RowCarveout(rows=75, reread=30, reduction=25),
+                                rounding_rate=ROUNDING_SM90),
     "a100-80gb": _gpu("a100-80gb", 1.75e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
                       164 * KiB, 40 * MiB, f16_simt=60e12, arch="sm_80"),
     "a100-40gb": _gpu("a100-40gb", 1.35e12, 18e12, 230e12, 120e12, 9.7e12, 108, 163 * KiB,
@@ -269,9 +279,9 @@ def _fmt_bytes(n: float) -> str:
 
 
 def roofline(bytes_read: float, bytes_written: float, flops: float, device: DeviceSpec,
-             dtype=np.float32, unit: str = "simt", passes: int = 1) -> Cost:
+             dtype=np.float32, unit: str = "simt", passes: int = 1, extra_compute: float = 0.0) -> Cost:
     mem = (bytes_read + bytes_written) / device.bandwidth
-    comp = flops / device.peak(dtype, unit)
+    comp = flops / device.peak(dtype, unit) + extra_compute
     body = max(mem, comp)
     bound = "memory" if mem >= comp else "compute"
     if device.launch_overhead > body:
@@ -330,7 +340,22 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
         secs, mem, comp = cpu_cost.seconds(t, device.cpu, device.levels, device.sms)
         bound = "launch" if secs - mem - comp > max(mem, comp) else ("memory" if mem >= comp else "compute")
         return Cost(int(br), int(bw), float(flops), secs, bound, passes, mem, comp, cpu_terms=t)
-    return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes)
+    return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes,
+                    rounding_seconds(nodes, evals, device))
+
+
+def rounding_seconds(nodes: list[Node], evals: Mapping[Node, int], device: DeviceSpec) -> float:
+    """Time the kernel's roundings to 16-bit floats take (``DeviceSpec.rounding_rate``): one an
+    element of every elementwise op with a float16/bfloat16 result (a load's is none)."""
+    rates = device.rounding_rate
+    if not rates:
+        return 0.0
+    t = 0.0
+    for n in nodes:
+        rate = rates.get(np.dtype(n.dtype).name)
+        if rate and n.op in ELEMENTWISE:
+            t += evals.get(n, n.size) / rate
+    return t
 
 
 def _read_bytes(i: Node, nodes: list[Node]) -> int:

@@ -74,3 +74,23 @@ def test_fusion_predicted_faster_than_unfused():
                            n.size, d).seconds for n in g.nodes() if n.op.value not in
                   ("input", "const", "broadcast"))
     assert fused < unfused / 3
+
+
+def test_16_bit_roundings_are_priced_on_sm90():
+    """A GELU chain over bfloat16 rounds every op's result: on an H200 the roundings (a quarter of
+    float16's rate) make it compute-bound where the same chain in float32 is memory-bound; a
+    device without a rounding rate prices none."""
+    import kfuse
+
+    def gelu(x):
+        return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+    def kernel(dtype, device):
+        p = kfuse.jit(gelu, backend="cuda").lower(np.zeros((4096, 4096), dtype)).plan
+        return plan(p.graph, device).kernels[0].cost
+
+    import ml_dtypes
+    bf16, f16, f32 = (kernel(t, "h200") for t in (ml_dtypes.bfloat16, np.float16, np.float32))
+    assert f32.bound == "memory" and bf16.bound == "compute"
+    assert bf16.compute_seconds > f16.compute_seconds > f32.compute_seconds
+    assert kernel(ml_dtypes.bfloat16, "a100-80gb").compute_seconds < bf16.compute_seconds
