@@ -14,7 +14,7 @@ is the runtime's choice, from the arrays' strides (``runtime.cuda``): the emitte
 from __future__ import annotations
 
 from . import kernel_ir as K
-from .cuda_ops import ctype, index_c
+from .cuda_ops import _STYPE, ctype, index_c, load_expr, store_value
 
 TILE = 32           # a tile's side, in elements (Variant.side: the launcher takes TILE_WIDE where the
 TILE_WIDE = 64      # staged tiles fit STAGE_BYTES: exp(x.T) + y over 8192^2 f32, 264 -> 239 us, H200)
@@ -56,6 +56,8 @@ class Tile2dEmitter:
     ``wrap``)."""
 
     def tile2d(self) -> str:
+        if self.v.vec > 1:
+            return self.tile2d_vec()
         kir, v = self.kir, self.v
         ph = kir.phases[0]
         dims = kir.loop_dims(range(len(kir.domain)))
@@ -92,6 +94,82 @@ class Tile2dEmitter:
         tb.append(f"  const IDX i{dl} = l0_ + tx_, i{dt} = t0_ + ty_ + k_ * {ROWS};")
         tb.append(f"  if ({inside}) {{")
         tb += ["    " + self.stmt(s, reads) for s in ph.pre]
+        tb += ["  }", "}", "__syncthreads();"]
+        body += ["  " + x for x in "\n".join(tb).split("\n")]
+        body.append("}")
+        return self.wrap(body)
+
+    def tile2d_vec(self) -> str:
+        """The tile schedule with ``vec``-wide accesses (``Variant.vec`` > 1): a thread stages
+        ``vec`` consecutive elements along ``t`` of a staged load (one vector load), then computes
+        ``vec`` consecutive elements along ``l`` (vector loads of the unstaged operands, a vector
+        store), reading the staged values across the shared tile. The runtime takes it where every
+        such access is contiguous and aligned and both extents are whole vectors."""
+        kir, v = self.kir, self.v
+        ph = kir.phases[0]
+        V, S = v.vec, v.side
+        G = S // V                  # threads across a tile's side, a vector each
+        R = v.block // G            # thread rows a pass
+        dims = kir.loop_dims(range(len(kir.domain)))
+        dl, dt = dims[-1], v.tile_t
+        rest = [d for d in dims if d not in (dl, dt)]
+        staged = [s for s in ph.pre if isinstance(s, K.Load) and s.dst in v.staged]
+        body = self.setup()
+        ext = {d: index_c(kir.domain[d]) for d in dims}
+        body.append(f"const IDX nl_ = ({ext[dl]} + {S - 1}) / {S}, nt_ = ({ext[dt]} + {S - 1}) / {S};")
+        body.append("const IDX n_tiles = nl_ * nt_" + "".join(f" * {ext[d]}" for d in rest) + ";")
+        body.append(f"const int gx_ = threadIdx.x % {G}, gy_ = threadIdx.x / {G};")
+        for k, s in enumerate(staged):
+            body.append(f"__shared__ {ctype(s.dtype)} sm{k}_[{S}][{S + 1}];")
+        body.append("for (IDX tile_ = blockIdx.x; tile_ < n_tiles; tile_ += gridDim.x) {")
+        tb = []
+        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], tb)
+        tb.append(f"IDX r_ = tile_; const IDX l0_ = (r_ % nl_) * {S}; r_ /= nl_; "
+                  f"const IDX t0_ = (r_ % nt_) * {S}; r_ /= nt_;")
+        for d in reversed(rest):
+            tb.append(f"const IDX i{d} = r_ % {ext[d]}; r_ /= {ext[d]};")
+        inside = f"i{dt} < {ext[dt]} && i{dl} < {ext[dl]}"
+        tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {S // R}; ++k_) {{")
+        tb.append(f"  const IDX i{dt} = t0_ + gx_ * {V}, i{dl} = l0_ + gy_ + k_ * {R};")
+        tb.append(f"  if ({inside}) {{")
+        for k, s in enumerate(staged):
+            st = _STYPE[s.dtype]
+            tb.append(f"    const KfVec<{st}, {V}> w_{s.dst} = *reinterpret_cast<const KfVec<{st}, {V}>*>"
+                      f"(in{s.buf} + ({self.offset('in', s.buf, s.index)}));")
+            tb.append(f"    #pragma unroll\n    for (int e_ = 0; e_ < {V}; ++e_) sm{k}_[gy_ + k_ * {R}][gx_ * {V} + e_] = "
+                      f"{load_expr(f'w_{s.dst}.v', 'e_', s.dtype)};")
+        tb += ["  }", "}", "__syncthreads();"]
+        tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {S // R}; ++k_) {{")
+        tb.append(f"  const IDX i{dl} = l0_ + gx_ * {V}, i{dt} = t0_ + gy_ + k_ * {R};")
+        tb.append(f"  if ({inside}) {{")
+        last = f"i{dl}"
+        reads = {s.dst: f"sm{k}_[gx_ * {V} + e_][gy_ + k_ * {R}]" for k, s in enumerate(staged)}
+        fetch, lanes, stores = [], [], []
+        for s in ph.pre:
+            if isinstance(s, K.Load) and s.dst not in reads:
+                st, off = _STYPE[s.dtype], self.offset("in", s.buf, s.index)
+                if any(last in K.expr_vars(e) for e in s.index):        # along l: a vector
+                    fetch.append(f"const KfVec<{st}, {V}> w_{s.dst} = *reinterpret_cast<const KfVec<{st}, {V}>*>"
+                                 f"(in{s.buf} + ({off}));")
+                    reads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
+                else:                                                   # read once for the lanes
+                    fetch.append(f"const {st} w_{s.dst} = in{s.buf}[{off}];")
+                    reads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
+                lanes.append(self.stmt(s, reads))
+            elif isinstance(s, K.Store):
+                b = kir.outputs[s.buf]
+                stores.append((s, _STYPE[b.dtype]))
+                lanes.append(f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+            else:
+                lanes.append(self.stmt(s, reads))
+        tb += ["    " + x for x in fetch]
+        tb += [f"    KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
+        tb.append(f"    const IDX ib_ = {last};")
+        tb.append(f"    #pragma unroll\n    for (int e_ = 0; e_ < {V}; ++e_) {{")
+        tb.append(f"      const IDX {last} = ib_ + e_; (void){last};")
+        tb += ["      " + x for x in "\n".join(lanes).split("\n")]
+        tb.append("    }")
+        tb += ["    " + self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]
         tb += ["  }", "}", "__syncthreads();"]
         body += ["  " + x for x in "\n".join(tb).split("\n")]
         body.append("}")

@@ -307,7 +307,7 @@ class _Launcher(LauncherBase):
             variant, grid = self._reduce_variant(ins, outs, big, sm)
         else:
             known = cost.known_device(props.get("name", ""))
-            variant, grid = self._tile_variant(ins, big, sm) if not self.vec_ok else (None, 0)
+            variant, grid = self._tile_variant(ins, outs, big, sm) if not self.vec_ok else (None, 0)
             if variant is None:
                 variant, grid = self._ew_variant(ins, outs, big, sm, known.multi_stream_tile if known else None)
         if self.tile is not None and variant.split:     # only its own shape (the tuner's reference) fits
@@ -330,7 +330,7 @@ class _Launcher(LauncherBase):
             return grid == g.units and g.row_len % v.vec == 0 and g.row_len // v.vec == v.cache_k * v.block
         return False
 
-    def _tile_variant(self, ins, big, sm):
+    def _tile_variant(self, ins, outs, big, sm):
         """``(Variant, grid)`` of the 2-D tile schedule (codegen.cuda_tile2d) where some loads run
         contiguously along another dim than the output's last one (a transposed or permuted
         operand): those loads staged through shared memory; ``(None, 0)`` where none does, or
@@ -354,8 +354,29 @@ class _Launcher(LauncherBase):
         sizes = [ins[s.buf].itemsize for s in cuda_emit.tile_loads(kir) if s.dst in staged]
         side = TILE_WIDE if stage_bytes(TILE_WIDE, sizes) <= STAGE_BYTES else TILE
         tiles = math.prod(-(-self.extent(d) // side) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
-        return (cuda_emit.Variant("tile", 1, big, 0, 256, tile_t=dt, staged=staged, side=side),
+        vec = self._tile_vec(ins, outs, dt, dims[-1], staged, side)
+        return (cuda_emit.Variant("tile", vec, big, 0, 256, tile_t=dt, staged=staged, side=side),
                 max(1, min(tiles, sm * TILE_BLOCKS_PER_SM)))
+
+    def _tile_vec(self, ins, outs, dt: int, dl: int, staged: tuple, side: int, block: int = 256) -> int:
+        """The vector width of a tile schedule's accesses (codegen.cuda_tile2d ``tile2d_vec``): 16
+        bytes of the widest element where both extents are whole vectors and every staged load
+        (along ``t``), every other load using ``l`` and every store (along ``l``) is contiguous and
+        aligned; else 1."""
+        vec = 16 // cuda_emit.max_itemsize(self.kir)
+        if vec < 2 or vec * block > side * side or self.extent(dt) % vec or self.extent(dl) % vec:
+            return 1
+        for s in self.kir.phases[0].pre:
+            if not isinstance(s, (K.Load, K.Store)):
+                continue
+            along = f"i{dt}" if isinstance(s, K.Load) and s.dst in staged else f"i{dl}"
+            if isinstance(s, K.Load) and along not in set().union(*map(K.expr_vars, s.index)):
+                continue                        # read once for a vector's lanes
+            a = ins[s.buf] if isinstance(s, K.Load) else outs[s.buf]
+            if not (cuda_emit.vector_access(s.index, along) and _vector_aligned(a, vec, s.index)
+                    and self._offset_aligned(s.index, along, vec)):
+                return 1
+        return vec
 
     def _offset_aligned(self, index, last: str, vec: int) -> bool:
         """Whether a vector access's offset along ``last`` (a slice's start) is a whole number of

@@ -49,6 +49,18 @@ def test_wide_tile_renders_and_compiles(dtype):
     nvrtc.compile(src, "sm_90")
 
 
+@pytest.mark.parametrize("dtype,vec", [(np.float32, 4), (np.float16, 8), (np.int8, 16)])
+def test_vector_tile_renders_and_compiles(dtype, vec):
+    """Vector tiles: a staged load read ``vec`` elements at a time along t, the unstaged operand and
+    the output ``vec`` at a time along l."""
+    kir = _kir(lambda x, y: x.T + y, np.zeros((128, 64), dtype), np.zeros((64, 128), dtype))
+    staged = tuple(s.dst for s in ce.tile_loads(kir) if s.buf == 0)
+    src = ce.emit(kir, ce.Variant("tile", vec, False, 0, 256, tile_t=0, staged=staged, side=64))
+    body = src[src.index('extern "C"'):]
+    assert body.count(f", {vec}>*>(in") == 2 and f"KfVec<" in body and body.count("__syncthreads();") == 2
+    nvrtc.compile(src, "sm_90")
+
+
 def test_wide_tiles_where_the_staged_tiles_fit():
     """64-wide tiles take 64 x 65 elements of shared memory a staged load: two float32 loads fit
     the launcher's budget, two float64 ones do not (they keep 32-wide tiles)."""
