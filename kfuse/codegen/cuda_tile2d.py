@@ -58,40 +58,21 @@ class Tile2dEmitter:
     def tile2d(self) -> str:
         if self.v.vec > 1:
             return self.tile2d_vec()
-        kir, v = self.kir, self.v
-        ph = kir.phases[0]
-        dims = kir.loop_dims(range(len(kir.domain)))
-        dl, dt = dims[-1], v.tile_t
-        rest = [d for d in dims if d not in (dl, dt)]
-        TILE, ROWS = v.side, v.block // v.side
-        staged = [s for s in ph.pre if isinstance(s, K.Load) and s.dst in v.staged]
-        body = self.setup()
-        ext = {d: index_c(kir.domain[d]) for d in dims}
-        body.append(f"const IDX nl_ = ({ext[dl]} + {TILE - 1}) / {TILE}, nt_ = ({ext[dt]} + {TILE - 1}) / {TILE};")
-        body.append("const IDX n_tiles = nl_ * nt_" + "".join(f" * {ext[d]}" for d in rest) + ";")
-        body.append(f"const int tx_ = threadIdx.x % {TILE}, ty_ = threadIdx.x / {TILE};")
-        for k, s in enumerate(staged):
-            body.append(f"__shared__ {ctype(s.dtype)} sm{k}_[{TILE}][{TILE + 1}];")
-        body.append("for (IDX tile_ = blockIdx.x; tile_ < n_tiles; tile_ += gridDim.x) {")
-        tb = []
-        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], tb)
-        tb.append(f"IDX r_ = tile_; const IDX l0_ = (r_ % nl_) * {TILE}; r_ /= nl_; "
-                  f"const IDX t0_ = (r_ % nt_) * {TILE}; r_ /= nt_;")
-        for d in reversed(rest):
-            tb.append(f"const IDX i{d} = r_ % {ext[d]}; r_ /= {ext[d]};")
-        inside = f"i{dt} < {ext[dt]} && i{dl} < {ext[dl]}"
+        body, tb, dl, dt, staged, inside = self._tile_frame()
+        TILE, ROWS = self.v.side, self.v.block // self.v.side
+        ph = self.kir.phases[0]
         # stage: threads along t read each staged load's tile (coalesced in its memory order)
         tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {TILE // ROWS}; ++k_) {{")
-        tb.append(f"  const IDX i{dt} = t0_ + tx_, i{dl} = l0_ + ty_ + k_ * {ROWS};")
+        tb.append(f"  const IDX i{dt} = t0_ + gx_, i{dl} = l0_ + gy_ + k_ * {ROWS};")
         tb.append(f"  if ({inside}) {{")
         for k, s in enumerate(staged):
             tb.append("    " + self.stmt(s))
-            tb.append(f"    sm{k}_[ty_ + k_ * {ROWS}][tx_] = {s.dst};")
+            tb.append(f"    sm{k}_[gy_ + k_ * {ROWS}][gx_] = {s.dst};")
         tb += ["  }", "}", "__syncthreads();"]
         # compute: threads along l, each staged value read across the shared tile
-        reads = {s.dst: f"sm{k}_[tx_][ty_ + k_ * {ROWS}]" for k, s in enumerate(staged)}
+        reads = {s.dst: f"sm{k}_[gx_][gy_ + k_ * {ROWS}]" for k, s in enumerate(staged)}
         tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {TILE // ROWS}; ++k_) {{")
-        tb.append(f"  const IDX i{dl} = l0_ + tx_, i{dt} = t0_ + ty_ + k_ * {ROWS};")
+        tb.append(f"  const IDX i{dl} = l0_ + gx_, i{dt} = t0_ + gy_ + k_ * {ROWS};")
         tb.append(f"  if ({inside}) {{")
         tb += ["    " + self.stmt(s, reads) for s in ph.pre]
         tb += ["  }", "}", "__syncthreads();"]
@@ -110,25 +91,7 @@ class Tile2dEmitter:
         V, S = v.vec, v.side
         G = S // V                  # threads across a tile's side, a vector each
         R = v.block // G            # thread rows a pass
-        dims = kir.loop_dims(range(len(kir.domain)))
-        dl, dt = dims[-1], v.tile_t
-        rest = [d for d in dims if d not in (dl, dt)]
-        staged = [s for s in ph.pre if isinstance(s, K.Load) and s.dst in v.staged]
-        body = self.setup()
-        ext = {d: index_c(kir.domain[d]) for d in dims}
-        body.append(f"const IDX nl_ = ({ext[dl]} + {S - 1}) / {S}, nt_ = ({ext[dt]} + {S - 1}) / {S};")
-        body.append("const IDX n_tiles = nl_ * nt_" + "".join(f" * {ext[d]}" for d in rest) + ";")
-        body.append(f"const int gx_ = threadIdx.x % {G}, gy_ = threadIdx.x / {G};")
-        for k, s in enumerate(staged):
-            body.append(f"__shared__ {ctype(s.dtype)} sm{k}_[{S}][{S + 1}];")
-        body.append("for (IDX tile_ = blockIdx.x; tile_ < n_tiles; tile_ += gridDim.x) {")
-        tb = []
-        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], tb)
-        tb.append(f"IDX r_ = tile_; const IDX l0_ = (r_ % nl_) * {S}; r_ /= nl_; "
-                  f"const IDX t0_ = (r_ % nt_) * {S}; r_ /= nt_;")
-        for d in reversed(rest):
-            tb.append(f"const IDX i{d} = r_ % {ext[d]}; r_ /= {ext[d]};")
-        inside = f"i{dt} < {ext[dt]} && i{dl} < {ext[dl]}"
+        body, tb, dl, dt, staged, inside = self._tile_frame()
         tb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {S // R}; ++k_) {{")
         tb.append(f"  const IDX i{dt} = t0_ + gx_ * {V}, i{dl} = l0_ + gy_ + k_ * {R};")
         tb.append(f"  if ({inside}) {{")
@@ -174,3 +137,30 @@ class Tile2dEmitter:
         body += ["  " + x for x in "\n".join(tb).split("\n")]
         body.append("}")
         return self.wrap(body)
+
+    def _tile_frame(self) -> tuple:
+        """What both tile renderings share: ``(body, tb, l dim, t dim, staged loads, inside test)``,
+        ``body`` up to the loop over tiles (the shared tiles declared, ``gx_``/``gy_`` a thread's
+        place: ``side / vec`` threads across a tile), ``tb`` the loop body's first lines (the tile's
+        corner ``l0_``/``t0_`` and the other dims' indices)."""
+        kir, v = self.kir, self.v
+        S, G = v.side, v.side // v.vec
+        dims = kir.loop_dims(range(len(kir.domain)))
+        dl, dt = dims[-1], v.tile_t
+        rest = [d for d in dims if d not in (dl, dt)]
+        staged = [s for s in kir.phases[0].pre if isinstance(s, K.Load) and s.dst in v.staged]
+        body = self.setup()
+        ext = {d: index_c(kir.domain[d]) for d in dims}
+        body.append(f"const IDX nl_ = ({ext[dl]} + {S - 1}) / {S}, nt_ = ({ext[dt]} + {S - 1}) / {S};")
+        body.append("const IDX n_tiles = nl_ * nt_" + "".join(f" * {ext[d]}" for d in rest) + ";")
+        body.append(f"const int gx_ = threadIdx.x % {G}, gy_ = threadIdx.x / {G};")
+        for k, s in enumerate(staged):
+            body.append(f"__shared__ {ctype(s.dtype)} sm{k}_[{S}][{S + 1}];")
+        body.append("for (IDX tile_ = blockIdx.x; tile_ < n_tiles; tile_ += gridDim.x) {")
+        tb = []
+        self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], tb)
+        tb.append(f"IDX r_ = tile_; const IDX l0_ = (r_ % nl_) * {S}; r_ /= nl_; "
+                  f"const IDX t0_ = (r_ % nt_) * {S}; r_ /= nt_;")
+        for d in reversed(rest):
+            tb.append(f"const IDX i{d} = r_ % {ext[d]}; r_ /= {ext[d]};")
+        return body, tb, dl, dt, staged, f"i{dt} < {ext[dt]} && i{dl} < {ext[dl]}"

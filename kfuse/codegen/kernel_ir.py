@@ -538,6 +538,16 @@ _CMP_FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less"
              "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
 
 
+def phases_fixpoint(kir: KernelIR, step) -> KernelIR:
+    """``kir`` with ``step(kir)`` (its next phases, None when nothing is left to rewrite) applied
+    until it returns None: the phase rewrites' driver (``codegen.variance``, ``online_softmax``)."""
+    while True:
+        phases = step(kir)
+        if phases is None:
+            return kir
+        kir = dataclasses.replace(kir, phases=phases)
+
+
 def uses_dtype(kir: KernelIR, name: str) -> bool:
     """Whether a buffer, statement or accumulator of ``kir`` has dtype ``name``."""
     if any(b.dtype == name for b in kir.inputs + kir.outputs):

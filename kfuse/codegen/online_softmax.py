@@ -32,11 +32,7 @@ F32 = "float32"
 
 def online_max_sum(kir: K.KernelIR) -> K.KernelIR:
     """``kir`` with every rewritable (max, sum of exp) pair of consecutive phases in one phase."""
-    while True:
-        phases = _fold_one(kir)
-        if phases is None:
-            return kir
-        kir = dataclasses.replace(kir, phases=phases)
+    return K.phases_fixpoint(kir, _fold_one)
 
 
 def _fold_one(kir: K.KernelIR):

@@ -17,8 +17,6 @@ accumulators is rewritten; everything else is left as it is.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from . import kernel_ir as K
 
 F64 = "float64"
@@ -26,11 +24,7 @@ F64 = "float64"
 
 def one_pass_variance(kir: K.KernelIR) -> K.KernelIR:
     """``kir`` with every rewritable second pass folded into its first (module docstring)."""
-    while True:
-        phases = _fold_one(kir)
-        if phases is None:
-            return kir
-        kir = dataclasses.replace(kir, phases=phases)
+    return K.phases_fixpoint(kir, _fold_one)
 
 
 def _defs(stmts) -> dict:

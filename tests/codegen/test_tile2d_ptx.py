@@ -31,9 +31,9 @@ def test_tile_variant_renders_and_compiles(dtype):
     src = ce.emit(kir, ce.Variant("tile", 1, False, 0, 256, tile_t=2, staged=staged))
     body = src[src.index('extern "C"'):]
     assert "[32][33];" in body and body.count("__syncthreads();") == 2
-    assert "const IDX i2 = t0_ + tx_, i3 = l0_ + ty_ + k_ * 8;" in body      # staging: threads along W
-    assert "const IDX i3 = l0_ + tx_, i2 = t0_ + ty_ + k_ * 8;" in body      # computing: along C
-    assert f"= sm0_[tx_][ty_ + k_ * 8];" in body
+    assert "const IDX i2 = t0_ + gx_, i3 = l0_ + gy_ + k_ * 8;" in body      # staging: threads along W
+    assert "const IDX i3 = l0_ + gx_, i2 = t0_ + gy_ + k_ * 8;" in body      # computing: along C
+    assert f"= sm0_[gx_][gy_ + k_ * 8];" in body
     assert "const IDX i1 = r_ % s1; r_ /= s1;" in body and "const IDX i0 = r_ % s0;" in body
     nvrtc.compile(src, "sm_90")
 
@@ -45,7 +45,7 @@ def test_wide_tile_renders_and_compiles(dtype):
     staged = tuple(s.dst for s in ce.tile_loads(kir) if s.buf == 0)
     src = ce.emit(kir, ce.Variant("tile", 1, False, 0, 256, tile_t=0, staged=staged, side=64))
     body = src[src.index('extern "C"'):]
-    assert "[64][65];" in body and "k_ < 16;" in body and "ty_ + k_ * 4" in body
+    assert "[64][65];" in body and "k_ < 16;" in body and "gy_ + k_ * 4" in body
     nvrtc.compile(src, "sm_90")
 
 
