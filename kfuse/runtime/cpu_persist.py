@@ -81,11 +81,14 @@ def load_or_compile(store: CacheStore | None, key_dict: dict, source: str, fn_na
     return disp
 
 
-def attach(dispatcher, store: CacheStore, key_dict: dict, source: str, fn_name: str) -> None:
+def attach(dispatcher, store: CacheStore, key_dict: dict, source: str, fn_name: str,
+           native: bool = False) -> None:
     """Make ``dispatcher`` (a ``numba.njit`` function defined by exec'ing ``source`` in globals
     whose ``__name__`` is :func:`module_name_for(source) <module_name_for>`) load and save its
-    overloads through ``store``. Several dispatchers of one source may each be attached."""
-    dispatcher._cache = NumbaDiskCache(store, key_dict, source, fn_name, dispatcher)
+    overloads through ``store``. Several dispatchers of one source may each be attached.
+    ``native``: each compiled overload is also stored as a native shared object
+    (``cpu_native_build``; the sequential variant, whose options are ``cpu_native.SEQ_OPTIONS``)."""
+    dispatcher._cache = NumbaDiskCache(store, key_dict, source, fn_name, dispatcher, native)
 
 
 def is_stored(dispatcher, argtypes: tuple) -> bool:
@@ -102,8 +105,9 @@ def is_stored(dispatcher, argtypes: tuple) -> bool:
 class NumbaDiskCache:
     """Numba's cache protocol (load_overload/save_overload/...) over the kfuse store."""
 
-    def __init__(self, store, key_dict, source, fn_name, dispatcher):
+    def __init__(self, store, key_dict, source, fn_name, dispatcher, native: bool = False):
         self.store = store
+        self.native = native
         self.base_key = normalise_key(key_dict)
         self.source = source
         self.fn_name = fn_name
@@ -170,6 +174,9 @@ class NumbaDiskCache:
     def save_overload(self, sig, cres):
         if not self.enabled:
             return
+        if self.native:
+            from . import cpu_native_build
+            cpu_native_build.save(self.store, self.source, self.fn_name, cres)
         try:
             key = self.key(tuple(cres.signature.args), cres.target_context.codegen())
             if key is None:
