@@ -58,6 +58,11 @@ OK, MISMATCH, RAISED = 0, 1, 2                            # kfuse_native_call's 
 _CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.py_object)
 
 
+def numba_imported() -> bool:
+    """Whether Numba is imported in this process (then new kernels take its path)."""
+    return "numba" in sys.modules
+
+
 def enabled() -> bool:
     """Whether native objects are stored and loaded in this process: Linux, the switch on, and
     no ``.numba_config.yaml`` here (Numba's settings from a file, which the key cannot see)."""
@@ -232,7 +237,7 @@ class NativeKernel:
             return None
         if sig not in self.loaded:
             fn = None
-            if "numba" not in sys.modules and self.pair is None:
+            if self.pair is None and not numba_imported():
                 fn = load(self.store, self.source, self.fn_name, sig)
             self.loaded[sig] = fn
         return self.loaded[sig]
@@ -294,7 +299,7 @@ class LazyParallel:
 def lazy_pair(source: str, fn_name: str, store, build) -> tuple | None:
     """``(NativeKernel, LazyParallel)`` standing in for a kernel's two dispatchers, or None where
     the native path does not apply in this process (Numba imported, no store, switched off)."""
-    if store is None or "numba" in sys.modules or not enabled():
+    if store is None or numba_imported() or not enabled():
         return None
     seq = NativeKernel(source, fn_name, store, build)
     return seq, LazyParallel(seq)

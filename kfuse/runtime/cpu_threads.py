@@ -21,6 +21,11 @@ def numba_threads() -> int:
     if "numba" in sys.modules:
         import numba
         return int(numba.config.NUMBA_NUM_THREADS)
+    return default_threads()
+
+
+def default_threads() -> int:
+    """What Numba's ``NUMBA_NUM_THREADS`` will be, from the environment (``kfuse.config``)."""
     from .. import config
     env = dict(config.get().numba_env)
     if env.get("NUMBA_NUM_THREADS", "").strip().isdigit():
