@@ -102,7 +102,8 @@ def toolchain() -> dict:
 
 
 def host_key() -> dict:
-    """The store key of this host's record (LLVM's name for its CPU, for tuning keys)."""
+    """The store key of this host's record (LLVM's name for its CPU, for tuning keys), kept in
+    the store's ``tuning`` namespace."""
     return {"native-host": NATIVE_FORMAT, "host": host_fingerprint(),
             "llvmlite": dist_version("llvmlite")}
 
@@ -116,7 +117,7 @@ def llvm_cpu_name() -> str:
         try:
             from .cache import CacheStore
             store = CacheStore.open()
-            entry = store.get("kernels", host_key()) if store is not None else None
+            entry = store.get("tuning", host_key()) if store is not None else None
             if entry is not None:
                 return str(json.loads(entry.read(HOST_RECORD))["llvm_cpu"])
         except Exception:           # (a bad record: ask llvmlite)
@@ -128,12 +129,16 @@ def llvm_cpu_name() -> str:
         return "unknown"
 
 
-def native_key(source: str, fn_name: str, argsig: tuple) -> dict:
-    """The store key of a kernel's native object for argument types ``argsig``."""
-    return {"native": NATIVE_FORMAT, "backend": "cpu", "fn": fn_name,
-            "source": hashlib.sha256(source.encode()).hexdigest(),
-            "args": [list(a) for a in argsig], "jit": SEQ_OPTIONS, "host": host_fingerprint(),
-            "tools": toolchain()}
+def native_key(source: str, fn_name: str, argsig: tuple, parallel: bool = False) -> dict:
+    """The store key of a kernel's native object for argument types ``argsig``; ``parallel``:
+    of the marker saying the store holds the parallel variant's Numba code for them."""
+    key = {"native": NATIVE_FORMAT, "backend": "cpu", "fn": fn_name,
+           "source": hashlib.sha256(source.encode()).hexdigest(),
+           "args": [list(a) for a in argsig], "jit": SEQ_OPTIONS, "host": host_fingerprint(),
+           "tools": toolchain()}
+    if parallel:
+        key["parallel_marker"] = True
+    return key
 
 
 def _layout(a: np.ndarray) -> str:
@@ -159,10 +164,10 @@ def arg_signature(args) -> tuple | None:
 
 class NativeFn:
     """One loaded object: ``call(args_tuple)`` returns OK, MISMATCH or RAISED."""
-    __slots__ = ("call", "lib", "path", "expect")
+    __slots__ = ("call", "lib", "path", "expect", "argsig")
 
     def __init__(self, path: str, argsig: tuple):
-        self.path = path
+        self.path, self.argsig = path, argsig
         self.lib = ctypes.CDLL(path)                 # (kept: never unloaded)
         dtypes = [np.dtype(a[1]) for a in argsig if a[0] == "array"]
         ids = [id(d) for d in dtypes] + [id(np.ndarray), id(np.int64)]
@@ -255,6 +260,14 @@ class NativeKernel:
                 self.fast = fn
                 return None
         return self.numba()[0](*args)       # (raises what the kernel raised)
+
+    def parallel_stored(self) -> bool:
+        """Whether the store holds the parallel variant's Numba code for the argument types the
+        last native call ran with (a marker ``cpu_native_build.save_marker`` left)."""
+        fast = self.fast
+        has = getattr(self.store, "has", None)
+        return fast is not None and has is not None and \
+            has("kernels", native_key(self.source, self.fn_name, fast.argsig, parallel=True))
 
     @property
     def signatures(self) -> list:

@@ -250,8 +250,19 @@ def save_host(store) -> None:
     """Store this host's record (``cpu_native.llvm_cpu_name``) where it is missing."""
     import llvmlite.binding as ll
     key = N.host_key()
-    if getattr(store, "has", None) is not None and store.has("kernels", key):
+    if getattr(store, "has", None) is not None and store.has("tuning", key):
         return
     record = {"llvm_cpu": ll.get_host_cpu_name()}
-    store.put("kernels", key, {N.HOST_RECORD: json.dumps(record).encode()},
+    store.put("tuning", key, {N.HOST_RECORD: json.dumps(record).encode()},
               {"kind": "cpu-host", "backend": "cpu", "arch": record["llvm_cpu"]})
+
+
+def save_marker(store, source: str, fn_name: str, cres) -> None:
+    """Mark that the store holds the parallel variant's Numba code for ``cres``'s argument types
+    (``NativeKernel.parallel_stored``: what getting it costs a process without Numba)."""
+    argsig = signature_of(cres.signature.args)
+    if store is None or argsig is None or not N.enabled():
+        return
+    store.put("kernels", N.native_key(source, fn_name, argsig, parallel=True),
+              {"kernel.py": source.encode()},
+              {"function": fn_name, "kind": "cpu-parallel-marker", "backend": "cpu"})

@@ -177,6 +177,9 @@ class NumbaDiskCache:
         if self.native:
             from . import cpu_native_build
             cpu_native_build.save(self.store, self.source, self.fn_name, cres)
+        elif self.base_key.get("parallel"):
+            from . import cpu_native_build
+            cpu_native_build.save_marker(self.store, self.source, self.fn_name, cres)
         try:
             key = self.key(tuple(cres.signature.args), cres.target_context.codegen())
             if key is None:
