@@ -103,7 +103,7 @@ def toolchain() -> dict:
 
 def host_key() -> dict:
     """The store key of this host's record (LLVM's name for its CPU, for tuning keys), kept in
-    the store's ``tuning`` namespace."""
+    the store's ``host`` namespace."""
     return {"native-host": NATIVE_FORMAT, "host": host_fingerprint(),
             "llvmlite": dist_version("llvmlite")}
 
@@ -117,7 +117,7 @@ def llvm_cpu_name() -> str:
         try:
             from .cache import CacheStore
             store = CacheStore.open()
-            entry = store.get("tuning", host_key()) if store is not None else None
+            entry = store.get("host", host_key()) if store is not None else None
             if entry is not None:
                 return str(json.loads(entry.read(HOST_RECORD))["llvm_cpu"])
         except Exception:           # (a bad record: ask llvmlite)

@@ -250,10 +250,10 @@ def save_host(store) -> None:
     """Store this host's record (``cpu_native.llvm_cpu_name``) where it is missing."""
     import llvmlite.binding as ll
     key = N.host_key()
-    if getattr(store, "has", None) is not None and store.has("tuning", key):
+    if getattr(store, "has", None) is not None and store.has("host", key):
         return
     record = {"llvm_cpu": ll.get_host_cpu_name()}
-    store.put("tuning", key, {N.HOST_RECORD: json.dumps(record).encode()},
+    store.put("host", key, {N.HOST_RECORD: json.dumps(record).encode()},
               {"kind": "cpu-host", "backend": "cpu", "arch": record["llvm_cpu"]})
 
 
