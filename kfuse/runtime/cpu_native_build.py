@@ -15,17 +15,17 @@ helpers (or SVML) runs through Numba only.
 
 Anything that fails here (no ``cc``, an unexpected argument type or LLVM signature, a link
 error) stores nothing and says so only under ``KFUSE_DEBUG``: the kernel still works, through
-Numba.
+Numba. The link runs in a thread beside the compiling call (:func:`save`).
 """
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 
 import numpy as np
 
@@ -86,17 +86,9 @@ int64_t kfuse_native_probe(kf_tuple *t, int64_t what) {
 '''
 
 
-@functools.lru_cache(maxsize=None)
-def compiler() -> tuple[str, str] | None:
-    """``(path, version line)`` of ``cc``, or None where there is none."""
-    cc = shutil.which("cc")
-    if cc is None:
-        return None
-    try:
-        r = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-        return cc, (r.stdout.splitlines() or [""])[0]
-    except (OSError, subprocess.SubprocessError):
-        return None
+def compiler() -> str | None:
+    """The path of ``cc``, or None where there is none."""
+    return shutil.which("cc")
 
 
 def signature_of(argtypes) -> tuple | None:
@@ -165,7 +157,7 @@ class _Skip(Exception):
     """This overload is not stored natively (the message says why)."""
 
 
-def _object_code(cres) -> bytes:
+def _object_code(cres, symbol: str, argsig: tuple) -> bytes:
     """Position-independent object code of the overload's kernel alone (see the docstring)."""
     import llvmlite.binding as ll
     from numba.core import config as nconfig
@@ -174,7 +166,6 @@ def _object_code(cres) -> bytes:
     if final is None:
         raise _Skip("no final LLVM module (a library loaded from the cache)")
     mod = ll.parse_bitcode(final.as_bitcode())
-    symbol = cres.fndesc.mangled_name
     for g in list(mod.functions) + list(mod.global_variables):
         if not g.is_declaration and g.name != symbol:
             g.linkage = "internal"
@@ -186,64 +177,95 @@ def _object_code(cres) -> bytes:
         raise _Skip("the kernel uses its Numba environment (Python objects)")
     got = ["ptr" if str(a.type) == "ptr" or str(a.type).endswith("*") else str(a.type)
            for a in mod.get_function(symbol).arguments]
-    return mod, got, ll.Target.from_triple(ll.get_process_triple()).create_target_machine(
+    if got != _llvm_params(argsig):
+        raise _Skip(f"LLVM parameters {got}")
+    tm = ll.Target.from_triple(ll.get_process_triple()).create_target_machine(
         cpu=lib.codegen._get_host_cpu_name(), features=lib.codegen._tm_features,
         opt=nconfig.OPT, reloc="pic", codemodel="default")
+    return tm.emit_object(mod)
 
 
-def build(cres) -> tuple[bytes, bytes, str]:
-    """``(shared object, C source, kernel symbol)`` of Numba overload ``cres``; raises _Skip."""
-    cc = compiler()
-    if cc is None:
-        raise _Skip("no cc")
-    argsig = signature_of(cres.signature.args)
-    if argsig is None:
-        raise _Skip(f"argument types {cres.signature.args}")
-    mod, params, tm = _object_code(cres)
-    if params != _llvm_params(argsig):
-        raise _Skip(f"LLVM parameters {params}")
-    symbol = cres.fndesc.mangled_name
-    if '"' in symbol or "\\" in symbol:
-        raise _Skip("symbol name")
-    src = c_entry(symbol, argsig)
+def link(obj: bytes, csrc: str, cc: str) -> bytes:
+    """``cc`` links the kernel's object code with its C entry into a shared object."""
     with tempfile.TemporaryDirectory(prefix="kfuse-native-") as d:
         with open(os.path.join(d, "kernel.o"), "wb") as f:
-            f.write(tm.emit_object(mod))
+            f.write(obj)
         with open(os.path.join(d, "entry.c"), "w") as f:
-            f.write(src)
+            f.write(csrc)
         out = os.path.join(d, N.LIBRARY)
-        r = subprocess.run([cc[0], "-shared", "-fPIC", "-O2", "-o", out, "entry.c", "kernel.o",
-                            "-lm", "-Wl,-z,defs", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack"],
+        r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", out, "entry.c", "kernel.o", "-lm",
+                            "-Wl,-z,defs", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack"],
                            cwd=d, capture_output=True, text=True, timeout=120)
         if r.returncode:
             raise _Skip(f"link failed: {r.stderr.strip()[-400:]}")
         with open(out, "rb") as f:
-            return f.read(), src.encode(), symbol
+            return f.read()
+
+
+_PENDING: list = []            # link threads not yet finished (joined by wait(), and at exit)
+_PENDING_LOCK = threading.Lock()
 
 
 def save(store, source: str, fn_name: str, cres) -> bool:
     """Store ``cres`` (a sequential variant's Numba overload of ``fn_name`` in ``source``) as a
-    native object; False (nothing stored) where it cannot be."""
+    native object; False where it cannot be. The LLVM code generation runs here (under Numba's
+    compiler lock: LLVM's context is not thread-safe), the ``cc`` link and the store's write in a
+    thread, so the compiling call does not wait for them (about 60 ms); the thread is not a
+    daemon: a process that exits sooner waits for it, and the next one finds the object."""
     if store is None or not N.enabled():
         return False
     try:
-        so, csrc, symbol = build(cres)
+        cc = compiler()
+        if cc is None:
+            raise _Skip("no cc")
         argsig = signature_of(cres.signature.args)
+        if argsig is None:
+            raise _Skip(f"argument types {cres.signature.args}")
+        symbol = cres.fndesc.mangled_name
+        if '"' in symbol or "\\" in symbol:
+            raise _Skip("symbol name")
+        obj = _object_code(cres, symbol, argsig)
+        save_host(store)
+        codegen = cres.target_context.codegen()
+        meta = {"function": fn_name, "kind": "cpu-native", "backend": "cpu",
+                "arch": codegen.magic_tuple()[1], "signature": [str(t) for t in cres.signature.args]}
     except _Skip as e:
         _LOG.info("kfuse: %s not stored natively: %s", fn_name, e)
         return False
     except Exception as e:          # (never fails the compile)
         _LOG.info("kfuse: %s not stored natively: %s: %s", fn_name, type(e).__name__, e)
         return False
-    save_host(store)
-    record = {"format": N.NATIVE_FORMAT, "symbol": symbol, "args": [list(a) for a in argsig]}
-    files = {N.LIBRARY: so, "entry.c": csrc, N.RECORD: json.dumps(record).encode(),
-             "kernel.py": source.encode()}
-    codegen = cres.target_context.codegen()
-    meta = {"function": fn_name, "kind": "cpu-native", "backend": "cpu",
-            "arch": codegen.magic_tuple()[1], "signature": [str(t) for t in cres.signature.args],
-            "cc": compiler()[1]}
-    return store.put("kernels", N.native_key(source, fn_name, argsig), files, meta) is not None
+    t = threading.Thread(target=_link_and_store, name="kfuse-native-link",
+                         args=(store, source, fn_name, argsig, symbol, obj, cc, meta))
+    with _PENDING_LOCK:
+        _PENDING.append(t)
+    t.start()
+    return True
+
+
+def _link_and_store(store, source, fn_name, argsig, symbol, obj, cc, meta) -> None:
+    try:
+        csrc = c_entry(symbol, argsig)
+        so = link(obj, csrc, cc)
+        record = {"format": N.NATIVE_FORMAT, "symbol": symbol, "args": [list(a) for a in argsig]}
+        files = {N.LIBRARY: so, "entry.c": csrc.encode(), N.RECORD: json.dumps(record).encode(),
+                 "kernel.py": source.encode()}
+        store.put("kernels", N.native_key(source, fn_name, argsig), files, meta)
+    except Exception as e:          # (a link error: nothing stored, the kernel runs on Numba)
+        _LOG.info("kfuse: %s not stored natively: %s: %s", fn_name, type(e).__name__, e)
+    finally:
+        with _PENDING_LOCK:
+            _PENDING.remove(threading.current_thread())
+
+
+def wait() -> None:
+    """Wait for the native objects being linked (tests; the interpreter does it at exit)."""
+    while True:
+        with _PENDING_LOCK:
+            if not _PENDING:
+                return
+            t = _PENDING[0]
+        t.join()
 
 
 def save_host(store) -> None:

@@ -48,6 +48,7 @@ def _run_twice(fn, args):
     """(cold results, warm results, warm stand-ins): each run a new jit and kernel memo."""
     cold = kfuse.jit(fn, backend="cpu")
     first = [cold(*args) for _ in range(2)]
+    cpu_native_build.wait()                             # (objects are linked in a thread)
     rt._COMPILED.clear()
     warm = kfuse.jit(fn, backend="cpu")
     again = [warm(*args) for _ in range(3)]            # the program, then the direct call
@@ -145,6 +146,7 @@ def test_no_cc_stores_nothing_and_runs_numba(native_env, monkeypatch):
 def test_an_object_that_does_not_load_falls_back(native_env, monkeypatch):
     x = rng.random((5, 64), dtype=np.float32)
     cold = kfuse.jit(_softmax, backend="cpu")(x)
+    cpu_native_build.wait()
     rt._COMPILED.clear()
 
     def broken(path, argsig):
