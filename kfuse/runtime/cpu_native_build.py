@@ -208,9 +208,9 @@ _PENDING_LOCK = threading.Lock()
 
 def save(store, source: str, fn_name: str, cres) -> bool:
     """Store ``cres`` (a sequential variant's Numba overload of ``fn_name`` in ``source``) as a
-    native object; False where it cannot be. The LLVM code generation runs here (under Numba's
-    compiler lock: LLVM's context is not thread-safe), the ``cc`` link and the store's write in a
-    thread, so the compiling call does not wait for them (about 60 ms); the thread is not a
+    native object; False where it cannot be. The LLVM code generation (under Numba's compiler
+    lock: LLVM's context is not thread-safe), the ``cc`` link and the store's write run in a
+    thread, so the compiling call does not wait for them (about 90 ms); the thread is not a
     daemon: a process that exits sooner waits for it, and the next one finds the object."""
     if store is None or not N.enabled():
         return False
@@ -224,8 +224,6 @@ def save(store, source: str, fn_name: str, cres) -> bool:
         symbol = cres.fndesc.mangled_name
         if '"' in symbol or "\\" in symbol:
             raise _Skip("symbol name")
-        obj = _object_code(cres, symbol, argsig)
-        save_host(store)
         codegen = cres.target_context.codegen()
         meta = {"function": fn_name, "kind": "cpu-native", "backend": "cpu",
                 "arch": codegen.magic_tuple()[1], "signature": [str(t) for t in cres.signature.args]}
@@ -236,15 +234,19 @@ def save(store, source: str, fn_name: str, cres) -> bool:
         _LOG.info("kfuse: %s not stored natively: %s: %s", fn_name, type(e).__name__, e)
         return False
     t = threading.Thread(target=_link_and_store, name="kfuse-native-link",
-                         args=(store, source, fn_name, argsig, symbol, obj, cc, meta))
+                         args=(store, source, fn_name, argsig, symbol, cres, cc, meta))
     with _PENDING_LOCK:
         _PENDING.append(t)
     t.start()
     return True
 
 
-def _link_and_store(store, source, fn_name, argsig, symbol, obj, cc, meta) -> None:
+def _link_and_store(store, source, fn_name, argsig, symbol, cres, cc, meta) -> None:
+    from numba.core.compiler_lock import global_compiler_lock
     try:
+        with global_compiler_lock:          # (LLVM's context is shared with Numba's compiles)
+            obj = _object_code(cres, symbol, argsig)
+            save_host(store)
         csrc = c_entry(symbol, argsig)
         so = link(obj, csrc, cc)
         record = {"format": N.NATIVE_FORMAT, "symbol": symbol, "args": [list(a) for a in argsig]}

@@ -176,6 +176,7 @@ def test_host_record_and_numba_defaults_match_numba(native_env):
     import llvmlite.binding as ll
     import numba
     kfuse.jit(_softmax, backend="cpu")(rng.random((3, 8), dtype=np.float32))
+    cpu_native_build.wait()
     entry = _store().get("host", cpu_native.host_key())
     assert json.loads(entry.read(cpu_native.HOST_RECORD))["llvm_cpu"] == ll.get_host_cpu_name()
     assert keys.dist_version("numba") == numba.__version__
