@@ -20,6 +20,11 @@ that Numba compiles in every process (about 15 ms). Each entry also stores the N
 loads a kernel before it has compiled anything loads the NRT from that entry too (about 2 ms):
 :func:`init_nrt`.
 
+The sequential variant's dispatcher is attached with ``native=True``: each overload it compiles
+is also stored as a native shared object (``cpu_native_build``), which a process without Numba
+runs instead (``cpu_native``); the parallel one leaves a marker that its code is stored, for the
+thread policy's price of getting it there (``cpu_par_policy.par_cost``).
+
 Trust: an imported entry holds machine code; ``kfuse cache import`` checks integrity, not
 provenance, so only import archives from machines you trust.
 
@@ -34,7 +39,8 @@ import warnings
 from .cache import CacheStore, CacheWarning, warn_once
 from .keys import canonical_json, normalise_key, toolchain_versions
 
-PERSIST_FORMAT = 1
+PERSIST_FORMAT = 2         # 2: sequential overloads also stored natively (cpu_native): a cache of
+                           # format 1 compiles each kernel once more, which stores its native object
 CPU_TOOLS = ("numba",)         # the compilers of a CPU kernel (its key holds their versions)
 _RELOAD_HOOKS = {"numba.core.typed_passes:_reload_parfors"}
 
