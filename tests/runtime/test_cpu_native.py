@@ -98,6 +98,20 @@ def _views(x, y):
     return np.tanh(x) + y
 
 
+def _libm(x, y):
+    return np.sin(x) * np.log1p(x) + np.arctan2(x, y + 1.0) ** 3
+
+
+def _complex(z):
+    return np.abs(np.exp(z)) + (z * z).real
+
+
+def _scatter(a, j):
+    b = a.copy()
+    np.add.at(b, j, 1.5)
+    return b
+
+
 rng = np.random.default_rng(7)
 CASES = {
     "elementwise, odd sizes": (_elementwise, (rng.random((37, 53), dtype=np.float32),
@@ -110,6 +124,9 @@ CASES = {
     "integers": (_ints, (rng.integers(-1000, 1000, (7, 11)).astype(np.int32),)),
     "float16": (_half, (rng.random(77).astype(np.float16),)),
     "views and strides": (_views, (rng.random((20, 30))[:, ::3], rng.random((10, 20)).T)),
+    "libm float64": (_libm, (rng.random((6, 45)), rng.random((6, 45)))),
+    "complex": (_complex, (rng.random(31) + 1j * rng.random(31),)),
+    "scatter": (_scatter, (rng.random(19), np.array([1, 3, 3, 18, 0]))),
 }
 
 
