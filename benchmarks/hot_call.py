@@ -9,13 +9,15 @@ machine is shared, so a single median is noisy). ``over numba`` is kfuse's time 
 
 Run: ``PYTHONPATH=. python benchmarks/hot_call.py [--rounds 15] [--inner 2000] [--load 0]``;
 ``--load N`` starts N CPU-bound busy-loop processes for the duration (the issue's "two other
-CPU-bound processes": ``--load 2``).
+CPU-bound processes": ``--load 2``); ``--native`` fills the disk cache first, so that kfuse's
+kernels load as native objects (``runtime/cpu_native.py``) before Numba is imported for the peers.
 """
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
 import os
+import subprocess
 import sys
 import time
 
@@ -74,9 +76,28 @@ def _interleaved(fns: dict, args, rounds: int, inner: int) -> dict:
     return best
 
 
+def _compiled() -> dict:
+    from kfuse.runtime import cpu
+    return cpu._COMPILED
+
+
 def _spin():                        # a CPU-bound neighbour
     while True:
         pass
+
+
+def _cases():
+    """(name, function, its numba.njit peer's Python function or None, arguments, inner scale)."""
+    rng = np.random.default_rng(0)
+    x, y = (rng.random(16, dtype=np.float32) for _ in range(2))
+    x2, y2 = (rng.random(1024, dtype=np.float32) for _ in range(2))
+    state = tuple(rng.random(1000, dtype=np.float32) for _ in range(4))
+    s = rng.random((4, 8), dtype=np.float32)
+    big = rng.random((64, 4096), dtype=np.float32)
+    return [("x*2+y f32[16]", axpy, axpy, (x, y), 1), ("x*2+y f32[1024]", axpy, axpy, (x2, y2), 1),
+            ("adamw f32[1000] x4", adamw, adamw, state, 1),
+            ("softmax f32[4,8]", softmax, softmax_loops, (s,), 1),
+            ("softmax f32[64,4096]", softmax, None, (big,), 100)]
 
 
 def main(argv=None) -> int:
@@ -84,37 +105,36 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--inner", type=int, default=2000)
     ap.add_argument("--load", type=int, default=0, help="CPU-bound processes to run beside")
+    ap.add_argument("--native", action="store_true",
+                    help="fill the disk cache in a child process first, so that kfuse's kernels "
+                         "run as native objects (runtime/cpu_native.py; Numba imported after)")
+    ap.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    cases = _cases()
+    if a.native:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--fill"], check=True)
+    jitted = [kfuse.jit(fn, backend="cpu") for _, fn, _, _, _ in cases]
+    for f, (_, _, _, args, _) in zip(jitted, cases):     # first calls before Numba is imported
+        f(*args)
+    if a.fill:
+        return 0
     import numba
     spinners = [mp.Process(target=_spin, daemon=True) for _ in range(a.load)]
     for p in spinners:
         p.start()
     try:
         rows = []
-        rng = np.random.default_rng(0)
-        x, y = (rng.random(16, dtype=np.float32) for _ in range(2))
-        t = _interleaved({"kfuse": kfuse.jit(axpy, backend="cpu"), "numba": numba.njit(axpy),
-                          "numpy": axpy}, (x, y), a.rounds, a.inner)
-        rows.append(("x*2+y f32[16]", t))
-        x, y = (rng.random(1024, dtype=np.float32) for _ in range(2))
-        t = _interleaved({"kfuse": kfuse.jit(axpy, backend="cpu"), "numba": numba.njit(axpy),
-                          "numpy": axpy}, (x, y), a.rounds, a.inner)
-        rows.append(("x*2+y f32[1024]", t))
-        state = tuple(rng.random(1000, dtype=np.float32) for _ in range(4))
-        t = _interleaved({"kfuse": kfuse.jit(adamw, backend="cpu"), "numba": numba.njit(adamw),
-                          "numpy": adamw}, state, a.rounds, a.inner)
-        rows.append(("adamw f32[1000] x4", t))
-        s = rng.random((4, 8), dtype=np.float32)
-        t = _interleaved({"kfuse": kfuse.jit(softmax, backend="cpu"), "numba": numba.njit(softmax_loops),
-                          "numpy": softmax}, (s,), a.rounds, a.inner)
-        rows.append(("softmax f32[4,8]", t))
-        big = rng.random((64, 4096), dtype=np.float32)
-        t = _interleaved({"kfuse": kfuse.jit(softmax, backend="cpu"), "numpy": softmax}, (big,),
-                         a.rounds, max(10, a.inner // 100))
-        rows.append(("softmax f32[64,4096]", t))
+        for f, (name, fn, peer, args, scale) in zip(jitted, cases):
+            fns = {"kfuse": f, "numpy": fn}
+            if peer is not None:
+                fns["numba"] = numba.njit(peer)
+            rows.append((name, _interleaved(fns, args, a.rounds, max(10, a.inner // scale))))
     finally:
         for p in spinners:
             p.kill()
+    native = "native objects" if any(hasattr(fns[0], "loaded") and any(fns[0].loaded.values())
+                                     for fns in _compiled().values()) else "Numba dispatchers"
+    print(f"kfuse kernels run as {native}")
     print(f"load: {a.load} busy processes; loadavg {os.getloadavg()[0]:.2f}; "
           f"{len(os.sched_getaffinity(0))} cores")
     print(f"{'case':24} {'kfuse us':>10} {'numba us':>10} {'numpy us':>10} {'over numba':>11} {'/ numpy':>8}")

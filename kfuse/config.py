@@ -41,6 +41,12 @@ class Config:
     dask_row_bytes: int = 128 << 20     # KFUSE_DASK_ROW_BYTES: on Dask arrays, a row-wise reduction
                                         # over a split axis rechunks it to one chunk when a row fits
                                         # this; larger rows run statistics-then-apply (two passes)
+    cpu_native: bool = True             # KFUSE_CPU_NATIVE=0: CPU kernels are neither stored nor loaded
+                                        # as native shared objects (runtime/cpu_native.py): a warm
+                                        # first call imports Numba and loads its machine code instead
+    numba_env: tuple = ()               # the NUMBA_* variables (name, value), sorted: Numba reads
+                                        # them itself; kfuse keys native kernels on them and takes
+                                        # NUMBA_NUM_THREADS as the pool's size before Numba is imported
 
 
 def from_env(env: dict | None = None) -> Config:
@@ -62,6 +68,8 @@ def from_env(env: dict | None = None) -> Config:
         device=g("KFUSE_DEVICE") or None,
         index_checks=_bool(g("KFUSE_INDEX_CHECKS"), True),
         dask_row_bytes=int(g("KFUSE_DASK_ROW_BYTES") or (128 << 20)),
+        cpu_native=_bool(g("KFUSE_CPU_NATIVE"), True),
+        numba_env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("NUMBA_"))),
     )
 
 

@@ -21,13 +21,8 @@ from . import space as S
 def cpu_arch() -> str:
     """What a CPU tuning result depends on: the host CPU model and the Numba thread pool size
     (both fixed for the process: asked once)."""
-    import llvmlite.binding as llvm     # (Numba and llvmlite are imported on the CPU path only)
-    import numba
-    try:
-        name = llvm.get_host_cpu_name()
-    except Exception:               # pragma: no cover
-        name = "unknown"
-    return f"cpu:{name}:{int(numba.config.NUMBA_NUM_THREADS)}t"
+    from ..runtime import cpu_native, cpu_threads     # (neither imports Numba nor llvmlite)
+    return f"cpu:{cpu_native.llvm_cpu_name()}:{cpu_threads.numba_threads()}t"
 
 
 def _arg(a: np.ndarray) -> np.ndarray:

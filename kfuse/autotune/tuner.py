@@ -34,7 +34,7 @@ from .. import config as _config
 from ..fusion import cost as costmod
 from ..fusion.kinds import GroupKind
 from ..runtime import keys
-from . import bench, prune as P, space as S
+from . import prune as P, space as S
 from .targets import CpuTarget, apply, cpu_arch  # noqa: F401  (apply re-exported)
 
 MODES = ("off", "cached", "on")
@@ -312,6 +312,7 @@ def _save(store, khash, bucket, arch, rep, plan, backend) -> None:
 
 def _tune_group(target, g, heur, device, rep, budget, total_budget, pbudget, top_k, printing,
                 max_threads) -> None:
+    from . import bench         # (statistics, concurrent.futures: not for a cached lookup)
     i = target.group_index(g.id)
     if target.empty(i):
         rep.note = "empty outputs: nothing to tune"

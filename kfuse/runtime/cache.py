@@ -6,6 +6,8 @@ Layout under ``config.cache_dir`` (mode 0700)::
     kernels/<sha256 of key>/<stage files> kernel.py / kernel.cu / kernel.ptx / kernel.cubin / object.o
     kernels/<sha256 of key>/last_used     empty; its mtime is the LRU clock (one utime per hit)
     tuning/<sha256 of key>/...            tuning results (same shape, file ``tuning.json``)
+    host/<sha256 of key>/...              facts about a machine (``cpu_native.host_key``: LLVM's
+                                          name for its CPU, read without importing llvmlite)
     tmp/                                  writers' temp dirs; published with one os.rename
 
 Readers never see half an entry: an entry is complete before its directory gets its final name,
@@ -37,7 +39,7 @@ except ImportError:                    # pragma: no cover - depends on errors.py
     class KfuseWarning(UserWarning):
         """Base class of warnings kfuse emits."""
 
-NAMESPACES = ("kernels", "tuning")
+NAMESPACES = ("kernels", "tuning", "host")   # host: records about the machine (cpu_native.host_key)
 META = "meta.json"
 LAST_USED = "last_used"
 RESERVED = (META, LAST_USED)

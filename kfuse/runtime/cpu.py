@@ -12,6 +12,9 @@ are returned as the caller's arrays).
 Disk cache: every source is compiled through :func:`_compile_source` (the one place to wrap);
 given a ``kfuse.runtime.cache.CacheStore`` it hands the dispatchers to
 ``kfuse.runtime.cpu_persist.load_or_compile`` so machine code is reloaded instead of recompiled.
+Where Numba is not imported yet, a kernel's variants are ``cpu_native`` stand-ins that run its
+stored native object (no Numba at all) and build the Numba dispatchers only when a call needs
+them; this module imports Numba only through them.
 """
 from __future__ import annotations
 
@@ -21,8 +24,6 @@ import os
 import threading
 import time
 
-import llvmlite
-import numba
 import numpy as np
 
 from ..codegen import cpu_blocks, cpu_schedule as CS
@@ -34,6 +35,7 @@ from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..fusion.kinds import GroupKind
 from ..ir.ops import Op
+from . import cpu_native
 from .cpu_par_policy import ParState
 from .cpu_threads import call_parallel, thread_cap
 
@@ -56,14 +58,15 @@ _LOCK = threading.Lock()
 
 
 def source_key(source: str) -> tuple:
-    return (source, numba.__version__, llvmlite.__version__)
+    return (source, cpu_native.dist_version("numba"), cpu_native.dist_version("llvmlite"))
 
 
 def _compile_source(source: str, fn_name: str, cache=None):
     """Execute a generated kernel module once per distinct source; returns ``(seq, par)`` Numba
     dispatchers (compiled lazily per argument types on first call). With a disk ``cache``
     (a ``kfuse.runtime.cache.CacheStore``) the dispatchers load/save machine code through
-    ``kfuse.runtime.cpu_persist``; without one they compile in memory."""
+    ``kfuse.runtime.cpu_persist``; without one they compile in memory. With a cache and Numba
+    not imported, ``cpu_native``'s stand-ins instead (the dispatchers built when needed)."""
     key = source_key(source)
     hit = _COMPILED.get(key)
     if hit is not None:
@@ -72,15 +75,25 @@ def _compile_source(source: str, fn_name: str, cache=None):
         hit = _COMPILED.get(key)
         if hit is not None:
             return hit
-        try:
-            hit = _build(source, fn_name, cache)
-        except CompileError:
-            raise
-        except Exception as e:          # a bug in the emitter: show the source
-            raise CompileError(f"kfuse: generated CPU source for {fn_name} does not load: {e}\n"
-                               f"{source}") from e
+        hit = cpu_native.lazy_pair(source, fn_name, cache, lambda: _numba_pair(source, fn_name, cache))
+        if hit is None:
+            hit = _numba_pair(source, fn_name, cache, locked=True)
         _COMPILED[key] = hit
         return hit
+
+
+def _numba_pair(source: str, fn_name: str, cache, locked: bool = False):
+    """The Numba dispatchers of ``source`` (``_build``), an emitter's bug shown with its source."""
+    if not locked:
+        with _LOCK:
+            return _numba_pair(source, fn_name, cache, locked=True)
+    try:
+        return _build(source, fn_name, cache)
+    except CompileError:
+        raise
+    except Exception as e:          # a bug in the emitter: show the source
+        raise CompileError(f"kfuse: generated CPU source for {fn_name} does not load: {e}\n"
+                           f"{source}") from e
 
 
 def _build(source: str, fn_name: str, cache):
@@ -94,8 +107,8 @@ def _build(source: str, fn_name: str, cache):
         fns = []
         for p in (False, True):
             disp = cpu_persist.exec_source(source, fn_name, glb=glb, parallel=p,
-                                           error_model="numpy", nogil=True)
-            cpu_persist.attach(disp, cache, dict(key, parallel=p), source, fn_name)
+                                           **cpu_native.SEQ_OPTIONS)
+            cpu_persist.attach(disp, cache, dict(key, parallel=p), source, fn_name, native=not p)
             fns.append(disp)
         return tuple(fns)
     ns: dict = {"__name__": modname}

@@ -23,6 +23,7 @@ import numpy as np
 from ..codegen.cpu_layout import allocate
 from ..ir.graph import unflatten_source
 from .cpu import PAR_MIN_WORK, CpuProgram, launch
+from .cpu_native import NativeKernel
 from .generated import define
 
 
@@ -67,7 +68,7 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
             else:
                 lines.append(f"    {name} = empty(S{name}, D{name})")
             outs.append(name)
-        lines += _kernel_call(i, k, ns, ins, outs, [values[n] for n in k.group.inputs])
+        lines += _kernel_call(i, k, ns, ins, outs, [values[n] for n in k.group.inputs + k.group.outputs])
     results = []
     for o, node in enumerate(graph.outputs):
         if node in names:
@@ -81,14 +82,17 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
     return define(lines, unflatten_source(out_tree, results, lambda k: f"args[{sources[k][0]}]", ns), ns)
 
 
-def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, in_values: list) -> list[str]:
+def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, values: list) -> list[str]:
     """The lines that run kernel ``i``: its sequential dispatcher for these strides called
     directly where the kernel stays on one thread, else ``cpu.launch`` (threads chosen per call);
-    a tuning applied later (``CpuProgram.set_variant``) is seen through ``launch``."""
+    a tuning applied later (``CpuProgram.set_variant``) is seen through ``launch``. Where the
+    sequential variant runs a native object (``cpu_native``) for these arguments, its C entry is
+    called on the argument tuple, the dispatcher only where the entry refuses them (returns
+    non-zero: another dtype or layout, or the kernel raised)."""
     ns[f"K{i}"] = k
     arrays = ", ".join(ins + outs)
     generic = f"launch(K{i}, [{', '.join(ins)}], [{', '.join(outs)}])"
-    hit = k.variants.direct.get(tuple(a.strides for a in in_values))
+    hit = k.variants.direct.get(tuple(a.strides for a in values[:len(ins)]))
     if hit is None or k.work >= PAR_MIN_WORK:
         return [f"    {generic}"]
     ns[f"F{i}"] = hit[0]
@@ -96,5 +100,10 @@ def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, in_values: list) ->
     for j, z in enumerate(k.size_args):
         ns[f"Z{i}_{j}"] = z
         sizes.append(f"Z{i}_{j}")
-    return [f"    if K{i}.tuned:", f"        {generic}", "    else:",
-            f"        F{i}({', '.join([arrays] + sizes)})"]
+    call = f"F{i}({', '.join([arrays] + sizes)})"
+    native = hit[0].native_for(values + list(k.size_args)) if isinstance(hit[0], NativeKernel) else None
+    if native is None:
+        return [f"    if K{i}.tuned:", f"        {generic}", "    else:", f"        {call}"]
+    ns[f"N{i}"] = native.call
+    return [f"    if K{i}.tuned:", f"        {generic}",
+            f"    elif N{i}(({', '.join([arrays] + sizes)},)):", f"        {call}"]

@@ -27,6 +27,7 @@ from . import cpu_persist
 PAR_COMPILE_S = 1.0     # a parallel variant's Numba compile (softmax 64x512 f32: 0.65-1.7 s, dev box)
 SEQ_COMPILE_S = 0.5     # the sequential one's (the same softmax: 0.45-0.75 s)
 LOAD_S = 0.005          # either, loaded from the disk cache (cpu_persist: 3-6 ms)
+NUMBA_IMPORT_S = 0.12   # importing Numba where kernels ran natively (cpu_native): 90-130 ms, dev box
 EAGER_GAIN_S = 5e-5      # a kernel whose threads save this much a call gets them from its second
                          # call (an 8 MiB clip: 0.22 -> 0.12 ms); the rent rule is for the small
                          # ones (a 64x512 softmax saves ~10 us a call against a 1 s compile). Asking
@@ -82,7 +83,10 @@ class ParState:
 
 def par_cost(seq, par) -> float:
     """Seconds to get ``par`` for the argument types ``seq`` last ran with: compiled already,
-    loaded from the disk cache or compiled."""
+    loaded from the disk cache or compiled; where ``seq`` ran a native object in a process
+    without Numba (``cpu_native``), Numba's import first."""
+    if getattr(seq, "pair", True) is None:
+        return NUMBA_IMPORT_S + (LOAD_S if seq.parallel_stored() else PAR_COMPILE_S)
     sigs = getattr(seq, "signatures", None)
     if not sigs:
         return PAR_COMPILE_S

@@ -20,6 +20,11 @@ that Numba compiles in every process (about 15 ms). Each entry also stores the N
 loads a kernel before it has compiled anything loads the NRT from that entry too (about 2 ms):
 :func:`init_nrt`.
 
+The sequential variant's dispatcher is attached with ``native=True``: each overload it compiles
+is also stored as a native shared object (``cpu_native_build``), which a process without Numba
+runs instead (``cpu_native``); the parallel one leaves a marker that its code is stored, for the
+thread policy's price of getting it there (``cpu_par_policy.par_cost``).
+
 Trust: an imported entry holds machine code; ``kfuse cache import`` checks integrity, not
 provenance, so only import archives from machines you trust.
 
@@ -34,7 +39,8 @@ import warnings
 from .cache import CacheStore, CacheWarning, warn_once
 from .keys import canonical_json, normalise_key, toolchain_versions
 
-PERSIST_FORMAT = 1
+PERSIST_FORMAT = 2         # 2: sequential overloads also stored natively (cpu_native): a cache of
+                           # format 1 compiles each kernel once more, which stores its native object
 CPU_TOOLS = ("numba",)         # the compilers of a CPU kernel (its key holds their versions)
 _RELOAD_HOOKS = {"numba.core.typed_passes:_reload_parfors"}
 
@@ -81,11 +87,14 @@ def load_or_compile(store: CacheStore | None, key_dict: dict, source: str, fn_na
     return disp
 
 
-def attach(dispatcher, store: CacheStore, key_dict: dict, source: str, fn_name: str) -> None:
+def attach(dispatcher, store: CacheStore, key_dict: dict, source: str, fn_name: str,
+           native: bool = False) -> None:
     """Make ``dispatcher`` (a ``numba.njit`` function defined by exec'ing ``source`` in globals
     whose ``__name__`` is :func:`module_name_for(source) <module_name_for>`) load and save its
-    overloads through ``store``. Several dispatchers of one source may each be attached."""
-    dispatcher._cache = NumbaDiskCache(store, key_dict, source, fn_name, dispatcher)
+    overloads through ``store``. Several dispatchers of one source may each be attached.
+    ``native``: each compiled overload is also stored as a native shared object
+    (``cpu_native_build``; the sequential variant, whose options are ``cpu_native.SEQ_OPTIONS``)."""
+    dispatcher._cache = NumbaDiskCache(store, key_dict, source, fn_name, dispatcher, native)
 
 
 def is_stored(dispatcher, argtypes: tuple) -> bool:
@@ -102,8 +111,9 @@ def is_stored(dispatcher, argtypes: tuple) -> bool:
 class NumbaDiskCache:
     """Numba's cache protocol (load_overload/save_overload/...) over the kfuse store."""
 
-    def __init__(self, store, key_dict, source, fn_name, dispatcher):
+    def __init__(self, store, key_dict, source, fn_name, dispatcher, native: bool = False):
         self.store = store
+        self.native = native
         self.base_key = normalise_key(key_dict)
         self.source = source
         self.fn_name = fn_name
@@ -170,6 +180,12 @@ class NumbaDiskCache:
     def save_overload(self, sig, cres):
         if not self.enabled:
             return
+        if self.native:
+            from . import cpu_native_build
+            cpu_native_build.save(self.store, self.source, self.fn_name, cres)
+        elif self.base_key.get("parallel"):
+            from . import cpu_native_build
+            cpu_native_build.save_marker(self.store, self.source, self.fn_name, cres)
         try:
             key = self.key(tuple(cres.signature.args), cres.target_context.codegen())
             if key is None:

@@ -4,30 +4,56 @@
 load its library and start its workers). A process whose kernels all run on one thread never
 needs it, so :func:`thread_cap` answers from the configuration until the pool exists, and
 :func:`call_parallel` starts it (applying ``KFUSE_CPU_THREADS`` once) for the first kernel that
-runs on several threads.
+runs on several threads. Numba itself is imported only then, or where a kernel compiles: a
+process whose kernels all run natively (``cpu_native``) never imports it.
 """
 from __future__ import annotations
 
-import numba
+import os
+import sys
 
 _POOL = [False]             # the pool started and KFUSE_CPU_THREADS applied in this process
 
 
+def numba_threads() -> int:
+    """``numba.config.NUMBA_NUM_THREADS``, asked without importing Numba where it is not: the
+    ``NUMBA_NUM_THREADS`` variable, else the CPUs this process may run on (Numba's default)."""
+    if "numba" in sys.modules:
+        import numba
+        return int(numba.config.NUMBA_NUM_THREADS)
+    return default_threads()
+
+
+def default_threads() -> int:
+    """What Numba's ``NUMBA_NUM_THREADS`` will be, from the environment (``kfuse.config``)."""
+    from .. import config
+    env = dict(config.get().numba_env)
+    if env.get("NUMBA_NUM_THREADS", "").strip().isdigit():
+        return max(1, int(env["NUMBA_NUM_THREADS"]))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):       # pragma: no cover
+        return max(1, os.cpu_count() or 1)
+
+
 def _configured() -> int:
     from .. import config
-    n = numba.config.NUMBA_NUM_THREADS
+    n = numba_threads()
     cfg = config.get().cpu_threads
     return max(1, min(cfg, n)) if cfg else n
 
 
 def pool_started() -> bool:
     """Whether Numba's threading layer runs in this process (started by kfuse or anyone)."""
+    if "numba" not in sys.modules:
+        return False
     from numba.np.ufunc import parallel
     return bool(getattr(parallel, "_is_initialized", True))
 
 
 def ensure_pool() -> None:
     """Start the threading layer and apply ``KFUSE_CPU_THREADS`` to it (once)."""
+    import numba
     if not _POOL[0]:
         cfg = _configured()
         if cfg != numba.config.NUMBA_NUM_THREADS:
@@ -39,6 +65,7 @@ def thread_cap() -> int:
     """The most threads a kernel may take now: the pool's count once it runs, else the
     configured count (without starting the pool)."""
     if _POOL[0] or pool_started():
+        import numba
         ensure_pool()
         return numba.get_num_threads()
     return _configured()
@@ -46,6 +73,7 @@ def thread_cap() -> int:
 
 def call_parallel(fn, args, threads: int) -> None:
     """``fn(*args)`` (a ``parallel=True`` dispatcher) on ``threads`` threads (0: the pool's)."""
+    import numba
     ensure_pool()
     old = numba.get_num_threads()
     if not threads or threads == old:

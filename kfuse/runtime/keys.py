@@ -121,11 +121,36 @@ def codegen_hash() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _module_version(name: str) -> str | None:
+    if name in _UNIMPORTED and name not in sys.modules:     # (a warm CPU call runs without them)
+        return dist_version(name)
     try:
         mod = __import__(name)
         return str(getattr(mod, "__version__", None))
     except Exception:
         return None
+
+
+_UNIMPORTED = ("numba", "llvmlite")       # versions read without importing the package
+
+
+@functools.lru_cache(maxsize=None)
+def dist_version(name: str) -> str | None:
+    """The installed version of package ``name`` from its ``dist-info`` folder's name, without
+    importing it (nor ``importlib.metadata``, which costs milliseconds); None where not found."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    site = os.path.dirname(list(spec.submodule_search_locations)[0])
+    prefix = name + "-"
+    try:
+        found = [n for n in os.listdir(site) if n.startswith(prefix) and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    return found[0][len(prefix):-len(".dist-info")] if len(found) == 1 else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -159,8 +184,17 @@ def driver_version() -> int | None:
         return None
 
 
+# Numba's settings that change machine code, as _numba_code_knobs reads them where no NUMBA_*
+# variable is set (tests/runtime/test_cpu_native.py checks it against Numba's own).
+NUMBA_DEFAULT_KNOBS = {"opt": "_OptLevel(3)", "cpu_name": None, "cpu_features": None,
+                       "boundscheck": None, "fastmath": False}
+
+
 def _numba_code_knobs() -> dict:
-    """Numba settings (from NUMBA_* env vars, read by numba itself) that change machine code."""
+    """Numba settings (from NUMBA_* env vars, read by numba itself) that change machine code:
+    its defaults, without importing Numba, where it is not imported and no NUMBA_* is set."""
+    if "numba" not in sys.modules and not _numba_env():
+        return dict(NUMBA_DEFAULT_KNOBS)
     try:
         from numba.core import config as nc
     except Exception:
@@ -169,6 +203,11 @@ def _numba_code_knobs() -> dict:
             "cpu_features": getattr(nc, "CPU_FEATURES", None),
             "boundscheck": getattr(nc, "BOUNDSCHECK", None),
             "fastmath": bool(getattr(nc, "FASTMATH", False))}
+
+
+def _numba_env() -> tuple:
+    import importlib
+    return importlib.import_module("kfuse.config").get().numba_env
 
 
 TOOLS = ("numba", "nvrtc", "numba_cuda")      # compilers a backend may name (``Backend.tools``)
