@@ -50,3 +50,11 @@ def test_checks_after_their_producers():
 def test_no_checks_no_reordering():
     plan = _plan(lambda x: np.exp(x) / np.sum(np.exp(x), axis=1, keepdims=True) + x.mean(0), np.zeros((8, 9), np.float32))
     assert check_first_order(plan) == (list(range(len(plan.groups))), {})
+
+
+def test_a_flag_slot_per_distinct_flag():
+    """Two gathers by one index are two checks of one flag: one slot (the slots are dense, one
+    a distinct flag; the pinned bytes are as many)."""
+    plan = _plan(lambda a, i: (a * 2 + 1)[i] - a[i], np.zeros(10, np.float32), np.zeros(4, np.int64))
+    _, flags = check_first_order(plan)
+    assert len(plan.graph.checks) == 2 and list(flags.values()) == [0]
