@@ -20,7 +20,6 @@ from ..runtime import cuda_tiles
 from ..runtime import device as devmod
 from ..runtime import interop
 from ..runtime.gpu_launch import as_host_value, contract
-from . import bench
 from . import space as S
 
 
@@ -140,6 +139,7 @@ class CudaTarget:
         if sets is None:
             ins = self.ins[i]
             nbytes = sum(int(a.nbytes) for a in ins if a.data is not None)     # (a host scalar: data None)
+            from . import bench        # (statistics, concurrent.futures: not for a cached lookup)
             n = bench.rotation_sets(nbytes, int(self.props.get("l2_bytes") or (50 << 20)))
             sets = [ins] + [[a.copy() if a.data is not None else a for a in ins] for _ in range(n - 1)]
             self._rot[i] = sets
