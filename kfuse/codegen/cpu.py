@@ -28,7 +28,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_blocks, cpu_cols, cpu_complex, cpu_interleave, cpu_pieces
+from . import cpu_blocks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .cpu_hoist import split_invariant
 from .accs import combine_expr
@@ -225,10 +225,7 @@ class _Emitter:
             return f"{st.dst} = {self.op_expr(st.step(st.dst))}"
         if isinstance(st, K.Store):
             dt = self.kir.outputs[st.buf].dtype
-            index = st.index
-            if self.sched.perm:                 # the output's C-ordered buffer (cpu_layout)
-                index = tuple(index[d] for d in self.sched.perm)
-            ref = f"out{st.buf}[{self.index(index)}]"
+            ref = f"out{st.buf}[{self.index(st.index)}]"     # (in the loop order: emit)
             if not st.combine:
                 v = f"{self.use('_f2hf')}({st.src})" if dt == "float16" else st.src   # (a float16 value)
                 return f"{ref} = {v}"
@@ -460,4 +457,7 @@ def emit(kir: K.KernelIR, schedule: CpuSchedule = ROWS) -> str:
     its loops laid out by ``schedule`` (:mod:`kfuse.codegen.cpu_schedule`; ``cols`` takes the
     column block ``cb`` as a last argument, ``flat`` buffers come collapsed)."""
     K.refuse_bfloat16(kir, "the CPU backend")
-    return _Emitter(decompose(kir), schedule).source()
+    # the stores in the loop order of ``perm`` (the outputs' C-ordered buffers: cpu_layout), then
+    # the schedule's merged loops (cpu_merge)
+    kir = cpu_merge.apply(cpu_merge.permuted_stores(decompose(kir), schedule.perm), schedule.merge)
+    return _Emitter(kir, schedule).source()

@@ -34,6 +34,11 @@ def block_rows(kir: K.KernelIR) -> int:
     row = 1
     for d in inner[1:]:
         row *= kir.extent(d)
+    return rows_per_block(row)
+
+
+def rows_per_block(row: int) -> int:
+    """Rows of ``row`` elements (the reduced dims after the first) in a block."""
     return max(1, BLOCK_ELEMENTS // max(row, 1))
 
 
