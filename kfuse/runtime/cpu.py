@@ -233,11 +233,12 @@ class _Call:
     """``fns[0]``/``fns[1]`` of a kernel: called as the unscheduled kernel was (inputs, outputs,
     sizes), it picks the schedule for the inputs' strides and passes the arguments it takes
     (``cpu_schedule.call_args``: buffers joined, outputs in the loop order, a block size)."""
-    __slots__ = ("v", "par", "nin", "nout")
+    __slots__ = ("v", "par", "nin", "nout", "shaped")
 
     def __init__(self, variants: _Variants, par: bool):
         self.v, self.par = variants, par
         self.nin, self.nout = len(variants.kir.inputs), len(variants.kir.outputs)
+        self.shaped: dict = {}      # (strides, threads) -> how call_args shaped the arguments
 
     def __call__(self, *args):
         v, nin = self.v, self.nin
@@ -247,14 +248,26 @@ class _Call:
             v.last = hit[2]
             hit[self.par](*args)
             return
+        threads = thread_cap() if self.par else 1
+        got = self.shaped.get((key, threads))
+        if got is not None:                     # the arguments shaped as call_args did before
+            fn, sched, perm, shapes, extra = got   # (the shapes: this kernel's sizes, fixed)
+            v.last = sched
+            n = nin + self.nout
+            fn(*[a if s is None else (a.transpose(perm) if j >= nin and perm else a).reshape(s)
+                 for j, (a, s) in enumerate(zip(args[:n], shapes))], *args[n:], *extra)
+            return
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
         if not (sched.flat or sched.perm or sched.merge) and sched.order not in ("cols", "blocks"):
             v.direct[key] = (seq, par, sched)
-        threads = thread_cap() if self.par and sched.order == "cols" else 1
-        args, alone = CS.call_args(v.kir, sched, ins, args, nin, threads)
-        (seq if alone or not self.par else par)(*args)
+        got, alone = CS.call_args(v.kir, sched, ins, args, nin, threads)
+        fn = seq if alone or not self.par else par
+        n = nin + self.nout
+        self.shaped[(key, threads)] = (fn, sched, sched.perm, [None if b is a else b.shape for a, b in
+                                                               zip(args[:n], got[:n])], got[len(args):])
+        fn(*got)
 
 
 class _Kernel:
