@@ -174,6 +174,11 @@ class _Emitter:
                 stack.extend(_HELPERS[n][1])
         return name
 
+    @staticmethod
+    def vector_helper(op: str, dtype: str) -> bool:
+        """(:func:`vectorised_helper`, for the schedules' modules)"""
+        return vectorised_helper(op, dtype)
+
     # -- one op ------------------------------------------------------------------------------
     def op_expr(self, st: K.Op) -> str:
         return self.ops.op_expr(st, list(st.args))
