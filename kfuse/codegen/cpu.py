@@ -22,6 +22,7 @@ docstring.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -352,14 +353,16 @@ class _Emitter:
             lines += ["    " * ind + f"{sc.dst} = {self.scan_init(sc)}" for sc in K.scans(ph.body)]
             keys = K.value_keys(ph.body)
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
+            wide = self.wide_sums(ph, inner, keys)
+            rows = dict(staged, **{a.src: f"sw_{a.dst}" for a in wide if a.src not in staged})
             lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
-                      for row in staged.values()]
+                      for row in dict.fromkeys(rows.values())]
 
-            def body(j, ph=ph, keys=keys, staged=staged):
+            def body(j, ph=ph, keys=keys, rows=rows, wide=wide):
                 out = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
-                out += [f"{row}[i{inner[0]}] = {src}" for src, row in staged.items()]
+                out += [f"{row}[i{inner[0]}] = {src}" for src, row in rows.items()]
                 for acc in ph.accs:
-                    out += self.acc_lines(acc, "combine", vector=vector)
+                    out += self.acc_lines(acc, "combine", vector=vector) if acc not in wide else []
                 return ["    " * j + x for x in out] or ["    " * j + "pass"]
             j = ind
             for d in inner:
@@ -370,6 +373,11 @@ class _Emitter:
                 j += 1
             else:
                 lines += body(j)
+            if wide:                        # the float64 additions over the summands' row
+                lines.append("    " * ind + f"for i{inner[0]} in range({kir.domain[inner[0]]}):")
+                for acc in wide:
+                    read = dataclasses.replace(acc, src=f"{rows[acc.src]}[i{inner[0]}]")
+                    lines += ["    " * (ind + 1) + x for x in self.acc_lines(read, "combine", vector=vector)]
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=vector)]
             for src, row in staged.items():     # later phases of this outer trip read the rows
@@ -428,6 +436,19 @@ class _Emitter:
             return None
         row = self.scratch.get((inner[0], keys[st.dst]))
         return f"{st.dst} = {row}[i{inner[0]}]" if row else None
+
+    def wide_sums(self, ph, inner, keys) -> list:
+        """The float64 sums of float32 summands in a loop over one inner dim that calls a
+        vectorised float32 helper (``exp``...): the loop stores the summands in a row and the
+        additions run in a loop of their own over it, so that the helper's loop vectorises at
+        float32 width (a 32x65536 f32 exp-sum: 1.23 -> 0.86 ms on one thread; the additions
+        and their order are the same). Not in a loop split into pieces."""
+        if len(inner) != 1 or inner[0] == self.sched.split or not any(
+                isinstance(s, K.Op) and vectorised_helper(s.op, s.dtype) and not self.reused(s, inner, keys)
+                for s in ph.body):
+            return []
+        return [a for a in ph.accs if a.kind == "sum" and a.mask is None and a.acc_dtype == "float64"
+                and a.src_dtype in ("float32", "float16")]
 
     @staticmethod
     def staged(ph, inner, keys, later) -> dict:

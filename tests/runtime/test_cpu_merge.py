@@ -166,3 +166,25 @@ def test_full_sum_merges_into_blocks():
     assert_matches_numpy(f(x), (x * x).sum(), reductions=True)
     (s,) = _schedules(f)
     assert s.startswith("order=blocks") and "merge=" in s
+
+
+def _logsumexp_rows(x):
+    m = x.max(axis=-1, keepdims=True)
+    return np.log(np.exp(x - m).sum(axis=-1)) + m[:, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("n", [7, 1000, 4099])
+def test_row_sum_of_exp_adds_in_its_own_loop(n, dtype):
+    """The rows order's float64 sum of float32 exp values: the exp loop stores them in a row
+    (``sw_``) and a loop of its own adds them; NumPy's values, NaN and infinities included."""
+    x = (np.random.default_rng(n).standard_normal((5, n)) * 4).astype(dtype)
+    x[1, 0], x[2, :] = np.inf, -np.inf
+    x[3, n // 2] = np.nan
+    f = kfuse.jit(_logsumexp_rows, backend="cpu")
+    with np.errstate(all="ignore"):
+        assert_matches_numpy(f(x), _logsumexp_rows(x), reductions=True)
+    src = _source(f)
+    assert ("sw_" in src) == (dtype != np.float64)
+    if dtype != np.float64:
+        assert "_radd(acc_v5, np.float64(sw_v5[i1]))" in src
