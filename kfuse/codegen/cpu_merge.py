@@ -23,6 +23,8 @@ import dataclasses
 import math
 
 from . import kernel_ir as K
+from .phase_merge import rereading_form
+from ..errors import CompileError
 from ..fusion.kinds import GroupKind
 
 SHORT = 512                 # a pair merges while its inner loop is shorter than this
@@ -70,6 +72,7 @@ def _position(kir: K.KernelIR, a: int, b: int) -> dict | None:
     if any(names & K.expr_vars(e) for e in _other_exprs(kir)):
         return None
     out: dict = {}
+    others = []
     for s in _stmts(kir):
         if not isinstance(s, (K.Load, K.Store)):
             continue
@@ -77,6 +80,7 @@ def _position(kir: K.KernelIR, a: int, b: int) -> dict | None:
         idx = tuple(s.index)
         used = [k for k, e in enumerate(idx) if names & K.expr_vars(e)]
         if not used:
+            others.append((key, idx))
             continue
         if isinstance(s, K.Load) and K.gathers(idx) or len(used) != 2:
             return None
@@ -84,7 +88,13 @@ def _position(kir: K.KernelIR, a: int, b: int) -> dict | None:
         if idx[k] != K.IVar(va) or idx[k + 1] != K.IVar(vb) or out.get(key, k) != k:
             return None
         out[key] = k
+    # another access of a joined buffer reads its first element there (a variance's shift)
+    if any(key in out and idx[out[key]:out[key] + 2] != _ZEROS for key, idx in others):
+        return None
     return out
+
+
+_ZEROS = (K.lit(0), K.lit(0))
 
 
 def _nests(kir: K.KernelIR, perm: tuple) -> list[list[int]]:
@@ -105,6 +115,7 @@ def find(kir: K.KernelIR, arrays, perm: tuple = ()) -> tuple:
             or math.prod(kir.extent(d) for d in range(len(kir.domain))) < MIN_ELEMENTS):
         return ()
     kir = permuted_stores(kir, perm)
+    reread = rereading_form(kir)        # (what the cols order renders: a variance's shift reads)
     metas = list(arrays)
     merges = []
     for nest in _nests(kir, perm):
@@ -114,10 +125,10 @@ def find(kir: K.KernelIR, arrays, perm: tuple = ()) -> tuple:
             if kir.extent(b) >= SHORT:
                 break
             pos = _position(kir, a, b)
-            if pos is None or not all(_nests_exactly(metas[buf], k) for (side, buf), k in pos.items()
-                                      if side == "in"):
+            if pos is None or _position(reread, a, b) is None or not all(
+                    _nests_exactly(metas[buf], k) for (side, buf), k in pos.items() if side == "in"):
                 break
-            kir = apply(kir, ((a, b),))
+            kir, reread = apply(kir, ((a, b),)), apply(reread, ((a, b),))
             metas = [_merged_meta(metas[buf], pos[("in", buf)]) if ("in", buf) in pos else metas[buf]
                      for buf in range(len(metas))]
             merges.append((a, b))
@@ -137,25 +148,21 @@ def apply(kir: K.KernelIR, merges: tuple) -> K.KernelIR:
     """``kir`` with each merge ``(a, b)`` done: dim ``a`` spans both, ``b`` has extent 1, every
     subscript pair ``i<a>, i<b>`` is one subscript ``i<a>`` (pure: a new KernelIR)."""
     for a, b in merges:
-        va, vb = K.IVar(f"i{a}"), K.IVar(f"i{b}")
-        ndim: dict = {}
+        pos = _position(kir, a, b)
+        if pos is None:
+            raise CompileError(f"kfuse: CPU schedule merges i{a} and i{b}, which kernel {kir.name} cannot")
 
         def fix(s):
-            if not isinstance(s, (K.Load, K.Store)):
-                return s
-            idx = tuple(s.index)
-            for k in range(len(idx) - 1):
-                if idx[k] == va and idx[k + 1] == vb:
-                    ndim[("in" if isinstance(s, K.Load) else "out", s.buf)] = k
-                    return dataclasses.replace(s, index=idx[:k + 1] + idx[k + 2:])
-            return s
+            k = pos.get(("in" if isinstance(s, K.Load) else "out", s.buf)) \
+                if isinstance(s, (K.Load, K.Store)) else None
+            return s if k is None else dataclasses.replace(s, index=s.index[:k + 1] + s.index[k + 2:])
         phases = tuple(dataclasses.replace(ph, pre=tuple(map(fix, ph.pre)), body=tuple(map(fix, ph.body)))
                        for ph in kir.phases)
         domain = list(kir.domain)
         domain[a], domain[b] = K.mul(domain[a], domain[b]), K.lit(1)
 
         def shrink(side, bufs):
-            return tuple(_shrunk(bf, ndim[(side, j)]) if (side, j) in ndim else bf for j, bf in enumerate(bufs))
+            return tuple(_shrunk(bf, pos[(side, j)]) if (side, j) in pos else bf for j, bf in enumerate(bufs))
         kir = dataclasses.replace(kir, phases=phases, domain=tuple(domain),
                                   inputs=shrink("in", kir.inputs), outputs=shrink("out", kir.outputs))
     return kir

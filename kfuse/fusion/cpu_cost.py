@@ -70,6 +70,7 @@ class CpuCosts:
     par_min_work: int = 1 << 18
     work_per_thread: int = 1 << 17
     libm_work: int = 16
+    merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,13 +140,35 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     half += sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16)
     transposed = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else 0
     loops = 1 + sum(1 for n in nodes if n.op in REDUCE) if kind == GroupKind.REDUCE else 1
-    if kind == GroupKind.REDUCE or kind == GroupKind.SCAN:
-        r = next((n for n in nodes if n.op in REDUCE | SCAN), None)
-        last = r.inputs[0].shape[-1] if r is not None and r.inputs[0].shape else last
+    r = next((n for n in nodes if n.op in REDUCE | SCAN), None) \
+        if kind in (GroupKind.REDUCE, GroupKind.SCAN) else None
+    if r is not None and r.inputs[0].shape:
+        shape = r.inputs[0].shape
+        axes = {a % len(shape) for a in (r.attr("axes") if r.op in REDUCE else (r.attr("axis"),))}
+        last = _innermost(shape, axes, costs.merge_below)
+    elif kind == GroupKind.ELEMENTWISE:
+        dom = next((n.shape for n in sized if n.size == domain and n.shape), ())
+        last = _innermost(dom, set(), costs.merge_below) if dom else last
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t)
+
+
+def _innermost(shape: tuple, reduced: set, below: int) -> int:
+    """The innermost loop's extent over C-ordered data of ``shape`` (``reduced``: the reduced
+    axes): the last axis, joined with the neighbours of its kind (reduced or kept) while it is
+    shorter than ``below`` (``codegen/cpu_merge.py``); a kept one in blocks of at most 1024
+    columns where axes before it are reduced (the ``cols`` order)."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    if not dims:
+        return 1
+    role = dims[-1] in reduced
+    ext, k = shape[dims[-1]], len(dims) - 2
+    while k >= 0 and (dims[k] in reduced) == role and dims[k] == dims[k + 1] - 1 and ext < below:
+        ext *= shape[dims[k]]
+        k -= 1
+    return min(ext, 1024) if not role and reduced else ext
 
 
 def _hoisted_extent(n: Node, users: dict) -> int:
@@ -177,11 +200,12 @@ def _hoisted_extent(n: Node, users: dict) -> int:
 
 
 def _feeding_reductions(nodes: list[Node]) -> set[Node]:
-    """The group's nodes a reduction of the group reads (directly or through others): they run in
-    a loop beside its accumulator, where the helpers' loops stay scalar."""
+    """The group's nodes a reduction of the group other than a sum reads (directly or through
+    others): they run in a loop beside its accumulator, where the helpers' loops stay scalar (a
+    float sum's additions run in a loop of their own: ``codegen/cpu.py``'s ``wide_sums``)."""
     inside = set(nodes)
     out: set[Node] = set()
-    stack = [i for n in nodes if n.op in REDUCE for i in n.inputs if i in inside]
+    stack = [i for n in nodes if n.op in REDUCE and n.op is not Op.SUM for i in n.inputs if i in inside]
     while stack:
         n = stack.pop()
         if n not in out:

@@ -188,3 +188,22 @@ def test_row_sum_of_exp_adds_in_its_own_loop(n, dtype):
     assert ("sw_" in src) == (dtype != np.float64)
     if dtype != np.float64:
         assert "_radd(acc_v5, np.float64(sw_v5[i1]))" in src
+
+
+def _batchnorm_nhwc(x):
+    """Statistics over (N, H, W) of NHWC: the cols order's one-pass variance reads a shift at
+    the first element, x[0, 0, 0, c], which the merged loops read as x[0, c]."""
+    m = x.mean(axis=(0, 1, 2))
+    v = x.var(axis=(0, 1, 2))
+    return (x - m) / np.sqrt(v + 1e-5)
+
+
+@pytest.mark.parametrize("layout", ["C", "slice"])
+def test_variance_shift_reads_the_merged_buffer(layout):
+    x = _layout((3, 17, 19, 23), layout, np.random.default_rng(5))
+    x += 3                                  # (in place: a view stays a view)
+    f = kfuse.jit(_batchnorm_nhwc, backend="cpu")
+    assert_matches_numpy(f(x), _batchnorm_nhwc(x), reductions=True)
+    (s,) = _schedules(f)
+    assert s.startswith("order=cols(i3)")
+    assert s.endswith(_merges(x, (0, 1, 2))) and ("merge" in s) == (layout == "C")
