@@ -355,12 +355,12 @@ class _Emitter:
             staged = self.staged(ph, inner, keys, kir.phases[n + 1:])
             wide = self.wide_sums(ph, inner, keys)
             rows = dict(staged, **{a.src: f"sw_{a.dst}" for a in wide if a.src not in staged})
-            lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[0]]}, np.float32)"
+            lines += ["    " * ind + f"{row} = np.empty({kir.domain[inner[-1]]}, np.float32)"
                       for row in dict.fromkeys(rows.values())]
 
             def body(j, ph=ph, keys=keys, rows=rows, wide=wide):
                 out = [self.reused(s, inner, keys) or self.stmt(s) for s in ph.body]
-                out += [f"{row}[i{inner[0]}] = {src}" for src, row in rows.items()]
+                out += [f"{row}[i{inner[-1]}] = {src}" for src, row in rows.items()]
                 for acc in ph.accs:
                     out += self.acc_lines(acc, "combine", vector=vector) if acc not in wide else []
                 return ["    " * j + x for x in out] or ["    " * j + "pass"]
@@ -374,10 +374,8 @@ class _Emitter:
             else:
                 lines += body(j)
             if wide:                        # the float64 additions over the summands' row
-                lines.append("    " * ind + f"for i{inner[0]} in range({kir.domain[inner[0]]}):")
-                for acc in wide:
-                    read = dataclasses.replace(acc, src=f"{rows[acc.src]}[i{inner[0]}]")
-                    lines += ["    " * (ind + 1) + x for x in self.acc_lines(read, "combine", vector=vector)]
+                d = inner[-1]
+                lines += self.row_sums(wide, rows, f"for i{d} in range({kir.domain[d]}):", f"i{d}", j - 1)
             for acc in ph.accs:
                 lines += ["    " * ind + x for x in self.acc_lines(acc, "result", vector=vector)]
             for src, row in staged.items():     # later phases of this outer trip read the rows
@@ -437,13 +435,22 @@ class _Emitter:
         row = self.scratch.get((inner[0], keys[st.dst]))
         return f"{st.dst} = {row}[i{inner[0]}]" if row else None
 
+    def row_sums(self, wide, rows, loop: str, at: str, level: int) -> list[str]:
+        """``loop`` (a ``for`` line) adding the ``wide`` sums' summands from their rows (read at
+        index ``at``), at ``level``."""
+        lines = ["    " * level + loop]
+        for acc in wide:
+            read = dataclasses.replace(acc, src=f"{rows[acc.src]}[{at}]")
+            lines += ["    " * (level + 1) + x for x in self.acc_lines(read, "combine", vector=True)]
+        return lines
+
     def wide_sums(self, ph, inner, keys) -> list:
-        """The float64 sums of float32 summands in a loop over one inner dim that calls a
+        """The float64 sums of float32 summands in a loop over the last inner dim that calls a
         vectorised float32 helper (``exp``...): the loop stores the summands in a row and the
         additions run in a loop of their own over it, so that the helper's loop vectorises at
         float32 width (a 32x65536 f32 exp-sum: 1.23 -> 0.86 ms on one thread; the additions
         and their order are the same). Not in a loop split into pieces."""
-        if len(inner) != 1 or inner[0] == self.sched.split or not any(
+        if not inner or inner[-1] == self.sched.split or not any(
                 isinstance(s, K.Op) and vectorised_helper(s.op, s.dtype) and not self.reused(s, inner, keys)
                 for s in ph.body):
             return []

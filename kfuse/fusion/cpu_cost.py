@@ -61,7 +61,7 @@ class CpuCosts:
     vector_special: float       # a vectorised float32 transcendental on one element
     reduce_special: float       # the same feeding a reduction (beside an accumulator: scalar)
     libm: float                 # a scalar libm call on one element
-    half: float                 # a float16 value converted or rounded
+    half: float                 # a float16 op result rounded (or a value converted back)
     strided: float              # a scan step along a leading axis (each a new cache line)
     transposed: float           # an element of a transposed operand (the tiles schedule)
     row: float                  # an innermost loop started (its setup, a vector loop's tail)
@@ -70,6 +70,7 @@ class CpuCosts:
     par_min_work: int = 1 << 18
     work_per_thread: int = 1 << 17
     libm_work: int = 16
+    half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
 
 
@@ -89,6 +90,7 @@ class Terms:
     strided: float              # leading-axis scan steps
     transposed: float           # elements read through a transposing permute
     threads: int                # the runtime's thread count for this kernel (idle machine)
+    half_in: float = 0.0        # float16 input elements converted to float32 as they load
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -137,9 +139,11 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         if n.op in SCAN:
             serial += k
             strided += k if _leading_scan(n) else 0
-    half += sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16)
+    half_in = float(sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16))
     transposed = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else 0
-    loops = 1 + sum(1 for n in nodes if n.op in REDUCE) if kind == GroupKind.REDUCE else 1
+    loops = 1
+    if kind == GroupKind.REDUCE:        # a loop a reduction, and one for a full-size output after them
+        loops = max(1, sum(1 for n in nodes if n.op in REDUCE) + any(o.size == domain for o in outputs))
     r = next((n for n in nodes if n.op in REDUCE | SCAN), None) \
         if kind in (GroupKind.REDUCE, GroupKind.SCAN) else None
     if r is not None and r.inputs[0].shape:
@@ -152,7 +156,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
-                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t)
+                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in)
 
 
 def _innermost(shape: tuple, reduced: set, below: int) -> int:
@@ -264,7 +268,7 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
             + (t.vector - t.reduce_vector) * costs.vector_special + t.reduce_vector * costs.reduce_special
             + t.libm * costs.libm
-            + t.half * costs.half + t.strided * costs.strided + t.transposed * costs.transposed
+            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided + t.transposed * costs.transposed
             + t.rows * costs.row) / t.threads
     fixed = costs.call + (costs.pool if t.threads > 1 else 0.0)
     return fixed + mem + comp, mem, comp

@@ -38,7 +38,7 @@ def test_terms_tell_vector_helpers_from_libm_calls_and_half_values():
     t16 = _kernel(lambda x: x * 2, "f16[256,256]").cost.cpu_terms
     n = 256 * 256
     assert (t32.vector, t32.libm) == (n, 0) and (t64.vector, t64.libm) == (0, n)
-    assert t16.half >= 2 * n and t32.half == 0          # the load converted, the product rounded
+    assert t16.half_in == n and t16.half >= n and t32.half == t32.half_in == 0  # the load converted, the product rounded
     assert t64.threads == 2 and t32.threads == 1        # a libm call counts 16 units of work
 
 
@@ -93,6 +93,11 @@ CASES = {
         -1, keepdims=True), [(32, 512)], np.float32),
     "cumsum": (lambda x: np.cumsum(x, axis=1), [(64, 512)], np.float32),
     "half": (lambda x, y: x * y + x, [(128, 256), (128, 256)], np.float16),
+    # a reduction over NCHW channels (merged H x W columns, cpu_merge) and a column softmax (the
+    # cols order: its exp staged in the output, its sum added in a loop of its own)
+    "pixelnorm": (lambda x: x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-8), [(4, 16, 16, 16)],
+                  np.float32),
+    "colsoftmax": (lambda x: np.exp(x - x.max(0)) / np.exp(x - x.max(0)).sum(0), [(128, 128)], np.float32),
 }
 
 

@@ -207,3 +207,33 @@ def test_variance_shift_reads_the_merged_buffer(layout):
     (s,) = _schedules(f)
     assert s.startswith("order=cols(i3)")
     assert s.endswith(_merges(x, (0, 1, 2))) and ("merge" in s) == (layout == "C")
+
+
+def _bce(x, y):
+    return np.mean(np.maximum(x, 0.0) - x * y + np.log1p(np.exp(-np.abs(x))))
+
+
+@pytest.mark.parametrize("shape", [(301, 1031), (50, 3, 1031), (70001,), (333, 700)])
+def test_full_mean_of_helpers_adds_in_its_own_loop(shape):
+    """The blocks order's float64 sum of exp/log1p values: the summands of the last loop go to a
+    row (a block's, where the loops merged into one), added in a loop of their own."""
+    rng = np.random.default_rng(len(shape))
+    x, y = rng.standard_normal(shape).astype(np.float32), (rng.random(shape) < 0.5).astype(np.float32)
+    f = kfuse.jit(_bce, backend="cpu")
+    assert_matches_numpy(f(x, y), _bce(x, y), reductions=True)
+    (s,) = _schedules(f)
+    assert s.startswith("order=blocks")
+    src = _source(f)
+    assert "sw_" in src and "np.float64(sw_" in src
+
+
+@pytest.mark.parametrize("axes", [(1, 2), (0, 2)])
+def test_sum_of_exp_over_several_dims_adds_per_innermost_loop(axes):
+    x = (np.random.default_rng(6).standard_normal((4, 7, 1031)) * 3).astype(np.float32)
+
+    def f(x):
+        m = x.max(axis=axes, keepdims=True)
+        return np.log(np.exp(x - m).sum(axis=axes)) + m.squeeze(axes)
+    jf = kfuse.jit(f, backend="cpu")
+    assert_matches_numpy(jf(x), f(x), reductions=True)
+    assert "sw_" in _source(jf)
