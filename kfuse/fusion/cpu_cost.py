@@ -149,30 +149,51 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     if r is not None and r.inputs[0].shape:
         shape = r.inputs[0].shape
         axes = {a % len(shape) for a in (r.attr("axes") if r.op in REDUCE else (r.attr("axis"),))}
-        last = _innermost(shape, axes, costs.merge_below)
+        last = _innermost(shape, axes, costs.merge_below, _apart(nodes, shape))
     elif kind == GroupKind.ELEMENTWISE:
         dom = next((n.shape for n in sized if n.size == domain and n.shape), ())
-        last = _innermost(dom, set(), costs.merge_below) if dom else last
+        last = _innermost(dom, set(), costs.merge_below, _apart(nodes, dom)) if dom else last
+    pieces = 1 + sum(1 for n in nodes if n.op is Op.PAD and n.shape and _pads_last(n))
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
-    return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
+    return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in)
 
 
-def _innermost(shape: tuple, reduced: set, below: int) -> int:
+def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
     """The innermost loop's extent over C-ordered data of ``shape`` (``reduced``: the reduced
     axes): the last axis, joined with the neighbours of its kind (reduced or kept) while it is
-    shorter than ``below`` (``codegen/cpu_merge.py``); a kept one in blocks of at most 1024
-    columns where axes before it are reduced (the ``cols`` order)."""
+    shorter than ``below`` (``codegen/cpu_merge.py``) and no operand tells them apart
+    (``apart``: axes d that cannot join d + 1); a kept one in blocks of at most 1024 columns
+    where axes before it are reduced (the ``cols`` order)."""
     dims = [d for d in range(len(shape)) if shape[d] != 1]
     if not dims:
         return 1
     role = dims[-1] in reduced
     ext, k = shape[dims[-1]], len(dims) - 2
-    while k >= 0 and (dims[k] in reduced) == role and dims[k] == dims[k + 1] - 1 and ext < below:
+    while k >= 0 and (dims[k] in reduced) == role and dims[k] == dims[k + 1] - 1 and ext < below \
+            and dims[k] not in apart:
         ext *= shape[dims[k]]
         k -= 1
     return min(ext, 1024) if not role and reduced else ext
+
+
+def _apart(nodes, shape: tuple) -> set:
+    """Axes d of ``shape`` that a broadcast operand of the group tells from d + 1 (it runs
+    along one and not the other: a per-channel ``mean[c]`` of NHWC), so their loops stay two."""
+    out = set()
+    for n in nodes:
+        if n.op is Op.BROADCAST and len(n.shape) == len(shape):
+            src = (1,) * (len(shape) - len(n.inputs[0].shape)) + tuple(n.inputs[0].shape)
+            out.update(d for d in range(len(shape) - 1) if (src[d] == 1) != (src[d + 1] == 1))
+    return out
+
+
+def _pads_last(n: Node) -> bool:
+    """A PAD (a piece of a concatenation or pad) placed along the last axis: the innermost
+    loop runs in pieces (``codegen/cpu_pieces.py``)."""
+    starts, src = n.attr("starts") or (), n.inputs[0].shape
+    return bool(starts) and bool(src) and (starts[-1] != 0 or src[-1] != n.shape[-1])
 
 
 def _hoisted_extent(n: Node, users: dict) -> int:
