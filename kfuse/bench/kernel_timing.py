@@ -59,16 +59,21 @@ def _program_inputs(lowered, args, backend) -> list:
 
 
 def measure_kernels(fn, *args, device: str | None = None, backend: str | None = None,
-                    reps: int | None = None, budget_s: float = 1.0, warmup: int = 2) -> dict:
+                    reps: int | None = None, budget_s: float = 1.0, warmup: int = 2,
+                    more_sets: tuple = ()) -> dict:
     """Time every kernel of ``fn``'s program for these arrays. Returns ``{"backend", "device",
     "kernels": [{"kernel", "kind", "ops", "predicted_us", "measured_us", "runs", "parallel_runs"}], "call_us",
-    "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls). A CPU
+    "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls).
+    ``more_sets``: other argument tuples of the same signature, which the CPU calls take in turn
+    with ``args`` (as the corpus times whole calls: a working set is not warm from the call
+    before). A CPU
     kernel's ``predicted_us`` is for the threads it ran on (``threads``; the plan's own, where
     they differ, in ``plan_predicted_us``)."""
     lowered, backend = _lowered(fn, args, device, backend)
     plan = lowered.plan
     prog = lowered.compile(None)
     ins = _program_inputs(lowered, args, backend)
+    sets = [ins] + [_program_inputs(lowered, a, backend) for a in more_sets]
     gpu = not backend.on_host
     sync = _gpu_sync() if gpu else (lambda: None)
     t_first = time.perf_counter()
@@ -82,7 +87,7 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
         per, calls, note = _measure_gpu(prog, ins, reps)
         par = {}
     else:
-        per, calls, note, par = _measure_cpu(prog, ins, reps)
+        per, calls, note, par = _measure_cpu(prog, sets, reps)
     rows = []
     for i, g in enumerate(plan.groups):
         pred = g.cost.seconds * 1e6 if getattr(g, "cost", None) is not None else None
@@ -146,7 +151,7 @@ class _TimedFn:
         return r
 
 
-def _measure_cpu(prog, ins, reps):
+def _measure_cpu(prog, sets, reps):
     per: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     par: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     saved = [k.fns for k in prog.kernels]
@@ -154,7 +159,8 @@ def _measure_cpu(prog, ins, reps):
     try:
         for i, k in enumerate(prog.kernels):
             k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None) for j, f in enumerate(k.fns))
-        for _ in range(reps):
+        for i in range(reps):
+            ins = sets[i % len(sets)]
             t0 = time.perf_counter()
             prog(ins)
             calls.append((time.perf_counter() - t0) * 1e6)

@@ -71,6 +71,7 @@ class CpuCosts:
     work_per_thread: int = 1 << 17
     libm_work: int = 16
     half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
+    array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
 
 
@@ -91,6 +92,7 @@ class Terms:
     transposed: float           # elements read through a transposing permute
     threads: int                # the runtime's thread count for this kernel (idle machine)
     half_in: float = 0.0        # float16 input elements converted to float32 as they load
+    arrays: int = 0             # array arguments of the call (inputs and outputs)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -157,7 +159,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
-                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in)
+                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
+                 len(inputs) + len(outputs))
 
 
 def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
@@ -291,7 +294,7 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
             + t.libm * costs.libm
             + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided + t.transposed * costs.transposed
             + t.rows * costs.row) / t.threads
-    fixed = costs.call + (costs.pool if t.threads > 1 else 0.0)
+    fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0)
     return fixed + mem + comp, mem, comp
 
 
@@ -307,10 +310,13 @@ KiB, MiB = 1024, 1024 * 1024
 # The 2-core CI machine (AMD EPYC, Zen 5 under KVM: 48 KiB L1d and 1 MiB L2 a core, 32 MiB L3
 # shared): a Numba loop y = a*x + b streams 180-230 GB/s in L2, ~120 GB/s (one thread) and ~210
 # GB/s (two) in L3, 45-60 GB/s from DRAM (``kfuse.bench.ceilings.cpu_levels`` measures them)
+# (L3 as half its 32 MiB: a working set past half the shared L3 is not found there by the next
+# call, whose own reads and freshly allocated outputs evict it; the corpus times calls on two
+# input sets in turn, as a program's calls rarely see the last call's data)
 CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
-              MemLevel("L3", 32 * MiB, 135e9, 210e9),
+              MemLevel("L3", 16 * MiB, 135e9, 210e9),
               MemLevel("DRAM", math.inf, 45e9, 55e9))
 # Fitted by kfuse.bench.cpu_calibrate on the CPU corpus (2026-11-27: one-thread samples, with the
 # other helpers' load on the cores, and the two-thread ones of a run beside them), then rounded
-CPU_COSTS = CpuCosts(call=1.5e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
+CPU_COSTS = CpuCosts(call=0.8e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
                      reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=2e-9, row=1.4e-9)
