@@ -48,6 +48,7 @@ class MemLevel:
     bandwidth: float
     parallel: float
     private: bool = False
+    reliable: float = 0.0       # the size up to which a working set is found whole there (0: all)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +73,8 @@ class CpuCosts:
     libm_work: int = 16
     half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
     array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
+    aliased: float = 1.6e-9     # added to a transposed element read a multiple of 4 KiB from the
+                                # last (a tile's rows share the L1's sets: exp(x.T) of 1024x1024)
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
 
 
@@ -93,6 +96,8 @@ class Terms:
     threads: int                # the runtime's thread count for this kernel (idle machine)
     half_in: float = 0.0        # float16 input elements converted to float32 as they load
     arrays: int = 0             # array arguments of the call (inputs and outputs)
+    footprint: float = 0.0      # distinct bytes read + written (working_set less re-reads)
+    aliased: float = 0          # of the transposed elements, those a multiple of 4 KiB apart
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -104,7 +109,7 @@ def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = Tr
 
 def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
           bytes_moved: float, costs: CpuCosts, cores: int,
-          evals: Mapping[Node, int] | None = None) -> Terms:
+          evals: Mapping[Node, int] | None = None, footprint: float | None = None) -> Terms:
     nodes, inputs, outputs = list(nodes), list(inputs), list(outputs)
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
@@ -142,7 +147,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             serial += k
             strided += k if _leading_scan(n) else 0
     half_in = float(sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16))
-    transposed = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else 0
+    transposed, aliased = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else (0, 0)
     loops = 1
     if kind == GroupKind.REDUCE:        # a loop a reduction, and one for a full-size output after them
         loops = max(1, sum(1 for n in nodes if n.op in REDUCE) + any(o.size == domain for o in outputs))
@@ -160,7 +165,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
-                 len(inputs) + len(outputs))
+                 len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased)
 
 
 def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
@@ -255,11 +260,16 @@ def _transposed_elements(nodes: list[Node], inputs: list[Node], users: dict) -> 
     it through the same kind of permute runs in their order (NumPy's K order: ``x.T * s``)."""
     size = max((n.size for n in nodes), default=0)
     big = [i for i in inputs if i.size == size and i.size > 1]
-    turned = [i for i in big if _through_transpose(i, users)]
-    return sum(i.size for i in turned) if turned and len(turned) < len(big) else 0
+    turned = {i: _through_transpose(i, users) for i in big}
+    turned = {i: st for i, st in turned.items() if st}
+    if not turned or len(turned) == len(big):
+        return 0, 0
+    return sum(i.size for i in turned), sum(i.size for i, st in turned.items() if st % 4096 == 0)
 
 
-def _through_transpose(i: Node, users: dict) -> bool:
+def _through_transpose(i: Node, users: dict) -> int:
+    """The byte stride (C order) along which ``i``, read through a permute that moves the last
+    axis, is walked by the kernel's innermost loop; 0 where no such permute reads it."""
     seen, stack = set(), [i]
     while stack:
         for u in users.get(stack.pop(), ()):
@@ -268,31 +278,44 @@ def _through_transpose(i: Node, users: dict) -> bool:
             seen.add(u)
             perm = tuple(u.attr("perm") or ()) if u.op is Op.PERMUTE else ()
             if perm and perm[-1] != len(perm) - 1:
-                return True
+                src = u.inputs[0].shape
+                return int(np.dtype(u.dtype).itemsize * math.prod(src[perm[-1] + 1:]))
             stack.append(u)
-    return False
+    return 0
 
 
 def level_bandwidth(levels, working_set: float, threads: int, cores: int):
     """(level, bytes/s) for a working set streamed by ``threads`` of ``cores``: the smallest level
-    that holds it (a private level holds ``threads`` times its size)."""
-    for lv in levels:
+    that holds it (a private level holds ``threads`` times its size); past the level's
+    ``reliable`` size a falling share of it is found there, the rest in the next level (the
+    bandwidth their times' blend)."""
+    def bw(lv):
+        share = (threads - 1) / max(1, cores - 1)
+        return lv.bandwidth + (lv.parallel - lv.bandwidth) * min(1.0, share)
+    for k, lv in enumerate(levels):
         cap = lv.bytes * (threads if lv.private else 1)
         if working_set <= cap:
             break
-    share = (threads - 1) / max(1, cores - 1)
-    return lv, lv.bandwidth + (lv.parallel - lv.bandwidth) * min(1.0, share)
+    reliable = (lv.reliable or lv.bytes) * (threads if lv.private else 1)
+    if working_set <= reliable or k + 1 >= len(levels):
+        return lv, bw(lv)
+    hit = (cap - working_set) / (cap - reliable)
+    return lv, 1.0 / (hit / bw(lv) + (1.0 - hit) / bw(levels[k + 1]))
 
 
 def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float, float]:
     """(predicted seconds, memory seconds, compute seconds) of a kernel's terms; the fixed cost
     is the first minus the other two."""
-    _, bw = level_bandwidth(levels, t.working_set, t.threads, cores)
-    mem = t.working_set / bw
+    # the level holding the distinct bytes streams them once; a multi-pass kernel's re-reads
+    # (a row or block read again by the next phase) come from the first level
+    once = min(t.footprint or t.working_set, t.working_set)
+    _, bw = level_bandwidth(levels, once, t.threads, cores)
+    _, near = level_bandwidth(levels[:1], 0.0, t.threads, cores)
+    mem = once / bw + (t.working_set - once) / near
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
             + (t.vector - t.reduce_vector) * costs.vector_special + t.reduce_vector * costs.reduce_special
             + t.libm * costs.libm
-            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided + t.transposed * costs.transposed
+            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.rows * costs.row) / t.threads
     fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0)
     return fixed + mem + comp, mem, comp
@@ -310,13 +333,13 @@ KiB, MiB = 1024, 1024 * 1024
 # The 2-core CI machine (AMD EPYC, Zen 5 under KVM: 48 KiB L1d and 1 MiB L2 a core, 32 MiB L3
 # shared): a Numba loop y = a*x + b streams 180-230 GB/s in L2, ~120 GB/s (one thread) and ~210
 # GB/s (two) in L3, 45-60 GB/s from DRAM (``kfuse.bench.ceilings.cpu_levels`` measures them)
-# (L3 as half its 32 MiB: a working set past half the shared L3 is not found there by the next
-# call, whose own reads and freshly allocated outputs evict it; the corpus times calls on two
-# input sets in turn, as a program's calls rarely see the last call's data)
+# (L3 is shared: past a quarter of it, less and less of a working set is still there at the next
+# call, which the previous call's outputs, other data and the neighbours evict; the corpus times
+# calls on two input sets in turn, as a program's calls rarely see the last call's data)
 CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
-              MemLevel("L3", 16 * MiB, 135e9, 210e9),
+              MemLevel("L3", 32 * MiB, 135e9, 210e9, reliable=8 * MiB),
               MemLevel("DRAM", math.inf, 45e9, 55e9))
 # Fitted by kfuse.bench.cpu_calibrate on the CPU corpus (2026-11-27: one-thread samples, with the
 # other helpers' load on the cores, and the two-thread ones of a run beside them), then rounded
 CPU_COSTS = CpuCosts(call=0.8e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
-                     reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=2e-9, row=1.4e-9)
+                     reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=0.7e-9, row=1.4e-9)

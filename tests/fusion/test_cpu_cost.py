@@ -149,3 +149,21 @@ def test_a_per_channel_value_is_priced_once_per_channel():
     p = kfuse.explain(kfuse.jit(bn), "f32[32,256,64,64]", *["f32[256]"] * 4, device="cpu")
     (g,) = p.groups
     assert g.cost.cpu_terms.simple < 4 * 32 * 256 * 64 * 64      # the 3 full-size ops, and a little
+
+
+def test_short_loops_merge_unless_a_broadcast_tells_them_apart():
+    """The innermost loop the model prices is codegen/cpu_merge's: NCHW's 32 x 32 is one loop of
+    1024 (then long enough); a per-channel operand of NHWC keeps the 3 channels a loop."""
+    nchw = _kernel(lambda x: x * 2, "f32[8,64,32,32]").cost.cpu_terms
+    nhwc = _kernel(lambda x, m: x - m, "f32[8,32,32,3]", "f32[3]").cost.cpu_terms
+    assert nchw.rows == 8 * 64 * 32 * 32 // 1024 and nhwc.rows == 8 * 32 * 32
+    pool = _kernel(lambda x: x.mean(axis=(2, 3)), "f32[8,64,32,32]").cost.cpu_terms
+    assert pool.rows == 8 * 64                  # the reduced H x W: one loop
+
+
+def test_transposed_reads_4k_apart_are_aliased():
+    wide = _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.cpu_terms
+    odd = _kernel(lambda x, y: x.T + y, "f32[1000,1000]", "f32[1000,1000]").cost.cpu_terms
+    assert wide.transposed == wide.aliased == 1024 * 1024 and odd.transposed == 10 ** 6 and odd.aliased == 0
+    assert _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.seconds > \
+        _kernel(lambda x, y: x.T + y, "f32[1000,1000]", "f32[1000,1000]").cost.seconds * 1.5
