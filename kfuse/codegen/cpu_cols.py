@@ -144,32 +144,33 @@ def function(em, sched) -> list[str]:
             j += 1
 
         wide = _wide_sums(em, ph)
-
-        def body(ph=ph, wide=wide):
-            narrow = [a for a in ph.accs if a not in wide]
-            out = [x for a in narrow for x in _load_acc(a)]
-            for s in ph.body:
-                if getattr(s, "dst", None) in reread:       # (staged by an earlier phase)
-                    out.append(f"{s.dst} = {reread[s.dst]}")
-                    continue
-                out.append(em.stmt(s))
-                if getattr(s, "dst", None) in stage:
-                    out.append(f"{stage[s.dst]} = {s.dst}")
-            for a in narrow:
-                out += em.acc_lines(a, "combine") + _save_acc(a)
-            return out + [f"csrc_{a.dst}[j] = {a.src}" for a in wide]
-        lines += column_loop(j, body, seg_reads[seg], seg_defs[seg])
-
-        def sums(wide=wide):
-            return [x for a in wide for x in _load_acc(a) + [f"{a.src} = csrc_{a.dst}[j]"]
-                    + em.acc_lines(a, "combine") + _save_acc(a)]
-        lines += column_loop(j, sums, set(), set())
+        lines += column_loop(j, lambda ph=ph, w=wide: _body(em, ph, w, stage, reread), seg_reads[seg], seg_defs[seg])
+        lines += column_loop(j, lambda w=wide: [x for a in w for x in _load_acc(a) + [f"{a.src} = csrc_{a.dst}[j]"]
+                                                + em.acc_lines(a, "combine") + _save_acc(a)], set(), set())
         seg += 1
         prev_accs = ph.accs
     if prev_accs:
         lines += column_loop(ind, lambda: [x for a in prev_accs for x in _load_acc(a) + em.acc_lines(a, "result")],
                              set(), seg_defs[seg])
     return lines
+
+
+def _body(em, ph: K.Phase, wide: list, stage: dict, reread: dict) -> list[str]:
+    """A phase's statements and accumulator combines for one column (``wide`` sums: their
+    summands kept in ``csrc_*`` for a loop of their own; ``stage``/``reread``: a value stored
+    into or read back from the output, :func:`_staged_in_output`)."""
+    narrow = [a for a in ph.accs if a not in wide]
+    out = [x for a in narrow for x in _load_acc(a)]
+    for s in ph.body:
+        if getattr(s, "dst", None) in reread:       # (staged by an earlier phase)
+            out.append(f"{s.dst} = {reread[s.dst]}")
+            continue
+        out.append(em.stmt(s))
+        if getattr(s, "dst", None) in stage:
+            out.append(f"{stage[s.dst]} = {s.dst}")
+    for a in narrow:
+        out += em.acc_lines(a, "combine") + _save_acc(a)
+    return out + [f"csrc_{a.dst}[j] = {a.src}" for a in wide]
 
 
 def _staged_in_output(em) -> tuple[dict, dict]:

@@ -315,7 +315,8 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
             + (t.vector - t.reduce_vector) * costs.vector_special + t.reduce_vector * costs.reduce_special
             + t.libm * costs.libm
-            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided + t.transposed * costs.transposed + t.aliased * costs.aliased
+            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
+            + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.rows * costs.row) / t.threads
     fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0)
     return fixed + mem + comp, mem, comp
