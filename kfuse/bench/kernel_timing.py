@@ -60,13 +60,14 @@ def _program_inputs(lowered, args, backend) -> list:
 
 def measure_kernels(fn, *args, device: str | None = None, backend: str | None = None,
                     reps: int | None = None, budget_s: float = 1.0, warmup: int = 2,
-                    more_sets: tuple = ()) -> dict:
+                    more_sets: tuple = (), clock=time.perf_counter) -> dict:
     """Time every kernel of ``fn``'s program for these arrays. Returns ``{"backend", "device",
     "kernels": [{"kernel", "kind", "ops", "predicted_us", "measured_us", "runs", "parallel_runs"}], "call_us",
     "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls).
     ``more_sets``: other argument tuples of the same signature, which the CPU calls take in turn
     with ``args`` (as the corpus times whole calls: a working set is not warm from the call
-    before). A CPU
+    before). ``clock``: what times a CPU kernel's call (``time.thread_time``: the CPU time of a
+    one-thread call, which a busy machine's other processes do not stretch). A CPU
     kernel's ``predicted_us`` is for the threads it ran on (``threads``; the plan's own, where
     they differ, in ``plan_predicted_us``)."""
     lowered, backend = _lowered(fn, args, device, backend)
@@ -87,7 +88,7 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
         per, calls, note = _measure_gpu(prog, ins, reps)
         par = {}
     else:
-        per, calls, note, par = _measure_cpu(prog, sets, reps)
+        per, calls, note, par = _measure_cpu(prog, sets, reps, clock)
     rows = []
     for i, g in enumerate(plan.groups):
         pred = g.cost.seconds * 1e6 if getattr(g, "cost", None) is not None else None
@@ -139,26 +140,26 @@ class _TimedFn:
     """A Numba entry point with a perf_counter around each call (CPU); ``parallel``: the entry
     point is the kernel's thread-pool variant (its calls are counted in ``par``)."""
 
-    def __init__(self, inner, store: list, par: list | None = None):
-        self.inner, self.store, self.par = inner, store, par
+    def __init__(self, inner, store: list, par: list | None = None, clock=time.perf_counter):
+        self.inner, self.store, self.par, self.clock = inner, store, par, clock
 
     def __call__(self, *a):
-        t0 = time.perf_counter()
+        t0 = self.clock()
         r = self.inner(*a)
-        self.store.append((time.perf_counter() - t0) * 1e6)
+        self.store.append((self.clock() - t0) * 1e6)
         if self.par is not None:
             self.par.append(1)
         return r
 
 
-def _measure_cpu(prog, sets, reps):
+def _measure_cpu(prog, sets, reps, clock=time.perf_counter):
     per: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     par: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     saved = [k.fns for k in prog.kernels]
     calls = []
     try:
         for i, k in enumerate(prog.kernels):
-            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None) for j, f in enumerate(k.fns))
+            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None, clock) for j, f in enumerate(k.fns))
         for i in range(reps):
             ins = sets[i % len(sets)]
             t0 = time.perf_counter()

@@ -56,11 +56,12 @@ FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equa
 # it would only take with nnan/nsz). Any NaN gives NaN (NumPy's value, a canonical payload); a
 # +0.0/-0.0 tie gives +0.0 for max and -0.0 for min (the strict running value kept the first zero,
 # NumPy's choice varies with its loop). A 4096x4096 f32 row max alone: 8.9 -> 1.6 ms.
-# A sum whose summand is a float32 ``_expf``/``_tanhf`` (_STAGED_OPS) that a later phase's loop over
+# A sum whose summand is a float32 helper's value (_STAGED_OPS) that a later phase's loop over
 # the same dim computes again (softmax's exp(x - max) in the output loop) also stores the summands
 # in a scratch row as it sums, and that loop reads them back (_Emitter.reused): one exp per
-# element instead of two (P2 softmax 21.9 -> 17.3 ms when the scratch was introduced).
-_STAGED_OPS = ("exp", "tanh")
+# element instead of two (P2 softmax 21.9 -> 17.3 ms when the scratch was introduced; a row
+# standardisation of log1p(x): one log1p instead of three).
+_STAGED_OPS = ("exp", "tanh", "log", "log1p")      # (the float32 helpers: _F32_HELPERS)
 # float32 ops rendered by branch-free helpers LLVM vectorises (cpu_helpers), not Numba's libm call
 _F32_HELPERS = {"exp": "_expf", "tanh": "_tanhf", "log": "_logf", "log1p": "_log1pf"}
 # dtypes whose every value float32 holds exactly: rounded to float16 from float32 (one rounding)
