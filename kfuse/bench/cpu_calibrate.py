@@ -94,8 +94,8 @@ def load(path: str) -> list[Sample]:
 # ---- the figures searched, as (name, getter, setter) over (CpuCosts, levels) ---------------------
 def _params(levels) -> list[str]:
     names = [f.name for f in dataclasses.fields(cpu_cost.CpuCosts) if f.type == "float"]
-    for k in range(len(levels) - 1):        # DRAM: the corpus's CPU sizes stay in the caches
-        names += [f"level{k}.bandwidth", f"level{k}.parallel"]
+    for k in range(1, len(levels) - 1):     # L2 and DRAM: their measured streams (bench.ceilings);
+        names += [f"level{k}.bandwidth", f"level{k}.parallel"]  # the corpus's CPU sizes sit in L3
     return names
 
 

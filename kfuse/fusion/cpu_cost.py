@@ -36,6 +36,8 @@ VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P})
 # ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
 # helpers above
 _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
+# accumulators the emitter renders with a branch or a position (not vectorised)
+_SCALAR_ACCS = frozenset({Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +77,10 @@ class CpuCosts:
     array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
     aliased: float = 1.6e-9     # added to a transposed element read a multiple of 4 KiB from the
                                 # last (a tile's rows share the L1's sets: exp(x.T) of 1024x1024)
+    tanh_special: float = 0.18e-9   # a vectorised float32 tanh (in place of vector_special)
+    gather: float = 0.1e-6      # an element gathered from an input larger than gather_above bytes
+    branchy: float = 3e-9       # an element combined by an any/all/argmax/argmin accumulator
+    gather_above: int = 1 << 20
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
 
 
@@ -98,6 +104,9 @@ class Terms:
     arrays: int = 0             # array arguments of the call (inputs and outputs)
     footprint: float = 0.0      # distinct bytes read + written (working_set less re-reads)
     aliased: float = 0          # of the transposed elements, those a multiple of 4 KiB apart
+    tanh: float = 0.0           # of the vectorised evaluations, tanh's (a rational function: cheaper)
+    gathered: float = 0.0       # elements gathered from a large input (one cache miss each)
+    branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -114,7 +123,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
-    simple = vector = reduce_vector = libm = half = strided = serial = 0.0
+    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -133,6 +142,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         if w >= 8 and n.op not in _CHEAP_WIDE:
             if n.op in VECTOR_SPECIALS and dt in (np.float32, np.float16):
                 vector += k
+                tanh += k if n.op is Op.TANH else 0
                 reduce_vector += min(k, n.size) if n in feeds else 0
                 ops += 1
             else:
@@ -143,6 +153,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             ops += 1
         if dt == np.float16:
             half += k
+        if n.op in _SCALAR_ACCS:
+            branchy += k
         if n.op in SCAN:
             serial += k
             strided += k if _leading_scan(n) else 0
@@ -161,11 +173,16 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         dom = next((n.shape for n in sized if n.size == domain and n.shape), ())
         last = _innermost(dom, set(), costs.merge_below, _apart(nodes, dom)) if dom else last
     pieces = 1 + sum(1 for n in nodes if n.op is Op.PAD and n.shape and _pads_last(n))
+    # elements gathered from an input past the private cache (a label's logit in each row of a
+    # vocabulary-wide array): each a line the loop did not stream, read at memory latency
+    gathered = float(sum(n.size for n in nodes if n.op is Op.GATHER and n.inputs[0] in set(inputs)
+                         and n.inputs[0].nbytes > costs.gather_above))
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
-                 len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased)
+                 len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
+                 tanh, gathered, branchy)
 
 
 def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
@@ -313,11 +330,12 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
     _, near = level_bandwidth(levels[:1], 0.0, t.threads, cores)
     mem = once / bw + (t.working_set - once) / near
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
-            + (t.vector - t.reduce_vector) * costs.vector_special + t.reduce_vector * costs.reduce_special
+            + (t.vector - t.reduce_vector - t.tanh) * costs.vector_special + t.tanh * costs.tanh_special
+            + t.reduce_vector * costs.reduce_special
             + t.libm * costs.libm
             + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
             + t.transposed * costs.transposed + t.aliased * costs.aliased
-            + t.rows * costs.row) / t.threads
+            + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row) / t.threads
     fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0)
     return fixed + mem + comp, mem, comp
 
@@ -338,9 +356,13 @@ KiB, MiB = 1024, 1024 * 1024
 # call, which the previous call's outputs, other data and the neighbours evict; the corpus times
 # calls on two input sets in turn, as a program's calls rarely see the last call's data)
 CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
-              MemLevel("L3", 32 * MiB, 135e9, 210e9, reliable=8 * MiB),
+              MemLevel("L3", 32 * MiB, 125e9, 210e9, reliable=8 * MiB),
               MemLevel("DRAM", math.inf, 45e9, 55e9))
-# Fitted by kfuse.bench.cpu_calibrate on the CPU corpus (2026-11-27: one-thread samples, with the
-# other helpers' load on the cores, and the two-thread ones of a run beside them), then rounded
-CPU_COSTS = CpuCosts(call=0.8e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
-                     reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=0.7e-9, row=1.4e-9)
+# Fitted by kfuse.bench.cpu_calibrate on the CPU corpus, then rounded: the one-thread figures on
+# 2026-11-27 20:45 (every kernel on one thread, timed by its CPU time: the machine was busy with
+# other work; the call less the CPU clock's own cost), the thread pool's and two-thread figures from
+# the earlier idle calibration
+CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
+                     reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.8e-9, row=1.4e-9,
+                     half_load=0.07e-9, array=0.1e-6, aliased=4.8e-9, tanh_special=0.1e-9, gather=0.1e-6,
+                     branchy=10e-9)
