@@ -150,7 +150,9 @@ def markdown(result: dict) -> str:
                 cells.append("✗")
         out.append(f"| {c['label']} | {c['category']} | {_mib(c.get('bytes'))} | " + " | ".join(cells) + " |")
     out += ["", "#### kfuse per kernel: predicted vs measured", "",
-            "| entry | kernel | kind | predicted µs | measured µs | measured / predicted | ops |", "|---|---|---|---|---|---|---|"]
+            "CPU kernels are predicted for the threads they ran on (thr.; the runtime runs one where the machine is busy).", "",
+            "| entry | kernel | kind | thr. | predicted µs | measured µs | measured / predicted | ops |",
+            "|---|---|---|---|---|---|---|---|"]
     for c in result["cases"]:
         k = rows.get((c["label"], kf), {})
         kt = k.get("kernel_times")
@@ -158,7 +160,7 @@ def markdown(result: dict) -> str:
             continue
         for kr in kt["kernels"]:
             p, g = _num(kr.get("predicted_us")), _num(kr.get("measured_us"))
-            out.append(f"| {c['label']} | {kr['kernel']} | {kr['kind']} | {_f1(p)} | {_f1(g)} | "
+            out.append(f"| {c['label']} | {kr['kernel']} | {kr['kind']} | {kr.get('threads') or '–'} | {_f1(p)} | {_f1(g)} | "
                        f"{_x(g / p if p and g else None)} | {kr['ops']} |")
     fails = [r for r in result["rows"] if not r.get("ok")]
     if fails:

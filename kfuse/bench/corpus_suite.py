@@ -213,7 +213,9 @@ def _kfuse_extras(r: _Ready, case, plan_dev, kernels: bool) -> None:
     if kernels and r.sets:
         try:
             from .kernel_timing import measure_kernels
-            rep = measure_kernels(r.fn, *r.sets[0], device=plan_dev, budget_s=0.3)
+            # the CPU's calls take the input sets in turn, as the entry's timing does
+            more = tuple(tuple(s) for s in r.sets[1:]) if r.peer.device == "cpu" else ()
+            rep = measure_kernels(r.fn, *r.sets[0], device=plan_dev, budget_s=0.3, more_sets=more)
             row["kernels"] = len(rep["kernels"])
             row["predicted_ms"] = rep["predicted_us"] * 1e-3 if rep["predicted_us"] is not None else None
             row["kernel_times"] = rep

@@ -31,9 +31,13 @@ class Sample:
     measured: float                 # seconds
 
 
-def collect(filter: str | None = None, budget_s: float = 0.3, repeat: int = 2, log=print) -> list[Sample]:
+def collect(filter: str | None = None, budget_s: float = 0.3, repeat: int = 2, log=print,
+            cpu_clock: bool = False) -> list[Sample]:
     """One sample per kernel of each selected corpus entry (CPU sizes): the least of ``repeat``
-    measurements (each a median), so a neighbour's burst on the shared cores is mostly left out."""
+    measurements (each a median), so a neighbour's burst on the shared cores is mostly left out.
+    ``cpu_clock``: each call timed by its thread's CPU time (a busy machine; run it with
+    ``KFUSE_CPU_THREADS=1``, so that every kernel runs on the calling thread)."""
+    import time
     import kfuse
     from . import corpus
     from .kernel_timing import measure_kernels
@@ -42,11 +46,14 @@ def collect(filter: str | None = None, budget_s: float = 0.3, repeat: int = 2, l
         if case.entry.only:
             continue
         fn = kfuse.jit(case.body(np))
-        args = case.make_inputs(0)
+        args, other = case.make_inputs(0), tuple(case.make_inputs(1))
         plan = kfuse.explain(fn, *case.specs, device="cpu")
         best: dict[int, tuple] = {}
-        for _ in range(repeat):
-            for g, row in zip(plan.groups, measure_kernels(fn, *args, device="cpu", budget_s=budget_s)["kernels"]):
+        for _ in range(repeat):       # (two input sets in turn, as the corpus times its entries)
+            for g, row in zip(plan.groups, measure_kernels(fn, *args, device="cpu", budget_s=budget_s,
+                                                           more_sets=(other,),
+                                                           clock=time.thread_time if cpu_clock else time.perf_counter
+                                                           )["kernels"]):
                 if row["measured_us"] and (g.id not in best or row["measured_us"] < best[g.id][1]["measured_us"]):
                     best[g.id] = (g, row)
         for g, row in best.values():
@@ -87,8 +94,8 @@ def load(path: str) -> list[Sample]:
 # ---- the figures searched, as (name, getter, setter) over (CpuCosts, levels) ---------------------
 def _params(levels) -> list[str]:
     names = [f.name for f in dataclasses.fields(cpu_cost.CpuCosts) if f.type == "float"]
-    for k in range(len(levels) - 1):        # DRAM: the corpus's CPU sizes stay in the caches
-        names += [f"level{k}.bandwidth", f"level{k}.parallel"]
+    for k in range(1, len(levels) - 1):     # L2 and DRAM: their measured streams (bench.ceilings);
+        names += [f"level{k}.bandwidth", f"level{k}.parallel"]  # the corpus's CPU sizes sit in L3
     return names
 
 
@@ -158,9 +165,11 @@ def main(argv=None) -> None:
     ap.add_argument("--fit", action="store_true", help="search the figures and print the fitted ones")
     ap.add_argument("--save", default=None, help="write the samples to this JSON file")
     ap.add_argument("--load", default=None, help="read samples from this JSON file instead of measuring")
+    ap.add_argument("--cpu-clock", action="store_true",
+                    help="time calls by the thread's CPU time (a busy machine; with KFUSE_CPU_THREADS=1)")
     a = ap.parse_args(argv)
     dev = get_device_spec("cpu")
-    samples = load(a.load) if a.load else collect(a.filter)
+    samples = load(a.load) if a.load else collect(a.filter, cpu_clock=a.cpu_clock)
     if a.save:
         save(samples, a.save)
     print(report(samples, dev.cpu, dev.levels, dev.sms))

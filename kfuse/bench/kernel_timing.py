@@ -59,14 +59,22 @@ def _program_inputs(lowered, args, backend) -> list:
 
 
 def measure_kernels(fn, *args, device: str | None = None, backend: str | None = None,
-                    reps: int | None = None, budget_s: float = 1.0, warmup: int = 2) -> dict:
+                    reps: int | None = None, budget_s: float = 1.0, warmup: int = 2,
+                    more_sets: tuple = (), clock=time.perf_counter) -> dict:
     """Time every kernel of ``fn``'s program for these arrays. Returns ``{"backend", "device",
     "kernels": [{"kernel", "kind", "ops", "predicted_us", "measured_us", "runs", "parallel_runs"}], "call_us",
-    "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls)."""
+    "kernels_us", "other_us", "predicted_us", "note"}`` (medians over the measured calls).
+    ``more_sets``: other argument tuples of the same signature, which the CPU calls take in turn
+    with ``args`` (as the corpus times whole calls: a working set is not warm from the call
+    before). ``clock``: what times a CPU kernel's call (``time.thread_time``: the CPU time of a
+    one-thread call, which a busy machine's other processes do not stretch). A CPU
+    kernel's ``predicted_us`` is for the threads it ran on (``threads``; the plan's own, where
+    they differ, in ``plan_predicted_us``)."""
     lowered, backend = _lowered(fn, args, device, backend)
     plan = lowered.plan
     prog = lowered.compile(None)
     ins = _program_inputs(lowered, args, backend)
+    sets = [ins] + [_program_inputs(lowered, a, backend) for a in more_sets]
     gpu = not backend.on_host
     sync = _gpu_sync() if gpu else (lambda: None)
     t_first = time.perf_counter()
@@ -80,14 +88,17 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
         per, calls, note = _measure_gpu(prog, ins, reps)
         par = {}
     else:
-        per, calls, note, par = _measure_cpu(prog, ins, reps)
+        per, calls, note, par = _measure_cpu(prog, sets, reps, clock)
     rows = []
     for i, g in enumerate(plan.groups):
         pred = g.cost.seconds * 1e6 if getattr(g, "cost", None) is not None else None
         got = per.get(i, [])
-        rows.append({"kernel": g.id, "kind": g.kind, "ops": _ops(g),
-                     "predicted_us": pred, "measured_us": statistics.median(got) if got else None,
-                     "runs": len(got), "parallel_runs": par.get(i)})
+        row = {"kernel": g.id, "kind": g.kind, "ops": _ops(g), "predicted_us": pred,
+               "measured_us": statistics.median(got) if got else None, "runs": len(got),
+               "parallel_runs": par.get(i)}
+        if not gpu and got:
+            row.update(_at_threads_run(g, plan.device, par.get(i) or 0, len(got)))
+        rows.append(row)
     call_us = statistics.median(calls) if calls else None
     kern_us = sum(r["measured_us"] or 0.0 for r in rows)
     preds = [r["predicted_us"] for r in rows if r["predicted_us"] is not None]
@@ -95,6 +106,24 @@ def measure_kernels(fn, *args, device: str | None = None, backend: str | None = 
             "call_us": call_us, "kernels_us": kern_us,
             "other_us": (call_us - kern_us) if call_us is not None else None,
             "predicted_us": sum(preds) if preds else None, "note": note}
+
+
+def _at_threads_run(g, device, parallel_runs: int, runs: int) -> dict:
+    """A CPU kernel's prediction for the threads it ran on: the plan prices it at the threads
+    ``auto_threads`` gives it on an idle machine, and the runtime runs one thread where the
+    machine is busy or the parallel variant is not bought yet (``runtime/cpu_par_policy.py``);
+    the model is checked against the time of the threads used. ``{"threads", "plan_predicted_us",
+    "predicted_us"}``, or {} where the kernel has no CPU terms or ran as planned."""
+    import dataclasses
+    from ..fusion import cpu_cost
+    t = getattr(getattr(g, "cost", None), "cpu_terms", None)
+    if t is None or device.cpu is None:
+        return {}
+    ran = t.threads if parallel_runs * 2 > runs else 1
+    if ran == t.threads:
+        return {"threads": ran}
+    secs = cpu_cost.seconds(dataclasses.replace(t, threads=ran), device.cpu, device.levels, device.sms)[0]
+    return {"threads": ran, "plan_predicted_us": g.cost.seconds * 1e6, "predicted_us": secs * 1e6}
 
 
 def _ops(g, limit: int = 8) -> str:
@@ -111,27 +140,28 @@ class _TimedFn:
     """A Numba entry point with a perf_counter around each call (CPU); ``parallel``: the entry
     point is the kernel's thread-pool variant (its calls are counted in ``par``)."""
 
-    def __init__(self, inner, store: list, par: list | None = None):
-        self.inner, self.store, self.par = inner, store, par
+    def __init__(self, inner, store: list, par: list | None = None, clock=time.perf_counter):
+        self.inner, self.store, self.par, self.clock = inner, store, par, clock
 
     def __call__(self, *a):
-        t0 = time.perf_counter()
+        t0 = self.clock()
         r = self.inner(*a)
-        self.store.append((time.perf_counter() - t0) * 1e6)
+        self.store.append((self.clock() - t0) * 1e6)
         if self.par is not None:
             self.par.append(1)
         return r
 
 
-def _measure_cpu(prog, ins, reps):
+def _measure_cpu(prog, sets, reps, clock=time.perf_counter):
     per: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     par: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     saved = [k.fns for k in prog.kernels]
     calls = []
     try:
         for i, k in enumerate(prog.kernels):
-            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None) for j, f in enumerate(k.fns))
-        for _ in range(reps):
+            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None, clock) for j, f in enumerate(k.fns))
+        for i in range(reps):
+            ins = sets[i % len(sets)]
             t0 = time.perf_counter()
             prog(ins)
             calls.append((time.perf_counter() - t0) * 1e6)

@@ -7,7 +7,9 @@ blocks of ``rb`` rows (``rb`` a run-time argument after the sizes, a function of
 dtype) in a ``prange`` over the blocks, then adds the partials one by one in block order. The
 summation order depends on the sizes only, never on the thread count, so a call gives the same
 bits on one thread or many. Only phases whose accumulators are all float sums qualify
-(:func:`eligible`); their statements and values per element are the rows order's.
+(:func:`eligible`); their statements and values per element are the rows order's (a float64 sum
+of vectorised-helper values over one dim adds them in a loop of its own over the block's row,
+as the rows order does: ``cpu._Emitter.wide_sums``).
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ def block_rows(kir: K.KernelIR) -> int:
     row = 1
     for d in inner[1:]:
         row *= kir.extent(d)
+    return rows_per_block(row)
+
+
+def rows_per_block(row: int) -> int:
+    """Rows of ``row`` elements (the reduced dims after the first) in a block."""
     return max(1, BLOCK_ELEMENTS // max(row, 1))
 
 
@@ -53,15 +60,25 @@ def function(em) -> list[str]:
         lines += [f"    part_{a.dst} = np.empty(nblk, np.{a.acc_dtype})" for a in ph.accs]
         lines.append("    for t in numba.prange(nblk):")
         lines += ["        " + x for a in ph.accs for x in em.acc_lines(a, "init", vector=True)]
+        wide = em.wide_sums(ph, inner, K.value_keys(ph.body))     # (the last inner dim's loop)
+        rows = {a.src: f"sw_{a.dst}" for a in wide}
+        size = "rb" if len(inner) == 1 else str(kir.domain[inner[-1]])
+        lines += [f"        {row} = np.empty({size}, np.float32)" for row in rows.values()]
         # r0 >= 0 lets LLVM drop Numba's negative-index fix-up (as cpu_cols' c0)
-        lines += ["        r0 = max(t * rb, 0)", f"        for i{d0} in range(r0, min(r0 + rb, {n0})):"]
+        loop = f"for i{d0} in range(r0, min(r0 + rb, {n0})):"
+        lines += ["        r0 = max(t * rb, 0)", "        " + loop]
         ind = 3
         for d in inner[1:]:
-            lines.append("    " * ind + f"for i{d} in range({kir.domain[d]}):")
+            loop = f"for i{d} in range({kir.domain[d]}):"
+            lines.append("    " * ind + loop)
             ind += 1
+        at = f"np.uint64(i{d0} - r0)" if len(inner) == 1 else f"i{inner[-1]}"
         body = [em.stmt(s) for s in ph.body]
-        body += [x for a in ph.accs for x in em.acc_lines(a, "combine", vector=True)]
+        body += [f"{rows[a.src]}[{at}] = {a.src}" for a in wide]
+        body += [x for a in ph.accs if a not in wide for x in em.acc_lines(a, "combine", vector=True)]
         lines += ["    " * ind + x for x in body]
+        if wide:                    # the float64 additions in a loop of their own (cpu.wide_sums)
+            lines += em.row_sums(wide, rows, loop, at, ind - 1)
         lines += [f"        part_{a.dst}[t] = acc_{a.dst}" for a in ph.accs]
         for a in ph.accs:           # the partials in block order: the same sum on any thread count
             lines += ["    " + x for x in em.acc_lines(a, "init", vector=True)]

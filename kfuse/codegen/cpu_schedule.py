@@ -25,12 +25,18 @@ kernel's docstring, so ``dump-ir --stage cpu`` shows it.
   (:mod:`kfuse.codegen.cpu_layout`; the runtime allocates them so) nests its loops in that order.
 * ``order="blocks"``: a full reduction's float sums in row blocks shared by threads
   (:mod:`kfuse.codegen.cpu_blocks`).
+* ``merge``: neighbouring short loops whose buffers nest exactly run as one loop, the buffers
+  passed with those dims joined (:mod:`kfuse.codegen.cpu_merge`); every other choice above is
+  made on the merged kernel.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from . import cpu_blocks, cpu_interleave, cpu_layout, cpu_pieces, kernel_ir as K
+import numpy as np
+
+from . import cpu_blocks, cpu_interleave, cpu_layout, cpu_merge, cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
@@ -45,6 +51,8 @@ class CpuSchedule:
     inter: tuple = ()               # rows: interleaved loads of loop ``split`` (cpu_interleave.groups)
     perm: tuple = ()                # rows, elementwise: the loop nest's dim order, outermost first
                                     # (the outputs' layout, cpu_layout.k_order; () = C order)
+    merge: tuple = ()               # ((a, b), ...): loops merged (cpu_merge), done before the above
+    spans: tuple = ()               # (inputs, outputs): each buffer's dims joined (cpu_merge.groups)
 
     def __str__(self) -> str:
         s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
@@ -56,6 +64,8 @@ class CpuSchedule:
             s += f" pieces=i{self.split}{list(self.pieces)}"
         if self.inter:
             s += f" interleave=i{self.split}[{len(self.inter)}]"
+        if self.merge:
+            s += " merge=" + ",".join(f"i{a}*i{b}" for a, b in self.merge)
         return s
 
 
@@ -155,14 +165,34 @@ def choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool = False) -> CpuSch
     size-parameter name -> value): collapse what can be collapsed, then ``cols`` when the main
     operand (the largest input read inside the reduced loops) is contiguous along a kept dim.
     ``korder``: an elementwise kernel's outputs are allocated in NumPy's K order
-    (:mod:`kfuse.codegen.cpu_layout`), and its loops nest in that order."""
+    (:mod:`kfuse.codegen.cpu_layout`), and its loops nest in that order. Short neighbouring loops
+    then merge (:mod:`kfuse.codegen.cpu_merge`) and the choice is made again on the merged kernel."""
+    sched = _choose(kir, arrays, sizes, korder)
+    merges = cpu_merge.find(kir, arrays, sched.perm)
+    if not merges:
+        return sched
+    spans = cpu_merge.groups(kir, merges, sched.perm)
+    mk = cpu_merge.apply(cpu_merge.permuted_stores(kir, sched.perm), merges)
+    metas = [cpu_merge.collapse_meta(a, sp) for a, sp in zip(arrays, spans[0])]
+    if sched.perm:
+        again = _rows(mk, _flat(mk, metas, sizes), sizes, sched.perm, permuted=True)
+    else:
+        again = _choose(mk, metas, sizes, False)
+    return dataclasses.replace(again, merge=merges, spans=spans)
+
+
+def _flat(kir: K.KernelIR, arrays, sizes: dict) -> tuple:
     flat = []
     for buf, (first, names, _) in flat_candidates(kir).items():
         a = arrays[buf]
         if all(sizes.get(n) == a.shape[first + 1 + k] for k, n in enumerate(names)) \
                 and _collapsible(a, first):
             flat.append((buf, first))
-    flat = tuple(sorted(flat))
+    return tuple(sorted(flat))
+
+
+def _choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool) -> CpuSchedule:
+    flat = _flat(kir, arrays, sizes)
     if kir.kind == GroupKind.ELEMENTWISE:
         perm = cpu_layout.k_order(kir, arrays, flat) if korder else ()
         if perm:
@@ -181,10 +211,13 @@ def choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool = False) -> CpuSch
     return _rows(kir, flat, sizes)
 
 
-def _rows(kir: K.KernelIR, flat: tuple, sizes: dict, perm: tuple = ()) -> CpuSchedule:
+def _rows(kir: K.KernelIR, flat: tuple, sizes: dict, perm: tuple = (), permuted: bool = False) -> CpuSchedule:
     """The rows order, its innermost loop split into pieces where that removes divisions
     (:mod:`kfuse.codegen.cpu_pieces`): the last inner loop, or an elementwise nest's last loop
-    (not the parallel first one)."""
+    (not the parallel first one). The stores are looked at as the emitter renders them: in the
+    loop order ``perm`` (``permuted``: ``kir``'s are already)."""
+    if perm and not permuted:
+        kir = cpu_merge.permuted_stores(kir, perm)
     inner, outer = kir.loop_dims(kir.inner), loop_order(kir, perm)
     d = inner[-1] if inner else (outer[-1] if len(outer) > 1 and not kir.inner else -1)
     sched = CpuSchedule(flat=flat, perm=perm)
@@ -295,3 +328,43 @@ def col_block(extent: int, blocks_wanted: int) -> int:
         return extent if blocks_wanted <= 1 or extent < 1024 else 512
     per = -(-extent // max(1, blocks_wanted))
     return max(512, min(1024, -(-per // 16) * 16))
+
+
+def extents(kir: K.KernelIR, sched: CpuSchedule) -> dict:
+    """Each domain dim's extent in the kernel ``sched`` renders (its merges done)."""
+    ext = {d: kir.extent(d) for d in range(len(kir.domain))}
+    for a, b in sched.merge:
+        ext[a], ext[b] = ext[a] * ext[b], 1
+    return ext
+
+
+def call_args(kir: K.KernelIR, sched: CpuSchedule, ins: list, args: tuple, nin: int, threads: int):
+    """What the runtime passes a kernel compiled for ``sched`` (``args``: inputs, outputs and
+    sizes as the unscheduled kernel takes them; ``ins``: the inputs): ``(arguments, whether one
+    thread does it all)``, the buffers joined (``merge``, ``flat``), the outputs in the loop order
+    (``perm``), the column block (``cols``) or row block (``blocks``) after the sizes."""
+    nout = len(kir.outputs)
+    outs = args[nin:nin + nout]
+    if sched.merge:
+        ins = [cpu_merge.collapse(a, sp) for a, sp in zip(ins, sched.spans[0])]
+    for b, first in sched.flat:
+        ins[b] = collapse(ins[b], first)
+    if sched.perm:          # the kernel stores at permuted indices: the outputs in its loop order
+        outs = tuple(o.transpose(sched.perm) for o in outs)     # (C-contiguous: cpu_layout.allocate)
+    if sched.merge:
+        outs = tuple(cpu_merge.collapse(o, sp) for o, sp in zip(outs, sched.spans[1]))
+    extra, alone = (), False
+    if sched.order == "cols":
+        ext = extents(kir, sched)
+        gone = {b for _, b in sched.merge}
+        others = [d for d in kir.loop_dims(kir.outer) if d != sched.col and d not in gone]
+        n0 = ext[others[0]] if others else 1
+        cb = col_block(ext[sched.col], -(-threads // n0))
+        extra = (np.int64(cb),)
+        alone = n0 * -(-ext[sched.col] // cb) < 2          # one block: nothing to share
+    elif sched.order == "blocks":
+        ext = extents(kir, sched)
+        gone = {b for _, b in sched.merge}
+        inner = [d for d in kir.loop_dims(kir.inner) if d not in gone]
+        extra = (np.int64(cpu_blocks.rows_per_block(math.prod(ext[d] for d in inner[1:]))),)
+    return (*ins, *outs, *args[nin + nout:], *extra), alone

@@ -501,7 +501,11 @@ class KernelIR:
     def extent(self, d: int) -> int:
         """Domain dim ``d``'s extent in the plan this IR was lowered from."""
         e = self.domain[d]
-        return e.value if isinstance(e, ILit) else next(s.value for s in self.sizes if s.name == e.name)
+        if isinstance(e, ILit):
+            return e.value
+        if isinstance(e, IVar):
+            return next(s.value for s in self.sizes if s.name == e.name)
+        return eval_expr(e, {s.name: s.value for s in self.sizes})     # (merged dims: codegen.cpu_merge)
 
     def loop_dims(self, dims) -> list[int]:
         """The dims of ``dims`` that need a loop (extent not the literal 1)."""

@@ -336,7 +336,8 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
     if kind == GroupKind.MATMUL:
         return _matmul_cost(nodes, list(inputs), list(outputs), br, bw, flops, device)
     if device.cpu is not None and device.levels:
-        t = cpu_cost.terms(kind, nodes, inputs, outputs, br + bw, device.cpu, device.sms, evals)
+        once = sum(_read_bytes(i, nodes) for i in inputs) + bw       # (re-reads hit the caches)
+        t = cpu_cost.terms(kind, nodes, inputs, outputs, br + bw, device.cpu, device.sms, evals, once)
         secs, mem, comp = cpu_cost.seconds(t, device.cpu, device.levels, device.sms)
         bound = "launch" if secs - mem - comp > max(mem, comp) else ("memory" if mem >= comp else "compute")
         return Cost(int(br), int(bw), float(flops), secs, bound, passes, mem, comp, cpu_terms=t)

@@ -36,6 +36,8 @@ VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P})
 # ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
 # helpers above
 _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
+# accumulators the emitter renders with a branch or a position (not vectorised)
+_SCALAR_ACCS = frozenset({Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +50,7 @@ class MemLevel:
     bandwidth: float
     parallel: float
     private: bool = False
+    reliable: float = 0.0       # the size up to which a working set is found whole there (0: all)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +64,7 @@ class CpuCosts:
     vector_special: float       # a vectorised float32 transcendental on one element
     reduce_special: float       # the same feeding a reduction (beside an accumulator: scalar)
     libm: float                 # a scalar libm call on one element
-    half: float                 # a float16 value converted or rounded
+    half: float                 # a float16 op result rounded (or a value converted back)
     strided: float              # a scan step along a leading axis (each a new cache line)
     transposed: float           # an element of a transposed operand (the tiles schedule)
     row: float                  # an innermost loop started (its setup, a vector loop's tail)
@@ -70,6 +73,15 @@ class CpuCosts:
     par_min_work: int = 1 << 18
     work_per_thread: int = 1 << 17
     libm_work: int = 16
+    half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
+    array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
+    aliased: float = 1.6e-9     # added to a transposed element read a multiple of 4 KiB from the
+                                # last (a tile's rows share the L1's sets: exp(x.T) of 1024x1024)
+    tanh_special: float = 0.18e-9   # a vectorised float32 tanh (in place of vector_special)
+    gather: float = 0.1e-6      # an element gathered from an input larger than gather_above bytes
+    branchy: float = 3e-9       # an element combined by an any/all/argmax/argmin accumulator
+    gather_above: int = 1 << 20
+    merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +100,13 @@ class Terms:
     strided: float              # leading-axis scan steps
     transposed: float           # elements read through a transposing permute
     threads: int                # the runtime's thread count for this kernel (idle machine)
+    half_in: float = 0.0        # float16 input elements converted to float32 as they load
+    arrays: int = 0             # array arguments of the call (inputs and outputs)
+    footprint: float = 0.0      # distinct bytes read + written (working_set less re-reads)
+    aliased: float = 0          # of the transposed elements, those a multiple of 4 KiB apart
+    tanh: float = 0.0           # of the vectorised evaluations, tanh's (a rational function: cheaper)
+    gathered: float = 0.0       # elements gathered from a large input (one cache miss each)
+    branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -99,12 +118,12 @@ def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = Tr
 
 def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], outputs: Iterable[Node],
           bytes_moved: float, costs: CpuCosts, cores: int,
-          evals: Mapping[Node, int] | None = None) -> Terms:
+          evals: Mapping[Node, int] | None = None, footprint: float | None = None) -> Terms:
     nodes, inputs, outputs = list(nodes), list(inputs), list(outputs)
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
-    simple = vector = reduce_vector = libm = half = strided = serial = 0.0
+    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -123,6 +142,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         if w >= 8 and n.op not in _CHEAP_WIDE:
             if n.op in VECTOR_SPECIALS and dt in (np.float32, np.float16):
                 vector += k
+                tanh += k if n.op is Op.TANH else 0
                 reduce_vector += min(k, n.size) if n in feeds else 0
                 ops += 1
             else:
@@ -133,19 +153,72 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             ops += 1
         if dt == np.float16:
             half += k
+        if n.op in _SCALAR_ACCS:
+            branchy += k
         if n.op in SCAN:
             serial += k
             strided += k if _leading_scan(n) else 0
-    half += sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16)
-    transposed = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else 0
-    loops = 1 + sum(1 for n in nodes if n.op in REDUCE) if kind == GroupKind.REDUCE else 1
-    if kind == GroupKind.REDUCE or kind == GroupKind.SCAN:
-        r = next((n for n in nodes if n.op in REDUCE | SCAN), None)
-        last = r.inputs[0].shape[-1] if r is not None and r.inputs[0].shape else last
+    half_in = float(sum(i.size for i in inputs if np.dtype(i.dtype) == np.float16))
+    transposed, aliased = _transposed_elements(nodes, inputs, users) if kind == GroupKind.ELEMENTWISE else (0, 0)
+    loops = 1
+    if kind == GroupKind.REDUCE:        # a loop a reduction, and one for a full-size output after them
+        loops = max(1, sum(1 for n in nodes if n.op in REDUCE) + any(o.size == domain for o in outputs))
+    r = next((n for n in nodes if n.op in REDUCE | SCAN), None) \
+        if kind in (GroupKind.REDUCE, GroupKind.SCAN) else None
+    if r is not None and r.inputs[0].shape:
+        shape = r.inputs[0].shape
+        axes = {a % len(shape) for a in (r.attr("axes") if r.op in REDUCE else (r.attr("axis"),))}
+        last = _innermost(shape, axes, costs.merge_below, _apart(nodes, shape))
+    elif kind == GroupKind.ELEMENTWISE:
+        dom = next((n.shape for n in sized if n.size == domain and n.shape), ())
+        last = _innermost(dom, set(), costs.merge_below, _apart(nodes, dom)) if dom else last
+    pieces = 1 + sum(1 for n in nodes if n.op is Op.PAD and n.shape and _pads_last(n))
+    # elements gathered from an input past the private cache (a label's logit in each row of a
+    # vocabulary-wide array): each a line the loop did not stream, read at memory latency
+    gathered = float(sum(n.size for n in nodes if n.op is Op.GATHER and n.inputs[0] in set(inputs)
+                         and n.inputs[0].nbytes > costs.gather_above))
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
-    return Terms(int(domain), int(domain // max(1, last) * loops), float(domain * loops), float(bytes_moved),
-                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t)
+    return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
+                 simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
+                 len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
+                 tanh, gathered, branchy)
+
+
+def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
+    """The innermost loop's extent over C-ordered data of ``shape`` (``reduced``: the reduced
+    axes): the last axis, joined with the neighbours of its kind (reduced or kept) while it is
+    shorter than ``below`` (``codegen/cpu_merge.py``) and no operand tells them apart
+    (``apart``: axes d that cannot join d + 1); a kept one in blocks of at most 1024 columns
+    where axes before it are reduced (the ``cols`` order)."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    if not dims:
+        return 1
+    role = dims[-1] in reduced
+    ext, k = shape[dims[-1]], len(dims) - 2
+    while k >= 0 and (dims[k] in reduced) == role and dims[k] == dims[k + 1] - 1 and ext < below \
+            and dims[k] not in apart:
+        ext *= shape[dims[k]]
+        k -= 1
+    return min(ext, 1024) if not role and reduced else ext
+
+
+def _apart(nodes, shape: tuple) -> set:
+    """Axes d of ``shape`` that a broadcast operand of the group tells from d + 1 (it runs
+    along one and not the other: a per-channel ``mean[c]`` of NHWC), so their loops stay two."""
+    out = set()
+    for n in nodes:
+        if n.op is Op.BROADCAST and len(n.shape) == len(shape):
+            src = (1,) * (len(shape) - len(n.inputs[0].shape)) + tuple(n.inputs[0].shape)
+            out.update(d for d in range(len(shape) - 1) if (src[d] == 1) != (src[d + 1] == 1))
+    return out
+
+
+def _pads_last(n: Node) -> bool:
+    """A PAD (a piece of a concatenation or pad) placed along the last axis: the innermost
+    loop runs in pieces (``codegen/cpu_pieces.py``)."""
+    starts, src = n.attr("starts") or (), n.inputs[0].shape
+    return bool(starts) and bool(src) and (starts[-1] != 0 or src[-1] != n.shape[-1])
 
 
 def _hoisted_extent(n: Node, users: dict) -> int:
@@ -177,11 +250,12 @@ def _hoisted_extent(n: Node, users: dict) -> int:
 
 
 def _feeding_reductions(nodes: list[Node]) -> set[Node]:
-    """The group's nodes a reduction of the group reads (directly or through others): they run in
-    a loop beside its accumulator, where the helpers' loops stay scalar."""
+    """The group's nodes a reduction of the group other than a sum reads (directly or through
+    others): they run in a loop beside its accumulator, where the helpers' loops stay scalar (a
+    float sum's additions run in a loop of their own: ``codegen/cpu.py``'s ``wide_sums``)."""
     inside = set(nodes)
     out: set[Node] = set()
-    stack = [i for n in nodes if n.op in REDUCE for i in n.inputs if i in inside]
+    stack = [i for n in nodes if n.op in REDUCE and n.op is not Op.SUM for i in n.inputs if i in inside]
     while stack:
         n = stack.pop()
         if n not in out:
@@ -203,11 +277,16 @@ def _transposed_elements(nodes: list[Node], inputs: list[Node], users: dict) -> 
     it through the same kind of permute runs in their order (NumPy's K order: ``x.T * s``)."""
     size = max((n.size for n in nodes), default=0)
     big = [i for i in inputs if i.size == size and i.size > 1]
-    turned = [i for i in big if _through_transpose(i, users)]
-    return sum(i.size for i in turned) if turned and len(turned) < len(big) else 0
+    turned = {i: _through_transpose(i, users) for i in big}
+    turned = {i: st for i, st in turned.items() if st}
+    if not turned or len(turned) == len(big):
+        return 0, 0
+    return sum(i.size for i in turned), sum(i.size for i, st in turned.items() if st % 4096 == 0)
 
 
-def _through_transpose(i: Node, users: dict) -> bool:
+def _through_transpose(i: Node, users: dict) -> int:
+    """The byte stride (C order) along which ``i``, read through a permute that moves the last
+    axis, is walked by the kernel's innermost loop; 0 where no such permute reads it."""
     seen, stack = set(), [i]
     while stack:
         for u in users.get(stack.pop(), ()):
@@ -216,33 +295,48 @@ def _through_transpose(i: Node, users: dict) -> bool:
             seen.add(u)
             perm = tuple(u.attr("perm") or ()) if u.op is Op.PERMUTE else ()
             if perm and perm[-1] != len(perm) - 1:
-                return True
+                src = u.inputs[0].shape
+                return int(np.dtype(u.dtype).itemsize * math.prod(src[perm[-1] + 1:]))
             stack.append(u)
-    return False
+    return 0
 
 
 def level_bandwidth(levels, working_set: float, threads: int, cores: int):
     """(level, bytes/s) for a working set streamed by ``threads`` of ``cores``: the smallest level
-    that holds it (a private level holds ``threads`` times its size)."""
-    for lv in levels:
+    that holds it (a private level holds ``threads`` times its size); past the level's
+    ``reliable`` size a falling share of it is found there, the rest in the next level (the
+    bandwidth their times' blend)."""
+    def bw(lv):
+        share = (threads - 1) / max(1, cores - 1)
+        return lv.bandwidth + (lv.parallel - lv.bandwidth) * min(1.0, share)
+    for k, lv in enumerate(levels):
         cap = lv.bytes * (threads if lv.private else 1)
         if working_set <= cap:
             break
-    share = (threads - 1) / max(1, cores - 1)
-    return lv, lv.bandwidth + (lv.parallel - lv.bandwidth) * min(1.0, share)
+    reliable = (lv.reliable or lv.bytes) * (threads if lv.private else 1)
+    if working_set <= reliable or k + 1 >= len(levels):
+        return lv, bw(lv)
+    hit = (cap - working_set) / (cap - reliable)
+    return lv, 1.0 / (hit / bw(lv) + (1.0 - hit) / bw(levels[k + 1]))
 
 
 def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float, float]:
     """(predicted seconds, memory seconds, compute seconds) of a kernel's terms; the fixed cost
     is the first minus the other two."""
-    _, bw = level_bandwidth(levels, t.working_set, t.threads, cores)
-    mem = t.working_set / bw
+    # the level holding the distinct bytes streams them once; a multi-pass kernel's re-reads
+    # (a row or block read again by the next phase) come from the first level
+    once = min(t.footprint or t.working_set, t.working_set)
+    _, bw = level_bandwidth(levels, once, t.threads, cores)
+    _, near = level_bandwidth(levels[:1], 0.0, t.threads, cores)
+    mem = once / bw + (t.working_set - once) / near
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
-            + (t.vector - t.reduce_vector) * costs.vector_special + t.reduce_vector * costs.reduce_special
+            + (t.vector - t.reduce_vector - t.tanh) * costs.vector_special + t.tanh * costs.tanh_special
+            + t.reduce_vector * costs.reduce_special
             + t.libm * costs.libm
-            + t.half * costs.half + t.strided * costs.strided + t.transposed * costs.transposed
-            + t.rows * costs.row) / t.threads
-    fixed = costs.call + (costs.pool if t.threads > 1 else 0.0)
+            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
+            + t.transposed * costs.transposed + t.aliased * costs.aliased
+            + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row) / t.threads
+    fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0)
     return fixed + mem + comp, mem, comp
 
 
@@ -258,10 +352,18 @@ KiB, MiB = 1024, 1024 * 1024
 # The 2-core CI machine (AMD EPYC, Zen 5 under KVM: 48 KiB L1d and 1 MiB L2 a core, 32 MiB L3
 # shared): a Numba loop y = a*x + b streams 180-230 GB/s in L2, ~120 GB/s (one thread) and ~210
 # GB/s (two) in L3, 45-60 GB/s from DRAM (``kfuse.bench.ceilings.cpu_levels`` measures them)
+# (L3 is shared: past half of it, less and less of a working set is still there at the next call,
+# which the previous call's outputs, other data and the neighbours evict; the corpus times calls on
+# two input sets in turn, as a program's calls rarely see the last call's data. Half, not a
+# quarter: 95 against 91 of the corpus's 100 kernels within 2x on the quiet run of 21:15)
 CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
-              MemLevel("L3", 32 * MiB, 135e9, 210e9),
+              MemLevel("L3", 32 * MiB, 125e9, 210e9, reliable=16 * MiB),
               MemLevel("DRAM", math.inf, 45e9, 55e9))
-# Fitted by kfuse.bench.cpu_calibrate on the CPU corpus (2026-11-27: one-thread samples, with the
-# other helpers' load on the cores, and the two-thread ones of a run beside them), then rounded
-CPU_COSTS = CpuCosts(call=1.5e-6, pool=5e-6, sweep=0.0, op=0.012e-9, serial=0.4e-9, vector_special=0.18e-9,
-                     reduce_special=1.1e-9, libm=5e-9, half=0.2e-9, strided=9e-9, transposed=2e-9, row=1.4e-9)
+# Fitted by kfuse.bench.cpu_calibrate on the CPU corpus, then rounded: the one-thread figures on
+# 2026-11-27 20:45 (every kernel on one thread, timed by its CPU time: the machine was busy with
+# other work; the call less the CPU clock's own cost), the thread pool's and two-thread figures from
+# the earlier idle calibration
+CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
+                     reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.8e-9, row=1.4e-9,
+                     half_load=0.07e-9, array=0.1e-6, aliased=4.8e-9, tanh_special=0.1e-9, gather=0.1e-6,
+                     branchy=10e-9)

@@ -244,13 +244,14 @@ class _Variants:
 
 class _Call:
     """``fns[0]``/``fns[1]`` of a kernel: called as the unscheduled kernel was (inputs, outputs,
-    sizes), it picks the schedule for the inputs' strides, collapses the inputs it says and adds
-    the column block of the ``cols`` order."""
-    __slots__ = ("v", "par", "nin", "nout")
+    sizes), it picks the schedule for the inputs' strides and passes the arguments it takes
+    (``cpu_schedule.call_args``: buffers joined, outputs in the loop order, a block size)."""
+    __slots__ = ("v", "par", "nin", "nout", "shaped")
 
     def __init__(self, variants: _Variants, par: bool):
         self.v, self.par = variants, par
         self.nin, self.nout = len(variants.kir.inputs), len(variants.kir.outputs)
+        self.shaped: dict = {}      # (strides, threads) -> how call_args shaped the arguments
 
     def __call__(self, *args):
         v, nin = self.v, self.nin
@@ -260,30 +261,26 @@ class _Call:
             v.last = hit[2]
             hit[self.par](*args)
             return
+        threads = thread_cap() if self.par else 1
+        got = self.shaped.get((key, threads))
+        if got is not None:                     # the arguments shaped as call_args did before
+            fn, sched, perm, shapes, extra = got   # (the shapes: this kernel's sizes, fixed)
+            v.last = sched
+            n = nin + self.nout
+            fn(*[a if s is None else (a.transpose(perm) if j >= nin and perm else a).reshape(s)
+                 for j, (a, s) in enumerate(zip(args[:n], shapes))], *args[n:], *extra)
+            return
         ins = list(args[:nin])
         sched = v.schedule(ins)
         _, seq, par = v.compiled(sched)
-        if not sched.flat and sched.order not in ("cols", "blocks") and not sched.perm:
+        if not (sched.flat or sched.perm or sched.merge) and sched.order not in ("cols", "blocks"):
             v.direct[key] = (seq, par, sched)
-        for b, first in sched.flat:
-            ins[b] = CS.collapse(ins[b], first)
-        if sched.perm:          # the kernel stores at permuted indices: the outputs in its loop order
-            nout = self.nout    # (C-contiguous where they were allocated in it: cpu_layout.allocate)
-            args = args[:nin] + tuple(o.transpose(sched.perm) for o in args[nin:nin + nout]) + \
-                args[nin + nout:]
-        extra = ()
-        if sched.order == "cols":
-            kir = v.kir
-            others = [d for d in kir.loop_dims(kir.outer) if d != sched.col]
-            n0 = kir.extent(others[0]) if others else 1
-            threads = thread_cap() if self.par else 1
-            cb = CS.col_block(kir.extent(sched.col), -(-threads // n0))
-            extra = (np.int64(cb),)
-            if n0 * -(-kir.extent(sched.col) // cb) < 2:
-                par = seq                           # one block: nothing to share
-        elif sched.order == "blocks":
-            extra = (np.int64(cpu_blocks.block_rows(v.kir)),)
-        (par if self.par else seq)(*ins, *args[nin:], *extra)
+        got, alone = CS.call_args(v.kir, sched, ins, args, nin, threads)
+        fn = seq if alone or not self.par else par
+        n = nin + self.nout
+        self.shaped[(key, threads)] = (fn, sched, sched.perm, [None if b is a else b.shape for a, b in
+                                                               zip(args[:n], got[:n])], got[len(args):])
+        fn(*got)
 
 
 class _Kernel:

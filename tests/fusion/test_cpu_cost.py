@@ -38,7 +38,7 @@ def test_terms_tell_vector_helpers_from_libm_calls_and_half_values():
     t16 = _kernel(lambda x: x * 2, "f16[256,256]").cost.cpu_terms
     n = 256 * 256
     assert (t32.vector, t32.libm) == (n, 0) and (t64.vector, t64.libm) == (0, n)
-    assert t16.half >= 2 * n and t32.half == 0          # the load converted, the product rounded
+    assert t16.half_in == n and t16.half >= n and t32.half == t32.half_in == 0  # the load converted, the product rounded
     assert t64.threads == 2 and t32.threads == 1        # a libm call counts 16 units of work
 
 
@@ -93,6 +93,11 @@ CASES = {
         -1, keepdims=True), [(32, 512)], np.float32),
     "cumsum": (lambda x: np.cumsum(x, axis=1), [(64, 512)], np.float32),
     "half": (lambda x, y: x * y + x, [(128, 256), (128, 256)], np.float16),
+    # a reduction over NCHW channels (merged H x W columns, cpu_merge) and a column softmax (the
+    # cols order: its exp staged in the output, its sum added in a loop of its own)
+    "pixelnorm": (lambda x: x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-8), [(4, 16, 16, 16)],
+                  np.float32),
+    "colsoftmax": (lambda x: np.exp(x - x.max(0)) / np.exp(x - x.max(0)).sum(0), [(128, 128)], np.float32),
 }
 
 
@@ -144,3 +149,21 @@ def test_a_per_channel_value_is_priced_once_per_channel():
     p = kfuse.explain(kfuse.jit(bn), "f32[32,256,64,64]", *["f32[256]"] * 4, device="cpu")
     (g,) = p.groups
     assert g.cost.cpu_terms.simple < 4 * 32 * 256 * 64 * 64      # the 3 full-size ops, and a little
+
+
+def test_short_loops_merge_unless_a_broadcast_tells_them_apart():
+    """The innermost loop the model prices is codegen/cpu_merge's: NCHW's 32 x 32 is one loop of
+    1024 (then long enough); a per-channel operand of NHWC keeps the 3 channels a loop."""
+    nchw = _kernel(lambda x: x * 2, "f32[8,64,32,32]").cost.cpu_terms
+    nhwc = _kernel(lambda x, m: x - m, "f32[8,32,32,3]", "f32[3]").cost.cpu_terms
+    assert nchw.rows == 8 * 64 * 32 * 32 // 1024 and nhwc.rows == 8 * 32 * 32
+    pool = _kernel(lambda x: x.mean(axis=(2, 3)), "f32[8,64,32,32]").cost.cpu_terms
+    assert pool.rows == 8 * 64                  # the reduced H x W: one loop
+
+
+def test_transposed_reads_4k_apart_are_aliased():
+    wide = _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.cpu_terms
+    odd = _kernel(lambda x, y: x.T + y, "f32[1000,1000]", "f32[1000,1000]").cost.cpu_terms
+    assert wide.transposed == wide.aliased == 1024 * 1024 and odd.transposed == 10 ** 6 and odd.aliased == 0
+    assert _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.seconds > \
+        _kernel(lambda x, y: x.T + y, "f32[1000,1000]", "f32[1000,1000]").cost.seconds * 1.5

@@ -70,4 +70,4 @@ def test_small_and_non_sum_reductions_keep_the_rows_order():
     g = kfuse.jit(lambda x: x.max(), backend="cpu")
     big = RNG.standard_normal((700, 300)).astype(np.float32)
     assert g(big) == big.max()
-    assert _schedules(g) == ["order=rows"]
+    assert [s.split()[0] for s in _schedules(g)] == ["order=rows"]      # (its loops merged: cpu_merge)
