@@ -1,4 +1,4 @@
-"""Index checks read back without waiting for the whole call (runtime.gpu_launch: the check's
+"""Index checks read back without waiting for the whole call (runtime.check_flags: the check's
 group launched first, its flag copied to pinned host memory; skipped without a GPU): a
 cross-entropy with labels in range returns NumPy's value, one out of range raises NumPy's
 IndexError (CuPy and torch callers), the next call after the error is right again, and a step

@@ -1,11 +1,11 @@
-"""The GPU launch order puts the groups computing index checks first (runtime.gpu_launch
+"""The GPU launch order puts the groups computing index checks first (runtime.check_flags
 ``check_first_order``): a cross-entropy's label check runs before its row kernel, so the call
 waits for the check's flag alone; the order stays a topological order of the plan, and a plan
 without checks keeps its own."""
 import numpy as np
 
 import kfuse
-from kfuse.runtime.gpu_launch import check_first_order
+from kfuse.runtime.check_flags import check_first_order
 
 
 def cross_entropy(logits, labels):
