@@ -328,19 +328,11 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                     loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
                 lanes.append(self.stmt(s, loads))
             elif isinstance(s, K.Store):
-                b = kir.outputs[s.buf]
-                stores.append((s, _STYPE[b.dtype]))
-                lanes.append(f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+                lanes.append(self.lane_store(s, stores))
             else:
                 lanes.append(self.stmt(s))
-        compute = [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
-        if gathered or pads_along(ph.pre, last):    # each lane's own innermost index (gathers, a PAD's tests)
-            compute.append(f"const IDX ib_ = {last};")
-            lanes.insert(0, f"const IDX {last} = ib_ + e_; (void){last};")
-        compute.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
-        compute += ["  " + x for x in lanes]
-        compute.append("}")
-        compute += [self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]
+        # each lane's own innermost index where a lane reads its own element (gathers, a PAD's tests)
+        compute = self.lane_compute(lanes, stores, V, last if gathered or pads_along(ph.pre, last) else None)
         if U > 1:
             body += [f"  {t} {n}_[{U}];" for t, n, _ in fetch]
             body += self.unit_loop(U, per_unit, unit + index + [f"{n}_[k_] = {ex};" for _, n, ex in fetch] + end_unit)
@@ -356,6 +348,25 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
             body += ["  " + self.stmt(s) for s in ph.pre]
             body.append("}")
         return self.wrap(body)
+
+    def lane_store(self, s: K.Store, stores: list) -> str:
+        """Lane ``e_``'s value of store ``s`` into its output's vector ``o_<k>`` (``stores`` gets
+        ``(s, storage type)``; :meth:`lane_compute` writes the vectors)."""
+        b = self.kir.outputs[s.buf]
+        stores.append((s, _STYPE[b.dtype]))
+        return f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};"
+
+    def lane_compute(self, lanes: list, stores: list, V: int, last: str | None = None) -> list[str]:
+        """A vector unit's work: the stores' vectors, ``lanes`` run for each of the ``V`` lanes
+        (``last`` given: each lane with its own ``last``, the unit's plus ``e_``), the vector stores."""
+        out = [f"KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
+        if last is not None:
+            out.append(f"const IDX ib_ = {last};")
+            lanes = [f"const IDX {last} = ib_ + e_; (void){last};"] + lanes
+        out.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
+        out += ["  " + x for x in lanes]
+        out.append("}")
+        return out + [self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]
 
     @staticmethod
     def unit_loop(U: int, per_unit: str, lines: list[str]) -> list[str]:

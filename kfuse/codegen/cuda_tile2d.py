@@ -14,7 +14,7 @@ is the runtime's choice, from the arrays' strides (``runtime.cuda``): the emitte
 from __future__ import annotations
 
 from . import kernel_ir as K
-from .cuda_ops import _STYPE, ctype, index_c, load_expr, store_value
+from .cuda_ops import _STYPE, ctype, index_c, load_expr
 
 TILE = 32           # a tile's side, in elements (Variant.side: the launcher takes TILE_WIDE where the
 TILE_WIDE = 64      # staged tiles fit STAGE_BYTES: exp(x.T) + y over 8192^2 f32, 264 -> 239 us, H200)
@@ -120,19 +120,10 @@ class Tile2dEmitter:
                     reads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
                 lanes.append(self.stmt(s, reads))
             elif isinstance(s, K.Store):
-                b = kir.outputs[s.buf]
-                stores.append((s, _STYPE[b.dtype]))
-                lanes.append(f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+                lanes.append(self.lane_store(s, stores))
             else:
                 lanes.append(self.stmt(s, reads))
-        tb += ["    " + x for x in fetch]
-        tb += [f"    KfVec<{st}, {V}> o_{k};" for k, (_, st) in enumerate(stores)]
-        tb.append(f"    const IDX ib_ = {last};")
-        tb.append(f"    #pragma unroll\n    for (int e_ = 0; e_ < {V}; ++e_) {{")
-        tb.append(f"      const IDX {last} = ib_ + e_; (void){last};")
-        tb += ["      " + x for x in "\n".join(lanes).split("\n")]
-        tb.append("    }")
-        tb += ["    " + self.vstore(s, st, V, f"o_{k}") for k, (s, st) in enumerate(stores)]
+        tb += ["    " + x for x in "\n".join(fetch + self.lane_compute(lanes, stores, V, last)).split("\n")]
         tb += ["  }", "}", "__syncthreads();"]
         body += ["  " + x for x in "\n".join(tb).split("\n")]
         body.append("}")
