@@ -152,6 +152,11 @@ def _vector_aligned(a, vec: int, index=None) -> bool:
     return st[-1] == 1 and not any(x % vec for x in used) and not a.data.ptr % (vec * a.itemsize)
 
 
+def _element_strides(arrays) -> list:
+    """Each array's strides in elements."""
+    return [tuple(x // a.itemsize for x in a.strides) for a in arrays]
+
+
 class _Launcher(LauncherBase):
     """One group's CUDA C kernel: a variant per stride/alignment pattern (vector width,
     32/64-bit index math, row or column reduction, register caching)."""
@@ -210,33 +215,34 @@ class _Launcher(LauncherBase):
         if self.flat:
             return None
         n = math.prod(self.extent(d) for d in range(len(self.kir.domain)))
-        kir = flatten_domain(self.kir, [tuple(x // a.itemsize for x in a.strides) for a in ins],
-                             [tuple(x // a.itemsize for x in a.strides) for a in outs], self.size_of)
+        kir = flatten_domain(self.kir, _element_strides(ins), _element_strides(outs), self.size_of)
         if kir is None:
             return None
         for s in kir.phases[0].pre:
             if isinstance(s, (K.Load, K.Store)) and not cuda_emit.vector_access(s.index, "i0"):
                 if isinstance(s, K.Store) or ins[s.buf].size * FLAT_BROADCAST_MAX > n:
                     return None     # a full-size access still decomposed: element by element anyway
+        child = self._child(kir)
+        child.flat = True
+        return child
+
+    def _child(self, kir: K.KernelIR) -> "_Launcher":
+        """The launcher of ``kir``, a per-call rewrite of this group's kernel IR, made once."""
         children = self.__dict__.setdefault("_children", {})
-        child = children.get(kir.phases)
+        key = (kir.domain, kir.phases)
+        child = children.get(key)
         if child is None:
-            child = children[kir.phases] = _Launcher(self.group, kir, self.arch, self.cache)
-            child.flat = True
+            child = children[key] = _Launcher(self.group, kir, self.arch, self.cache)
         return child
 
     def _contiguous_reads(self, ins):
         """The launcher of this group's kernel IR with the reshaped reads these inputs' strides
         make contiguous read as such (codegen.reshape_index), or None where none is; one a
         rewritten IR, sharing this launcher's tile."""
-        kir = collapse_contiguous_reshapes(self.kir, [tuple(x // a.itemsize for x in a.strides) for a in ins],
-                                           self.size_of)
+        kir = collapse_contiguous_reshapes(self.kir, _element_strides(ins), self.size_of)
         if kir is self.kir:
             return None
-        children = self.__dict__.setdefault("_children", {})
-        child = children.get(kir.phases)
-        if child is None:
-            child = children[kir.phases] = _Launcher(self.group, kir, self.arch, self.cache)
+        child = self._child(kir)
         child.tile = self.tile
         return child
 
