@@ -279,8 +279,10 @@ def _fmt_bytes(n: float) -> str:
 
 
 def roofline(bytes_read: float, bytes_written: float, flops: float, device: DeviceSpec,
-             dtype=np.float32, unit: str = "simt", passes: int = 1, extra_compute: float = 0.0) -> Cost:
-    mem = (bytes_read + bytes_written) / device.bandwidth
+             dtype=np.float32, unit: str = "simt", passes: int = 1, extra_compute: float = 0.0,
+             bandwidth: float | None = None) -> Cost:
+    """``bandwidth``: what the kernel's accesses reach, where less than the device's."""
+    mem = (bytes_read + bytes_written) / (bandwidth or device.bandwidth)
     comp = flops / device.peak(dtype, unit) + extra_compute
     body = max(mem, comp)
     bound = "memory" if mem >= comp else "compute"
@@ -341,14 +343,8 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
         secs, mem, comp = cpu_cost.seconds(t, device.cpu, device.levels, device.sms)
         bound = "launch" if secs - mem - comp > max(mem, comp) else ("memory" if mem >= comp else "compute")
         return Cost(int(br), int(bw), float(flops), secs, bound, passes, mem, comp, cpu_terms=t)
-    cost = roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes,
-                    rounding_seconds(nodes, evals, device))
-    walk = column_scan_seconds(kind, nodes, br + bw, device)
-    if walk > cost.memory_seconds:
-        body = max(walk, cost.compute_seconds)
-        cost = dataclasses.replace(cost, seconds=body + device.launch_overhead, memory_seconds=walk,
-                                   bound="memory" if walk >= cost.compute_seconds else cost.bound)
-    return cost
+    return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes,
+                    rounding_seconds(nodes, evals, device), column_scan_bandwidth(kind, nodes, device))
 
 
 # A GPU column scan runs a thread a column, each walking its rows in order with COL_UNROLL loads
@@ -358,18 +354,18 @@ SCAN_LOADS_IN_FLIGHT = 16
 MEMORY_LATENCY_S = 0.7e-6
 
 
-def column_scan_seconds(kind, nodes: list[Node], nbytes: float, device: DeviceSpec) -> float:
-    """The time a GPU column scan's bytes take at the bandwidth its columns keep in flight; 0 for
-    other kernels and devices."""
+def column_scan_bandwidth(kind, nodes: list[Node], device: DeviceSpec) -> float | None:
+    """The bandwidth a GPU column scan's columns keep in flight, where below the device's; None
+    for other kernels and devices."""
     if kind != GroupKind.SCAN or device.kind != "gpu":
-        return 0.0
+        return None
     scan = next((n for n in nodes if n.op in SCAN), None)
     if scan is None or scan.inputs[0].ndim < 2 or scan.attr("axis") % scan.inputs[0].ndim == scan.inputs[0].ndim - 1:
-        return 0.0
+        return None
     x = scan.inputs[0]
     columns = x.size // max(1, x.shape[scan.attr("axis") % x.ndim])
-    in_flight = columns * SCAN_LOADS_IN_FLIGHT * x.dtype.itemsize
-    return nbytes / min(device.bandwidth, in_flight / MEMORY_LATENCY_S)
+    reach = columns * SCAN_LOADS_IN_FLIGHT * x.dtype.itemsize / MEMORY_LATENCY_S
+    return reach if reach < device.bandwidth else None
 
 
 def rounding_seconds(nodes: list[Node], evals: Mapping[Node, int], device: DeviceSpec) -> float:

@@ -31,8 +31,9 @@ def _recomputable(state: Clustering, p: int) -> set[Node]:
     """Nodes of cluster ``p`` another kernel could recompute: elementwise work that does not
     depend (inside ``p``) on a reduction or a matmul (the whole of an elementwise cluster, the
     prologue of a reduction), and a movement to the cluster's domain of anything (a reduction's
-    result broadcast back: the reader reads the result and broadcasts it itself, no full-size copy). Random bits count: their value is a function of the position and
-    the seed (``ir/philox.py``), the same in every kernel that computes them."""
+    result broadcast back: the reader reads the result and broadcasts it itself, no full-size
+    copy). Random bits count: their value is a function of the position and the seed
+    (``ir/philox.py``), the same in every kernel that computes them."""
     out: set[Node] = set()
     domain = state.shape(p).domain
     for n in sorted(state.members[p], key=state.order.__getitem__):
