@@ -375,7 +375,8 @@ class GpuProgram:
         return [r if isinstance(r, HostFlag) else outs.result(r, o.dtype) for r, o in zip(results, self.plan.graph.outputs)]
 
     def _run(self, cupy, arrs, dev, empty) -> list:
-        """Run the groups in order; ``empty(shape, dtype)`` allocates the kernels' outputs."""
+        """Run the groups (those computing index checks first: ``check_flags``); ``empty(shape,
+        dtype)`` allocates the kernels' outputs."""
         graph = self.plan.graph
         props = self._props.get(dev)
         if props is None:
