@@ -456,6 +456,9 @@ class Lowered:
             if device is None:
                 device = _config.get().device or self.backend.default_device
             p = plan(self.optimized, device)
+            if _backends.Feature.ATTENTION not in self.backend.features:
+                from .fusion.attention import without_attention
+                p = without_attention(p, self.backend.name)
             refused = self.backend.refusals(p)
             self._plan = dataclasses.replace(p, refused=p.refused + refused) if refused else p
         return self._plan
@@ -522,7 +525,7 @@ def explain(fn, *args, device: str | None = None, **kwargs):
             raise
     else:
         if jf.compile_count:
-            plan = dataclasses.replace(plan, notes=jf._dispatch_notes(args, kwargs))
+            plan = dataclasses.replace(plan, notes=plan.notes + jf._dispatch_notes(args, kwargs))
         return plan
     values = jf._bind(args, kwargs)         # the segments: run on copies of arrays, or on specs
     concrete = all(not isinstance(v, str) for v in values.values())

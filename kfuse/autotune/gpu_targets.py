@@ -31,6 +31,9 @@ def gpu_arch(device_id: int | None = None) -> str:
 
 def kernel_source(kir) -> str:
     """The text a tuning key hashes: the kernel in its default variant (stable across calls)."""
+    if kir.attention is not None:
+        from ..runtime.attention import group_source
+        return group_source(kir)
     return cuda_emit.emit_kernel(kir).source
 
 
@@ -67,6 +70,12 @@ class CudaTarget:
             if kir.contraction is not None:
                 ins.append(contract(kir.contraction, ins))
             outs = [cupy.empty(tuple(n.shape), interop.storage_dtype(n.dtype)) for n in g.outputs]
+            if kir.attention is not None:       # (not tuned: its one tile)
+                from ..runtime.attention import group_runner
+                group_runner(g, kir)(ins, outs[0])
+                self.heur[i], self.ins[i], self.outs[i] = (heuristics or {}).get(g.id), ins, outs
+                env.update(zip(g.outputs, outs))
+                continue
             launcher = self._launcher(i, None)
             launcher(ins, outs, self.props)
             variant, grid = launcher.variant_for(ins, outs, self.props)

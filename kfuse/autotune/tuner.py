@@ -169,6 +169,10 @@ def tune_program(lowered_or_plan, arrays=None, backend="cpu", mode: str | None =
     try:
         for g in plan.groups:
             rep = GroupReport(g.id, g.kind, "heuristic", heur[g.id], heur[g.id])
+            if g.kind == GroupKind.ATTENTION:
+                rep.note = "the attention kernel has one tile (not tuned)"
+                _report(reports, rep)
+                continue
             try:
                 bucket = keys.shape_bucket(g.domain)
                 khash = _kernel_hash(sources[g.id], tuple((str(n.dtype), len(n.shape)) for n in g.inputs),

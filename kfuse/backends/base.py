@@ -32,6 +32,7 @@ class Feature(enum.Enum):
     SCAN = "scan"                           # cumulative sums and products
     AUTOTUNE = "autotune"                   # launch shapes / threads searched per shape bucket
     COMPLEX = "complex"                     # complex64/complex128 values (read, computed or written)
+    ATTENTION = "attention"                 # softmax(q @ k^T) @ v as one kernel (else its three parts)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -714,5 +714,9 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
 
 
 def emit(kir: K.KernelIR, variant: Variant | None = None) -> str:
-    """KernelIR -> readable CUDA C source (one ``extern "C"`` kernel plus the prelude)."""
+    """KernelIR -> readable CUDA C source (one ``extern "C"`` kernel plus the prelude); an
+    attention group's: its one kernel (``codegen.attention_cuda``)."""
+    if kir.attention is not None:
+        from .attention_cuda import default_attention_tile, emit_attention
+        return emit_attention(kir.attention.spec, default_attention_tile(kir.attention.spec.head_dim))
     return emit_kernel(kir, variant).source

@@ -493,6 +493,7 @@ class KernelIR:
     tile: Any = None                # emitter-specific tiling (CUDA); ignored on the CPU
     init_from: tuple = ()           # (output, input) pairs: the runtime copies the input into the
                                     # output buffer before the kernel runs (a scatter's base)
+    attention: Any = None           # an attention group's kernel (codegen.attention_lower.AttentionIR)
     in_place: tuple = ()            # (output, input) pairs: the runtime may pass the input's own
                                     # buffer as the output (an argument written in place); the
                                     # kernel reads it only at the element it writes, and emitters
@@ -521,6 +522,8 @@ class KernelIR:
         lines.append(f"  domain: [{dom}] outer={list(self.outer)} inner={list(self.inner)}")
         if self.contraction is not None:
             lines.append(f"  {self.contraction}")
+        if self.attention is not None:
+            lines.append("  " + str(self.attention).replace("\n", "\n  "))
         for o, i in self.init_from:
             lines.append(f"  out{o} starts as a copy of in{i}")
         for o, i in self.in_place:

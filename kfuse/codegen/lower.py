@@ -587,5 +587,9 @@ def scan_init(node: Node):
 def lower_group(group, tile=None, sized: frozenset = frozenset()) -> K.KernelIR:
     """Lower one fusion group (``elementwise``, ``reduce`` or ``matmul``) to a KernelIR.
     ``sized``: integer CONST nodes read from size parameters instead of compiled in (constants
-    that change with the arguments' sizes, such as an index check's bound: ``runtime.shape_class``)."""
+    that change with the arguments' sizes, such as an index check's bound: ``runtime.shape_class``).
+    An ``attention`` group: ``codegen.attention_lower``."""
+    if group.kind == GroupKind.ATTENTION:
+        from .attention_lower import lower_attention
+        return lower_attention(group, lower_group)
     return _Lowerer(group, tile, sized).run()

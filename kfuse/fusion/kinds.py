@@ -25,6 +25,7 @@ class GroupKind(StrValued):
     SCAN = "scan"                   # scans along one axis of one domain, each row run in order
     MATMUL = "matmul"               # one product with its operand casts and elementwise epilogue
     SCATTER = "scatter"             # one scatter with the producers of its values and indices
+    ATTENTION = "attention"         # softmax(score(q @ k^T)) @ v: two products and a softmax (parts)
 
 
 # Kinds whose kernel runs rows: a loop over the kept (outer) dims around the reduced or scanned

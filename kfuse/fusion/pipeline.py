@@ -17,7 +17,7 @@ from .. import config as _config
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, REDUCE, SCAN, Op
 from ..logs import logger
-from . import elementwise, gemm_epilogue, recompute, reduction, scan
+from . import attention, elementwise, gemm_epilogue, recompute, reduction, scan
 from .aliasing import order_checks_first, with_argument_writes
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
 from .dag import Dag, is_acyclic, topological_order
@@ -181,10 +181,11 @@ def plan(graph: Graph, device=None) -> Plan:
             break
         no_rowwise = no_rowwise | split
     passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
+    groups, notes = attention.fuse(groups, device, graph)
     groups = with_argument_writes(graph, groups)
     views = tuple(o for o in dict.fromkeys(graph.outputs) if o in state.views)
     p = Plan(graph=graph, groups=tuple(groups), refused=final_refusals(state.refused, groups), device=device,
-             passthrough=passthrough, views=views)
+             passthrough=passthrough, views=views, notes=tuple(notes))
     check_plan(p)
     return p
 

@@ -33,6 +33,12 @@ This is the contract between ``fusion`` (which builds plans) and ``codegen`` (wh
     One ``MATMUL`` node (``anchor``), optional ``CAST`` nodes on its operands, and an elementwise
     epilogue of the matmul's output shape (bias, activation, residual, scaling, cast).
 
+``"attention"``
+    ``softmax(score(q @ k^T)) @ v`` (``fusion.attention``): the nodes of a matmul group (the
+    scores), the row-wise softmax group reading them and the matmul group reading the softmax,
+    which it keeps (``attention.parts``: a backend without the attention kernel runs those). Its inputs are
+    q, k, v and the score's arrays; its one output the second product; ``anchor`` that product.
+
 ``"scatter"``
     One ``SCATTER`` node (``anchor``) and the elementwise/movement nodes computing its values and
     index arrays, all of the scatter's domain (its values' shape, the group's ``domain``). Its one
@@ -74,6 +80,8 @@ class KernelGroup:
     # elementwise: (output position, argument INPUT node) pairs, the output being the argument's
     # final value, written into the caller's array itself (see ``aliasing.with_argument_writes``)
     in_place: tuple[tuple[int, Node], ...] = ()
+    # attention: the matmul, softmax and matmul groups it stands for (``fusion.attention.Match``)
+    attention: Any = None
 
     def __post_init__(self):
         object.__setattr__(self, "kind", GroupKind(self.kind))

@@ -536,10 +536,12 @@ class CudaProgram(GpuProgram):
         """Printable stages: "kernel" (KernelIR), "cuda" (default variants; for a matmul group the
         fused GEMM or GEMM-epilogue kernel the plan runs, when it has one), "ptx"."""
         if self._stages is None:
+            from .attention import group_source
             from .gemm import group_sources
             sources = []
             for g, k in zip(self.plan.groups, self.kirs):
-                gemm = group_sources(g, k) if k.contraction is not None else []
+                gemm = (group_sources(g, k) if k.contraction is not None
+                        else [group_source(k)] if k.attention is not None else [])
                 sources += gemm or [cuda_emit.emit_kernel(k).source]
             self._stages = {
                 "kernel": "\n\n".join(k.as_text() for k in self.kirs),

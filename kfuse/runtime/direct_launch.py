@@ -65,7 +65,7 @@ def build(program, args, positions, kind: str, dev: int, out_tree, generic, chec
     g, launcher, out_sig = plan.groups[0], program.launchers[0], program._out_sig[0]
     index = {n: k for k, n in enumerate(graph.inputs)}
     written = _written(program, g)
-    if (written is None or launcher.kir.contraction is not None or any(n not in index for n in g.inputs)
+    if (written is None or launcher.kir.contraction is not None or launcher.kir.attention is not None or any(n not in index for n in g.inputs)
             or any(o not in g.outputs for o in graph.outputs)
             or any(not _written_in_place(graph, i, k, g, written) for i, k in writebacks)):
         return None

@@ -282,7 +282,7 @@ class GpuProgram:
         self.host_inputs = host_inputs(plan, kirs)
         self._single = None             # _single_kernel(), decided when the launchers are made
         self._emitted = [{} for _ in plan.groups]   # per group: LauncherBase.emitted
-        self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir)
+        self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir); attention: its runner
         # scatter group id -> {output: base input} where it writes into its base's buffer
         self._in_place = {g.id: dict(k.init_from) for g, k in zip(plan.groups, kirs)
                           if plan.scatters_in_place(g)}
@@ -399,6 +399,9 @@ class GpuProgram:
             ins = [env[n] for n in g.inputs]
             if kir.contraction is not None:     # CuPy and cuBLAS calls: CuPy arrays of tensor views
                 outs = self._matmul(g, kir, launch, [interop.as_cupy(a) for a in ins], out_sig, props)
+            elif kir.attention is not None:
+                outs = [self._attention(g, kir)([interop.as_cupy(a) for a in ins],
+                                                empty(*out_sig[0]))]
             else:
                 into = self.buffers_in_place(g, ins, env)
                 outs = [into[k] if k in into else empty(shape, dtype)
@@ -444,7 +447,8 @@ class GpuProgram:
         """``(input positions, launcher, output signature)`` when the plan is one non-matmul
         kernel whose outputs are the program's outputs, in order (the common case: its call then
         skips the value environment); else None."""
-        if (len(self.plan.groups) != 1 or self.kirs[0].contraction is not None or self._into_argument
+        if (len(self.plan.groups) != 1 or self.kirs[0].contraction is not None
+                or self.kirs[0].attention is not None or self._into_argument
                 or self.plan.groups[0].in_place):
             return None         # (a write into an argument: _run writes the argument itself)
         g, graph = self.plan.groups[0], self.plan.graph
@@ -454,6 +458,14 @@ class GpuProgram:
         if any(n not in index for n in g.inputs):
             return None
         return [index[n] for n in g.inputs], self.launchers[0], self._out_sig[0]
+
+    def _attention(self, g, kir):
+        """An attention group's runner (``runtime.attention``), made on its first call."""
+        run = self._mm_info.get(g.id)
+        if run is None:
+            from .attention import group_runner
+            run = self._mm_info[g.id] = group_runner(g, kir)
+        return run
 
     # -- matmul groups ------------------------------------------------------------------------
     allow_tf32 = False      # kfuse.jit(allow_tf32=True): f32 products through cuBLAS may use TF32

@@ -1,0 +1,232 @@
+"""Attention fusion: ``softmax(score(q @ k^T)) @ v`` as one kernel group.
+
+A pass over the grouped plan (``pipeline.plan``, GPU devices). Three groups that the rules leave
+apart (a matmul and a reduction cannot share a kernel) become one ``attention`` group when:
+
+* the first is a matmul group ``q @ k^T`` (``k^T`` a transpose of the last two axes of a read
+  array, or an array read as it is) with an elementwise epilogue (the score: scaling, bias or mask
+  arrays, ``np.where`` masks, soft-capping), writing one array read by nothing but
+* a row-wise softmax over the last axis (``e = exp(x - x.max(-1))``, ``e / e.sum(-1)``; ``x`` the
+  score or a cast of it), writing one array read by nothing but
+* the left operand of a plain matmul group ``p @ v`` (``p`` maybe cast), the program's value;
+* q, k and v are float16 or bfloat16 of one dtype, with equal batch dims, head dims equal and a
+  multiple of 16 up to 256 (``codegen.attention_cuda.HEAD_DIMS``), and the product's dtype theirs.
+
+The group keeps the three (``Match.parts``): a backend without the attention kernel runs them instead
+(:func:`unfuse`). Why a candidate did not match is a plan note (``kfuse.explain`` prints it).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..ir.ops import Op
+from .cost import Cost
+from .kinds import GroupKind
+from .plan import KernelGroup
+
+HEAD_DIMS = (16, 32, 64, 96, 128, 160, 192, 256)      # the kernel's (codegen.attention_cuda)
+DTYPES = ("float16", "bfloat16")
+# Achieved share of the device's f16 tensor rate (the kernel is mma.sync, online softmax, one
+# exp per score). H200, (32, 2048, 128) f16: 227 TFLOP/s of 4*B*M*N*D against the spec's 693.
+EFFICIENCY = 0.31
+
+
+def _strip(n, ops=(Op.BROADCAST, Op.RESHAPE)):
+    while n.op in ops:
+        n = n.inputs[0]
+    return n
+
+
+def _last_axis_reduce(n, op) -> bool:
+    return n.op is op and tuple(n.attr("axes")) == (len(n.inputs[0].shape) - 1,)
+
+
+def softmax_input(p):
+    """``x`` when ``p`` is NumPy-style softmax of ``x`` over its last axis, else None."""
+    if p.op is not Op.TRUE_DIVIDE:
+        return None
+    e, s = p.inputs[0], _strip(p.inputs[1])
+    if e.op is not Op.EXP or not _last_axis_reduce(s, Op.SUM) or s.inputs[0] is not e:
+        return None
+    d = e.inputs[0]
+    if d.op is not Op.SUBTRACT:
+        return None
+    x, mx = d.inputs[0], _strip(d.inputs[1])
+    if not _last_axis_reduce(mx, Op.MAX) or mx.inputs[0] is not x:
+        return None
+    return x
+
+
+def _swapped(n) -> bool:
+    r = len(n.shape)
+    return n.op is Op.PERMUTE and tuple(n.attr("perm")) == tuple(range(r - 2)) + (r - 1, r - 2)
+
+
+def _widened(n):
+    """``n``'s input when ``n`` casts bfloat16 to float32 (NumPy's bfloat16 matmul loop), else ``n``."""
+    if n.op is Op.CAST and n.inputs[0].dtype.name == "bfloat16" and n.dtype == np.float32:
+        return n.inputs[0]
+    return n
+
+
+def operands(g1, g3) -> tuple:
+    """``(q, k, v, k_transposed)`` of an attention triple: the arrays its products read (past a
+    bfloat16 operand's widening cast), ``k`` as (..., n, d); ``k_transposed``: the product reads
+    ``k`` as stored, (..., d, n)."""
+    mm1, mm2 = g1.anchor, g3.anchor
+    kt = _widened(mm1.inputs[1])
+    k = _widened(kt.inputs[0]) if _swapped(kt) else kt
+    return _widened(mm1.inputs[0]), k, _widened(mm2.inputs[1]), k is kt
+
+
+def _match(g1, g2, g3, users, returned) -> str | None:
+    """Why ``(g1, g2, g3)`` is not attention, or None when it is."""
+    mm1, mm2 = g1.anchor, g3.anchor
+    if len(g1.outputs) != 1 or len(g2.outputs) != 1:
+        return "the scores or the softmax have another consumer"
+    score, p = g1.outputs[0], g2.outputs[0]
+    if score in returned or p in returned:
+        return "the scores or the softmax are returned"
+    x = softmax_input(p)
+    if x is None or _strip(x, (Op.CAST,)) is not score:
+        return "the row-wise kernel is not a softmax of the scores over their last axis"
+    if users.get(score, set()) - set(g2.nodes) or users.get(p, set()) - set(g3.nodes):
+        return "the scores or the softmax have another consumer"
+    q, k, v, _ = operands(g1, g3)
+    if len({q.dtype, k.dtype, v.dtype}) != 1 or q.dtype.name not in DTYPES:
+        return f"q, k and v must share one dtype of {DTYPES}"
+    if not (q in g1.inputs and k in g1.inputs and v in g3.inputs):
+        return "q, k and v must be arrays read by the products (not computed in their kernels)"
+    products = {q.dtype} | ({np.dtype(np.float32)} if q.dtype.name == "bfloat16" else set())
+    if mm1.dtype not in products or mm2.dtype not in products:
+        return "the products must be computed in the operands' dtype (NumPy's float16/bfloat16 loops)"
+    allowed = {mm2, mm2.inputs[0], mm2.inputs[1]} if _widened(mm2.inputs[1]) is not mm2.inputs[1] \
+        else {mm2, mm2.inputs[0]}
+    if _strip(mm2.inputs[0], (Op.CAST,)) is not p or not set(g3.nodes) <= allowed:
+        return "the second product has an epilogue or its left operand is not the softmax"
+    r = len(q.shape)
+    if r < 3 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+        return "q, k and v need equal batch dims (rank 3 or more)"
+    for x in g1.inputs:
+        if x not in (q, k) and len(x.shape) > 2 and r > 3 and any(e != 1 for e in x.shape[:-2]):
+            return "a score array varies along more than one batch dim"
+    d = q.shape[-1]
+    if d not in HEAD_DIMS or v.shape[-1] != d:
+        return f"head dims {d} (q, k) and {v.shape[-1]} (v) must be equal and in {HEAD_DIMS}"
+    return None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Match:
+    """An attention group's make-up: ``parts`` the matmul, softmax and matmul groups it stands
+    for; ``causal``: the offset ``c`` when the score masks exactly the keys ``n > m + c`` with
+    ``-inf`` (a constant boolean mask, ``np.triu(ones, c + 1)``-style), so that whole key tiles past
+    the diagonal need not be computed; None otherwise."""
+    parts: tuple
+    causal: int | None = None
+
+
+def _is_neg_inf(n) -> bool:
+    n = _strip(n)
+    return n.op is Op.CONST and n.attr("value") == float("-inf")
+
+
+def causal_offset(g1, graph) -> int | None:
+    """``c`` when the score group writes ``where(mask, -inf, x)`` (or ``where(~mask, x, -inf)``)
+    with ``mask`` a constant boolean (M, N) array equal to ``n > m + c``; else None."""
+    consts = dict(zip(graph.inputs[len(graph.inputs) - len(graph.constants):], graph.constants))
+    for n in g1.nodes:
+        if n.op is not Op.WHERE:
+            continue
+        cond, a, b = n.inputs
+        mask = consts.get(_strip(cond))
+        if mask is None or mask.ndim != 2 or mask.dtype != np.bool_:
+            continue
+        if _is_neg_inf(b) and not _is_neg_inf(a):
+            mask = ~mask                                # where(keep, x, -inf)
+        elif not _is_neg_inf(a):
+            continue
+        M, N = mask.shape
+        first = np.argmax(mask, axis=1)            # the first masked key of each row
+        c = int(first[0]) - 1 if mask[0].any() else N - 1
+        want = np.arange(N)[None, :] > np.arange(M)[:, None] + c
+        if np.array_equal(mask, want):
+            return c
+    return None
+
+
+def _cost(g1, g3, device) -> Cost:
+    mm1, mm2 = g1.anchor, g3.anchor
+    flops = 2.0 * (np.prod(mm1.shape) * mm1.inputs[0].shape[-1] + np.prod(mm2.shape) * mm1.shape[-1])
+    reads = sum(n.nbytes for n in dict.fromkeys(g1.inputs + (mm2.inputs[1],)))
+    writes = sum(n.nbytes for n in g3.outputs)
+    mem = (reads + writes) / device.bandwidth
+    comp = flops / (device.peak(np.float16, "tensor") * EFFICIENCY)
+    body = max(mem, comp)
+    return Cost(int(reads), int(writes), float(flops), body + device.launch_overhead,
+                "memory" if mem >= comp else "compute", 1, mem, comp)
+
+
+def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], list[str]]:
+    """The plan's groups with each attention triple as one group (ids renumbered), and a note
+    per softmax-between-products that did not match, saying why."""
+    if device is None or getattr(device, "kind", "cpu") != "gpu":
+        return groups, []
+    home = {o: g for g in groups for o in g.outputs}
+    users: dict = {}
+    for g in groups:
+        for i in g.inputs:
+            users.setdefault(i, set()).update(n for n in g.nodes if i in n.inputs)
+    merged, notes, gone = {}, [], set()
+    for g3 in groups:
+        if g3.kind != GroupKind.MATMUL:
+            continue
+        p = _strip(g3.anchor.inputs[0], (Op.CAST,))
+        g2 = home.get(p)
+        if g2 is None or g2.kind != GroupKind.REDUCE:
+            continue
+        x = softmax_input(p) if p in g2.outputs else None
+        g1 = home.get(_strip(x, (Op.CAST,))) if x is not None else None
+        if g1 is None or g1.kind != GroupKind.MATMUL:
+            continue
+        why = _match(g1, g2, g3, users, set(graph.outputs))
+        if why:
+            notes.append(f"attention: kernels {g1.id}, {g2.id}, {g3.id} not fused: {why}")
+            continue
+        ins = [i for i in dict.fromkeys(g1.inputs + g3.inputs) if i not in g2.outputs]
+        merged[g3.id] = KernelGroup(
+            id=g3.id, kind=GroupKind.ATTENTION, nodes=g1.nodes + g2.nodes + g3.nodes,
+            inputs=tuple(ins), outputs=g3.outputs, domain=g3.domain, anchor=g3.anchor,
+            cost=_cost(g1, g3, device), attention=Match((g1, g2, g3), causal_offset(g1, graph)),
+            reason=("attention: softmax(score(q @ k^T)) @ v in one kernel (the scores stay on chip; "
+                    "online softmax; tensor cores for both products)"))
+        gone |= {g1.id, g2.id}
+    if not merged:
+        return groups, notes
+    out = [merged.get(g.id, g) for g in groups if g.id not in gone]
+    return renumber(out), notes
+
+
+def renumber(groups) -> list[KernelGroup]:
+    """The groups with ids 0, 1, ... in their order (their parts too)."""
+    return [dataclasses.replace(g, id=k) for k, g in enumerate(groups)]
+
+
+def unfuse(groups) -> list[KernelGroup]:
+    """Each attention group replaced by the three groups it holds (ids renumbered)."""
+    out = []
+    for g in groups:
+        out.extend(g.attention.parts if g.kind == GroupKind.ATTENTION else (g,))
+    return renumber(out) if len(out) != len(groups) else list(groups)
+
+
+def without_attention(plan, backend: str):
+    """``plan`` with its attention groups run as their parts (a backend without the kernel)."""
+    fused = [g for g in plan.groups if g.kind == GroupKind.ATTENTION]
+    if not fused:
+        return plan
+    note = (f"attention: kernel(s) {', '.join(str(g.id) for g in fused)} run as a product, a softmax "
+            f"and a product on the {backend} backend (it has no attention kernel)")
+    return dataclasses.replace(plan, groups=tuple(unfuse(plan.groups)), notes=plan.notes + (note,))
