@@ -144,7 +144,8 @@ class JitFunction:
                 self._static = self._static | names
 
     def lower(self, *args, device: str | None = None, backend: str | None = None, **kwargs) -> "Lowered":
-        """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``)."""
+        """Trace and plan for these arguments (arrays or spec strings such as ``"f32[4096,4096]"``),
+        for ``backend`` (default: the one a call with these arrays runs on)."""
         logs.configure(_config.get().debug)
         from .trace.core import GraphBreak
         try:
@@ -152,8 +153,11 @@ class JitFunction:
         except GraphBreak as e:
             raise GraphBreak(f"{e}; {self.fn.__name__} has a graph break there, so its stages exist per "
                              "segment: kfuse.explain shows them", e.what, e.location, e.library) from None
-        return Lowered(graph, device or self.options.device, backend or self.options.backend,
-                       self.options)
+        if backend is None:         # arrays given: the backend a call with them would run on
+            kinds = {array_kind(v) for v in self._bind(args, kwargs).values()} - {None}
+            backend = _backends.for_arrays(self.options.backend, kinds, self.fn.__name__) if kinds \
+                else self.options.backend
+        return Lowered(graph, device or self.options.device, backend, self.options)
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

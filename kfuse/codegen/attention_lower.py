@@ -63,9 +63,10 @@ def _rename(e, names: dict):
     return e
 
 
-def _score(kir1, slot_of: list, rank: int):
+def _score(kir1, slot_of: list, rank: int, known: dict):
     """``(ScoreFn, score_inputs)`` from the scores' KernelIR (``slot_of[k]``: the group slot of
-    its input ``k``)."""
+    its input ``k``; ``known``: group slot -> the value every load of it is taken as, a causal
+    mask the kernel tests by index instead)."""
     c = kir1.contraction
     names = _coords(rank)
     body, inputs, where, product, result = [], [], [], None, None
@@ -75,6 +76,8 @@ def _score(kir1, slot_of: list, rank: int):
     for s in ph.pre:
         if isinstance(s, K.Load) and s.buf == c.result:
             product = s.dst
+        elif isinstance(s, K.Load) and slot_of[s.buf] in known:
+            body.append(K.Const(s.dst, s.dtype, known[slot_of[s.buf]]))
         elif isinstance(s, K.Load):
             axes = {"b": None, "m": None, "n": None}
             for ax, e in enumerate(s.index):
@@ -105,8 +108,10 @@ def lower_attention(group, lower_group) -> K.KernelIR:
     q, k, v, k_transposed = operands(g1, g3)
     kir1 = lower_group(g1)
     slot = {n: i for i, n in enumerate(group.inputs)}
-    score, where = _score(kir1, [slot[n] for n in g1.inputs], len(g1.anchor.shape))
-    causal = group.attention.causal
+    match = group.attention
+    known = {slot[match.mask]: match.keep} if match.causal is not None else {}
+    score, where = _score(kir1, [slot[n] for n in g1.inputs], len(g1.anchor.shape), known)
+    causal = match.causal
     out = group.outputs[0]
     spec = AttentionSpec(_SHORT[q.dtype.name], q.shape[-1], score, causal is not None,
                          _SHORT.get(out.dtype.name, "f32"))

@@ -180,7 +180,7 @@ def vector_ok(kir: K.KernelIR) -> bool:
     except in a kernel with a PAD along it (an index test on it): there a load using it another
     way (the PAD's wrapped read) is gathered lane by lane, as a GATHER's load always is. Never a
     scatter: its store goes to a data-dependent address, element by element."""
-    if kir.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.SCATTER):
+    if kir.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.SCATTER) or not kir.phases:
         return False
     dims = kir.loop_dims(range(len(kir.domain)))
     if not dims:

@@ -18,6 +18,7 @@ The group keeps the three (``Match.parts``): a backend without the attention ker
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -126,6 +127,8 @@ class Match:
     the diagonal need not be computed; None otherwise."""
     parts: tuple
     causal: int | None = None
+    mask: Any = None            # causal: the constant mask array's node, and the mask value
+    keep: bool = False          # that keeps a score (the kernel tests n <= m + causal instead)
 
 
 def _is_neg_inf(n) -> bool:
@@ -133,9 +136,10 @@ def _is_neg_inf(n) -> bool:
     return n.op is Op.CONST and n.attr("value") == float("-inf")
 
 
-def causal_offset(g1, graph) -> int | None:
-    """``c`` when the score group writes ``where(mask, -inf, x)`` (or ``where(~mask, x, -inf)``)
-    with ``mask`` a constant boolean (M, N) array equal to ``n > m + c``; else None."""
+def causal_mask(g1, graph) -> tuple:
+    """``(c, mask node, keep)`` when the score group writes ``where(mask, -inf, x)`` (``keep``
+    False) or ``where(mask, x, -inf)`` (``keep`` True) with ``mask`` a constant boolean (M, N)
+    array equal to ``n > m + c`` (``n <= m + c`` for ``keep``); else ``(None, None, False)``."""
     consts = dict(zip(graph.inputs[len(graph.inputs) - len(graph.constants):], graph.constants))
     for n in g1.nodes:
         if n.op is not Op.WHERE:
@@ -144,7 +148,8 @@ def causal_offset(g1, graph) -> int | None:
         mask = consts.get(_strip(cond))
         if mask is None or mask.ndim != 2 or mask.dtype != np.bool_:
             continue
-        if _is_neg_inf(b) and not _is_neg_inf(a):
+        keep = _is_neg_inf(b) and not _is_neg_inf(a)
+        if keep:
             mask = ~mask                                # where(keep, x, -inf)
         elif not _is_neg_inf(a):
             continue
@@ -153,8 +158,8 @@ def causal_offset(g1, graph) -> int | None:
         c = int(first[0]) - 1 if mask[0].any() else N - 1
         want = np.arange(N)[None, :] > np.arange(M)[:, None] + c
         if np.array_equal(mask, want):
-            return c
-    return None
+            return c, _strip(cond), keep
+    return None, None, False
 
 
 def _cost(g1, g3, device) -> Cost:
@@ -199,7 +204,7 @@ def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], l
         merged[g3.id] = KernelGroup(
             id=g3.id, kind=GroupKind.ATTENTION, nodes=g1.nodes + g2.nodes + g3.nodes,
             inputs=tuple(ins), outputs=g3.outputs, domain=g3.domain, anchor=g3.anchor,
-            cost=_cost(g1, g3, device), attention=Match((g1, g2, g3), causal_offset(g1, graph)),
+            cost=_cost(g1, g3, device), attention=Match((g1, g2, g3), *causal_mask(g1, graph)),
             reason=("attention: softmax(score(q @ k^T)) @ v in one kernel (the scores stay on chip; "
                     "online softmax; tensor cores for both products)"))
         gone |= {g1.id, g2.id}

@@ -400,8 +400,9 @@ class GpuProgram:
             if kir.contraction is not None:     # CuPy and cuBLAS calls: CuPy arrays of tensor views
                 outs = self._matmul(g, kir, launch, [interop.as_cupy(a) for a in ins], out_sig, props)
             elif kir.attention is not None:
-                outs = [self._attention(g, kir)([interop.as_cupy(a) for a in ins],
-                                                empty(*out_sig[0]))]
+                out = empty(*out_sig[0])
+                self._attention(g, kir)([interop.as_cupy(a) for a in ins], interop.as_cupy(out))
+                outs = [out]
             else:
                 into = self.buffers_in_place(g, ins, env)
                 outs = [into[k] if k in into else empty(shape, dtype)

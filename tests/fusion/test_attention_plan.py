@@ -129,3 +129,10 @@ def test_cpu_backend_result_is_numpys():
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 3, 40, 16)).astype(np.float32) for _ in range(3))
     np.testing.assert_allclose(kfuse.jit(causal_triu)(q, k, v), causal_triu(q, k, v), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [causal_triu, causal_tril])
+def test_causal_mask_is_tested_by_index_not_loaded(fn):
+    text = kfuse.jit(fn).lower(SPEC, SPEC, SPEC, device="h100", backend="cuda").as_text("kernel")
+    assert "causal: keys n <= m + " in text
+    assert "load" not in text.split("score(b, m, n):")[1]       # the constant mask is never read
