@@ -80,28 +80,34 @@ class AttentionSpec:
 
 @dataclasses.dataclass(frozen=True)
 class AttentionTile:
-    """``warps`` x 16 query rows a block, ``block_n`` keys a K/V tile; ``q_in_regs``: the Q
-    fragments stay in registers for the whole row block (else re-read from shared memory)."""
+    """``warps`` x ``rows`` x 16 query rows a block (``rows`` tiles of 16 a warp: a K or V
+    fragment loaded from shared memory serves each), ``block_n`` keys a K/V tile;
+    ``q_in_regs``: the Q fragments stay in registers for the whole row block (else re-read from
+    shared memory)."""
     warps: int = 4
     block_n: int = 64
     q_in_regs: bool = True
+    rows: int = 1
 
     @property
     def block_m(self) -> int:
-        return 16 * self.warps
+        return 16 * self.warps * self.rows
 
     def smem_bytes(self, d: int) -> int:
         return 2 * (self.block_m + 4 * self.block_n) * (d + 8)
 
     def name(self) -> str:
-        return f"m{self.block_m}n{self.block_n}{'q' if self.q_in_regs else 's'}"
+        return f"m{self.block_m}r{self.rows}n{self.block_n}{'q' if self.q_in_regs else 's'}"
 
 
 def default_attention_tile(d: int) -> AttentionTile:
-    """64 query rows a block; 64 keys a tile up to a head dim of 64, then 32 (H200, f16 and bf16,
-    (32, 2048, 128): 0.318 ms against 0.349 with 64 keys); past a head dim of 128 the
-    accumulators take the registers, so Q is re-read from shared memory."""
-    return AttentionTile(4, 64 if d <= 64 else 32, d <= 128)
+    """Measured on an H200 (f16, 2026-11-27): head dim 64, two row tiles a warp (a fragment of
+    K or V serves both) with 64 keys a tile: (16, 4096, 64) 0.296 ms against 0.371 with one; 128,
+    one row tile and 32 keys (0.320 ms at (32, 2048, 128), two row tiles 0.314 but slower
+    causal); past 128 the accumulators take the registers, so Q is re-read from shared memory."""
+    if d <= 64:
+        return AttentionTile(4, 64, True, 2)
+    return AttentionTile(4, 32, d <= 128, 1)
 
 
 def _score_fn(sc: ScoreFn) -> str:
@@ -155,6 +161,7 @@ _BODY = r"""
 #define DT (D / 8)
 #define CAUSAL {causal}
 #define Q_IN_REGS {q_in_regs}
+#define MI {mi}
 #define KF_LOG2E 1.4426950408889634f
 #define KF_NEG_INF __int_as_float(0xff800000)
 
@@ -173,7 +180,7 @@ __device__ __forceinline__ void kf_ldsm_x4_t(unsigned addr, unsigned& r0, unsign
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
 }}
 __device__ __forceinline__ void kf_mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {{
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 "
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 "
                "{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -224,18 +231,22 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
   kf_cp_commit();
 
   // per-lane ldmatrix offsets (bytes): A (Q rows of this warp), B from K (n rows, d contiguous),
-  // B from V (k = key rows, read transposed)
-  const unsigned q_off = ((warp * 16 + (lane & 15)) * LD + (lane >> 4) * 8) * 2;
+  // B from V (k = key rows, read transposed). A warp holds MI tiles of 16 query rows.
+  const unsigned q_off = ((warp * 16 * MI + (lane & 15)) * LD + (lane >> 4) * 8) * 2;
   const unsigned k_off = ((lr + (li >> 1) * 8) * LD + (li & 1) * 8) * 2;
   const unsigned v_off = ((lr + (li & 1) * 8) * LD + (li >> 1) * 8) * 2;
-  const int row0 = m0 + warp * 16 + g;          // this lane's rows: row0 and row0 + 8
+  const int row0 = m0 + warp * 16 * MI + g;     // this lane's rows: row0 + 16 i + 8 h
 
-  float o[DT][4];
+  float o[MI][DT][4];
 #pragma unroll
-  for (int j = 0; j < DT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float mrow[2] = {{KF_NEG_INF, KF_NEG_INF}}, lrow[2] = {{0.f, 0.f}};
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < DT; ++j) o[i][j][0] = o[i][j][1] = o[i][j][2] = o[i][j][3] = 0.f;
+  float mrow[MI][2], lrow[MI][2];
+#pragma unroll
+  for (int i = 0; i < MI; ++i) mrow[i][0] = mrow[i][1] = KF_NEG_INF, lrow[i][0] = lrow[i][1] = 0.f;
 #if Q_IN_REGS
-  unsigned qf[DK][4];
+  unsigned qf[MI][DK][4];
   bool q_loaded = false;
 #endif
 
@@ -252,35 +263,49 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
 #if Q_IN_REGS
     if (!q_loaded) {{
 #pragma unroll
-      for (int kk = 0; kk < DK; ++kk) kf_ldsm_x4(sQ + q_off + kk * 32, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int kk = 0; kk < DK; ++kk)
+          kf_ldsm_x4(sQ + q_off + (i * 16 * LD + kk * 16) * 2, qf[i][kk][0], qf[i][kk][1], qf[i][kk][2], qf[i][kk][3]);
       q_loaded = true;
     }}
 #endif
-    // S = Q K^T for this warp's 16 rows and the tile's BN keys
-    float s[NT][4];
+    // S = Q K^T for this warp's rows and the tile's BN keys (a K fragment serves every row tile)
+    float s[MI][NT][4];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) s[i][t][0] = s[i][t][1] = s[i][t][2] = s[i][t][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < DK; ++kk) {{
 #if Q_IN_REGS
-      const unsigned* a = qf[kk];
+#define KF_A(i) qf[i][kk]
 #else
-      unsigned a[4];
-      kf_ldsm_x4(sQ + q_off + kk * 32, a[0], a[1], a[2], a[3]);
+      unsigned a[MI][4];
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+        kf_ldsm_x4(sQ + q_off + (i * 16 * LD + kk * 16) * 2, a[i][0], a[i][1], a[i][2], a[i][3]);
+#define KF_A(i) a[i]
 #endif
 #pragma unroll
       for (int p = 0; p < NT / 2; ++p) {{
         unsigned b0, b1, b2, b3;
         kf_ldsm_x4(kst + (p * 16 * LD + kk * 16) * 2, b0, b1, b2, b3);
-        kf_mma(s[2 * p], a, b0, b1);
-        kf_mma(s[2 * p + 1], a, b2, b3);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {{
+          kf_mma(s[i][2 * p], KF_A(i), b0, b1);
+          kf_mma(s[i][2 * p + 1], KF_A(i), b2, b3);
+        }}
       }}
+#undef KF_A
     }}
     // scores, masks and the online softmax (a row's 4 lanes hold its BN values)
     const int n0 = j * BN;
 #pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
     for (int h = 0; h < 2; ++h) {{
-      const int m = row0 + h * 8;
+      const int m = row0 + i * 16 + h * 8;
       float mx = KF_NEG_INF;
 #pragma unroll
       for (int t = 0; t < NT; ++t)
@@ -291,45 +316,52 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
 #if CAUSAL
           keep = keep && n <= m + causal_off;
 #endif
-          const float x = keep ? kf_score(s[t][2 * h + e], b, m, n{args}) : KF_NEG_INF;
-          s[t][2 * h + e] = x;
+          const float x = keep ? kf_score(s[i][t][2 * h + e], b, m, n{args}) : KF_NEG_INF;
+          s[i][t][2 * h + e] = x;
           mx = fmaxf(mx, x);
         }}
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(mrow[h], mx);
+      const float m_new = fmaxf(mrow[i][h], mx);
       const float m_use = m_new == KF_NEG_INF ? 0.f : m_new;     // no row value yet: exp(-inf) = 0
-      const float alpha = kf_ex2((mrow[h] - m_use) * KF_LOG2E);
+      const float alpha = kf_ex2((mrow[i][h] - m_use) * KF_LOG2E);
       const float mb = m_use * KF_LOG2E;
       float l = 0.f;
 #pragma unroll
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {{
-          const float p = kf_ex2(fmaf(s[t][2 * h + e], KF_LOG2E, -mb));
-          s[t][2 * h + e] = p;
+          const float p = kf_ex2(fmaf(s[i][t][2 * h + e], KF_LOG2E, -mb));
+          s[i][t][2 * h + e] = p;
           l += p;
         }}
       // NumPy's max propagates a NaN score: so does the sum here (fmaxf would drop it)
-      lrow[h] = lrow[h] * alpha + l;
-      mrow[h] = m_new;
+      lrow[i][h] = lrow[i][h] * alpha + l;
+      mrow[i][h] = m_new;
 #pragma unroll
-      for (int d = 0; d < DT; ++d) {{ o[d][2 * h] *= alpha; o[d][2 * h + 1] *= alpha; }}
+      for (int d = 0; d < DT; ++d) {{ o[i][d][2 * h] *= alpha; o[i][d][2 * h + 1] *= alpha; }}
     }}
-    // O += P V: P's accumulators are the A fragments of the second product
+    // O += P V: P's accumulators are the A fragments of the second product (a V fragment
+    // serves every row tile)
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {{
-      unsigned a[4];
-      a[0] = kf_pack2(s[2 * kk][0], s[2 * kk][1]);
-      a[1] = kf_pack2(s[2 * kk][2], s[2 * kk][3]);
-      a[2] = kf_pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      a[3] = kf_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      unsigned a[MI][4];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {{
+        a[i][0] = kf_pack2(s[i][2 * kk][0], s[i][2 * kk][1]);
+        a[i][1] = kf_pack2(s[i][2 * kk][2], s[i][2 * kk][3]);
+        a[i][2] = kf_pack2(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
+        a[i][3] = kf_pack2(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
+      }}
 #pragma unroll
       for (int p = 0; p < DT / 2; ++p) {{
         unsigned b0, b1, b2, b3;
         kf_ldsm_x4_t(vst + (kk * 16 * LD + p * 16) * 2, b0, b1, b2, b3);
-        kf_mma(o[2 * p], a, b0, b1);
-        kf_mma(o[2 * p + 1], a, b2, b3);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {{
+          kf_mma(o[i][2 * p], a[i], b0, b1);
+          kf_mma(o[i][2 * p + 1], a[i], b2, b3);
+        }}
       }}
     }}
     __syncthreads();
@@ -338,13 +370,15 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
 
   {out_t}* Ob = O + b * sOb;
 #pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
   for (int h = 0; h < 2; ++h) {{
-    float l = lrow[h];
+    float l = lrow[i][h];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     // a row with no finite score (all masked, or no key) is NaN, as NumPy's exp(-inf - -inf)
-    const float inv = mrow[h] == KF_NEG_INF ? __int_as_float(0x7fc00000) : 1.f / l;
-    const int m = row0 + h * 8;
+    const float inv = mrow[i][h] == KF_NEG_INF ? __int_as_float(0x7fc00000) : 1.f / l;
+    const int m = row0 + i * 16 + h * 8;
     if (m >= M) continue;
 #pragma unroll
     for (int d = 0; d < DT; ++d)
@@ -354,8 +388,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
 """
 
 
-_STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(o[d][2 * h] * inv, o[d][2 * h + 1] * inv)",
-          True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(o[d][2 * h] * inv, o[d][2 * h + 1] * inv)"}
+_STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(o[i][d][2 * h] * inv, o[i][d][2 * h + 1] * inv)",
+          True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(o[i][d][2 * h] * inv, o[i][d][2 * h + 1] * inv)"}
 
 
 def emit_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> str:
@@ -364,7 +398,7 @@ def emit_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> st
     params, args = score_args(spec.score)
     head = f"// kfuse attention {spec.key()} tile {tile.name()}\n" + PRELUDE + _score_fn(spec.score)
     return head + _BODY.format(
-        d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal),
+        d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal), mi=tile.rows,
         q_in_regs=int(tile.q_in_regs), t=spec.dtype, params=params, args=args,
         out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"])
 
