@@ -153,10 +153,10 @@ class JitFunction:
         except GraphBreak as e:
             raise GraphBreak(f"{e}; {self.fn.__name__} has a graph break there, so its stages exist per "
                              "segment: kfuse.explain shows them", e.what, e.location, e.library) from None
-        if backend is None:         # arrays given: the backend a call with them would run on
+        backend = backend or self.options.backend
+        if backend == _backends.AUTO:     # arrays given: the backend a call with them would run on
             kinds = {array_kind(v) for v in self._bind(args, kwargs).values()} - {None}
-            backend = _backends.for_arrays(self.options.backend, kinds, self.fn.__name__) if kinds \
-                else self.options.backend
+            backend = _backends.for_arrays(backend, kinds, self.fn.__name__) if kinds else backend
         return Lowered(graph, device or self.options.device, backend, self.options)
 
     # ---- calling ---------------------------------------------------------------------------

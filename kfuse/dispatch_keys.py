@@ -5,6 +5,7 @@ and strides (``runtime.shape_class``). A key function is chosen once per argumen
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from typing import Any, Callable
 
@@ -87,11 +88,18 @@ def static_type(t: type) -> bool:
 _KEY_OF_FAMILY = {"numpy": _key_numpy, "cupy": _key_cupy, "torch": _key_torch}
 
 
+def _is_generator(t: type) -> bool:
+    """Whether ``t`` is a ``np.random.Generator`` (without importing ``numpy.random`` where it is
+    not yet: no argument can be one then, and the import costs ~5 ms of a warm first call)."""
+    rnd = sys.modules.get("numpy.random")
+    return rnd is not None and issubclass(t, rnd.Generator)
+
+
 @functools.cache
 def keyer(t: type) -> Callable[[Any], Any]:
     """The dispatch-key function for arguments of type ``t`` (decided once per type: the hot
     path then costs one cached lookup and the attribute reads)."""
-    if t is float or t is int or t is bool or issubclass(t, np.random.Generator):
+    if t is float or t is int or t is bool or _is_generator(t):
         return type     # (a Generator by its type: its state is read, a seed drawn, every call)
     family = _family(t)
     if family is not None:

@@ -9,6 +9,7 @@ static value baked into the trace (:class:`StaticSpec`, from ``static_argnames``
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 import numpy as np
@@ -78,9 +79,10 @@ def spec_of_value(v: Any) -> ArgSpec:
                           float if isinstance(v, float) else complex)
     if isinstance(v, (ArraySpec, ScalarSpec, StaticSpec, GeneratorSpec)):
         return v
-    if isinstance(v, np.random.Generator):
+    rnd = sys.modules.get("numpy.random")       # (not imported: no argument is a Generator)
+    if rnd is not None and isinstance(v, rnd.Generator):
         return GeneratorSpec()
-    if isinstance(v, np.random.RandomState):
+    if rnd is not None and isinstance(v, rnd.RandomState):
         from ..errors import UnsupportedError
         raise UnsupportedError("kfuse: a np.random.RandomState argument is not supported: pass a "
                                "np.random.Generator (np.random.default_rng(seed)), or nothing to use "
