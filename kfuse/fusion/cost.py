@@ -125,9 +125,10 @@ def _gpu(name, bw, f32, f16_tensor, tf32, f64, sms, smem_block, smem_sm, l2, f16
 # datasheet numbers derated to ~85% (bandwidth) and ~70% (tensor GEMM), which is what cuBLAS and a
 # copy kernel reach on those parts.
 # Roundings to 16-bit floats a second, an H200 (2026-11-27, a GELU chain rounding 9 results an
-# element over 64 Mi elements: bfloat16 187 us, float16 101 us, float32 73 us): cvt.rn.bf16.f32
-# and its widening run at a quarter of float16's rate. The H100 SXM has the same SMs and clocks.
-ROUNDING_SM90 = {"bfloat16": 5.3e12, "float16": 21.6e12}
+# element over 64 Mi elements: bfloat16 125 us with the packed conversion cuda_ops' kf_f2bf uses
+# (187 us with cvt.rn.bf16.f32), float16 101 us, float32 73 us). The H100 SXM has the same SMs
+# and clocks.
+ROUNDING_SM90 = {"bfloat16": 11.6e12, "float16": 21.6e12}
 
 DEVICES: dict[str, DeviceSpec] = {
     # Row kernels' L1/shared carve-out, swept by a tile probe (commit 70d2784; run notes

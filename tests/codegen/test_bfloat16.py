@@ -132,7 +132,7 @@ def test_bfloat16_cuda_c_compiles(name, tmp_path):
     assert "kf_bf2f(" in src and "kf_f2bf(" in src
     from kfuse.codegen import cuda, nvrtc
     for arch in ("sm_80", "sm_90"):
-        assert "cvt.rn.bf16.f32" in lowered.ptx(arch)
+        assert "cvt.rn.bf16x2.f32" in lowered.ptx(arch)       # kf_f2bf: the packed conversion
         for k, kir in enumerate(lowered.kernels(for_gpu=True)):
             ptx = nvrtc.compile(cuda.emit(kir), arch).ptx
             if PTXAS:
@@ -165,4 +165,4 @@ def test_dump_cuda_cli_takes_bf16_specs(tmp_path):
     assert "kf_bf2f(" in out.read_text()
     ptx = tmp_path / "k.ptx"
     assert cli.main(["dump-ptx", f"{f}:f", "bf16[32,64]", "bf16[64]", "--arch", "sm_80", "-o", str(ptx)]) == 0
-    assert "cvt.rn.bf16.f32" in ptx.read_text()
+    assert "cvt.rn.bf16x2.f32" in ptx.read_text()
