@@ -76,6 +76,10 @@ ONLINE_BLOCK_WRITES = 512     # 0.33 ms, 0.50 before), 512 where the row is writ
 PACKED_ROW_UNITS = 128        # rows of at most this many vector units run packed, several a warp (a row of
                               # 33 f32, one 32-thread block a row: 2.5 ms for 528 MiB), a warp a row at most;
 THREAD_ROW_UNITS = 8          # rows of at most this many, a thread a row (2^24 rows of 7 f32: 131 us, 332 on 8 lanes)
+PACKED_UNITS_PER_LANE = 3     # a packed row's lanes: the fewest (a power of two) giving a lane at most this many
+                              # units (H200, f32, us: layernorm of 2^20 x 48 206 -> 125, 2^19 x 96 211 -> 125,
+                              # softmax 2^20 x 40 172 -> 107, sum of 2^22 x 33 505 -> 283, softmax 2^20 x 64
+                              # 167 -> 153; 4 a lane: softmax x 64 218, 2: softmax x 40 185)
 PACKED_ROW_BLOCKS_PER_SM = 16 # (Variant.lanes; a block a row of 64 floats took 10.1 ms for 512 MiB, H200),
                               # in at most this many 128-thread blocks a SM, looping over row groups
 TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
@@ -488,7 +492,8 @@ class _Launcher(LauncherBase):
                                       split=chunks, grid_sync=True), n_rows * chunks)
         units = L // vec
         if units <= PACKED_ROW_UNITS:   # short rows: several a warp, each on the fewest lanes covering it
-            lanes = 1 if units <= THREAD_ROW_UNITS else min(32, 1 << max(0, units - 1).bit_length())
+            per_lane = -(-units // PACKED_UNITS_PER_LANE)
+            lanes = 1 if units <= THREAD_ROW_UNITS else min(32, 1 << max(0, per_lane - 1).bit_length())
             return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True),
                     max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
         if units > ONLINE_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
