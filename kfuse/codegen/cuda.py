@@ -73,6 +73,8 @@ from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, blockwise_divisor
 COL_UNROLL = 16               # Variant "col": a column's rows unrolled, loads in flight (H200, sum over axis 0 of
                               # 4096x65536 f32: 1506 us at 1, 519 at 4, 347 at 8, 296 at 16; pixel norm 244/181/172/172)
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
+ROW_REREAD_UNROLL = 8          # a re-read row's loop unrolled, loads in flight (half with vector units; H200, us at
+                              # 1/8: x / norm(x) of 512 x 100003 f32 258/224, softmax 256 x 262144 255/241)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "blockwise_divisors", "blockwise_fits", "multiple_of", "lane_itemsize",
            "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
@@ -500,8 +502,10 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
                 step = f"lo_ + tid_; j_ < hi_; j_ += {v.block}" if row else "lo_; j_ < hi_; ++j_"
                 unroll = CHUNK_UNROLL_GRID_SYNC if v.grid_sync else 4
                 rb.append(f"#pragma unroll {unroll}\nfor (IDX j_ = {step}) {{")      # several loads in flight
-            elif row:
-                rb.append(f"for (IDX j_ = lane_; j_ < {units}; j_ += {v.lanes}) {{" if packed else
+            elif row and packed:
+                rb.append(f"for (IDX j_ = lane_; j_ < {units}; j_ += {v.lanes}) {{")
+            elif row:       # a row re-read from L2: several loads in flight a thread
+                rb.append(f"#pragma unroll {ROW_REREAD_UNROLL if V == 1 else max(1, ROW_REREAD_UNROLL // 2)}\n"
                           f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
             else:
                 rb.append(f"#pragma unroll {COL_UNROLL}\nfor (IDX j_ = 0; j_ < row_len; ++j_) {{")
