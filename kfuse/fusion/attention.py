@@ -128,7 +128,7 @@ class Match:
     parts: tuple
     causal: int | None = None
     mask: Any = None            # causal: the constant mask array's node, and the mask value
-    keep: bool = False          # that keeps a score (the kernel tests n <= m + causal instead)
+    keep: Any = False           # that keeps a score (the kernel tests n <= m + causal instead)
 
 
 def _is_neg_inf(n) -> bool:
@@ -137,29 +137,44 @@ def _is_neg_inf(n) -> bool:
 
 
 def causal_mask(g1, graph) -> tuple:
-    """``(c, mask node, keep)`` when the score group writes ``where(mask, -inf, x)`` (``keep``
-    False) or ``where(mask, x, -inf)`` (``keep`` True) with ``mask`` a constant boolean (M, N)
-    array equal to ``n > m + c`` (``n <= m + c`` for ``keep``); else ``(None, None, False)``."""
+    """``(c, mask node, keep)`` when the score group masks exactly the keys ``n > m + c`` with a
+    constant (M, N) array: ``where(mask, -inf, x)`` (``keep`` False), ``where(mask, x, -inf)``
+    (``keep`` True) or ``x + mask`` of a float mask of ``-inf`` and zeros (``keep`` 0.0); ``keep``
+    is the mask's value where a score is kept. Else ``(None, None, False)``."""
     consts = dict(zip(graph.inputs[len(graph.inputs) - len(graph.constants):], graph.constants))
     for n in g1.nodes:
-        if n.op is not Op.WHERE:
+        if n.op is Op.WHERE:
+            cond, a, b = n.inputs
+            node, keep = _strip(cond), _is_neg_inf(b) and not _is_neg_inf(a)
+            if not (keep or _is_neg_inf(a)):
+                continue
+        elif n.op is Op.ADD:
+            node = next((_strip(x) for x in n.inputs if _strip(x) in consts), None)
+            keep = 0.0
+        else:
             continue
-        cond, a, b = n.inputs
-        mask = consts.get(_strip(cond))
-        if mask is None or mask.ndim != 2 or mask.dtype != np.bool_:
+        value = consts.get(node)
+        if value is None or value.ndim != 2:
             continue
-        keep = _is_neg_inf(b) and not _is_neg_inf(a)
-        if keep:
-            mask = ~mask                                # where(keep, x, -inf)
-        elif not _is_neg_inf(a):
+        if value.dtype == np.bool_:
+            masked = value == (not keep)
+        elif value.dtype.kind == "f" and isinstance(keep, float):
+            masked = np.isneginf(value)
+            if not np.all(masked | (value == 0)):
+                continue
+        else:
             continue
-        M, N = mask.shape
-        first = np.argmax(mask, axis=1)            # the first masked key of each row
-        c = int(first[0]) - 1 if mask[0].any() else N - 1
-        want = np.arange(N)[None, :] > np.arange(M)[:, None] + c
-        if np.array_equal(mask, want):
-            return c, _strip(cond), keep
+        c = _diagonal_offset(masked)
+        if c is not None:
+            return c, node, keep
     return None, None, False
+
+
+def _diagonal_offset(masked) -> int | None:
+    """``c`` when ``masked`` is exactly ``n > m + c`` over its (M, N) indices, else None."""
+    M, N = masked.shape
+    c = int(np.argmax(masked[0])) - 1 if masked[0].any() else N - 1
+    return c if np.array_equal(masked, np.arange(N)[None, :] > np.arange(M)[:, None] + c) else None
 
 
 def _cost(g1, g3, device) -> Cost:

@@ -136,3 +136,24 @@ def test_causal_mask_is_tested_by_index_not_loaded(fn):
     text = kfuse.jit(fn).lower(SPEC, SPEC, SPEC, device="h100", backend="cuda").as_text("kernel")
     assert "causal: keys n <= m + " in text
     assert "load" not in text.split("score(b, m, n):")[1]       # the constant mask is never read
+
+
+def causal_additive(q, k, v):
+    T = q.shape[-2]
+    s = q @ np.swapaxes(k, -1, -2) * 0.125 + np.triu(np.full((T, T), -np.inf, dtype=np.float16), 1)
+    return _softmax(s) @ v
+
+
+def not_causal_additive(q, k, v):       # a band, not a triangle: loaded as any score array
+    T = q.shape[-2]
+    band = np.where(np.abs(np.arange(T)[:, None] - np.arange(T)[None, :]) > 8, -np.inf, 0).astype(np.float16)
+    return _softmax(q @ np.swapaxes(k, -1, -2) * 0.125 + band) @ v
+
+
+def test_additive_causal_mask():
+    g = _plan(causal_additive, SPEC, SPEC, SPEC).groups[0]
+    assert g.kind == GroupKind.ATTENTION and g.attention.causal == 0 and g.attention.keep == 0.0
+    text = kfuse.jit(causal_additive).lower(SPEC, SPEC, SPEC, device="h100", backend="cuda").as_text("kernel")
+    assert "load" not in text.split("score(b, m, n):")[1]
+    g = _plan(not_causal_additive, SPEC, SPEC, SPEC).groups[0]
+    assert g.kind == GroupKind.ATTENTION and g.attention.causal is None

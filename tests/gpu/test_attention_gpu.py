@@ -44,6 +44,12 @@ def causal_tril(q, k, v):
     return _softmax(np.where(np.tril(np.ones((T, S), dtype=bool), k=S - T), s, -np.inf)) @ v
 
 
+def causal_additive(q, k, v):
+    T, S = q.shape[-2], k.shape[-2]
+    s = q @ np.swapaxes(k, -1, -2) * 0.125 + np.triu(np.full((T, S), -np.inf, dtype=q.dtype), 1)
+    return _softmax(s) @ v
+
+
 def softcap_bias(q, k, v, bias):
     s = q @ np.swapaxes(k, -1, -2) * 0.125 + bias
     return _softmax(20.0 * np.tanh(s / 20.0)) @ v
@@ -74,7 +80,7 @@ def _randn(shape, dtype, seed):
     return cp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
 
 
-@pytest.mark.parametrize("fn", [plain, causal, causal_tril])
+@pytest.mark.parametrize("fn", [plain, causal, causal_tril, causal_additive])
 @pytest.mark.parametrize("shape", [(2, 77, 64), (2, 3, 130, 128), (1, 65, 256), (3, 1, 16, 32)])
 def test_float16_attention(fn, shape):
     q, k, v = (_randn(shape, np.float16, s) for s in range(3))
