@@ -17,9 +17,12 @@ tolerance, as any tensor-core product is). ``causal``: keys past ``m + causal_of
 NumPy's values on rows it would not normalise: a row whose scores are all ``-inf`` (every key
 masked), holds a NaN or ``+inf`` comes out NaN, as ``exp(s - s.max())`` makes it.
 
-Kernel parameters, in order: ``Q, K, V, O, M, N, sQb, sQm, sKb, sKn, sVb, sVn, sOb, sOm,
-causal_off`` then per score input ``ptr, sb, sm, sn`` then the score's f32 scalars (strides in
-elements; the head dim has stride 1, rows 16-byte aligned). Grid: (ceil(M / BM), batch).
+Kernel parameters, in order: ``Q, K, V, O, M, N, nb1, nb2``, per operand (Q, K, V, O) its
+strides along three batch dims and its row stride, ``causal_off``, then per score input ``ptr,
+sb, sm, sn`` (``sb`` along the flattened batch) then the score's f32 scalars (strides in
+elements; the head dim has stride 1, rows 16-byte aligned; a batch stride 0 shares an operand
+across that dim, as grouped-query attention's k and v). Grid: (ceil(M / BM), batch), the batch
+flattened over extents (batch / (nb1 nb2), nb1, nb2).
 """
 from __future__ import annotations
 
@@ -102,11 +105,12 @@ class AttentionTile:
 
 def default_attention_tile(d: int) -> AttentionTile:
     """Measured on an H200 (f16, 2026-11-27): head dim 64, two row tiles a warp (a fragment of
-    K or V serves both) with 64 keys a tile: (16, 4096, 64) 0.296 ms against 0.371 with one; 128,
-    one row tile and 32 keys (0.320 ms at (32, 2048, 128), two row tiles 0.314 but slower
-    causal); past 128 the accumulators take the registers, so Q is re-read from shared memory."""
+    K or V serves both), 64 keys a tile and Q re-read from shared memory ((16, 4096, 64): 0.321
+    ms, 0.371 with one row tile; Q held in registers, 0.296, spills on some scores); 128, one row
+    tile, Q held, 32 keys (0.320 ms at (32, 2048, 128); two row tiles 0.314 but slower causal);
+    past 128 the accumulators take the registers, so Q is re-read from shared memory."""
     if d <= 64:
-        return AttentionTile(4, 64, True, 2)
+        return AttentionTile(4, 64, False, 2)
     return AttentionTile(4, 32, d <= 128, 1)
 
 
@@ -204,8 +208,8 @@ __device__ __forceinline__ void kf_load_rows(unsigned dst, const u16* src, i64 r
 
 extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
     const u16* __restrict__ Q, const u16* __restrict__ Kp, const u16* __restrict__ V, {out_t}* __restrict__ O,
-    int M, int N, i64 sQb, i64 sQm, i64 sKb, i64 sKn, i64 sVb, i64 sVn, i64 sOb, i64 sOm,
-    int causal_off{params}) {{
+    int M, int N, int nb1, int nb2, i64 sQ0, i64 sQ1, i64 sQ2, i64 sQm, i64 sK0, i64 sK1, i64 sK2, i64 sKn,
+    i64 sV0, i64 sV1, i64 sV2, i64 sVn, i64 sO0, i64 sO1, i64 sO2, i64 sOm, int causal_off{params}) {{
   extern __shared__ __align__(128) unsigned char kf_smem[];
   const unsigned sQ = kf_smem_addr(kf_smem);
   const unsigned sK = sQ + BM * LD * 2;
@@ -213,10 +217,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3, li = lane >> 3, lr = lane & 7;
   const int m0 = blockIdx.x * BM;
-  const i64 b = blockIdx.y;
-  const u16* Qb = Q + b * sQb;
-  const u16* Kb = Kp + b * sKb;
-  const u16* Vb = V + b * sVb;
+  const i64 b = blockIdx.y;          // the flattened batch index over (nb0, nb1, nb2) dims
+  const i64 b0 = b / ((i64)nb1 * nb2), b1 = (b / nb2) % nb1, b2 = b % nb2;
+  const u16* Qb = Q + b0 * sQ0 + b1 * sQ1 + b2 * sQ2;
+  const u16* Kb = Kp + b0 * sK0 + b1 * sK1 + b2 * sK2;     // (a stride 0: k shared, grouped-query)
+  const u16* Vb = V + b0 * sV0 + b1 * sV1 + b2 * sV2;
   int n_end = N;
 #if CAUSAL
   n_end = max(0, min(N, min(m0 + BM, M) + causal_off));      // keys n <= m + causal_off
@@ -368,7 +373,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
   }}
   kf_cp_wait<0>();
 
-  {out_t}* Ob = O + b * sOb;
+  {out_t}* Ob = O + b0 * sO0 + b1 * sO1 + b2 * sO2;
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll

@@ -105,12 +105,13 @@ def _score(kir1, slot_of: list, rank: int, known: dict):
 def lower_attention(group, lower_group) -> K.KernelIR:
     """The KernelIR of attention group ``group`` (``lower_group`` lowers its first part)."""
     g1, _, g3 = group.attention.parts
-    q, k, v, k_transposed = operands(g1, g3)
+    q, k, v, k_transposed = operands(g1.anchor, g3.anchor)
     kir1 = lower_group(g1)
     slot = {n: i for i, n in enumerate(group.inputs)}
     match = group.attention
     known = {slot[match.mask]: match.keep} if match.causal is not None else {}
-    score, where = _score(kir1, [slot[n] for n in g1.inputs], len(g1.anchor.shape), known)
+    # (the products' operands are no score loads: a k broadcast over heads is read as k itself)
+    score, where = _score(kir1, [slot.get(n) for n in g1.inputs], len(g1.anchor.shape), known)
     causal = match.causal
     out = group.outputs[0]
     spec = AttentionSpec(_SHORT[q.dtype.name], q.shape[-1], score, causal is not None,

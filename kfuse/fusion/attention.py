@@ -72,18 +72,43 @@ def _widened(n):
     return n
 
 
-def operands(g1, g3) -> tuple:
-    """``(q, k, v, k_transposed)`` of an attention triple: the arrays its products read (past a
-    bfloat16 operand's widening cast), ``k`` as (..., n, d); ``k_transposed``: the product reads
-    ``k`` as stored, (..., d, n)."""
-    mm1, mm2 = g1.anchor, g3.anchor
-    kt = _widened(mm1.inputs[1])
-    k = _widened(kt.inputs[0]) if _swapped(kt) else kt
-    return _widened(mm1.inputs[0]), k, _widened(mm2.inputs[1]), k is kt
+def _base(n):
+    """The array behind a product's operand: past a bfloat16 widening cast and broadcasts of its
+    batch dims (a grouped-query k or v shared across heads)."""
+    while True:
+        m = _widened(n)
+        if m.op is Op.BROADCAST and m.inputs[0].shape[-2:] == m.shape[-2:]:
+            m = m.inputs[0]
+        if m is n:
+            return n
+        n = m
 
 
-def _match(g1, g2, g3, users, returned) -> str | None:
-    """Why ``(g1, g2, g3)`` is not attention, or None when it is."""
+def operands(mm1, mm2) -> tuple:
+    """``(q, k, v, k_transposed)`` of an attention triple's products: the arrays they read (past
+    widening casts and batch broadcasts), ``k`` as (..., n, d); ``k_transposed``: the product
+    reads ``k`` as stored, (..., d, n)."""
+    kt = _base(mm1.inputs[1])
+    k = _base(kt.inputs[0]) if _swapped(kt) else kt
+    return _base(mm1.inputs[0]), k, _base(mm2.inputs[1]), k is kt
+
+
+def _copies(mm1, mm2, home, users, returned) -> tuple:
+    """The elementwise groups materialising a product's operand by movement alone (a broadcast
+    of k or v over the heads, k's transpose) that nothing else reads: the attention kernel reads
+    their input through strides instead."""
+    out = []
+    for n, base in zip((mm1.inputs[0], mm1.inputs[1], mm2.inputs[1]), operands(mm1, mm2)):
+        g = home.get(n)
+        if (g is not None and g.kind == GroupKind.ELEMENTWISE and g.outputs == (n,) and n not in returned
+                and users.get(n, set()) <= {mm1, mm2} and base in g.inputs
+                and all(x.op in (Op.BROADCAST, Op.PERMUTE, Op.CAST) for x in g.nodes if x not in g.inputs)):
+            out.append(g)
+    return tuple(dict.fromkeys(out))
+
+
+def _match(g1, g2, g3, copies, users, returned) -> str | None:
+    """Why ``(g1, g2, g3)`` (reading ``copies``' outputs) is not attention, or None when it is."""
     mm1, mm2 = g1.anchor, g3.anchor
     if len(g1.outputs) != 1 or len(g2.outputs) != 1:
         return "the scores or the softmax have another consumer"
@@ -95,10 +120,11 @@ def _match(g1, g2, g3, users, returned) -> str | None:
         return "the row-wise kernel is not a softmax of the scores over their last axis"
     if users.get(score, set()) - set(g2.nodes) or users.get(p, set()) - set(g3.nodes):
         return "the scores or the softmax have another consumer"
-    q, k, v, _ = operands(g1, g3)
+    q, k, v, k_transposed = operands(mm1, mm2)
     if len({q.dtype, k.dtype, v.dtype}) != 1 or q.dtype.name not in DTYPES:
         return f"q, k and v must share one dtype of {DTYPES}"
-    if not (q in g1.inputs and k in g1.inputs and v in g3.inputs):
+    read = set(g1.inputs + g3.inputs).union(*(c.inputs for c in copies))
+    if not {q, k, v} <= read:
         return "q, k and v must be arrays read by the products (not computed in their kernels)"
     products = {q.dtype} | ({np.dtype(np.float32)} if q.dtype.name == "bfloat16" else set())
     if mm1.dtype not in products or mm2.dtype not in products:
@@ -108,10 +134,18 @@ def _match(g1, g2, g3, users, returned) -> str | None:
     if _strip(mm2.inputs[0], (Op.CAST,)) is not p or not set(g3.nodes) <= allowed:
         return "the second product has an epilogue or its left operand is not the softmax"
     r = len(q.shape)
-    if r < 3 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        return "q, k and v need equal batch dims (rank 3 or more)"
+    kd = k.shape[-2] if k_transposed else k.shape[-1]
+    try:
+        shared = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]) == q.shape[:-2]
+    except ValueError:
+        shared = False
+    if r < 3 or not shared:
+        return "q needs rank 3 or more and k, v batch dims that broadcast to q's"
+    if kd != q.shape[-1]:
+        return "q and k must have one head dim"
+    operand_reads = {q, k, mm1.inputs[0], mm1.inputs[1]}.union(*(c.outputs for c in copies))
     for x in g1.inputs:
-        if x not in (q, k) and len(x.shape) > 2 and r > 3 and any(e != 1 for e in x.shape[:-2]):
+        if x not in operand_reads and len(x.shape) > 2 and r > 3 and any(e != 1 for e in x.shape[:-2]):
             return "a score array varies along more than one batch dim"
     d = q.shape[-1]
     if d not in HEAD_DIMS or v.shape[-1] != d:
@@ -122,13 +156,14 @@ def _match(g1, g2, g3, users, returned) -> str | None:
 @dataclasses.dataclass(frozen=True, eq=False)
 class Match:
     """An attention group's make-up: ``parts`` the matmul, softmax and matmul groups it stands
-    for; ``causal``: the offset ``c`` when the score masks exactly the keys ``n > m + c`` with
+    for, ``copies`` the movement-only groups before them it absorbed; ``causal``: the offset ``c`` when the score masks exactly the keys ``n > m + c`` with
     ``-inf`` (a constant boolean mask, ``np.triu(ones, c + 1)``-style), so that whole key tiles past
     the diagonal need not be computed; None otherwise."""
     parts: tuple
     causal: int | None = None
     mask: Any = None            # causal: the constant mask array's node, and the mask value
     keep: Any = False           # that keeps a score (the kernel tests n <= m + causal instead)
+    copies: tuple = ()          # groups that only moved an operand (read through strides instead)
 
 
 def _is_neg_inf(n) -> bool:
@@ -177,10 +212,10 @@ def _diagonal_offset(masked) -> int | None:
     return c if np.array_equal(masked, np.arange(N)[None, :] > np.arange(M)[:, None] + c) else None
 
 
-def _cost(g1, g3, device) -> Cost:
+def _cost(g1, g3, inputs, device) -> Cost:
     mm1, mm2 = g1.anchor, g3.anchor
     flops = 2.0 * (np.prod(mm1.shape) * mm1.inputs[0].shape[-1] + np.prod(mm2.shape) * mm1.shape[-1])
-    reads = sum(n.nbytes for n in dict.fromkeys(g1.inputs + (mm2.inputs[1],)))
+    reads = sum(n.nbytes for n in inputs)
     writes = sum(n.nbytes for n in g3.outputs)
     mem = (reads + writes) / device.bandwidth
     comp = flops / (device.peak(np.float16, "tensor") * EFFICIENCY)
@@ -211,18 +246,22 @@ def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], l
         g1 = home.get(_strip(x, (Op.CAST,))) if x is not None else None
         if g1 is None or g1.kind != GroupKind.MATMUL:
             continue
-        why = _match(g1, g2, g3, users, set(graph.outputs))
+        copies = _copies(g1.anchor, g3.anchor, home, users, set(graph.outputs))
+        why = _match(g1, g2, g3, copies, users, set(graph.outputs))
         if why:
             notes.append(f"attention: kernels {g1.id}, {g2.id}, {g3.id} not fused: {why}")
             continue
-        ins = [i for i in dict.fromkeys(g1.inputs + g3.inputs) if i not in g2.outputs]
+        made = {o for c in copies for o in c.outputs} | set(g2.outputs)
+        ins = [i for i in dict.fromkeys(sum((c.inputs for c in copies), ()) + g1.inputs + g3.inputs)
+               if i not in made]
         merged[g3.id] = KernelGroup(
-            id=g3.id, kind=GroupKind.ATTENTION, nodes=g1.nodes + g2.nodes + g3.nodes,
+            id=g3.id, kind=GroupKind.ATTENTION, nodes=sum((c.nodes for c in copies), ()) + g1.nodes + g2.nodes + g3.nodes,
             inputs=tuple(ins), outputs=g3.outputs, domain=g3.domain, anchor=g3.anchor,
-            cost=_cost(g1, g3, device), attention=Match((g1, g2, g3), *causal_mask(g1, graph)),
+            cost=_cost(g1, g3, ins, device),
+            attention=Match((g1, g2, g3), *causal_mask(g1, graph), copies=copies),
             reason=("attention: softmax(score(q @ k^T)) @ v in one kernel (the scores stay on chip; "
                     "online softmax; tensor cores for both products)"))
-        gone |= {g1.id, g2.id}
+        gone |= {g1.id, g2.id} | {c.id for c in copies}
     if not merged:
         return groups, notes
     out = [merged.get(g.id, g) for g in groups if g.id not in gone]
@@ -238,7 +277,7 @@ def unfuse(groups) -> list[KernelGroup]:
     """Each attention group replaced by the three groups it holds (ids renumbered)."""
     out = []
     for g in groups:
-        out.extend(g.attention.parts if g.kind == GroupKind.ATTENTION else (g,))
+        out.extend(g.attention.copies + g.attention.parts if g.kind == GroupKind.ATTENTION else (g,))
     return renumber(out) if len(out) != len(groups) else list(groups)
 
 

@@ -391,8 +391,8 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
             if o is not g.anchor and o.shape != tuple(g.domain):
                 problems.append(f"output of shape {o.shape} in a scatter group over {g.domain}")
     elif g.kind == GroupKind.ATTENTION:
-        parts = g.attention.parts
-        if len(parts) != 3 or set(g.nodes) != {n for p in parts for n in p.nodes}:
+        parts = g.attention.copies + g.attention.parts
+        if len(g.attention.parts) != 3 or set(g.nodes) != {n for p in parts for n in p.nodes}:
             problems.append("an attention group is not its three parts")
         problems += [f"part {p.id}: {why}" for p in parts for why in verify_group(p, order)]
     elif g.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.MATMUL):

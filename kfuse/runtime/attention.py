@@ -3,9 +3,10 @@
 :func:`group_runner` gives, for a plan's attention group, a callable ``(ins, out) -> out``: the
 group's inputs (CuPy arrays, bfloat16 ones as their uint16 bits) in ``group.inputs`` order and an
 output buffer of the group's output shape. Leading (batch) dims are flattened to one: q, k and v
-reach the kernel as (B, rows, d) views with the head dim contiguous and rows 16-byte aligned, and
-an operand without that layout (a transposed ``k`` stored (..., d, n), a strided slice) is copied
-once into it. The CUDA C is compiled by NVRTC for the device's arch on the first call and memoised
+reach the kernel as views over three batch dims (more are merged), broadcast to q's batch dims with
+stride 0 where k or v is shared (grouped-query attention: no copy), the head dim contiguous and
+rows 16-byte aligned; an operand without that layout (a transposed ``k`` stored (..., d, n), a
+strided slice) is copied once into it. The CUDA C is compiled by NVRTC for the device's arch on the first call and memoised
 by its text (as ``runtime.gemm`` does for GEMMs).
 """
 from __future__ import annotations
@@ -32,14 +33,19 @@ def _function(source: str):
     return fn[1]
 
 
-def _rows(x, batch: int):
-    """``x`` as a (batch, rows, d) array whose rows the kernel loads with 16-byte copies."""
+def _operand(x, batch: tuple):
+    """``x`` (..., rows, d) as a (b0, b1, b2, rows, d) view broadcast to the batch dims ``batch``
+    (leading ones merged past three, a copy where they do not merge), copied once where its rows
+    cannot load with 16-byte copies; a broadcast dim keeps its stride 0 (no copy)."""
     import cupy as cp
-    x3 = x.reshape((batch,) + x.shape[-2:])
-    s = x3.strides
-    ok = (s[2] == x3.itemsize and s[1] % 16 == 0 and (s[0] % 16 == 0 or batch == 1)
-          and x3.data.ptr % 16 == 0)
-    return x3 if ok else cp.ascontiguousarray(x3)
+    v = cp.broadcast_to(x, batch + x.shape[-2:])
+    if len(batch) > 3:
+        v = v.reshape((-1,) + v.shape[-4:])
+    v = v.reshape((1,) * (5 - v.ndim) + v.shape)
+    item, s = v.itemsize, v.strides
+    ok = (s[4] == item and s[3] % 16 == 0 and v.data.ptr % 16 == 0
+          and all(st % 16 == 0 or n == 1 for st, n in zip(s[:3], v.shape[:3])))
+    return v if ok else cp.ascontiguousarray(v)
 
 
 def _score_strides(arr, axes) -> list:
@@ -65,19 +71,21 @@ def group_runner(group, kir):
         q, k, v = ins[a.q], ins[a.k], ins[a.v]
         if a.k_transposed:
             k = cp.swapaxes(k, -1, -2)
-        batch = math.prod(q.shape[:-2])
+        batch = tuple(q.shape[:-2])
         M, N = q.shape[-2], k.shape[-2]
-        q3, k3, v3 = _rows(q, batch), _rows(k, batch), _rows(v, batch)
-        o3 = out.reshape((batch, M, out.shape[-1]))
-        args = [q3, k3, v3, o3, np.int32(M), np.int32(N)]
-        for x in (q3, k3, v3, o3):
-            args += [np.int64(x.strides[0] // x.itemsize), np.int64(x.strides[1] // x.itemsize)]
+        views = [_operand(x, batch) for x in (q, k, v, out)]
+        assert views[3].data.ptr == out.data.ptr, "the output is written in place"
+        nb = views[0].shape[:3]
+        args = [*views[:3], views[3], np.int32(M), np.int32(N), np.int32(nb[1]), np.int32(nb[2])]
+        for x in views:
+            args += [np.int64(st // x.itemsize) for st in x.strides[:4]]
         args.append(np.int32(a.causal_offset))
         for slot, *axes in a.score_inputs:
             e = ins[slot]
             args += [e, *_score_strides(e, [None if ax is None else ax for ax in axes])]
-        if batch and M:
-            fn((math.ceil(M / tile.block_m), batch), (tile.warps * 32,), tuple(args), shared_mem=smem)
+        n_batch = math.prod(nb)
+        if n_batch and M:
+            fn((math.ceil(M / tile.block_m), n_batch), (tile.warps * 32,), tuple(args), shared_mem=smem)
         return out
     return run
 

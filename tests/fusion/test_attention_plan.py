@@ -69,6 +69,7 @@ def _plan(fn, *specs, device="h100", backend="cuda"):
     (softcap_bias, (SPEC,) * 3 + ("f16[256,256]",), None),
     (kt_given, (SPEC, "f16[2,4,64,256]", SPEC), None),
     (plain, ("bf16[8,100,128]",) * 3, None),
+    (plain, ("f16[2,4,3,64,64]", "f16[2,4,1,64,64]", "f16[2,4,1,64,64]"), None),     # grouped-query
 ])
 def test_attention_is_one_kernel(fn, specs, causal):
     p = _plan(fn, *specs)

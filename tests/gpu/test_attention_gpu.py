@@ -95,6 +95,14 @@ def test_more_keys_than_queries_and_transposed_k():
     _check(plain, (q[:, :, ::2], k[:, :, 1:], v[:, :, 1:]), np.float16)        # strided views
 
 
+def test_grouped_query_k_and_v_shared_across_heads():
+    """k and v of (B, Hkv, 1, S, d) broadcast over G query heads: read with a batch stride 0."""
+    q = _randn((2, 3, 4, 70, 64), np.float16, 0)
+    k, v = _randn((2, 3, 1, 70, 64), np.float16, 1), _randn((2, 3, 1, 70, 64), np.float16, 2)
+    _check(plain, (q, k, v), np.float16)
+    _check(causal, (q, k, v), np.float16)
+
+
 def test_bias_and_softcap():
     q, k, v = (_randn((2, 3, 100, 64), np.float16, s) for s in range(3))
     bias = _randn((100, 100), np.float16, 5)
