@@ -158,3 +158,14 @@ def test_additive_causal_mask():
     assert "load" not in text.split("score(b, m, n):")[1]
     g = _plan(not_causal_additive, SPEC, SPEC, SPEC).groups[0]
     assert g.kind == GroupKind.ATTENTION and g.attention.causal is None
+
+
+def float32_softmax(q, k, v):       # the scores upcast for the softmax, the weights cast back
+    p = _softmax((q @ np.swapaxes(k, -1, -2)).astype(np.float32) * 0.125)
+    return p.astype(q.dtype) @ v
+
+
+def test_softmax_in_float32_between_float16_products():
+    p = _plan(float32_softmax, SPEC, SPEC, SPEC)
+    assert [g.kind for g in p.groups] == [GroupKind.ATTENTION], str(p)
+    assert p.groups[0].outputs[0].dtype == np.float16

@@ -50,6 +50,11 @@ def causal_additive(q, k, v):
     return _softmax(s) @ v
 
 
+def float32_softmax(q, k, v):
+    p = _softmax((q @ np.swapaxes(k, -1, -2)).astype(np.float32) * 0.125)
+    return p.astype(q.dtype) @ v
+
+
 def softcap_bias(q, k, v, bias):
     s = q @ np.swapaxes(k, -1, -2) * 0.125 + bias
     return _softmax(20.0 * np.tanh(s / 20.0)) @ v
@@ -80,7 +85,7 @@ def _randn(shape, dtype, seed):
     return cp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
 
 
-@pytest.mark.parametrize("fn", [plain, causal, causal_tril, causal_additive])
+@pytest.mark.parametrize("fn", [plain, causal, causal_tril, causal_additive, float32_softmax])
 @pytest.mark.parametrize("shape", [(2, 77, 64), (2, 3, 130, 128), (1, 65, 256), (3, 1, 16, 32)])
 def test_float16_attention(fn, shape):
     q, k, v = (_randn(shape, np.float16, s) for s in range(3))
