@@ -79,6 +79,23 @@ def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
     return max((v for k, v in phase.items() if k.op in REDUCE), default=0), tail
 
 
+# The most vector units a GPU row kernel holds in registers (codegen.cuda_shapes.row_shape: 16 a
+# thread, 1024 threads); a row past it is read again from L2 by each pass.
+HELD_UNITS = 16 * 1024
+
+
+def held(row: int, full_in, row_bytes: int, device: DeviceSpec) -> bool:
+    """Whether one row stays on chip between passes: within the device's on-chip bytes and, on a
+    GPU, within the units a block holds, a unit 16 bytes where the row is a whole number of them
+    (an odd-length row of 50257 float32 loads element by element: 50257 units, re-read)."""
+    if row_bytes > device.on_chip_bytes:
+        return False
+    if device.kind == "cpu" or not full_in:
+        return True
+    vec = max(1, 16 // max(i.dtype.itemsize for i in full_in))
+    return (row // vec if row % vec == 0 else row) <= HELD_UNITS
+
+
 def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
                  flops: float, dtype) -> tuple[int, str, bool]:
     """(passes over the row, the recorded decision, whether splitting is cheaper)."""
@@ -93,7 +110,7 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     # a reduction over axes other than the last (C order) runs a thread a column: each pass reads
     # the inputs again, from L2 only where they all fit there (65536x1024 f32 statistics: 3 passes)
     columns = len(domain) - 1 not in axes
-    if passes <= 1 or (din <= device.l2_bytes if columns else row_bytes <= device.on_chip_bytes):
+    if passes <= 1 or (din <= device.l2_bytes if columns else held(row, full_in, row_bytes, device)):
         return 1, "", False
     small = sum(i.nbytes for i in inputs if i.shape != domain)
     outb = sum(o.nbytes for o in outputs)
@@ -103,7 +120,9 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
                          flops / passes, device, dtype).seconds for k in range(passes))
     choose_split = split < reread.seconds
     what = (f"columns of {din / 2 ** 20:.0f} MiB exceed L2 {device.l2_bytes / 2 ** 20:.0f} MiB" if columns else
-            f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB")
+            f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB"
+            if row_bytes > device.on_chip_bytes else
+            f"row of {row} elements, not a whole number of 16-byte units, exceeds {HELD_UNITS} held")
     text = (f"{what}: "
             f"re-read {passes}x ({reread.seconds * 1e6:.1f} us) vs split into {passes} kernels "
             f"({split * 1e6:.1f} us): {'split' if choose_split else 're-read'}")
