@@ -65,18 +65,21 @@ def anchor_order(state: Clustering, candidate) -> int:
 
 
 def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
-    """(number of dependent reduction phases, whether full-level work follows a reduction)."""
+    """(number of dependent reduction phases, whether full-level work follows the last one)."""
     phase: dict[Node, int] = {}
-    tail = False
+    full = []                           # full-level nodes after a reduction, with their phase
+    domain = next(iter(r.inputs[0].shape for r in nodes if r.op in REDUCE), None)
     for n in sorted(nodes, key=order.__getitem__):
         p = max((phase[i] for i in n.inputs if i in phase), default=0)
         if n.op in REDUCE:
             phase[n] = p + 1
         elif p:
             phase[n] = p
-            if n.shape == next(iter(r.inputs[0].shape for r in nodes if r.op in REDUCE)):
-                tail = True
-    return max((v for k, v in phase.items() if k.op in REDUCE), default=0), tail
+            if n.shape == domain:
+                full.append(p)
+    last = max((v for k, v in phase.items() if k.op in REDUCE), default=0)
+    # (full-level work on an earlier phase's result feeds a later reduction's pass: no pass of its own)
+    return last, any(p == last for p in full)
 
 
 # The most vector units a GPU row kernel holds in registers (codegen.cuda_shapes.row_shape: 16 a
@@ -84,16 +87,39 @@ def phases(nodes: set[Node], order: dict[Node, int]) -> tuple[int, bool]:
 HELD_UNITS = 16 * 1024
 
 
-def held(row: int, full_in, row_bytes: int, device: DeviceSpec) -> bool:
+# Rows of more vector units whose maximum and sum of exponentials join one streamed pass
+# (codegen.online_softmax; runtime.cuda renders them so, the row re-read by each other pass).
+STREAMED_MIN_UNITS = 4096
+
+
+def _units(row: int, full_in) -> tuple[int, int]:
+    """(vector units of a GPU row, elements a unit): 16 bytes a unit where the row is a whole
+    number of them, else one element."""
+    vec = max(1, 16 // max(i.dtype.itemsize for i in full_in))
+    return (row // vec, vec) if row % vec == 0 else (row, 1)
+
+
+def max_sum_exp(nodes) -> bool:
+    """Whether ``nodes`` sum ``exp(x - max(x))`` over a row (a softmax's or logsumexp's pair)."""
+    for n in nodes:
+        if n.op is Op.SUM and n.inputs[0].op is Op.EXP and n.inputs[0].inputs[0].op is Op.SUBTRACT:
+            x, m = n.inputs[0].inputs[0].inputs
+            while m.op in (Op.BROADCAST, Op.RESHAPE):
+                m = m.inputs[0]
+            if m.op is Op.MAX and m.inputs[0] is x and m in nodes:
+                return True
+    return False
+
+
+def held(row: int, full_in, row_bytes: int, device: DeviceSpec, streamed: bool = False) -> bool:
     """Whether one row stays on chip between passes: within the device's on-chip bytes and, on a
-    GPU, within the units a block holds, a unit 16 bytes where the row is a whole number of them
-    (an odd-length row of 50257 float32 loads element by element: 50257 units, re-read)."""
+    GPU, within the units a block holds (an odd-length row of 50257 float32 loads element by
+    element: 50257 units, re-read) and not ``streamed``."""
     if row_bytes > device.on_chip_bytes:
         return False
     if device.kind == "cpu" or not full_in:
         return True
-    vec = max(1, 16 // max(i.dtype.itemsize for i in full_in))
-    return (row // vec if row % vec == 0 else row) <= HELD_UNITS
+    return _units(row, full_in)[0] <= HELD_UNITS and not streamed
 
 
 def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
@@ -110,7 +136,14 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     # a reduction over axes other than the last (C order) runs a thread a column: each pass reads
     # the inputs again, from L2 only where they all fit there (65536x1024 f32 statistics: 3 passes)
     columns = len(domain) - 1 not in axes
-    if passes <= 1 or (din <= device.l2_bytes if columns else held(row, full_in, row_bytes, device)):
+    units, vec = _units(row, full_in) if full_in else (row, 1)
+    n_rows = math.prod(s for d, s in enumerate(domain) if d not in axes)
+    streamed = (device.kind == "gpu" and not columns and vec > 1 and units > STREAMED_MIN_UNITS
+                and 4 * n_rows >= device.sms and max_sum_exp(nodes))     # (fewer rows: split)
+    if passes <= 1 or (din <= device.l2_bytes if columns else held(row, full_in, row_bytes, device, streamed)):
+        return 1, "", False
+    passes -= streamed                   # (the maximum and the sum in one pass)
+    if passes <= 1:
         return 1, "", False
     small = sum(i.nbytes for i in inputs if i.shape != domain)
     outb = sum(o.nbytes for o in outputs)
@@ -122,6 +155,7 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     what = (f"columns of {din / 2 ** 20:.0f} MiB exceed L2 {device.l2_bytes / 2 ** 20:.0f} MiB" if columns else
             f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB"
             if row_bytes > device.on_chip_bytes else
+            f"row of {units} units streamed (max and sum of exp in one pass)" if streamed else
             f"row of {row} elements, not a whole number of 16-byte units, exceeds {HELD_UNITS} held")
     text = (f"{what}: "
             f"re-read {passes}x ({reread.seconds * 1e6:.1f} us) vs split into {passes} kernels "

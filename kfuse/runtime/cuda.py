@@ -32,6 +32,7 @@ from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from ..fusion.reduction import STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
@@ -70,7 +71,7 @@ SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 
 FLAT_BROADCAST_MAX = 8        # a flattened domain's lane-by-lane loads: operands at most 1/8 of its size
 ROW_LONG_UNITS = 1024         # rows of more vector units (up to 4096): 256 threads holding 8 or 16 units each
 ROW_LONG_BLOCK = 256          # (a logsumexp of 8192x16384 f32: 129 us at 256 x 16, 183 at 1024 x 4; H200)
-ONLINE_MIN_UNITS = 4096       # rows of more vector units with a max and a sum of exp: one streamed pass for
+ONLINE_MIN_UNITS = STREAMED_MIN_UNITS  # (fusion.reduction, which prices it) rows of more vector units with a max and a sum of exp: one streamed pass for
 ONLINE_BLOCK = 256            # both (codegen.online_softmax), this many threads a row (8192x32000 f32:
 ONLINE_BLOCK_WRITES = 512     # 0.33 ms, 0.50 before), 512 where the row is written too (a softmax: 0.76 ms, 0.91)
 PACKED_ROW_UNITS = 128        # rows of at most this many vector units run packed, several a warp (a row of
