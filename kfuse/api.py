@@ -437,7 +437,7 @@ class Lowered:
 
     def __init__(self, graph: Graph, device: str | None, backend: str | Backend, options: JitOptions):
         self.graph = graph
-        self.backend = _backends.default() if backend == _backends.AUTO else _backends.get(backend)
+        self.backend = _backends.get(backend) if backend != _backends.AUTO else _auto_backend(device)
         self.options = options
         self._device_name = device
         self._optimized = None
@@ -501,6 +501,21 @@ class Lowered:
     def compile(self, store=None):
         """The runnable program; ``store`` is the kernel store (``_open_cache()``), or None."""
         return self.backend.compile_plan(self.plan, store, allow_tf32=self.options.allow_tf32)
+
+
+def _auto_backend(device: str | None) -> Backend:
+    """The backend of a function lowered without arrays: the first registered, or for a GPU
+    device named (``device="h100"``) the first that runs on a GPU, so the plan is the one a call
+    on that device makes."""
+    if device is not None:
+        from .fusion.cost import get_device_spec
+        try:
+            gpu = get_device_spec(device).kind == "gpu"
+        except (KeyError, ValueError):
+            gpu = False
+        if gpu:
+            return next(_backends.get(n) for n in _backends.names() if not _backends.get(n).on_host)
+    return _backends.default()
 
 
 def _open_cache():

@@ -254,18 +254,26 @@ def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], l
         made = {o for c in copies for o in c.outputs} | set(g2.outputs)
         ins = [i for i in dict.fromkeys(sum((c.inputs for c in copies), ()) + g1.inputs + g3.inputs)
                if i not in made]
+        match = Match((g1, g2, g3), *causal_mask(g1, graph), copies=copies)
         merged[g3.id] = KernelGroup(
             id=g3.id, kind=GroupKind.ATTENTION, nodes=sum((c.nodes for c in copies), ()) + g1.nodes + g2.nodes + g3.nodes,
             inputs=tuple(ins), outputs=g3.outputs, domain=g3.domain, anchor=g3.anchor,
-            cost=_cost(g1, g3, ins, device),
-            attention=Match((g1, g2, g3), *causal_mask(g1, graph), copies=copies),
-            reason=("attention: softmax(score(q @ k^T)) @ v in one kernel (the scores stay on chip; "
-                    "online softmax; tensor cores for both products)"))
+            cost=_cost(g1, g3, ins, device), attention=match, reason=_reason(match, copies))
         gone |= {g1.id, g2.id} | {c.id for c in copies}
     if not merged:
         return groups, notes
     out = [merged.get(g.id, g) for g in groups if g.id not in gone]
     return renumber(out), notes
+
+
+def _reason(match: Match, copies) -> str:
+    why = ("attention: softmax(score(q @ k^T)) @ v in one kernel (the scores stay on chip; online "
+           "softmax; tensor cores for both products)")
+    if match.causal is not None:
+        why += f"; causal mask: keys n > m + {match.causal} skipped, the mask not read"
+    if copies:
+        why += f"; {len(copies)} operand copy kernel(s) read through strides instead (a broadcast k or v, a transpose)"
+    return why
 
 
 def renumber(groups) -> list[KernelGroup]:
