@@ -19,7 +19,7 @@ from . import kernel_ir as K
 DTYPES = ("f16", "bf16", "f32", "s8", "u8")            # operands
 INT8 = ("s8", "u8")
 OUT_DTYPES = ("f16", "bf16", "f32", "f64", "i16", "i32")  # what the epilogue stores
-IN_DTYPES = ("f16", "bf16", "f32", "f64", "i32")          # epilogue inputs
+IN_DTYPES = ("f16", "bf16", "f32", "f64", "i16", "i32")   # epilogue inputs
 NP_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "s8": "int8",
             "u8": "uint8", "i16": "int16", "i32": "int32"}
 _SHORT = {v: k for k, v in NP_DTYPE.items()}
@@ -34,9 +34,13 @@ _OPS = frozenset(o.value for o in ELEMENTWISE)
 class EpInput:
     """An extra array read by the epilogue, seen broadcast to the output's (batch, M, N) shape
     (its strides come at run time). ``kind``: ``row`` = varies along N (a Linear's bias, (N,)),
-    ``col`` = along M ((M, 1)), ``full`` = along both (a residual), ``scalar`` = one element."""
+    ``col`` = along M ((M, 1)), ``full`` = along both (a residual), ``scalar`` = one element.
+    ``dims``: per dim of the array, the output coordinate it runs along (``"b"``, ``"m"``, ``"n"``)
+    or ``"1"`` (a size-1 dim): ``"m"`` is a (M,) scale read as ``s[:, None]``. None: the array
+    broadcasts to (batch, M, N) by NumPy's rules."""
     dtype: str = "f16"
     kind: str = "row"
+    dims: str | None = None
 
     @property
     def index(self) -> tuple:
@@ -276,10 +280,10 @@ def epilogue_of_kernel(kir: K.KernelIR) -> tuple[GemmEpilogue, tuple[int, ...]] 
         if isinstance(s, K.Load) and s.buf == c.result and tuple(s.index) == own:
             product = s
         elif isinstance(s, K.Load) and s.buf != c.result:
-            kind = _broadcast_kind(s.index, kir.inputs[s.buf].shape, rank)
-            if kind is None or _SHORT.get(s.dtype) not in IN_DTYPES:
+            dims = _input_dims(s.index, kir.inputs[s.buf].shape, rank)
+            if dims is None or _SHORT.get(s.dtype) not in IN_DTYPES:
                 return None
-            inputs.append(EpInput(_SHORT[s.dtype], kind))
+            inputs.append(EpInput(_SHORT[s.dtype], _kind(dims), None if _numpy_broadcast(dims, rank) else dims))
             slots.append(s.buf)
             body.append(K.Load(s.dst, s.dtype, len(inputs) - 1, inputs[-1].index))
         elif isinstance(s, (K.Const, K.Op)):
@@ -294,18 +298,31 @@ def epilogue_of_kernel(kir: K.KernelIR) -> tuple[GemmEpilogue, tuple[int, ...]] 
                          product.dst, product.dtype), tuple(slots))
 
 
-def _broadcast_kind(index, shape, rank: int) -> str | None:
-    """The ``EpInput.kind`` of an input read at ``index`` (over the domain's ``i<d>``), or None
-    unless that is NumPy's broadcast of the input to the domain (trailing dims aligned)."""
-    used = set()
-    lead = rank - len(shape)
-    if lead < 0:
-        return None
+def _input_dims(index, shape, rank: int) -> str | None:
+    """``EpInput.dims`` of an input read at ``index`` (over the domain's ``i<d>``): each of its
+    dims runs along one output coordinate (once) or is a size-1 dim read at 0; else None."""
+    dims = ""
     for j, e in enumerate(index):
-        if e == K.IVar(f"i{lead + j}"):
-            used.add("bmn"[3 - rank + lead + j])
-        elif not (isinstance(e, K.ILit) and e.value == 0 and shape[j] == 1):
+        d = int(e.name[1:]) if isinstance(e, K.IVar) and e.name[1:].isdigit() else None
+        if d is not None and d < rank:
+            dims += "bmn"[3 - rank + d]
+        elif isinstance(e, K.ILit) and e.value == 0 and shape[j] == 1:
+            dims += "1"
+        else:
             return None
+    used = dims.replace("1", "")
+    return dims if len(set(used)) == len(used) else None
+
+
+def _numpy_broadcast(dims: str, rank: int) -> bool:
+    """Whether an input of ``dims`` is read as NumPy broadcasts it to the output (trailing dims
+    aligned): ``EpInput.dims`` is then left None."""
+    lead = rank - len(dims)
+    return lead >= 0 and all(c in ("1", "bmn"[3 - rank + lead + j]) for j, c in enumerate(dims))
+
+
+def _kind(dims: str) -> str:
+    used = set(dims) - {"1"}
     if "m" in used and "n" in used or used == {"b"}:
         return "full"
     return "row" if "n" in used else "col" if "m" in used else "scalar"
