@@ -22,13 +22,14 @@ from __future__ import annotations
 import math
 
 from . import gemm_int8
+from . import kernel_ir as K
 from .cuda_ops import PRELUDE, load_expr
 from .gemm_epi_kernel import emit_epilogue_kernel
 from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, result_ctype, store, stype
 from .gemm_spec import DTYPES, NP_DTYPE, EpInput, GemmEpilogue, GemmSpec, GemmTile
 
 __all__ = ["DTYPES", "FMA_TILE", "EpInput", "GemmEpilogue", "GemmSpec", "GemmTile", "default_tile",
-           "emit_epilogue_kernel", "emit_gemm", "gemm_search_space"]
+           "emit_epilogue_kernel", "emit_gemm", "gemm_search_space", "int8_kernel_source"]
 
 
 FMA_TILE = GemmTile(64, 64, 16, 4, 2, 2)   # f32: 256 threads, 4x4 outputs each
@@ -436,3 +437,28 @@ def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
                             ep_params=epilogue_params(ep))
 
 
+
+
+def int8_kernel_source(kir) -> str | None:
+    """The int8 GEMM a matmul group's KernelIR runs (its int8/uint8 operands cast to the int32 or
+    int16 product, its epilogue in registers: the plan always picks the generated kernel for
+    those), or None: for the CUDA backend's ``cuda``/``ptx`` dumps, which show that kernel."""
+    from ..fusion.gemm_int8 import PRODUCTS, SOURCES
+    from ..fusion.gemm_registers import EPILOGUE_OPS
+    from .gemm_spec import epilogue_of_kernel
+    c = kir.contraction
+    if c is None or c.dtype not in PRODUCTS:
+        return None
+    types = []
+    for slot, steps in ((c.lhs, c.lhs_steps), (c.rhs, c.rhs_steps)):
+        if [a for k, a in steps if k == "cast"] != [c.dtype] or kir.inputs[slot].dtype not in SOURCES:
+            return None
+        types.append(SOURCES[kir.inputs[slot].dtype])
+    got = epilogue_of_kernel(kir)
+    ops = {o.value for o in EPILOGUE_OPS}
+    if got is None or any(isinstance(s, K.Op) and s.op not in ops for s in got[0].body):
+        return None
+    M, N = kir.inputs[c.result].shape[-2:]
+    spec = GemmSpec(types[0], got[0], a_kmajor=True, b_kmajor=True,
+                    b_dtype=types[1] if types[1] != types[0] else None)
+    return emit_gemm(spec, default_tile(M, N, 0, spec.dtype))
