@@ -9,18 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        pytest.skip("no CUDA device", allow_module_level=True)
-except Exception as e:  # pragma: no cover
-    pytest.skip(f"no CUDA device ({e})", allow_module_level=True)
-
+from backends import gpu_missing
 from kfuse.codegen.gemm_cuda import gemm_search_space
 from kfuse.codegen.gemm_spec import EpInput, GemmEpilogue, GemmSpec
 from kfuse.runtime.gemm import GemmRunner
 
 pytestmark = pytest.mark.gpu
+if gpu_missing("cuda"):
+    pytest.skip(gpu_missing("cuda"), allow_module_level=True)
+import cupy as cp  # noqa: E402
 RUNNER = GemmRunner()
 RNG = np.random.default_rng(88)
 PRODUCT = GemmEpilogue(out_dtype="i32", product_dtype="int32")
