@@ -2,8 +2,9 @@
 
 ``emit_gemm(spec, tile)`` writes one kernel ``kfuse_gemm``: C[b] = epilogue(A[b] @ B[b]) with
 f16/bf16 operands on tensor cores (``mma.sync.m16n8k16`` through inline PTX, ``ldmatrix`` from
-padded shared memory, ``cp.async`` multi-stage pipelining, f32 accumulation), or f32 operands on
-plain FMA. The epilogue runs on the accumulator registers before the single store.
+padded shared memory, ``cp.async`` multi-stage pipelining, f32 accumulation), int8/uint8 operands
+on the same pipeline with byte tiles and ``mma.sync.m16n8k32`` into int32 sums (:mod:`.gemm_int8`),
+or f32 operands on plain FMA. The epilogue runs on the accumulator registers before the single store.
 ``emit_epilogue_kernel(spec)`` writes the second candidate's half: one elementwise kernel applying
 the same epilogue to a GEMM result computed by cuBLAS.
 
@@ -12,10 +13,10 @@ every shape with the spec's layout/alignment class. The kernel parameter list, i
 ``A, B, C, M, N, K, sAb, sAm, sAk, sBb, sBk, sBn, sCb, sCm`` then per epilogue input
 ``ptr, sb, sm, sn`` then the epilogue's f32 run-time scalars (strides in elements, int64; C's
 column stride is 1). The epilogue kernel takes ``X, C, M, N, batch, sXb, sXm, sCb, sCm`` + the same
-epilogue tail. No headers are included (conversions are inline PTX), so NVRTC needs no include path.
-Every source starts with the prelude every CUDA C kernel has (``cuda_ops.PRELUDE``); the epilogue
-is the matmul group's kernel-IR statements (:mod:`kfuse.codegen.gemm_spec`), rendered as any
-kernel's are.
+epilogue tail (:mod:`.gemm_epi_kernel`). No headers are included (conversions are inline PTX), so
+NVRTC needs no include path. Every source starts with the prelude every CUDA C kernel has
+(``cuda_ops.PRELUDE``); the epilogue is the matmul group's kernel-IR statements
+(:mod:`kfuse.codegen.gemm_spec`), rendered as any kernel's are (:mod:`.gemm_render`).
 """
 from __future__ import annotations
 

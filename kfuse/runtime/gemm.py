@@ -386,8 +386,9 @@ def _group_spec(group, ep: GemmEpilogue) -> GemmSpec | None:
 def group_runner(group, kir):
     """For a plan's matmul group that picked ``"generated"``: a callable
     ``(ins, out, allow_tf32) -> out`` running the one fused kernel on the group's input arrays
-    (``ins`` in ``group.inputs`` order), or None when the group's operands or epilogue are outside
-    what the generated kernel takes (the caller then runs cuBLAS + the epilogue kernel)."""
+    (``ins`` in ``group.inputs`` order; an int8 product's operands as the int8 arrays its casts
+    read), or None when the group's operands or epilogue are outside what the generated kernel
+    takes (the caller then runs cuBLAS + the epilogue kernel)."""
     c = kir.contraction
     got = group_epilogue_spec(group, kir)
     int8 = int8_operands(group.anchor) is not None      # its casts are the int8 kernel's widening
