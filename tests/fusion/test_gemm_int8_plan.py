@@ -105,6 +105,9 @@ def test_epilogue_reads_scales_through_their_dims():
 def test_dumps_show_the_int8_kernel():
     low = kfuse.jit(dequant, backend="cuda").lower(*BIG)
     assert "mma.sync.aligned.m16n8k32" in low.as_text("cuda")
+    pytest.importorskip("cuda.bindings.nvrtc")
+    ptx = low.ptx("sm_90")
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ptx and "cvt.rn.f16.f64" in ptx
 
 
 def test_autotune_space_has_int8_tiles():
