@@ -98,7 +98,7 @@ class GemmEpilogue:
     @staticmethod
     def chain(*ops, out_dtype: str = "f16", inputs: tuple = (), n_params: int = 0,
               product_dtype: str = "float32", dtype: str = "float32") -> "GemmEpilogue":
-        """A linear chain in float32 on the accumulator, each item applied to the previous value:
+        """A linear chain in ``dtype`` on the accumulator, each item applied to the previous value:
         a NumPy ufunc name (``"tanh"``), ``("add", ("in", 0))`` (epilogue input 0),
         ``("multiply", ("p", 0))`` (run-time scalar 0), ``("multiply", ("c", 0.5))`` (a constant),
         ``("cast", "float16")`` (round to float16), or a composite of ufuncs: ``"relu"``,
@@ -146,8 +146,8 @@ class _Writer:
         tag, x = a
         if tag == "c":
             return self.const(x)
-        if tag == "p":
-            return f"p{x}"
+        if tag == "p":         # run-time scalars are float32
+            return f"p{x}" if self.dt == "float32" else self.op("cast", f"p{x}", src="float32")
         dt = NP_DTYPE[self.inputs[x].dtype]
         v = self.emit(lambda v: K.Load(v, dt, x, self.inputs[x].index))
         return v if dt == self.dt else self.op("cast", v, src=dt)
