@@ -10,6 +10,13 @@ matmul alone when importable. Every TFLOP/s also as a ratio to cuBLAS alone from
 Prints a table; writes gemm_bench.json and gemm_bench.md under the out dir (``--out DIR``, else
 $OUT, else ./bench_out). Times: median over trials of (CUDA events around 20 back-to-back calls)/20.
 Run on a GPU machine: ``python3 benchmarks/gemm_bench.py [--quick] [--out DIR]`` (~1-2 min on an H200).
+
+int8 (issue 34 item 4, :func:`int8_bench`): at 8192^3 (``--quick``: 4096^3) the int8 GEMM against
+cuBLAS's f16 GEMM on the same shape and ``torch._int_mm``: the runner's int8 kernel per tile (B
+K-major, a Linear weight's ``x @ W.T``; and B row-major, packed K-major first), kfuse.jit of the
+dequantising function (both B layouts), and the bit-exactness checks (1024^3 against NumPy; the
+big shape against ``torch._int_mm``). ``--int8`` runs only this part; it writes
+gemm_int8_bench.json/.md beside the others.
 """
 from __future__ import annotations
 
@@ -100,6 +107,9 @@ def main():
     import kfuse
     dev = cp.cuda.Device()
     name = cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode()
+    if "--int8" in sys.argv:
+        int8_bench(quick, out_dir, name)
+        return
     ep = GemmEpilogue.chain(("add", ("in", 0)), "gelu_tanh", inputs=(EpInput("f16", "row"),))
     spec = GemmSpec("f16", ep)
     runner = GemmRunner()
@@ -226,6 +236,114 @@ def main():
     with open(os.path.join(out_dir, "gemm_bench.json"), "w") as f_:
         json.dump({"date": stamp, "gpu": name, "rows": rows}, f_, indent=1, default=str)
     print(text)
+    int8_bench(quick, out_dir, name)
+
+
+def _example(name):
+    """The jitted function ``name`` of ``examples/<name>.py``."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"kfuse_example_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def product_fn(x, y):
+    import numpy as _np
+    return x.astype(_np.int32) @ y.astype(_np.int32)
+
+
+def _torch_int_mm(ta, tw):
+    """torch._int_mm of A and the weight's transpose (column-major), or of a row-major copy
+    where that layout is refused."""
+    import torch
+    try:
+        torch._int_mm(ta, tw.t())
+        return lambda: torch._int_mm(ta, tw.t())
+    except RuntimeError:
+        tb = tw.t().contiguous()
+        return lambda: torch._int_mm(ta, tb)
+
+
+def int8_bench(quick: bool, out_dir: str, name: str) -> dict:
+    """The int8 rows (see the module docstring): TOPS, and ratios to cuBLAS f16 (target >= 1.3)."""
+    M = N = K = 4096 if quick else 8192
+    ops = 2.0 * M * N * K
+    rng = cp.random.default_rng(1)
+    a = rng.integers(-128, 128, (M, K), dtype=cp.int8)
+    w = rng.integers(-128, 128, (N, K), dtype=cp.int8)          # [N, K]: x @ w.T, K-major
+    b = cp.ascontiguousarray(w.T)                               # [K, N] row-major: packed
+    sr, sc, bias = (rng.random(n, dtype=cp.float32) / cp.float32(100) for n in (M, N, N))
+    r = {"shape": [M, N, K], "gpu": name}
+    a16, b16 = a.astype(cp.float16), b.astype(cp.float16)
+    c0 = time_cupy(lambda: cp.matmul(a16, b16), trials=9)
+    runner = GemmRunner()
+    spec = GemmSpec("s8", GemmEpilogue(out_dtype="i32", product_dtype="int32"))
+    tiles = {}
+    for t in gemm_search_space("s8")[:1 if quick else None]:
+        try:
+            runner.run(a, w.T, [], spec, t, backend="generated")
+            tiles[t.name()] = time_cupy(lambda: runner.run(a, w.T, [], spec, t, backend="generated"))
+        except Exception as e:  # a failing tile is infinitely slow
+            tiles[t.name()] = float("inf")
+            r.setdefault("tile_errors", {})[t.name()] = f"{type(e).__name__}: {e}"[:300]
+    r["int8_tiles_ms"] = tiles
+    r["int8_best_tile"] = best = min(tiles, key=tiles.get)
+    r["int8_kmajor_ms"] = tiles[best]
+    tile = next(t for t in gemm_search_space("s8") if t.name() == best)
+    r["int8_rowmajor_b_ms"] = time_cupy(lambda: runner.run(a, b, [], spec, tile, backend="generated"))
+    f = _example("int8_linear")                  # x @ W.T: W [N, K] read in place; b.T: packed
+    f(a, w, sr, sc, bias), f(a, b.T, sr, sc, bias)
+    r["jit_linear_ms"] = time_cupy(lambda: f(a, w, sr, sc, bias))
+    r["jit_dequant_rowmajor_b_ms"] = time_cupy(lambda: f(a, b.T, sr, sc, bias))
+    r["plan"] = str(next(iter(f._programs.values())).program.plan)
+    c1 = time_cupy(lambda: cp.matmul(a16, b16), trials=9)
+    r["cublas_f16_ms"] = (c0 + c1) / 2
+    r["cublas_f16_before_after_ms"] = [c0, c1]
+    try:
+        import torch
+        int_mm = _torch_int_mm(torch.from_dlpack(a), torch.from_dlpack(w))
+        r["torch_int_mm_ms"] = time_torch(int_mm)
+        mine = runner.run(a, w.T, [], spec, tile, backend="generated")
+        r["int8_equals_torch_int_mm"] = bool(cp.array_equal(mine, cp.from_dlpack(int_mm())))
+    except Exception as e:
+        r["torch_error"] = f"{type(e).__name__}: {e}"[:300]
+    r["bit_exact_1024_vs_numpy"] = _int8_exact_vs_numpy()
+    for k in [k for k in list(r) if k.endswith("_ms") and isinstance(r[k], float)]:
+        r[k.replace("_ms", "_tops")] = ops / (r[k] * 1e-3) / 1e12
+        r[k.replace("_ms", "_vs_cublas_f16")] = r["cublas_f16_ms"] / r[k]
+    lines = [f"# int8 GEMM {M}x{N}x{K} — {name}, {time.strftime('%Y-%m-%d %H:%M:%S')}", "",
+             "TOPS (ratio to cuBLAS f16 TFLOP/s, same run; issue 34's bar: >= 1.3x)", "",
+             "| cuBLAS f16 | kfuse int8, B K-major [tile] | int8, B row-major (packed) | jit linear (dequant) | "
+             "jit dequant, B row-major | torch._int_mm |", "|---|---|---|---|---|---|"]
+
+    def cell(k):
+        v = r.get(k + "_tops")
+        return f"{v:.0f} ({r[k + '_vs_cublas_f16']:.2f}x)" if v else "-"
+    lines.append(f"| {r['cublas_f16_tops']:.0f} | {cell('int8_kmajor')} [{best}] | {cell('int8_rowmajor_b')} | "
+                 f"{cell('jit_linear')} | {cell('jit_dequant_rowmajor_b')} | {cell('torch_int_mm')} |")
+    lines += ["", f"bit-exact vs NumPy (1024^3, jit dequant and product): {r['bit_exact_1024_vs_numpy']}; "
+              f"int8 product == torch._int_mm: {r.get('int8_equals_torch_int_mm', r.get('torch_error'))}",
+              "tiles (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in tiles.items())]
+    with open(os.path.join(out_dir, "gemm_int8_bench.md"), "w") as f_:
+        f_.write("\n".join(lines) + "\n")
+    with open(os.path.join(out_dir, "gemm_int8_bench.json"), "w") as f_:
+        json.dump(r, f_, indent=1, default=str)
+    print("\n".join(lines), flush=True)
+    return r
+
+
+def _int8_exact_vs_numpy() -> bool:
+    import kfuse
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-128, 128, s, dtype=np.int8) for s in ((1024, 1024), (1024, 1024)))
+    sr, sc, bias = (rng.random(1024, dtype=np.float32) / np.float32(100) for _ in range(3))
+    got = _example("int8_linear")(*(cp.asarray(x) for x in (a, b.T, sr, sc, bias))).get()
+    prod = kfuse.jit(product_fn)(cp.asarray(a), cp.asarray(b)).get()
+    ref_prod = a.astype(np.int32) @ b.astype(np.int32)
+    ref = (ref_prod * sr[:, None] * sc + bias).astype(np.float16)
+    return bool(np.array_equal(got.view(np.uint16), ref.view(np.uint16)) and np.array_equal(prod, ref_prod))
 
 
 def tiles_best(tiles):

@@ -191,6 +191,10 @@ def gemm_space(dtype: str = "f16") -> list[TileConfig]:
 
 
 def gemm_dtype(group) -> str:
+    from ..fusion.gemm_int8 import int8_operands
+    int8 = int8_operands(group.anchor)
+    if int8 is not None:            # int8 tiles: block_k a multiple of 32
+        return int8[0]
     a = group.anchor.inputs[0] if group.anchor is not None else None
     dt = np.dtype(a.dtype) if a is not None else np.dtype(np.float32)
     return {"float16": "f16", "bfloat16": "bf16"}.get(dt.name, "f32")

@@ -2,8 +2,9 @@
 
 ``emit_gemm(spec, tile)`` writes one kernel ``kfuse_gemm``: C[b] = epilogue(A[b] @ B[b]) with
 f16/bf16 operands on tensor cores (``mma.sync.m16n8k16`` through inline PTX, ``ldmatrix`` from
-padded shared memory, ``cp.async`` multi-stage pipelining, f32 accumulation), or f32 operands on
-plain FMA. The epilogue runs on the accumulator registers before the single store.
+padded shared memory, ``cp.async`` multi-stage pipelining, f32 accumulation), int8/uint8 operands
+on the same pipeline with byte tiles and ``mma.sync.m16n8k32`` into int32 sums (:mod:`.gemm_int8`),
+or f32 operands on plain FMA. The epilogue runs on the accumulator registers before the single store.
 ``emit_epilogue_kernel(spec)`` writes the second candidate's half: one elementwise kernel applying
 the same epilogue to a GEMM result computed by cuBLAS.
 
@@ -12,70 +13,24 @@ every shape with the spec's layout/alignment class. The kernel parameter list, i
 ``A, B, C, M, N, K, sAb, sAm, sAk, sBb, sBk, sBn, sCb, sCm`` then per epilogue input
 ``ptr, sb, sm, sn`` then the epilogue's f32 run-time scalars (strides in elements, int64; C's
 column stride is 1). The epilogue kernel takes ``X, C, M, N, batch, sXb, sXm, sCb, sCm`` + the same
-epilogue tail. No headers are included (conversions are inline PTX), so NVRTC needs no include path.
-Every source starts with the prelude every CUDA C kernel has (``cuda_ops.PRELUDE``); the epilogue
-is the matmul group's kernel-IR statements (:mod:`kfuse.codegen.gemm_spec`), rendered as any
-kernel's are.
+epilogue tail (:mod:`.gemm_epi_kernel`). No headers are included (conversions are inline PTX), so
+NVRTC needs no include path. Every source starts with the prelude every CUDA C kernel has
+(``cuda_ops.PRELUDE``); the epilogue is the matmul group's kernel-IR statements
+(:mod:`kfuse.codegen.gemm_spec`), rendered as any kernel's are (:mod:`.gemm_render`).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
+from . import gemm_int8
 from . import kernel_ir as K
-from .cuda_ops import LOWP, PRELUDE, _STYPE, const_literal, ctype, load_expr, op_expr, round_lowp, store_value
-from .gemm_spec import DTYPES, NP_DTYPE, EpInput, GemmEpilogue, GemmSpec
+from .cuda_ops import PRELUDE, load_expr
+from .gemm_epi_kernel import emit_epilogue_kernel
+from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, result_ctype, store, stype
+from .gemm_spec import DTYPES, NP_DTYPE, EpInput, GemmEpilogue, GemmSpec, GemmTile
 
 __all__ = ["DTYPES", "FMA_TILE", "EpInput", "GemmEpilogue", "GemmSpec", "GemmTile", "default_tile",
-           "emit_epilogue_kernel", "emit_gemm", "gemm_search_space"]
-
-
-def _stype(dt: str) -> str:
-    """The C storage type of an ``f16``/``bf16``/``f32`` element."""
-    return _STYPE[NP_DTYPE[dt]]
-
-
-@dataclasses.dataclass(frozen=True)
-class GemmTile:
-    block_m: int = 128
-    block_n: int = 128
-    block_k: int = 32
-    warps_m: int = 2
-    warps_n: int = 2
-    stages: int = 4
-    group_m: int = 8                        # rasterisation: tiles_m grouped for L2 reuse
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
-
-    def smem_bytes(self, spec: GemmSpec) -> int:
-        if not spec.tensor_core:
-            return 0                         # the FMA kernel uses static shared memory
-        bm, bn, bk = self.block_m, self.block_n, self.block_k
-        a = bm * (bk + 8) if spec.a_kmajor else bk * (bm + 8)
-        b = bn * (bk + 8) if spec.b_kmajor else bk * (bn + 8)
-        return 2 * self.stages * (a + b)
-
-    def check(self, spec: GemmSpec) -> None:
-        if not spec.tensor_core:
-            return
-        wtm, wtn = self.block_m // self.warps_m, self.block_n // self.warps_n
-        if wtm % 16 or wtn % 16 or self.block_k % 16 or self.stages < 2:
-            raise ValueError(f"bad tile {self}: warp tile {wtm}x{wtn} must be multiples of 16")
-        for rows, cols in ((self.block_m, self.block_k), (self.block_n, self.block_k)):
-            if (rows * cols // 8) % self.threads:
-                raise ValueError(f"bad tile {self}: {rows}x{cols} chunks not divisible by threads")
-        for cols in ((self.block_k if spec.a_kmajor else self.block_m),
-                     (self.block_k if spec.b_kmajor else self.block_n)):
-            if self.threads % (cols // 8):
-                raise ValueError(f"bad tile {self}: {cols // 8} chunks a row vs {self.threads} threads")
-        if self.smem_bytes(spec) > 227 * 1024:
-            raise ValueError(f"tile {self} needs {self.smem_bytes(spec)} B of shared memory")
-
-    def name(self) -> str:
-        return (f"{self.block_m}x{self.block_n}x{self.block_k}_w{self.warps_m}x{self.warps_n}"
-                f"_s{self.stages}")
+           "emit_epilogue_kernel", "emit_gemm", "gemm_search_space", "int8_kernel_source"]
 
 
 FMA_TILE = GemmTile(64, 64, 16, 4, 2, 2)   # f32: 256 threads, 4x4 outputs each
@@ -85,6 +40,8 @@ def gemm_search_space(dtype: str = "f16") -> list[GemmTile]:
     """Candidate tiles for the autotuner (every one passes ``check`` for aligned layouts)."""
     if dtype == "f32":
         return [FMA_TILE]
+    if dtype in gemm_int8.INT8:
+        return gemm_int8.search_space()
     return [GemmTile(128, 128, 32, 2, 2, 4), GemmTile(128, 128, 32, 2, 4, 4),
             GemmTile(128, 256, 32, 2, 4, 3), GemmTile(256, 128, 32, 4, 2, 3),
             GemmTile(128, 128, 64, 2, 4, 3), GemmTile(256, 128, 64, 4, 2, 3),
@@ -100,60 +57,13 @@ def default_tile(M: int, N: int, K: int, dtype: str = "f16", n_sms: int = 132,
     13.0 and 13.5), so those layouts take the same tile on eight warps."""
     if dtype == "f32":
         return FMA_TILE
+    if dtype in gemm_int8.INT8:
+        return gemm_int8.default_tile(M, N, n_sms)
     square = GemmTile(128, 128, 32, 2, 2, 4) if aligned else GemmTile(128, 128, 32, 2, 4, 4)
     for t in (GemmTile(128, 256, 32, 2, 4, 3), square, GemmTile(128, 64, 32, 2, 2, 4)):
         if math.ceil(M / t.block_m) * math.ceil(N / t.block_n) >= n_sms:
             return t
     return GemmTile(64, 64, 32, 2, 2, 4)
-
-
-# ---------------------------------------------------------------- the epilogue
-def _epilogue_params(ep: GemmEpilogue) -> str:
-    ps = [f"const {_stype(i.dtype)}* __restrict__ e{k}, i64 e{k}_sb, i64 e{k}_sm, i64 e{k}_sn"
-          for k, i in enumerate(ep.inputs)]
-    ps += [f"float p{j}" for j in range(ep.n_params)]
-    return "".join(", " + p for p in ps)
-
-
-def _epilogue_fn(ep: GemmEpilogue) -> str:
-    """``kf_epi(acc_, b, m, n, ...)``: the epilogue of one element, as a device function: its
-    statements rendered by the rules of every CUDA C kernel (``cuda_ops``), except that a
-    16-bit output takes the hardware tanh (its error is below the output's rounding) and a
-    loaded 16-bit value widens to float32 as it is (``cast_expr`` rounds it first, for values
-    held unrounded: a loaded one is exact)."""
-    lines = [f"__device__ __forceinline__ float kf_epi(float acc_, i64 b, int m, int n{_epilogue_params(ep)}) {{"]
-    acc = round_lowp("acc_", ep.product_dtype) if ep.product_dtype in LOWP else "acc_"
-    lines.append(f"  const float {ep.product} = {acc};")
-    fast = ep.out_dtype != "f32"
-    loaded = set()          # 16-bit values loaded from memory: exact in float32, nothing to round
-    for s in ep.body:
-        if isinstance(s, K.Load):
-            off = " + ".join(f"{'' if c == 'b' else '(i64)'}{c} * e{s.buf}_s{c}"
-                             for c, e in zip("bmn", s.index) if isinstance(e, K.IVar)) or "0"
-            val = load_expr(f"e{s.buf}", off, s.dtype)
-            loaded.add(s.dst)
-        elif isinstance(s, K.Const):
-            val = const_literal(s.value, s.dtype)
-        elif s.op == "tanh" and fast and s.dtype != "float64":
-            val = f"kf_tanh_fast({s.args[0]})"
-        elif s.op == "cast" and s.dtype == "float32" and s.args[0] in loaded:
-            val = s.args[0]
-        else:
-            val = op_expr(s.op, s.dtype, list(s.args), s.arg_dtypes)
-        lines.append(f"  const {ctype(s.dtype)} {s.dst} = {val};")
-    lines.append(f"  return {ep.result};\n}}")
-    return "\n".join(lines)
-
-
-def _epi_call_args(ep: GemmEpilogue) -> str:
-    a = [f"e{k}, e{k}_sb, e{k}_sm, e{k}_sn" for k in range(len(ep.inputs))]
-    a += [f"p{j}" for j in range(ep.n_params)]
-    return "".join(", " + x for x in a)
-
-
-def _store(v: str, out: str) -> str:
-    """The storage value of the float32 register expression ``v`` as an ``out`` element."""
-    return store_value(v, "float32", NP_DTYPE[out])
 
 
 # ---------------------------------------------------------------- tensor-core GEMM
@@ -172,13 +82,18 @@ _TC_BODY = r"""
 #define NI (WTN / 8)
 #define A_KMAJOR {a_kmajor}
 #define B_KMAJOR {b_kmajor}
-// shared tiles, padded by 8 elements per row (ldmatrix/cp.async conflict-free); rows = outer dim
+#define EB {eb}
+#define CH (16 / EB)
+#define MK {mk}
+// EB bytes an element, CH elements a 16-byte chunk, MK the mma's K (int8: a K-major row of 32
+// bytes is 16 b16 lanes to ldmatrix, the m16n8k32 fragments exactly)
+// shared tiles, padded by 16 bytes per row (ldmatrix/cp.async conflict-free); rows = outer dim
 #define A_ROWS (A_KMAJOR ? BM : BK)
 #define A_COLS (A_KMAJOR ? BK : BM)
 #define B_ROWS (B_KMAJOR ? BN : BK)
 #define B_COLS (B_KMAJOR ? BK : BN)
-#define A_LD (A_COLS + 8)
-#define B_LD (B_COLS + 8)
+#define A_LD (A_COLS + CH)
+#define B_LD (B_COLS + CH)
 #define A_TILE (A_ROWS * A_LD)
 #define B_TILE (B_ROWS * B_LD)
 
@@ -198,23 +113,18 @@ __device__ __forceinline__ void kf_ldsm_x4_t(unsigned addr, unsigned& r0, unsign
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
 }}
-__device__ __forceinline__ void kf_mma(float* d, const unsigned* a, const unsigned* b) {{
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{mma_t}.{mma_t}.f32 "
-               "{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}}
+{mma_fn}
 
 // One operand tile: ROWS x COLS (COLS = unit-stride dim in shared memory) from global element
 // (r0 + r, c0 + c) = base[(r0 + r) * rs + (c0 + c) * cs], zero outside [0, rlim) x [0, clim).
 template <int ROWS, int COLS, int LD>
 struct KfTileLoader {{
-  static constexpr int CPR = COLS / 8;                         // 16-byte chunks per row
+  static constexpr int CPR = COLS / CH;                        // 16-byte chunks per row
   static constexpr int ITERS = ROWS * CPR / THREADS;           // THREADS % CPR == 0 (checked)
   static constexpr int RSTEP = THREADS / CPR;                  // rows between a thread's chunks
-  const u16* src[ITERS]; unsigned ok; int r_first, c_first;
-  __device__ __forceinline__ void init(const u16* base, int r0, int rlim, i64 rs, int c0, i64 cs, int tid) {{
-    r_first = tid / CPR; c_first = (tid % CPR) * 8; ok = 0;
+  const {el_t}* src[ITERS]; unsigned ok; int r_first, c_first;
+  __device__ __forceinline__ void init(const {el_t}* base, int r0, int rlim, i64 rs, int c0, i64 cs, int tid) {{
+    r_first = tid / CPR; c_first = (tid % CPR) * CH; ok = 0;
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {{
       const int r = r_first + i * RSTEP;
@@ -222,15 +132,15 @@ struct KfTileLoader {{
       src[i] = base + (i64)(r0 + r) * rs + (i64)(c0 + c_first) * cs;
     }}
   }}
-  __device__ __forceinline__ unsigned dst(int i) const {{ return (unsigned)(((r_first + i * RSTEP) * LD + c_first) * 2); }}
+  __device__ __forceinline__ unsigned dst(int i) const {{ return (unsigned)(((r_first + i * RSTEP) * LD + c_first) * EB); }}
 }};
 
 extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
-    const u16* __restrict__ A, const u16* __restrict__ B, {out_t}* __restrict__ C,
+    const {el_t}* __restrict__ A, const {el_t}* __restrict__ B, {out_t}* __restrict__ C,
     int M, int N, int K, i64 sAb, i64 sAm, i64 sAk, i64 sBb, i64 sBk, i64 sBn, i64 sCb, i64 sCm{ep_params}) {{
   extern __shared__ __align__(128) unsigned char kf_smem[];
-  u16* sA = (u16*)kf_smem;
-  u16* sB = sA + STAGES * A_TILE;
+  {el_t}* sA = ({el_t}*)kf_smem;
+  {el_t}* sB = sA + STAGES * A_TILE;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
   // grouped rasterisation of the (tiles_m x tiles_n) block grid for L2 reuse
@@ -239,8 +149,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
   const int gsz = min(tiles_m - first_m, GROUP_M);
   const int m0 = (first_m + (pid % per_group) % gsz) * BM, n0 = ((pid % per_group) / gsz) * BN;
   const i64 bz = blockIdx.z;
-  const u16* Ab = A + bz * sAb;
-  const u16* Bb = B + bz * sBb;
+  const {el_t}* Ab = A + bz * sAb;
+  const {el_t}* Bb = B + bz * sBb;
   const unsigned sA0 = kf_smem_addr(sA), sB0 = kf_smem_addr(sB);
 
   // A: rows = M (kmajor) or K; B: rows = N (kmajor) or K
@@ -260,30 +170,30 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
 
   auto load_stage = [&](int stage, int kt) {{
     const int k0 = kt * BK;
-    const unsigned da = sA0 + stage * (A_TILE * 2), db = sB0 + stage * (B_TILE * 2);
+    const unsigned da = sA0 + stage * (A_TILE * EB), db = sB0 + stage * (B_TILE * EB);
 {load_a}
 {load_b}
   }};
 
-  float acc[MI][NI][4];
+  {acc_t} acc[MI][NI][4];
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
     for (int j = 0; j < NI; ++j)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0;
 
   // per-lane ldmatrix offsets (bytes) within a stage
   const int li = lane >> 3, lr = lane & 7;
 #if A_KMAJOR
-  const unsigned a_off = ((warp_m * WTM + (lane & 15)) * A_LD + (lane >> 4) * 8) * 2;
+  const unsigned a_off = ((warp_m * WTM + (lane & 15)) * A_LD + (lane >> 4) * CH) * EB;
 #else
-  const unsigned a_off = ((lr + (li >> 1) * 8) * A_LD + warp_m * WTM + (li & 1) * 8) * 2;
+  const unsigned a_off = ((lr + (li >> 1) * 8) * A_LD + warp_m * WTM + (li & 1) * 8) * EB;
 #endif
 #if B_KMAJOR
-  const unsigned b_off = ((warp_n * WTN + lr + (li >> 1) * 8) * B_LD + (li & 1) * 8) * 2;
+  const unsigned b_off = ((warp_n * WTN + lr + (li >> 1) * 8) * B_LD + (li & 1) * CH) * EB;
 #else
-  const unsigned b_off = ((lr + (li & 1) * 8) * B_LD + warp_n * WTN + (li >> 1) * 8) * 2;
+  const unsigned b_off = ((lr + (li & 1) * 8) * B_LD + warp_n * WTN + (li >> 1) * 8) * EB;
 #endif
 
 #pragma unroll
@@ -295,25 +205,25 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
   // mma; the wait for the next stage happens at the last kk of a tile (CUTLASS multistage order)
   unsigned af[2][MI][4], bfr[2][NI][2];
   auto load_frags = [&](int buf, int stage, int kk) {{
-    const unsigned abase = sA0 + stage * (A_TILE * 2) + a_off, bbase = sB0 + stage * (B_TILE * 2) + b_off;
+    const unsigned abase = sA0 + stage * (A_TILE * EB) + a_off, bbase = sB0 + stage * (B_TILE * EB) + b_off;
 #pragma unroll
     for (int i = 0; i < MI; ++i) {{
 #if A_KMAJOR
-      kf_ldsm_x4(abase + (i * 16 * A_LD + kk * 16) * 2, af[buf][i][0], af[buf][i][1], af[buf][i][2], af[buf][i][3]);
+      kf_ldsm_x4(abase + (i * 16 * A_LD + kk * MK) * EB, af[buf][i][0], af[buf][i][1], af[buf][i][2], af[buf][i][3]);
 #else
-      kf_ldsm_x4_t(abase + (kk * 16 * A_LD + i * 16) * 2, af[buf][i][0], af[buf][i][1], af[buf][i][2], af[buf][i][3]);
+      kf_ldsm_x4_t(abase + (kk * MK * A_LD + i * 16) * EB, af[buf][i][0], af[buf][i][1], af[buf][i][2], af[buf][i][3]);
 #endif
     }}
 #pragma unroll
     for (int p = 0; p < NI / 2; ++p) {{
 #if B_KMAJOR
-      kf_ldsm_x4(bbase + (p * 16 * B_LD + kk * 16) * 2, bfr[buf][2 * p][0], bfr[buf][2 * p][1], bfr[buf][2 * p + 1][0], bfr[buf][2 * p + 1][1]);
+      kf_ldsm_x4(bbase + (p * 16 * B_LD + kk * MK) * EB, bfr[buf][2 * p][0], bfr[buf][2 * p][1], bfr[buf][2 * p + 1][0], bfr[buf][2 * p + 1][1]);
 #else
-      kf_ldsm_x4_t(bbase + (kk * 16 * B_LD + p * 16) * 2, bfr[buf][2 * p][0], bfr[buf][2 * p][1], bfr[buf][2 * p + 1][0], bfr[buf][2 * p + 1][1]);
+      kf_ldsm_x4_t(bbase + (kk * MK * B_LD + p * 16) * EB, bfr[buf][2 * p][0], bfr[buf][2 * p][1], bfr[buf][2 * p + 1][0], bfr[buf][2 * p + 1][1]);
 #endif
     }}
   }};
-  constexpr int KK = BK / 16;
+  constexpr int KK = BK / MK;
   kf_cp_wait<STAGES - 2>();
   __syncthreads();
   int rd = 0, wr = STAGES - 1;
@@ -343,7 +253,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
 
   // fused epilogue on the accumulators, then the single store
   {out_t}* Cb = C + bz * sCb;
-  const bool pair_ok = (sCm % 2) == 0;
+  const bool pair_ok = (sCm % 2) == 0 && (sCb % 2) == 0;
   const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
   for (int i = 0; i < MI; ++i)
@@ -355,9 +265,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_gemm(
         const int n = n0 + warp_n * WTN + j * 8 + t4 * 2;
         if (m >= M || n >= N) continue;
         {out_t}* dst = Cb + (i64)m * sCm + n;
-        const float y0 = kf_epi(acc[i][j][2 * h], bz, m, n{epi_args});
+        const {res_t} y0 = kf_epi(acc[i][j][2 * h], bz, m, n{epi_args});
         if (n + 1 < N) {{
-          const float y1 = kf_epi(acc[i][j][2 * h + 1], bz, m, n + 1{epi_args});
+          const {res_t} y1 = kf_epi(acc[i][j][2 * h + 1], bz, m, n + 1{epi_args});
           if (pair_ok) {{
 {pair_store}
           }} else {{ dst[0] = {store_y0}; dst[1] = {store_y1}; }}
@@ -378,7 +288,7 @@ _LOAD_GENERIC = r"""#pragma unroll 4
     for (int e = tid; e < {rows} * {cols}; e += THREADS) {{
       const int r = e / {cols}, c = e % {cols};
       const int gr = {r0} + r, gc = {c0} + c;
-      u16 v = 0;
+      {el_t} v = 0;
       if (gr < {rlim} && gc < {clim}) v = {base}[(i64)gr * {rs} + (i64)gc * {cs}];
       (({tile}) + stage * {tsize})[r * {ld} + c] = v;
     }}"""
@@ -392,26 +302,47 @@ def _loader(spec: GemmSpec, which: str) -> str:
     so, sk = ("sAm", "sAk") if which == "a" else ("sBn", "sBk")
     if spec.aligned:
         if kmajor:   # columns = K: the k edge cuts a chunk
-            bytes_ = f"(({L}.ok >> i) & 1) ? max(0, min(16, (K - k0 - {L}.c_first) * 2)) : 0"
+            bytes_ = f"(({L}.ok >> i) & 1) ? max(0, min(16, (K - k0 - {L}.c_first) * EB)) : 0"
             kstride = "1"
         else:        # rows = K: the M/N edge cuts a chunk
             bytes_ = (f"(k0 + {L}.r_first + i * {L}.RSTEP < K) ? "
-                      f"max(0, min(16, ({olim} - {other} - {L}.c_first) * 2)) : 0")
+                      f"max(0, min(16, ({olim} - {other} - {L}.c_first) * EB)) : 0")
             kstride = sk
         return _LOAD_ASYNC.format(L=L, kstride=kstride, bytes=bytes_, x=which, base=X)
     if kmajor:
         r0, rlim, rs, c0, clim, cs = other, olim, so, "k0", "K", sk
     else:
         r0, rlim, rs, c0, clim, cs = "k0", "K", sk, other, olim, so
-    return _LOAD_GENERIC.format(rows=f"{X}_ROWS", cols=f"{X}_COLS", r0=r0, rlim=rlim, rs=rs, c0=c0,
+    return _LOAD_GENERIC.format(el_t=stype(spec.dtype), rows=f"{X}_ROWS", cols=f"{X}_COLS", r0=r0, rlim=rlim, rs=rs, c0=c0,
                                 clim=clim, cs=cs, base=base, tile="s" + X, tsize=f"{X}_TILE",
                                 ld=f"{X}_LD")
 
 
-def _pair_store(out: str) -> str:
-    if out == "f32":
-        return "            *(float2*)dst = make_float2(y0, y1);"
-    return f"            *(unsigned*)dst = (unsigned){_store('y0', out)} | ((unsigned){_store('y1', out)} << 16);"
+_PAIR = {"f32": "float2", "f64": "double2", "i32": "int2"}
+
+
+def _pair_store(ep: GemmEpilogue) -> str:
+    """Two neighbouring outputs (n even) in one store."""
+    out, y0, y1 = ep.out_dtype, store("y0", ep), store("y1", ep)
+    if out in _PAIR:
+        return f"            *({_PAIR[out]}*)dst = make_{_PAIR[out]}({y0}, {y1});"
+    return (f"            *(unsigned*)dst = (unsigned)(unsigned short){y0} | "
+            f"((unsigned)(unsigned short){y1} << 16);")
+
+
+def _mma_fn(spec: GemmSpec) -> str:
+    """``kf_mma(d, a, b)``: d += A (16 x MK, row) x B (MK x 8, col) on the accumulators."""
+    if spec.int8:
+        shape, types, acc, reg = f"m16n8k{gemm_int8.MMA_K}", gemm_int8.mma_types(spec.dtype, spec.b_dtype), "int", "r"
+    else:
+        shape, types, acc, reg = "m16n8k16", f"f32.{spec.dtype}.{spec.dtype}.f32", "float", "f"
+    return (
+        f"__device__ __forceinline__ void kf_mma({acc}* d, const unsigned* a, const unsigned* b) {{\n"
+        f'  asm volatile("mma.sync.aligned.{shape}.row.col.{types} "\n'
+        '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"\n'
+        f'               : "+{reg}"(d[0]), "+{reg}"(d[1]), "+{reg}"(d[2]), "+{reg}"(d[3])\n'
+        '               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));\n'
+        "}")
 
 
 def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
@@ -419,7 +350,12 @@ def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
     if spec.dtype not in DTYPES:
         raise ValueError(f"GEMM dtype {spec.dtype!r} not in {DTYPES}")
     ep = spec.epilogue
-    head = f"// kfuse GEMM {spec.key()} tile {(tile or FMA_TILE).name()}\n" + PRELUDE + _epilogue_fn(ep)
+    if spec.int8 != ep.int_product:
+        raise ValueError(f"GEMM {spec.dtype} needs {'an integer' if spec.int8 else 'a float'} product, "
+                         f"not {ep.product_dtype}")
+    if spec.int8 and not (spec.a_kmajor and spec.b_kmajor and spec.aligned):
+        raise ValueError("int8 GEMM: operands must be K-major and aligned (the runtime packs them)")
+    head = f"// kfuse GEMM {spec.key()} tile {(tile or FMA_TILE).name()}\n" + PRELUDE + epilogue_fn(ep)
     if not spec.tensor_core:
         return head + _emit_fma(spec, tile if tile and tile == FMA_TILE else FMA_TILE)
     tile = tile or GemmTile()
@@ -427,10 +363,12 @@ def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
     body = _TC_BODY.format(
         bm=tile.block_m, bn=tile.block_n, bk=tile.block_k, wm=tile.warps_m, wn=tile.warps_n,
         stages=tile.stages, group_m=tile.group_m, a_kmajor=int(spec.a_kmajor),
-        b_kmajor=int(spec.b_kmajor), mma_t=spec.dtype, out_t=_stype(spec.out_dtype),
-        store_y0=_store("y0", spec.out_dtype), store_y1=_store("y1", spec.out_dtype),
-        ep_params=_epilogue_params(ep), epi_args=_epi_call_args(ep),
-        load_a=_loader(spec, "a"), load_b=_loader(spec, "b"), pair_store=_pair_store(spec.out_dtype))
+        b_kmajor=int(spec.b_kmajor), eb=spec.elem_bytes, mk=gemm_int8.MMA_K if spec.int8 else 16,
+        mma_fn=_mma_fn(spec), el_t=stype(spec.dtype) if spec.int8 else "u16", acc_t=acc_ctype(ep),
+        res_t=result_ctype(ep), out_t=stype(spec.out_dtype),
+        store_y0=store("y0", ep), store_y1=store("y1", ep),
+        ep_params=epilogue_params(ep), epi_args=epi_call_args(ep),
+        load_a=_loader(spec, "a"), load_b=_loader(spec, "b"), pair_store=_pair_store(ep))
     return head + body
 
 
@@ -492,82 +430,36 @@ extern "C" __global__ void __launch_bounds__(256) kfuse_gemm(
 
 def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
     ep, dt = spec.epilogue, NP_DTYPE[spec.dtype]
-    return _FMA_BODY.format(in_t=_stype(spec.dtype), out_t=_stype(spec.out_dtype),
+    return _FMA_BODY.format(in_t=stype(spec.dtype), out_t=stype(spec.out_dtype),
                             a_kmajor=int(spec.a_kmajor), b_kmajor=int(spec.b_kmajor),
                             load_a=load_expr("Ab", "(i64)(m0 + m) * sAm + (i64)(k0 + k) * sAk", dt),
                             load_b=load_expr("Bb", "(i64)(k0 + k) * sBk + (i64)(n0 + n) * sBn", dt),
-                            store=_store(f"kf_epi(acc[i][j], bz, m, n{_epi_call_args(ep)})", spec.out_dtype),
-                            ep_params=_epilogue_params(ep))
+                            store=store(f"kf_epi(acc[i][j], bz, m, n{epi_call_args(ep)})", ep),
+                            ep_params=epilogue_params(ep))
 
 
-_EPI_KERNEL = r"""
-#define VEC {vec}
-// out[b, m, n] = epilogue(X[b, m, n]); X is the cuBLAS result (rows contiguous). blockDim.y rows per
-// block (short rows share a block), blockDim.x threads along a row, VEC elements per thread (VEC > 1
-// needs N % VEC == 0 and aligned rows); 32-bit row arithmetic, no division when batch == 1.
-// REVERSE: rows last-first. X and C may be the same buffer (in place): every element is loaded,
-// then stored, by one thread, so X carries no __restrict__ / non-coherent loads.
-extern "C" __global__ void __launch_bounds__(256) kfuse_gemm_epilogue(
-    const {x_t}* X, {out_t}* C, int M, int N, int batch,
-    i64 sXb, i64 sXm, i64 sCb, i64 sCm{ep_params}) {{
-  const long long rows = (long long)batch * M;
-  const long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y;
-  if (r >= rows) return;
-  const int row = (int){row};
-  const int b = batch == 1 ? 0 : row / M;
-  const int m = row - b * M;
-  const {x_t}* xrow = X + (i64)b * sXb + (i64)m * sXm;
-  {out_t}* crow = C + (i64)b * sCb + (i64)m * sCm;
-  for (int n = threadIdx.x * VEC; n < N; n += blockDim.x * VEC) {{
-    const {x_t}* x = xrow + n;
-    {out_t}* c = crow + n;
-{body}
-  }}
-}}
-"""
 
 
-def emit_epilogue_kernel(spec: GemmSpec, vec: int = 8, x_dtype: str | None = None,
-                         reverse: bool = False) -> str:
-    """CUDA C of ``kfuse_gemm_epilogue``: the epilogue as its own elementwise kernel over a GEMM
-    result ``X`` of ``x_dtype`` (default: the operands' dtype, as cuBLAS returns). ``vec`` = 8
-    (16-byte accesses for 16-bit data) when N is a multiple of 8, else 1. May run in place
-    (``X`` == ``C``). Launch: ``block = (tx, ty)``, ``grid = ceil(batch * M / ty)`` (``ty`` rows a
-    block). ``reverse``: rows last-first."""
-    x_dtype = x_dtype or spec.dtype
-    ep = spec.epilogue
-    if vec not in (1, 2, 4, 8):
-        raise ValueError("vec must be 1, 2, 4 or 8")
-    if vec == 1:
-        body = f"    c[0] = {_epi_of_element(ep, x_dtype, 'x', '0', 'n')};"
-    else:
-        body = _vec_body(x_dtype, spec.out_dtype, vec, ep)
-    row = "(rows - 1 - r)" if reverse else "r"
-    return (f"// kfuse GEMM epilogue {spec.key()} vec {vec}{' reverse' if reverse else ''}\n" + PRELUDE
-            + _epilogue_fn(ep) + _EPI_KERNEL.format(vec=vec, x_t=_stype(x_dtype), out_t=_stype(spec.out_dtype),
-                                                    ep_params=_epilogue_params(ep), body=body, row=row))
-
-
-def _epi_of_element(ep: GemmEpilogue, x_dtype: str, ptr: str, off: str, n: str) -> str:
-    """The stored value of the epilogue over the product element ``ptr[off]`` at column ``n``."""
-    x = load_expr(ptr, off, NP_DTYPE[x_dtype])
-    return _store(f"kf_epi({x}, b, m, {n}{_epi_call_args(ep)})", ep.out_dtype)
-
-
-def _vec_body(x_dtype: str, out_dtype: str, vec: int, ep: GemmEpilogue) -> str:
-    xt, ot = _stype(x_dtype), _stype(out_dtype)
-    xs, os_ = (2 if xt != "float" else 4), (2 if ot != "float" else 4)
-    lines = [f"    {xt} xin[VEC]; {ot} yout[VEC];"]
-    lines += _copy_vec("xin", "x", vec * xs)
-    lines.append("    #pragma unroll")
-    lines.append(f"    for (int q = 0; q < VEC; ++q) yout[q] = {_epi_of_element(ep, x_dtype, 'xin', 'q', 'n + q')};")
-    lines += _copy_vec("c", "yout", vec * os_, store=True)
-    return "\n".join(lines)
-
-
-def _copy_vec(dst: str, src: str, nbytes: int, store: bool = False) -> list[str]:
-    """Move ``nbytes`` between registers and memory in words of up to 16 bytes."""
-    size = min(16, nbytes)
-    word = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}[size]
-    cq = "" if store else "const "
-    return [f"    (({word}*){dst})[{w}] = (({cq}{word}*){src})[{w}];" for w in range(nbytes // size)]
+def int8_kernel_source(kir) -> str | None:
+    """The int8 GEMM a matmul group's KernelIR runs (its int8/uint8 operands cast to the int32 or
+    int16 product, its epilogue in registers: the plan always picks the generated kernel for
+    those), or None: for the CUDA backend's ``cuda``/``ptx`` dumps, which show that kernel."""
+    from ..fusion.gemm_int8 import PRODUCTS, SOURCES
+    from ..fusion.gemm_registers import EPILOGUE_OPS
+    from .gemm_spec import epilogue_of_kernel
+    c = kir.contraction
+    if c is None or c.dtype not in PRODUCTS:
+        return None
+    types = []
+    for slot, steps in ((c.lhs, c.lhs_steps), (c.rhs, c.rhs_steps)):
+        if [a for k, a in steps if k == "cast"] != [c.dtype] or kir.inputs[slot].dtype not in SOURCES:
+            return None
+        types.append(SOURCES[kir.inputs[slot].dtype])
+    got = epilogue_of_kernel(kir)
+    ops = {o.value for o in EPILOGUE_OPS}
+    if got is None or any(isinstance(s, K.Op) and s.op not in ops for s in got[0].body):
+        return None
+    M, N = kir.inputs[c.result].shape[-2:]
+    spec = GemmSpec(types[0], got[0], a_kmajor=True, b_kmajor=True,
+                    b_dtype=types[1] if types[1] != types[0] else None)
+    return emit_gemm(spec, default_tile(M, N, 0, spec.dtype))

@@ -23,6 +23,7 @@ from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, SCAN, Op
 from . import cpu_cost
 from .cpu_cost import CpuCosts, MemLevel
+from .gemm_int8 import describe as describe_int8, int8_operands
 from .gemm_registers import epilogue_in_registers
 from .kinds import GroupKind
 
@@ -397,7 +398,10 @@ def _read_bytes(i: Node, nodes: list[Node]) -> int:
 # an H200 (benchmarks/GEMM_NOTES.md, run 3: 0.35x with the bias+GELU epilogue, 0.48x without; cuBLAS
 # uses wgmma there). f32 operands: the generated kernel is a plain-FMA SIMT kernel (no TF32), cuBLAS
 # SGEMM the same unit: assumed 0.5x until measured.
-GENERATED_EFFICIENCY = {"f16": 0.35, "f32": 0.5}
+GENERATED_EFFICIENCY = {"f16": 0.35, "f32": 0.5, "int8": 0.35}
+# int8 tensor-core throughput over float16's (A100, H100: twice); the generated int8 kernel is the
+# f16 one with byte tiles and m16n8k32 steps: its efficiency assumed f16's until measured
+INT8_TENSOR_RATIO = 2.0
 # cuBLAS's fixed cost per call beyond a kernel launch (host-side heuristics, handle, argument
 # checks: ~5-10 us measured per cupy.matmul call on small shapes), charged to the cuBLAS candidate.
 CUBLAS_CALL_OVERHEAD = 4e-6
@@ -421,14 +425,16 @@ def gemm_bucket(batch: int, M: int, N: int, K: int) -> tuple[int, int, int, int]
 
 def generated_gemm_ok(nodes, outputs) -> str:
     """Why the generated fused GEMM cannot run this matmul group ("" when it can): operand dtype
-    f16/f32, no operand casts (the kernel reads the operands as they are), 2-D or 3-D operands,
-    one output, an epilogue the kernel applies in registers."""
+    f16/f32, no operand casts (the kernel reads the operands as they are) but int8 arrays cast to
+    int32/int16 (the int8 kernel), 2-D or 3-D operands, one output, an epilogue the kernel
+    applies in registers."""
     mm = next(n for n in nodes if n.op is Op.MATMUL)
     a, b = mm.inputs
-    if a.op is Op.CAST or b.op is Op.CAST or a.dtype != b.dtype:
-        return "operand casts"
-    if np.dtype(a.dtype).name not in ("float16", "float32"):
-        return f"operand dtype {np.dtype(a.dtype).name}"
+    if int8_operands(mm) is None:
+        if a.op is Op.CAST or b.op is Op.CAST or a.dtype != b.dtype:
+            return "operand casts"
+        if np.dtype(a.dtype).name not in ("float16", "float32"):
+            return f"operand dtype {np.dtype(a.dtype).name}"
     if a.ndim not in (2, 3) or b.ndim not in (2, 3) or mm.ndim not in (2, 3):
         return "operands not 2-D/3-D"
     if len(outputs) != 1:
@@ -447,13 +453,15 @@ def generated_gemm_ok(nodes, outputs) -> str:
 
 def choose_gemm(batch: int, M: int, N: int, K: int, dtype, epi_bytes: float, epi_flops: float,
                 out_bytes: float, device: DeviceSpec, generated_ok: bool = True,
-                allow_tf32: bool = False, bucket: bool = True) -> tuple[str, dict[str, float]]:
+                allow_tf32: bool = False, bucket: bool = True, int8: bool = False) -> tuple[str, dict[str, float]]:
     """Pick the implementation of one matmul group for its shape bucket: ``"cublas+epilogue"``
     (cuBLAS product, then the epilogue as one elementwise pass over it, in place) or
     ``"generated"`` (one fused kernel). Returns (pick, {candidate: predicted seconds}); with
     ``bucket`` the predictions are made at the bucket's shape (:func:`gemm_bucket`), so every
     shape of a bucket gets the same pick. ``epi_bytes``/``out_bytes``/``epi_flops``: the epilogue's
-    extra inputs, its output and its FLOPs at the real shape (scaled to the bucket)."""
+    extra inputs, its output and its FLOPs at the real shape (scaled to the bucket). ``int8``: the
+    product of int8 operands cast to ``dtype`` (an integer): the cuBLAS candidate is CuPy's integer
+    matmul (no tensor cores), the generated kernel runs on the int8 tensor cores."""
     bb, bm, bn, bk = gemm_bucket(batch, M, N, K) if bucket else (batch, M, N, K)
     scale = (bb * bm * bn) / max(1, batch * M * N)        # epilogue bytes/flops scale with the output
     key = _dkey(dtype)
@@ -473,6 +481,9 @@ def choose_gemm(batch: int, M: int, N: int, K: int, dtype, epi_bytes: float, epi
         # the generated kernel never uses TF32 (f32: plain FMA), whatever allow_tf32 says
         gen_peak = (device.peak(dtype, "tensor") * GENERATED_EFFICIENCY["f16"] if key == "f16"
                     else device.peak(np.float32) * GENERATED_EFFICIENCY["f32"])
+        if int8:
+            gen_peak = device.peak(np.float16, "tensor") * INT8_TENSOR_RATIO * GENERATED_EFFICIENCY["int8"]
+            op_bytes //= isz
         gen_s = max(gemm_flops / gen_peak, (op_bytes + (epi_bytes + out_bytes) * scale) / device.bandwidth)
         t["generated"] = gen_s + device.launch_overhead
     return min(t, key=t.get), t
@@ -493,11 +504,14 @@ def _matmul_cost(nodes, inputs, outputs, br, bw, flops, device: DeviceSpec,
     epi_bytes = sum(i.nbytes for i in inputs if i not in op_nodes)
     out_bytes = sum(o.nbytes for o in outputs)
     epi_flops = max(0.0, flops - node_flops(mm))
-    why = generated_gemm_ok(nodes, outputs) if key in ("f16", "f32") else f"operand dtype {np.dtype(dtype).name}"
+    int8 = int8_operands(mm) is not None
+    why = generated_gemm_ok(nodes, outputs) if key in ("f16", "f32") or int8 else f"operand dtype {np.dtype(dtype).name}"
     args = (batch, M, N, K, dtype, epi_bytes, epi_flops, out_bytes, device, not why, allow_tf32)
-    pick, _ = choose_gemm(*args)
-    _, t_real = choose_gemm(*args, bucket=False)      # explain prints predictions at the real shape
+    pick, _ = choose_gemm(*args, int8=int8)
+    _, t_real = choose_gemm(*args, bucket=False, int8=int8)      # explain prints predictions at the real shape
     note = f"bucket {'x'.join(map(str, gemm_bucket(batch, M, N, K)))}"
+    if int8 and not why:
+        note += "; " + describe_int8(mm)
     if why:
         note += f"; generated kernel not applicable: {why}"
     body = t_real[pick] - device.launch_overhead

@@ -41,6 +41,25 @@ def keep_clustered(graph) -> set:
     return out
 
 
+def operand_nodes(mm) -> set:
+    """What a matmul reads as its operands: its inputs and, under their CAST/PERMUTE steps, the
+    values those read (the contraction's operand chains)."""
+    out, stack = set(), list(mm.inputs)
+    while stack:
+        x = stack.pop()
+        out.add(x)
+        if x.op in (Op.CAST, Op.PERMUTE):
+            stack.append(x.inputs[0])
+    return out
+
+
+def side_inputs_ok(mm, nodes) -> bool:
+    """Whether a matmul group may compute ``nodes`` (elementwise values it reads, recomputed in
+    it: a scale's cast to float64 and its broadcast) beside its epilogue: none of them is an
+    operand, which the contraction reads from memory."""
+    return not (operand_nodes(mm) & set(nodes))
+
+
 class GemmEpilogue(Rule):
     """Per matmul (each once, in graph order): fold in its operand casts, then absorb consumers
     until nothing more joins."""

@@ -397,6 +397,12 @@ def verify_group(g: KernelGroup, order: dict[Node, int] | None = None) -> list[s
         problems += [f"part {p.id}: {why}" for p in parts for why in verify_group(p, order)]
     elif g.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.MATMUL):
         computed = [n for n in g.nodes if n.op not in LEAF and not _index_only(n, nodes)]
+        if g.kind == GroupKind.MATMUL:      # not the values its epilogue recomputes (recompute's pulls)
+            after = {g.anchor}
+            for n in sorted(computed, key=order.__getitem__):
+                if any(i in after for i in n.inputs):
+                    after.add(n)
+            computed = [n for n in computed if n in after or n in g.anchor.inputs]
         shape, why = classify(computed, order)
         if shape is None or shape.kind != g.kind:
             problems.append(why or f"classified as {shape.kind if shape else None}")

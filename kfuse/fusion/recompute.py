@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, LOOKUP, MOVEMENT, RANDOM
 from .dag import topological_order
+from .gemm_epilogue import side_inputs_ok
 from .kinds import GroupKind
 from .legality import Clustering
 from .rules import PlanContext, Rule
@@ -55,6 +56,8 @@ def _pull_allowed(state: Clustering, c: int, nodes: set[Node]) -> bool:
         return all(n.shape == shape.domain for n in nodes)
     if shape.kind == GroupKind.SCATTER:     # (never the array it writes into: copied before it runs)
         return shape.anchor.inputs[0] not in nodes
+    if shape.kind == GroupKind.MATMUL:      # values its epilogue reads (a scale cast to float64)
+        return side_inputs_ok(shape.anchor, nodes)
     return False
 
 

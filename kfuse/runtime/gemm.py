@@ -9,7 +9,9 @@ CuPy stream. Two candidates per call: ``"generated"`` (one fused tensor-core ker
 ``backend="auto"`` times both once per shape bucket (powers of two of batch, M, N, K) and keeps
 the faster; :attr:`GemmRunner.choices` records every pick (the plan/explain can print it).
 bfloat16 arrays are CuPy ``uint16`` arrays holding the bits (``spec.dtype == "bf16"``); CuPy's
-matmul cannot take them, so bf16 always uses the generated kernel.
+matmul cannot take them, so bf16 always uses the generated kernel. int8/uint8 operands run the
+generated int8 tensor-core kernel (int32 sums; CuPy has no int8 cuBLAS path), each operand packed
+K-major first unless it is K-major with 16-byte rows already (:mod:`kfuse.runtime.gemm_pack`).
 """
 from __future__ import annotations
 
@@ -21,21 +23,31 @@ import numpy as np
 
 from ..codegen import nvrtc
 from ..codegen.gemm_cuda import GemmTile, default_tile, emit_epilogue_kernel, emit_gemm
-from ..codegen.gemm_spec import GemmEpilogue, GemmSpec, epilogue_of_kernel
+from ..codegen.gemm_spec import INT8, GemmEpilogue, GemmSpec, epilogue_of_kernel
 from ..errors import DeviceError, UnsupportedError
+from ..fusion.gemm_int8 import int8_operands
 from ..fusion.gemm_registers import epilogue_in_registers
 from .cublas_matmul import matmul, tf32
+from .gemm_pack import kmajor_operands
 
-_NP_DT = {"f16": np.float16, "f32": np.float32, "bf16": np.uint16}
+_NP_DT = {"f16": np.float16, "f32": np.float32, "bf16": np.uint16, "f64": np.float64, "i16": np.int16,
+          "i32": np.int32}
+_OPERAND = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.int8): "s8",
+            np.dtype(np.uint8): "u8"}
 
 
 def _dtype_name(arr, hint: str | None) -> str:
     if hint == "bf16" or str(arr.dtype) == "bfloat16":
         return "bf16"
-    name = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32"}.get(np.dtype(arr.dtype))
+    name = _OPERAND.get(np.dtype(arr.dtype))
     if name is None:
-        raise UnsupportedError(f"kfuse GEMM: operand dtype {arr.dtype} not supported (f16, bf16, f32)")
+        raise UnsupportedError(f"kfuse GEMM: operand dtype {arr.dtype} not supported (f16, bf16, f32, int8, uint8)")
     return name
+
+
+def _default_epilogue(dt: str) -> GemmEpilogue:
+    """The product stored as it is: float operands' dtype, an int8 product's int32 sums."""
+    return GemmEpilogue(out_dtype="i32", product_dtype="int32") if dt in INT8 else GemmEpilogue(out_dtype=dt)
 
 
 def _strides3(x):
@@ -76,7 +88,7 @@ def describe_operands(a, b, spec: GemmSpec, dtype: str | None = None) -> GemmCal
         raise ValueError(f"kfuse GEMM: batch dims differ: {a.shape} @ {b.shape}")
     batch = max(ba, bb)
     da, db = _dtype_name(a, dtype), _dtype_name(b, dtype)
-    if da != db:
+    if da != db and not (da in INT8 and db in INT8):
         raise UnsupportedError(f"kfuse GEMM: operand dtypes differ ({da}, {db}); cast first")
     sa, sb = list(_strides3(a)), list(_strides3(b))
     if ba == 1:
@@ -94,8 +106,10 @@ def describe_operands(a, b, spec: GemmSpec, dtype: str | None = None) -> GemmCal
     a_kmajor = kmajor(sa[2], sa[1], M)
     b_kmajor = kmajor(sb[1], sb[2], N)
 
+    chunk = 16 // a.itemsize            # elements of a 16-byte cp.async
+
     def ok(inner, outer, outer_size, bstride, ptr):
-        return (inner == 1 and (outer % 8 == 0 or outer_size == 1) and bstride % 8 == 0
+        return (inner == 1 and (outer % chunk == 0 or outer_size == 1) and bstride % chunk == 0
                 and ptr % 16 == 0)
 
     al_a = ok(sa[2], sa[1], M, sa[0], a.data.ptr) if a_kmajor else ok(sa[1], sa[2], K, sa[0], a.data.ptr)
@@ -103,7 +117,7 @@ def describe_operands(a, b, spec: GemmSpec, dtype: str | None = None) -> GemmCal
     if da == "f32":
         al_a = al_b = True          # the FMA kernel loads element by element anyway
     spec = dataclasses.replace(spec, dtype=da, a_kmajor=bool(a_kmajor), b_kmajor=bool(b_kmajor),
-                               aligned=bool(al_a and al_b))
+                               aligned=bool(al_a and al_b), b_dtype=db if db != da else None)
     return GemmCall(spec, batch, int(M), int(N), int(K), tuple(sa), tuple(sb))
 
 
@@ -115,8 +129,13 @@ def epilogue_args(epilogue_inputs, ep: GemmEpilogue, shape3) -> list:
     for x, desc in zip(epilogue_inputs, ep.inputs):
         if x.ndim > 3:
             raise ValueError("kfuse GEMM: epilogue inputs must broadcast to the output shape")
-        xb = cp.broadcast_to(x, shape3)
-        sb_, sm_, sn_ = (s // x.itemsize for s in xb.strides)
+        if desc.dims is not None:       # each dim of x runs along the output coordinate named
+            if x.ndim != len(desc.dims):
+                raise ValueError(f"kfuse GEMM: epilogue input of shape {x.shape} is not {desc.dims!r}")
+            st = dict(zip(desc.dims, (s // x.itemsize for s in x.strides)))
+            sb_, sm_, sn_ = (st.get(c, 0) for c in "bmn")
+        else:
+            sb_, sm_, sn_ = (s // x.itemsize for s in cp.broadcast_to(x, shape3).strides)
         if (desc.kind == "row" and sm_ != 0) or (desc.kind == "col" and sn_ != 0) or (
                 desc.kind == "scalar" and x.size != 1):
             raise ValueError(f"kfuse GEMM: epilogue input of shape {x.shape} is not a {desc.kind!r} input")
@@ -247,9 +266,12 @@ class GemmRunner:
         import cupy as cp
         if not isinstance(a, cp.ndarray) or not isinstance(b, cp.ndarray):
             raise DeviceError("kfuse GEMM: operands must be CuPy arrays on the GPU")
-        spec = spec or GemmSpec(dtype=_dtype_name(a, dtype),
-                                epilogue=GemmEpilogue(out_dtype=_dtype_name(a, dtype)))
+        spec = spec or GemmSpec(dtype=_dtype_name(a, dtype), epilogue=_default_epilogue(_dtype_name(a, dtype)))
+        if _dtype_name(a, dtype) in INT8:
+            a, b = kmajor_operands(self.function, a, b)
         call = describe_operands(a, b, spec, dtype or (spec.dtype if spec.dtype == "bf16" else None))
+        if call.spec.int8 and call.K == 0:      # nothing is read: any layout will do
+            call.spec = dataclasses.replace(call.spec, a_kmajor=True, b_kmajor=True, aligned=True)
         spec = call.spec
         ep = spec.epilogue
         if len(epilogue_inputs) != len(ep.inputs) or len(params) != ep.n_params:
@@ -262,13 +284,13 @@ class GemmRunner:
             return out if out is not None else cp.empty(out_shape, dtype=_NP_DT[spec.out_dtype])
         # the cuBLAS candidate: CuPy's matmul takes f16/f32 (bf16 is uint16 bits to CuPy); f32
         # with allow_tf32 runs cuBLAS with TF32 compute (the generated kernel stays plain FMA)
-        cublas_ok = spec.dtype != "bf16"
+        cublas_ok = spec.dtype != "bf16" and not spec.int8
         if backend == "auto":
             backend = self._choose(a, b, call, ep_args, params, tile, out, cublas_ok)
         self.last_choice = backend
         if backend == "cublas":
             if not cublas_ok:
-                raise UnsupportedError("kfuse GEMM: the cuBLAS candidate cannot take bf16 operands")
+                raise UnsupportedError(f"kfuse GEMM: the cuBLAS candidate cannot take {spec.dtype} operands")
             res = self.run_cublas(a, b, call, ep_args, params, out, spec.allow_tf32, reverse)
             return res.reshape(out_shape)
         if backend != "generated":
@@ -351,23 +373,36 @@ def _short_dtype(dt) -> str | None:
     return {"float16": "f16", "float32": "f32"}.get(str(dt))
 
 
+def _group_spec(group, ep: GemmEpilogue) -> GemmSpec | None:
+    """The spec of a matmul group's generated kernel: its operands' dtype (an int8 product's
+    int8/uint8 sources, K-major as the runtime packs them), or None outside f16/f32/int8."""
+    i8 = int8_operands(group.anchor)
+    if i8 is not None:
+        return GemmSpec(i8[0], ep, a_kmajor=True, b_kmajor=True, b_dtype=i8[1] if i8[1] != i8[0] else None)
+    dt = _short_dtype(group.anchor.inputs[0].dtype)
+    return GemmSpec(dt, ep) if dt else None
+
+
 def group_runner(group, kir):
     """For a plan's matmul group that picked ``"generated"``: a callable
     ``(ins, out, allow_tf32) -> out`` running the one fused kernel on the group's input arrays
-    (``ins`` in ``group.inputs`` order), or None when the group's operands or epilogue are outside
-    what the generated kernel takes (the caller then runs cuBLAS + the epilogue kernel)."""
+    (``ins`` in ``group.inputs`` order; an int8 product's operands as the int8 arrays its casts
+    read), or None when the group's operands or epilogue are outside what the generated kernel
+    takes (the caller then runs cuBLAS + the epilogue kernel)."""
     c = kir.contraction
     got = group_epilogue_spec(group, kir)
-    if got is None or any(k == "cast" for k, _ in c.lhs_steps + c.rhs_steps):
+    int8 = int8_operands(group.anchor) is not None      # its casts are the int8 kernel's widening
+    if got is None or (not int8 and any(k == "cast" for k, _ in c.lhs_steps + c.rhs_steps)):
         return None
     ep, slots = got
-    spec0 = GemmSpec(dtype=_short_dtype(group.anchor.inputs[0].dtype) or "f16", epilogue=ep)
+    spec0 = _group_spec(group, ep) or GemmSpec("f16", ep)
     runner = default_runner()
 
     def side(x, steps):
         import cupy as cp
-        for _, perm in steps:
-            x = cp.transpose(x, perm)
+        for kind, perm in steps:
+            if kind == "permute":
+                x = cp.transpose(x, perm)
         return x
 
     def run(ins, out, allow_tf32=False):
@@ -406,14 +441,16 @@ def group_sources(group, kir) -> list[str]:
     fused GEMM (plan picked ``"generated"``) or the GEMM epilogue kernel (cuBLAS path); [] when the
     group's epilogue does not translate (the group's own elementwise kernel runs then)."""
     got = group_epilogue_spec(group, kir)
-    dt = _short_dtype(group.anchor.inputs[0].dtype) if got else None
-    if dt is None:
+    spec = _group_spec(group, got[0]) if got else None
+    if spec is None:
         return []
     ep = got[0]
     if getattr(getattr(group, "cost", None), "impl", "") == "generated":
         a = group.anchor
         M, N, K = a.shape[-2], a.shape[-1], a.inputs[0].shape[-1]
-        return [emit_gemm(GemmSpec(dt, ep), default_tile(M, N, K, dt))]
+        return [emit_gemm(spec, default_tile(M, N, K, spec.dtype))]
+    if spec.int8:
+        return []
     pdt = _short_dtype(kir.contraction.dtype)
     if pdt is None or ep.out_dtype != pdt:
         return []

@@ -19,6 +19,7 @@ CASES = {
     "adam": ["f32[1000]"] * 4,
     "rmsnorm_residual": ["f32[64,96]", "f32[64,96]", "f32[96]"],
     "gemm_gelu": ["f16[64,32]", "f16[32,48]", "f16[48]"],
+    "int8_linear": ["i8[64,96]", "i8[48,96]", "f32[64]", "f32[48]", "f32[48]"],
 }
 
 
@@ -48,7 +49,7 @@ def test_example_ptx_passes_ptxas(name, backend, arch, tmp_path):
         ok, why = numba_cuda_available()
         if not ok:
             pytest.skip(why)
-        if name == "gemm_gelu":
+        if name in ("gemm_gelu", "int8_linear"):
             pytest.skip("matmul groups run on the CUDA C backend only")
     lowered = _jitted(name).lower(*CASES[name], backend=backend)
     try:

@@ -19,17 +19,22 @@ class CudaBackend(GpuBackend):
 
     def render(self, kir) -> str:
         self.check_kernel(kir)
-        from ...codegen import cuda
-        return cuda.emit(kir)
+        return _source(kir)
 
     def _ptx_of(self, kir, arch: str, ptx_isa: str | None) -> str:
         self.check_kernel(kir)
-        from ...codegen import cuda, nvrtc
-        return nvrtc.ptx_dump(nvrtc.compile(cuda.emit(kir), arch=arch), ptx_isa)
+        from ...codegen import nvrtc
+        return nvrtc.ptx_dump(nvrtc.compile(_source(kir), arch=arch), ptx_isa)
 
     def _program(self, plan, store):
         from ...runtime import cuda
         return cuda.compile_plan(plan, cache=store)
+
+
+def _source(kir) -> str:
+    """A kernel's CUDA C; an int8 product's group: the int8 tensor-core GEMM it runs."""
+    from ...codegen import cuda, gemm_cuda
+    return gemm_cuda.int8_kernel_source(kir) or cuda.emit(kir)
 
 
 CUDA = CudaBackend()
