@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import kernel_ir as K
+from .cuda_async import ASYNC_PTX
 from .cuda_ops import _STYPE, PRELUDE, const_literal, ctype, load_expr, op_expr
 from .gemm_spec import NP_DTYPE
 
@@ -169,20 +170,7 @@ _BODY = r"""
 #define KF_LOG2E 1.4426950408889634f
 #define KF_NEG_INF __int_as_float(0xff800000)
 
-__device__ __forceinline__ unsigned kf_smem_addr(const void* p) {{ return (unsigned)__cvta_generic_to_shared(p); }}
-__device__ __forceinline__ void kf_cp_async16(unsigned dst, const void* src, int bytes) {{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
-}}
-__device__ __forceinline__ void kf_cp_commit() {{ asm volatile("cp.async.commit_group;\n" ::); }}
-template <int N> __device__ __forceinline__ void kf_cp_wait() {{ asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }}
-__device__ __forceinline__ void kf_ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}}
-__device__ __forceinline__ void kf_ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}}
+{async_ptx}
 __device__ __forceinline__ void kf_mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {{
   asm("mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 "
                "{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\n"
@@ -402,7 +390,7 @@ def emit_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> st
     tile = tile or default_attention_tile(spec.head_dim)
     params, args = score_args(spec.score)
     head = f"// kfuse attention {spec.key()} tile {tile.name()}\n" + PRELUDE + _score_fn(spec.score)
-    return head + _BODY.format(
+    return head + _BODY.format(async_ptx=ASYNC_PTX, 
         d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal), mi=tile.rows,
         q_in_regs=int(tile.q_in_regs), t=spec.dtype, params=params, args=args,
         out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"])

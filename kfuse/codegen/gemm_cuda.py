@@ -24,6 +24,7 @@ import math
 
 from . import gemm_int8
 from . import kernel_ir as K
+from .cuda_async import ASYNC_PTX
 from .cuda_ops import PRELUDE, load_expr
 from .gemm_epi_kernel import emit_epilogue_kernel
 from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, result_ctype, store, stype
@@ -97,22 +98,7 @@ _TC_BODY = r"""
 #define A_TILE (A_ROWS * A_LD)
 #define B_TILE (B_ROWS * B_LD)
 
-__device__ __forceinline__ unsigned kf_smem_addr(const void* p) {{
-  return (unsigned)__cvta_generic_to_shared(p);
-}}
-__device__ __forceinline__ void kf_cp_async16(unsigned dst, const void* src, int bytes) {{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
-}}
-__device__ __forceinline__ void kf_cp_commit() {{ asm volatile("cp.async.commit_group;\n" ::); }}
-template <int N> __device__ __forceinline__ void kf_cp_wait() {{ asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }}
-__device__ __forceinline__ void kf_ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}}
-__device__ __forceinline__ void kf_ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}}
+{async_ptx}
 {mma_fn}
 
 // One operand tile: ROWS x COLS (COLS = unit-stride dim in shared memory) from global element
@@ -360,7 +346,7 @@ def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
         return head + _emit_fma(spec, tile if tile and tile == FMA_TILE else FMA_TILE)
     tile = tile or GemmTile()
     tile.check(spec)
-    body = _TC_BODY.format(
+    body = _TC_BODY.format(async_ptx=ASYNC_PTX, 
         bm=tile.block_m, bn=tile.block_n, bk=tile.block_k, wm=tile.warps_m, wn=tile.warps_n,
         stages=tile.stages, group_m=tile.group_m, a_kmajor=int(spec.a_kmajor),
         b_kmajor=int(spec.b_kmajor), eb=spec.elem_bytes, mk=gemm_int8.MMA_K if spec.int8 else 16,
