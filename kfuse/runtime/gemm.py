@@ -266,10 +266,11 @@ class GemmRunner:
         import cupy as cp
         if not isinstance(a, cp.ndarray) or not isinstance(b, cp.ndarray):
             raise DeviceError("kfuse GEMM: operands must be CuPy arrays on the GPU")
+        dtype = dtype or (spec.dtype if spec is not None and spec.dtype == "bf16" else None)   # (bf16: uint16 bits)
         spec = spec or GemmSpec(dtype=_dtype_name(a, dtype), epilogue=_default_epilogue(_dtype_name(a, dtype)))
         if _dtype_name(a, dtype) in INT8:
             a, b = kmajor_operands(self.function, a, b)
-        call = describe_operands(a, b, spec, dtype or (spec.dtype if spec.dtype == "bf16" else None))
+        call = describe_operands(a, b, spec, dtype)
         if call.spec.int8 and call.K == 0:      # nothing is read: any layout will do
             call.spec = dataclasses.replace(call.spec, a_kmajor=True, b_kmajor=True, aligned=True)
         spec = call.spec
