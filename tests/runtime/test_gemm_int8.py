@@ -4,7 +4,7 @@ the lead's GPU run). Shapes are odd on purpose: M, N, K not multiples of any til
 multiple of 32 (the k edge of the last tile is masked), B row-major (packed K-major first) and
 K-major (``x @ w.T``, read in place), batched, with and without the dequantising epilogue, and a
 K whose int32 sums overflow (NumPy's int32 matmul wraps; so does the tensor cores' int32
-accumulation)."""
+accumulation). Not on numba-cuda, which refuses matmul."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +13,7 @@ import pytest
 from backends import jit_and_numpy
 
 RNG = np.random.default_rng(8)
+pytestmark = pytest.mark.backends("cpu", "cuda")      # (numba-cuda runs no contraction)
 
 
 def ints(shape, dtype=np.int8):
