@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..fusion.attention import HEAD_DIMS       # (the planner matches only these)
 from . import kernel_ir as K
 from .cuda_async import ASYNC_PTX
 from .cuda_ops import _STYPE, PRELUDE, const_literal, ctype, load_expr, op_expr
@@ -36,7 +37,6 @@ from .gemm_spec import NP_DTYPE
 __all__ = ["AttentionSpec", "AttentionTile", "ScoreFn", "default_attention_tile", "emit_attention",
            "HEAD_DIMS"]
 
-HEAD_DIMS = (16, 32, 64, 96, 128, 160, 192, 256)     # multiples of 16 the kernel's fragments tile
 _WIDE = {"float16": "float32", "bfloat16": "float32"}
 
 

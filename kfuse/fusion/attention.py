@@ -9,11 +9,14 @@ apart (a matmul and a reduction cannot share a kernel) become one ``attention`` 
 * a row-wise softmax over the last axis (``e = exp(x - x.max(-1))``, ``e / e.sum(-1)``; ``x`` the
   score or a cast of it), writing one array read by nothing but
 * the left operand of a plain matmul group ``p @ v`` (``p`` maybe cast), the program's value;
-* q, k and v are float16 or bfloat16 of one dtype, with equal batch dims, head dims equal and a
-  multiple of 16 up to 256 (``codegen.attention_cuda.HEAD_DIMS``), and the product's dtype theirs.
+* q, k and v are float16 or bfloat16 of one dtype, k's and v's batch dims broadcasting to q's
+  (grouped-query: k and v shared across heads), head dims equal and a multiple of 16 up to 256
+  (``HEAD_DIMS``), the products in their dtype (bfloat16: float32, as NumPy's loop).
 
-The group keeps the three (``Match.parts``): a backend without the attention kernel runs them instead
-(:func:`unfuse`). Why a candidate did not match is a plan note (``kfuse.explain`` prints it).
+Elementwise groups that only move an operand there (a broadcast of k or v over the heads, k's
+transpose) are absorbed: the kernel reads their input through strides. The group keeps what it
+stands for (``Match.parts``, ``Match.copies``): a backend without the attention kernel runs those
+instead (:func:`unfuse`). Why a candidate did not match is a plan note (``kfuse.explain``).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from .cost import Cost
 from .kinds import GroupKind
 from .plan import KernelGroup
 
-HEAD_DIMS = (16, 32, 64, 96, 128, 160, 192, 256)      # the kernel's (codegen.attention_cuda)
+HEAD_DIMS = (16, 32, 64, 96, 128, 160, 192, 256)      # multiples of 16 the attention kernel's fragments tile
 DTYPES = ("float16", "bfloat16")
 # Achieved share of the device's f16 tensor rate (the kernel is mma.sync, online softmax, one
 # exp per score). H200, (32, 2048, 128) f16: 227 TFLOP/s of 4*B*M*N*D against the spec's 693.
