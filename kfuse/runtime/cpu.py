@@ -456,6 +456,8 @@ def _parallel_now(k: _Kernel, ins: list, threads: int) -> tuple:
     account, sched = k.variants.account(ins)
     if account.ready:
         return None, True
+    if account.renting(k.work, threads):
+        return account, False
     _, seq, par = k.variants.compiled(sched)
     if account.buy(k.work, threads, seq, par):
         return None, True
