@@ -368,6 +368,8 @@ def call_args(kir: K.KernelIR, sched: CpuSchedule, ins: list, args: tuple, nin: 
         cols, rows = ext[sched.col], ext[inner[0]]
         cb = col_block(cols, 1)                 # (the sizes alone choose the chunks: same bits on any threads)
         rb = cpu_chunks.chunk_rows(-(-cols // cb), rows, cols * math.prod(ext[d] for d in inner[1:]))
+        if rb >= rows:                          # one chunk: the columns' blocks for the threads
+            cb = col_block(cols, threads)
         extra = (np.int64(cb), np.int64(rb))
         alone = -(-cols // cb) * -(-rows // rb) < 2
     elif sched.order == "cols":
