@@ -15,17 +15,11 @@ import pytest
 
 import kfuse
 from kfuse.codegen import cpu_chunks, cpu_schedule as CS
+from tests.runtime.test_cpu_schedules import _norm as _colstats     # three loop phases, a full-shape output
 from tests.tolerance import assert_matches_numpy
 
 os.environ.setdefault("KFUSE_AUTOTUNE", "off")
 pytestmark = pytest.mark.filterwarnings("ignore::kfuse.runtime.cache.RecompileWarning")
-
-
-def _colstats(x, axes):
-    """Three loop phases (max, mean, sum of squares about the mean) and a full-shape output."""
-    m = x.max(axis=axes)
-    y = x - x.mean(axis=axes, keepdims=True)
-    return y / np.sqrt((y * y).sum(axis=axes, keepdims=True) + 1), m
 
 
 def _softmax0(x):
