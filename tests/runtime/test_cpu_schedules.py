@@ -173,16 +173,22 @@ def test_unravel_matcher():
     assert CS.unit_var(K.floordiv(L, s4)) is None
 
 
-def test_threads_per_call():
+def test_threads_per_call(monkeypatch):
     from kfuse.runtime import cpu as rt
 
     class _K:
         parallel_ok = True
+        loops = 1
     k = _K()
     k.work = rt.PAR_MIN_WORK - 1
     assert rt.auto_threads(k, 8) == 1                   # small: one thread, no fork/join
     k.work = rt.BUSY_PAR_MIN_WORK * 4
     assert rt.auto_threads(k, 1) == 1                   # KFUSE_CPU_THREADS=1 caps it
+    assert rt.auto_threads(k, 2) == 2
+    k.loops = 8                                         # eight forks and joins a call: on a busy
+    monkeypatch.setattr(rt, "machine_busy", lambda: True)   # machine one thread, as NumPy
+    assert rt.auto_threads(k, 2) == 1
+    monkeypatch.setattr(rt, "machine_busy", lambda: False)
     assert rt.auto_threads(k, 2) == 2
     k.parallel_ok = False
     assert rt.auto_threads(k, 2) == 1
