@@ -29,7 +29,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_blocks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces
+from . import cpu_blocks, cpu_chunks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces
 from .cpu_helpers import HELPERS as _HELPERS
 from .cpu_hoist import split_invariant
 from .accs import combine_expr
@@ -312,7 +312,7 @@ class _Emitter:
     def function(self) -> list[str]:
         kir = self.kir
         if self.sched.order == "cols":
-            return cpu_cols.function(self, self.sched)
+            return (cpu_chunks if self.sched.chunks else cpu_cols).function(self, self.sched)
         if self.sched.order == "blocks":
             return cpu_blocks.function(self)
         params = [f"in{k}" for k in range(len(kir.inputs))] + \

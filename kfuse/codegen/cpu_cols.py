@@ -69,31 +69,9 @@ def function(em, sched) -> list[str]:
     lines += ["    " * ind + "c0 = max((t % nblk) * cb, 0)",
               "    " * ind + f"nb = min(c0 + cb, {kir.domain[c]}) - c0"]
 
-    # segments: the column loop before each phase's reduction loop (the previous phase's
-    # results and this phase's pre), each reduction loop, and the last column loop
-    outer_types: dict = {}
-    for ph in kir.phases:
-        outer_types.update(_defs(ph.pre))
-        for a in ph.accs:
-            outer_types[a.dst] = _vtype(a.dtype) if a.kind not in ("argmax", "argmin") else "np.int64"
-    seg_defs, seg_reads = [], []
-    prev_accs: tuple = ()
-    for ph in kir.phases:
-        seg_defs.append(set(_defs(ph.pre)) | {a.dst for a in prev_accs})
-        seg_reads.append(_reads(ph.pre))
-        if ph.has_loop:
-            seg_defs.append(set())
-            seg_reads.append(_reads(ph.body, ph.accs))
-            prev_accs = ph.accs
-        else:
-            prev_accs = ()
-    if prev_accs:
-        seg_defs.append({a.dst for a in prev_accs})
-        seg_reads.append(set())
-    kept = sorted(v for k, r in enumerate(seg_reads) for v in r
-                  if v in outer_types and v not in seg_defs[k])
+    outer_types, seg_defs, seg_reads, kept = segments(kir)
     accs = [a for ph in kir.phases for a in ph.accs]
-    lines += ["    " * ind + f"col_{v} = np.empty(cb, {outer_types[v]})" for v in dict.fromkeys(kept)]
+    lines += ["    " * ind + f"col_{v} = np.empty(cb, {outer_types[v]})" for v in kept]
     for a in accs:
         lines.append("    " * ind + f"cacc_{a.dst} = np.empty(cb, np.{_acc_store_type(a)})")
         if any(a in _wide_sums(em, ph) for ph in kir.phases):
@@ -108,59 +86,86 @@ def function(em, sched) -> list[str]:
     seg = 0
     stage, reread = _staged_in_output(em)
 
-    def column_loop(level, body_fn, reads, defs):
-        pad = "    " * level
-        lines_in = body_fn()
-        if not lines_in and not defs & kept_set:
-            return []
-        out = [pad + "for j in range(nb):", pad + f"    i{c} = c0 + j"]
-        out += [pad + f"    {v} = col_{v}[j]" for v in sorted(reads & kept_set - defs)]
-        out += [pad + "    " + x for x in lines_in]
-        out += [pad + f"    col_{v}[j] = {v}" for v in sorted(defs & kept_set)]
-        return out
-
+    def loop(level, body, reads, defs):
+        return column_loop(level, body, reads, defs, kept_set, c)
     prev_accs = ()
     for ph in kir.phases:
-        def head(ph=ph, prev=prev_accs):
-            out = []
-            for a in prev:
-                out += _load_acc(a) + em.acc_lines(a, "result")
-            return out + [em.stmt(s) for s in ph.pre]
-        lines += column_loop(ind, head, seg_reads[seg], seg_defs[seg])
+        head = [x for a in prev_accs for x in _load_acc(a) + em.acc_lines(a, "result")]
+        lines += loop(ind, head + [em.stmt(s) for s in ph.pre], seg_reads[seg], seg_defs[seg])
         seg += 1
         if not ph.has_loop:
             prev_accs = ()
             continue
-
-        def init(ph=ph):
-            out = []
-            for a in ph.accs:
-                out += em.acc_lines(a, "init") + _save_acc(a)
-            return out
-        lines += column_loop(ind, init, set(), set())
+        lines += loop(ind, [x for a in ph.accs for x in em.acc_lines(a, "init") + _save_acc(a)], set(), set())
         j = ind
         for d in inner:
             lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
             j += 1
-
         wide = _wide_sums(em, ph)
-        lines += column_loop(j, lambda ph=ph, w=wide: _body(em, ph, w, stage, reread), seg_reads[seg], seg_defs[seg])
-        lines += column_loop(j, lambda w=wide: [x for a in w for x in _load_acc(a) + [f"{a.src} = csrc_{a.dst}[j]"]
-                                                + em.acc_lines(a, "combine") + _save_acc(a)], set(), set())
+        lines += loop(j, _body(em, ph, wide, stage, reread), seg_reads[seg], seg_defs[seg])
+        lines += loop(j, wide_combine(em, wide), set(), set())
         seg += 1
         prev_accs = ph.accs
     if prev_accs:
-        lines += column_loop(ind, lambda: [x for a in prev_accs for x in _load_acc(a) + em.acc_lines(a, "result")],
-                             set(), seg_defs[seg])
+        lines += loop(ind, [x for a in prev_accs for x in _load_acc(a) + em.acc_lines(a, "result")],
+                      set(), seg_defs[seg])
     return lines
 
 
-def _body(em, ph: K.Phase, wide: list, stage: dict, reread: dict) -> list[str]:
+def segments(kir: K.KernelIR) -> tuple:
+    """``(types, defs, reads, kept)``: the NumPy type of each outer-level value; per segment (the
+    column loop before each phase's reduction loop, holding the previous phase's results and this
+    phase's pre; each reduction loop; the last column loop) the values it defines and reads; and
+    the values one segment defines and a later one reads, kept in column arrays between them."""
+    types: dict = {}
+    for ph in kir.phases:
+        types.update(_defs(ph.pre))
+        for a in ph.accs:
+            types[a.dst] = _vtype(a.dtype) if a.kind not in ("argmax", "argmin") else "np.int64"
+    defs, reads = [], []
+    prev: tuple = ()
+    for ph in kir.phases:
+        defs.append(set(_defs(ph.pre)) | {a.dst for a in prev})
+        reads.append(_reads(ph.pre))
+        if ph.has_loop:
+            defs.append(set())
+            reads.append(_reads(ph.body, ph.accs))
+            prev = ph.accs
+        else:
+            prev = ()
+    if prev:
+        defs.append({a.dst for a in prev})
+        reads.append(set())
+    kept = sorted(dict.fromkeys(v for k, r in enumerate(reads) for v in r if v in types and v not in defs[k]))
+    return types, defs, reads, kept
+
+
+def column_loop(level: int, body: list, reads: set, defs: set, kept: set, c: int, at: str = "j") -> list[str]:
+    """``body`` in a loop over the block's columns (``i<c> = c0 + j``), the kept values it reads
+    loaded from their column arrays (``col_v[at]``) and those it defines stored there."""
+    if not body and not defs & kept:
+        return []
+    pad = "    " * level
+    out = [pad + "for j in range(nb):", pad + f"    i{c} = c0 + j"]
+    out += [pad + f"    {v} = col_{v}[{at}]" for v in sorted(reads & kept - defs)]
+    out += [pad + "    " + x for x in body]
+    out += [pad + f"    col_{v}[{at}] = {v}" for v in sorted(defs & kept)]
+    return out
+
+
+def wide_combine(em, wide: list, at: str = "j") -> list[str]:
+    """The additions of the ``wide`` sums (:func:`_wide_sums`) for one column, from ``csrc_*``."""
+    return [x for a in wide for x in _load_acc(a, at) + [f"{a.src} = csrc_{a.dst}[j]"]
+            + em.acc_lines(a, "combine") + _save_acc(a, at)]
+
+
+def _body(em, ph: K.Phase, wide: list, stage: dict, reread: dict, at: str = "j") -> list[str]:
     """A phase's statements and accumulator combines for one column (``wide`` sums: their
     summands kept in ``csrc_*`` for a loop of their own; ``stage``/``reread``: a value stored
-    into or read back from the output, :func:`_staged_in_output`)."""
+    into or read back from the output, :func:`_staged_in_output`; ``at``: the accumulators'
+    subscript in their column arrays)."""
     narrow = [a for a in ph.accs if a not in wide]
-    out = [x for a in narrow for x in _load_acc(a)]
+    out = [x for a in narrow for x in _load_acc(a, at)]
     for s in ph.body:
         if getattr(s, "dst", None) in reread:       # (staged by an earlier phase)
             out.append(f"{s.dst} = {reread[s.dst]}")
@@ -169,7 +174,7 @@ def _body(em, ph: K.Phase, wide: list, stage: dict, reread: dict) -> list[str]:
         if getattr(s, "dst", None) in stage:
             out.append(f"{stage[s.dst]} = {s.dst}")
     for a in narrow:
-        out += em.acc_lines(a, "combine") + _save_acc(a)
+        out += em.acc_lines(a, "combine") + _save_acc(a, at)
     return out + [f"csrc_{a.dst}[j] = {a.src}" for a in wide]
 
 
@@ -217,15 +222,15 @@ def _acc_store_type(a: K.Acc) -> str:
     return "bool_" if vt == "bool" else vt
 
 
-def _load_acc(a: K.Acc) -> list[str]:
-    out = [f"acc_{a.dst} = cacc_{a.dst}[j]"]
+def _load_acc(a: K.Acc, at: str = "j") -> list[str]:
+    out = [f"acc_{a.dst} = cacc_{a.dst}[{at}]"]
     if a.kind in ("argmax", "argmin"):
-        out.append(f"pos_{a.dst} = cpos_{a.dst}[j]")
+        out.append(f"pos_{a.dst} = cpos_{a.dst}[{at}]")
     return out
 
 
-def _save_acc(a: K.Acc) -> list[str]:
-    out = [f"cacc_{a.dst}[j] = acc_{a.dst}"]
+def _save_acc(a: K.Acc, at: str = "j") -> list[str]:
+    out = [f"cacc_{a.dst}[{at}] = acc_{a.dst}"]
     if a.kind in ("argmax", "argmin"):
-        out.append(f"cpos_{a.dst}[j] = pos_{a.dst}")
+        out.append(f"cpos_{a.dst}[{at}] = pos_{a.dst}")
     return out

@@ -114,12 +114,14 @@ def find(kir: K.KernelIR, arrays, perm: tuple = ()) -> tuple:
             or kir.in_place or kir.init_from
             or math.prod(kir.extent(d) for d in range(len(kir.domain))) < MIN_ELEMENTS):
         return ()
+    nests = [list(n) for n in _nests(kir, perm)]
+    if not any(len(n) >= 2 and kir.extent(n[-1]) < SHORT for n in nests):
+        return ()                       # (no pair to try: a new size's schedule, chosen per call)
     kir = permuted_stores(kir, perm)
     reread = rereading_form(kir)        # (what the cols order renders: a variance's shift reads)
     metas = list(arrays)
     merges = []
-    for nest in _nests(kir, perm):
-        nest = list(nest)
+    for nest in nests:
         while len(nest) >= 2:
             a, b = nest[-2], nest[-1]
             if kir.extent(b) >= SHORT:

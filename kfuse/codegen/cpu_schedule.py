@@ -11,7 +11,10 @@ kernel's docstring, so ``dump-ir --stage cpu`` shows it.
   reduced dims outside and a block of ``col`` inside, with one accumulator per column
   (:mod:`kfuse.codegen.cpu_cols`): the inner loop is unit-stride and vectorises across columns,
   and each column still adds its terms one by one in the reduced dims' C order (for a leading
-  axis of a C-contiguous array this is NumPy's own order).
+  axis of a C-contiguous array this is NumPy's own order). ``chunks``: where the column is the
+  only kept loop, its rows are also cut into chunks added separately and combined in order, so
+  that few columns (``x.sum(0)`` of 8192x512) still share the threads
+  (:mod:`kfuse.codegen.cpu_chunks`).
 * ``flat``: input buffers read through a C-order unravel of one linear position over their last
   dims (what a ``reshape`` lowers to: ``[L // (s1*s2), (L // s2) % s1, L % s2]``) are passed
   with those dims collapsed into one and read at ``[..., L]``: no integer division per element
@@ -36,7 +39,7 @@ import math
 
 import numpy as np
 
-from . import cpu_blocks, cpu_interleave, cpu_layout, cpu_merge, cpu_pieces, kernel_ir as K
+from . import cpu_blocks, cpu_chunks, cpu_interleave, cpu_layout, cpu_merge, cpu_pieces, kernel_ir as K
 from ..fusion.kinds import GroupKind
 
 
@@ -53,9 +56,12 @@ class CpuSchedule:
                                     # (the outputs' layout, cpu_layout.k_order; () = C order)
     merge: tuple = ()               # ((a, b), ...): loops merged (cpu_merge), done before the above
     spans: tuple = ()               # (inputs, outputs): each buffer's dims joined (cpu_merge.groups)
+    chunks: bool = False            # cols: the first reduced dim in chunks of rows too (cpu_chunks)
 
     def __str__(self) -> str:
         s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
+        if self.chunks:
+            s += " chunks"
         if self.flat:
             s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
         if self.perm:
@@ -207,7 +213,7 @@ def _choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool) -> CpuSchedule:
         index = _main_index(kir, arrays, dict(flat))
         d = unit_var(index) if index is not None else None
         if d is not None and int(d[1:]) in kir.loop_dims(kir.outer):
-            return CpuSchedule("cols", int(d[1:]), flat)
+            return CpuSchedule("cols", int(d[1:]), flat, chunks=cpu_chunks.eligible(kir, int(d[1:])))
     return _rows(kir, flat, sizes)
 
 
@@ -342,7 +348,8 @@ def call_args(kir: K.KernelIR, sched: CpuSchedule, ins: list, args: tuple, nin: 
     """What the runtime passes a kernel compiled for ``sched`` (``args``: inputs, outputs and
     sizes as the unscheduled kernel takes them; ``ins``: the inputs): ``(arguments, whether one
     thread does it all)``, the buffers joined (``merge``, ``flat``), the outputs in the loop order
-    (``perm``), the column block (``cols``) or row block (``blocks``) after the sizes."""
+    (``perm``), the column block (``cols``; and the chunk's rows, ``chunks``) or row block
+    (``blocks``) after the sizes."""
     nout = len(kir.outputs)
     outs = args[nin:nin + nout]
     if sched.merge:
@@ -354,7 +361,18 @@ def call_args(kir: K.KernelIR, sched: CpuSchedule, ins: list, args: tuple, nin: 
     if sched.merge:
         outs = tuple(cpu_merge.collapse(o, sp) for o, sp in zip(outs, sched.spans[1]))
     extra, alone = (), False
-    if sched.order == "cols":
+    if sched.chunks:
+        ext = extents(kir, sched)
+        gone = {b for _, b in sched.merge}
+        inner = [d for d in kir.loop_dims(kir.inner) if d not in gone]
+        cols, rows = ext[sched.col], ext[inner[0]]
+        cb = col_block(cols, 1)                 # (the sizes alone choose the chunks: same bits on any threads)
+        rb = cpu_chunks.chunk_rows(-(-cols // cb), rows, cols * math.prod(ext[d] for d in inner[1:]))
+        if rb >= rows:                          # one chunk: the columns' blocks for the threads
+            cb = col_block(cols, threads)
+        extra = (np.int64(cb), np.int64(rb))
+        alone = -(-cols // cb) * -(-rows // rb) < 2
+    elif sched.order == "cols":
         ext = extents(kir, sched)
         gone = {b for _, b in sched.merge}
         others = [d for d in kir.loop_dims(kir.outer) if d != sched.col and d not in gone]

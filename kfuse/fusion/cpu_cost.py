@@ -79,6 +79,7 @@ class CpuCosts:
                                 # last (a tile's rows share the L1's sets: exp(x.T) of 1024x1024)
     tanh_special: float = 0.18e-9   # a vectorised float32 tanh (in place of vector_special)
     gather: float = 0.1e-6      # an element gathered from an input larger than gather_above bytes
+                                # (independent misses overlap: less than the memory's latency)
     branchy: float = 3e-9       # an element combined by an any/all/argmax/argmin accumulator
     gather_above: int = 1 << 20
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
@@ -354,16 +355,20 @@ KiB, MiB = 1024, 1024 * 1024
 # GB/s (two) in L3, 45-60 GB/s from DRAM (``kfuse.bench.ceilings.cpu_levels`` measures them)
 # (L3 is shared: past half of it, less and less of a working set is still there at the next call,
 # which the previous call's outputs, other data and the neighbours evict; the corpus times calls on
-# two input sets in turn, as a program's calls rarely see the last call's data. Half, not a
-# quarter: 95 against 91 of the corpus's 100 kernels within 2x on the quiet run of 21:15)
+# two input sets in turn, as a program's calls rarely see the last call's data. Five eighths: a
+# call's fresh outputs land in the memory the last call's freed, still in L3 (AdamW's 28 MiB of
+# four inputs and three outputs ran at 0.48x its price with half; 97 of 97 kernels of the quiet
+# corpus runs of 22:26 and 22:34 within 2x with 20 MiB, 94 with 16)
 CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
-              MemLevel("L3", 32 * MiB, 125e9, 210e9, reliable=16 * MiB),
+              MemLevel("L3", 32 * MiB, 125e9, 210e9, reliable=20 * MiB),
               MemLevel("DRAM", math.inf, 45e9, 55e9))
 # Fitted by kfuse.bench.cpu_calibrate on the CPU corpus, then rounded: the one-thread figures on
 # 2026-11-27 20:45 (every kernel on one thread, timed by its CPU time: the machine was busy with
 # other work; the call less the CPU clock's own cost), the thread pool's and two-thread figures from
-# the earlier idle calibration
+# the earlier idle calibration; ``aliased`` and ``gather`` from the quiet two-thread corpus runs of
+# 22:26 and 22:34 (cpu_calibrate's fit on them: 1.4e-9 and 3.1e-8; a neighbour on the other core
+# triples both, as it shares the caches the tiles and the missed lines need)
 CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
                      reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.8e-9, row=1.4e-9,
-                     half_load=0.07e-9, array=0.1e-6, aliased=4.8e-9, tanh_special=0.1e-9, gather=0.1e-6,
+                     half_load=0.07e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.1e-9, gather=0.03e-6,
                      branchy=10e-9)

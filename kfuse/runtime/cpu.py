@@ -45,11 +45,15 @@ PARALLEL_MIN_ELEMENTS = 1 << 15     # below this a kernel runs single-threaded (
 # (a prange row sum vs range): idle, 2 threads win from ~16K elements (6.1 vs 7.1 us) and by 1.7x
 # at 64K (16 vs 27 us); with other processes on the cores a parallel region's join waits for a
 # descheduled worker: 8 ms minimum at 256K elements, where one thread takes 0.11 ms. So when the
-# load average reaches the core count, only kernels past BUSY_PAR_MIN_WORK (~7 ms on one thread)
-# take threads, and the rest degrade as NumPy's single-threaded loops do.
+# load average reaches the core count, only kernels past BUSY_PAR_MIN_WORK for each parallel loop
+# they run (~22 ms on one thread a loop) take threads, and the rest degrade as NumPy's
+# single-threaded loops do: with six runnable processes on the two cores every parallel loop
+# waited ~12 ms (the corpus at 23:24: a layernorm 7.8 ms, a 32000-wide cross-entropy 11.9 ms, a
+# column standardisation of four parallel loops 56 ms, against 1.7 ms on one thread), so a
+# loop's threads pay only past twice that.
 PAR_MIN_WORK = 1 << 18            # (work counts that row sum's load + add as 2 per element)
 PAR_WORK_PER_THREAD = 1 << 17
-BUSY_PAR_MIN_WORK = 1 << 25
+BUSY_PAR_MIN_WORK = 1 << 28
 # Whether a kernel that auto_threads gives threads runs its parallel variant yet (a second compile):
 # runtime/cpu_par_policy.py, with the measured crossover.
 
@@ -191,7 +195,7 @@ def auto_threads(k: "_Kernel", cap: int | None = None) -> int:
         cap = thread_cap()
     if cap <= 1:
         return 1
-    if k.work < BUSY_PAR_MIN_WORK and machine_busy():
+    if k.work < BUSY_PAR_MIN_WORK * k.loops and machine_busy():
         return 1
     return max(1, min(cap, k.work // PAR_WORK_PER_THREAD))
 
@@ -285,7 +289,7 @@ class _Call:
 
 class _Kernel:
     __slots__ = ("group", "kir", "variants", "fns", "sizes", "parallel", "threads", "tuned",
-                 "work", "parallel_ok", "calls", "out_specs", "plain", "f16", "size_args")
+                 "work", "parallel_ok", "calls", "out_specs", "plain", "f16", "size_args", "loops")
 
     def __init__(self, group, kir, variants: _Variants):
         self.group, self.kir, self.variants = group, kir, variants
@@ -296,6 +300,8 @@ class _Kernel:
         self.parallel_ok = group.kind not in (GroupKind.MATMUL, GroupKind.SCATTER) and \
             (bool(kir.loop_dims(kir.outer)) or cpu_blocks.eligible(kir))
         self.work = kernel_work(kir)
+        # parallel loops a call runs (each a fork and join), in the schedule compiled first
+        self.loops = max(1, self.source.count("numba.prange(")) if variants.last is not None else 1
         self.threads = 0  # 0: Numba's current thread count
         self.tuned = False  # set_variant (the autotuner) fixed variant and threads
         self.calls = 0      # calls run through launch()
@@ -456,6 +462,8 @@ def _parallel_now(k: _Kernel, ins: list, threads: int) -> tuple:
     account, sched = k.variants.account(ins)
     if account.ready:
         return None, True
+    if account.renting(k.work, threads):
+        return account, False
     _, seq, par = k.variants.compiled(sched)
     if account.buy(k.work, threads, seq, par):
         return None, True

@@ -66,6 +66,12 @@ class ParState:
         self.calls += 1
         self.rent += gain(seconds, threads)
 
+    def renting(self, work: int, threads: int) -> bool:
+        """Whether this call surely runs sequentially (``buy`` would say False without asking
+        for the dispatchers): the rent is still short of a cost already known."""
+        return (not self.ready and self.calls > 0 and self.cost is not None and self.rent < self.cost
+                and gain(work / WORK_PER_S, threads) < EAGER_GAIN_S)
+
     def buy(self, work: int, threads: int, seq, par) -> bool:
         """Whether this call runs the parallel dispatcher ``par`` (``seq``: the sequential one of
         the same schedule); once True, always True."""

@@ -43,12 +43,17 @@ def _configured() -> int:
     return max(1, min(cfg, n)) if cfg else n
 
 
+_PARALLEL: list = []        # numba.np.ufunc.parallel, once imported
+
+
 def pool_started() -> bool:
     """Whether Numba's threading layer runs in this process (started by kfuse or anyone)."""
-    if "numba" not in sys.modules:
-        return False
-    from numba.np.ufunc import parallel
-    return bool(getattr(parallel, "_is_initialized", True))
+    if not _PARALLEL:
+        if "numba" not in sys.modules:
+            return False
+        from numba.np.ufunc import parallel
+        _PARALLEL.append(parallel)
+    return bool(getattr(_PARALLEL[0], "_is_initialized", True))
 
 
 def ensure_pool() -> None:
@@ -61,14 +66,26 @@ def ensure_pool() -> None:
         _POOL[0] = True
 
 
+_CAP: list = [None, None, False]    # numba.get_num_threads once kfuse's pool runs; the configured
+                                    # count, and whether Numba was imported when it was read
+
+
 def thread_cap() -> int:
     """The most threads a kernel may take now: the pool's count once it runs, else the
-    configured count (without starting the pool)."""
-    if _POOL[0] or pool_started():
+    configured count (without starting the pool; read again once when Numba is imported, whose
+    count it is then). Asked at every call of a kernel large enough to share."""
+    get = _CAP[0]
+    if get is not None:
+        return get()        # (Numba keeps the count per thread: asked every time)
+    imported = "numba" in sys.modules
+    if _POOL[0] or (imported and pool_started()):
         import numba
         ensure_pool()
+        _CAP[0] = numba.get_num_threads
         return numba.get_num_threads()
-    return _configured()
+    if _CAP[1] is None or _CAP[2] != imported:
+        _CAP[1], _CAP[2] = _configured(), imported
+    return _CAP[1]
 
 
 def call_parallel(fn, args, threads: int) -> None:

@@ -98,6 +98,8 @@ CASES = {
     "pixelnorm": (lambda x: x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-8), [(4, 16, 16, 16)],
                   np.float32),
     "colsoftmax": (lambda x: np.exp(x - x.max(0)) / np.exp(x - x.max(0)).sum(0), [(128, 128)], np.float32),
+    # column statistics in the chunked cols order (codegen/cpu_chunks: its phases one loop each)
+    "colstats": (lambda x: (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5), [(192, 160)], np.float32),
 }
 
 

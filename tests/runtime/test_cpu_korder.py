@@ -113,3 +113,30 @@ def test_later_calls_keep_the_layout():
         assert got.strides == want.strides
         assert_matches_numpy(got, want)
     assert getattr(list(f._programs.values())[-1].run, "source", None)     # the direct call ran
+
+
+def test_c_ordered_shortcut_agrees_with_the_iterator():
+    """Where every operand's strides fall in C order (cpu_layout._c_ordered), NumPy's iterator
+    gives C order too: random permuted and broadcast stride patterns, sizes 1 to 5."""
+    from kfuse.codegen import cpu_layout
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(3000):
+        nd = int(rng.integers(2, 5))
+        ext = [int(rng.choice([1, 2, 3, 5])) for _ in range(nd)]
+        ops = []
+        for _ in range(int(rng.integers(1, 4))):
+            perm = rng.permutation(nd)
+            st = list(np.zeros([ext[p] for p in perm], np.uint8).transpose(np.argsort(perm)).strides)
+            st = [0 if rng.random() < 0.2 else s for s in st]
+            ops.append(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), [min(e, 2) for e in ext], st))
+        if not all(cpu_layout._c_ordered(v.strides, ext) for v in ops):
+            continue
+        it = np.nditer(ops + [None], flags=["zerosize_ok"], order="K",
+                       op_flags=[["readonly"]] * len(ops) + [["writeonly", "allocate"]],
+                       op_dtypes=[np.uint8] * (len(ops) + 1))
+        out = it.operands[-1]
+        loops = [d for d in sorted(range(nd), key=lambda d: -abs(out.strides[d])) if ext[d] > 1]
+        assert loops == sorted(loops), (ext, [v.strides for v in ops])
+        checked += 1
+    assert checked > 500

@@ -30,9 +30,14 @@ def test_small_kernel_runs_sequentially_until_its_rent_pays_the_compile():
     acc.pay(0.5, 2, work)                                # (its time holds the compile: not used)
     assert acc.rent == pytest.approx(P.gain(work / P.WORK_PER_S, 2))
     calls = 1
-    while not acc.buy(work, 2, seq, par):
+    while True:
+        sure = acc.renting(work, 2)                      # (the launch's shortcut: no dispatchers asked)
+        if acc.buy(work, 2, seq, par):
+            assert not sure
+            break
         acc.pay(20e-6, 2, work)
         calls += 1
+    assert not acc.renting(work, 2)
     assert calls >= P.PAR_COMPILE_S / 10e-6 * 0.99       # ~100,000 calls of 20 us
     assert acc.rent >= P.PAR_COMPILE_S and acc.buy(work, 2, seq, par)
 

@@ -66,13 +66,15 @@ def _layout(shape, dtype, layout, rng):
     return make((n, h, w, c)).transpose(0, 3, 1, 2)
 
 
-def _expected(x, axes) -> str:
-    """rows when the fastest memory axis is reduced, else cols over that axis."""
+def _expected(x, axes, chunked: bool = True) -> str:
+    """rows when the fastest memory axis is reduced, else cols over that axis, in row chunks
+    (cpu_chunks) where that axis is the only kept one and the accumulators allow it."""
     dims = [d for d in range(x.ndim) if x.shape[d] > 1]
     fast = min(dims, key=lambda d: abs(x.strides[d]))
     if fast in axes or len(axes) == x.ndim:
         return "order=rows"
-    return f"order=cols(i{fast})"
+    alone = not [d for d in dims if d != fast and d not in axes]
+    return f"order=cols(i{fast})" + (" chunks" if chunked and alone else "")
 
 
 SHAPES = {2: (7, 13), 3: (5, 7, 11), 4: (3, 5, 7, 11)}
@@ -120,10 +122,10 @@ def test_argmax_first_occurrence_and_nan(shape, axis):
     x[2, 3] = np.nan
     for g, w in zip(ARGS(x, axis), _argmax(x, axis)):
         assert_matches_numpy(g, w)
-    assert set(_schedules(ARGS)) == {_expected(x, (axis,))}
+    assert set(_schedules(ARGS)) == {_expected(x, (axis,), chunked=False)}
 
 
-@pytest.mark.parametrize("shape,axes,sched", [((7, 2053), (0,), "order=cols(i1)"),
+@pytest.mark.parametrize("shape,axes,sched", [((7, 2053), (0,), "order=cols(i1) chunks"),
                                              ((3, 7, 1031), (1,), "order=cols(i2)")])
 def test_several_column_blocks(shape, axes, sched):
     """Past 1024 columns the kept dim runs in blocks (the last one partial), and the parallel loop
@@ -171,16 +173,22 @@ def test_unravel_matcher():
     assert CS.unit_var(K.floordiv(L, s4)) is None
 
 
-def test_threads_per_call():
+def test_threads_per_call(monkeypatch):
     from kfuse.runtime import cpu as rt
 
     class _K:
         parallel_ok = True
+        loops = 1
     k = _K()
     k.work = rt.PAR_MIN_WORK - 1
     assert rt.auto_threads(k, 8) == 1                   # small: one thread, no fork/join
     k.work = rt.BUSY_PAR_MIN_WORK * 4
     assert rt.auto_threads(k, 1) == 1                   # KFUSE_CPU_THREADS=1 caps it
+    assert rt.auto_threads(k, 2) == 2
+    k.loops = 8                                         # eight forks and joins a call: on a busy
+    monkeypatch.setattr(rt, "machine_busy", lambda: True)   # machine one thread, as NumPy
+    assert rt.auto_threads(k, 2) == 1
+    monkeypatch.setattr(rt, "machine_busy", lambda: False)
     assert rt.auto_threads(k, 2) == 2
     k.parallel_ok = False
     assert rt.auto_threads(k, 2) == 1
