@@ -22,22 +22,23 @@ _SHORT = {"float16": "f16", "bfloat16": "bf16"}
 
 @dataclasses.dataclass(frozen=True)
 class AttentionIR:
-    """``q``, ``k``, ``v``: their slots in the group's inputs; ``k_transposed``: the group reads
-    ``k`` as stored, (..., d, n) (the runtime passes its transpose's strides); ``score_inputs``:
-    per score array its slot and, for the batch, query and key coords, the array's axis along
-    which it varies (None: broadcast along that coord)."""
+    """``q``, ``k``, ``v``: their slots in the group's inputs; ``perms``: the transposes of them
+    the products read (``fusion.attention.view_of``; k's gives k^T, (..., d, n)), then broadcast
+    to q's batch dims; ``score_inputs``: per score array its slot and, for the batch, query and key
+    coords, the array's axis along which it varies (None: broadcast along that coord)."""
     spec: AttentionSpec
     q: int
     k: int
     v: int
-    k_transposed: bool = False
+    perms: tuple = ()
     score_inputs: tuple = ()
     causal_offset: int = 0
 
     def __str__(self) -> str:
         s = self.spec
-        lines = [f"attention {s.dtype} head dim {s.head_dim}: q=in{self.q}, k=in{self.k}"
-                 f"{' (read transposed)' if self.k_transposed else ''}, v=in{self.v}"
+        views = ", ".join(f"{n}=in{i}" + (f".transpose{p}" if p != tuple(range(len(p))) else "")
+                          for n, i, p in zip(("q", "k^T", "v"), (self.q, self.k, self.v), self.perms))
+        lines = [f"attention {s.dtype} head dim {s.head_dim}: {views}"
                  + (f", causal: keys n <= m + {self.causal_offset}" if s.causal else "")]
         lines.append("  score(b, m, n):")
         lines.append(f"    {s.score.product}: float32 = q[b, m] . k[b, n]")
@@ -105,7 +106,7 @@ def _score(kir1, slot_of: list, rank: int, known: dict):
 def lower_attention(group, lower_group) -> K.KernelIR:
     """The KernelIR of attention group ``group`` (``lower_group`` lowers its first part)."""
     g1, _, g3 = group.attention.parts
-    q, k, v, k_transposed = operands(g1.anchor, g3.anchor)
+    (q, q_perm), (k, kt_perm), (v, v_perm) = operands(g1.anchor, g3.anchor)
     kir1 = lower_group(g1)
     slot = {n: i for i, n in enumerate(group.inputs)}
     match = group.attention
@@ -116,7 +117,7 @@ def lower_attention(group, lower_group) -> K.KernelIR:
     out = group.outputs[0]
     spec = AttentionSpec(_SHORT[q.dtype.name], q.shape[-1], score, causal is not None,
                          _SHORT.get(out.dtype.name, "f32"))
-    ir = AttentionIR(spec, slot[q], slot[k], slot[v], k_transposed, where, causal or 0)
+    ir = AttentionIR(spec, slot[q], slot[k], slot[v], (q_perm, kt_perm, v_perm), where, causal or 0)
     inputs = tuple(K.Buffer(f"in{i}", n.dtype.name, n.ndim, n.shape) for i, n in enumerate(group.inputs))
     return K.KernelIR(name=f"k{group.id}", kind=group.kind, inputs=inputs,
                       outputs=(K.Buffer("out0", out.dtype.name, out.ndim, out.shape),), sizes=(),

@@ -75,25 +75,43 @@ def _widened(n):
     return n
 
 
-def _base(n):
-    """The array behind a product's operand: past a bfloat16 widening cast and broadcasts of its
-    batch dims (a grouped-query k or v shared across heads)."""
+def view_of(n) -> tuple:
+    """``(base, perm)`` with a product's operand ``n`` equal to ``base`` transposed by ``perm`` then
+    broadcast to ``n``'s shape, seen through bfloat16 widening casts, permutes (a (B, S, H, D)
+    array's ``transpose(0, 2, 1, 3)``) and broadcasts of batch dims (k or v shared across heads);
+    ``perm`` is None where there is no such view (a matrix dim broadcast, a permute moving a dim
+    a broadcast added)."""
+    perm = tuple(range(len(n.shape)))
     while True:
-        m = _widened(n)
-        if m.op is Op.BROADCAST and m.inputs[0].shape[-2:] == m.shape[-2:]:
-            m = m.inputs[0]
-        if m is n:
-            return n
-        n = m
+        if _widened(n) is not n:
+            n = _widened(n)
+        elif n.op is Op.PERMUTE:
+            p = n.attr("perm")
+            perm, n = tuple(p[j] for j in perm), n.inputs[0]
+        elif n.op is Op.BROADCAST:
+            src = n.inputs[0]
+            added = len(n.shape) - len(src.shape)
+            if (any(j < added or src.shape[j - added] != n.shape[j] for j in perm[-2:])
+                    or tuple(perm[:added]) != tuple(range(added))):
+                return n, None      # a matrix dim broadcast, or a permute of an added dim
+            perm, n = tuple(x - added for x in perm[added:]), src
+        else:
+            return n, perm
+
+
+def _chain(n, base) -> set:
+    """The nodes from a product's operand ``n`` down to the array ``base`` it views."""
+    out = set()
+    while n is not base:
+        out.add(n)
+        n = n.inputs[0]
+    return out
 
 
 def operands(mm1, mm2) -> tuple:
-    """``(q, k, v, k_transposed)`` of an attention triple's products: the arrays they read (past
-    widening casts and batch broadcasts), ``k`` as (..., n, d); ``k_transposed``: the product
-    reads ``k`` as stored, (..., d, n)."""
-    kt = _base(mm1.inputs[1])
-    k = _base(kt.inputs[0]) if _swapped(kt) else kt
-    return _base(mm1.inputs[0]), k, _base(mm2.inputs[1]), k is kt
+    """``((q, perm), (k^T, perm), (v, perm))``: the arrays a triple's products read and the views
+    of them the products take (:func:`view_of`; the second is ``k`` seen as (..., d, n))."""
+    return view_of(mm1.inputs[0]), view_of(mm1.inputs[1]), view_of(mm2.inputs[1])
 
 
 def _copies(mm1, mm2, home, users, returned) -> tuple:
@@ -101,7 +119,7 @@ def _copies(mm1, mm2, home, users, returned) -> tuple:
     of k or v over the heads, k's transpose) that nothing else reads: the attention kernel reads
     their input through strides instead."""
     out = []
-    for n, base in zip((mm1.inputs[0], mm1.inputs[1], mm2.inputs[1]), operands(mm1, mm2)):
+    for n, (base, _) in zip((mm1.inputs[0], mm1.inputs[1], mm2.inputs[1]), operands(mm1, mm2)):
         g = home.get(n)
         if (g is not None and g.kind == GroupKind.ELEMENTWISE and g.outputs == (n,) and n not in returned
                 and users.get(n, set()) <= {mm1, mm2} and base in g.inputs
@@ -123,7 +141,10 @@ def _match(g1, g2, g3, copies, users, returned) -> str | None:
         return "the row-wise kernel is not a softmax of the scores over their last axis"
     if users.get(score, set()) - set(g2.nodes) or users.get(p, set()) - set(g3.nodes):
         return "the scores or the softmax have another consumer"
-    q, k, v, k_transposed = operands(mm1, mm2)
+    views = operands(mm1, mm2)
+    if any(perm is None for _, perm in views):
+        return "q, k or v is no strided view of an array (a matrix dim broadcast)"
+    (q, _), (k, _), (v, _) = views
     if len({q.dtype, k.dtype, v.dtype}) != 1 or q.dtype.name not in DTYPES:
         return f"q, k and v must share one dtype of {DTYPES}"
     read = set(g1.inputs + g3.inputs).union(*(c.inputs for c in copies))
@@ -132,27 +153,20 @@ def _match(g1, g2, g3, copies, users, returned) -> str | None:
     products = {q.dtype} | ({np.dtype(np.float32)} if q.dtype.name == "bfloat16" else set())
     if mm1.dtype not in products or mm2.dtype not in products:
         return "the products must be computed in the operands' dtype (NumPy's float16/bfloat16 loops)"
-    allowed = {mm2, mm2.inputs[0], mm2.inputs[1]} if _widened(mm2.inputs[1]) is not mm2.inputs[1] \
-        else {mm2, mm2.inputs[0]}
+    allowed = {mm2, mm2.inputs[0]} | _chain(mm2.inputs[1], v)        # (v's view: permutes, casts)
     if _strip(mm2.inputs[0], (Op.CAST,)) is not p or not set(g3.nodes) <= allowed:
         return "the second product has an epilogue or its left operand is not the softmax"
-    r = len(q.shape)
-    kd = k.shape[-2] if k_transposed else k.shape[-1]
-    try:
-        shared = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]) == q.shape[:-2]
-    except ValueError:
-        shared = False
-    if r < 3 or not shared:
-        return "q needs rank 3 or more and k, v batch dims that broadcast to q's"
-    if kd != q.shape[-1]:
-        return "q and k must have one head dim"
-    operand_reads = {q, k, mm1.inputs[0], mm1.inputs[1]}.union(*(c.outputs for c in copies))
+    q_op, kt_op, v_op = mm1.inputs[0], mm1.inputs[1], mm2.inputs[1]      # (the views' shapes)
+    r = len(q_op.shape)
+    if r < 3 or not q_op.shape[:-2] == kt_op.shape[:-2] == v_op.shape[:-2] or kt_op.shape[-2] != q_op.shape[-1]:
+        return "q needs rank 3 or more, k and v its batch dims and q and k one head dim"
+    operand_reads = {q, k, q_op, kt_op}.union(*(c.outputs for c in copies))
     for x in g1.inputs:
         if x not in operand_reads and len(x.shape) > 2 and r > 3 and any(e != 1 for e in x.shape[:-2]):
             return "a score array varies along more than one batch dim"
-    d = q.shape[-1]
-    if d not in HEAD_DIMS or v.shape[-1] != d:
-        return f"head dims {d} (q, k) and {v.shape[-1]} (v) must be equal and in {HEAD_DIMS}"
+    d = q_op.shape[-1]
+    if d not in HEAD_DIMS or v_op.shape[-1] != d:
+        return f"head dims {d} (q, k) and {v_op.shape[-1]} (v) must be equal and in {HEAD_DIMS}"
     return None
 
 

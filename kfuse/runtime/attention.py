@@ -33,19 +33,28 @@ def _function(source: str):
     return fn[1]
 
 
-def _operand(x, batch: tuple):
+def operand_views(ins, a, xp) -> list:
+    """q, k and v of an attention call as the kernel reads them: each a (b0, b1, b2, rows, d)
+    view (:func:`_operand`) of the array the plan says (``a.perms``: its transpose; k from k^T),
+    broadcast to q's batch dims. ``xp``: the array module (CuPy; NumPy in the tests)."""
+    q, kt, v = (xp.transpose(ins[i], p) for i, p in zip((a.q, a.k, a.v), a.perms))
+    batch = tuple(q.shape[:-2])
+    return [_operand(x, batch, xp) for x in (q, xp.swapaxes(kt, -1, -2), v)]
+
+
+def _operand(x, batch: tuple, xp):
     """``x`` (..., rows, d) as a (b0, b1, b2, rows, d) view broadcast to the batch dims ``batch``
     (leading ones merged past three, a copy where they do not merge), copied once where its rows
     cannot load with 16-byte copies; a broadcast dim keeps its stride 0 (no copy)."""
-    import cupy as cp
-    v = cp.broadcast_to(x, batch + x.shape[-2:])
+    v = xp.broadcast_to(x, batch + x.shape[-2:])
     if len(batch) > 3:
         v = v.reshape((-1,) + v.shape[-4:])
     v = v.reshape((1,) * (5 - v.ndim) + v.shape)
     item, s = v.itemsize, v.strides
-    ok = (s[4] == item and s[3] % 16 == 0 and v.data.ptr % 16 == 0
+    ptr = v.data.ptr if hasattr(v.data, "ptr") else v.ctypes.data
+    ok = (s[4] == item and s[3] % 16 == 0 and ptr % 16 == 0
           and all(st % 16 == 0 or n == 1 for st, n in zip(s[:3], v.shape[:3])))
-    return v if ok else cp.ascontiguousarray(v)
+    return v if ok else xp.ascontiguousarray(v)
 
 
 def _score_strides(arr, axes) -> list:
@@ -68,13 +77,9 @@ def group_runner(group, kir):
         if smem > 48 * 1024:
             attr = getattr(cp.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
             cp.cuda.driver.funcSetAttribute(fn.ptr, attr, smem)
-        q, k, v = ins[a.q], ins[a.k], ins[a.v]
-        if a.k_transposed:
-            k = cp.swapaxes(k, -1, -2)
-        batch = tuple(q.shape[:-2])
-        M, N = q.shape[-2], k.shape[-2]
-        views = [_operand(x, batch) for x in (q, k, v, out)]
+        views = operand_views(ins, a, cp) + [_operand(out, tuple(out.shape[:-2]), cp)]
         assert views[3].data.ptr == out.data.ptr, "the output is written in place"
+        M, N = views[0].shape[-2], views[1].shape[-2]
         nb = views[0].shape[:3]
         args = [*views[:3], views[3], np.int32(M), np.int32(N), np.int32(nb[1]), np.int32(nb[2])]
         for x in views:

@@ -108,6 +108,16 @@ def test_grouped_query_k_and_v_shared_across_heads():
     _check(causal, (q, k, v), np.float16)
 
 
+def bshd(q, k, v):          # PyTorch's layout (B, S, H, D), heads moved forward for the products
+    q, k, v = (np.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))
+    return plain(q, k, v)
+
+
+def test_permuted_bshd_layout_read_through_strides():
+    q, k, v = (_randn((2, 90, 3, 64), np.float16, s) for s in range(3))
+    _check(bshd, (q, k, v), np.float16)
+
+
 def test_bias_and_softcap():
     q, k, v = (_randn((2, 3, 100, 64), np.float16, s) for s in range(3))
     bias = _randn((100, 100), np.float16, 5)
