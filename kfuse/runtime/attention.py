@@ -6,8 +6,8 @@ output buffer of the group's output shape. Leading (batch) dims are flattened to
 reach the kernel as views over three batch dims (more are merged), broadcast to q's batch dims with
 stride 0 where k or v is shared (grouped-query attention: no copy), the head dim contiguous and
 rows 16-byte aligned; an operand without that layout (a transposed ``k`` stored (..., d, n), a
-strided slice) is copied once into it. The CUDA C is compiled by NVRTC for the device's arch on the first call and memoised
-by its text (as ``runtime.gemm`` does for GEMMs).
+strided slice) is copied once into it. The CUDA C is compiled by NVRTC for the device's arch on
+the first call and memoised by its text (as ``runtime.gemm`` does for GEMMs).
 """
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ import numpy as np
 
 from ..codegen import nvrtc
 from ..codegen.attention_cuda import default_attention_tile, emit_attention
+from ..errors import DeviceError, UnsupportedError
 
 _FUNCTIONS: dict = {}        # (source, arch) -> (module, function)
+MAX_GRID_Y = 65535           # CUDA's limit on gridDim.y: a block row per batch item
 
 
 def _function(source: str):
@@ -78,9 +80,13 @@ def group_runner(group, kir):
             attr = getattr(cp.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
             cp.cuda.driver.funcSetAttribute(fn.ptr, attr, smem)
         views = operand_views(ins, a, cp) + [_operand(out, tuple(out.shape[:-2]), cp)]
-        assert views[3].data.ptr == out.data.ptr, "the output is written in place"
+        if views[3].data.ptr != out.data.ptr:       # (a fresh C-order output is always a view)
+            raise DeviceError("kfuse: attention: the output buffer is not one the kernel can write")
         M, N = views[0].shape[-2], views[1].shape[-2]
         nb = views[0].shape[:3]
+        if math.prod(nb) > MAX_GRID_Y:
+            raise UnsupportedError(f"kfuse: attention over {math.prod(nb)} batch items (batch x heads): "
+                                   f"the kernel launches at most {MAX_GRID_Y}; split the batch")
         args = [*views[:3], views[3], np.int32(M), np.int32(N), np.int32(nb[1]), np.int32(nb[2])]
         for x in views:
             args += [np.int64(st // x.itemsize) for st in x.strides[:4]]
