@@ -79,6 +79,8 @@ def _score(kir1, slot_of: list, rank: int, known: dict):
             product = s.dst
         elif isinstance(s, K.Load) and slot_of[s.buf] in known:
             body.append(K.Const(s.dst, s.dtype, known[slot_of[s.buf]]))
+        elif isinstance(s, K.Load) and slot_of[s.buf] is None:
+            raise UnsupportedError("kfuse: attention: the score reads an operand view the kernel does not pass")
         elif isinstance(s, K.Load):
             axes = {"b": None, "m": None, "n": None}
             for ax, e in enumerate(s.index):
