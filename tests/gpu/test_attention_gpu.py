@@ -20,16 +20,7 @@ import cupy as cp  # noqa: E402
 import kfuse  # noqa: E402
 from kfuse.fusion.kinds import GroupKind  # noqa: E402
 from kfuse.testing import tolerance  # noqa: E402
-
-
-def _softmax(s):
-    s = s - s.max(-1, keepdims=True)
-    p = np.exp(s)
-    return p / p.sum(-1, keepdims=True)
-
-
-def plain(q, k, v):
-    return _softmax(q @ np.swapaxes(k, -1, -2) * (1.0 / math.sqrt(q.shape[-1]))) @ v
+from attention_fns import bshd, plain, softmax as _softmax  # noqa: E402
 
 
 def causal(q, k, v):
@@ -106,11 +97,6 @@ def test_grouped_query_k_and_v_shared_across_heads():
     k, v = _randn((2, 3, 1, 70, 64), np.float16, 1), _randn((2, 3, 1, 70, 64), np.float16, 2)
     _check(plain, (q, k, v), np.float16)
     _check(causal, (q, k, v), np.float16)
-
-
-def bshd(q, k, v):          # PyTorch's layout (B, S, H, D), heads moved forward for the products
-    q, k, v = (np.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))
-    return plain(q, k, v)
 
 
 def test_permuted_bshd_layout_read_through_strides():

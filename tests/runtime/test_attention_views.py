@@ -9,16 +9,7 @@ import kfuse
 from kfuse.runtime.attention import operand_views
 from kfuse.trace.reference import evaluate_nodes
 
-
-def _softmax(s):
-    s = s - s.max(-1, keepdims=True)
-    p = np.exp(s)
-    return p / p.sum(-1, keepdims=True)
-
-
-def bshd(q, k, v):          # PyTorch's layout: (B, S, H, D), heads moved forward for the products
-    q, k, v = (np.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))
-    return _softmax(q @ np.swapaxes(k, -1, -2) * 0.125) @ v
+from attention_fns import bshd, softmax as _softmax
 
 
 def kt_given(q, kt, v):
