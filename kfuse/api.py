@@ -511,10 +511,10 @@ def _auto_backend(device: str | None) -> Backend:
         from .fusion.cost import get_device_spec
         try:
             gpu = get_device_spec(device).kind == "gpu"
-        except (KeyError, ValueError):
+        except ValueError:          # (a device name no spec knows: "gpu", "auto")
             gpu = False
         if gpu:
-            return next(_backends.get(n) for n in _backends.names() if not _backends.get(n).on_host)
+            return next(b for b in map(_backends.get, _backends.names()) if not b.on_host)
     return _backends.default()
 
 

@@ -31,10 +31,7 @@ def gpu_arch(device_id: int | None = None) -> str:
 
 def kernel_source(kir) -> str:
     """The text a tuning key hashes: the kernel in its default variant (stable across calls)."""
-    if kir.attention is not None:
-        from ..runtime.attention import group_source
-        return group_source(kir)
-    return cuda_emit.emit_kernel(kir).source
+    return cuda_emit.emit(kir)
 
 
 class CudaTarget:

@@ -275,7 +275,7 @@ def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], l
         merged[g3.id] = KernelGroup(
             id=g3.id, kind=GroupKind.ATTENTION, nodes=sum((c.nodes for c in copies), ()) + g1.nodes + g2.nodes + g3.nodes,
             inputs=tuple(ins), outputs=g3.outputs, domain=g3.domain, anchor=g3.anchor,
-            cost=_cost(g1, g3, ins, device), attention=match, reason=_reason(match, copies))
+            cost=_cost(g1, g3, ins, device), attention=match, reason=_reason(match))
         gone |= {g1.id, g2.id} | {c.id for c in copies}
     if not merged:
         return groups, notes
@@ -283,13 +283,13 @@ def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], l
     return renumber(out), notes
 
 
-def _reason(match: Match, copies) -> str:
+def _reason(match: Match) -> str:
     why = ("attention: softmax(score(q @ k^T)) @ v in one kernel (the scores stay on chip; online "
            "softmax; tensor cores for both products)")
     if match.causal is not None:
         why += f"; causal mask: keys n > m + {match.causal} skipped, the mask not read"
-    if copies:
-        why += f"; {len(copies)} operand copy kernel(s) read through strides instead (a broadcast k or v, a transpose)"
+    if match.copies:
+        why += f"; {len(match.copies)} operand copy kernel(s) read through strides instead (a broadcast k or v, a transpose)"
     return why
 
 

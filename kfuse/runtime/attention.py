@@ -100,8 +100,3 @@ def group_runner(group, kir):
         return out
     return run
 
-
-def group_source(kir) -> str:
-    """The CUDA C an attention group runs (stage dumps)."""
-    from ..codegen.cuda import emit
-    return emit(kir)

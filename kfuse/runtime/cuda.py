@@ -71,8 +71,8 @@ SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 
 FLAT_BROADCAST_MAX = 8        # a flattened domain's lane-by-lane loads: operands at most 1/8 of its size
 ROW_LONG_UNITS = 1024         # rows of more vector units (up to 4096): 256 threads holding 8 or 16 units each
 ROW_LONG_BLOCK = 256          # (a logsumexp of 8192x16384 f32: 129 us at 256 x 16, 183 at 1024 x 4; H200)
-ONLINE_MIN_UNITS = STREAMED_MIN_UNITS  # (fusion.reduction, which prices it) rows of more vector units with a max and a sum of exp: one streamed pass for
-ONLINE_BLOCK = 256            # both (codegen.online_softmax), this many threads a row (8192x32000 f32:
+# rows of more than fusion.reduction.STREAMED_MIN_UNITS vector units with a max and a sum of exp: one streamed
+ONLINE_BLOCK = 256            # pass for both (codegen.online_softmax), this many threads a row (8192x32000 f32:
 ONLINE_BLOCK_WRITES = 512     # 0.33 ms, 0.50 before), 512 where the row is written too (a softmax: 0.76 ms, 0.91)
 PACKED_ROW_UNITS = 128        # rows of at most this many vector units run packed, several a warp (a row of
                               # 33 f32, one 32-thread block a row: 2.5 ms for 528 MiB), a warp a row at most;
@@ -497,7 +497,7 @@ class _Launcher(LauncherBase):
             lanes = 1 if units <= THREAD_ROW_UNITS else min(32, 1 << max(0, per_lane - 1).bit_length())
             return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True),
                     max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
-        if units > ONLINE_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
+        if units > STREAMED_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
             # a row too long to hold on chip whose max and sum of exp join one pass: stream it
             # (not element by element: a 50257-wide logsumexp ran 0.79 ms so, 0.70 in two passes)
             block = ONLINE_BLOCK_WRITES if cuda_emit.writes_rows(kir) else ONLINE_BLOCK
@@ -542,13 +542,11 @@ class CudaProgram(GpuProgram):
         """Printable stages: "kernel" (KernelIR), "cuda" (default variants; for a matmul group the
         fused GEMM or GEMM-epilogue kernel the plan runs, when it has one), "ptx"."""
         if self._stages is None:
-            from .attention import group_source
             from .gemm import group_sources
             sources = []
             for g, k in zip(self.plan.groups, self.kirs):
-                gemm = (group_sources(g, k) if k.contraction is not None
-                        else [group_source(k)] if k.attention is not None else [])
-                sources += gemm or [cuda_emit.emit_kernel(k).source]
+                gemm = group_sources(g, k) if k.contraction is not None else []
+                sources += gemm or [cuda_emit.emit(k)]
             self._stages = {
                 "kernel": "\n\n".join(k.as_text() for k in self.kirs),
                 "cuda": "\n\n".join(sources),
