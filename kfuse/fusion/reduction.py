@@ -111,15 +111,14 @@ def max_sum_exp(nodes) -> bool:
     return False
 
 
-def held(row: int, full_in, row_bytes: int, device: DeviceSpec, streamed: bool = False) -> bool:
-    """Whether one row stays on chip between passes: within the device's on-chip bytes and, on a
-    GPU, within the units a block holds (an odd-length row of 50257 float32 loads element by
-    element: 50257 units, re-read) and not ``streamed``."""
+def held(units: int, row_bytes: int, device: DeviceSpec, streamed: bool = False) -> bool:
+    """Whether one row of ``units`` vector units (:func:`_units`) stays on chip between passes:
+    within the device's on-chip bytes and, on a GPU, within the units a block holds (an
+    odd-length row of 50257 float32 loads element by element: 50257 units, re-read) and not
+    ``streamed``."""
     if row_bytes > device.on_chip_bytes:
         return False
-    if device.kind == "cpu" or not full_in:
-        return True
-    return _units(row, full_in)[0] <= HELD_UNITS and not streamed
+    return device.kind == "cpu" or (units <= HELD_UNITS and not streamed)
 
 
 def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
@@ -136,11 +135,11 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     # a reduction over axes other than the last (C order) runs a thread a column: each pass reads
     # the inputs again, from L2 only where they all fit there (65536x1024 f32 statistics: 3 passes)
     columns = len(domain) - 1 not in axes
-    units, vec = _units(row, full_in) if full_in else (row, 1)
+    units, vec = _units(row, full_in) if full_in else (0, 1)      # (no full-size input: nothing to hold)
     n_rows = math.prod(s for d, s in enumerate(domain) if d not in axes)
     streamed = (device.kind == "gpu" and not columns and vec > 1 and units > STREAMED_MIN_UNITS
                 and 4 * n_rows >= device.sms and max_sum_exp(nodes))     # (fewer rows: split)
-    if passes <= 1 or (din <= device.l2_bytes if columns else held(row, full_in, row_bytes, device, streamed)):
+    if passes <= 1 or (din <= device.l2_bytes if columns else held(units, row_bytes, device, streamed)):
         return 1, "", False
     passes -= streamed                   # (the maximum and the sum in one pass)
     if passes <= 1:
@@ -148,7 +147,7 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
     small = sum(i.nbytes for i in inputs if i.shape != domain)
     outb = sum(o.nbytes for o in outputs)
     reread = roofline(din * passes + small, outb, flops * passes / max(nphase, 1), device, dtype)
-    outer = math.prod(s for d, s in enumerate(domain) if d not in axes) * r.dtype.itemsize
+    outer = n_rows * r.dtype.itemsize
     split = sum(roofline(din + small + outer * k, outer if k < passes - 1 else outb,
                          flops / passes, device, dtype).seconds for k in range(passes))
     choose_split = split < reread.seconds
