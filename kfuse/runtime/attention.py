@@ -93,7 +93,7 @@ def group_runner(group, kir):
         args.append(np.int32(a.causal_offset))
         for slot, *axes in a.score_inputs:
             e = ins[slot]
-            args += [e, *_score_strides(e, [None if ax is None else ax for ax in axes])]
+            args += [e, *_score_strides(e, axes)]
         n_batch = math.prod(nb)
         if n_batch and M:
             fn((math.ceil(M / tile.block_m), n_batch), (tile.warps * 32,), tuple(args), shared_mem=smem)
