@@ -244,14 +244,14 @@ def _cost(g1, g3, inputs, device) -> Cost:
 def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], list[str]]:
     """The plan's groups with each attention triple as one group (ids renumbered), and a note
     per softmax-between-products that did not match, saying why."""
-    if device is None or getattr(device, "kind", "cpu") != "gpu":
+    if device.kind != "gpu":
         return groups, []
     home = {o: g for g in groups for o in g.outputs}
     users: dict = {}
     for g in groups:
         for i in g.inputs:
             users.setdefault(i, set()).update(n for n in g.nodes if i in n.inputs)
-    merged, notes, gone = {}, [], set()
+    merged, notes, gone, returned = {}, [], set(), set(graph.outputs)
     for g3 in groups:
         if g3.kind != GroupKind.MATMUL:
             continue
@@ -263,8 +263,8 @@ def fuse(groups: list[KernelGroup], device, graph) -> tuple[list[KernelGroup], l
         g1 = home.get(_strip(x, (Op.CAST,))) if x is not None else None
         if g1 is None or g1.kind != GroupKind.MATMUL:
             continue
-        copies = _copies(g1.anchor, g3.anchor, home, users, set(graph.outputs))
-        why = _match(g1, g2, g3, copies, users, set(graph.outputs))
+        copies = _copies(g1.anchor, g3.anchor, home, users, returned)
+        why = _match(g1, g2, g3, copies, users, returned)
         if why:
             notes.append(f"attention: kernels {g1.id}, {g2.id}, {g3.id} not fused: {why}")
             continue
