@@ -399,6 +399,12 @@ def _read_bytes(i: Node, nodes: list[Node]) -> int:
 # uses wgmma there). f32 operands: the generated kernel is a plain-FMA SIMT kernel (no TF32), cuBLAS
 # SGEMM the same unit: assumed 0.5x until measured.
 GENERATED_EFFICIENCY = {"f16": 0.35, "f32": 0.5, "int8": 0.35}
+# sm_90: the TMA + wgmma kernel (codegen.gemm_wgmma) beside cuBLAS alone on an H200 (2026-11-28,
+# benchmarks/gemm_bench.py --hopper): 0.82-0.85x with the bias+GELU epilogue at 4096^3 and 8192^3
+# (f16, bf16), 0.75x batched 16x2048^3; int8 1500 TOPS = 2.0x cuBLAS's f16 rate (1.0 of the
+# int8 ratio below)
+WGMMA_EFFICIENCY = {"f16": 0.82, "int8": 1.0}
+WGMMA_ARCHS = ("sm_90", "sm_90a")
 # int8 tensor-core throughput over float16's (A100, H100: twice); the generated int8 kernel is the
 # f16 one with byte tiles and m16n8k32 steps: its efficiency assumed f16's until measured
 INT8_TENSOR_RATIO = 2.0
@@ -479,10 +485,11 @@ def choose_gemm(batch: int, M: int, N: int, K: int, dtype, epi_bytes: float, epi
     t = {"cublas+epilogue": gemm_s + epi_s + 2 * device.launch_overhead + CUBLAS_CALL_OVERHEAD}
     if generated_ok:
         # the generated kernel never uses TF32 (f32: plain FMA), whatever allow_tf32 says
-        gen_peak = (device.peak(dtype, "tensor") * GENERATED_EFFICIENCY["f16"] if key == "f16"
+        eff = WGMMA_EFFICIENCY if device.arch in WGMMA_ARCHS else GENERATED_EFFICIENCY
+        gen_peak = (device.peak(dtype, "tensor") * eff["f16"] if key == "f16"
                     else device.peak(np.float32) * GENERATED_EFFICIENCY["f32"])
         if int8:
-            gen_peak = device.peak(np.float16, "tensor") * INT8_TENSOR_RATIO * GENERATED_EFFICIENCY["int8"]
+            gen_peak = device.peak(np.float16, "tensor") * INT8_TENSOR_RATIO * eff["int8"]
             op_bytes //= isz
         gen_s = max(gemm_flops / gen_peak, (op_bytes + (epi_bytes + out_bytes) * scale) / device.bandwidth)
         t["generated"] = gen_s + device.launch_overhead

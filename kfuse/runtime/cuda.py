@@ -542,15 +542,17 @@ class CudaProgram(GpuProgram):
         """Printable stages: "kernel" (KernelIR), "cuda" (default variants; for a matmul group the
         fused GEMM or GEMM-epilogue kernel the plan runs, when it has one), "ptx"."""
         if self._stages is None:
+            from ..codegen.gemm_wgmma import arch_for
             from .gemm import group_sources
             sources = []
             for g, k in zip(self.plan.groups, self.kirs):
-                gemm = group_sources(g, k) if k.contraction is not None else []
+                gemm = group_sources(g, k, self.arch) if k.contraction is not None else []
                 sources += gemm or [cuda_emit.emit(k)]
             self._stages = {
                 "kernel": "\n\n".join(k.as_text() for k in self.kirs),
                 "cuda": "\n\n".join(sources),
-                "ptx": "\n\n".join(compile_source(src, self.arch, self.cache).ptx for src in sources),
+                "ptx": "\n\n".join(compile_source(src, arch_for(src, self.arch), self.cache).ptx
+                                     for src in sources),
             }
         return self._stages
 

@@ -21,12 +21,14 @@ import math
 
 import numpy as np
 
-from ..codegen import nvrtc
+from ..codegen import gemm_wgmma, nvrtc
 from ..codegen.gemm_cuda import GemmTile, default_tile, emit_epilogue_kernel, emit_gemm
 from ..codegen.gemm_spec import INT8, GemmEpilogue, GemmSpec, epilogue_of_kernel
 from ..errors import DeviceError, UnsupportedError
+from ..fusion.cost import WGMMA_ARCHS
 from ..fusion.gemm_int8 import int8_operands
 from ..fusion.gemm_registers import epilogue_in_registers
+from . import gemm_tma
 from .cublas_matmul import matmul, tf32
 from .gemm_pack import kmajor_operands
 
@@ -158,20 +160,22 @@ class GemmRunner:
         key = (kind, spec, extra)
         src = self._sources.get(key)
         if src is None:
-            src = (emit_gemm(spec, extra) if kind == "gemm"
-                   else emit_epilogue_kernel(spec, vec=extra[0], reverse=extra[1]))
+            src = (emit_gemm(spec, extra) if kind == "gemm" else gemm_wgmma.emit_wgmma(spec, extra)
+                   if kind == "wgmma" else emit_epilogue_kernel(spec, vec=extra[0], reverse=extra[1]))
             self._sources[key] = src
         return src
 
     # -- compile + load -------------------------------------------------------------------
-    def _arch(self) -> str:
+    @staticmethod
+    def _device():
+        """(compute capability as an int, SM count) of the current device."""
         import cupy as cp
-        cc = cp.cuda.Device().compute_capability
-        return f"sm_{cc}"
+        dev = cp.cuda.Device()
+        return int(dev.compute_capability), dev.attributes["MultiProcessorCount"]
 
-    def function(self, source: str, name: str):
+    def function(self, source: str, name: str, arch: str | None = None):
         import cupy as cp
-        arch = self._arch()
+        arch = arch or f"sm_{self._device()[0]}"
         key = (source, arch)
         fn = self._modules.get(key)
         if fn is None:
@@ -186,6 +190,15 @@ class GemmRunner:
     def run_generated(self, a, b, call: GemmCall, ep_args: list, params, tile: GemmTile | None, out):
         import cupy as cp
         spec = call.spec
+        if tile is None or isinstance(tile, gemm_wgmma.WgmmaTile):
+            cc, n_sms = self._device()
+            if call.K > 0 and gemm_tma.usable(spec, call.a_strides, call.b_strides, cc):
+                tile = tile or gemm_wgmma.default_tile(spec, call.M, call.N, call.batch, n_sms)
+                src = self.source("wgmma", spec, tile)
+                self.last_source = src
+                fn = self.function(src, "kfuse_gemm_tma", gemm_wgmma.ARCH)
+                return gemm_tma.launch(fn, a, b, out, call, tile, ep_args, params, n_sms)
+            tile = None                 # this layout or device takes the mma.sync kernel
         tile = tile or default_tile(call.M, call.N, call.K, spec.dtype, aligned=spec.aligned)
         src = self.source("gemm", spec, tile)
         self.last_source = src
@@ -437,10 +450,21 @@ def group_epilogue(group, kir):
     return run
 
 
-def group_sources(group, kir) -> list[str]:
+def _transposes(steps) -> bool:
+    """Whether an operand's permute steps swap its last two axes (its unit-stride dim moves)."""
+    flip = False
+    for kind, perm in steps:
+        if kind == "permute" and len(perm) >= 2 and tuple(perm[-2:]) == (len(perm) - 1, len(perm) - 2):
+            flip = not flip
+    return flip
+
+
+def group_sources(group, kir, arch: str | None = None) -> list[str]:
     """The CUDA C a matmul group runs besides cuBLAS, for stage dumps (``dump-ptx``): the generated
-    fused GEMM (plan picked ``"generated"``) or the GEMM epilogue kernel (cuBLAS path); [] when the
-    group's epilogue does not translate (the group's own elementwise kernel runs then)."""
+    fused GEMM (plan picked ``"generated"``; on ``arch`` sm_90 the TMA + wgmma kernel where the
+    operands' layout, C-contiguous before the group's permutes, allows it) or the GEMM epilogue
+    kernel (cuBLAS path); [] when the group's epilogue does not translate (the group's own
+    elementwise kernel runs then). Compile each for ``gemm_wgmma.arch_for(source, arch)``."""
     got = group_epilogue_spec(group, kir)
     spec = _group_spec(group, got[0]) if got else None
     if spec is None:
@@ -449,6 +473,12 @@ def group_sources(group, kir) -> list[str]:
     if getattr(getattr(group, "cost", None), "impl", "") == "generated":
         a = group.anchor
         M, N, K = a.shape[-2], a.shape[-1], a.inputs[0].shape[-1]
+        c = kir.contraction
+        if not spec.int8:
+            spec = dataclasses.replace(spec, a_kmajor=not _transposes(c.lhs_steps), b_kmajor=_transposes(c.rhs_steps))
+        if arch in WGMMA_ARCHS and gemm_wgmma.supports(spec):
+            batch = math.prod(a.shape[:-2]) if len(a.shape) > 2 else 1
+            return [gemm_wgmma.emit_wgmma(spec, gemm_wgmma.default_tile(spec, M, N, batch))]
         return [emit_gemm(spec, default_tile(M, N, K, spec.dtype))]
     if spec.int8:
         return []
