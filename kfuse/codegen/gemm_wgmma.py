@@ -69,7 +69,8 @@ class WgmmaTile:
             raise ValueError(f"wgmma tile {self} needs {self.smem_bytes(spec)} B of shared memory")
 
     def name(self) -> str:
-        return f"tma{self.block_m}x{self.block_n}_s{self.stages}{'_pp' if self.pingpong else ''}"
+        return (f"tma{self.block_m}x{self.block_n}_s{self.stages}{'_pp' if self.pingpong else ''}"
+                f"{f'_g{self.group_m}' if self.group_m != 8 else ''}")
 
 
 def supports(spec: GemmSpec) -> bool:
@@ -79,7 +80,9 @@ def supports(spec: GemmSpec) -> bool:
             and (spec.b_kmajor or not spec.int8))
 
 
-SEARCH = (WgmmaTile(128, 6, 2, True), WgmmaTile(256, 5, 1, True), WgmmaTile(256, 4, 1, False),
+# 16 tile rows a raster group for ping-pong tiles: 0.5-10% faster than 8 on every shape measured
+# (H200, 2026-11-28: 4096^3, 8192^3, 16x2048^3, f16 and bf16)
+SEARCH = (WgmmaTile(128, 6, 2, True, 16), WgmmaTile(256, 5, 1, True), WgmmaTile(256, 4, 1, False),
           WgmmaTile(128, 6, 1, False))
 
 
