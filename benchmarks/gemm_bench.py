@@ -17,6 +17,12 @@ K-major, a Linear weight's ``x @ W.T``; and B row-major, packed K-major first), 
 dequantising function (both B layouts), and the bit-exactness checks (1024^3 against NumPy; the
 big shape against ``torch._int_mm``). ``--int8`` runs only this part; it writes
 gemm_int8_bench.json/.md beside the others.
+
+On an sm_90 GPU the tiles include the TMA + wgmma kernel's (``codegen.gemm_wgmma``). ``--hopper``
+(:func:`hopper_bench`) runs issue 34's GEMM bar: GEMM + bias + GELU at 4096^3, 8192x1024x4096 and
+16x2048^3, f16 and bf16 (torch tensors' bits), the generated kernel per wgmma tile beside cuBLAS's
+GEMM alone (torch.matmul), cuBLAS followed by the epilogue (torch eager; and kfuse's cuBLAS
+candidate, f16), writing gemm_hopper_bench.json/.md.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cupy as cp
 import numpy as np
 
+from kfuse.codegen import gemm_wgmma
 from kfuse.codegen.gemm_cuda import EpInput, GemmEpilogue, GemmSpec, gemm_search_space
 from kfuse.runtime.gemm import GemmRunner
 
@@ -110,12 +117,15 @@ def main():
     if "--int8" in sys.argv:
         int8_bench(quick, out_dir, name)
         return
+    if "--hopper" in sys.argv:
+        hopper_bench(out_dir, name)
+        return
     ep = GemmEpilogue.chain(("add", ("in", 0)), "gelu_tanh", inputs=(EpInput("f16", "row"),))
     spec = GemmSpec("f16", ep)
     runner = GemmRunner()
     rows = []
     rng = cp.random.default_rng(0)
-    space = [t for t in gemm_search_space() if t.name() in BENCH_TILES]
+    space = [t for t in tile_space("f16") if t.name() in BENCH_TILES or hasattr(t, "pingpong")]
     for M, N, K in SHAPES:
         a = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
         b = rng.standard_normal((K, N), dtype=cp.float32).astype(cp.float16)
@@ -281,7 +291,7 @@ def int8_bench(quick: bool, out_dir: str, name: str) -> dict:
     runner = GemmRunner()
     spec = GemmSpec("s8", GemmEpilogue(out_dtype="i32", product_dtype="int32"))
     tiles = {}
-    for t in gemm_search_space("s8")[:1 if quick else None]:
+    for t in tile_space("s8")[:1 if quick else None]:
         try:
             runner.run(a, w.T, [], spec, t, backend="generated")
             tiles[t.name()] = time_cupy(lambda: runner.run(a, w.T, [], spec, t, backend="generated"))
@@ -291,7 +301,7 @@ def int8_bench(quick: bool, out_dir: str, name: str) -> dict:
     r["int8_tiles_ms"] = tiles
     r["int8_best_tile"] = best = min(tiles, key=tiles.get)
     r["int8_kmajor_ms"] = tiles[best]
-    tile = next(t for t in gemm_search_space("s8") if t.name() == best)
+    tile = next(t for t in tile_space("s8") if t.name() == best)
     r["int8_rowmajor_b_ms"] = time_cupy(lambda: runner.run(a, b, [], spec, tile, backend="generated"))
     f = _example("int8_linear")                  # x @ W.T: W [N, K] read in place; b.T: packed
     f(a, w, sr, sc, bias), f(a, b.T, sr, sc, bias)
@@ -348,7 +358,66 @@ def _int8_exact_vs_numpy() -> bool:
 
 def tiles_best(tiles):
     name = min(tiles, key=lambda k: tiles[k]["ms"])
-    return next(t for t in gemm_search_space() if t.name() == name)
+    return next(t for t in tile_space("f16") if t.name() == name)
+
+
+def tile_space(dtype: str) -> list:
+    """The mma.sync kernel's tiles, then on sm_90 the TMA + wgmma kernel's."""
+    hopper = int(cp.cuda.Device().compute_capability) == 90
+    return list(gemm_search_space(dtype)) + (list(gemm_wgmma.SEARCH) if hopper else [])
+
+
+HOPPER_SHAPES = [(1, 4096, 4096, 4096), (1, 8192, 1024, 4096), (16, 2048, 2048, 2048)]
+
+
+def hopper_bench(out_dir: str, name: str) -> list:
+    """Issue 34's GEMM rows (module docstring): ms and TFLOP/s, ratios to cuBLAS alone."""
+    import torch
+    import torch.nn.functional as F
+    runner, rows = GemmRunner(), []
+    for batch, M, N, K in HOPPER_SHAPES:
+        for dt in ("f16", "bf16"):
+            tdt = torch.float16 if dt == "f16" else torch.bfloat16
+            lead = (batch,) if batch > 1 else ()
+            ta, tb = torch.randn(lead + (M, K), device="cuda", dtype=tdt), torch.randn(lead + (K, N), device="cuda", dtype=tdt)
+            tbias = torch.randn(N, device="cuda", dtype=tdt)
+            bits = lambda t: cp.from_dlpack(t.view(torch.int16)).view(cp.float16 if dt == "f16" else cp.uint16)
+            a, b, bias = bits(ta), bits(tb), bits(tbias)
+            spec = GemmSpec(dt, GemmEpilogue.chain(("add", ("in", 0)), "gelu_tanh", inputs=(EpInput(dt, "row"),),
+                                                   out_dtype=dt))
+            r = {"shape": [batch, M, N, K], "dtype": dt, "gpu": name, "flop": 2.0 * batch * M * N * K}
+            r["cublas_ms"] = time_torch(lambda: torch.matmul(ta, tb))
+            r["cublas_then_torch_epilogue_ms"] = time_torch(lambda: F.gelu(torch.matmul(ta, tb) + tbias, approximate="tanh"))
+            if dt == "f16":
+                r["cublas_then_kfuse_epilogue_ms"] = time_cupy(lambda: runner.run(a, b, [bias], spec, backend="cublas"))
+            tiles = {t.name(): time_cupy(lambda: runner.run(a, b, [bias], spec, t, backend="generated", dtype=dt))
+                     for t in gemm_wgmma.SEARCH}
+            r["wgmma_tiles_ms"] = tiles
+            r["wgmma_best_tile"] = min(tiles, key=tiles.get)
+            r["wgmma_ms"] = tiles[r["wgmma_best_tile"]]
+            r["wgmma_default_ms"] = time_cupy(lambda: runner.run(a, b, [bias], spec, backend="generated", dtype=dt))
+            ref = F.gelu(torch.matmul(ta.float(), tb.float()) + tbias.float(), approximate="tanh")
+            got = torch.from_dlpack(runner.run(a, b, [bias], spec, backend="generated", dtype=dt).view(cp.int16)).view(tdt)
+            r["rel_err_vs_f32"] = float((got.float() - ref).norm() / ref.norm())
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    lines = [f"# GEMM + bias + GELU(tanh) on sm_90 — {name}, {time.strftime('%Y-%m-%d %H:%M:%S')}", "",
+             "ms (TFLOP/s; ratio of cuBLAS GEMM alone's time to it). Bar: generated >= 0.95x cuBLAS alone.", "",
+             "| shape | dtype | cuBLAS alone | cuBLAS + torch epilogue | cuBLAS + kfuse epilogue | "
+             "generated (TMA + wgmma), best tile | default tile |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        def cell(k, r=r):
+            v = r.get(k)
+            return f"{v:.3f} ({r['flop'] / v / 1e9:.0f}; {r['cublas_ms'] / v:.2f}x)" if v else "-"
+        lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {cell('cublas_ms')} | "
+                     f"{cell('cublas_then_torch_epilogue_ms')} | {cell('cublas_then_kfuse_epilogue_ms')} | "
+                     f"{cell('wgmma_ms')} [{r['wgmma_best_tile']}] | {cell('wgmma_default_ms')} |")
+    with open(os.path.join(out_dir, "gemm_hopper_bench.md"), "w") as f_:
+        f_.write("\n".join(lines) + "\n")
+    with open(os.path.join(out_dir, "gemm_hopper_bench.json"), "w") as f_:
+        json.dump(rows, f_, indent=1)
+    print("\n".join(lines), flush=True)
+    return rows
 
 
 def flops_of(r):
