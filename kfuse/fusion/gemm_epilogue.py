@@ -15,9 +15,18 @@ OPERAND_MOVEMENT = True
 
 
 def _permute_of_input(x) -> bool:
-    while x.op is Op.PERMUTE:
+    """A PERMUTE chain over an input, with at most casts between the permutes (``w.astype(t).T``:
+    the cast folds into the matmul's loads, the permutes into its index math)."""
+    while x.op in (Op.PERMUTE, Op.CAST):
         x = x.inputs[0]
     return x.op is Op.INPUT
+
+
+def _operand_cast(x):
+    """The CAST an operand reads under its PERMUTE chain (``w.astype(t).T``), or None."""
+    while x.op is Op.PERMUTE:
+        x = x.inputs[0]
+    return x if x.op is Op.CAST else None
 
 
 def keep_clustered(graph) -> set:
@@ -80,10 +89,12 @@ class GemmEpilogue(Rule):
         """Operand casts fold into the loads (a cast the caller also gets back is written by its
         own kernel: a matmul kernel writes only arrays of its output's shape)."""
         changed = False
-        for x in mm.inputs:
-            if x.op is Op.CAST and x in state.home and state.home[x] != state.home[mm]:
+        for y in mm.inputs:
+            x = _operand_cast(y)
+            if x is not None and x in state.home and state.home[x] != state.home[mm]:
                 users = {u for u in state.order_list if x in u.inputs}
-                if users == {mm} and x not in state.outputs and len(state.members[state.home[x]]) == 1:
+                reader = {y if y is not x else mm}
+                if users == reader and x not in state.outputs and len(state.members[state.home[x]]) == 1:
                     changed |= state.merge(state.home[mm], state.home[x])
         return changed
 

@@ -206,8 +206,19 @@ def _check_scatter(nodes: list[Node], scatters: list[Node], other: bool,
     return Shape(GroupKind.SCATTER, domain, (), sc), ""
 
 
+def _operand_chains(mm: Node) -> set:
+    """The PERMUTE and CAST nodes under each operand down to its first other op (``w.astype(t).T``:
+    the contraction's operand steps)."""
+    out = set()
+    for x in mm.inputs:
+        while x.op in (Op.PERMUTE, Op.CAST):
+            out.add(x)
+            x = x.inputs[0]
+    return out
+
+
 def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:
-    after = {mm}
+    after, chain = {mm}, _operand_chains(mm)
     for n in nodes:
         if n is mm:
             continue
@@ -215,7 +226,9 @@ def _check_matmul(nodes: list[Node], mm: Node) -> tuple[Shape | None, str]:
             if n.shape != mm.shape or n.op not in ELEMENTWISE | MOVEMENT:
                 return None, f"{n.op.value} to shape {list(n.shape)} is not a matmul epilogue"
             after.add(n)
-        elif n.op is Op.CAST and n in mm.inputs and not any(i in nodes for i in n.inputs):
+        elif n.op is Op.CAST and n in chain and not any(i in nodes for i in n.inputs):
+            continue
+        elif n.op is Op.PERMUTE and n in chain:
             continue
         else:
             return None, f"{n.op.value} is neither an operand cast nor an epilogue of the matmul"

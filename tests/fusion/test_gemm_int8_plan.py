@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kfuse
+from kfuse.testing import assert_matches_numpy
 from kfuse.autotune import space as S
 from kfuse.codegen.gemm_cuda import int8_kernel_source
 from kfuse.codegen.gemm_spec import EpInput, epilogue_of_kernel
@@ -125,3 +126,30 @@ def test_float_epilogue_casts_are_recomputed():
     p = _plan(f, "f32[256,512]", "f32[512,128]", "f16[256]", "f16[128]")
     (g,) = p.groups
     assert g.kind == "matmul" and "f32[256, 128]" not in str(p).split("reads:")[1].split("\n")[0]
+
+
+def cast_then_transpose(a, w):
+    return a.astype(np.int32) @ w.astype(np.int32).T
+
+
+def f16_cast_then_transpose(a, w):
+    return a @ w.astype(np.float16).T
+
+
+@pytest.mark.parametrize("fn,specs", [(cast_then_transpose, ("i8[64,96]", "i8[32,96]")),
+                                      (f16_cast_then_transpose, ("f16[64,96]", "f32[32,96]"))])
+def test_cast_then_transpose_is_an_operand_step(fn, specs):
+    """``w.astype(t).T``: the cast folds into the matmul's operand loads and the transpose into
+    its index math (one group reading ``w`` itself), as ``w.T.astype(t)`` does; the int8 pattern
+    then reaches the int8 kernel with its int8 operands, and the CPU result is NumPy's."""
+    (g,) = _plan(fn, *specs, device="h200").groups
+    assert g.kind == "matmul" and [n.shape for n in g.inputs] == [(64, 96), (32, 96)]
+    assert [n.op.value for n in g.inputs] == ["input", "input"]
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (64, 96)).astype(np.int8) if fn is cast_then_transpose else rng.standard_normal((64, 96)).astype(np.float16)
+    w = rng.integers(-128, 128, (32, 96)).astype(np.int8) if fn is cast_then_transpose else rng.standard_normal((32, 96)).astype(np.float32)
+    got, ref = kfuse.jit(fn)(a, w), fn(a, w)
+    if fn is cast_then_transpose:
+        assert np.array_equal(got, ref)
+    else:
+        assert_matches_numpy(got, ref, reductions=True)
