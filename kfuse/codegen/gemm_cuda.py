@@ -426,10 +426,11 @@ def _emit_fma(spec: GemmSpec, tile: GemmTile) -> str:
 
 
 
-def int8_kernel_source(kir) -> str | None:
-    """The int8 GEMM a matmul group's KernelIR runs (its int8/uint8 operands cast to the int32 or
-    int16 product, its epilogue in registers: the plan always picks the generated kernel for
-    those), or None: for the CUDA backend's ``cuda``/``ptx`` dumps, which show that kernel."""
+def int8_kernel_source(kir, arch: str = "sm_90") -> str | None:
+    """The int8 GEMM a matmul group's KernelIR runs on ``arch`` (its int8/uint8 operands cast to
+    the int32 or int16 product, its epilogue in registers: the plan always picks the generated
+    kernel for those; on sm_90 the TMA + wgmma one), or None: for the CUDA backend's
+    ``cuda``/``ptx`` dumps, which show that kernel."""
     from ..fusion.gemm_int8 import PRODUCTS, SOURCES
     from ..fusion.gemm_registers import EPILOGUE_OPS
     from .gemm_spec import epilogue_of_kernel
@@ -448,4 +449,7 @@ def int8_kernel_source(kir) -> str | None:
     M, N = kir.inputs[c.result].shape[-2:]
     spec = GemmSpec(types[0], got[0], a_kmajor=True, b_kmajor=True,
                     b_dtype=types[1] if types[1] != types[0] else None)
+    if arch.startswith("sm_90"):
+        from . import gemm_wgmma
+        return gemm_wgmma.emit_wgmma(spec, gemm_wgmma.default_tile(spec, M, N))
     return emit_gemm(spec, default_tile(M, N, 0, spec.dtype))

@@ -518,7 +518,7 @@ def _matmul_cost(nodes, inputs, outputs, br, bw, flops, device: DeviceSpec,
     _, t_real = choose_gemm(*args, bucket=False, int8=int8)      # explain prints predictions at the real shape
     note = f"bucket {'x'.join(map(str, gemm_bucket(batch, M, N, K)))}"
     if int8 and not why:
-        note += "; " + describe_int8(mm)
+        note += "; " + describe_int8(mm, device.arch)
     if why:
         note += f"; generated kernel not applicable: {why}"
     body = t_real[pick] - device.launch_overhead

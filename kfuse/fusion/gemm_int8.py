@@ -41,7 +41,8 @@ def int8_operands(mm) -> tuple[str, str] | None:
     return tuple(SOURCES[s.dtype.name] for s in srcs)
 
 
-def describe(mm) -> str:
-    """The explain note of an int8 product: the instruction and its types."""
+def describe(mm, arch: str | None = None) -> str:
+    """The explain note of an int8 product on ``arch``: the instruction and its types."""
     a, b = int8_operands(mm)
-    return f"int8 tensor cores (mma.sync m16n8k32 {a} x {b} -> int32 sums, {mm.dtype.name} product)"
+    inst = "wgmma m64nNk32" if (arch or "").startswith("sm_90") else "mma.sync m16n8k32"
+    return f"int8 tensor cores ({inst} {a} x {b} -> int32 sums, {mm.dtype.name} product)"

@@ -1,4 +1,5 @@
-"""Run an attention group's one kernel (``codegen.attention_cuda``) on CuPy arrays.
+"""Run an attention group's one kernel (``codegen.attention_wgmma`` on sm_90 for head dims of
+whole 64-column blocks, else ``codegen.attention_cuda``) on CuPy arrays.
 
 :func:`group_runner` gives, for a plan's attention group, a callable ``(ins, out) -> out``: the
 group's inputs (CuPy arrays, bfloat16 ones as their uint16 bits) in ``group.inputs`` order and an
@@ -15,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..codegen import nvrtc
+from ..codegen import attention_wgmma, nvrtc
 from ..codegen.attention_cuda import default_attention_tile, emit_attention
 from ..errors import DeviceError, UnsupportedError
 
@@ -23,9 +24,8 @@ _FUNCTIONS: dict = {}        # (source, arch) -> (module, function)
 MAX_GRID_Y = 65535           # CUDA's limit on gridDim.y: a block row per batch item
 
 
-def _function(source: str):
+def _function(source: str, arch: str):
     import cupy as cp
-    arch = f"sm_{cp.cuda.Device().compute_capability}"
     fn = _FUNCTIONS.get((source, arch))
     if fn is None:
         compiled = nvrtc.compile(source, arch, name="kfuse_attention")
@@ -65,17 +65,26 @@ def _score_strides(arr, axes) -> list:
     return [np.int64(0 if ax is None or arr.shape[ax] == 1 else arr.strides[ax] // item) for ax in axes]
 
 
+def kernel_for(spec, cc: int) -> tuple:
+    """(source, tile, arch) of the kernel running ``spec`` on a device of compute capability
+    ``cc``: both products on ``wgmma`` on sm_90 for head dims of whole 64-column blocks, else
+    ``mma.sync``."""
+    if cc == 90 and attention_wgmma.supports(spec):
+        tile = attention_wgmma.default_tile(spec.head_dim)
+        return attention_wgmma.emit_attention_wgmma(spec, tile), tile, attention_wgmma.ARCH
+    tile = default_attention_tile(spec.head_dim)
+    return emit_attention(spec, tile), tile, f"sm_{cc}"
+
+
 def group_runner(group, kir):
     """The callable running attention group ``group`` (``kir.attention``: its AttentionIR)."""
     import cupy as cp
     a = kir.attention
-    spec = a.spec
-    tile = default_attention_tile(spec.head_dim)
-    source = emit_attention(spec, tile)
-    smem = tile.smem_bytes(spec.head_dim)
+    source, tile, arch = kernel_for(a.spec, int(cp.cuda.Device().compute_capability))
+    smem = tile.smem_bytes(a.spec.head_dim)
 
     def run(ins, out):
-        fn = _function(source)
+        fn = _function(source, arch)
         if smem > 48 * 1024:
             attr = getattr(cp.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
             cp.cuda.driver.funcSetAttribute(fn.ptr, attr, smem)

@@ -543,16 +543,20 @@ class CudaProgram(GpuProgram):
         fused GEMM or GEMM-epilogue kernel the plan runs, when it has one), "ptx"."""
         if self._stages is None:
             from ..codegen.gemm_wgmma import arch_for
+            from .attention import kernel_for
             from .gemm import group_sources
-            sources = []
+            sources = []            # (CUDA C, the arch it compiles for)
             for g, k in zip(self.plan.groups, self.kirs):
+                if k.attention is not None:         # the kernel this arch runs (wgmma on sm_90)
+                    src, _, arch = kernel_for(k.attention.spec, int(self.arch[3:].rstrip("a")))
+                    sources.append((src, arch))
+                    continue
                 gemm = group_sources(g, k, self.arch) if k.contraction is not None else []
-                sources += gemm or [cuda_emit.emit(k)]
+                sources += [(src, arch_for(src, self.arch)) for src in gemm or [cuda_emit.emit(k)]]
             self._stages = {
                 "kernel": "\n\n".join(k.as_text() for k in self.kirs),
-                "cuda": "\n\n".join(sources),
-                "ptx": "\n\n".join(compile_source(src, arch_for(src, self.arch), self.cache).ptx
-                                     for src in sources),
+                "cuda": "\n\n".join(src for src, _ in sources),
+                "ptx": "\n\n".join(compile_source(src, arch, self.cache).ptx for src, arch in sources),
             }
         return self._stages
 

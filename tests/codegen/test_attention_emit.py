@@ -72,10 +72,42 @@ def test_dump_cuda_and_ptx_of_an_attention_function():
     low = kfuse.jit(attn).lower("f16[2,128,64]", "f16[2,128,64]", "f16[2,128,64]", device="h100", backend="cuda")
     cuda = low.as_text("cuda")
     assert cuda.count("extern \"C\" __global__") == 1 and "kfuse_attention" in cuda
+    assert "wgmma.mma_async" in cuda          # h100: the sm_90a kernel is the one that runs
     try:
         ptx = low.as_text("ptx")
     except Exception as e:
         if "NVRTC is not available" in str(e):
             pytest.skip(str(e))
         raise
-    assert ptx.count(".entry kfuse_attention") == 1 and "mma.sync" in ptx
+    assert ptx.count(".entry kfuse_attention") == 1 and "wgmma.mma_async" in ptx
+
+
+@pytest.mark.parametrize("spec", [
+    AttentionSpec("f16", 64, SCALE), AttentionSpec("bf16", 128, SCALE, True),
+    AttentionSpec("f16", 128, BIAS), AttentionSpec("f16", 192, SCALE),
+    AttentionSpec("f16", 256, BIAS, True), AttentionSpec("bf16", 256, SCALE, False, "f32"),
+], ids=lambda s: s.key()[:28])
+def test_wgmma_attention_assembles_pipelined_without_spills(spec, tmp_path):
+    """sm_90a: both products on wgmma (P from registers, V transposed), no spills, and no wgmma
+    ptxas had to serialise or fence (a register written between two of them would)."""
+    from kfuse.codegen import attention_wgmma as W
+    tile = W.default_tile(spec.head_dim)
+    src = W.emit_attention_wgmma(spec, tile)
+    res = _compile(src, W.ARCH)
+    t = spec.dtype
+    assert f"wgmma.mma_async.sync.aligned.m64n{tile.block_n}k16.f32.{t}.{t}" in res.ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n{spec.head_dim}k16.f32.{t}.{t}" in res.ptx
+    log = _ptxas(res.ptx, "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in log or not log
+    assert "serialized" not in log and "injected" not in log
+
+
+def test_kernel_choice_by_arch_and_head_dim():
+    from kfuse.runtime.attention import kernel_for
+    for d, cc, wgmma in ((128, 90, True), (64, 90, True), (96, 90, False), (32, 90, False), (128, 80, False)):
+        src, tile, arch = kernel_for(AttentionSpec("f16", d, SCALE), cc)
+        assert ("wgmma" in src) == wgmma and arch == ("sm_90a" if wgmma else f"sm_{cc}")
+        assert tile.smem_bytes(d) <= 227 * 1024
+    with pytest.raises(ValueError):
+        from kfuse.codegen.attention_wgmma import emit_attention_wgmma
+        emit_attention_wgmma(AttentionSpec("f16", 96, SCALE))

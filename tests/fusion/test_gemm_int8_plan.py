@@ -59,7 +59,8 @@ def test_dequant_is_one_int8_kernel(device):
     names = dict(g.cost.candidates)
     assert names["generated"] < names["cublas+epilogue"] / 5      # CuPy's int32 matmul: no tensor cores
     text = str(p)
-    assert "int8 tensor cores (mma.sync m16n8k32 s8 x s8" in text and "impl:   generated" in text
+    inst = "mma.sync m16n8k32" if device == "a100-80gb" else "wgmma m64nNk32"
+    assert f"int8 tensor cores ({inst} s8 x s8" in text and "impl:   generated" in text
     assert "f64[8192, 8192]" not in text                          # scales read as f32 vectors
     assert sum(i.nbytes for i in g.inputs) == 2 * 8192 * 8192 + 3 * 4 * 8192
 
@@ -67,8 +68,9 @@ def test_dequant_is_one_int8_kernel(device):
 def test_linear_weight_and_uint8():
     (g,) = _plan(linear, "i8[4096,1024]", "u8[512,1024]", "f32[4096]", "f32[512]", "f32[512]").groups
     assert int8_operands(g.anchor) == ("s8", "u8") and g.cost.impl == "generated"
-    src = int8_kernel_source(lower_group(g))
+    src = int8_kernel_source(lower_group(g), "sm_80")
     assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32" in src
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.u8" in int8_kernel_source(lower_group(g), "sm_90")
 
 
 @pytest.mark.parametrize("fn,specs", [
@@ -89,7 +91,7 @@ def test_not_the_pattern(fn, specs):
     (g,) = _plan(fn, *specs).groups
     assert int8_operands(g.anchor) is None
     assert "int8 tensor cores" not in str(_plan(fn, *specs))
-    assert int8_kernel_source(lower_group(g)) is None
+    assert int8_kernel_source(lower_group(g)) is None and int8_kernel_source(lower_group(g), "sm_80") is None
 
 
 def test_epilogue_reads_scales_through_their_dims():
@@ -99,15 +101,19 @@ def test_epilogue_reads_scales_through_their_dims():
     assert ep.product_dtype == "int32" and ep.out_dtype == "f16" and ep.result_dtype == "float16"
     assert ep.inputs == (EpInput("f32", "col", "m"), EpInput("f32", "row"), EpInput("f32", "row"))
     assert [s.dtype for s in ep.body if getattr(s, "op", "") == "multiply"] == ["float64", "float64"]
-    src = int8_kernel_source(kir)
+    src = int8_kernel_source(kir, "sm_80")
     assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in src and "kf_d2h" in src
 
 
 def test_dumps_show_the_int8_kernel():
+    """The dumps show what the arch runs: sm_90 the TMA + wgmma kernel (compiled for sm_90a),
+    sm_80 the mma.sync one; either with the float64 dequantisation in the same kernel."""
     low = kfuse.jit(dequant, backend="cuda").lower(*BIG)
-    assert "mma.sync.aligned.m16n8k32" in low.as_text("cuda")
+    assert "kfuse_gemm_tma" in low.as_text("cuda")           # the dumps' default arch: sm_90
     pytest.importorskip("cuda.bindings.nvrtc")
     ptx = low.ptx("sm_90")
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8" in ptx and "cvt.rn.f16.f64" in ptx
+    ptx = low.ptx("sm_80")
     assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ptx and "cvt.rn.f16.f64" in ptx
 
 

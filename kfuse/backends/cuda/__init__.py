@@ -19,22 +19,31 @@ class CudaBackend(GpuBackend):
 
     def render(self, kir) -> str:
         self.check_kernel(kir)
-        return _source(kir)
+        return _source(kir)[0]
 
     def _ptx_of(self, kir, arch: str, ptx_isa: str | None) -> str:
         self.check_kernel(kir)
         from ...codegen import nvrtc
-        return nvrtc.ptx_dump(nvrtc.compile(_source(kir), arch=arch), ptx_isa)
+        src, arch = _source(kir, arch)
+        return nvrtc.ptx_dump(nvrtc.compile(src, arch=arch), ptx_isa)
 
     def _program(self, plan, store):
         from ...runtime import cuda
         return cuda.compile_plan(plan, cache=store)
 
 
-def _source(kir) -> str:
-    """A kernel's CUDA C; an int8 product's group: the int8 tensor-core GEMM it runs."""
+def _source(kir, arch: str = "sm_90") -> tuple[str, str]:
+    """A kernel's CUDA C as ``arch`` runs it, and the arch it compiles for: an attention group's
+    one kernel (``wgmma`` on sm_90, for sm_90a), an int8 product's tensor-core GEMM, else the
+    kernel IR's."""
     from ...codegen import cuda, gemm_cuda
-    return gemm_cuda.int8_kernel_source(kir) or cuda.emit(kir)
+    from ...codegen.gemm_wgmma import arch_for
+    if kir.attention is not None:
+        from ...runtime.attention import kernel_for
+        src, _, compile_arch = kernel_for(kir.attention.spec, int(arch[3:].rstrip("a")))
+        return src, compile_arch
+    src = gemm_cuda.int8_kernel_source(kir, arch) or cuda.emit(kir)
+    return src, arch_for(src, arch)
 
 
 CUDA = CudaBackend()

@@ -1,0 +1,264 @@
+"""CUDA C for attention as one kernel on sm_90a: both products on ``wgmma``.
+
+The same kernel as :mod:`.attention_cuda` (its parameters, grid, score function, causal tile
+skipping, online softmax and NaN rows), for head dims that are a multiple of 64: a block of
+``warpgroups`` x 64 query rows, each warp group running ``S = Q K^T`` as one ``wgmma`` of 64 rows
+by ``block_n`` keys from shared-memory descriptors, and ``O += P V`` with ``P`` straight from the
+score accumulators' registers (the accumulator layout of the first product is the register layout
+of the second's A operand) and V read transposed. Q, K and V tiles land through ``cp.async`` in
+the 128-byte-swizzled layout ``wgmma`` reads (16-byte chunk ``c`` of row ``r`` at ``c ^ (r % 8)``,
+64-column blocks one after another), K and V double-buffered.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .attention_cuda import AttentionSpec, _score_fn, score_args
+from .cuda_ops import PRELUDE
+
+ARCH = "sm_90a"
+
+
+@dataclasses.dataclass(frozen=True)
+class WgmmaAttentionTile:
+    """``warpgroups`` x 64 query rows a block, ``block_n`` keys a K/V tile."""
+    block_n: int = 128
+    warpgroups: int = 2
+
+    @property
+    def block_m(self) -> int:
+        return 64 * self.warpgroups
+
+    @property
+    def warps(self) -> int:
+        return 4 * self.warpgroups
+
+    def smem_bytes(self, d: int) -> int:
+        return 2 * d * (self.block_m + 4 * self.block_n) + 1024
+
+    def name(self) -> str:
+        return f"wg{self.warpgroups}n{self.block_n}"
+
+
+def supports(spec: AttentionSpec) -> bool:
+    """Head dims the 128-byte swizzle takes whole (a row of 64 16-bit elements a block)."""
+    return spec.head_dim % 64 == 0
+
+
+def default_tile(d: int) -> WgmmaAttentionTile:
+    """128 keys a tile up to head dim 128 (the score and output accumulators take 64 + d / 2
+    registers); 64 past it."""
+    return WgmmaAttentionTile(128 if d <= 128 else 64, 2)
+
+
+def _wgmma(name: str, n: int, a_regs: bool, t: str, trans_b: int) -> str:
+    """``name(d, a, db)``: d (64 x n, float32) += A (64 x 16) B (16 x n); A a descriptor, or four
+    registers of two 16-bit values (``a_regs``)."""
+    regs = ", ".join(f"%{i}" for i in range(n // 2))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
+    k = n // 2
+    if a_regs:
+        a_sig, a_op, a_in = "const unsigned* a", f"{{%{k}, %{k + 1}, %{k + 2}, %{k + 3}}}", \
+            '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), '
+        b, tail = k + 4, f"p, 1, 1, {trans_b}"
+    else:
+        a_sig, a_op, a_in, b, tail = "u64 a", f"%{k}", '"l"(a), ', k + 1, f"p, 1, 1, 0, {trans_b}"
+    return (f"__device__ __forceinline__ void {name}(float* d, {a_sig}, u64 db) {{\n"
+            f'  asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{b + 1}, 0;\\n"\n'
+            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "\n'
+            f'               "{{{regs}}}, {a_op}, %{b}, {tail};\\n}}\\n"\n'
+            f"               : {outs}\n"
+            f'               : {a_in}"l"(db), "r"(1));\n}}')
+
+
+_BODY = r"""
+#define D {d}
+#define BM {bm}
+#define BN {bn}
+#define THREADS ({warps} * 32)
+#define NT (BN / 8)
+#define DT (D / 8)
+#define CAUSAL {causal}
+#define KF_LOG2E 1.4426950408889634f
+#define KF_NEG_INF __int_as_float(0xff800000)
+#define Q_BYTES (BM * D * 2)
+#define KV_BYTES (BN * D * 2)
+
+__device__ __forceinline__ unsigned kf_smem_addr(const void* p) {{ return (unsigned)__cvta_generic_to_shared(p); }}
+__device__ __forceinline__ void kf_cp_async16(unsigned dst, const void* src, int bytes) {{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
+}}
+__device__ __forceinline__ void kf_cp_commit() {{ asm volatile("cp.async.commit_group;\n" ::); }}
+template <int N> __device__ __forceinline__ void kf_cp_wait() {{ asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }}
+__device__ __forceinline__ unsigned kf_pack2(float lo, float hi) {{
+  unsigned r; asm("cvt.rn.{t}x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}}
+__device__ __forceinline__ float kf_ex2(float x) {{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }}
+// a shared-memory matrix descriptor, 128-byte swizzle (the PTX ISA's canonical layouts)
+__device__ __forceinline__ u64 kf_desc(unsigned addr, unsigned lbo, unsigned sbo) {{
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
+}}
+{wgmma_s}
+{wgmma_o}
+
+// rows [r0, r0 + ROWS) of a (rows x D) operand into a swizzled tile: 64-column blocks of ROWS
+// rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8); rows past lim zero-filled
+template <int ROWS>
+__device__ __forceinline__ void kf_load_rows(unsigned dst, const u16* src, i64 rs, int r0, int lim, int tid) {{
+#pragma unroll
+  for (int c = tid; c < ROWS * (D / 8); c += THREADS) {{
+    const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+    const bool ok = r0 + r < lim;
+    const unsigned at = dst + (col >> 6) * (ROWS * 128) + r * 128 + ((((col >> 3) & 7) ^ (r & 7)) << 4);
+    kf_cp_async16(at, ok ? (const void*)(src + (i64)(r0 + r) * rs + col) : (const void*)src, ok ? 16 : 0);
+  }}
+}}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) kfuse_attention(
+    const u16* __restrict__ Q, const u16* __restrict__ Kp, const u16* __restrict__ V, {out_t}* __restrict__ O,
+    int M, int N, int nb1, int nb2, i64 sQ0, i64 sQ1, i64 sQ2, i64 sQm, i64 sK0, i64 sK1, i64 sK2, i64 sKn,
+    i64 sV0, i64 sV1, i64 sV2, i64 sVn, i64 sO0, i64 sO1, i64 sO2, i64 sOm, int causal_off{params}) {{
+  extern __shared__ __align__(1024) unsigned char kf_raw[];
+  const unsigned sQ = (kf_smem_addr(kf_raw) + 1023) & ~1023u;
+  const unsigned sK = sQ + Q_BYTES, sV = sK + 2 * KV_BYTES;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int m0 = blockIdx.x * BM;
+  const i64 b = blockIdx.y;          // the flattened batch index over (nb0, nb1, nb2) dims
+  const i64 b0 = b / ((i64)nb1 * nb2), b1 = (b / nb2) % nb1, b2 = b % nb2;
+  const u16* Qb = Q + b0 * sQ0 + b1 * sQ1 + b2 * sQ2;
+  const u16* Kb = Kp + b0 * sK0 + b1 * sK1 + b2 * sK2;     // (a stride 0: k shared, grouped-query)
+  const u16* Vb = V + b0 * sV0 + b1 * sV1 + b2 * sV2;
+  int n_end = N;
+#if CAUSAL
+  n_end = max(0, min(N, min(m0 + BM, M) + causal_off));      // keys n <= m + causal_off
+#endif
+  const int tiles = (n_end + BN - 1) / BN;
+
+  kf_load_rows<BM>(sQ, Qb, sQm, m0, M, tid);
+  if (tiles > 0) {{
+    kf_load_rows<BN>(sK, Kb, sKn, 0, N, tid);
+    kf_load_rows<BN>(sV, Vb, sVn, 0, N, tid);
+  }}
+  kf_cp_commit();
+
+  const int row0 = m0 + warp * 16 + g;     // this lane's rows: row0 + 8 h (warp group wg: rows 64 wg..)
+  float o[D / 2];                           // o[4 j + 2 h + e]: row row0 + 8 h, column 8 j + 2 t4 + e
+#pragma unroll
+  for (int q = 0; q < D / 2; ++q) o[q] = 0.f;
+  float mrow[2] = {{KF_NEG_INF, KF_NEG_INF}}, lrow[2] = {{0.f, 0.f}};
+  const unsigned qa = sQ + wg * 64 * 128;
+
+  for (int j = 0; j < tiles; ++j) {{
+    if (j + 1 < tiles) {{
+      const unsigned st = ((j + 1) & 1) * KV_BYTES;
+      kf_load_rows<BN>(sK + st, Kb, sKn, (j + 1) * BN, N, tid);
+      kf_load_rows<BN>(sV + st, Vb, sVn, (j + 1) * BN, N, tid);
+    }}
+    kf_cp_commit();
+    kf_cp_wait<1>();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // cp.async writes, seen by wgmma
+    __syncthreads();
+    const unsigned kst = sK + (j & 1) * KV_BYTES, vst = sV + (j & 1) * KV_BYTES;
+    // S = Q K^T: this warp group's 64 rows by the tile's BN keys
+    float s[BN / 2];
+#pragma unroll
+    for (int q = 0; q < BN / 2; ++q) s[q] = 0.f;
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      kf_wgmma_s(s, kf_desc(qa + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
+                 kf_desc(kst + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    // scores, masks and the online softmax (a row's 4 lanes hold its BN values)
+    const int n0 = j * BN;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {{
+      const int m = row0 + h * 8;
+      float mx = KF_NEG_INF;
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {{
+          const int n = n0 + t * 8 + t4 * 2 + e;
+          bool keep = n < N && m < M;      // (a score input is read in bounds only)
+#if CAUSAL
+          keep = keep && n <= m + causal_off;
+#endif
+          const float x = keep ? kf_score(s[4 * t + 2 * h + e], b, m, n{args}) : KF_NEG_INF;
+          s[4 * t + 2 * h + e] = x;
+          mx = fmaxf(mx, x);
+        }}
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(mrow[h], mx);
+      const float m_use = m_new == KF_NEG_INF ? 0.f : m_new;     // no row value yet: exp(-inf) = 0
+      const float alpha = kf_ex2((mrow[h] - m_use) * KF_LOG2E);
+      const float mb = m_use * KF_LOG2E;
+      float l = 0.f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {{
+          const float p = kf_ex2(fmaf(s[4 * t + 2 * h + e], KF_LOG2E, -mb));
+          s[4 * t + 2 * h + e] = p;
+          l += p;
+        }}
+      // NumPy's max propagates a NaN score: so does the sum here (fmaxf would drop it)
+      lrow[h] = lrow[h] * alpha + l;
+      mrow[h] = m_new;
+#pragma unroll
+      for (int d = 0; d < DT; ++d) {{ o[4 * d + 2 * h] *= alpha; o[4 * d + 2 * h + 1] *= alpha; }}
+    }}
+    // O += P V: P's accumulators, packed to 16 bits, are the A registers of the second product
+    // (all packed before the fence: a register written between two wgmma serialises them)
+    unsigned pa[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[kk][r] = kf_pack2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) kf_wgmma_o(o, pa[kk], kf_desc(vst + kk * 16 * 128, BN * 128, 1024));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    __syncthreads();
+  }}
+  kf_cp_wait<0>();
+
+  {out_t}* Ob = O + b0 * sO0 + b1 * sO1 + b2 * sO2;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {{
+    float l = lrow[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    // a row with no finite score (all masked, or no key) is NaN, as NumPy's exp(-inf - -inf)
+    const float inv = mrow[h] == KF_NEG_INF ? __int_as_float(0x7fc00000) : 1.f / l;
+    const int m = row0 + h * 8;
+    if (m >= M) continue;
+#pragma unroll
+    for (int d = 0; d < DT; ++d)
+      {store};
+  }}
+}}
+"""
+
+_STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(o[4 * d + 2 * h] * inv, o[4 * d + 2 * h + 1] * inv)",
+          True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(o[4 * d + 2 * h] * inv, o[4 * d + 2 * h + 1] * inv)"}
+
+
+def emit_attention_wgmma(spec: AttentionSpec, tile: WgmmaAttentionTile | None = None) -> str:
+    """CUDA C of ``kfuse_attention`` (``attention_cuda``'s parameters and grid) on wgmma."""
+    if not supports(spec):
+        raise ValueError(f"wgmma attention: head dim {spec.head_dim} is not a multiple of 64")
+    tile = tile or default_tile(spec.head_dim)
+    params, args = score_args(spec.score)
+    head = (f"// kfuse attention {spec.key()} tile {tile.name()} (sm_90a: wgmma)\n" + PRELUDE
+            + _score_fn(spec.score))
+    return head + _BODY.format(
+        d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal),
+        t=spec.dtype, params=params, args=args, out_t="float" if spec.out == "f32" else "u16",
+        store=_STORE[spec.out == "f32"],
+        wgmma_s=_wgmma("kf_wgmma_s", tile.block_n, False, spec.dtype, 0),
+        wgmma_o=_wgmma("kf_wgmma_o", spec.head_dim, True, spec.dtype, 1))
