@@ -155,6 +155,83 @@ def score_args(sc: ScoreFn) -> tuple[str, str]:
     return params, args
 
 
+HELPERS = r"""#define KF_LOG2E 1.4426950408889634f
+#define KF_NEG_INF __int_as_float(0xff800000)
+{async_ptx}
+// two float32 values as one register of two 16-bit ones (lo in the low half)
+__device__ __forceinline__ unsigned kf_pack2(float lo, float hi) {{
+  unsigned r; asm("cvt.rn.{t}x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}}
+__device__ __forceinline__ float kf_ex2(float x) {{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }}
+"""
+
+# The online softmax of one key tile and the final store, shared with the wgmma kernel
+# (``attention_wgmma``, which also takes HELPERS): each kernel defines KF_S / KF_O (where a lane's score and output registers
+# are), MI row tiles of 16 a warp, ``row0``, ``mrow``/``lrow`` [MI][2] and ``j`` (the key tile).
+SOFTMAX = r"""    // scores, masks and the online softmax (a row's 4 lanes hold its BN values)
+    const int n0 = j * BN;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {{
+      const int m = row0 + i * 16 + h * 8;
+      float mx = KF_NEG_INF;
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {{
+          const int n = n0 + t * 8 + t4 * 2 + e;
+          bool keep = n < N && m < M;      // (a score input is read in bounds only)
+#if CAUSAL
+          keep = keep && n <= m + causal_off;
+#endif
+          const float x = keep ? kf_score(KF_S(i, t, 2 * h + e), b, m, n{args}) : KF_NEG_INF;
+          KF_S(i, t, 2 * h + e) = x;
+          mx = fmaxf(mx, x);
+        }}
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(mrow[i][h], mx);
+      const float m_use = m_new == KF_NEG_INF ? 0.f : m_new;     // no row value yet: exp(-inf) = 0
+      const float alpha = kf_ex2((mrow[i][h] - m_use) * KF_LOG2E);
+      const float mb = m_use * KF_LOG2E;
+      float l = 0.f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {{
+          const float p = kf_ex2(fmaf(KF_S(i, t, 2 * h + e), KF_LOG2E, -mb));
+          KF_S(i, t, 2 * h + e) = p;
+          l += p;
+        }}
+      // NumPy's max propagates a NaN score: so does the sum here (fmaxf would drop it)
+      lrow[i][h] = lrow[i][h] * alpha + l;
+      mrow[i][h] = m_new;
+#pragma unroll
+      for (int d = 0; d < DT; ++d) {{ KF_O(i, d, 2 * h) *= alpha; KF_O(i, d, 2 * h + 1) *= alpha; }}
+    }}
+"""
+
+EPILOGUE = r"""  {out_t}* Ob = O + b0 * sO0 + b1 * sO1 + b2 * sO2;
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {{
+    float l = lrow[i][h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    // a row with no finite score (all masked, or no key) is NaN, as NumPy's exp(-inf - -inf)
+    const float inv = mrow[i][h] == KF_NEG_INF ? __int_as_float(0x7fc00000) : 1.f / l;
+    const int m = row0 + i * 16 + h * 8;
+    if (m >= M) continue;
+#pragma unroll
+    for (int d = 0; d < DT; ++d)
+      {store};
+  }}
+}}
+"""
+
+
 _BODY = r"""
 #define D {d}
 #define BM {bm}
@@ -167,21 +244,15 @@ _BODY = r"""
 #define CAUSAL {causal}
 #define Q_IN_REGS {q_in_regs}
 #define MI {mi}
-#define KF_LOG2E 1.4426950408889634f
-#define KF_NEG_INF __int_as_float(0xff800000)
-
-{async_ptx}
+#define KF_S(i, t, q) s[i][t][q]        // the score of row tile i, key chunk t, slot q
+#define KF_O(i, d, q) o[i][d][q]        // the output of row tile i, column chunk d, slot q
+{helpers}
 __device__ __forceinline__ void kf_mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {{
   asm("mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 "
                "{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }}
-// two float32 values as one register of two 16-bit ones (lo in the low half)
-__device__ __forceinline__ unsigned kf_pack2(float lo, float hi) {{
-  unsigned r; asm("cvt.rn.{t}x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}}
-__device__ __forceinline__ float kf_ex2(float x) {{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }}
 
 // rows [r0, r0 + ROWS) of a (rows x D) operand into a padded shared tile; rows past lim zero-filled
 template <int ROWS>
@@ -292,49 +363,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
       }}
 #undef KF_A
     }}
-    // scores, masks and the online softmax (a row's 4 lanes hold its BN values)
-    const int n0 = j * BN;
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {{
-      const int m = row0 + i * 16 + h * 8;
-      float mx = KF_NEG_INF;
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {{
-          const int n = n0 + t * 8 + t4 * 2 + e;
-          bool keep = n < N && m < M;      // (a score input is read in bounds only)
-#if CAUSAL
-          keep = keep && n <= m + causal_off;
-#endif
-          const float x = keep ? kf_score(s[i][t][2 * h + e], b, m, n{args}) : KF_NEG_INF;
-          s[i][t][2 * h + e] = x;
-          mx = fmaxf(mx, x);
-        }}
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(mrow[i][h], mx);
-      const float m_use = m_new == KF_NEG_INF ? 0.f : m_new;     // no row value yet: exp(-inf) = 0
-      const float alpha = kf_ex2((mrow[i][h] - m_use) * KF_LOG2E);
-      const float mb = m_use * KF_LOG2E;
-      float l = 0.f;
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {{
-          const float p = kf_ex2(fmaf(s[i][t][2 * h + e], KF_LOG2E, -mb));
-          s[i][t][2 * h + e] = p;
-          l += p;
-        }}
-      // NumPy's max propagates a NaN score: so does the sum here (fmaxf would drop it)
-      lrow[i][h] = lrow[i][h] * alpha + l;
-      mrow[i][h] = m_new;
-#pragma unroll
-      for (int d = 0; d < DT; ++d) {{ o[i][d][2 * h] *= alpha; o[i][d][2 * h + 1] *= alpha; }}
-    }}
-    // O += P V: P's accumulators are the A fragments of the second product (a V fragment
+{softmax}    // O += P V: P's accumulators are the A fragments of the second product (a V fragment
     // serves every row tile)
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {{
@@ -361,28 +390,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
   }}
   kf_cp_wait<0>();
 
-  {out_t}* Ob = O + b0 * sO0 + b1 * sO1 + b2 * sO2;
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {{
-    float l = lrow[i][h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    // a row with no finite score (all masked, or no key) is NaN, as NumPy's exp(-inf - -inf)
-    const float inv = mrow[i][h] == KF_NEG_INF ? __int_as_float(0x7fc00000) : 1.f / l;
-    const int m = row0 + i * 16 + h * 8;
-    if (m >= M) continue;
-#pragma unroll
-    for (int d = 0; d < DT; ++d)
-      {store};
-  }}
-}}
-"""
+{epilogue}"""
 
 
-_STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(o[i][d][2 * h] * inv, o[i][d][2 * h + 1] * inv)",
-          True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(o[i][d][2 * h] * inv, o[i][d][2 * h + 1] * inv)"}
+_STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(KF_O(i, d, 2 * h) * inv, KF_O(i, d, 2 * h + 1) * inv)",
+          True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(KF_O(i, d, 2 * h) * inv, KF_O(i, d, 2 * h + 1) * inv)"}
 
 
 def emit_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> str:
@@ -390,8 +402,9 @@ def emit_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> st
     tile = tile or default_attention_tile(spec.head_dim)
     params, args = score_args(spec.score)
     head = f"// kfuse attention {spec.key()} tile {tile.name()}\n" + PRELUDE + _score_fn(spec.score)
-    return head + _BODY.format(async_ptx=ASYNC_PTX, 
+    return head + _BODY.format(helpers=HELPERS.format(async_ptx=ASYNC_PTX, t=spec.dtype), 
         d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal), mi=tile.rows,
         q_in_regs=int(tile.q_in_regs), t=spec.dtype, params=params, args=args,
+        softmax=SOFTMAX.format(args=args), epilogue=EPILOGUE.format(out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"]),
         out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"])
 

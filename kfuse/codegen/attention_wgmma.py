@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .attention_cuda import AttentionSpec, _score_fn, score_args
+from .attention_cuda import _STORE, EPILOGUE, HELPERS, SOFTMAX, AttentionSpec, _score_fn, score_args
+from .cuda_async import ASYNC_PTX, WGMMA_DESC_PTX
 from .cuda_ops import PRELUDE
 
 ARCH = "sm_90a"
@@ -79,25 +80,13 @@ _BODY = r"""
 #define NT (BN / 8)
 #define DT (D / 8)
 #define CAUSAL {causal}
-#define KF_LOG2E 1.4426950408889634f
-#define KF_NEG_INF __int_as_float(0xff800000)
+#define MI 1
+#define KF_S(i, t, q) s[4 * (t) + (q)]     // the score of key chunk t, slot q (wgmma's layout)
+#define KF_O(i, d, q) o[4 * (d) + (q)]
 #define Q_BYTES (BM * D * 2)
 #define KV_BYTES (BN * D * 2)
-
-__device__ __forceinline__ unsigned kf_smem_addr(const void* p) {{ return (unsigned)__cvta_generic_to_shared(p); }}
-__device__ __forceinline__ void kf_cp_async16(unsigned dst, const void* src, int bytes) {{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
-}}
-__device__ __forceinline__ void kf_cp_commit() {{ asm volatile("cp.async.commit_group;\n" ::); }}
-template <int N> __device__ __forceinline__ void kf_cp_wait() {{ asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }}
-__device__ __forceinline__ unsigned kf_pack2(float lo, float hi) {{
-  unsigned r; asm("cvt.rn.{t}x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo)); return r;
-}}
-__device__ __forceinline__ float kf_ex2(float x) {{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }}
-// a shared-memory matrix descriptor, 128-byte swizzle (the PTX ISA's canonical layouts)
-__device__ __forceinline__ u64 kf_desc(unsigned addr, unsigned lbo, unsigned sbo) {{
-  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
-}}
+{helpers}
+{desc_ptx}
 {wgmma_s}
 {wgmma_o}
 
@@ -146,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) kfuse_attention(
   float o[D / 2];                           // o[4 j + 2 h + e]: row row0 + 8 h, column 8 j + 2 t4 + e
 #pragma unroll
   for (int q = 0; q < D / 2; ++q) o[q] = 0.f;
-  float mrow[2] = {{KF_NEG_INF, KF_NEG_INF}}, lrow[2] = {{0.f, 0.f}};
+  float mrow[1][2] = {{{{KF_NEG_INF, KF_NEG_INF}}}}, lrow[1][2] = {{{{0.f, 0.f}}}};
   const unsigned qa = sQ + wg * 64 * 128;
 
   for (int j = 0; j < tiles; ++j) {{
@@ -171,47 +160,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) kfuse_attention(
                  kf_desc(kst + (kk >> 2) * (BN * 128) + (kk & 3) * 32, 16, 1024));
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    // scores, masks and the online softmax (a row's 4 lanes hold its BN values)
-    const int n0 = j * BN;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {{
-      const int m = row0 + h * 8;
-      float mx = KF_NEG_INF;
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {{
-          const int n = n0 + t * 8 + t4 * 2 + e;
-          bool keep = n < N && m < M;      // (a score input is read in bounds only)
-#if CAUSAL
-          keep = keep && n <= m + causal_off;
-#endif
-          const float x = keep ? kf_score(s[4 * t + 2 * h + e], b, m, n{args}) : KF_NEG_INF;
-          s[4 * t + 2 * h + e] = x;
-          mx = fmaxf(mx, x);
-        }}
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(mrow[h], mx);
-      const float m_use = m_new == KF_NEG_INF ? 0.f : m_new;     // no row value yet: exp(-inf) = 0
-      const float alpha = kf_ex2((mrow[h] - m_use) * KF_LOG2E);
-      const float mb = m_use * KF_LOG2E;
-      float l = 0.f;
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {{
-          const float p = kf_ex2(fmaf(s[4 * t + 2 * h + e], KF_LOG2E, -mb));
-          s[4 * t + 2 * h + e] = p;
-          l += p;
-        }}
-      // NumPy's max propagates a NaN score: so does the sum here (fmaxf would drop it)
-      lrow[h] = lrow[h] * alpha + l;
-      mrow[h] = m_new;
-#pragma unroll
-      for (int d = 0; d < DT; ++d) {{ o[4 * d + 2 * h] *= alpha; o[4 * d + 2 * h + 1] *= alpha; }}
-    }}
-    // O += P V: P's accumulators, packed to 16 bits, are the A registers of the second product
+{softmax}    // O += P V: P's accumulators, packed to 16 bits, are the A registers of the second product
     // (all packed before the fence: a register written between two wgmma serialises them)
     unsigned pa[BN / 16][4];
 #pragma unroll
@@ -227,25 +176,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) kfuse_attention(
   }}
   kf_cp_wait<0>();
 
-  {out_t}* Ob = O + b0 * sO0 + b1 * sO1 + b2 * sO2;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {{
-    float l = lrow[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    // a row with no finite score (all masked, or no key) is NaN, as NumPy's exp(-inf - -inf)
-    const float inv = mrow[h] == KF_NEG_INF ? __int_as_float(0x7fc00000) : 1.f / l;
-    const int m = row0 + h * 8;
-    if (m >= M) continue;
-#pragma unroll
-    for (int d = 0; d < DT; ++d)
-      {store};
-  }}
-}}
-"""
-
-_STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(o[4 * d + 2 * h] * inv, o[4 * d + 2 * h + 1] * inv)",
-          True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(o[4 * d + 2 * h] * inv, o[4 * d + 2 * h + 1] * inv)"}
+{epilogue}"""
 
 
 def emit_attention_wgmma(spec: AttentionSpec, tile: WgmmaAttentionTile | None = None) -> str:
@@ -258,7 +189,9 @@ def emit_attention_wgmma(spec: AttentionSpec, tile: WgmmaAttentionTile | None = 
             + _score_fn(spec.score))
     return head + _BODY.format(
         d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal),
-        t=spec.dtype, params=params, args=args, out_t="float" if spec.out == "f32" else "u16",
-        store=_STORE[spec.out == "f32"],
+        params=params, out_t="float" if spec.out == "f32" else "u16",
+        helpers=HELPERS.format(async_ptx=ASYNC_PTX, t=spec.dtype), desc_ptx=WGMMA_DESC_PTX,
+        softmax=SOFTMAX.format(args=args),
+        epilogue=EPILOGUE.format(out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"]),
         wgmma_s=_wgmma("kf_wgmma_s", tile.block_n, False, spec.dtype, 0),
         wgmma_o=_wgmma("kf_wgmma_o", spec.head_dim, True, spec.dtype, 1))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .cuda_async import WGMMA_DESC_PTX
 from .cuda_ops import PRELUDE
 from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, result_ctype, store
 from .gemm_spec import GemmSpec
@@ -127,11 +128,6 @@ __device__ __forceinline__ void kf_tma_3d(unsigned dst, const KfTmap* map, unsig
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                " [%0], [%1, {%3, %4, %5}], [%2];\n"
                :: "r"(dst), "l"((unsigned long long)map), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
-// a shared-memory matrix descriptor, 128-byte swizzle: lbo/sbo in bytes (see the PTX ISA's
-// "matrix descriptor" and its K-major / MN-major canonical layouts)
-__device__ __forceinline__ u64 kf_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
 }
 """
 
@@ -302,7 +298,7 @@ def emit_wgmma(spec: GemmSpec, tile: WgmmaTile | None = None) -> str:
         raise ValueError(f"GEMM {spec.dtype} needs {'an integer' if spec.int8 else 'a float'} product")
     from .gemm_render import stype
     head = f"// kfuse GEMM {spec.key()} tile {tile.name()} (sm_90a: TMA + wgmma)\n" + PRELUDE + epilogue_fn(ep)
-    return head + _PTX + _BODY.format(
+    return head + _PTX + WGMMA_DESC_PTX + _BODY.format(
         wm=tile.wm, pingpong=int(tile.pingpong), bm=tile.block_m, bn=tile.block_n, bk=tile.block_k(spec), stages=tile.stages,
         group_m=tile.group_m, b_kmajor=int(spec.b_kmajor), swz=SWIZZLE,
         mk=32 // spec.elem_bytes, wgmma_fn=_wgmma_fn(spec, tile.block_n),
