@@ -168,6 +168,32 @@ __device__ __forceinline__ float kf_ex2(float x) {{ float y; asm("ex2.approx.ftz
 # The online softmax of one key tile and the final store, shared with the wgmma kernel
 # (``attention_wgmma``, which also takes HELPERS): each kernel defines KF_S / KF_O (where a lane's score and output registers
 # are), MI row tiles of 16 a warp, ``row0``, ``mrow``/``lrow`` [MI][2] and ``j`` (the key tile).
+# The kernel's parameters and its first lines: the batch item's operands, the key tiles (past the
+# diagonal skipped), Q and the first K/V tile loading (kf_load_rows, the kernel's own layout).
+SIGNATURE = r"""    const u16* __restrict__ Q, const u16* __restrict__ Kp, const u16* __restrict__ V, {out_t}* __restrict__ O,
+    int M, int N, int nb1, int nb2, i64 sQ0, i64 sQ1, i64 sQ2, i64 sQm, i64 sK0, i64 sK1, i64 sK2, i64 sKn,
+    i64 sV0, i64 sV1, i64 sV2, i64 sVn, i64 sO0, i64 sO1, i64 sO2, i64 sOm, int causal_off{params}"""
+
+PROLOGUE = r"""  const int m0 = blockIdx.x * BM;
+  const i64 b = blockIdx.y;          // the flattened batch index over (nb0, nb1, nb2) dims
+  const i64 b0 = b / ((i64)nb1 * nb2), b1 = (b / nb2) % nb1, b2 = b % nb2;
+  const u16* Qb = Q + b0 * sQ0 + b1 * sQ1 + b2 * sQ2;
+  const u16* Kb = Kp + b0 * sK0 + b1 * sK1 + b2 * sK2;     // (a stride 0: k shared, grouped-query)
+  const u16* Vb = V + b0 * sV0 + b1 * sV1 + b2 * sV2;
+  int n_end = N;
+#if CAUSAL
+  n_end = max(0, min(N, min(m0 + BM, M) + causal_off));      // keys n <= m + causal_off
+#endif
+  const int tiles = (n_end + BN - 1) / BN;
+
+  kf_load_rows<BM>(sQ, Qb, sQm, m0, M, tid);
+  if (tiles > 0) {{
+    kf_load_rows<BN>(sK, Kb, sKn, 0, N, tid);
+    kf_load_rows<BN>(sV, Vb, sVn, 0, N, tid);
+  }}
+  kf_cp_commit();
+"""
+
 SOFTMAX = r"""    // scores, masks and the online softmax (a row's 4 lanes hold its BN values)
     const int n0 = j * BN;
 #pragma unroll
@@ -266,34 +292,14 @@ __device__ __forceinline__ void kf_load_rows(unsigned dst, const u16* src, i64 r
 }}
 
 extern "C" __global__ void __launch_bounds__(THREADS) kfuse_attention(
-    const u16* __restrict__ Q, const u16* __restrict__ Kp, const u16* __restrict__ V, {out_t}* __restrict__ O,
-    int M, int N, int nb1, int nb2, i64 sQ0, i64 sQ1, i64 sQ2, i64 sQm, i64 sK0, i64 sK1, i64 sK2, i64 sKn,
-    i64 sV0, i64 sV1, i64 sV2, i64 sVn, i64 sO0, i64 sO1, i64 sO2, i64 sOm, int causal_off{params}) {{
+{signature}) {{
   extern __shared__ __align__(128) unsigned char kf_smem[];
   const unsigned sQ = kf_smem_addr(kf_smem);
   const unsigned sK = sQ + BM * LD * 2;
   const unsigned sV = sK + 2 * BN * LD * 2;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3, li = lane >> 3, lr = lane & 7;
-  const int m0 = blockIdx.x * BM;
-  const i64 b = blockIdx.y;          // the flattened batch index over (nb0, nb1, nb2) dims
-  const i64 b0 = b / ((i64)nb1 * nb2), b1 = (b / nb2) % nb1, b2 = b % nb2;
-  const u16* Qb = Q + b0 * sQ0 + b1 * sQ1 + b2 * sQ2;
-  const u16* Kb = Kp + b0 * sK0 + b1 * sK1 + b2 * sK2;     // (a stride 0: k shared, grouped-query)
-  const u16* Vb = V + b0 * sV0 + b1 * sV1 + b2 * sV2;
-  int n_end = N;
-#if CAUSAL
-  n_end = max(0, min(N, min(m0 + BM, M) + causal_off));      // keys n <= m + causal_off
-#endif
-  const int tiles = (n_end + BN - 1) / BN;
-
-  kf_load_rows<BM>(sQ, Qb, sQm, m0, M, tid);
-  if (tiles > 0) {{
-    kf_load_rows<BN>(sK, Kb, sKn, 0, N, tid);
-    kf_load_rows<BN>(sV, Vb, sVn, 0, N, tid);
-  }}
-  kf_cp_commit();
-
+{prologue}
   // per-lane ldmatrix offsets (bytes): A (Q rows of this warp), B from K (n rows, d contiguous),
   // B from V (k = key rows, read transposed). A warp holds MI tiles of 16 query rows.
   const unsigned q_off = ((warp * 16 * MI + (lane & 15)) * LD + (lane >> 4) * 8) * 2;
@@ -397,14 +403,21 @@ _STORE = {False: "*(unsigned*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = kf_pack2(KF
           True: "*(float2*)(Ob + (i64)m * sOm + d * 8 + t4 * 2) = make_float2(KF_O(i, d, 2 * h) * inv, KF_O(i, d, 2 * h + 1) * inv)"}
 
 
+def shared_parts(spec: AttentionSpec) -> dict:
+    """The texts both attention kernels take (their parameters, first lines, online softmax,
+    final store and helpers), filled in for ``spec``."""
+    params, args = score_args(spec.score)
+    out_t = "float" if spec.out == "f32" else "u16"
+    return dict(helpers=HELPERS.format(async_ptx=ASYNC_PTX, t=spec.dtype),
+                signature=SIGNATURE.format(out_t=out_t, params=params), prologue=PROLOGUE.format(),
+                softmax=SOFTMAX.format(args=args),
+                epilogue=EPILOGUE.format(out_t=out_t, store=_STORE[spec.out == "f32"]),
+                d=spec.head_dim, causal=int(spec.causal), t=spec.dtype)
+
+
 def emit_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> str:
     """CUDA C of ``kfuse_attention`` for ``spec`` (see the module docstring for its parameters)."""
     tile = tile or default_attention_tile(spec.head_dim)
-    params, args = score_args(spec.score)
     head = f"// kfuse attention {spec.key()} tile {tile.name()}\n" + PRELUDE + _score_fn(spec.score)
-    return head + _BODY.format(helpers=HELPERS.format(async_ptx=ASYNC_PTX, t=spec.dtype), 
-        d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal), mi=tile.rows,
-        q_in_regs=int(tile.q_in_regs), t=spec.dtype, params=params, args=args,
-        softmax=SOFTMAX.format(args=args), epilogue=EPILOGUE.format(out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"]),
-        out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"])
-
+    return head + _BODY.format(**shared_parts(spec), bm=tile.block_m, bn=tile.block_n, warps=tile.warps,
+                               mi=tile.rows, q_in_regs=int(tile.q_in_regs))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .attention_cuda import _STORE, EPILOGUE, HELPERS, SOFTMAX, AttentionSpec, _score_fn, score_args
-from .cuda_async import ASYNC_PTX, WGMMA_DESC_PTX
+from .attention_cuda import AttentionSpec, _score_fn, shared_parts
+from .cuda_async import WGMMA_DESC_PTX
 from .cuda_ops import PRELUDE
 
 ARCH = "sm_90a"
@@ -104,33 +104,13 @@ __device__ __forceinline__ void kf_load_rows(unsigned dst, const u16* src, i64 r
 }}
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) kfuse_attention(
-    const u16* __restrict__ Q, const u16* __restrict__ Kp, const u16* __restrict__ V, {out_t}* __restrict__ O,
-    int M, int N, int nb1, int nb2, i64 sQ0, i64 sQ1, i64 sQ2, i64 sQm, i64 sK0, i64 sK1, i64 sK2, i64 sKn,
-    i64 sV0, i64 sV1, i64 sV2, i64 sVn, i64 sO0, i64 sO1, i64 sO2, i64 sOm, int causal_off{params}) {{
+{signature}) {{
   extern __shared__ __align__(1024) unsigned char kf_raw[];
   const unsigned sQ = (kf_smem_addr(kf_raw) + 1023) & ~1023u;
   const unsigned sK = sQ + Q_BYTES, sV = sK + 2 * KV_BYTES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
   const int g = lane >> 2, t4 = lane & 3;
-  const int m0 = blockIdx.x * BM;
-  const i64 b = blockIdx.y;          // the flattened batch index over (nb0, nb1, nb2) dims
-  const i64 b0 = b / ((i64)nb1 * nb2), b1 = (b / nb2) % nb1, b2 = b % nb2;
-  const u16* Qb = Q + b0 * sQ0 + b1 * sQ1 + b2 * sQ2;
-  const u16* Kb = Kp + b0 * sK0 + b1 * sK1 + b2 * sK2;     // (a stride 0: k shared, grouped-query)
-  const u16* Vb = V + b0 * sV0 + b1 * sV1 + b2 * sV2;
-  int n_end = N;
-#if CAUSAL
-  n_end = max(0, min(N, min(m0 + BM, M) + causal_off));      // keys n <= m + causal_off
-#endif
-  const int tiles = (n_end + BN - 1) / BN;
-
-  kf_load_rows<BM>(sQ, Qb, sQm, m0, M, tid);
-  if (tiles > 0) {{
-    kf_load_rows<BN>(sK, Kb, sKn, 0, N, tid);
-    kf_load_rows<BN>(sV, Vb, sVn, 0, N, tid);
-  }}
-  kf_cp_commit();
-
+{prologue}
   const int row0 = m0 + warp * 16 + g;     // this lane's rows: row0 + 8 h (warp group wg: rows 64 wg..)
   float o[D / 2];                           // o[4 j + 2 h + e]: row row0 + 8 h, column 8 j + 2 t4 + e
 #pragma unroll
@@ -184,14 +164,9 @@ def emit_attention_wgmma(spec: AttentionSpec, tile: WgmmaAttentionTile | None = 
     if not supports(spec):
         raise ValueError(f"wgmma attention: head dim {spec.head_dim} is not a multiple of 64")
     tile = tile or default_tile(spec.head_dim)
-    params, args = score_args(spec.score)
     head = (f"// kfuse attention {spec.key()} tile {tile.name()} (sm_90a: wgmma)\n" + PRELUDE
             + _score_fn(spec.score))
     return head + _BODY.format(
-        d=spec.head_dim, bm=tile.block_m, bn=tile.block_n, warps=tile.warps, causal=int(spec.causal),
-        params=params, out_t="float" if spec.out == "f32" else "u16",
-        helpers=HELPERS.format(async_ptx=ASYNC_PTX, t=spec.dtype), desc_ptx=WGMMA_DESC_PTX,
-        softmax=SOFTMAX.format(args=args),
-        epilogue=EPILOGUE.format(out_t="float" if spec.out == "f32" else "u16", store=_STORE[spec.out == "f32"]),
+        **shared_parts(spec), bm=tile.block_m, bn=tile.block_n, warps=tile.warps, desc_ptx=WGMMA_DESC_PTX,
         wgmma_s=_wgmma("kf_wgmma_s", tile.block_n, False, spec.dtype, 0),
         wgmma_o=_wgmma("kf_wgmma_o", spec.head_dim, True, spec.dtype, 1))
