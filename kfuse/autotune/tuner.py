@@ -235,7 +235,14 @@ def _prepare(plan, backend, program, store):
     arch = gpu_arch()
     if program is None:
         program = backend.compile_plan(plan)
-    return program, {g.id: kernel_source(k) for g, k in zip(plan.groups, program.kirs)}, arch
+    # a program of a new size shares its template's texts (rebind): the source is not emitted again
+    memo = getattr(program, "tuning_sources", {})
+    sources = {}
+    for i, (g, k) in enumerate(zip(plan.groups, program.kirs)):
+        if i not in memo:
+            memo[i] = kernel_source(k)
+        sources[g.id] = memo[i]
+    return program, sources, arch
 
 
 def _make_target(backend, program, arrays, heur):

@@ -282,6 +282,7 @@ class GpuProgram:
         self.host_inputs = host_inputs(plan, kirs)
         self._single = None             # _single_kernel(), decided when the launchers are made
         self._emitted = [{} for _ in plan.groups]   # per group: LauncherBase.emitted
+        self.tuning_sources: dict[int, str] = {}    # kernel index -> its tuning key's text (autotune)
         self._mm_info: dict = {}        # matmul group id -> matmul_plan(group, kir); attention: its runner
         # scatter group id -> {output: base input} where it writes into its base's buffer
         self._in_place = {g.id: dict(k.init_from) for g, k in zip(plan.groups, kirs)
@@ -301,8 +302,8 @@ class GpuProgram:
         ``share``: a program of ``kirs`` emitted afresh (other code, same plan)."""
         new = object.__new__(type(self))
         GpuProgram.__init__(new, plan, kirs, self.cache, self.arch)
-        if share:
-            new._emitted = self._emitted
+        if share:       # (the same kernels at other sizes: the same code, the same tuning keys)
+            new._emitted, new.tuning_sources = self._emitted, self.tuning_sources
         return new
 
     def __call__(self, arrays):
