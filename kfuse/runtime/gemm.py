@@ -4,7 +4,9 @@
 stride, whether 16-byte ``cp.async`` is possible) off the arrays, specialises ``spec`` to it,
 compiles with :func:`kfuse.codegen.nvrtc.compile` for the device's exact arch (the CUBIN is
 loaded; the PTX is kept for dumps), memoises modules by source text, and launches on the current
-CuPy stream. Two candidates per call: ``"generated"`` (one fused tensor-core kernel) and
+CuPy stream. Two candidates per call: ``"generated"`` (one fused tensor-core kernel: on sm_90 the
+TMA + wgmma kernel of :mod:`kfuse.codegen.gemm_wgmma` for 16-byte-aligned layouts with a K-major A,
+launched by :mod:`kfuse.runtime.gemm_tma`; else the ``mma.sync`` kernel) and
 ``"cublas"`` (``cupy.matmul`` + one generated epilogue kernel, in place when the dtypes allow).
 ``backend="auto"`` times both once per shape bucket (powers of two of batch, M, N, K) and keeps
 the faster; :attr:`GemmRunner.choices` records every pick (the plan/explain can print it).
