@@ -49,6 +49,9 @@ class Variant:
                                 # GPU: a thread (col) or block (row) a chunk of ``split``, every block resident
                                 # (a cooperative launch); each pass's chunk accumulators meet in a workspace
                                 # at grid barriers, combined in chunk order by chunk 0 (deterministic)
+    peel: bool = False          # row mode, vec > 1, rows not all starting aligned: each row's head (up to its
+                                # first aligned element, from the pointer) and tail element by element, its
+                                # body in vectors; accesses aligned otherwise lane by lane (codegen.cuda_peel)
 
     @property
     def tag(self) -> str:
@@ -63,6 +66,7 @@ class Variant:
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         t += f"y{self.split}" if self.grid_sync else ""
         t += f"w{self.lanes}" if self.mode == "row" and self.packed else ""
+        t += "h" if self.peel else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) + (f"t{self.side}" if self.side != 32 else "") if self.mode == "tile" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
