@@ -59,7 +59,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
-from .cuda_peel import PRELUDE as PEEL_PRELUDE, PeelEmitter, peel_fits
+from .cuda_peel import PRELUDE as PEEL_PRELUDE, PeelEmitter
 from .cuda_rows import RowEmitter
 from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, unit_scans, uses_complex
 from .cuda_scan import ScanEmitter
@@ -69,11 +69,11 @@ from .decompose import decompose
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
 from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, lane_invariant, lane_itemsize, max_itemsize,
-                          pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
+                          pads_along, peel_fits, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "blockwise_divisors", "blockwise_fits", "multiple_of", "lane_itemsize",
-           "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
+           "max_itemsize", "peel_fits", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows"]
 
 

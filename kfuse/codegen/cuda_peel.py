@@ -46,17 +46,6 @@ template <typename T, int N> __device__ __forceinline__ void kf_stlanes(T* p, co
 """
 
 
-def peel_fits(kir: K.KernelIR) -> str | None:
-    """Why ``kir`` cannot render a peeled row (None: it can): one row loop dim, no blockwise load
-    (a per-channel weight read once a unit assumes units start at multiples of the width)."""
-    from .cuda_shapes import blockwise_divisors
-    if len(kir.loop_dims(kir.inner)) != 1:
-        return "a row of several loop dims"
-    if blockwise_divisors(kir):
-        return "a blockwise load"
-    return None
-
-
 def _key(s) -> tuple:
     return ("in" if isinstance(s, K.Load) else "out", s.buf, s.index)
 

@@ -12,6 +12,7 @@ import numpy as np
 from . import kernel_ir as K
 from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from ..fusion.reduction import PEEL_MIN_UNITS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +150,17 @@ def blockwise(index, last: str) -> list | None:
     return out if all(walk(e) for e in index) and out else None
 
 
+def peel_fits(kir: K.KernelIR) -> str | None:
+    """Why ``kir`` cannot render a peeled row (Variant.peel, codegen.cuda_peel; None: it can): one
+    row loop dim, and no blockwise load (read once a unit, which assumes units start at multiples
+    of the width)."""
+    if len(kir.loop_dims(kir.inner)) != 1:
+        return "a row of several loop dims"
+    if blockwise_divisors(kir):
+        return "a blockwise load"
+    return None
+
+
 def blockwise_divisors(kir: K.KernelIR) -> list:
     """Every ``(offset, divisor)`` of the blockwise loads :func:`vector_accesses` admits."""
     last, stmts = _innermost(kir)
@@ -265,10 +277,11 @@ def default_variant(kir: K.KernelIR) -> Variant:
         vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
         lv = kir.extent(kir.loop_dims(kir.inner)[-1]) if kir.loop_dims(kir.inner) else 1
         env = {s.name: s.value for s in kir.sizes}
-        if lv % vec or not blockwise_fits(kir, vec, env):
-            vec = 1
+        peel = bool(lv % vec) and L // vec >= PEEL_MIN_UNITS and peel_fits(kir) is None
+        if (lv % vec and not peel) or not blockwise_fits(kir, vec, env):
+            vec, peel = 1, False
         block, kc = row_shape(L // vec)
-        return Variant("row", vec, bool(big), kc, block)
+        return Variant("row", vec, bool(big), kc, block, peel=peel)
     vec = max(1, 16 // lane_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
 
