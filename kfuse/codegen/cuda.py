@@ -27,7 +27,10 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   ``(float)((double)a * (1.0 / (double)b))`` with the reciprocal once a row: correctly rounded
   (the product is within 2^-52 of a / b, which is never within 2^-49 of a float midpoint), and free
   of the IEEE division's slow path; so is a float32 division by a finite nonzero constant in any
-  kernel (the reciprocal computed on the host).
+  kernel (the reciprocal computed on the host). With ``peel`` (rows not all starting 16-byte
+  aligned: odd lengths, views) each row's vector units start at its first aligned element,
+  found in the kernel from the pointer, and its head and tail run element by element
+  (:mod:`kfuse.codegen.cuda_peel`).
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
 * scan (scan kernels, rows contiguous): lanes of a warp a row, a shuffle-up tree a segment
@@ -44,7 +47,8 @@ float16 values live in float32 registers; every float16 op result is rounded to 
 float16 loops do (so a chain overflows to inf where NumPy's does); bfloat16 likewise (as ml_dtypes'
 loops and torch's eager ops do: computed in float32, each result rounded to bfloat16).
 Scalar rules (C types, literals, casts, op expressions) and the prelude: :mod:`kfuse.codegen.cuda_ops`;
-the reduction accumulators: :mod:`kfuse.codegen.cuda_accs`;
+the reduction accumulators: :mod:`kfuse.codegen.cuda_accs`; the row and column reduce kernels:
+:mod:`kfuse.codegen.cuda_rows`;
 the Variant and the launch-shape rules: :mod:`kfuse.codegen.cuda_shapes`.
 """
 from __future__ import annotations
