@@ -4,7 +4,7 @@ mixin of ``codegen.cuda._Gen``, used by :mod:`kfuse.codegen.cuda_rows`).
 A row of ``n`` elements, ``x[r, :]`` of an odd-width matrix or a sliced view (``x[:, 1:]``), starts
 ``r * n`` elements (plus the view's offset) from its buffer's base, which is rarely 16-byte aligned.
 In a peeled row kernel each row is read in three parts: a head of ``h_`` elements up to the first
-element the *lead* access (the first vector load of the kernel) has 16-byte aligned, computed in
+element the *lead* access (the first vector load of a full row) has 16-byte aligned, computed in
 the kernel from that access's pointer (``kf_head``: right for any view, no host offset); a body of
 ``row_units`` full-width vector units from ``h_``; and the last ``row_len - h_ - row_units * V``
 elements. Head and tail (at most ``2 V - 2`` elements) run one element a thread after the body,
@@ -66,7 +66,11 @@ class PeelEmitter:
             for s in ph.body:
                 if isinstance(s, (K.Load, K.Store)) and vector_access(s.index, last):
                     accesses.setdefault(_key(s), s)
-        lead = next((s for s in accesses.values() if isinstance(s, K.Load)), next(iter(accesses.values()), None))
+        # the lead: the first load of a full row (its index uses the row's variables), not a weight
+        # every row reads (its head would be the same for every row, the row's own one not)
+        loads = [s for s in accesses.values() if isinstance(s, K.Load)]
+        rows = [s for s in loads if r.row_vars & set().union(*map(K.expr_vars, s.index))]
+        lead = next(iter(rows + loads + list(accesses.values())), None)
         out = ["IDX h_ = 0;"]
         if lead is not None:
             out.append(f"{{ const IDX {last} = 0; (void){last}; h_ = (IDX)kf_head<{self._stype(lead)}, {V}>"

@@ -59,6 +59,7 @@ ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 51
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
 ROW_PEEL = True               # rows not starting 16-byte aligned (odd lengths, views): vector bodies, scalar
                               # heads and tails (Variant.peel), rather than element by element
+ROW_PEEL_PACKED = True        # ... short (packed) rows too (not measured yet: False keeps them element by element)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
 # Two-stage reductions (Variant.split), where one pass a row would leave most SMs idle: rows, when
@@ -520,6 +521,7 @@ class _Launcher(LauncherBase):
                                                     for a, s in arrays):
             return vec, False
         peel = (ROW_PEEL and vec > 1 and L // vec >= PEEL_MIN_UNITS and cuda_emit.peel_fits(kir) is None
+                and (ROW_PEEL_PACKED or L // vec > PACKED_ROW_UNITS)
                 and all(a.strides[-1] == a.itemsize and not a.data.ptr % a.itemsize for a, _ in arrays))
         return (vec, True) if peel else (1, False)
 

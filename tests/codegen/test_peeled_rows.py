@@ -178,3 +178,13 @@ def test_default_variant_shows_the_peeled_row():
     assert not ce.default_variant(_row_kernel(softmax, "f32[64,4096]")).peel
     src = kfuse.jit(softmax).lower("f32[64,4097]").as_text("cuda")
     assert "peel=True" in src and "kf_head" in src
+
+
+def test_a_weight_read_first_does_not_lead():
+    """``g * x``: the weight's load comes first but every row reads it from the same place; the
+    row's own load sets the head, and the weight is the one checked."""
+    kir = _row_kernel(lambda x, g: (g * x).sum(-1), "f32[64,4097]", "f32[4097]")
+    first = next(s for ph in kir.phases for s in ph.body if hasattr(s, "buf"))
+    body = ce.emit_kernel(kir, V("row", 4, False, 4, 256, 2, peel=True)).source.split("// kfuse kernel")[-1]
+    g, x = (1, 0) if first.buf == 1 else (0, 1)
+    assert f"kf_head<float, 4>(in{x} + (" in body and f"kf_aligned<float, 4>(in{g} + (" in body

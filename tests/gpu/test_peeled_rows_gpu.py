@@ -7,33 +7,13 @@ import numpy as np
 import pytest
 
 from kfuse.fusion.reduction import PEEL_MIN_UNITS
+from tests.codegen.test_online_softmax import lse as logsumexp, softmax
+from tests.codegen.test_peeled_rows import cross_entropy, layernorm
 from tolerance import assert_matches_numpy
 
 pytestmark = [pytest.mark.gpu, pytest.mark.backends("cuda")]
 
 RNG = np.random.default_rng(30)
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
-
-
-def logsumexp(x):
-    m = np.max(x, axis=-1, keepdims=True)
-    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[:, 0]
-
-
-def cross_entropy(logits, labels):
-    m = np.max(logits, axis=1, keepdims=True)
-    out = np.log(np.sum(np.exp(logits - m), axis=1)) + m[:, 0]
-    return out - np.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
 
 
 def rowsum(x):
