@@ -331,6 +331,8 @@ class _Launcher(LauncherBase):
         elif self.tile is not None:
             variant, grid, self.tile_note = cuda_tiles.apply_tile(
                 self.tile, variant, grid, cuda_tiles.geometry(self, sm))
+        # (a tile's vector width of 1 reads every element alike: nothing to peel)
+        variant = dataclasses.replace(variant, peel=variant.peel and variant.vec > 1)
         return dataclasses.replace(variant, exact=self._covers(variant, grid)), grid
 
     def _covers(self, v, grid) -> bool:

@@ -188,3 +188,13 @@ def test_a_weight_read_first_does_not_lead():
     body = ce.emit_kernel(kir, V("row", 4, False, 4, 256, 2, peel=True)).source.split("// kfuse kernel")[-1]
     g, x = (1, 0) if first.buf == 1 else (0, 1)
     assert f"kf_head<float, 4>(in{x} + (" in body and f"kf_aligned<float, 4>(in{g} + (" in body
+
+
+@pytest.mark.parametrize("vec,peel", [(1, False), (2, True)])
+def test_a_tile_narrowing_a_peeled_row_keeps_it_renderable(vec, peel):
+    from kfuse.autotune.space import TileConfig
+    _, lau, ins, outs = launcher_for(softmax, np.zeros((4096, 4097), np.float32))
+    lau.tile = TileConfig.make("row", block=256, vec=vec, storage="registers")
+    v, _ = lau.variant_for(ins, outs, PROPS)
+    assert lau.tile_note is None and (v.vec, v.peel) == (vec, peel)
+    assert ("kf_head<float, 2>" in ce.emit_kernel(lau.kir_for(v), v).source) == peel
