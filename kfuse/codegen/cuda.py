@@ -27,7 +27,10 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   ``(float)((double)a * (1.0 / (double)b))`` with the reciprocal once a row: correctly rounded
   (the product is within 2^-52 of a / b, which is never within 2^-49 of a float midpoint), and free
   of the IEEE division's slow path; so is a float32 division by a finite nonzero constant in any
-  kernel (the reciprocal computed on the host).
+  kernel (the reciprocal computed on the host). With ``peel`` (rows not all starting 16-byte
+  aligned: odd lengths, views) each row's vector units start at its first aligned element,
+  found in the kernel from the pointer, and its head and tail run element by element
+  (:mod:`kfuse.codegen.cuda_peel`).
 * col (reduce, outer dims contiguous): one thread per outer index, a serial loop over the reduced
   dims; neighbouring threads read neighbouring addresses (coalesced column reductions).
 * scan (scan kernels, rows contiguous): lanes of a warp a row, a shuffle-up tree a segment
@@ -44,7 +47,8 @@ float16 values live in float32 registers; every float16 op result is rounded to 
 float16 loops do (so a chain overflows to inf where NumPy's does); bfloat16 likewise (as ml_dtypes'
 loops and torch's eager ops do: computed in float32, each result rounded to bfloat16).
 Scalar rules (C types, literals, casts, op expressions) and the prelude: :mod:`kfuse.codegen.cuda_ops`;
-the reduction accumulators: :mod:`kfuse.codegen.cuda_accs`;
+the reduction accumulators: :mod:`kfuse.codegen.cuda_accs`; the row and column reduce kernels:
+:mod:`kfuse.codegen.cuda_rows`;
 the Variant and the launch-shape rules: :mod:`kfuse.codegen.cuda_shapes`.
 """
 from __future__ import annotations
@@ -59,6 +63,8 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
+from .cuda_peel import PRELUDE as PEEL_PRELUDE, PeelEmitter
+from .cuda_rows import RowEmitter
 from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, unit_scans, uses_complex
 from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
@@ -67,17 +73,11 @@ from .decompose import decompose
 from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr,
                        round_lowp, store_value)
 from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, lane_invariant, lane_itemsize, max_itemsize,
-                          pads_along, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
-                          vector_access, vector_accesses, vector_offset, vector_ok, wide_accs, writes_rows)
-
-COL_UNROLL = 16               # Variant "col": a column's rows unrolled, loads in flight (H200, sum over axis 0 of
-                              # 4096x65536 f32: 1506 us at 1, 519 at 4, 347 at 8, 296 at 16; pixel norm 244/181/172/172)
-CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
-ROW_REREAD_UNROLL = 8          # a re-read row's loop unrolled, loads in flight (half with vector units; H200, us at
-                              # 1/8: x / norm(x) of 512 x 100003 f32 258/224, softmax 256 x 262144 255/241)
+                          pads_along, peel_fits, reload_pays, rereads_rows, row_shape, scan_shape, scan_split_ok, split_ok,
+                          vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "blockwise_divisors", "blockwise_fits", "multiple_of", "lane_itemsize",
-           "max_itemsize", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
+           "max_itemsize", "peel_fits", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows"]
 
 
@@ -104,7 +104,7 @@ class CudaKernel:
 
 # ----------------------------------------------------------------------------- kernel shapes
 
-class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
     def __init__(self, kir: K.KernelIR, variant: Variant):
         self.kir, self.v = kir, variant
         self.dt = {}                    # var -> dtype name
@@ -253,16 +253,16 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
 
     def vload(self, s, V: int, off: str, dims) -> str:
         """A ``V``-wide vector load expression; streaming when the access walks every loop dim."""
-        st = _STYPE[s.dtype]
+        st, ptr = _STYPE[s.dtype], f"in{s.buf} + ({off})"
         if self.v.stream and {f"i{d}" for d in dims} <= set().union(*map(K.expr_vars, s.index)):
-            return f"kf_ldcs<{st}, {V}>(in{s.buf} + ({off}))"
-        return f"*reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}))"
+            return self.peeled(s, f"kf_ldcs<{st}, {V}>({ptr})", ptr)
+        return self.peeled(s, f"*reinterpret_cast<const KfVec<{st}, {V}>*>({ptr})", ptr)
 
     def vstore(self, s, st: str, V: int, val: str) -> str:
-        off = self.offset("out", s.buf, s.index)
+        ptr = f"out{s.buf} + ({self.offset('out', s.buf, s.index)})"
         if self.v.stream:
-            return f"kf_stcs<{st}, {V}>(out{s.buf} + ({off}), {val});"
-        return f"*reinterpret_cast<KfVec<{st}, {V}>*>(out{s.buf} + ({off})) = {val};"
+            return self.peeled_store(s, f"kf_stcs<{st}, {V}>({ptr}, {val});", ptr, val)
+        return self.peeled_store(s, f"*reinterpret_cast<KfVec<{st}, {V}>*>({ptr}) = {val};", ptr, val)
 
     def zero_dims(self, dims, out):
         for d in dims:
@@ -377,307 +377,6 @@ class _Gen(K.StatementRenderer, AccEmitter, ScanEmitter, ScatterEmitter, Tile2dE
         out += ["  " + x for x in "\n".join(lines).split("\n")]
         return ["  " + x for x in "\n".join(out + ["}"]).split("\n")]
 
-    # -- reductions
-    def reduce(self) -> str:
-        kir, v = self.kir, self.v
-        row = v.mode == "row"
-        packed = row and v.packed
-        outer = kir.loop_dims(kir.outer)
-        inner = kir.loop_dims(kir.inner)
-        body = self.setup()
-        n_outer = " * ".join(index_c(kir.domain[d]) for d in outer) or "(IDX)1"
-        n_inner = " * ".join(index_c(kir.domain[d]) for d in inner) or "(IDX)1"
-        body.append(f"const IDX n_rows = {n_outer};")
-        body.append(f"const IDX row_len = {n_inner}; (void)row_len;")
-        self._acc_q = 0
-        if row:
-            # one 64-double slot (32 warps x up to 16 bytes) per reduction, two per reduction when
-            # barriers == 1: slots alternate with the row's parity, so the barrier after the
-            # warps' reads can go (a slot is rewritten two rows later, after every warp has
-            # passed the next row's barrier, hence after it finished reading)
-            n_acc = sum(len(ph.accs) for ph in kir.phases)
-            slots = 2 * n_acc if v.barriers == 1 else n_acc if v.exact else 1
-            self._slot = 128 if wide_accs(kir) else 64    # doubles a slot: 32 warps x the widest accumulator
-            body.append(f"__shared__ double red_smem_[{self._slot * max(1, slots)}];")
-            body.append("int par_ = 1; (void)par_;")
-            # the block size is the variant's (the launcher launches ``v.block`` threads): a constant,
-            # so the cross-warp combine unrolls and its shared-memory loads issue together
-            body.append(f"const int tid_ = threadIdx.x, lane_ = tid_ % {v.lanes if packed else 32}, warp_ = tid_ >> 5; "
-                        f"constexpr int nwarps_ = {(v.block + 31) // 32};")
-            body.append("(void)lane_; (void)warp_; (void)nwarps_;")
-            if packed:      # block / lanes short rows at a time (a last group's spare rows redo the last row)
-                body.append(f"for (IDX b_ = (IDX)blockIdx.x * {v.block // v.lanes}; b_ < n_rows; "
-                            f"b_ += (IDX)gridDim.x * {v.block // v.lanes}) {{")
-                body.append(f"  const IDX row_ = b_ + tid_ / {v.lanes} < n_rows ? b_ + tid_ / {v.lanes} : n_rows - 1;")
-            elif v.stage == 1 or v.grid_sync:      # a block a (row, chunk): the grid is rows x split, exactly
-                body.append(f"{{ const IDX row_ = (IDX)blockIdx.x / {v.split}, c_ = (IDX)blockIdx.x % {v.split};")
-                body += ["  unsigned bar_ = 0;"] if v.grid_sync else []
-            else:
-                body.append("{ const IDX row_ = blockIdx.x;" if v.exact else
-                            "for (IDX row_ = blockIdx.x; row_ < n_rows; row_ += gridDim.x) {")
-            body.append("  par_ ^= 1;")
-        elif v.stage == 1 or v.grid_sync:   # a thread a (column, chunk), neighbouring threads neighbouring columns
-            body.append("{ const IDX g_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x, row_ = g_ % n_rows, "
-                        "c_ = g_ / n_rows;")
-            # grid_sync: a thread past the last chunk has an empty chunk but meets every barrier
-            body.append(f"  if (c_ >= {v.split}) return;" if v.stage == 1 else
-                        f"  unsigned bar_ = 0; const IDX chunk_ = (row_len + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
-                        "hi_ = lo_ + chunk_ < row_len ? lo_ + chunk_ : row_len;")
-        else:
-            body.append("for (IDX row_ = (IDX)blockIdx.x * blockDim.x + threadIdx.x; row_ < n_rows; "
-                        "row_ += (IDX)gridDim.x * blockDim.x) {")
-        rb = []
-        self.zero_dims([d for d in kir.outer if d not in outer], rb)
-        self.zero_dims([d for d in kir.inner if d not in inner], rb)
-        self.decompose("row_", outer, rb)
-        V = v.vec if row else 1
-        last = f"i{inner[-1]}" if inner else None
-        if V > 1:
-            rb.append(f"const IDX row_units = row_len / {V};")
-        units = "row_units" if V > 1 else "row_len"
-        cache = {}   # (buf, index) -> cache array name
-        kc = v.cache_k if row else 0
-        reload = bool(kc and v.reload and V > 1)
-        phases = [self.acc32_phase(ph) for ph in kir.phases] if reload else list(kir.phases)
-        last_read = {}   # (buf, index) -> the last phase that loads it
-        if kc:
-            for pi, ph in enumerate(phases):
-                for s in ph.body:
-                    if isinstance(s, K.Load):
-                        last_read[(s.buf, s.index)] = pi
-                    if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
-                        vec = V > 1 and vector_access(s.index, last)
-                        if V > 1 and not vec:
-                            continue
-                        name = f"c{len(cache)}_"
-                        cache[(s.buf, s.index)] = name
-                        st = _STYPE[s.dtype]
-                        rb.append(f"KfVec<{st}, {V}> {name}[{kc}];" if V > 1 else f"{ctype(s.dtype)} {name}[{kc}];")
-        row_vars = {f"i{d}" for d in kir.outer}
-        row_level = set()   # values computed once a row (outside the phases' loops)
-        declared = set()    # row-level reciprocals declared so far (rd_<divisor>)
-        filled = set()
-        q_acc, chunked = 0, False   # grid_sync: the accumulators of earlier passes (their workspace slots)
-        for pi, ph in enumerate(phases):
-            for s in ph.pre:
-                if isinstance(s, K.Store) and (row or v.grid_sync):
-                    who = ("tid_ == 0 && c_ == 0" if row and v.grid_sync else "lane_ == 0" if packed
-                           else "tid_ == 0" if row else "c_ == 0")
-                    rb.append(f"if ({who}) " + self.stmt(s))
-                else:
-                    rb.append(self.stmt(s))
-                    row_level.add(getattr(s, "dst", None))
-            if not ph.has_loop:
-                continue
-            for a in ph.accs:
-                rb += self.acc_init(a)
-            rb += self.scan_inits(ph)
-            if v.stage == 2:      # the row's chunks instead of its loop: a thread every block-th, in
-                # order, then the block's fixed combine tree (deterministic)
-                rb += [f"for (int s_ = tid_; s_ < {v.split}; s_ += {v.block}) {{"]
-                rb += [f"  A{a.dst} = {self.combine(a, f'A{a.dst}', self.partial(ph, k, 's_', const=True))};"
-                       for k, a in enumerate(ph.accs)]
-                rb += ["}"]
-                for a in ph.accs:
-                    f = self.acc_final(a, row)
-                    rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
-                    row_level.add(a.dst)
-                continue
-            if reload:   # a reduction pass loads its row slots up front; other passes load as they go
-                rb += self.reload_loads(ph, pi, cache, last_read, row_vars, units, inner) if ph.accs else []
-                filled = {(s.buf, s.index) for s in ph.body
-                          if isinstance(s, K.Load) and (s.buf, s.index) in cache} if ph.accs else set()
-            loop_at = len(rb)
-            recips = {}   # row-level divisor -> its float64 reciprocal's name
-            loop = []
-            if kc:
-                rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {kc}; ++k_) {{")
-                loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
-                loop.append("{" if v.exact else f"if (j_ < {units}) {{")
-            elif v.stage == 1 or v.grid_sync:     # this block's (row) or thread's (col) chunk of the row
-                if v.stage == 1 or (row and not chunked):      # (col grid_sync: declared with the column)
-                    chunked = True
-                    rb.append(f"const IDX chunk_ = ({units} + {v.split - 1}) / {v.split}, lo_ = c_ * chunk_, "
-                              f"hi_ = lo_ + chunk_ < {units} ? lo_ + chunk_ : {units};")
-                step = f"lo_ + tid_; j_ < hi_; j_ += {v.block}" if row else "lo_; j_ < hi_; ++j_"
-                unroll = CHUNK_UNROLL_GRID_SYNC if v.grid_sync else 4
-                rb.append(f"#pragma unroll {unroll}\nfor (IDX j_ = {step}) {{")      # several loads in flight
-            elif row and packed:
-                rb.append(f"for (IDX j_ = lane_; j_ < {units}; j_ += {v.lanes}) {{")
-            elif row:       # a row re-read from L2: several loads in flight a thread
-                rb.append(f"#pragma unroll {ROW_REREAD_UNROLL if V == 1 else max(1, ROW_REREAD_UNROLL // 2)}\n"
-                          f"for (IDX j_ = tid_; j_ < {units}; j_ += {v.block}) {{")
-            else:
-                rb.append(f"#pragma unroll {COL_UNROLL}\nfor (IDX j_ = 0; j_ < row_len; ++j_) {{")
-            dec = []
-            self.decompose("j_", inner, dec, V)
-            loop += dec
-            newly = set()
-            if V == 1:
-                for s in ph.body:
-                    if kc and isinstance(s, K.Load):
-                        loop += self.cached_load(s, f"{cache[(s.buf, s.index)]}[k_]", filled, newly)
-                    else:
-                        loop.append(self.stmt(s))
-                for a in ph.accs:
-                    loop += self.acc_step(a)
-            else:
-                lanes, loads, stores = [], {}, []
-                for s in ph.body:
-                    if isinstance(s, K.Load):
-                        st = _STYPE[s.dtype]
-                        off = self.offset("in", s.buf, s.index)
-                        key = (s.buf, s.index)
-                        if key in cache and reload and key not in filled:
-                            loop.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
-                                        f"{self.hinted(pi, key, last_read, row_vars)}<{st}, {V}>(in{s.buf} + ({off}));")
-                            loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
-                        elif key in cache:
-                            c = cache[key]
-                            if key not in filled and key not in newly:
-                                loop.append(f"{c}[k_] = {self.vload(s, V, off, outer + inner)};")
-                                newly.add(key)
-                            loads[s.dst] = load_expr(f"{c}[k_].v", "e_", s.dtype)
-                        elif vector_access(s.index, last):
-                            loop.append(f"const KfVec<{st}, {V}> w_{s.dst} = "
-                                        f"*reinterpret_cast<const KfVec<{st}, {V}>*>(in{s.buf} + ({off}));")
-                            loads[s.dst] = load_expr(f"w_{s.dst}.v", "e_", s.dtype)
-                        else:
-                            loop.append(f"const {st} w_{s.dst} = in{s.buf}[{off}];")
-                            loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
-                        lanes.append(self.stmt(s, loads))
-                    elif isinstance(s, K.Store):
-                        b = kir.outputs[s.buf]
-                        st = _STYPE[b.dtype]
-                        loop.append(f"KfVec<{st}, {V}> o_{len(stores)};")
-                        lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
-                        stores.append((s, st))
-                    elif (isinstance(s, K.Op) and s.op == "divide" and s.dtype == "float32"
-                          and s.arg_dtypes == ("float32", "float32") and s.args[1] in row_level):
-                        rd = recips.setdefault(s.args[1], f"rd_{s.args[1]}")
-                        self.dt[s.dst] = s.dtype
-                        lanes.append(f"const float {s.dst} = (float)((double){s.args[0]} * {rd});")
-                    else:
-                        lanes.append(self.stmt(s))
-                for a in ph.accs:
-                    lanes += self.acc_step(a)
-                loop.append(f"const IDX ib_ = {last};")
-                loop.append(f"#pragma unroll\nfor (int e_ = 0; e_ < {V}; ++e_) {{")
-                loop.append(f"  const IDX {last} = ib_ + e_; (void){last};")
-                loop += ["  " + x for x in lanes]
-                loop.append("}")
-                for k, (s, st) in enumerate(stores):
-                    loop.append(self.vstore(s, st, V, f"o_{k}"))
-            filled |= newly
-            if kc:
-                loop.append("}")
-            # once a row: two phases dividing by one row-level value share it (cuda seed 75 #2934)
-            rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
-                                   if rd not in declared]
-            declared |= set(recips.values())
-            rb += ["  " + x for x in "\n".join(loop).split("\n")]
-            rb.append("}")
-            finals = [self.acc_final(a, row) for a in ph.accs]     # (row: the block's combine first)
-            if v.grid_sync and ph.accs:     # the chunks' accumulators met across the grid, then finished
-                rb += [x for f in finals for x in f[:-1]] + self.grid_combine(ph, q_acc, row)
-                finals = [f[-1:] for f in finals]
-                q_acc += len(ph.accs)
-            for a, f in zip(ph.accs, finals):
-                rb += f[:-1] + self.redo_row(ph, a, inner) + f[-1:]
-                row_level |= {a.dst, a.peer}
-            if v.stage == 1:      # the chunk's accumulators to the workspace; stage 2 finishes the row
-                rb += [f"{'if (tid_ == 0) ' if row else ''}{self.partial(ph, k, 'c_')} = A{a.dst};"
-                       for k, a in enumerate(ph.accs)]
-                break
-        body += ["  " + x for x in "\n".join(rb).split("\n")]
-        body.append("}")
-        return self.wrap(body)
-
-    def grid_combine(self, ph: K.Phase, first: int, row: bool) -> list[str]:
-        """Variant.grid_sync, after a pass's chunk loop (row mode: and the block's combine): each
-        chunk's accumulators to their workspace slots (accumulator, chunk, column: a warp's writes
-        and reads coalesce), a grid barrier, chunk 0 of each row or column combining the chunks in
-        chunk order into its own slot, a second barrier, and every thread reading that value."""
-        v = self.v
-        barrier = "bar_ += gridDim.x; kf_grid_sync(reinterpret_cast<unsigned*>(ws_), bar_);"
-        slot = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({{q}} * {v.split} + {{ch}}) "
-                f"* n_rows + row_) * {SPLIT_SLOT})")
-        out = []
-        for k, a in enumerate(ph.accs):
-            T = self.acc_types(a)
-            out.append(f"if ({'tid_ == 0' if row else f'c_ < {v.split}'}) {slot.format(c='', T=T, q=first + k, ch='c_')} = A{a.dst};")
-        out.append(barrier)
-        # the chunks combined in chunk order, into chunk 0's slot, read by every thread after a
-        # barrier: a read of every partial once, not once a chunk (264 chunks of 1024 columns:
-        # 0.57 GB of L2 reads a pass when every thread combined); past GRID_COMBINE_DIRECT chunks
-        # in two levels, groups of consecutive chunks side by side into a second region, then
-        # the groups in order (the same order of combination, so a first maximum stays first)
-        groups = grid_combine_groups(v.split)
-        who = "tid_ == 0 && " if row else ""
-        src, n = slot, v.split
-        if groups > 1:
-            per = -(-v.split // groups)
-            total = sum(len(p.accs) for p in self.kir.phases)
-            level = (f"*reinterpret_cast<{{c}}{{T}}*>(ws_ + {GRID_SYNC_HEAD} + ((size_t)({total * v.split} + {{q}} * "
-                     f"{groups} + {{ch}}) * n_rows + row_) * {SPLIT_SLOT})")
-            out += self._combine_chunks(ph, first, f"{who}c_ < {groups}", slot, f"(int)c_ * {per}",
-                                        f"min({v.split}, ((int)c_ + 1) * {per})", level, "c_")
-            out.append(barrier)
-            src, n = level, groups
-        out += self._combine_chunks(ph, first, f"{who}c_ == 0", src, "0", str(n), slot, "0")
-        out.append(barrier)
-        for k, a in enumerate(ph.accs):
-            out.append(f"A{a.dst} = {slot.format(c='const ', T=self.acc_types(a), q=first + k, ch='0')};")
-        return out
-
-    def _combine_chunks(self, ph, first: int, cond: str, src: str, lo: str, hi: str, dst: str, at: str) -> list[str]:
-        """Where ``cond``: each accumulator of ``ph`` combined over the ``src`` slots of chunks
-        ``lo`` to ``hi`` (excluded), in order, written to the ``dst`` slot ``at``."""
-        out = [f"if ({cond}) {{"]
-        for k, a in enumerate(ph.accs):
-            T, b = self.acc_types(a), dataclasses.replace(a, dst=f"{a.dst}g")
-            out += ["{"] + self.acc_init(b)
-            out.append(f"for (int s_ = {lo}; s_ < {hi}; ++s_) A{b.dst} = "
-                       f"{self.combine(a, f'A{b.dst}', src.format(c='const ', T=T, q=first + k, ch='s_'))};")
-            out += [f"{dst.format(c='', T=T, q=first + k, ch=at)} = A{b.dst}; }}"]
-        return out + ["}"]
-
-    def reload_loads(self, ph, pi, cache, last_read, row_vars, units, inner) -> list[str]:
-        """Variant.reload, a reduction pass: its row loads, all issued before its compute loop
-        (predicated, so they go out back to back), into the register slots the loop reads."""
-        v, V = self.v, self.v.vec
-        lines, done = [], set()
-        for s in ph.body:
-            key = (s.buf, s.index) if isinstance(s, K.Load) else None
-            if key not in cache or key in done:
-                continue
-            done.add(key)
-            fn = self.hinted(pi, key, last_read, row_vars)
-            ok = "" if v.exact else f", j_ < {units}"
-            lines.append(f"{cache[key]}[k_] = {fn}<{_STYPE[s.dtype]}, {V}>(in{s.buf} + ({self.offset('in', s.buf, s.index)}){ok});")
-        if not lines:
-            return []
-        dec = []
-        self.decompose("j_", inner, dec, V)
-        body = [f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});"] + dec + lines
-        return [f"#pragma unroll\nfor (int k_ = 0; k_ < {v.cache_k}; ++k_) {{"] + ["  " + x for x in body] + ["}"]
-
-    @staticmethod
-    def hinted(pi, key, last_read, row_vars) -> str:
-        """The load for ``key`` in phase ``pi``: evict-first at a row's last read, else evict-last."""
-        again = pi < last_read[key] or not row_vars & set().union(*map(K.expr_vars, key[1]))
-        return "kf_ldlast" if again else "kf_ldfirst"
-
-    @staticmethod
-    def acc32_phase(ph: K.Phase) -> K.Phase:
-        """``ph`` with its float32 sums accumulated in float32 (Variant.reload). Held-row kernels
-        keep float64: float32 sums of P4's squares and softmax's exps gained nothing (H200,
-        2026-11-24: P4 0.0634 ms with them, 0.0626-0.0636 without, P2 0.1341 vs 0.1335-0.1343)."""
-        accs = tuple(dataclasses.replace(a, acc_dtype="float32")
-                     if a.kind == "sum" and a.acc_dtype == "float64" and a.src_dtype == "float32" else a
-                     for a in ph.accs)
-        return dataclasses.replace(ph, accs=accs)
-
     def wrap(self, body: list[str]) -> str:
         """The kernel: its signature (the scalars ``body`` reads) and ``body``, less the setup
         lines of sizes nothing reads."""
@@ -710,10 +409,13 @@ def emit_kernel(kir: K.KernelIR, variant: Variant | None = None) -> CudaKernel:
         if variant.mode == "scan" and variant.split and not scan_split_ok(kir):
             raise CompileError(f"kfuse: this scan kernel's rows do not split into chunks (cuda_shapes.scan_split_ok), "
                                f"not in variant {variant}")
+        if variant.peel and (variant.mode != "row" or variant.vec < 2 or variant.exact or peel_fits(kir)):
+            raise CompileError(f"kfuse: variant {variant} does not fit this reduce kernel: "
+                               f"{peel_fits(kir) or 'a peeled row is a row of vector units, not exact'}")
         code = g.scan_rows() if variant.mode == "scan" else g.reduce()
     else:
         raise CompileError(f"kfuse: unknown kernel kind {kir.kind!r}")
-    prelude = PRELUDE + (COMPLEX_PRELUDE if uses_complex(code) else "")
+    prelude = PRELUDE + (PEEL_PRELUDE if variant.peel else "") + (COMPLEX_PRELUDE if uses_complex(code) else "")
     return CudaKernel(g.name, prelude + "\n" + code, variant, tuple(g.divisors), g.scalars)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from . import kernel_ir as K
 from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from ..fusion.reduction import PEEL_MIN_UNITS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,9 @@ class Variant:
                                 # GPU: a thread (col) or block (row) a chunk of ``split``, every block resident
                                 # (a cooperative launch); each pass's chunk accumulators meet in a workspace
                                 # at grid barriers, combined in chunk order by chunk 0 (deterministic)
+    peel: bool = False          # row mode, vec > 1, rows not all starting aligned: each row's head (up to its
+                                # first aligned element, from the pointer) and tail element by element, its
+                                # body in vectors; accesses aligned otherwise lane by lane (codegen.cuda_peel)
 
     @property
     def tag(self) -> str:
@@ -63,6 +67,7 @@ class Variant:
         t += f"g{self.lanes}{'w' if self.packed else ''}" if self.mode == "scan" else ""
         t += f"y{self.split}" if self.grid_sync else ""
         t += f"w{self.lanes}" if self.mode == "row" and self.packed else ""
+        t += "h" if self.peel else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) + (f"t{self.side}" if self.side != 32 else "") if self.mode == "tile" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
 
@@ -143,6 +148,17 @@ def blockwise(index, last: str) -> list | None:
             return walk(e.lhs) and walk(e.rhs)
         return False
     return out if all(walk(e) for e in index) and out else None
+
+
+def peel_fits(kir: K.KernelIR) -> str | None:
+    """Why ``kir`` cannot render a peeled row (Variant.peel, codegen.cuda_peel; None: it can): one
+    row loop dim, and no blockwise load (read once a unit, which assumes units start at multiples
+    of the width)."""
+    if len(kir.loop_dims(kir.inner)) != 1:
+        return "a row of several loop dims"
+    if blockwise_divisors(kir):
+        return "a blockwise load"
+    return None
 
 
 def blockwise_divisors(kir: K.KernelIR) -> list:
@@ -261,10 +277,11 @@ def default_variant(kir: K.KernelIR) -> Variant:
         vec = max(1, 16 // lane_itemsize(kir)) if vector_accesses(kir) else 1
         lv = kir.extent(kir.loop_dims(kir.inner)[-1]) if kir.loop_dims(kir.inner) else 1
         env = {s.name: s.value for s in kir.sizes}
-        if lv % vec or not blockwise_fits(kir, vec, env):
-            vec = 1
+        peel = bool(lv % vec) and L // vec >= PEEL_MIN_UNITS and peel_fits(kir) is None
+        if (lv % vec and not peel) or not blockwise_fits(kir, vec, env):
+            vec, peel = 1, False
         block, kc = row_shape(L // vec)
-        return Variant("row", vec, bool(big), kc, block)
+        return Variant("row", vec, bool(big), kc, block, peel=peel)
     vec = max(1, 16 // lane_itemsize(kir)) if vector_ok(kir) else 1
     return Variant("elementwise", vec, bool(big), 0, 256)
 

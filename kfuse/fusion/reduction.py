@@ -92,11 +92,16 @@ HELD_UNITS = 16 * 1024
 STREAMED_MIN_UNITS = 4096
 
 
+# Rows not a whole number of 16-byte units (or starting unaligned) of at least this many units run
+# peeled (codegen.cuda_peel: a scalar head and tail, the body in vectors); shorter ones element by element.
+PEEL_MIN_UNITS = 2
+
+
 def _units(row: int, full_in) -> tuple[int, int]:
     """(vector units of a GPU row, elements a unit): 16 bytes a unit where the row is a whole
-    number of them, else one element."""
+    number of them or long enough to run peeled (:data:`PEEL_MIN_UNITS`), else one element."""
     vec = max(1, 16 // max(i.dtype.itemsize for i in full_in))
-    return (row // vec, vec) if row % vec == 0 else (row, 1)
+    return (row // vec, vec) if row % vec == 0 or row // vec >= PEEL_MIN_UNITS else (row, 1)
 
 
 def max_sum_exp(nodes) -> bool:
@@ -113,9 +118,8 @@ def max_sum_exp(nodes) -> bool:
 
 def held(units: int, row_bytes: int, device: DeviceSpec, streamed: bool = False) -> bool:
     """Whether one row of ``units`` vector units (:func:`_units`) stays on chip between passes:
-    within the device's on-chip bytes and, on a GPU, within the units a block holds (an
-    odd-length row of 50257 float32 loads element by element: 50257 units, re-read) and not
-    ``streamed``."""
+    within the device's on-chip bytes and, on a GPU, within the units a block holds (a row of
+    65537 float32, peeled: 16384 units, held; of 65540: 16385, re-read) and not ``streamed``."""
     if row_bytes > device.on_chip_bytes:
         return False
     return device.kind == "cpu" or (units <= HELD_UNITS and not streamed)
@@ -155,7 +159,7 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
             f"row of {row_bytes / 1024:.0f} KiB exceeds on-chip {device.on_chip_bytes / 1024:.0f} KiB"
             if row_bytes > device.on_chip_bytes else
             f"row of {units} units streamed (max and sum of exp in one pass)" if streamed else
-            f"row of {row} elements, not a whole number of 16-byte units, exceeds {HELD_UNITS} held")
+            f"row of {units} units exceeds {HELD_UNITS} held")
     text = (f"{what}: "
             f"re-read {passes}x ({reread.seconds * 1e6:.1f} us) vs split into {passes} kernels "
             f"({split * 1e6:.1f} us): {'split' if choose_split else 're-read'}")

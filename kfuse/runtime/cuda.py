@@ -32,7 +32,7 @@ from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
-from ..fusion.reduction import STREAMED_MIN_UNITS
+from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
@@ -57,6 +57,9 @@ ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded 
                               # codegen.cuda.reload_pays says where), not held
 ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 512 threads, 32 registers, as
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
+ROW_PEEL = True               # rows not starting 16-byte aligned (odd lengths, views): vector bodies, scalar
+                              # heads and tails (Variant.peel), rather than element by element
+ROW_PEEL_PACKED = True        # ... short (packed) rows too (not measured yet: False keeps them element by element)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
 # Two-stage reductions (Variant.split), where one pass a row would leave most SMs idle: rows, when
@@ -328,6 +331,8 @@ class _Launcher(LauncherBase):
         elif self.tile is not None:
             variant, grid, self.tile_note = cuda_tiles.apply_tile(
                 self.tile, variant, grid, cuda_tiles.geometry(self, sm))
+        # (a tile's vector width of 1 reads every element alike: nothing to peel)
+        variant = dataclasses.replace(variant, peel=variant.peel and variant.vec > 1)
         return dataclasses.replace(variant, exact=self._covers(variant, grid)), grid
 
     def _covers(self, v, grid) -> bool:
@@ -337,7 +342,7 @@ class _Launcher(LauncherBase):
             if v.ept == 1 and not v.exact:   # 1 unit a thread loops unless its StreamTile says one pass:
                 return False                 # 16-byte P6 ran 0.4431/0.4430 ms exact vs 0.4410 looped (H200)
             return g.units % v.vec == 0 and grid * v.block * v.ept == g.units // v.vec
-        if v.mode == "row" and v.cache_k:
+        if v.mode == "row" and v.cache_k and not v.peel:
             return grid == g.units and g.row_len % v.vec == 0 and g.row_len // v.vec == v.cache_k * v.block
         return False
 
@@ -467,41 +472,28 @@ class _Launcher(LauncherBase):
                 return (cuda_emit.Variant("col", 1, big, 0, 128, min_blocks=GRID_SYNC_BLOCKS_PER_SM,
                                           split=chunks, grid_sync=True), -(-(n_rows * chunks) // 128))
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
-        vec = 1
-        va = cuda_emit.vector_accesses(kir)
-        if va is not None and inner:
-            vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
-            if self.extent(inner[-1]) % vec:
-                vec = 1
-            for st_ in va[1]:
-                if vec == 1:
-                    break
-                if not (_vector_aligned(ins[st_.buf] if isinstance(st_, K.Load) else outs[st_.buf], vec)
-                        and self._offset_aligned(st_.index, va[0], vec)):
-                    vec = 1
-            if not cuda_emit.blockwise_fits(kir, vec, self.size_of):
-                vec = 1             # a blockwise load (a per-channel weight) would change within a unit
+        vec, peel = self._row_vec(ins, outs, inner, L)
         chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)), (L // vec) // ROW_SPLIT_MIN_UNITS,
                      SPLIT_MAX)
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
-            return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1), n_rows * chunks
+            return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1, peel=peel), n_rows * chunks
         # several passes over rows too few to fill the GPU (x / abs(x).max(), a global norm's scale):
         # a row's chunks meet at grid barriers, every block resident
         chunks = min(chunks, GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK * sm // max(1, n_rows))
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.grid_sync_ok(kir):
             return (cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
-                                      split=chunks, grid_sync=True), n_rows * chunks)
+                                      split=chunks, grid_sync=True, peel=peel), n_rows * chunks)
         units = L // vec
         if units <= PACKED_ROW_UNITS:   # short rows: several a warp, each on the fewest lanes covering it
             per_lane = -(-units // PACKED_UNITS_PER_LANE)
             lanes = 1 if units <= THREAD_ROW_UNITS else min(32, 1 << max(0, per_lane - 1).bit_length())
-            return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True),
+            return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True, peel=peel),
                     max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
         if units > STREAMED_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
             # a row too long to hold on chip whose max and sum of exp join one pass: stream it
             # (not element by element: a 50257-wide logsumexp ran 0.79 ms so, 0.70 in two passes)
             block = ONLINE_BLOCK_WRITES if cuda_emit.writes_rows(kir) else ONLINE_BLOCK
-            return cuda_emit.Variant("row", vec, big, 0, block, ROW_BARRIERS), max(1, min(n_rows, INT32_LIMIT // 2))
+            return cuda_emit.Variant("row", vec, big, 0, block, ROW_BARRIERS, peel=peel), max(1, min(n_rows, INT32_LIMIT // 2))
         reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
@@ -510,7 +502,30 @@ class _Launcher(LauncherBase):
         cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
         grid = max(1, min(n_rows, cap))
         return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
-                                  min_blocks=MIN_BLOCKS * 256 // block, reload=reload), grid
+                                  min_blocks=MIN_BLOCKS * 256 // block, reload=reload, peel=peel), grid
+
+    def _row_vec(self, ins, outs, inner: list, L: int) -> tuple[int, bool]:
+        """(vector width, Variant.peel) of a row kernel: 16 bytes of the widest element where every
+        row access along the row is contiguous and aligned (rows a whole number of vectors, views
+        starting on one), and each blockwise load (a per-channel weight) reads one element a unit;
+        where only the alignment fails (odd row lengths, a view's offset) the same width with each
+        row's head and tail element by element (codegen.cuda_peel), for rows of at least
+        ``PEEL_MIN_UNITS`` vectors; else 1."""
+        kir = self.kir
+        va = cuda_emit.vector_accesses(kir)
+        if va is None or not inner:
+            return 1, False
+        vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
+        arrays = [(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], s) for s in va[1]]
+        if not cuda_emit.blockwise_fits(kir, vec, self.size_of):
+            return 1, False         # a blockwise load (a per-channel weight) would change within a unit
+        if not self.extent(inner[-1]) % vec and all(_vector_aligned(a, vec) and self._offset_aligned(s.index, va[0], vec)
+                                                    for a, s in arrays):
+            return vec, False
+        peel = (ROW_PEEL and vec > 1 and L // vec >= PEEL_MIN_UNITS and cuda_emit.peel_fits(kir) is None
+                and (ROW_PEEL_PACKED or L // vec > PACKED_ROW_UNITS)
+                and all(a.strides[-1] == a.itemsize and not a.data.ptr % a.itemsize for a, _ in arrays))
+        return (vec, True) if peel else (1, False)
 
 
 class CudaProgram(GpuProgram):

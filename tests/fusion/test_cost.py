@@ -111,21 +111,31 @@ def test_column_scans_priced_by_the_bytes_their_columns_keep_in_flight():
     assert 0.31e-3 < col.seconds < 1.24e-3 and col.bound == "memory"
 
 
-def test_odd_long_gpu_rows_are_read_again():
-    """A row kernel holds at most reduction.HELD_UNITS units a row: a 50257-wide float32 row is
-    loaded element by element, so its two passes (the maximum, the sum) re-read it (the corpus's
-    cross-entropy: 127 us measured on an H200, predicted 53 us as one pass); an even 50256-wide
-    row streams both in one pass."""
+def test_odd_long_gpu_rows_count_in_vector_units():
+    """A GPU row that is not a whole number of 16-byte units runs peeled (codegen.cuda_peel: its
+    head and tail element by element, its body in vectors), so the cost model counts it in vector
+    units as an even row: a 50257-wide float32 logsumexp streams its maximum and sum in one pass as
+    the 50256-wide one does (element by element it re-read the row twice: the corpus's
+    cross-entropy, 127 us measured on an H200), and a layernorm's three passes hold a 65537-wide
+    row (16384 units, reduction.HELD_UNITS) and re-read a 65541-wide one (16385)."""
     import kfuse
     from kfuse.fusion.kinds import GroupKind
-
     def lse(x):
         m = x.max(axis=1, keepdims=True)
         return np.log(np.exp(x - m).sum(axis=1)) + m[:, 0]
-    for width, passes in ((50257, 2), (50256, 1)):
-        p = kfuse.jit(lse).lower(f"f32[1024,{width}]", backend="cuda", device="h200").plan
+
+    def norm(x):
+        mu = x.mean(axis=1, keepdims=True)
+        return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+
+    def passes(fn, width, rows=1024):
+        p = kfuse.jit(fn).lower(f"f32[{rows},{width}]", backend="cuda", device="h200").plan
         g = next(g for g in p.groups if g.kind == GroupKind.REDUCE and g.domain[1] == width)
-        assert g.cost.passes == passes, g.reason
+        return g.cost.passes, g.reason
+    assert passes(lse, 50257)[0] == passes(lse, 50256)[0] == 1
+    assert passes(norm, 65537, 256)[0] == 1
+    got, why = passes(norm, 65541, 256)
+    assert got == 3 and "16385 units" in why, why
 
 
 def test_streamed_rows_are_priced_as_re_read():
