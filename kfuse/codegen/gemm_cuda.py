@@ -27,7 +27,8 @@ from . import kernel_ir as K
 from .cuda_async import ASYNC_PTX
 from .cuda_ops import PRELUDE, load_expr
 from .gemm_epi_kernel import emit_epilogue_kernel
-from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, result_ctype, store, stype
+from .gemm_render import (acc_ctype, epi_call_args, epilogue_fn, epilogue_params, pair_store, result_ctype, store,
+                          stype)
 from .gemm_spec import DTYPES, NP_DTYPE, EpInput, GemmEpilogue, GemmSpec, GemmTile
 
 __all__ = ["DTYPES", "FMA_TILE", "EpInput", "GemmEpilogue", "GemmSpec", "GemmTile", "default_tile",
@@ -304,18 +305,6 @@ def _loader(spec: GemmSpec, which: str) -> str:
                                 ld=f"{X}_LD")
 
 
-_PAIR = {"f32": "float2", "f64": "double2", "i32": "int2"}
-
-
-def _pair_store(ep: GemmEpilogue) -> str:
-    """Two neighbouring outputs (n even) in one store."""
-    out, y0, y1 = ep.out_dtype, store("y0", ep), store("y1", ep)
-    if out in _PAIR:
-        return f"            *({_PAIR[out]}*)dst = make_{_PAIR[out]}({y0}, {y1});"
-    return (f"            *(unsigned*)dst = (unsigned)(unsigned short){y0} | "
-            f"((unsigned)(unsigned short){y1} << 16);")
-
-
 def _mma_fn(spec: GemmSpec) -> str:
     """``kf_mma(d, a, b)``: d += A (16 x MK, row) x B (MK x 8, col) on the accumulators."""
     if spec.int8:
@@ -354,7 +343,7 @@ def emit_gemm(spec: GemmSpec, tile: GemmTile | None = None) -> str:
         res_t=result_ctype(ep), out_t=stype(spec.out_dtype),
         store_y0=store("y0", ep), store_y1=store("y1", ep),
         ep_params=epilogue_params(ep), epi_args=epi_call_args(ep),
-        load_a=_loader(spec, "a"), load_b=_loader(spec, "b"), pair_store=_pair_store(ep))
+        load_a=_loader(spec, "a"), load_b=_loader(spec, "b"), pair_store=pair_store(ep))
     return head + body
 
 

@@ -1,6 +1,6 @@
 """The GEMM kernels' epilogue as CUDA C: ``kf_epi``, a device function computing one output
 element from its accumulator, and the parameters, call arguments and stores around it. Shared by
-the fused GEMM (:mod:`kfuse.codegen.gemm_cuda`) and the cuBLAS candidate's epilogue kernel
+the fused GEMMs (:mod:`kfuse.codegen.gemm_cuda`, :mod:`kfuse.codegen.gemm_wgmma`) and the cuBLAS candidate's epilogue kernel
 (:mod:`kfuse.codegen.gemm_epi_kernel`). The statements are the matmul group's kernel IR rendered
 by the rules of every CUDA C kernel (``cuda_ops``)."""
 from __future__ import annotations
@@ -75,3 +75,15 @@ def epi_call_args(ep: GemmEpilogue) -> str:
 def store(v: str, ep: GemmEpilogue) -> str:
     """The storage value of ``v``, a ``kf_epi`` result, as an element of the epilogue's output."""
     return store_value(v, ep.result_dtype, NP_DTYPE[ep.out_dtype])
+
+
+_PAIR = {"f32": "float2", "f64": "double2", "i32": "int2"}
+
+
+def pair_store(ep: GemmEpilogue) -> str:
+    """Two neighbouring outputs (n even) in one store."""
+    out, y0, y1 = ep.out_dtype, store("y0", ep), store("y1", ep)
+    if out in _PAIR:
+        return f"            *({_PAIR[out]}*)dst = make_{_PAIR[out]}({y0}, {y1});"
+    return (f"            *(unsigned*)dst = (unsigned)(unsigned short){y0} | "
+            f"((unsigned)(unsigned short){y1} << 16);")

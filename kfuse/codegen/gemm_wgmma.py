@@ -22,7 +22,7 @@ import dataclasses
 
 from .cuda_async import WGMMA_DESC_PTX
 from .cuda_ops import PRELUDE
-from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, result_ctype, store
+from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, pair_store, result_ctype, store, stype
 from .gemm_spec import GemmSpec
 
 ARCH = "sm_90a"                       # wgmma and setmaxnreg exist only on the "a" target
@@ -290,13 +290,11 @@ def _wgmma_fn(spec: GemmSpec, bn: int) -> str:
 
 def emit_wgmma(spec: GemmSpec, tile: WgmmaTile | None = None) -> str:
     """CUDA C of ``kfuse_gemm_tma`` for ``spec`` and ``tile`` (parameters in the module docstring)."""
-    from .gemm_cuda import _pair_store
     tile = tile or WgmmaTile()
     tile.check(spec)
     ep = spec.epilogue
     if spec.int8 != ep.int_product:
         raise ValueError(f"GEMM {spec.dtype} needs {'an integer' if spec.int8 else 'a float'} product")
-    from .gemm_render import stype
     head = f"// kfuse GEMM {spec.key()} tile {tile.name()} (sm_90a: TMA + wgmma)\n" + PRELUDE + epilogue_fn(ep)
     return head + _PTX + WGMMA_DESC_PTX + _BODY.format(
         wm=tile.wm, pingpong=int(tile.pingpong), bm=tile.block_m, bn=tile.block_n, bk=tile.block_k(spec), stages=tile.stages,
@@ -304,4 +302,4 @@ def emit_wgmma(spec: GemmSpec, tile: WgmmaTile | None = None) -> str:
         mk=32 // spec.elem_bytes, wgmma_fn=_wgmma_fn(spec, tile.block_n),
         acc_t=acc_ctype(ep), res_t=result_ctype(ep), out_t=stype(spec.out_dtype),
         ep_params=epilogue_params(ep), epi_args=epi_call_args(ep),
-        store_y0=store("y0", ep), store_y1=store("y1", ep), pair_store=_pair_store(ep))
+        store_y0=store("y0", ep), store_y1=store("y1", ep), pair_store=pair_store(ep))
