@@ -268,11 +268,12 @@ class _Call:
         threads = thread_cap() if self.par else 1
         got = self.shaped.get((key, threads))
         if got is not None:                     # the arguments shaped as call_args did before
-            fn, sched, perm, shapes, extra = got   # (the shapes: this kernel's sizes, fixed)
+            fn, sched, ops, extra = got         # (the shapes: this kernel's sizes, fixed)
             v.last = sched
-            n = nin + self.nout
-            fn(*[a if s is None else (a.transpose(perm) if j >= nin and perm else a).reshape(s)
-                 for j, (a, s) in enumerate(zip(args[:n], shapes))], *args[n:], *extra)
+            a = list(args)
+            for j, perm, shape in ops:
+                a[j] = (a[j].transpose(perm) if perm else a[j]).reshape(shape)
+            fn(*a, *extra)
             return
         ins = list(args[:nin])
         sched = v.schedule(ins)
@@ -282,8 +283,9 @@ class _Call:
         got, alone = CS.call_args(v.kir, sched, ins, args, nin, threads)
         fn = seq if alone or not self.par else par
         n = nin + self.nout
-        self.shaped[(key, threads)] = (fn, sched, sched.perm, [None if b is a else b.shape for a, b in
-                                                               zip(args[:n], got[:n])], got[len(args):])
+        ops = tuple((j, sched.perm if j >= nin else (), b.shape) for j, (a, b) in enumerate(zip(args[:n], got[:n]))
+                    if b is not a)
+        self.shaped[(key, threads)] = (fn, sched, ops, got[len(args):])
         fn(*got)
 
 
