@@ -19,7 +19,7 @@ compiled or loaded and runs from then on. A kernel whose first call alone would 
 parallel compile costs beyond the sequential one (estimated from ``kernel_work`` at
 :data:`WORK_PER_S`) runs in parallel at once, and never compiles the sequential variant; one whose
 threads would save :data:`EAGER_GAIN_S` a call or more gets them from its second call, by the
-estimate or, once two sequential calls after the first were timed, by the faster of them: the
+estimate or, once two sequential calls after the first few were timed, by the faster of them: the
 estimate counts element-passes, which a transposed or gathered read takes several times longer
 over (a batched transpose-add of 2**19 f32 elements: estimated 87 us, measured 420).
 """
@@ -35,6 +35,8 @@ EAGER_GAIN_S = 5e-5      # a kernel whose threads save this much a call gets the
                          # call (an 8 MiB clip: 0.22 -> 0.12 ms); the rent rule is for the small
                          # ones (a 64x512 softmax saves ~10 us a call against a 1 s compile). Asking
                          # the disk cache at every rented call cost 0.1 ms a call (corpus, 18:50)
+WARM_CALLS = 3          # calls before the two timed ones: the first touches of fresh outputs and
+                        # cold inputs ran a 2 MiB permuted copy at 3x its time (corpus, 00:55)
 WORK_PER_S = 1.2e10     # kernel_work units a second on one thread (f32 row softmax, 64x512 to
                         # 1024x1024: 1.17-1.24e10; libm-heavy float64 kernels run ~4x fewer)
 
@@ -60,15 +62,15 @@ class ParState:
         self.calls = 0
         self.ready = False
         self.cost = None        # seconds to get the parallel variant, asked once (a disk check)
-        self.timed = []         # seconds per work unit of the first two timed sequential calls
-                                # after the first (the account is shared by a kernel's sizes)
+        self.timed = []         # seconds per work unit of two timed sequential calls after
+                                # WARM_CALLS (the account is shared by a kernel's sizes)
 
     def pay(self, seconds: float, threads: int, work: int) -> None:
         """Account a sequential call that took ``seconds`` (the first one: estimated from
         ``work``, its time holds the compile or load)."""
         if self.calls == 0:
             seconds = work / WORK_PER_S
-        elif len(self.timed) < 2 and work:
+        elif self.calls >= WARM_CALLS and len(self.timed) < 2 and work:
             self.timed.append(seconds / work)
         self.calls += 1
         self.rent += gain(seconds, threads)

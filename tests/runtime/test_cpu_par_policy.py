@@ -76,18 +76,21 @@ def test_timed_calls_slower_than_the_estimate_buy_threads_early():
     acc = P.ParState()
     assert not acc.buy(work, 2, seq, par)
     acc.pay(1.0, 2, work)                                # the first call (compile): not timed
+    for _ in range(P.WARM_CALLS - 1):                    # nor the next few (cold memory)
+        assert not acc.buy(work, 2, seq, par)
+        acc.pay(slow * 3, 2, work)
     assert not acc.buy(work, 2, seq, par)
     acc.pay(slow, 2, work)                               # one timed call: not yet
     assert not acc.buy(work, 2, seq, par)
     acc.pay(est, 2, work)                                # the faster of two decides: as estimated
     assert acc.renting(work, 2) and not acc.buy(work, 2, seq, par)
     acc = P.ParState()
-    for s in (1.0, slow, slow * 1.1):
+    for s in (1.0,) + (est,) * (P.WARM_CALLS - 1) + (slow, slow * 1.1):
         assert not acc.buy(work, 2, seq, par)
         acc.pay(s, 2, work)
     assert not acc.renting(work, 2) and acc.buy(work, 2, seq, par)
     small = P.ParState()
-    for s in (1.0, slow / 64, slow / 64):                # timed at 1/64 of the work, same rate
+    for s in (1.0,) + (slow / 64,) * (P.WARM_CALLS + 1):  # timed at 1/64 of the work, same rate
         small.pay(s, 2, work // 64)
     assert small.call_s(work) == pytest.approx(slow) and small.call_s(work // 64) == pytest.approx(slow / 64)
 
