@@ -410,15 +410,36 @@ class _Emitter:
         last = dims[-1]
         lines, ind = [], 1
         others = [d for d in dims if d not in (t, last)]
+        staged = {s.dst: (f"st{n}", s) for n, s in enumerate(
+            s for s in kir.phases[0].pre if isinstance(s, K.Load) and s.dst in self.sched.staged)}
+        # a scratch tile per staged load and thread (allocated in the parallel loop's body; one
+        # column of padding: its rows are not a power of two bytes apart, so they share no L1 set)
+        scratch = [f"{st} = np.empty(({B}, {B + 1}), np.{np.dtype(kir.inputs[s.buf].dtype).type.__name__})"
+                   for st, s in staged.values()]
         for n, d in enumerate(others):
             lines.append("    " * ind + f"for i{d} in {'numba.prange' if n == 0 else 'range'}({kir.domain[d]}):")
             ind += 1
+            lines += ["    " * ind + x for x in scratch] if n == 0 else []
         et, el = kir.domain[t], kir.domain[last]
         lines.append("    " * ind + f"for tt in {'range' if others else 'numba.prange'}(({et} + {B - 1}) // {B}):")
+        lines += [] if others else ["    " * (ind + 1) + x for x in scratch]
         lines.append("    " * (ind + 1) + f"for tl in range(({el} + {B - 1}) // {B}):")
-        lines.append("    " * (ind + 2) + f"for i{t} in range(tt * {B}, min(tt * {B} + {B}, {et})):")
-        lines.append("    " * (ind + 3) + f"for i{last} in range(tl * {B}, min(tl * {B} + {B}, {el})):")
-        lines += ["    " * (ind + 4) + self.stmt(s) for s in kir.phases[0].pre]
+        body = [(f"{s.dst} = {staged[s.dst][0]}[jt, jl]" if getattr(s, "dst", None) in staged
+                 else self.stmt(s)) for s in kir.phases[0].pre]
+        if not staged:
+            lines.append("    " * (ind + 2) + f"for i{t} in range(tt * {B}, min(tt * {B} + {B}, {et})):")
+            lines.append("    " * (ind + 3) + f"for i{last} in range(tl * {B}, min(tl * {B} + {B}, {el})):")
+            return lines + ["    " * (ind + 4) + x for x in body]
+        # the tile's own indices count from 0 (the scratch's, which Numba then knows are not
+        # negative: no wraparound test per element, and the loops vectorise)
+        lines += ["    " * (ind + 2) + f"nt = min({B}, {et} - tt * {B})",
+                  "    " * (ind + 2) + f"nl = min({B}, {el} - tl * {B})"]
+        lt = ["for jt in range(nt):", f"    i{t} = tt * {B} + jt"]
+        ll = ["for jl in range(nl):", f"    i{last} = tl * {B} + jl"]
+        read = [f"{st}[jt, jl] = {self.stmt(s).partition(' = ')[2]}" for st, s in staged.values()]
+        for a, b, inner in ((ll, lt, read), (lt, ll, body)):    # the staged tiles read along t
+            lines += ["    " * (ind + 2) + x for x in a] + ["    " * (ind + 3) + x for x in b]
+            lines += ["    " * (ind + 4) + x for x in inner]
         return lines
 
     def scan_init(self, sc: K.Scan) -> str:

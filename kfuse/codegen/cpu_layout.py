@@ -16,6 +16,8 @@ and the rows order nests its loops in that order.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import kernel_ir as K
@@ -90,4 +92,14 @@ def allocate(shape, dtype, perm: tuple) -> np.ndarray:
     """An uninitialised array of ``shape`` laid out in ``perm`` (outermost dim first)."""
     if not perm:
         return np.empty(shape, dtype)
-    return np.empty([shape[d] for d in perm], dtype).transpose(np.argsort(perm))
+    return np.empty([shape[d] for d in perm], dtype).transpose(_inverse(perm))
+
+
+@functools.lru_cache(maxsize=256)
+def _inverse(perm: tuple) -> tuple:
+    """The permutation undoing ``perm`` (asked at every call of a permuted kernel: ``np.argsort``
+    took 2.4 of the 2.7 us an output's allocation cost)."""
+    inv = [0] * len(perm)
+    for i, d in enumerate(perm):
+        inv[d] = i
+    return tuple(inv)

@@ -57,11 +57,15 @@ class CpuSchedule:
     merge: tuple = ()               # ((a, b), ...): loops merged (cpu_merge), done before the above
     spans: tuple = ()               # (inputs, outputs): each buffer's dims joined (cpu_merge.groups)
     chunks: bool = False            # cols: the first reduced dim in chunks of rows too (cpu_chunks)
+    staged: tuple = ()              # tiles: the loads running along ``col``, copied a tile at a time
+                                    # into a scratch tile read along the last dim
 
     def __str__(self) -> str:
         s = f"order={self.order}" + (f"(i{self.col})" if self.order in ("cols", "tiles") else "")
         if self.chunks:
             s += " chunks"
+        if self.staged:
+            s += " staged=" + ",".join(self.staged)
         if self.flat:
             s += " flat=" + ",".join(f"in{b}[{f}:]" for b, f in self.flat)
         if self.perm:
@@ -205,7 +209,7 @@ def _choose(kir: K.KernelIR, arrays, sizes: dict, korder: bool) -> CpuSchedule:
             return _rows(kir, flat, sizes, perm)
         t = _transposed_dim(kir, arrays, dict(flat))
         if t is not None:
-            return CpuSchedule("tiles", t, flat)
+            return CpuSchedule("tiles", t, flat, staged=_staged(kir, arrays, dict(flat), t))
     elif kir.kind == GroupKind.REDUCE and cpu_blocks.eligible(kir):
         if cpu_blocks.block_rows(kir) < kir.extent(kir.loop_dims(kir.inner)[0]):
             return CpuSchedule("blocks", flat=flat)
@@ -253,16 +257,32 @@ def _transposed_dim(kir, arrays, flat: dict) -> int | None:
     if len(dims) < 2:
         return None
     for s in kir.phases[0].pre:
-        if not isinstance(s, K.Load) or K.gathers(s.index) or s.buf in flat:
-            continue
-        a = arrays[s.buf]
-        if _size(a) < TILE_MIN:
-            continue
-        fast = min((abs(a.strides[k]), k) for k in range(len(s.index)) if a.shape[k] > 1)[1]
-        d = unit_var(s.index[fast])
-        if d is not None and int(d[1:]) in dims[:-1] and kir.extent(int(d[1:])) >= TILE:
-            return int(d[1:])
+        d = _fast_dim(s, arrays, flat)
+        if d is not None and d in dims[:-1] and kir.extent(d) >= TILE:
+            return d
     return None
+
+
+def _fast_dim(s, arrays, flat: dict) -> int | None:
+    """The loop dim that load ``s`` of a large operand runs along in memory, or None."""
+    if not isinstance(s, K.Load) or K.gathers(s.index) or s.buf in flat:
+        return None
+    a = arrays[s.buf]
+    if _size(a) < TILE_MIN:
+        return None
+    fast = min((abs(a.strides[k]), k) for k in range(len(s.index)) if a.shape[k] > 1)[1]
+    d = unit_var(s.index[fast])
+    return None if d is None else int(d[1:])
+
+
+def _staged(kir, arrays, flat: dict, t: int) -> tuple:
+    """The loads of a ``tiles`` kernel that run along ``t``: each tile of theirs is copied into
+    a scratch tile first (read along ``t``), and the tile's loop reads the scratch along the last
+    dim, so the values computed from it vectorise (``np.exp(x.T) + y`` 1024^2 f32, one thread:
+    5.3 -> 1.9 ms; the staging copy costs what the strided reads did). Float16 loads convert as
+    they read and stay as they are."""
+    return tuple(s.dst for s in kir.phases[0].pre if _fast_dim(s, arrays, flat) == t
+                 and np.dtype(kir.inputs[s.buf].dtype) != np.float16)
 
 
 def _collapsible(a, first: int) -> bool:

@@ -75,8 +75,9 @@ class CpuCosts:
     libm_work: int = 16
     half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
     array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
-    aliased: float = 1.6e-9     # added to a transposed element read a multiple of 4 KiB from the
-                                # last (a tile's rows share the L1's sets: exp(x.T) of 1024x1024)
+    aliased: float = 1.6e-9     # added to a float16 transposed element read a multiple of 4 KiB
+                                # from the last (a tile's rows share the L1's sets; the other
+                                # dtypes' tiles are staged through a padded scratch tile)
     tanh_special: float = 0.18e-9   # a vectorised float32 tanh (in place of vector_special)
     gather: float = 0.1e-6      # an element gathered from an input larger than gather_above bytes
                                 # (independent misses overlap: less than the memory's latency)
@@ -104,7 +105,7 @@ class Terms:
     half_in: float = 0.0        # float16 input elements converted to float32 as they load
     arrays: int = 0             # array arguments of the call (inputs and outputs)
     footprint: float = 0.0      # distinct bytes read + written (working_set less re-reads)
-    aliased: float = 0          # of the transposed elements, those a multiple of 4 KiB apart
+    aliased: float = 0          # of the transposed float16 elements, those a multiple of 4 KiB apart
     tanh: float = 0.0           # of the vectorised evaluations, tanh's (a rational function: cheaper)
     gathered: float = 0.0       # elements gathered from a large input (one cache miss each)
     branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
@@ -282,7 +283,8 @@ def _transposed_elements(nodes: list[Node], inputs: list[Node], users: dict) -> 
     turned = {i: st for i, st in turned.items() if st}
     if not turned or len(turned) == len(big):
         return 0, 0
-    return sum(i.size for i in turned), sum(i.size for i, st in turned.items() if st % 4096 == 0)
+    return sum(i.size for i in turned), sum(i.size for i, st in turned.items()
+                                            if st % 4096 == 0 and np.dtype(i.dtype) == np.float16)
 
 
 def _through_transpose(i: Node, users: dict) -> int:
@@ -367,8 +369,10 @@ CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
 # other work; the call less the CPU clock's own cost), the thread pool's and two-thread figures from
 # the earlier idle calibration; ``aliased`` and ``gather`` from the quiet two-thread corpus runs of
 # 22:26 and 22:34 (cpu_calibrate's fit on them: 1.4e-9 and 3.1e-8; a neighbour on the other core
-# triples both, as it shares the caches the tiles and the missed lines need)
+# triples both, as it shares the caches the tiles and the missed lines need); ``transposed`` from
+# the staged tiles (codegen/cpu.py's ``tiled``; one thread, 01:01 on 2026-11-28: a batched
+# transpose-add of 2**19 f32 217 us, exp(x.T) + y of 1024^2 851 us: 0.3e-9 an element, none aliased)
 CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
-                     reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.8e-9, row=1.4e-9,
+                     reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.3e-9, row=1.4e-9,
                      half_load=0.07e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.1e-9, gather=0.03e-6,
                      branchy=10e-9)

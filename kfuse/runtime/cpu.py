@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import linecache
 import math
-import os
 import threading
 import time
 
@@ -36,6 +35,7 @@ from ..errors import CompileError
 from ..fusion.kinds import GroupKind
 from ..ir.ops import Op
 from . import cpu_native
+from .cpu_load import machine_busy
 from .cpu_par_policy import ParState
 from .cpu_threads import call_parallel, thread_cap
 
@@ -134,33 +134,6 @@ def default_parallel(group) -> bool:
     outer = [d for d in range(len(group.domain)) if d not in group.axes and group.domain[d] != 1]
     n = int(np.prod(group.domain, dtype=np.int64)) if group.domain else 1
     return bool(outer) and n >= PARALLEL_MIN_ELEMENTS
-
-
-_LOAD = [0.0, False]         # (time read, busy)
-
-
-def machine_busy() -> bool:
-    """Whether the 1-minute load average, or the processes runnable now besides this one, have
-    reached the cores this process may use (read at most once a second). The runnable count
-    sees CPU-bound neighbours at once; the load average takes a minute to climb."""
-    now = time.monotonic()
-    if now - _LOAD[0] > 1.0:
-        try:
-            cores = len(os.sched_getaffinity(0))
-            _LOAD[1] = os.getloadavg()[0] >= cores or _runnable() - 1 >= cores
-        except (OSError, AttributeError):       # pragma: no cover
-            _LOAD[1] = False
-        _LOAD[0] = now
-    return _LOAD[1]
-
-
-def _runnable() -> int:
-    """Threads runnable now on this machine, this one included (Linux's /proc/loadavg), else 1."""
-    try:
-        with open("/proc/loadavg", "rb") as f:
-            return int(f.read().split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return 1
 
 
 # Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar np.sin,
@@ -268,11 +241,12 @@ class _Call:
         threads = thread_cap() if self.par else 1
         got = self.shaped.get((key, threads))
         if got is not None:                     # the arguments shaped as call_args did before
-            fn, sched, perm, shapes, extra = got   # (the shapes: this kernel's sizes, fixed)
+            fn, sched, ops, extra = got         # (the shapes: this kernel's sizes, fixed)
             v.last = sched
-            n = nin + self.nout
-            fn(*[a if s is None else (a.transpose(perm) if j >= nin and perm else a).reshape(s)
-                 for j, (a, s) in enumerate(zip(args[:n], shapes))], *args[n:], *extra)
+            a = list(args)
+            for j, perm, shape in ops:
+                a[j] = (a[j].transpose(perm) if perm else a[j]).reshape(shape)
+            fn(*a, *extra)
             return
         ins = list(args[:nin])
         sched = v.schedule(ins)
@@ -282,8 +256,9 @@ class _Call:
         got, alone = CS.call_args(v.kir, sched, ins, args, nin, threads)
         fn = seq if alone or not self.par else par
         n = nin + self.nout
-        self.shaped[(key, threads)] = (fn, sched, sched.perm, [None if b is a else b.shape for a, b in
-                                                               zip(args[:n], got[:n])], got[len(args):])
+        ops = tuple((j, sched.perm if j >= nin else (), b.shape) for j, (a, b) in enumerate(zip(args[:n], got[:n]))
+                    if b is not a)
+        self.shaped[(key, threads)] = (fn, sched, ops, got[len(args):])
         fn(*got)
 
 

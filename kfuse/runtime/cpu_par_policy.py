@@ -18,7 +18,10 @@ costs (:data:`LOAD_S` where the disk cache holds its machine code for these argu
 compiled or loaded and runs from then on. A kernel whose first call alone would save more than the
 parallel compile costs beyond the sequential one (estimated from ``kernel_work`` at
 :data:`WORK_PER_S`) runs in parallel at once, and never compiles the sequential variant; one whose
-threads would save :data:`EAGER_GAIN_S` a call or more gets them from its second call.
+threads would save :data:`EAGER_GAIN_S` a call or more gets them from its second call, by the
+estimate or, once two sequential calls after the first few were timed, by the faster of them: the
+estimate counts element-passes, which a transposed or gathered read takes several times longer
+over (a batched transpose-add of 2**19 f32 elements: estimated 87 us, measured 420).
 """
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ EAGER_GAIN_S = 5e-5      # a kernel whose threads save this much a call gets the
                          # call (an 8 MiB clip: 0.22 -> 0.12 ms); the rent rule is for the small
                          # ones (a 64x512 softmax saves ~10 us a call against a 1 s compile). Asking
                          # the disk cache at every rented call cost 0.1 ms a call (corpus, 18:50)
+WARM_CALLS = 3          # calls before the two timed ones: the first touches of fresh outputs and
+                        # cold inputs ran a 2 MiB permuted copy at 3x its time (corpus, 00:55)
 WORK_PER_S = 1.2e10     # kernel_work units a second on one thread (f32 row softmax, 64x512 to
                         # 1024x1024: 1.17-1.24e10; libm-heavy float64 kernels run ~4x fewer)
 
@@ -50,27 +55,37 @@ def first_call_parallel(work: int, threads: int) -> bool:
 class ParState:
     """One schedule's account: the rent paid so far (s), sequential calls run, and whether the
     parallel variant was bought."""
-    __slots__ = ("rent", "calls", "ready", "cost")
+    __slots__ = ("rent", "calls", "ready", "cost", "timed")
 
     def __init__(self) -> None:
         self.rent = 0.0
         self.calls = 0
         self.ready = False
         self.cost = None        # seconds to get the parallel variant, asked once (a disk check)
+        self.timed = []         # seconds per work unit of two timed sequential calls after
+                                # WARM_CALLS (the account is shared by a kernel's sizes)
 
     def pay(self, seconds: float, threads: int, work: int) -> None:
         """Account a sequential call that took ``seconds`` (the first one: estimated from
         ``work``, its time holds the compile or load)."""
         if self.calls == 0:
             seconds = work / WORK_PER_S
+        elif self.calls >= WARM_CALLS and len(self.timed) < 2 and work:
+            self.timed.append(seconds / work)
         self.calls += 1
         self.rent += gain(seconds, threads)
+
+    def call_s(self, work: int) -> float:
+        """A sequential call's time: the estimate from ``work``, or the faster rate of two timed
+        calls where that gives longer (the faster: a descheduled call does not buy a compile)."""
+        est = work / WORK_PER_S
+        return max(est, work * min(self.timed)) if len(self.timed) == 2 else est
 
     def renting(self, work: int, threads: int) -> bool:
         """Whether this call surely runs sequentially (``buy`` would say False without asking
         for the dispatchers): the rent is still short of a cost already known."""
         return (not self.ready and self.calls > 0 and self.cost is not None and self.rent < self.cost
-                and gain(work / WORK_PER_S, threads) < EAGER_GAIN_S)
+                and gain(self.call_s(work), threads) < EAGER_GAIN_S)
 
     def buy(self, work: int, threads: int, seq, par) -> bool:
         """Whether this call runs the parallel dispatcher ``par`` (``seq``: the sequential one of
@@ -78,7 +93,7 @@ class ParState:
         if not self.ready:
             if self.calls == 0:
                 self.ready = first_call_parallel(work, threads)
-            elif gain(work / WORK_PER_S, threads) >= EAGER_GAIN_S:
+            elif gain(self.call_s(work), threads) >= EAGER_GAIN_S:
                 self.ready = True       # a heavy kernel: bought at its second call, as rent would soon
             else:
                 if self.cost is None:

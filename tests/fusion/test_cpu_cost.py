@@ -163,9 +163,13 @@ def test_short_loops_merge_unless_a_broadcast_tells_them_apart():
     assert pool.rows == 8 * 64                  # the reduced H x W: one loop
 
 
-def test_transposed_reads_4k_apart_are_aliased():
-    wide = _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.cpu_terms
-    odd = _kernel(lambda x, y: x.T + y, "f32[1000,1000]", "f32[1000,1000]").cost.cpu_terms
-    assert wide.transposed == wide.aliased == 1024 * 1024 and odd.transposed == 10 ** 6 and odd.aliased == 0
-    assert _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.seconds > \
-        _kernel(lambda x, y: x.T + y, "f32[1000,1000]", "f32[1000,1000]").cost.seconds * 1.5
+def test_transposed_float16_reads_4k_apart_are_aliased():
+    """A float16 tile (read as it is: not staged) whose rows are a multiple of 4 KiB apart shares
+    the L1's sets; a staged float32 tile (its scratch padded) does not."""
+    wide = _kernel(lambda x, y: x.T + y, "f16[2048,2048]", "f16[2048,2048]").cost.cpu_terms
+    odd = _kernel(lambda x, y: x.T + y, "f16[1000,1000]", "f16[1000,1000]").cost.cpu_terms
+    f32 = _kernel(lambda x, y: x.T + y, "f32[1024,1024]", "f32[1024,1024]").cost.cpu_terms
+    assert wide.transposed == wide.aliased == 2048 * 2048 and odd.transposed == 10 ** 6 and odd.aliased == 0
+    assert f32.transposed == 1024 * 1024 and f32.aliased == 0
+    assert _kernel(lambda x, y: x.T + y, "f16[2048,2048]", "f16[2048,2048]").cost.seconds > \
+        _kernel(lambda x, y: x.T + y, "f16[2000,2000]", "f16[2000,2000]").cost.seconds * 1.5

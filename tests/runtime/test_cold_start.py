@@ -124,8 +124,8 @@ def test_small_kernels_take_one_thread_without_asking_the_pool(monkeypatch):
 
 
 def test_runnable_count_reads_proc_loadavg():
-    from kfuse.runtime import cpu as rt
-    assert rt._runnable() >= 1
+    from kfuse.runtime import cpu_load
+    assert cpu_load.runnable() >= 1
 
 
 _CUDA_PATH = r'''

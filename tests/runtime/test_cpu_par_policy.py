@@ -50,9 +50,10 @@ def test_parallel_variant_already_compiled_or_stored_is_cheap(monkeypatch):
     assert P.par_cost(seq, _Disp()) == P.LOAD_S          # on disk: a load
     acc = P.ParState()
     acc.pay(0.0, 2, 1 << 18)
+    call = 1.6 * P.EAGER_GAIN_S                            # (threads save less than EAGER_GAIN_S)
     while not acc.buy(1 << 18, 2, seq, _Disp()):
-        acc.pay(1e-3, 2, 1 << 18)
-    assert P.LOAD_S <= acc.rent < P.LOAD_S + 1e-3         # bought as soon as the load is paid
+        acc.pay(call, 2, 1 << 18)
+    assert P.LOAD_S <= acc.rent < P.LOAD_S + call         # bought as soon as the load is paid
 
 
 def test_first_call_parallel_only_for_huge_kernels():
@@ -61,6 +62,37 @@ def test_first_call_parallel_only_for_huge_kernels():
     assert P.first_call_parallel(huge, 2) and not P.first_call_parallel(huge, 1)
     acc = P.ParState()
     assert acc.buy(huge, 2, _Disp(), _Disp()) and acc.ready
+
+
+def test_timed_calls_slower_than_the_estimate_buy_threads_early():
+    """A kernel whose element-passes are slow (a transposed read) is bought once two timed
+    calls show its threads would save EAGER_GAIN_S; one slow call alone (descheduled) does not
+    buy, and the timed rate scales to the kernel's other sizes."""
+    work, seq, par = 1 << 20, _Disp([("f32",)]), _Disp()
+    est = work / P.WORK_PER_S
+    assert P.gain(est, 2) < P.EAGER_GAIN_S                # by the estimate: rented for long
+    slow = 6 * est
+    assert P.gain(slow, 2) >= P.EAGER_GAIN_S
+    acc = P.ParState()
+    assert not acc.buy(work, 2, seq, par)
+    acc.pay(1.0, 2, work)                                # the first call (compile): not timed
+    for _ in range(P.WARM_CALLS - 1):                    # nor the next few (cold memory)
+        assert not acc.buy(work, 2, seq, par)
+        acc.pay(slow * 3, 2, work)
+    assert not acc.buy(work, 2, seq, par)
+    acc.pay(slow, 2, work)                               # one timed call: not yet
+    assert not acc.buy(work, 2, seq, par)
+    acc.pay(est, 2, work)                                # the faster of two decides: as estimated
+    assert acc.renting(work, 2) and not acc.buy(work, 2, seq, par)
+    acc = P.ParState()
+    for s in (1.0,) + (est,) * (P.WARM_CALLS - 1) + (slow, slow * 1.1):
+        assert not acc.buy(work, 2, seq, par)
+        acc.pay(s, 2, work)
+    assert not acc.renting(work, 2) and acc.buy(work, 2, seq, par)
+    small = P.ParState()
+    for s in (1.0,) + (slow / 64,) * (P.WARM_CALLS + 1):  # timed at 1/64 of the work, same rate
+        small.pay(s, 2, work // 64)
+    assert small.call_s(work) == pytest.approx(slow) and small.call_s(work // 64) == pytest.approx(slow / 64)
 
 
 _CHILD = r'''
