@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from .attention_cuda import AttentionSpec, _score_fn, shared_parts
-from .cuda_async import WGMMA_DESC_PTX
+from .cuda_async import WGMMA_DESC_PTX, wgmma_fn
 from .cuda_ops import PRELUDE
 
 ARCH = "sm_90a"
@@ -50,26 +50,6 @@ def default_tile(d: int) -> WgmmaAttentionTile:
     """128 keys a tile up to head dim 128 (the score and output accumulators take 64 + d / 2
     registers); 64 past it."""
     return WgmmaAttentionTile(128 if d <= 128 else 64, 2)
-
-
-def _wgmma(name: str, n: int, a_regs: bool, t: str, trans_b: int) -> str:
-    """``name(d, a, db)``: d (64 x n, float32) += A (64 x 16) B (16 x n); A a descriptor, or four
-    registers of two 16-bit values (``a_regs``)."""
-    regs = ", ".join(f"%{i}" for i in range(n // 2))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
-    k = n // 2
-    if a_regs:
-        a_sig, a_op, a_in = "const unsigned* a", f"{{%{k}, %{k + 1}, %{k + 2}, %{k + 3}}}", \
-            '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), '
-        b, tail = k + 4, f"p, 1, 1, {trans_b}"
-    else:
-        a_sig, a_op, a_in, b, tail = "u64 a", f"%{k}", '"l"(a), ', k + 1, f"p, 1, 1, 0, {trans_b}"
-    return (f"__device__ __forceinline__ void {name}(float* d, {a_sig}, u64 db) {{\n"
-            f'  asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{b + 1}, 0;\\n"\n'
-            f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "\n'
-            f'               "{{{regs}}}, {a_op}, %{b}, {tail};\\n}}\\n"\n'
-            f"               : {outs}\n"
-            f'               : {a_in}"l"(db), "r"(1));\n}}')
 
 
 _BODY = r"""
@@ -166,7 +146,10 @@ def emit_attention_wgmma(spec: AttentionSpec, tile: WgmmaAttentionTile | None = 
     tile = tile or default_tile(spec.head_dim)
     head = (f"// kfuse attention {spec.key()} tile {tile.name()} (sm_90a: wgmma)\n" + PRELUDE
             + _score_fn(spec.score))
+    t = f"f32.{spec.dtype}.{spec.dtype}"
     return head + _BODY.format(
         **shared_parts(spec), bm=tile.block_m, bn=tile.block_n, warps=tile.warps, desc_ptx=WGMMA_DESC_PTX,
-        wgmma_s=_wgmma("kf_wgmma_s", tile.block_n, False, spec.dtype, 0),
-        wgmma_o=_wgmma("kf_wgmma_o", spec.head_dim, True, spec.dtype, 1))
+        # S = Q K^T (both K-major descriptors); O += P V (P in registers, V transposed)
+        wgmma_s=wgmma_fn("kf_wgmma_s", f"m64n{tile.block_n}k16.{t}", tile.block_n // 2, imm=", 1, 1, 0, 0"),
+        wgmma_o=wgmma_fn("kf_wgmma_o", f"m64n{spec.head_dim}k16.{t}", spec.head_dim // 2, a_regs=True,
+                         imm=", 1, 1, 1"))

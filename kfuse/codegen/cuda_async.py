@@ -1,7 +1,7 @@
 """The inline-PTX helpers the tensor-core kernels share (the generated GEMM, the attention kernel):
 addresses in shared memory, 16-byte ``cp.async`` copies with their commit/wait groups, and
 ``ldmatrix`` of four 8x8 16-bit tiles (plain or transposed); and the ``wgmma`` kernels' shared-memory
-matrix descriptor (``WGMMA_DESC_PTX``). One text, pasted into each kernel's
+matrix descriptor (``WGMMA_DESC_PTX``) and product functions (:func:`wgmma_fn`). One text, pasted into each kernel's
 source after the prelude (no headers: NVRTC needs no include path)."""
 
 ASYNC_PTX = r"""
@@ -31,3 +31,25 @@ __device__ __forceinline__ u64 kf_desc(unsigned addr, unsigned lbo, unsigned sbo
   return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
 }
 """
+
+
+def wgmma_fn(name: str, inst: str, n_acc: int, acc_t: str = "float", reg: str = "f",
+             a_regs: bool = False, imm: str = "") -> str:
+    """``name(d, a, db)``: one ``wgmma.mma_async.sync.aligned.<inst>`` (e.g. ``m64n128k16.f32.f16.f16``)
+    adding A B into the ``n_acc`` accumulators ``d`` (``acc_t``, asm constraint ``reg``); A a
+    shared-memory descriptor, or four registers of two 16-bit values (``a_regs``); B a descriptor;
+    ``imm``: the instruction's immediates after scale-d (scales, transposes), with their commas."""
+    regs = ", ".join(f"%{i}" for i in range(n_acc))
+    outs = ", ".join(f'"+{reg}"(d[{i}])' for i in range(n_acc))
+    k = n_acc
+    if a_regs:
+        a_sig, a_op, a_in, b = ("const unsigned* a", f"{{%{k}, %{k + 1}, %{k + 2}, %{k + 3}}}",
+                                '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), ', k + 4)
+    else:
+        a_sig, a_op, a_in, b = "u64 a", f"%{k}", '"l"(a), ', k + 1
+    return (f"__device__ __forceinline__ void {name}({acc_t}* d, {a_sig}, u64 db) {{\n"
+            f'  asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{b + 1}, 0;\\n"\n'
+            f'               "wgmma.mma_async.sync.aligned.{inst} "\n'
+            f'               "{{{regs}}}, {a_op}, %{b}, p{imm};\\n}}\\n"\n'
+            f"               : {outs}\n"
+            f'               : {a_in}"l"(db), "r"(1));\n}}')

@@ -6,9 +6,9 @@ only) N-major. One persistent block per SM walks the output tiles (grouped raste
 reuse); in each, one producer warp group issues the tensor-memory-accelerator copies of A and B
 tiles (``cp.async.bulk.tensor`` through tensor maps, 128-byte swizzle, zero fill past the edges)
 into a ring of ``stages`` shared buffers guarded by ``mbarrier`` pairs (full: bytes landed; empty:
-every consumer warp done), while two consumer warp groups each run ``wgmma.mma_async`` on 64 rows of
-the tile from shared-memory descriptors. The producer runs ahead into the next tile while the
-consumers apply the epilogue (:mod:`.gemm_render`'s ``kf_epi``, the same one the ``mma.sync``
+every consumer warp done), while two consumer warp groups run ``wgmma.mma_async`` from shared-memory
+descriptors, either on alternate output tiles (ping-pong) or on the two halves of each tile's rows
+(:class:`WgmmaTile`). The producer runs ahead into the next tile while the consumers apply the epilogue (:mod:`.gemm_render`'s ``kf_epi``, the same one the ``mma.sync``
 kernel calls) to their accumulators and store once.
 
 Kernel parameters: ``tmA, tmB`` (``CUtensorMap`` by value, 3-D: A (K, M, batch), B (K, N, batch)
@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from .cuda_async import WGMMA_DESC_PTX
+from .cuda_async import WGMMA_DESC_PTX, wgmma_fn
 from .cuda_ops import PRELUDE
 from .gemm_render import acc_ctype, epi_call_args, epilogue_fn, epilogue_params, pair_store, result_ctype, store, stype
 from .gemm_spec import GemmSpec
 
 ARCH = "sm_90a"                       # wgmma and setmaxnreg exist only on the "a" target
 SWIZZLE = 128                         # bytes: a tile row along its unit-stride dim
-_WG_TYPES = {"f16": "f16", "bf16": "bf16", "s8": "s8", "u8": "u8"}
+_WG_TYPES = ("f16", "bf16", "s8", "u8")       # operand types (their PTX names too)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,10 +85,6 @@ def supports(spec: GemmSpec) -> bool:
 # (H200, 2026-11-28: 4096^3, 8192^3, 16x2048^3, f16 and bf16)
 SEARCH = (WgmmaTile(128, 6, 2, True, 16), WgmmaTile(256, 5, 1, True), WgmmaTile(256, 4, 1, False),
           WgmmaTile(128, 6, 1, False))
-
-
-def search_space(spec: GemmSpec) -> list[WgmmaTile]:
-    return [t for t in SEARCH if t.smem_bytes(spec) <= 227 * 1024]
 
 
 def default_tile(spec: GemmSpec, M: int, N: int, batch: int = 1, n_sms: int = 132) -> WgmmaTile:
@@ -271,21 +267,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) kfuse_gemm_tma(
 
 def _wgmma_fn(spec: GemmSpec, bn: int) -> str:
     """``kf_wgmma(d, descA, descB)``: d (64 x bn over the warp group) += A (64 x K) B (K x bn)."""
-    n_acc = bn // 2
     if spec.int8:
-        b_t = _WG_TYPES[spec.b_dtype or spec.dtype]
-        shape, types, reg, tail = f"m64n{bn}k32", f"s32.{_WG_TYPES[spec.dtype]}.{b_t}", "r", ""
-    else:
-        shape, types, reg = f"m64n{bn}k16", f"f32.{spec.dtype}.{spec.dtype}", "f"
-        tail = f", 1, 1, 0, {0 if spec.b_kmajor else 1}"        # scale-a, scale-b, trans-a, trans-b
-    regs = ", ".join(f"%{i}" for i in range(n_acc))
-    outs = ", ".join(f'"+{reg}"(d[{i}])' for i in range(n_acc))
-    return (f"__device__ __forceinline__ void kf_wgmma({acc_ctype(spec.epilogue)}* d, u64 da, u64 db) {{\n"
-            f'  asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{n_acc + 2}, 0;\\n"\n'
-            f'               "wgmma.mma_async.sync.aligned.{shape}.{types} "\n'
-            f'               "{{{regs}}}, %{n_acc}, %{n_acc + 1}, p{tail};\\n}}\\n"\n'
-            f"               : {outs}\n"
-            f'               : "l"(da), "l"(db), "r"(1));\n}}')
+        inst = f"m64n{bn}k32.s32.{spec.dtype}.{spec.b_dtype or spec.dtype}"
+        return wgmma_fn("kf_wgmma", inst, bn // 2, "int", "r")
+    trans_b = 0 if spec.b_kmajor else 1                 # scale-a, scale-b, trans-a, trans-b
+    return wgmma_fn("kf_wgmma", f"m64n{bn}k16.f32.{spec.dtype}.{spec.dtype}", bn // 2,
+                    imm=f", 1, 1, 0, {trans_b}")
 
 
 def emit_wgmma(spec: GemmSpec, tile: WgmmaTile | None = None) -> str:
