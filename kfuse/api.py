@@ -66,10 +66,20 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", static_argnames=()
     return JitFunction(fn, opts)
 
 
+def _operands_of(ufunc: np.ufunc) -> Callable:
+    """A Python function of ``ufunc``'s input operands alone, named after it."""
+    names = [f"x{k + 1}" for k in range(ufunc.nin)]
+    ns: dict = {"ufunc": ufunc}
+    exec(f"def {ufunc.__name__}({', '.join(names)}):\n    return ufunc({', '.join(names)})", ns)
+    return ns[ufunc.__name__]
+
+
 class JitFunction:
     """A jitted function: call it like the original; ``lower`` prints stages without running."""
 
     def __init__(self, fn: Callable, options: JitOptions = JitOptions()):
+        if isinstance(fn, np.ufunc):    # kfuse.jit(np.exp): its operands (its signature also lists out=, dtype=...)
+            fn = _operands_of(fn)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.options = options

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_blocks, cpu_chunks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces
+from . import cpu_blocks, cpu_chunks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces, cpu_vecmath
 from .cpu_helpers import HELPERS as _HELPERS
 from .cpu_hoist import split_invariant
 from .accs import combine_expr
@@ -78,8 +78,21 @@ def _ctor(dtype: str) -> str:
 
 
 def vectorised_helper(op: str, dtype: str) -> bool:
-    """Whether the emitter renders ``op`` of ``dtype`` by a vectorisable helper (not a libm call)."""
-    return op in _F32_HELPERS and _vt(dtype) == "float32"
+    """Whether the emitter renders ``op`` of ``dtype`` by a vectorisable helper (not a libm call):
+    a float32 one of its own (``_F32_HELPERS``) or a float64 one (``cpu_vecmath``; float32 and
+    float16 values widened to float64 and the result rounded once)."""
+    vt = _vt(dtype)
+    return ((op in _F32_HELPERS and vt == "float32") or (op in cpu_vecmath.WIDENED and vt == "float32")
+            or (op in cpu_vecmath.FLOAT64 and vt in ("float32", "float64")))
+
+
+def helper_work(op: str, dtype: str) -> int:
+    """A transcendental's work units for the thread rule (``runtime.cpu.kernel_work``; simple op
+    1): a float32 helper 1, a float64 one 4, a scalar libm call 16 (``fusion.cpu_cost``'s)."""
+    vt = _vt(dtype)
+    if op in _F32_HELPERS and vt == "float32":
+        return 1
+    return 4 if vectorised_helper(op, dtype) else 16
 
 
 def _complex_product(op: str, dtype: str) -> bool:
@@ -131,12 +144,15 @@ class CpuOps(PyOps):
         return e
 
     def special(self, op: str, t: str, a) -> str | None:
-        if op in _F32_HELPERS and _vt(t) == "float32":
+        vt = _vt(t)
+        if op in _F32_HELPERS and vt == "float32":
             return f"{self.use(_F32_HELPERS[op])}({a[0]})"
+        helper = cpu_vecmath.FLOAT64.get(op) or (cpu_vecmath.WIDENED.get(op) if vt == "float32" else None)
+        if helper and vt in ("float32", "float64"):      # (float_result rounds a float32 one)
+            args = a if vt == "float64" else [f"np.float64({x})" for x in a]
+            return f"{self.use(helper)}({', '.join(args)})"
         if op == "cbrt":
             return f"{self.use('_cbrt')}({a[0]})"
-        if op in ("log2", "exp2") and _vt(t) == "float64":
-            return f"{self.use(f'_{op}_f64')}({a[0]})"
         if op == "complex":     # (real, imag) parts, float32/float64 (float_result: the complex dtype)
             return f"complex({a[0]}, {a[1]})"
         if op == "power":       # libm's pow; a constant exponent: codegen.decompose

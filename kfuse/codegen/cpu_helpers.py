@@ -3,7 +3,8 @@ kernel uses into its own source, so the source text alone determines the compile
 
 ``HELPERS`` maps a helper's name to ``(source, names of the helpers it calls)``; its order is the
 definition order, which respects those dependencies. float16 travels as uint16 bits (``_h2f``,
-``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf`` are branch-free float32 versions LLVM vectorises;
+``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf`` are branch-free float32 versions LLVM vectorises
+(:mod:`kfuse.codegen.cpu_vecmath`'s float64 ones serve float64 and the other float32 functions);
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
 same order (vectorisable max/min); ``_cbrt`` and ``_popcount`` are the CPU's own; NumPy's integer
 and float division, remainder, shifts, power, gcd/lcm and logaddexp are
@@ -12,7 +13,7 @@ and float division, remainder, shifts, power, gcd/lcm and logaddexp are
 from __future__ import annotations
 
 from . import philox
-from . import cpu_complex
+from . import cpu_complex, cpu_vecmath
 from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
@@ -34,15 +35,6 @@ def _cbrt(x):
     """np.cbrt with NaN, +-inf and +-0.0 passed through: Numba's own is compiled with fastmath, so
     once inlined LLVM took its result for finite and folded a later isinf/isfinite (cpu seed 905 #133)."""
     return x if (x == 0 or not np.isfinite(x)) else np.cbrt(x)
-''')
-for _F in ("log2", "exp2"):
-    _helper(f"_{_F}_f64", f'''
-@numba.njit(error_model="numpy")
-def _{_F}_f64(x):
-    """np.{_F} of a float64, in a function of its own: Numba declares the C function {_F} once per
-    module with the first argument type it meets, so a kernel calling it on a float64 and on a
-    float32 failed to compile ("arg mismatch: double != float")."""
-    return np.{_F}(x)
 ''')
 for _T, _I, _B in (("float32", "int32", 31), ("float64", "int64", 63)):
     _helper(f"_fkey_{_T}", f'''
@@ -224,5 +216,6 @@ def _popcount(x):
 _helper(philox.HELPER, philox.python_source('@numba.njit(error_model="numpy")'))
 
 
+HELPERS.update(cpu_vecmath.SOURCES)       # float64 transcendentals LLVM vectorises
 for _name, _entry in cpu_complex.HELPERS.items():     # complex64/complex128 ops (cpu_complex)
     HELPERS[_name] = _entry

@@ -33,6 +33,13 @@ from .kinds import GroupKind
 # (``codegen/cpu.py``'s ``_F32_HELPERS``; float16 values compute in float32); any other one is a
 # scalar libm call
 VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P})
+# transcendentals rendered by codegen/cpu_vecmath's float64 helpers (vectorised as well, about
+# three times a float32 helper's time an element; its FLOAT64 and WIDENED, a test keeps them
+# equal): float64 ones, and float32/float16 ones without a float32 helper of their own
+WIDE_SPECIALS = frozenset({Op.EXP, Op.EXP2, Op.EXPM1, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P, Op.TANH, Op.SINH,
+                           Op.COSH, Op.ARCTAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN2, Op.ARCSINH, Op.ARCTANH,
+                           Op.ARCCOSH})
+WIDENED_SPECIALS = frozenset({Op.POWER, Op.SIN, Op.COS, Op.TAN})
 # ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
 # helpers above
 _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
@@ -73,6 +80,9 @@ class CpuCosts:
     par_min_work: int = 1 << 18
     work_per_thread: int = 1 << 17
     libm_work: int = 16
+    wide_work: int = 4          # a float64 helper's units (runtime/cpu.py's kernel_work)
+    wide_special: float = 1.2e-9    # a codegen/cpu_vecmath helper on one element (float64 exp
+                                    # 0.72 ns, log 0.8, tanh 0.9, expm1 2.6: 1M elements, one thread)
     half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
     array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
     aliased: float = 1.6e-9     # added to a float16 transposed element read a multiple of 4 KiB
@@ -109,6 +119,7 @@ class Terms:
     tanh: float = 0.0           # of the vectorised evaluations, tanh's (a rational function: cheaper)
     gathered: float = 0.0       # elements gathered from a large input (one cache miss each)
     branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
+    wide: float = 0.0           # codegen/cpu_vecmath helper evaluations
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -125,7 +136,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
-    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = 0.0
+    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = wide = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -147,6 +158,9 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                 tanh += k if n.op is Op.TANH else 0
                 reduce_vector += min(k, n.size) if n in feeds else 0
                 ops += 1
+            elif dt.kind == "f" and (n.op in WIDE_SPECIALS or (n.op in WIDENED_SPECIALS and dt != np.float64)):
+                wide += k
+                ops += costs.wide_work
             else:
                 libm += k
                 ops += costs.libm_work
@@ -184,7 +198,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
-                 tanh, gathered, branchy)
+                 tanh, gathered, branchy, wide)
 
 
 def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
@@ -335,7 +349,7 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
             + (t.vector - t.reduce_vector - t.tanh) * costs.vector_special + t.tanh * costs.tanh_special
             + t.reduce_vector * costs.reduce_special
-            + t.libm * costs.libm
+            + t.libm * costs.libm + t.wide * costs.wide_special
             + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
             + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row) / t.threads

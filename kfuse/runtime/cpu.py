@@ -27,7 +27,7 @@ import numpy as np
 
 from ..codegen import cpu_blocks, cpu_schedule as CS
 from ..codegen.phase_merge import rereading_form
-from ..codegen.cpu import FN_NAME, emit, vectorised_helper
+from ..codegen.cpu import FN_NAME, emit, helper_work
 from ..codegen.cpu_layout import allocate
 from ..codegen.kernel_ir import Op as KOp
 from ..codegen.lower import lower_group
@@ -137,7 +137,7 @@ def default_parallel(group) -> bool:
 
 
 # Relative per-element cost of an op in the generated loop: a libm call (Numba's scalar np.sin,
-# float64 np.log, ...; the emitter's float32 helpers vectorise and count as cheap) costs about as
+# float64 np.sin, ...; the emitter's vectorised helpers count less: codegen.cpu.helper_work) costs about as
 # much as 16 simple ops (a 4096x1024 f32 log/log1p row loss through libm: 45 ms on one thread, a
 # row sum 2 ms).
 _LIBM = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
@@ -153,8 +153,7 @@ def kernel_work(kir) -> int:
     for ph in kir.phases:
         for s in ph.pre + ph.body:
             if isinstance(s, KOp):
-                cheap = s.op not in _LIBM or vectorised_helper(s.op, s.dtype)
-                ops += 1 if cheap else 16
+                ops += 1 if s.op not in _LIBM else helper_work(s.op, s.dtype)
     return n * (max(1, sum(ph.has_loop for ph in kir.phases)) + ops)
 
 

@@ -27,6 +27,8 @@ def test_thread_rule_mirrors_the_runtime():
     """The model's threads are auto_threads' on an idle machine: same thresholds."""
     assert CPU.cpu.par_min_work == runtime_cpu.PAR_MIN_WORK
     assert CPU.cpu.work_per_thread == runtime_cpu.PAR_WORK_PER_THREAD
+    from kfuse.codegen.cpu import helper_work
+    assert (CPU.cpu.libm_work, CPU.cpu.wide_work) == (helper_work("sin", "float64"), helper_work("exp", "float64"))
     assert cpu_cost.threads_for(CPU.cpu.par_min_work - 1, CPU.cpu, 2) == 1
     assert cpu_cost.threads_for(CPU.cpu.par_min_work * 8, CPU.cpu, 2) == 2
     assert cpu_cost.threads_for(CPU.cpu.par_min_work * 8, CPU.cpu, 2, parallel_ok=False) == 1
@@ -35,11 +37,14 @@ def test_thread_rule_mirrors_the_runtime():
 def test_terms_tell_vector_helpers_from_libm_calls_and_half_values():
     t32 = _kernel(lambda x: np.exp(x) + 1, "f32[256,256]").cost.cpu_terms
     t64 = _kernel(lambda x: np.exp(x) + 1, "f64[256,256]").cost.cpu_terms
+    sin = _kernel(lambda x: np.sin(x) + 1, "f64[256,256]").cost.cpu_terms
+    atan = _kernel(lambda x: np.arctan(x) + 1, "f32[256,256]").cost.cpu_terms
     t16 = _kernel(lambda x: x * 2, "f16[256,256]").cost.cpu_terms
     n = 256 * 256
-    assert (t32.vector, t32.libm) == (n, 0) and (t64.vector, t64.libm) == (0, n)
+    assert (t32.vector, t32.wide, t32.libm) == (n, 0, 0) and (t64.vector, t64.wide, t64.libm) == (0, n, 0)
+    assert (sin.wide, sin.libm) == (0, n) and (atan.vector, atan.wide) == (0, n)   # float32 through float64
     assert t16.half_in == n and t16.half >= n and t32.half == t32.half_in == 0  # the load converted, the product rounded
-    assert t64.threads == 2 and t32.threads == 1        # a libm call counts 16 units of work
+    assert sin.threads == t64.threads == 2 and t32.threads == 1     # a libm call 16 units, a float64 helper 4
 
 
 def test_scans_are_serial_and_a_leading_axis_scan_strided():
