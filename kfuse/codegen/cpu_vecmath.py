@@ -17,7 +17,14 @@ stays libm's, which a product of the exponent in float64 would miss by up to hun
 """
 from __future__ import annotations
 
-_JIT = '@numba.njit(error_model="numpy", inline="always")'
+_JIT = '@numba.njit(error_model="numpy")'
+# the building blocks are inlined into each helper by Numba; a helper is inlined into the kernel's
+# loop (and vectorised with it) where LLVM finds it small enough: exp, exp2, the logarithms, cosh,
+# arctan, arcsin, arctanh (the others stay calls, still 1.5-2x a libm call's speed). Inlining every
+# helper into the loop made LLVM's loop vectoriser run for minutes on a nest whose inner loop
+# recomputed a large invariant expression (expm1 and power of an outer index: fuzz seed 11 #191)
+_INLINE = frozenset({"_exp2k_d", "_log_parts_d", "_atan_pos_d", "_asin_pos_d", "_exp_or_half_d", "_quarter_f",
+                     "_sincos_r"})
 
 # exp(x) * 2**k (k a float holding an integer; |x| <= 746): Cephes' exp (n ln2 split in two, a
 # [2/3] Pade form of e^r on |r| <= ln2/2; peak error 2.2e-16), the power of two applied as two
@@ -458,9 +465,14 @@ _DEFS = (
     ("_tan_f", _TAN, ("_quarter_f", "_sincos_r")),
 )
 
-SOURCES: dict[str, tuple[str, tuple]] = {
-    name: (src.strip("\n") if name == "_TURNS" else f"{_JIT}\n{src.strip(chr(10))}", deps)
-    for name, src, deps in _DEFS}
+def _jitted(name: str, src: str) -> str:
+    if name == "_TURNS":
+        return src.strip("\n")
+    jit = _JIT.replace(")", ', inline="always")') if name in _INLINE else _JIT
+    return f"{jit}\n{src.strip(chr(10))}"
+
+
+SOURCES: dict[str, tuple[str, tuple]] = {name: (_jitted(name, src), deps) for name, src, deps in _DEFS}
 
 FLOAT64: dict[str, str] = {
     op: f"_{op}_d" for op in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh",
