@@ -88,8 +88,7 @@ def main(argv=None) -> int:
                            budget_s=budget, dispatch=args.dispatch, warm=not args.no_warm,
                            tune=args.tune, progress=not args.no_progress)
     finally:
-        if tmp is not None:
-            tmp.cleanup()
+        _cleanup(tmp)
     plot = args.plot
     if plot is None and args.results:
         plot = os.path.join(os.path.dirname(os.path.abspath(args.results)), f"roofline_{device}.png")
@@ -108,6 +107,17 @@ def main(argv=None) -> int:
     print(report.markdown(result, plot))
     ok = any(r.get("ok") for r in result["rows"])
     return 0 if ok else 1
+
+
+def _cleanup(tmp) -> None:
+    """Remove the temporary cache once the native objects still being linked into it
+    (``runtime/cpu_native_build``'s threads) are written: removing it under them fails."""
+    if tmp is None:
+        return
+    native = sys.modules.get("kfuse.runtime.cpu_native_build")
+    if native is not None:
+        native.wait()
+    tmp.cleanup()
 
 
 def _corpus(args, device: str, tmp) -> int:
@@ -130,8 +140,7 @@ def _corpus(args, device: str, tmp) -> int:
         args.device = device
         result = run_from_args(args)
     finally:
-        if tmp is not None:
-            tmp.cleanup()
+        _cleanup(tmp)
     if args.json:
         corpus_report.write_json(result, args.json)
     if args.markdown:

@@ -94,6 +94,9 @@ class CpuCosts:
     branchy: float = 3e-9       # an element combined by an any/all/argmax/argmin accumulator
     gather_above: int = 1 << 20
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
+    cold: float = 0.0           # a call that starts cold: its input's producer streamed more than
+    cold_above: int = 1 << 20   # cold_above bytes (a private cache) just before, evicting the call
+                                # path's code and data and leaving the input on the producer's core
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +122,7 @@ class Terms:
     tanh: float = 0.0           # of the vectorised evaluations, tanh's (a rational function: cheaper)
     gathered: float = 0.0       # elements gathered from a large input (one cache miss each)
     branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
+    cold: int = 0               # 1: an input's producing kernel streamed past the private cache
     wide: float = 0.0           # codegen/cpu_vecmath helper evaluations
 
 
@@ -198,7 +202,20 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
-                 tanh, gathered, branchy, wide)
+                 tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide)
+
+
+def _produced_bytes(inputs: list[Node]) -> int:
+    """The most bytes a kernel producing one of ``inputs`` (another kernel of the plan, which runs
+    before this one) streamed: the larger of its result and the arrays its result's op read (a
+    row sum's 8 MiB of rows for its 4 KiB of sums); 0 where every input is the caller's."""
+    most = 0
+    for n in inputs:
+        while n.op in MOVEMENT and n.inputs:
+            n = n.inputs[0]
+        if n.op not in LEAF:
+            most = max(most, n.nbytes, *(i.nbytes for i in n.inputs))
+    return most
 
 
 def _innermost(shape: tuple, reduced: set, below: int, apart: set = frozenset()) -> int:
@@ -353,7 +370,7 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
             + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
             + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row) / t.threads
-    fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0)
+    fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0) + t.cold * costs.cold
     return fixed + mem + comp, mem, comp
 
 
@@ -389,4 +406,4 @@ CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
 CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
                      reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.3e-9, row=1.4e-9,
                      half_load=0.07e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.1e-9, gather=0.03e-6,
-                     branchy=10e-9)
+                     branchy=10e-9, cold=1e-6)

@@ -290,6 +290,18 @@ class _Kernel:
         where the kernel takes it (``korder_groups``), else () for C order."""
         return self.variants.schedule(ins).perm if self.variants.korder else ()
 
+    def seq_form(self, ins: list) -> tuple | None:
+        """How the sequential variant took its arguments on its last call with inputs of these
+        strides: ``(dispatcher, ops, extra)`` (``ops``: ``(position, perm, shape)`` of each
+        argument transposed and reshaped, ``extra``: arguments appended, as ``_Call`` passes
+        them), or None where it has not run for them."""
+        key = tuple(a.strides for a in ins)
+        hit = self.variants.direct.get(key)
+        if hit is not None:
+            return hit[0], (), ()
+        got = self.fns[0].shaped.get((key, 1))
+        return None if got is None else (got[0], got[2], tuple(got[3]))
+
     @property
     def source(self) -> str:
         """The source of the schedule last run (before any call: C-contiguous inputs')."""

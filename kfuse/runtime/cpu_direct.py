@@ -10,19 +10,27 @@ per call is what must happen: scalar conversions, ``np.empty`` of each output, t
 and the result. The function is generated as Python source (straight-line code: no loops, lists
 or lookups per call), kept as its ``source`` attribute.
 
+A kernel large enough to take threads whose parallel variant is not yet worth getting
+(``cpu_par_policy``'s rent rule) runs its sequential variant here too while its account's lease
+holds, its time added to the rent inline; past the lease, tuned or on a busy machine it runs
+through ``cpu.launch``.
+
 It is built only for programs with nothing around their kernels (``build`` says what: no writes
 into arguments or scatters, products, float16 views, empty outputs, constants); the caller
 (``call_entry.Entry``) builds it only for an entry reached through its dispatch key and with nothing to
-check, copy or write back. A kernel large enough to take threads, or tuned, is run through
-``cpu.launch`` (the thread choice per call), as on the generic path.
+check, copy or write back. A kernel that took threads, or tuned, is run through ``cpu.launch`` (the thread
+choice per call), as on the generic path.
 """
 from __future__ import annotations
 
 import numpy as np
 
+import time
+
 from ..codegen.cpu_layout import allocate
 from ..ir.graph import unflatten_source
-from .cpu import PAR_MIN_WORK, CpuProgram, launch
+from . import cpu
+from .cpu import BUSY_PAR_MIN_WORK, PAR_MIN_WORK, CpuProgram, launch
 from .cpu_native import NativeKernel
 from .generated import define
 
@@ -40,7 +48,8 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
     graph = plan.graph
     if len(sources) != len(graph.inputs) or any(not k.plain or k.f16 for k in program.kernels):
         return None
-    ns: dict = {"empty": np.empty, "allocate": allocate, "asarray": np.asarray, "launch": launch}
+    ns: dict = {"empty": np.empty, "allocate": allocate, "asarray": np.asarray, "launch": launch,
+                "clock": time.perf_counter, "busy": cpu.machine_busy}
     lines = ["def direct(args):"]
     names, values = {}, {}
     for j, (node, (pos, dtype)) in enumerate(zip(graph.inputs, sources)):
@@ -62,13 +71,15 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
             name = names[node] = f"k{i}_{o}"
             ns[f"S{name}"], ns[f"D{name}"] = tuple(shape), np.dtype(dtype)
             values[node] = allocate(shape, dtype, perm)     # (for the strides that pick the schedule)
-            if perm:
-                ns[f"P{name}"] = perm
-                lines.append(f"    {name} = allocate(S{name}, D{name}, P{name})")
+            if perm:            # (allocate's, inline: the buffer in loop order, then its view)
+                ns[f"S{name}"] = tuple(shape[d] for d in perm)
+                ns[f"P{name}"] = tuple(int(d) for d in np.argsort(perm))
+                lines.append(f"    {name}_l = empty(S{name}, D{name})")
+                lines.append(f"    {name} = {name}_l.transpose(P{name})")
             else:
                 lines.append(f"    {name} = empty(S{name}, D{name})")
             outs.append(name)
-        lines += _kernel_call(i, k, ns, ins, outs, [values[n] for n in k.group.inputs + k.group.outputs])
+        lines += _kernel_call(i, k, ns, ins, outs, [values[n] for n in k.group.inputs + k.group.outputs], perm)
     results = []
     for o, node in enumerate(graph.outputs):
         if node in names:
@@ -82,28 +93,50 @@ def build(program: CpuProgram, args: tuple, sources: list, out_tree, scalars: fr
     return define(lines, unflatten_source(out_tree, results, lambda k: f"args[{sources[k][0]}]", ns), ns)
 
 
-def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, values: list) -> list[str]:
-    """The lines that run kernel ``i``: its sequential dispatcher for these strides called
-    directly where the kernel stays on one thread, else ``cpu.launch`` (threads chosen per call);
-    a tuning applied later (``CpuProgram.set_variant``) is seen through ``launch``. Where the
-    sequential variant runs a native object (``cpu_native``) for these arguments, its C entry is
-    called on the argument tuple, the dispatcher only where the entry refuses them (returns
-    non-zero: another dtype or layout, or the kernel raised)."""
+def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, values: list, perm: tuple) -> list[str]:
+    """The lines that run kernel ``i``: its sequential variant for these strides called directly
+    (its arguments shaped as the schedule takes them: ``_Kernel.seq_form``) where the kernel stays
+    on one thread, or, where it would take threads but rents (``cpu_par_policy``), while its
+    account's lease holds (the call timed, its rent added); else ``cpu.launch`` (threads chosen
+    per call). A tuning applied later (``CpuProgram.set_variant``) is seen through ``launch``.
+    Where the sequential variant runs a native object (``cpu_native``) for these arguments, its
+    C entry is called on the argument tuple, the dispatcher only where the entry refuses them
+    (returns non-zero: another dtype or layout, or the kernel raised)."""
     ns[f"K{i}"] = k
-    arrays = ", ".join(ins + outs)
     generic = f"launch(K{i}, [{', '.join(ins)}], [{', '.join(outs)}])"
-    hit = k.variants.direct.get(tuple(a.strides for a in values[:len(ins)]))
-    if hit is None or k.work >= PAR_MIN_WORK:
+    nin = len(ins)
+    form = k.seq_form(values[:nin])
+    if form is None:
         return [f"    {generic}"]
-    ns[f"F{i}"] = hit[0]
-    sizes = []
-    for j, z in enumerate(k.size_args):
-        ns[f"Z{i}_{j}"] = z
-        sizes.append(f"Z{i}_{j}")
-    call = f"F{i}({', '.join([arrays] + sizes)})"
-    native = hit[0].native_for(values + list(k.size_args)) if isinstance(hit[0], NativeKernel) else None
-    if native is None:
-        return [f"    if K{i}.tuned:", f"        {generic}", "    else:", f"        {call}"]
-    ns[f"N{i}"] = native.call
-    return [f"    if K{i}.tuned:", f"        {generic}",
-            f"    elif N{i}(({', '.join([arrays] + sizes)},)):", f"        {call}"]
+    fn, ops, extra = form
+    ns[f"F{i}"] = fn
+    names = ins + outs
+    # (sizes and a schedule's extra integers as np.int64: what the native entry reads)
+    scalars = [np.int64(z) if type(z) is int else z for z in list(k.size_args) + list(extra)]
+    args = list(values) + scalars
+    exprs = names + [_const(ns, f"Z{i}_{j}", z) for j, z in enumerate(scalars)]
+    for j, p, shape in ops:
+        args[j] = (args[j].transpose(p) if p else args[j]).reshape(shape)
+        base = f"{names[j]}_l" if j >= nin and p and tuple(p) == tuple(perm) else \
+            (f"{names[j]}.transpose({_const(ns, f'T{i}_{j}', tuple(p))})" if p else names[j])
+        exprs[j] = f"{base}.reshape({_const(ns, f'R{i}_{j}', tuple(shape))})"
+    call = f"F{i}({', '.join(exprs)})"
+    native = fn.native_for(args) if isinstance(fn, NativeKernel) else None
+    run = [call] if native is None else [f"if N{i}(({', '.join(exprs)},)):", f"    {call}"]
+    if native is not None:
+        ns[f"N{i}"] = native.call
+    if k.work < PAR_MIN_WORK or not k.parallel_ok:
+        return [f"    if K{i}.tuned:", f"        {generic}", "    else:"] + [f"        {r}" for r in run]
+    ns[f"A{i}"] = k.variants.account(values[:nin])[0]
+    lines = [f"    if K{i}.tuned:", f"        {generic}"]
+    if k.work < BUSY_PAR_MIN_WORK * k.loops:         # (auto_threads: one thread, nothing rented)
+        lines += ["    elif busy():"] + [f"        {r}" for r in run]
+    return lines + [f"    elif A{i}.rent < A{i}.lease and {k.work} < A{i}.lease_work:", "        t0 = clock()"] + \
+        [f"        {r}" for r in run] + [f"        A{i}.rent += (clock() - t0) * A{i}.share",
+                                      "    else:", f"        {generic}"]
+
+
+def _const(ns: dict, name: str, value) -> str:
+    """``name``, bound to ``value`` in the generated function's namespace."""
+    ns[name] = value
+    return name

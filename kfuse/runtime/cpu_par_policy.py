@@ -22,6 +22,13 @@ threads would save :data:`EAGER_GAIN_S` a call or more gets them from its second
 estimate or, once two sequential calls after the first few were timed, by the faster of them: the
 estimate counts element-passes, which a transposed or gathered read takes several times longer
 over (a batched transpose-add of 2**19 f32 elements: estimated 87 us, measured 420).
+
+Once an account is settled (the cost known, both timed calls taken, the rent still short) it
+opens a *lease*: :attr:`ParState.lease` (the rent up to which nothing changes) and
+:attr:`ParState.lease_work` (the largest kernel the answer holds for; the account is shared by a
+kernel's sizes), so a cached call (``runtime/cpu_direct``) runs the sequential variant and adds
+its rent inline, without asking the policy (its decisions, the thread count's lookups and the
+schedule's argument shaping cost a 4 MiB permuted copy ~5 us of its ~40); the rule is the same.
 """
 from __future__ import annotations
 
@@ -55,7 +62,7 @@ def first_call_parallel(work: int, threads: int) -> bool:
 class ParState:
     """One schedule's account: the rent paid so far (s), sequential calls run, and whether the
     parallel variant was bought."""
-    __slots__ = ("rent", "calls", "ready", "cost", "timed")
+    __slots__ = ("rent", "calls", "ready", "cost", "timed", "lease", "lease_work", "share")
 
     def __init__(self) -> None:
         self.rent = 0.0
@@ -64,6 +71,9 @@ class ParState:
         self.cost = None        # seconds to get the parallel variant, asked once (a disk check)
         self.timed = []         # seconds per work unit of two timed sequential calls after
                                 # WARM_CALLS (the account is shared by a kernel's sizes)
+        self.lease = 0.0        # a sequential call of at most lease_work units while the rent is
+        self.lease_work = 0     # below lease needs no decision (0: ask at every call)
+        self.share = 0.0        # the share of a call's time threads would save (rent per second)
 
     def pay(self, seconds: float, threads: int, work: int) -> None:
         """Account a sequential call that took ``seconds`` (the first one: estimated from
@@ -84,8 +94,14 @@ class ParState:
     def renting(self, work: int, threads: int) -> bool:
         """Whether this call surely runs sequentially (``buy`` would say False without asking
         for the dispatchers): the rent is still short of a cost already known."""
-        return (not self.ready and self.calls > 0 and self.cost is not None and self.rent < self.cost
+        sure = (not self.ready and self.calls > 0 and self.cost is not None and self.rent < self.cost
                 and gain(self.call_s(work), threads) < EAGER_GAIN_S)
+        if sure and len(self.timed) == 2 and not self.lease:
+            self.share = gain(1.0, threads)
+            rate = max(1.0 / WORK_PER_S, min(self.timed))      # (call_s's, a second a unit)
+            self.lease_work = int(EAGER_GAIN_S / (self.share * rate))
+            self.lease = self.cost
+        return sure
 
     def buy(self, work: int, threads: int, seq, par) -> bool:
         """Whether this call runs the parallel dispatcher ``par`` (``seq``: the sequential one of
@@ -99,6 +115,8 @@ class ParState:
                 if self.cost is None:
                     self.cost = par_cost(seq, par)
                 self.ready = self.rent >= self.cost
+        if self.ready:
+            self.lease = 0.0
         return self.ready
 
 

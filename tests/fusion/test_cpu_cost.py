@@ -2,6 +2,7 @@
 threads it expects, and a calibration check of predicted against measured kernel times."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -180,3 +181,20 @@ def test_transposed_float16_reads_4k_apart_are_aliased():
     assert f32.transposed == 1024 * 1024 and f32.aliased == 0
     assert _kernel(lambda x, y: x.T + y, "f16[2048,2048]", "f16[2048,2048]").cost.seconds > \
         _kernel(lambda x, y: x.T + y, "f16[2000,2000]", "f16[2000,2000]").cost.seconds * 1.5
+
+
+def test_a_kernel_after_a_large_producer_starts_cold():
+    """A batch mean of row sums: the second kernel's input was produced by a kernel that
+    streamed 8 MiB (past the private cache, evicting the call path): its fixed cost includes a
+    cold start; after a producer that fits, or on the caller's arrays, it does not."""
+    def batch_mean(x, y):
+        return np.mean(np.sum(x * y, axis=-1), axis=0)
+
+    def groups(n):
+        return kfuse.explain(kfuse.jit(batch_mean), f"f32[{n},{n}]", f"f32[{n},{n}]", device="cpu").groups
+    big, small = groups(1024), groups(64)
+    assert [g.cost.cpu_terms.cold for g in big] == [0, 1]
+    assert [g.cost.cpu_terms.cold for g in small] == [0, 0]
+    t = big[1].cost.cpu_terms
+    warm = cpu_cost.seconds(dataclasses.replace(t, cold=0), CPU.cpu, CPU.levels, CPU.sms)[0]
+    assert big[1].cost.seconds == pytest.approx(warm + CPU.cpu.cold) and CPU.cpu.cold > 0

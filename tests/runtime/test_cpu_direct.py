@@ -202,3 +202,37 @@ def test_segment_entries_are_not_keyed():
     assert segments
     for seg in segments:                                  # reached by the session, not by a key
         assert not seg.keyed and not hasattr(seg.run, "source")
+
+
+def test_renting_kernel_runs_sequentially_in_the_direct_call(monkeypatch):
+    """A kernel large enough for threads whose parallel variant is not worth its compile yet
+    (cpu_par_policy's rent) runs its sequential variant from the direct call once its account's
+    lease is open, the rent added there; a busy machine runs it there unrented."""
+    from kfuse.runtime import cpu as rt, cpu_par_policy as P
+    monkeypatch.setattr(rt, "machine_busy", lambda: False)
+    monkeypatch.setattr(rt, "thread_cap", lambda: 2)
+    monkeypatch.setattr(P, "par_cost", lambda seq, par: 1.0)    # (not on disk, not compiled)
+    monkeypatch.setattr(P, "EAGER_GAIN_S", 1e-3)                # (a descheduled timed call)
+
+    def permute_scale(x):
+        return np.transpose(x, (0, 2, 1, 3)) * 0.5
+    x = np.random.default_rng(7).random((4, 8, 256, 64), dtype=np.float32)
+    f = kfuse.jit(permute_scale, backend="cpu")
+    _calls(f, permute_scale, x, n=8)
+    (k,) = _entry(f, x).program.kernels
+    acc = k.variants.account([x])[0]
+    assert k.work >= rt.PAR_MIN_WORK and not acc.ready, (acc.rent, acc.cost, acc.timed)
+    assert acc.lease > acc.rent and k.work < acc.lease_work      # settled: the lease is open
+    assert "A0.rent +=" in _entry(f, x).run.source
+    calls, rent = k.calls, acc.rent
+    got = _calls(f, permute_scale, x, n=3)
+    assert k.calls == calls and acc.rent > rent                   # no launch(), rent paid
+    assert got.strides == permute_scale(x).strides
+    acc.lease = acc.rent                                          # spent: back through launch()
+    _calls(f, permute_scale, x, n=1)
+    assert k.calls == calls + 1
+    rent = acc.rent
+    busy = _entry(f, x).run.__globals__
+    monkeypatch.setitem(busy, "busy", lambda: True)
+    _calls(f, permute_scale, x, n=2)
+    assert k.calls == calls + 1 and acc.rent == rent              # busy: one thread, no rent

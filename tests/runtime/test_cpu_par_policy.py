@@ -95,6 +95,24 @@ def test_timed_calls_slower_than_the_estimate_buy_threads_early():
     assert small.call_s(work) == pytest.approx(slow) and small.call_s(work // 64) == pytest.approx(slow / 64)
 
 
+def test_lease_opens_once_settled_and_closes_when_bought():
+    """The lease (what a cached call reads instead of asking): open only after both timed calls,
+    up to the cost and for kernels whose threads save less than EAGER_GAIN_S; closed once bought."""
+    work, seq, par = 1 << 20, _Disp([("f32",)]), _Disp()
+    est = work / P.WORK_PER_S
+    acc = P.ParState()
+    for s in (1.0,) + (est,) * P.WARM_CALLS:
+        assert not acc.buy(work, 2, seq, par) and not acc.lease
+        acc.pay(s, 2, work)
+    assert acc.renting(work, 2) and not acc.lease         # one timed call: not settled
+    acc.pay(est * 2, 2, work)
+    assert acc.renting(work, 2)
+    assert acc.lease == acc.cost == P.PAR_COMPILE_S and acc.share == 0.5
+    assert work < acc.lease_work and P.gain(acc.call_s(acc.lease_work), 2) == pytest.approx(P.EAGER_GAIN_S, rel=1e-3)
+    acc.rent = acc.lease
+    assert not acc.renting(work, 2) and acc.buy(work, 2, seq, par) and acc.lease == 0.0
+
+
 _CHILD = r'''
 import json, sys
 import numpy as np
