@@ -274,6 +274,9 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
         value = value._dynamic(f"returning ({path})")
     if isinstance(value, Tracer):
         node = value.node
+        if value.weak in (bool, int, float) and not node.shape:    # Python arithmetic on Python numbers
+            outputs.append(node)
+            return ("python", (len(outputs) - 1, value.weak.__name__))
         if (node.op is Op.INPUT and value.weak is None and not node.attr("weak") and id(value) not in arguments
                 and value.base is None and not node.attr("fresh")):
             outputs.append(node)
@@ -301,7 +304,7 @@ def _returned_arguments(tree, leaf: Callable[[int], Any]):
     kind, items = tree
     if kind == "written":
         return leaf(items)
-    if kind in ("none", "copy", "value"):
+    if kind in ("none", "copy", "value", "python"):
         return tree
     if kind == "dict":
         return kind, tuple((k, _returned_arguments(t, leaf)) for k, t in items)
