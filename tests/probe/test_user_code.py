@@ -1,104 +1,15 @@
-"""The probe (code as new users write it): each function of ``user_fns.CASES`` through
-``kfuse.jit(fn, backend="cpu")`` on every argument set, against NumPy eager within the tolerance
-table: every returned value (its type too: NumPy scalar, 0-d array or Python number; its dtype,
-shape and values) and every argument afterwards (functions that write into their arguments).
-Each function's kernels for its first argument set are also emitted as CUDA C and compiled to PTX
-by NVRTC (no GPU needed); functions with a graph break (``BREAKS``) must still break there."""
-from __future__ import annotations
-
-import warnings
-
-import numpy as np
+"""The probe, functions 0, 2, 4... of ``user_fns.CASES``: ``probe_checks`` says what is
+checked (NumPy's results on the CPU backend; CUDA C compiled by NVRTC)."""
 import pytest
 
-import kfuse
-from kfuse.trace.core import GraphBreak
-from tolerance import assert_matches_numpy
-from user_fns import CASES
-
-# What the tracer cannot follow in these functions (each runs eagerly between fused segments):
-# the CUDA check asserts the break is still there, the CPU check that the result is still right.
-BREAKS = {
-    "cross_entropy_onehot_eye": "a NumPy constant indexed by a traced array (np.eye(n)[labels]) converts it",
-    "median_statistic": "np.median",
-    "fft_magnitude": "np.fft.rfft, a library call",
-}
-
-# Cases kfuse gets wrong today, each with the reason (strict: a fix must remove the entry).
-XFAIL: dict[str, str] = {}
+from probe_checks import check_cuda_kernels_compile, check_matches_numpy, params
 
 
-def _split(args: tuple):
-    if args and isinstance(args[-1], dict):
-        return args[:-1], args[-1]
-    return args, {}
-
-
-def _leaves(value):
-    if isinstance(value, dict):
-        return [v for k in sorted(value) for v in _leaves(value[k])]
-    if isinstance(value, (tuple, list)):
-        return [v for item in value for v in _leaves(item)]
-    return [value]
-
-
-def _kind(v) -> str:
-    """How NumPy holds a returned value: a Python number, a NumPy scalar, an array, None."""
-    if v is None or type(v) in (bool, int, float, complex):
-        return type(v).__name__
-    return "numpy scalar" if isinstance(v, np.generic) else "ndarray"
-
-
-def _structure(value):
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted(value)))
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_structure(v) for v in value))
-    return _kind(value)
-
-
-def _param(name: str):
-    marks = [pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []
-    return pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in CASES])
+@pytest.mark.parametrize("name", params(0))
 def test_matches_numpy(name):
-    case = CASES[name]
-    jitted = kfuse.jit(case.fn, backend="cpu")
-    for k, (ref_inputs, inputs) in enumerate(zip(case.inputs(), case.inputs())):
-        (ref_args, ref_kw), (args, kw) = _split(ref_inputs), _split(inputs)
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            want = case.fn(*ref_args, **ref_kw)
-        got = jitted(*args, **kw)
-        where = f"{name}, argument set {k}"
-        assert _structure(got) == _structure(want), f"{where}: returned {_structure(got)}, NumPy {_structure(want)}"
-        for g, w in zip(_leaves(got), _leaves(want)):
-            if w is None:
-                continue
-            if type(w) in (bool, int, float):
-                assert g == w, where
-            else:
-                assert_matches_numpy(g, w, reductions=case.red, err_msg=where)
-        for g, w in zip(args, ref_args):        # arguments written into: the same final values
-            if isinstance(w, np.ndarray):
-                assert_matches_numpy(g, w, reductions=case.red, err_msg=f"{where}: argument after the call")
+    check_matches_numpy(name)
 
 
-@pytest.mark.parametrize("name", [_param(n) for n in CASES])
+@pytest.mark.parametrize("name", params(0))
 def test_cuda_kernels_compile(name):
-    pytest.importorskip("cuda.bindings.nvrtc")
-    from kfuse.codegen import cuda, nvrtc
-    case = CASES[name]
-    args, kw = _split(next(case.inputs()))
-    jitted = kfuse.jit(case.fn, backend="cuda")
-    if name in BREAKS:
-        with pytest.raises(GraphBreak):
-            jitted.lower(*args, **kw)
-        return
-    kernels = jitted.lower(*args, **kw).kernels(for_gpu=True)
-    assert kernels
-    for kernel in kernels:
-        ptx = nvrtc.compile(cuda.emit(kernel), arch="sm_90").ptx
-        assert ".entry" in ptx
+    check_cuda_kernels_compile(name)
