@@ -28,9 +28,7 @@ BREAKS = {
     "convolve_signal": "np.convolve",
     "percentile_robust_scale": "np.percentile, np.median",
     "logaddexp_reduce": "np.logaddexp.reduce",
-    "pairwise_upper_triangle": "np.diag",
     "nanargmax_nanmax": "np.nanargmax",
-    "sliding_window_rolling_std": "np.lib.stride_tricks.sliding_window_view",
 }
 
 # Functions NumPy itself refuses: kfuse must raise NumPy's exception type (CUDA check skipped).
