@@ -122,3 +122,15 @@ def check_cuda_kernels_compile(name):
     for kernel in kernels:
         ptx = nvrtc.compile(cuda.emit(kernel), arch="sm_90").ptx
         assert ".entry" in ptx
+
+
+def make_tests(part: int):
+    """The two tests of one test file over the ``part``-th half of the functions."""
+    @pytest.mark.parametrize("name", params(part))
+    def test_matches_numpy(name):
+        check_matches_numpy(name)
+
+    @pytest.mark.parametrize("name", params(part))
+    def test_cuda_kernels_compile(name):
+        check_cuda_kernels_compile(name)
+    return test_matches_numpy, test_cuda_kernels_compile

@@ -1,15 +1,6 @@
-"""The probe, functions 1, 3, 5... of ``user_fns.CASES``: ``probe_checks`` says what is
-checked (NumPy's results on the CPU backend; CUDA C compiled by NVRTC)."""
-import pytest
+"""The probe, functions 1, 3, 5... of ``user_fns.CASES`` (two files: CI's workers share
+them): ``probe_checks`` says what is checked (NumPy's results on the CPU backend; CUDA C compiled
+by NVRTC)."""
+from probe_checks import make_tests
 
-from probe_checks import check_cuda_kernels_compile, check_matches_numpy, params
-
-
-@pytest.mark.parametrize("name", params(1))
-def test_matches_numpy(name):
-    check_matches_numpy(name)
-
-
-@pytest.mark.parametrize("name", params(1))
-def test_cuda_kernels_compile(name):
-    check_cuda_kernels_compile(name)
+test_matches_numpy, test_cuda_kernels_compile = make_tests(1)

@@ -13,12 +13,13 @@ from kfuse.ir.ops import Op
 from tolerance import assert_matches_numpy
 
 
-def ewma(x, a):
-    s = np.empty_like(x)
-    s[0] = x[0]
-    for t in range(1, x.shape[0]):
-        s[t] = a * x[t] + (1 - a) * s[t - 1]
-    return s
+def ewma(r, gamma):
+    """Discounted returns, backwards: g[t] = r[t] + gamma * g[t + 1]."""
+    g = np.zeros_like(r)
+    g[-1] = r[-1]
+    for t in range(r.shape[0] - 2, -1, -1):
+        g[t] = r[t] + gamma * g[t + 1]
+    return g
 
 
 def _ops(graph):
