@@ -15,6 +15,7 @@ import pytest
 import kfuse
 from kfuse.trace.core import GraphBreak
 from tolerance import assert_matches_numpy
+import user_fns_more  # noqa: F401  (registers the second round in CASES)
 from user_fns import CASES
 
 # What the tracer cannot follow in these functions (each runs eagerly between fused segments):
