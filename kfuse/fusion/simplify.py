@@ -20,6 +20,9 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``sink_reshapes``: an elementwise op of a computed value's reshape is computed in the value's
   shape and reshaped after (the same elements in the same order: exact), so a row kernel keeps
   its consumers across a reshape (GroupNorm's per-channel affine after per-group statistics).
+* ``read_back``: a slice of a slice write's result reads the written piece (inside the written
+  region) or the array before the write (apart from it): a recurrence of item assignments in a
+  Python loop stays linear.
 * ``region_writes``: an argument's final value that overwrites a slice of it, where nothing else
   reads the old value, becomes a region SCATTER of the written piece (written in place).
 """
@@ -370,11 +373,10 @@ def _gather(n: Node) -> Node | None:
 gathers = Pass("gathers", lambda g: rewrite(g, _gather), _having(Op.GATHER))
 
 
-def _region_scatter(w: Node, base: Node) -> Node | None:
-    """``w``, an argument's final value, as a region SCATTER of the piece it writes into ``base``
-    when it has the form a slice write traces to (``WHERE(region mask, PAD(piece), base)``);
-    else None."""
-    if w.op is not Op.WHERE or w.inputs[2] is not base:
+def _written_region(w: Node) -> tuple[Node, tuple, tuple] | None:
+    """(piece, starts, steps) where ``w`` has the form a slice write traces to,
+    ``WHERE(PAD(True), PAD(piece), base)`` with both pads over one region; else None."""
+    if w.op is not Op.WHERE:
         return None
     mask, placed = w.inputs[0], w.inputs[1]
     if mask.op is not Op.PAD or placed.op is not Op.PAD or mask.attr("fill") is not False:
@@ -387,8 +389,19 @@ def _region_scatter(w: Node, base: Node) -> Node | None:
         true = true.inputs[0]
     if mask.inputs[0].shape != piece.shape or true.op is not Op.CONST or true.attr("value") is not True:
         return None
+    return piece, tuple(starts), tuple(steps)
+
+
+def _region_scatter(w: Node, base: Node) -> Node | None:
+    """``w``, an argument's final value, as a region SCATTER of the piece it writes into ``base``
+    when it has the form a slice write traces to (``WHERE(region mask, PAD(piece), base)``);
+    else None."""
+    region = _written_region(w)
+    if region is None or w.inputs[2] is not base:
+        return None
+    piece, starts, steps = region
     attrs = {"dims": tuple(range(base.ndim)), "mode": "set", "loop": base.dtype.name,
-             "starts": tuple(starts), "steps": tuple(steps)}
+             "starts": starts, "steps": steps}
     return Node(Op.SCATTER, base.dtype, base.shape, (base, piece), attrs, w.loc)
 
 
@@ -412,5 +425,47 @@ def _region_writes(graph: Graph) -> Graph:
 
 
 region_writes = Pass("region_writes", _region_writes)
-PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, movement, sink_reshapes,
-                            casts, gathers, dce)
+
+
+def _read_back(n: Node) -> Node | None:
+    """A SLICE of a slice write's result (``s[t] = v`` then ``s[t - 1]``) reads the written piece
+    where the slice lies inside the written region, and the array before the write where it
+    misses it: a recurrence written as a loop of item assignments (``s[t] = a * x[t] + b * s[t - 1]``)
+    reads each step's value, not the whole chain of writes again at every position."""
+    if n.op is not Op.SLICE or n.size == 0:
+        return None
+    out = n
+    while out.op is Op.SLICE and (region := _written_region(out.inputs[0])) is not None:
+        piece, pstarts, psteps = region
+        starts, steps = out.attr("starts"), out.attr("steps")
+        dims = [_within(out.shape[d], starts[d], steps[d], piece.shape[d], pstarts[d], psteps[d])
+                for d in range(out.ndim)]
+        if "apart" in dims:             # nothing it reads was written: the array before the write
+            out = out.replace(inputs=(out.inputs[0].inputs[2],))
+        elif all(isinstance(d, tuple) for d in dims):
+            out = Node(Op.SLICE, out.dtype, out.shape, (piece,),
+                       {"starts": tuple(d[0] for d in dims), "steps": tuple(d[1] for d in dims)}, out.loc)
+            break
+        else:
+            break
+    return out if out is not n else None
+
+
+def _within(count: int, start: int, step: int, wcount: int, wstart: int, wstep: int):
+    """Where ``count`` positions ``start + i * step`` of one dim lie against the written positions
+    ``wstart + k * wstep``: all written ((first k, k step)), "apart" (none written: bounds
+    apart, or a few positions each checked), else None (some, or not known)."""
+    written = range(wstart, wstart + wcount * wstep, wstep)
+    last = start + (count - 1) * step
+    if start in written and last in written and (count == 1 or step % wstep == 0):
+        return (start - wstart) // wstep, (step // wstep if count > 1 else 1)
+    if max(start, last) < written[0] or min(start, last) > written[-1]:
+        return "apart"
+    if count <= 64 and all(start + i * step not in written for i in range(count)):
+        return "apart"
+    return None
+
+
+read_back = Pass("read_back", lambda g: rewrite(g, _read_back), _having(Op.SLICE))
+PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, movement, read_back,
+                            sink_reshapes, casts, gathers, dce)

@@ -161,8 +161,33 @@ CHECK_ERRORS = {"IndexError": IndexError, "ValueError": ValueError}
 # the same object), whose final value is output o (written back into it); containers are
 # ("tuple", items), ("list", items) or ("dict", ((key, item), ...)); ("none", ()) is None (a function
 # that only writes); ("copy", o) is output o, an argument's value returned as a new array (``x.copy()``),
-# copied by the call before any argument is written (:func:`copied_outputs`).
+# copied by the call before any argument is written (:func:`copied_outputs`); ("value", (type name,
+# text)) is a Python bool, int or float the function returned as it is (``x.shape[0]``), kept as
+# text so that the tree stays JSON (a cache key) with infinities and NaN too (:func:`python_leaf`);
+# ("python", (o, type name)) is output o as a Python bool, int or float (a Python number argument
+# returned, or Python arithmetic on one: NumPy gives the Python number).
 OutTree = Any
+_PYTHON_TYPES = {"bool": lambda s: s == "True", "int": int, "float": float}
+_PYTHON_NUMBER = {"bool": bool, "int": int, "float": float}
+
+
+def python_leaf(value) -> tuple:
+    """The ("value", ...) leaf of a Python bool, int or float."""
+    return ("value", (type(value).__name__, repr(value)))
+
+
+def python_number(name: str, value):
+    """A ("python", ...) leaf's value: a host (NumPy) result as the Python number NumPy gives; a
+    device array (CuPy, torch) stays as it is, as CuPy's own functions return 0-d arrays (and a
+    conversion would wait for the device)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return _PYTHON_NUMBER[name](value)
+    return value
+
+
+def _python_value(items):
+    name, text = items
+    return _PYTHON_TYPES[name](text)
 
 
 def copied_outputs(out_tree: OutTree) -> frozenset:
@@ -307,6 +332,10 @@ def unflatten(out_tree: OutTree, values: list, argument: Callable[[int], Any] | 
         return argument(items[0]) if argument is not None else values[items[1]]
     if kind == "none":
         return None
+    if kind == "value":
+        return _python_value(items)
+    if kind == "python":
+        return python_number(items[1], values[items[0]])
     if kind == "copy":
         return values[items]
     if kind == "tuple":
@@ -333,6 +362,13 @@ def unflatten_source(out_tree: OutTree, results: list[str], argument: Callable[[
             return argument(items[0])
         if kind == "none":
             return "None"
+        if kind == "value":
+            values = ns.setdefault("VALUES", [])
+            values.append(_python_value(items))
+            return f"VALUES[{len(values) - 1}]"
+        if kind == "python":
+            ns["python_number"] = python_number
+            return f"python_number({items[1]!r}, {results[items[0]]})"
         if kind not in ("tuple", "list", "dict"):
             return None
         parts = [expr(t) for t in ([t for _, t in items] if kind == "dict" else items)]

@@ -48,8 +48,8 @@ def isclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
 
 
 def allclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
-    """``np.allclose``: a traced 0-d bool (NumPy returns a Python bool, which a trace cannot)."""
-    return rd.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    """``np.allclose``: a traced 0-d bool, returned as NumPy's Python bool (a weak bool)."""
+    return Tracer(rd.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)).node, weak=bool)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):

@@ -304,6 +304,8 @@ class Tracer:
         return run.value(self, what)
 
     def __bool__(self):
+        if _SEGMENTS.get() is None:     # `if n > 0:` on a Python int argument: specialise on it
+            specialise(self, "in bool() (Python control flow)")
         return bool(self._value("bool()"))
 
     def __int__(self):
@@ -312,6 +314,8 @@ class Tracer:
         return int(self._value("int()"))
 
     def __float__(self):
+        if _SEGMENTS.get() is None:
+            specialise(self, "in float()")
         return float(self._value("float()"))
 
     def __complex__(self):
@@ -326,6 +330,7 @@ class Tracer:
         run = _SEGMENTS.get()
         if run is not None:
             return np.asarray(run.host_value(self, "np.asarray()"), dtype=dtype)
+        specialise(self, "as a NumPy value (np.arange(n), np.full(shape, n))")
         self._control_flow("np.asarray()/conversion to a NumPy array", hint=(
             " An assignment into a NumPy array (a[...] = x, with a from np.zeros/np.empty) "
             "converts x too: make that array a traced one instead (np.zeros_like(x, shape=...), "

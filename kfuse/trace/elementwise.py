@@ -73,6 +73,10 @@ def _resolve(ufunc: np.ufunc, ops: list[Operand]) -> tuple[np.dtype, ...]:
                 changed = True
         if changed:
             loop = dtypes.resolve(ufunc, keys)
+    if any(d == np.object_ for d in loop[:ufunc.nin]):
+        # NumPy compares two Python ints in its object loop (exactly, at any size); weak ints kfuse
+        # traces are int64 values, whose int64 comparison is the exact one
+        loop = dtypes.resolve(ufunc, [o.dtype if o.weak is int else k for o, k in zip(ops, keys)])
     return loop
 
 

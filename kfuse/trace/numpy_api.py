@@ -29,6 +29,7 @@ from . import scans as sc
 from . import scatter as st
 from . import searching as se
 from . import splitting as sp
+from . import windows as wn
 from .mutation import unit_dims_only, viewing
 from .selection import Selection
 from .core import GraphBreak, Tracer, as_break, as_node, break_or_eager, graph_break, unsupported
@@ -97,7 +98,8 @@ FUNCTIONS = {
     np.isclose: cm.isclose, np.allclose: cm.allclose, np.nan_to_num: cm.nan_to_num,
     np.nansum: cm.nansum, np.nanmean: cm.nanmean, np.nanmax: cm.nanmax, np.nanmin: cm.nanmin,
     np.ptp: cm.ptp, np.count_nonzero: cm.count_nonzero, np.diagonal: cm.diagonal, np.trace: cm.trace,
-    np.tile: cm.tile, np.repeat: cm.repeat,
+    np.tile: cm.tile, np.repeat: cm.repeat, np.diag: wn.diag,
+    np.lib.stride_tricks.sliding_window_view: wn.sliding_window_view,
     np.linalg.norm: nm.norm, np.average: cm.average,
     np.select: cm.select, np.sinc: cm.sinc, np.polyval: cm.polyval, np.fix: cm.fix, np.isposinf: cm.isposinf,
     np.isneginf: cm.isneginf, np.split: sp.split, np.array_split: sp.array_split, np.hsplit: sp.hsplit,

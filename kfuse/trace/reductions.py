@@ -204,6 +204,8 @@ def _extremum(fname, op, a, axis, keepdims, initial=_NV, where=_NV):
     init = _initial(initial, node.dtype)
     shape = _out_shape(node.shape, axes, keepdims)
     if _count(node.shape, axes) == 0:          # nothing to reduce: initial everywhere
+        if not shape:       # NumPy's 0-d result is a NumPy scalar, as a reduction's (not a constant)
+            return apply_ufunc(ufunc, Tracer(init), Tracer(init))
         return Tracer(broadcast(init, shape))
     r = reduce_node(op, _masked(node, where, init), axes, keepdims, node.dtype)
     # NumPy's loop starts from initial: ufunc(initial, x0), ... (ties keep its second operand)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir.dtypes import check_supported, is_float
-from ..ir.graph import Graph, Node, toposort
+from ..ir.graph import Graph, Node, python_leaf, toposort
 from ..ir.ops import Op
 from ..ir.specs import ArgSpec, ArraySpec, GeneratorSpec, ScalarSpec, StaticSpec
 from . import composite as cm
@@ -266,12 +266,17 @@ def _flatten(value: Any, outputs: list[Node], path: str, written: dict[int, int]
         return ("dict", tuple((k, inner(v, f"{path}[{k!r}]")) for k, v in value.items()))
     if value is None:               # a function that only writes into its arguments, or a None leaf
         return ("none", ())
+    if type(value) in (bool, int, float):       # a Python number returned as it is (x.shape[0], n)
+        return python_leaf(value)
     if id(value) in written:
         return ("written", written[id(value)])
     if isinstance(value, Selection):            # its eager value in a segmented run, else the break
         value = value._dynamic(f"returning ({path})")
     if isinstance(value, Tracer):
         node = value.node
+        if value.weak in (bool, int, float) and not node.shape:    # Python arithmetic on Python numbers
+            outputs.append(node)
+            return ("python", (len(outputs) - 1, value.weak.__name__))
         if (node.op is Op.INPUT and value.weak is None and not node.attr("weak") and id(value) not in arguments
                 and value.base is None and not node.attr("fresh")):
             outputs.append(node)
@@ -299,7 +304,7 @@ def _returned_arguments(tree, leaf: Callable[[int], Any]):
     kind, items = tree
     if kind == "written":
         return leaf(items)
-    if kind in ("none", "copy"):
+    if kind in ("none", "copy", "value", "python"):
         return tree
     if kind == "dict":
         return kind, tuple((k, _returned_arguments(t, leaf)) for k, t in items)

@@ -158,7 +158,7 @@ def test_lossy_cast_chain_kept():
 
 def test_passes_are_named_and_pure():
     assert [p.name for p in simplify.PASSES] == ["region_writes", "empty", "outer", "fold_constants", "identities",
-                                                  "movement", "sink_reshapes", "casts", "gathers", "dce"]
+                                                  "movement", "read_back", "sink_reshapes", "casts", "gathers", "dce"]
     g = fb.layernorm(8, 16)
     text = g.as_text()
     optimize(g)

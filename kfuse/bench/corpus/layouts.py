@@ -1,6 +1,7 @@
 """Layouts and sizes the public suite does not have: transposed and permuted inputs, strided
 views, reductions over leading / middle / last / several axes, long and short rows, sizes that are
-no multiple of 4/8/32/128 (primes included), tiny launch-bound arrays, float16 reductions."""
+no multiple of 4/8/32/128 (primes included), tiny launch-bound arrays, float16 reductions,
+``np.roll`` and ``np.concatenate`` along the last axis."""
 from __future__ import annotations
 
 from .base import Arg, Entry, along, body, cast
@@ -91,6 +92,16 @@ def add_swapaxes_3d(xp, x, y):
 var_middle_axis = along("var_middle_axis", "var", 1)
 
 
+@body
+def roll_diff_last(xp, x):
+    return x - xp.roll(x, 1, -1)
+
+
+@body
+def concat_poly_features(xp, x, z):
+    return xp.concatenate([x, x * x, xp.sin(z)], axis=1)
+
+
 TINY = S(dict(R=8, C=33), dict(R=8, C=33), dict(R=8, C=33))
 ENTRIES = [
     Entry("exp_transpose_add", "layouts", "np.exp(x.T) + y", exp_transpose_add, (Arg("R,C"), Arg("C,R")),
@@ -146,4 +157,9 @@ ENTRIES = [
     Entry("gelu_bf16", "layouts", "GELU, bf16 (torch tensors)", gelu_bf16, (Arg("R,C", "bfloat16"),),
           S(dict(R=8192, C=8192), dict(R=2048, C=1024), dict(R=6, C=40)), ("elementwise", "dtype:bf16"), flops=9,
           tol="bf16", only="gpu-torch"),
+    Entry("roll_diff_last", "layouts", "x - np.roll(x, 1, -1)", roll_diff_last, (Arg("R,C"),),
+          S(dict(R=8192, C=4096), dict(R=2048, C=1024), dict(R=6, C=40)), ("roll", "axis:last", "dtype:f32"), flops=1),
+    Entry("concat_poly_features", "layouts", "np.concatenate([x, x * x, np.sin(z)], axis=1)", concat_poly_features,
+          (Arg("R,C"), Arg("R,D")), S(dict(R=16384, C=1024, D=256), dict(R=2048, C=512, D=128), dict(R=6, C=7, D=3)),
+          ("concatenate", "axis:last", "dtype:f32"), flops=2),
 ]

@@ -1,8 +1,9 @@
 """Losses reduced over a batch: BCE with logits, focal loss, KL divergence between two
-row-softmaxes, Huber, per-row MSE, cosine similarity of rows, hinge."""
+row-softmaxes, Huber, per-row MSE, cosine similarity of rows, hinge; a negative log-likelihood
+through ``take_along_axis``, BCE of clipped probabilities, argmax accuracy."""
 from __future__ import annotations
 
-from .base import Arg, Entry, body
+from .base import Arg, Entry, body, cast
 from .transformer import S
 
 
@@ -55,7 +56,27 @@ def hinge_loss(xp, x, y):
     return xp.mean(xp.maximum(1.0 - x * (2.0 * y - 1.0), 0.0), axis=(0, 1))
 
 
+
+@body
+def nll_take_along_axis(xp, logits, labels):
+    m = xp.max(logits, axis=1, keepdims=True)
+    logp = logits - m - xp.log(xp.sum(xp.exp(logits - m), axis=1, keepdims=True))
+    return -xp.mean(xp.take_along_axis(logp, labels[:, None], axis=1), axis=(0, 1))
+
+
+@body
+def bce_clipped_probs(xp, p, y):
+    p = xp.clip(p, 1e-7, 1.0 - 1e-7)
+    return -xp.mean(y * xp.log(p) + (1.0 - y) * xp.log(1.0 - p), axis=(0, 1))
+
+
+@body
+def accuracy_argmax(xp, logits, labels):
+    return xp.mean(cast(xp, xp.argmax(logits, axis=1) == labels, "float32"), axis=0)
+
+
 RC = S(dict(R=8192, C=4096), dict(R=2048, C=1024), dict(R=6, C=40))
+CLS = S(dict(R=65536, C=1000), dict(R=8192, C=257), dict(R=6, C=10))    # classifier logits
 ENTRIES = [
     Entry("bce_with_logits", "losses", "binary cross-entropy with logits, mean", bce_with_logits,
           (Arg("R,C", scale=3.0), Arg("R,C", gen="binary")), RC, ("axis:all", "dtype:f32"), flops=7,
@@ -74,4 +95,13 @@ ENTRIES = [
           S(dict(R=8192, C=4096), dict(R=2048, C=1024), dict(R=6, C=40)), ("axis:last", "dtype:f32"), flops=6),
     Entry("hinge_loss", "losses", "hinge loss with 0/1 targets, mean", hinge_loss,
           (Arg("R,C"), Arg("R,C", gen="binary")), RC, ("axis:all", "dtype:f32"), flops=5, tol="f32-long"),
+    Entry("nll_take_along_axis", "losses", "log-softmax, the labels' entries by take_along_axis, mean NLL",
+          nll_take_along_axis, (Arg("R,C", scale=3.0), Arg("R", "int64", gen="labels", high="C")), CLS,
+          ("axis:last", "gather", "dtype:mixed"), flops=5, tol="f32-long"),
+    Entry("bce_clipped_probs", "losses", "binary cross-entropy of clipped probabilities, mean", bce_clipped_probs,
+          (Arg("R,C", gen="uniform", scale=1.2, shift=-0.1), Arg("R,C", gen="binary")), RC,
+          ("axis:all", "clip", "dtype:f32"), flops=8, tol="f32-long"),
+    Entry("accuracy_argmax", "losses", "accuracy: mean of argmax(logits, 1) == labels", accuracy_argmax,
+          (Arg("R,C"), Arg("R", "int64", gen="labels", high="C")), CLS, ("axis:last", "argmax", "dtype:mixed"),
+          flops=1, tol="f32-long"),
 ]

@@ -1,6 +1,6 @@
 """Optimizer steps on flat and 2-D parameters: SGD with momentum, Adam, AdamW (also with float16
 gradients), Lion, Adafactor's factored row/column second moments, global-norm gradient clipping,
-an EMA of the weights, and a launch-bound tiny Adam step."""
+an EMA of the weights, RMSprop, and a launch-bound tiny Adam step."""
 from __future__ import annotations
 
 from .base import Arg, Entry, body, cast
@@ -61,6 +61,12 @@ def ema_weights(xp, ema, p):
     return 0.999 * ema + 0.001 * p
 
 
+@body
+def rmsprop(xp, w, g, sq):
+    sq = 0.9 * sq + 0.1 * (g * g)
+    return w - 0.01 * g / (xp.sqrt(sq) + 1e-8), sq
+
+
 N = S(dict(n=1 << 24), dict(n=1 << 20), dict(n=1000))
 ENTRIES = [
     Entry("sgd_momentum", "optim", "SGD with momentum 0.9 -> (param, buf)", sgd_momentum,
@@ -89,4 +95,7 @@ ENTRIES = [
           (Arg("n"), Arg("n", scale=1e-2), Arg("n", scale=1e-3), Arg("n", gen="positive", scale=1e-4)),
           S(dict(n=1000), dict(n=1000), dict(n=37)), ("elementwise", "size:tiny", "dtype:f32"), flops=15,
           bound="launch"),
+    Entry("rmsprop", "optim", "RMSprop step -> (param, square average)", rmsprop,
+          (Arg("n"), Arg("n", scale=1e-2), Arg("n", gen="positive", scale=1e-4)), N,
+          ("elementwise", "multi-output", "dtype:f32"), flops=7),
 ]

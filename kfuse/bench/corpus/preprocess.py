@@ -1,6 +1,6 @@
 """Data preprocessing: per-column standardisation and min-max scaling (leading-axis statistics),
 clipping, NaN handling (``nan_to_num``, a NaN-masked column mean), uint8 image normalisation,
-log transforms."""
+log transforms, uint8 NHWC images to float32 NCHW."""
 from __future__ import annotations
 
 from .base import Arg, Entry, body, cast
@@ -55,6 +55,11 @@ def zscore_clip_columns(xp, x):
     return xp.clip(z, -3.0, 3.0)
 
 
+@body
+def nhwc_uint8_to_nchw(xp, img):
+    return xp.transpose(cast(xp, img, "float32") * (1.0 / 255.0), (0, 3, 1, 2))
+
+
 ENTRIES = [
     Entry("standardize_columns", "preprocess", "(x - x.mean(0)) / sqrt(x.var(0) + eps)", standardize_columns,
           (Arg("R,C", scale=2.0, shift=1.0),), S(dict(R=65536, C=1024), dict(R=8192, C=512), dict(R=37, C=6)),
@@ -79,4 +84,7 @@ ENTRIES = [
     Entry("zscore_clip_columns", "preprocess", "z-score per column with np.std, then clip to 3 sigma",
           zscore_clip_columns, (Arg("R,C"),), S(dict(R=65536, C=1024), dict(R=8192, C=512), dict(R=37, C=6)),
           ("axis:leading", "dtype:f32"), flops=7, tol="f32-long"),
+    Entry("nhwc_uint8_to_nchw", "preprocess", "uint8 NHWC image -> float32 NCHW in [0, 1]", nhwc_uint8_to_nchw,
+          (Arg("N,H,W,3", "uint8", gen="uint8"),), S(dict(N=64, H=512, W=512), dict(N=8, H=256, W=256), dict(N=2, H=3, W=5)),
+          ("layout:permuted", "rows:short", "dtype:mixed"), flops=1),
 ]

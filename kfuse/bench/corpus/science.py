@@ -1,7 +1,10 @@
 """Scientific kernels: finite-difference stencils through slices (2-D 5-point, 3-D 7-point, a
 heat step), ``np.diff`` and ``np.cumsum`` along each axis of a 2-D array, softmax over axis 0,
-row L2 normalisation, a trapezoid integral per row."""
+row L2 normalisation, a trapezoid integral per row; finance (Black-Scholes call prices, Sharpe
+ratios of log returns), row correlations, polar coordinates, a 3-tap FIR filter."""
 from __future__ import annotations
+
+import math
 
 from .base import Arg, Entry, along, body
 from .transformer import S
@@ -53,6 +56,41 @@ def logsumexp_axis0(xp, x):
     return xp.log(xp.sum(xp.exp(x - m), axis=0)) + m[0]
 
 
+@body
+def black_scholes_call(xp, s, k):
+    t, r, sigma = 0.5, 0.01, 0.25
+    d1 = (xp.log(s / k) + (r + 0.5 * sigma * sigma) * t) / (sigma * math.sqrt(t))
+    d2 = d1 - sigma * math.sqrt(t)
+    n1 = 1.0 / (1.0 + xp.exp(-1.702 * d1))          # the normal CDF, logistic approximation
+    n2 = 1.0 / (1.0 + xp.exp(-1.702 * d2))
+    return s * n1 - k * math.exp(-r * t) * n2
+
+
+@body
+def sharpe_ratio_columns(xp, prices):               # prices (T, assets)
+    r = xp.diff(xp.log(prices), axis=0)
+    m = xp.mean(r, axis=0)
+    d = r - m
+    return m / xp.sqrt(xp.sum(d * d, axis=0) / (r.shape[0] - 1)) * math.sqrt(252.0)
+
+
+@body
+def pearson_corr_rows(xp, a, b):
+    ac = a - xp.mean(a, axis=1, keepdims=True)
+    bc = b - xp.mean(b, axis=1, keepdims=True)
+    return xp.sum(ac * bc, axis=1) / xp.sqrt(xp.sum(ac * ac, axis=1) * xp.sum(bc * bc, axis=1))
+
+
+@body
+def polar_coords(xp, x, y):
+    return xp.hypot(x, y), xp.arctan2(y, x)
+
+
+@body
+def fir_3tap_rows(xp, x):
+    return 0.25 * x[:, 2:] + 0.5 * x[:, 1:-1] + 0.25 * x[:, :-2]
+
+
 SQ = S(dict(R=8192, C=8192), dict(R=2048, C=1024), dict(R=7, C=9))
 ENTRIES = [
     Entry("stencil_5pt", "science", "2-D 5-point Laplacian through slices", stencil_5pt, (Arg("R,C"),), SQ,
@@ -79,4 +117,16 @@ ENTRIES = [
           ("axis:last", "view:slice", "dtype:f32"), flops=2, tol="f32-long"),
     Entry("logsumexp_axis0", "science", "logsumexp over axis 0", logsumexp_axis0, (Arg("R,C"),), SQ,
           ("axis:leading", "dtype:f32"), flops=4),
+    Entry("black_scholes_call", "science", "Black-Scholes call prices (logistic normal CDF)", black_scholes_call,
+          (Arg("n", gen="uniform", scale=60.0, shift=20.0), Arg("n", gen="uniform", scale=20.0, shift=50.0)),
+          S(dict(n=1 << 24), dict(n=1 << 20), dict(n=1000)), ("elementwise", "dtype:f32"), flops=30),
+    Entry("sharpe_ratio_columns", "science", "annualised Sharpe ratio of log returns per column", sharpe_ratio_columns,
+          (Arg("R,C", gen="uniform", shift=1.0),), SQ, ("axis:leading", "view:slice", "dtype:f32"), flops=6,
+          tol="f32-long"),
+    Entry("pearson_corr_rows", "science", "Pearson correlation of two matrices' rows", pearson_corr_rows,
+          (Arg("R,C"), Arg("R,C")), SQ, ("axis:last", "dtype:f32"), flops=9, tol="f32-long"),
+    Entry("polar_coords", "science", "np.hypot and np.arctan2 of two arrays", polar_coords, (Arg("R,C"), Arg("R,C")),
+          SQ, ("elementwise", "multi-output", "dtype:f32"), flops=20),
+    Entry("fir_3tap_rows", "science", "a 3-tap FIR filter along rows through slices", fir_3tap_rows, (Arg("R,C"),),
+          SQ, ("stencil", "view:slice", "dtype:f32"), flops=5),
 ]

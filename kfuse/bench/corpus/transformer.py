@@ -1,6 +1,7 @@
 """Transformer-block workloads: norms (RMSNorm, LayerNorm, residual + norm in mixed precision),
 gated activations on two halves of one array, rotary embeddings with broadcast cos/sin, masked
-softmax, cross-entropy over vocabulary-wide rows with integer labels, logit soft-capping."""
+softmax, cross-entropy over vocabulary-wide rows with integer labels, logit soft-capping, mish,
+float16 mixed with Python scalars and float32, a linear layer with its bias and ReLU."""
 from __future__ import annotations
 
 import math
@@ -174,6 +175,22 @@ def logsumexp_long_rows(xp, x):
     return xp.log(xp.sum(xp.exp(x - m), axis=-1)) + m[:, 0]
 
 
+@body
+def mish(xp, x):
+    return x * xp.tanh(xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(x, 0.0))
+
+
+@body
+def f16_scale_shift_mixed(xp, x16, w):
+    a = x16 * 0.5 + 1.0             # float16: Python scalars are weak
+    return cast(xp, a * w, "float16")
+
+
+@body
+def linear_bias_relu(xp, x, w, b):
+    return xp.maximum(x @ w + b, 0.0)
+
+
 RC = S(dict(R=16384, C=4096), dict(R=2048, C=1024), dict(R=6, C=40))
 ENTRIES = [
     Entry("rmsnorm", "transformer", "RMSNorm over rows, f32", rmsnorm,
@@ -249,4 +266,13 @@ ENTRIES = [
     Entry("logsumexp_long_rows", "transformer", "logsumexp over 131072-wide rows", logsumexp_long_rows,
           (Arg("R,C"),), S(dict(R=512, C=131072), dict(R=32, C=65536), dict(R=2, C=33000)),
           ("axis:last", "rows:long", "dtype:f32"), flops=4, tol="f32-long"),
+    Entry("mish", "transformer", "mish: x * tanh(softplus(x)), softplus by log1p(exp(-|x|))", mish, (Arg("R,C", scale=3.0),),
+          RC, ("elementwise", "dtype:f32"), flops=8),
+    Entry("f16_scale_shift_mixed", "transformer", "float16 x * 0.5 + 1 (stays f16) times an f32 row, cast to f16",
+          f16_scale_shift_mixed, (Arg("R,C", "float16"), Arg("C")), RC, ("broadcast", "dtype:mixed", "dtype:f16"),
+          flops=3, tol="f16"),
+    Entry("linear_bias_relu", "transformer", "relu(x @ w + b): a product and its epilogue", linear_bias_relu,
+          (Arg("R,K"), Arg("K,N", scale=0.05), Arg("N")),
+          S(dict(R=16384, K=1024, N=1024), dict(R=1024, K=512, N=512), dict(R=6, K=8, N=5)),
+          ("matmul", "epilogue", "dtype:f32"), flops=2048, tol="f32-long"),
 ]

@@ -1,6 +1,6 @@
 """CNN / diffusion workloads on NCHW and NHWC activations: BatchNorm (training statistics over
 several axes, inference affine), GroupNorm via reshape, InstanceNorm, pixel norm over the channel
-axis, SiLU, per-channel affine and bias, global average pooling, layer scale."""
+axis, SiLU, per-channel affine and bias, global average pooling, layer scale, gamma correction."""
 from __future__ import annotations
 
 from .base import Arg, Entry, body, cast
@@ -97,6 +97,11 @@ def adaln_modulate(xp, x, shift, scale):                 # DiT: x (N, T, C), shi
     return y * (1.0 + scale.reshape(scale.shape[0], 1, -1)) + shift.reshape(shift.shape[0], 1, -1)
 
 
+@body
+def gamma_correct_clip(xp, img):
+    return xp.power(xp.clip(img, 0.0, 1.0), 1.0 / 2.2)
+
+
 NCHW = S(dict(N=32, C=256, H=64, W=64), dict(N=8, C=64, H=32, W=32), dict(N=2, C=32, H=3, W=5))
 NHWC = S(dict(N=32, H=64, W=64, C=256), dict(N=8, H=32, W=32, C=64), dict(N=2, H=3, W=5, C=6))
 ENTRIES = [
@@ -136,4 +141,6 @@ ENTRIES = [
           (Arg("N,T,C"), Arg("N,C"), Arg("N,C", scale=0.1)),
           S(dict(N=32, T=1024, C=1152), dict(N=8, T=256, C=384), dict(N=2, T=3, C=24)),
           ("axis:last", "broadcast", "dtype:f32"), flops=9),
+    Entry("gamma_correct_clip", "vision", "gamma correction of a clipped NCHW image", gamma_correct_clip,
+          (Arg("N,C,H,W", gen="uniform", scale=1.2, shift=-0.1),), NCHW, ("elementwise", "rank:4", "dtype:f32"), flops=20),
 ]
