@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from . import layouts, losses, optim, preprocess, quant, science, transformer, vision
+from . import layouts, losses, optim, preprocess, quant, science, transcendental, transformer, vision
 from .base import CATEGORIES, SIZES, TOLERANCE_CLASSES, Arg, CorpusCase, Entry, cast, reference_mode
 
 # The patterns of issue 30's table, at its sizes: first in every run (a time budget that runs out
@@ -16,7 +16,7 @@ from .base import CATEGORIES, SIZES, TOLERANCE_CLASSES, Arg, CorpusCase, Entry, 
 ISSUE_PATTERNS = ("standardize_columns", "softmax_axis0", "groupnorm_nchw", "exp_transpose_add", "tanh_bias_odd",
                   "geglu_f16_halves", "rotary_3d", "cross_entropy_32000", "residual_layernorm_f16")
 _ALL = (transformer.ENTRIES + vision.ENTRIES + optim.ENTRIES + losses.ENTRIES + quant.ENTRIES
-        + preprocess.ENTRIES + science.ENTRIES + layouts.ENTRIES)
+        + preprocess.ENTRIES + science.ENTRIES + layouts.ENTRIES + transcendental.ENTRIES)
 ENTRIES: tuple[Entry, ...] = tuple(sorted(_ALL, key=lambda e: e.name not in ISSUE_PATTERNS))
 BY_NAME = {e.name: e for e in ENTRIES}
 
