@@ -11,9 +11,9 @@ float32 helper of their own (``cpu_helpers``' ``_expf``...) call these on the va
 float64 and round once, which is within half an ulp of float32 but for rare near-ties.
 
 ``SOURCES`` maps a helper's name to ``(source, the helpers it calls)``; ``FLOAT64`` maps a NumPy
-op to its helper, ``WIDENED`` one whose helper serves float32 operands only (``power``: float64's
-stays libm's, which a product of the exponent in float64 would miss by up to hundreds of ulps;
-``sin``/``cos``/``tan``: NumPy's own float64 loops are scalar too).
+op to its helper, ``WIDENED`` one whose helper serves float32 operands only (``sin``/``cos``/``tan``:
+NumPy's own float64 loops are scalar too). ``power`` stays libm's ``pow``: the policy of
+``tests/codegen/test_power_policy.py`` keeps float ``x ** 3`` bit for bit libm's.
 """
 from __future__ import annotations
 
@@ -322,22 +322,6 @@ def _arccosh_d(x):
     return x if x != x else r
 '''
 
-_POWER = f'''
-def _power_d(x, y):
-    """x ** y as 2 ** (y log2|x|) in float64, for float32 (and float16) operands only: its error,
-    a few float64 ulps of the exponent, is far inside their precision, not float64's. C99's special
-    values: y = 0 or x = 1 give 1, x = -1 with y = +-inf gives 1, a negative finite x with a
-    non-integer y gives NaN, an odd integer y keeps x's sign."""
-    t = y * _log2_d(abs(x))
-    r = _exp2_d(t)
-    yint = np.floor(y) == y
-    yodd = yint & (np.floor(y * 0.5) != y * 0.5) & (abs(y) < 9007199254740992.0)
-    r = -r if (yodd & ({_NEG})) else r
-    r = np.nan if ((x < 0.0) & (x != -np.inf) & (~yint) & (y == y)) else r
-    r = 1.0 if ((y == 0.0) | (x == 1.0) | ((x == -1.0) & (abs(y) == np.inf))) else r
-    return r
-'''
-
 # float32 sin, cos and tan, correctly rounded but for rare near-ties on every float32 (a float32's
 # libm call kept the loop scalar: 1M elements 19 ms, these 1.9 ms, NumPy's SIMD loop 0.4 ms). The
 # argument is reduced exactly for any size: x = k 2**s (k its 24-bit significand), and
@@ -456,7 +440,6 @@ _DEFS = (
     ("_arcsinh_d", _ARCSINH, ("_log1p_d", "_log_d")),
     ("_arctanh_d", _ARCTANH, ("_log1p_d",)),
     ("_arccosh_d", _ARCCOSH, ("_log1p_d", "_log_d")),
-    ("_power_d", _POWER, ("_log2_d", "_exp2_d")),
     ("_TURNS", _TURNS, ()),
     ("_quarter_f", _QUARTER, ("_TURNS",)),
     ("_sincos_r", _SINCOS, ()),
@@ -479,4 +462,4 @@ FLOAT64: dict[str, str] = {
                               "cosh", "arctan", "arcsin", "arccos", "arctan2", "arcsinh", "arctanh",
                               "arccosh")}
 # ops whose helper is for float32 (and float16) operands only, widened to float64
-WIDENED: dict[str, str] = {"power": "_power_d", "sin": "_sin_f", "cos": "_cos_f", "tan": "_tan_f"}
+WIDENED: dict[str, str] = {"sin": "_sin_f", "cos": "_cos_f", "tan": "_tan_f"}

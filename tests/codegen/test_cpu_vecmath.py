@@ -82,17 +82,14 @@ def test_unary_functions_within_ulps_and_specials_exact(dtype):
 
 
 @needs_long_double
-@pytest.mark.parametrize("op,dtype", [("arctan2", np.float64), ("arctan2", np.float32), ("power", np.float32)])
+@pytest.mark.parametrize("op,dtype", [("arctan2", np.float64), ("arctan2", np.float32)])
 def test_binary_functions_on_special_grids_and_random_pairs(op, dtype):
-    """arctan2's octants, zeros and infinities; float32 power's C99 cases (negative bases with
-    integer and other exponents, zeros, infinities, x = 1 and y = 0 against NaN)."""
+    """arctan2's octants, zeros and infinities, and random pairs of any magnitude."""
     s = np.array(SPECIALS[:12] + [3.0, -3.0, 0.1, -7.5, 2.0, -2.0, 0.5, 1.5, -1.5], dtype)
     ys, xs = (np.array(v, dtype) for v in zip(*itertools.product(s, s)))
     rng = np.random.default_rng(3)
     a = (rng.standard_normal(5000) * 10.0 ** rng.uniform(-20, 20, 5000)).astype(dtype)
     b = (rng.standard_normal(5000) * 10.0 ** rng.uniform(-20, 20, 5000)).astype(dtype)
-    if op == "power":           # bases of any size, exponents that keep most results finite
-        a, b = np.abs(a), (rng.standard_normal(5000) * 3).astype(dtype)
     y, x = np.concatenate([ys, a]), np.concatenate([xs, b])
     f = getattr(np, op)
     got = kfuse.jit(f, backend="cpu")(y, x)          # (a ufunc jitted as it is)
