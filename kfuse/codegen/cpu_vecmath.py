@@ -11,8 +11,9 @@ float32 helper of their own (``cpu_helpers``' ``_expf``...) call these on the va
 float64 and round once, which is within half an ulp of float32 but for rare near-ties.
 
 ``SOURCES`` maps a helper's name to ``(source, the helpers it calls)``; ``FLOAT64`` maps a NumPy
-op to its helper, ``WIDENED`` one whose helper serves float32 operands only (``sin``/``cos``/``tan``:
-NumPy's own float64 loops are scalar too). ``power`` stays libm's ``pow``: the policy of
+op to its helper, ``WIDENED`` one whose helper serves float32 operands only (``sin``/``cos``:
+NumPy's own float64 loops are scalar too; a float32 ``tan`` through them, a call LLVM does not
+inline, ran at a third of libm's ``tanf``). ``power`` stays libm's ``pow``: the policy of
 ``tests/codegen/test_power_policy.py`` keeps float ``x ** 3`` bit for bit libm's.
 """
 from __future__ import annotations
@@ -20,9 +21,9 @@ from __future__ import annotations
 _JIT = '@numba.njit(error_model="numpy")'
 # the building blocks are inlined into each helper by Numba; a helper is inlined into the kernel's
 # loop (and vectorised with it) where LLVM finds it small enough: exp, exp2, the logarithms, cosh,
-# arctan, arcsin, arctanh (the others stay calls, still 1.5-2x a libm call's speed). Inlining every
-# helper into the loop made LLVM's loop vectoriser run for minutes on a nest whose inner loop
-# recomputed a large invariant expression (expm1 and power of an outer index: fuzz seed 11 #191)
+# arctan, arcsin, arctanh (the others stay calls: float64 tanh still 9x libm's speed, float32 sinh
+# half of it). Inlining every helper into the loop made LLVM's loop vectoriser run for minutes on a
+# nest whose inner loop recomputed a large invariant expression (expm1 and power of an outer index: fuzz seed 11 #191)
 _INLINE = frozenset({"_exp2k_d", "_log_parts_d", "_atan_pos_d", "_asin_pos_d", "_exp_or_half_d", "_quarter_f",
                      "_sincos_r"})
 
@@ -322,7 +323,7 @@ def _arccosh_d(x):
     return x if x != x else r
 '''
 
-# float32 sin, cos and tan, correctly rounded but for rare near-ties on every float32 (a float32's
+# float32 sin and cos, correctly rounded but for rare near-ties on every float32 (a float32's
 # libm call kept the loop scalar: 1M elements 19 ms, these 1.9 ms, NumPy's SIMD loop 0.4 ms). The
 # argument is reduced exactly for any size: x = k 2**s (k its 24-bit significand), and
 # frac(2**s / 2pi) comes from a table of the 254 exponents (Payne-Hanek's idea), in three parts of
@@ -407,16 +408,6 @@ def _cos_f(x):
     return v if (x - x) == 0.0 else np.nan
 '''
 
-_TAN = f'''
-def _tan_f(x):
-    """np.tan of a float32 value (given as a float64)."""
-    r, q = _quarter_f(x)
-    s, c = _sincos_r(r)
-    v = s / c if (q & np.int64(1)) == 0 else -c / s
-    v = -v if {_NEG32} else v
-    return v if (x - x) == 0.0 else np.nan
-'''
-
 _DEFS = (
     ("_exp2k_d", _EXP2K, ()),
     ("_exp_d", _EXP, ("_exp2k_d",)),
@@ -445,7 +436,6 @@ _DEFS = (
     ("_sincos_r", _SINCOS, ()),
     ("_sin_f", _SIN, ("_quarter_f", "_sincos_r")),
     ("_cos_f", _COS, ("_quarter_f", "_sincos_r")),
-    ("_tan_f", _TAN, ("_quarter_f", "_sincos_r")),
 )
 
 def _jitted(name: str, src: str) -> str:
@@ -462,4 +452,4 @@ FLOAT64: dict[str, str] = {
                               "cosh", "arctan", "arcsin", "arccos", "arctan2", "arcsinh", "arctanh",
                               "arccosh")}
 # ops whose helper is for float32 (and float16) operands only, widened to float64
-WIDENED: dict[str, str] = {"sin": "_sin_f", "cos": "_cos_f", "tan": "_tan_f"}
+WIDENED: dict[str, str] = {"sin": "_sin_f", "cos": "_cos_f"}

@@ -39,7 +39,7 @@ VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P})
 WIDE_SPECIALS = frozenset({Op.EXP, Op.EXP2, Op.EXPM1, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P, Op.TANH, Op.SINH,
                            Op.COSH, Op.ARCTAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN2, Op.ARCSINH, Op.ARCTANH,
                            Op.ARCCOSH})
-WIDENED_SPECIALS = frozenset({Op.SIN, Op.COS, Op.TAN})
+WIDENED_SPECIALS = frozenset({Op.SIN, Op.COS})
 # ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
 # helpers above
 _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
