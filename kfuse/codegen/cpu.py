@@ -77,22 +77,27 @@ def _ctor(dtype: str) -> str:
     return "np.bool_" if dtype == "bool" else f"np.{dtype}"
 
 
-def vectorised_helper(op: str, dtype: str) -> bool:
-    """Whether the emitter renders ``op`` of ``dtype`` by a vectorisable helper (not a libm call):
-    a float32 one of its own (``_F32_HELPERS``) or a float64 one (``cpu_vecmath``; float32 and
-    float16 values widened to float64 and the result rounded once)."""
+def _math_helper(op: str, dtype: str) -> tuple[str, bool] | None:
+    """(name, whether it takes float64) of the helper rendering ``op`` of ``dtype``: a float32 one
+    of its own (``_F32_HELPERS``) or ``cpu_vecmath``'s (float32 and float16 values widened to
+    float64, the result rounded once); None: a libm call or no transcendental."""
     vt = _vt(dtype)
-    return ((op in _F32_HELPERS and vt == "float32") or (op in cpu_vecmath.WIDENED and vt == "float32")
-            or (op in cpu_vecmath.FLOAT64 and vt in ("float32", "float64")))
+    if vt == "float32" and op in _F32_HELPERS:
+        return _F32_HELPERS[op], False
+    name = cpu_vecmath.FLOAT64.get(op) or (cpu_vecmath.WIDENED.get(op) if vt == "float32" else None)
+    return (name, True) if name and vt in ("float32", "float64") else None
+
+
+def vectorised_helper(op: str, dtype: str) -> bool:
+    """Whether the emitter renders ``op`` of ``dtype`` by a vectorisable helper (not a libm call)."""
+    return _math_helper(op, dtype) is not None
 
 
 def helper_work(op: str, dtype: str) -> int:
     """A transcendental's work units for the thread rule (``runtime.cpu.kernel_work``; simple op
     1): a float32 helper 1, a float64 one 4, a scalar libm call 16 (``fusion.cpu_cost``'s)."""
-    vt = _vt(dtype)
-    if op in _F32_HELPERS and vt == "float32":
-        return 1
-    return 4 if vectorised_helper(op, dtype) else 16
+    helper = _math_helper(op, dtype)
+    return 16 if helper is None else (4 if helper[1] else 1)
 
 
 def _complex_product(op: str, dtype: str) -> bool:
@@ -144,13 +149,11 @@ class CpuOps(PyOps):
         return e
 
     def special(self, op: str, t: str, a) -> str | None:
-        vt = _vt(t)
-        if op in _F32_HELPERS and vt == "float32":
-            return f"{self.use(_F32_HELPERS[op])}({a[0]})"
-        helper = cpu_vecmath.FLOAT64.get(op) or (cpu_vecmath.WIDENED.get(op) if vt == "float32" else None)
-        if helper and vt in ("float32", "float64"):      # (float_result rounds a float32 one)
-            args = a if vt == "float64" else [f"np.float64({x})" for x in a]
-            return f"{self.use(helper)}({', '.join(args)})"
+        helper = _math_helper(op, t)
+        if helper is not None:          # (float_result rounds a widened float32 value)
+            name, wide = helper
+            args = [f"np.float64({x})" for x in a] if wide and _vt(t) != "float64" else a
+            return f"{self.use(name)}({', '.join(args)})"
         if op == "cbrt":
             return f"{self.use('_cbrt')}({a[0]})"
         if op == "complex":     # (real, imag) parts, float32/float64 (float_result: the complex dtype)

@@ -27,7 +27,8 @@ _JIT = '@numba.njit(error_model="numpy")'
 _INLINE = frozenset({"_exp2k_d", "_log_parts_d", "_atan_pos_d", "_asin_pos_d", "_exp_or_half_d", "_quarter_f",
                      "_sincos_r"})
 
-# exp(x) * 2**k (k a float holding an integer; |x| <= 746): Cephes' exp (n ln2 split in two, a
+# exp(x) * 2**k (k a float holding an integer; |x| <= 1100 and |x / ln 2 + k| <= 2044, which every
+# caller's clamp keeps, so that both halves of the power of two are normal): Cephes' exp (n ln2 split in two, a
 # [2/3] Pade form of e^r on |r| <= ln2/2; peak error 2.2e-16), the power of two applied as two
 # factors so that a subnormal result is rounded once
 _EXP2K = '''
@@ -43,8 +44,6 @@ def _exp2k_d(x, k):
     n = n + k
     n1 = np.floor(n * 0.5)
     n2 = n - n1
-    n1 = 1023.0 if n1 > 1023.0 else (-1022.0 if n1 < -1022.0 else n1)
-    n2 = 1023.0 if n2 > 1023.0 else (-1022.0 if n2 < -1022.0 else n2)
     s1 = np.int64((np.int64(n1) + np.int64(1023)) << np.int64(52)).view(np.float64)
     s2 = np.int64((np.int64(n2) + np.int64(1023)) << np.int64(52)).view(np.float64)
     return (y * s1) * s2

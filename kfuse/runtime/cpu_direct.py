@@ -23,9 +23,9 @@ choice per call), as on the generic path.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import time
+
+import numpy as np
 
 from ..codegen.cpu_layout import allocate
 from ..ir.graph import unflatten_source

@@ -98,8 +98,7 @@ class ParState:
                 and gain(self.call_s(work), threads) < EAGER_GAIN_S)
         if sure and len(self.timed) == 2 and not self.lease:
             self.share = gain(1.0, threads)
-            rate = max(1.0 / WORK_PER_S, min(self.timed))      # (call_s's, a second a unit)
-            self.lease_work = int(EAGER_GAIN_S / (self.share * rate))
+            self.lease_work = int(EAGER_GAIN_S / (self.share * self.call_s(1)))
             self.lease = self.cost
         return sure
 
