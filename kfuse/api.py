@@ -27,6 +27,7 @@ from .errors import UnsupportedError
 from .ir.graph import Graph
 from .ir.specs import ArgSpec, ArraySpec, GeneratorSpec, StaticSpec, spec_of_value
 from .call_entry import Entry
+from .dispatch_guard import MISS, never
 from .dispatch_keys import UNCACHEABLE, array_kind, class_key, flat_key, keyer, static_type
 from .runtime.seeds import Seeds
 from .runtime.signatures import compile_reason, compile_signature
@@ -91,6 +92,7 @@ class JitFunction:
                 raise ValueError(f"kfuse.jit: static_argnames names {name!r}, which is not a parameter of {fn.__name__}")
         self._static = frozenset(options.static_argnames)
         self._programs: dict[tuple, "Entry"] = {}
+        self._guard = never             # the last called entry's guard (dispatch_guard)
         self._compiled_sigs: dict[tuple, None] = {}   # (dtype, rank, broadcast pattern) per argument, in order
         self._recompiles = None
         self.compile_count = 0
@@ -171,13 +173,19 @@ class JitFunction:
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not kwargs and len(args) == self._nparams:
-            try:
-                entry = self._programs.get(self._key(args) if self._static else flat_key(args))
-            except TypeError:  # unhashable static value
-                entry = None
-            if entry is not None:
-                return entry.run(args)
+        if not kwargs:
+            out = self._guard(args)         # the last key's inline test (dispatch_guard)
+            if out is not MISS:
+                return out
+            if len(args) == self._nparams:
+                try:
+                    entry = self._programs.get(self._key(args) if self._static else flat_key(args))
+                except TypeError:  # unhashable static value
+                    entry = None
+                if entry is not None:
+                    if not self._static:
+                        self._guard = entry.guard_for(args) if type(entry) is Entry else never
+                    return entry.run(args)
         values = self._bind(args, kwargs)
         from .trace.core import tracing
         if tracing():           # called inside another kfuse.jit function's trace
@@ -193,6 +201,7 @@ class JitFunction:
         cacheable = not any(k is UNCACHEABLE for k in key)
         entry = self._programs.get(key) if cacheable else None
         if entry is None:
+            self._guard = never         # (the build may make an argument static)
             entry = self._build(args)
             if cacheable:       # (the key again: the build may have made an int argument static)
                 self._programs[self._key(args)] = entry

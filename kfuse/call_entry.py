@@ -10,6 +10,7 @@ from .errors import UnsupportedError
 from .ir.graph import Graph, copied_outputs, unflatten
 from .ir.ops import Op
 from .ir.specs import ScalarSpec
+from .dispatch_guard import never
 from .dispatch_keys import array_kind
 from .runtime.interop import copy_array
 
@@ -89,7 +90,7 @@ class Entry:
 
     __slots__ = ("program", "graph", "positions", "specs", "backend", "_scalar_dtypes", "_torch_cpu",
                  "_device_arrays_only", "_cupy_device", "_torch_device", "_constants", "_host_checks", "_host_passes", "_by_value", "_copied",
-                 "_scalars", "_seeds", "run", "keyed")
+                 "_scalars", "_seeds", "run", "keyed", "guard")
 
     def __init__(self, program, graph, positions, specs, backend, seeds=None):
         self.program = program
@@ -122,6 +123,17 @@ class Entry:
         # argument's type, dtype, shape and strides: what the CPU's direct call is built for
         self.keyed = False
         self.run = self._dispatch       # a call: the first, then a direct call or the generic path
+        self.guard = None               # the hot path's guard (dispatch_guard), made at a second call
+
+    def guard_for(self, args: tuple):
+        """The guard running this entry's generated hot path for calls with ``args``' dispatch
+        key (made once, after the first call), or ``dispatch_guard.never`` where there is none."""
+        if self.guard is None:
+            if self.run == self._dispatch:
+                return never
+            from .dispatch_guard import make_guard
+            self.guard = (make_guard(args, self.run) if hasattr(self.run, "source") else None) or never
+        return self.guard
 
     def _dispatch(self, args: tuple):
         """The first call: the generic path, after which ``run`` becomes the direct call built
