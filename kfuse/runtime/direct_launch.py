@@ -165,7 +165,8 @@ def _generate(func, grid, block, tail, ins, outs, order, kind, dev, out_tree, po
             if q not in at:
                 at[q] = f"q{q}"
                 head.append(f"    q{q} = {ptr.format(f'args[{q}]')}")
-        check.append(f"({at[p]} < {at[w]} + {max(nw, 1)} and {at[w]} < {at[p]} + {max(np_, 1)})")
+        ns[f"N{w}_{p}"], ns[f"N{p}_{w}"] = max(nw, 1), max(np_, 1)
+        check.append(f"({at[p]} < {at[w]} + N{w}_{p} and {at[w]} < {at[p]} + N{p}_{w})")
     head += [f"    if {' or '.join(check)}:", "        return generic(args)"]
     lines = head + lines
     lines.append("    with LOCK:                # (the slots are shared; the driver copies the block at launch)")
@@ -177,7 +178,9 @@ def _generate(func, grid, block, tail, ins, outs, order, kind, dev, out_tree, po
             ns[f"V{j}"] = _CTYPE[dt].from_buffer(slots, 8 * (n_out + j))
             value = f"int(a{j}.view(U16))" if dt in ("float16", "bfloat16") else f"a{j}"
             lines.append(f"        V{j}.value = {value}")
-    lines.append(f"        launch(F, {', '.join(map(str, grid + block))}, 0, {stream}, PARAMS, 0)")
+    dims = ["GX", "GY", "GZ", "BX", "BY", "BZ"]     # (names: every size of a shape class writes one text)
+    ns.update(zip(dims, grid + block))
+    lines.append(f"        launch(F, {', '.join(dims)}, 0, {stream}, PARAMS, 0)")
     results = [f"a{outs[k][1]}" if outs[k][0] == "arg" else f"o{k}" for k in order]
     return define(lines, unflatten_source(out_tree, results, lambda k: f"args[{positions[k]}]", ns), ns)
 
