@@ -1,0 +1,54 @@
+"""The hot call's guard (kfuse.dispatch_guard) on device arrays: CuPy arrays and torch CUDA tensors
+with the last key run the direct launch inline; another dtype, shape, strides, array kind or a
+torch tensor with a lazy negative bit misses it and gets NumPy's result."""
+import numpy as np
+import pytest
+
+from kfuse.runtime import device
+
+pytestmark = pytest.mark.gpu
+if not device.has_gpu():
+    pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
+cp = pytest.importorskip("cupy")
+
+import kfuse  # noqa: E402
+from kfuse.dispatch_guard import MISS  # noqa: E402
+from kfuse.testing import assert_matches_numpy  # noqa: E402
+
+
+def _chain(x, b):
+    return np.tanh(x + b) * 0.5 + x
+
+
+def _host(a):
+    return cp.asnumpy(a) if isinstance(a, cp.ndarray) else a.resolve_neg().resolve_conj().cpu().numpy()
+
+
+def _check_guard(f, same, others):
+    for _ in range(3):
+        f(*same)
+    assert f._guard(same) is not MISS and "launch(" in f._guard.source
+    for args in others:
+        assert f._guard(args) is MISS
+        assert_matches_numpy(_host(f(*args)), _chain(*map(_host, args)))
+        f(*same)
+        assert f._guard(same) is not MISS
+
+
+def test_guard_cupy():
+    rng = np.random.default_rng(0)
+    x, b = (cp.asarray(rng.standard_normal((64, 48)).astype(np.float32)) for _ in range(2))
+    f = kfuse.jit(_chain, backend="cuda")
+    _check_guard(f, (x, b), [(x.astype(cp.float64), b), (x[:, ::2], b[:, ::2]), (x[:32], b[:32]),
+                             (cp.asfortranarray(x), b)])
+
+
+def test_guard_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x, b = (torch.as_tensor(rng.standard_normal((64, 48)).astype(np.float32), device="cuda") for _ in range(2))
+    f = kfuse.jit(_chain, backend="cuda")
+    z = torch.complex(x, b)
+    neg = z.conj().imag                     # a real tensor with the lazy negative bit
+    assert neg.is_neg()
+    _check_guard(f, (x, b), [(x.double(), b), (x.t(), b.t()), (x[:, :7], b[:, :7]), (neg, b)])
