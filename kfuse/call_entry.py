@@ -285,7 +285,8 @@ class Entry:
                     from .runtime.interop import host_to_device
                     a = host_to_device(a)
             elif on_host and type(a) is not np.ndarray and array_kind(a) == "torch-cpu":
-                a = a.detach().numpy()          # zero-copy view of a CPU tensor
+                a = a.detach().resolve_conj().resolve_neg().numpy()   # zero-copy view of a CPU tensor
+                #   (a copy where a lazy conjugate or negative bit is set: numpy() refuses those)
                 self._torch_cpu = True
             arrays.append(a)
         return arrays + self._constants_like(arrays) if self.graph.constants else arrays

@@ -132,6 +132,8 @@ def to_cupy(x):
         import torch
         import cupy
         from torch.utils.dlpack import to_dlpack
+        if x.is_conj() or x.is_neg():   # (DLPack refuses lazy bits: the values, a copy)
+            x = x.resolve_conj().resolve_neg()
         if x.dtype == torch.bfloat16:   # CuPy has no bfloat16: its bits, as uint16 (the kernel knows)
             return cupy.from_dlpack(to_dlpack(x.view(torch.int16))).view(cupy.uint16)
         if x.dtype == torch.bool:
@@ -165,8 +167,9 @@ def tensor_view(t):
     pointer, shape, byte strides and storage dtype (the tensor kept alive), which CuPy passes to
     a kernel as the pointer; a dtype NumPy does not know goes through :func:`to_cupy`. A complex
     tensor with torch's lazy conjugate (or negative) bit set (``t.conj()``) holds the values before
-    that operation: it is resolved into a tensor of its values first (a copy)."""
-    if t.is_complex() and (t.is_conj() or t.is_neg()):
+    that operation: it is resolved into a tensor of its values first (a copy); so is a real one
+    with the negative bit (``z.conj().imag``, ``torch._neg_view(x)``)."""
+    if t.is_conj() or t.is_neg():
         t = t.resolve_conj().resolve_neg()
     dtype = _torch_storage(t.dtype)
     return to_cupy(t) if dtype is None else _view_type()(t, dtype)
