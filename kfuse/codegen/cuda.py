@@ -63,6 +63,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
+from .cuda_branches import render, sink
 from .cuda_peel import PRELUDE as PEEL_PRELUDE, PeelEmitter
 from .cuda_rows import RowEmitter
 from .cuda_complex import PRELUDE as COMPLEX_PRELUDE, unit_scans, uses_complex
@@ -299,22 +300,21 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         self.zero_dims([d for d in range(len(kir.domain)) if d not in dims], index)
         self.decompose("u", dims, index, V)
         if V == 1:
-            work = [self.stmt(s) for s in ph.pre]
+            work = self.lines(ph.pre, self.stmt)
             body += (self.unit_loop(U, per_unit, unit + index + work + end_unit) if U > 1
                      else ["  " + x for x in "\n".join(index + work).split("\n")])
             body.append("}")
             return self.wrap(body)
         last = f"i{dims[-1]}"
-        lanes, loads, stores, fetch = [], {}, [], []
+        loads, stores, fetch = {}, [], []
         gathered = False
         # a GATHER's vector load (an embedding row): its position is computed once a unit, first
         hoisted = lane_invariant(ph.pre, [s for s in ph.pre if isinstance(s, K.Load) and K.gathers(s.index)
                                           and vector_access(s.index, last)], last)
         index += [self.stmt(s) for s in hoisted]
         hoisted = {id(s) for s in hoisted}
-        for s in ph.pre:
-            if id(s) in hoisted:
-                continue
+        work = [s for s in ph.pre if id(s) not in hoisted]
+        for s in work:
             if isinstance(s, K.Load):
                 off = self.offset("in", s.buf, s.index)
                 st = _STYPE[s.dtype]
@@ -328,11 +328,12 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
                 else:
                     fetch.append((st, f"w_{s.dst}", f"in{s.buf}[{off}]"))
                     loads[s.dst] = load_expr(f"(&w_{s.dst})", "0", s.dtype)
-                lanes.append(self.stmt(s, loads))
-            elif isinstance(s, K.Store):
-                lanes.append(self.lane_store(s, stores))
-            else:
-                lanes.append(self.stmt(s))
+
+        def lane(s) -> str:
+            if isinstance(s, K.Load):
+                return self.stmt(s, loads)
+            return self.lane_store(s, stores) if isinstance(s, K.Store) else self.stmt(s)
+        lanes = self.lines(work, lane)
         # each lane's own innermost index where a lane reads its own element (gathers, a PAD's tests)
         compute = self.lane_compute(lanes, stores, V, last if gathered or pads_along(ph.pre, last) else None)
         if U > 1:
@@ -347,9 +348,21 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         if self.v.tail:     # the last total % V elements, one a thread of the first block
             body.append(f"if (blockIdx.x == 0 && (IDX)threadIdx.x < ({total}) - n_units * {V}) {{")
             body.append(f"  const IDX {last} = n_units * {V} + (IDX)threadIdx.x;")
-            body += ["  " + self.stmt(s) for s in ph.pre]
+            body += ["  " + x for x in "\n".join(self.lines(ph.pre, self.stmt)).split("\n")]
             body.append("}")
         return self.wrap(body)
+
+    def lines(self, stmts, line) -> list[str]:
+        """``line(s)`` of each statement, with the wheres that select by index alone as branches
+        that run only their own arm's statements (codegen.cuda_branches)."""
+        plan = sink(stmts)
+        if plan is None:
+            return [line(s) for s in stmts]
+
+        def declare(w) -> str:
+            self.dt[w.dst] = w.dtype
+            return f"{ctype(w.dtype)} {w.dst};"
+        return render(stmts, plan, line, declare)
 
     def lane_store(self, s: K.Store, stores: list) -> str:
         """Lane ``e_``'s value of store ``s`` into its output's vector ``o_<k>`` (``stores`` gets
