@@ -333,7 +333,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
             if isinstance(s, K.Load):
                 return self.stmt(s, loads)
             return self.lane_store(s, stores) if isinstance(s, K.Store) else self.stmt(s)
-        lanes = self.lines(work, lane)
+        lanes = self.lines(work, lane, loads)
         # each lane's own innermost index where a lane reads its own element (gathers, a PAD's tests)
         compute = self.lane_compute(lanes, stores, V, last if gathered or pads_along(ph.pre, last) else None)
         if U > 1:
@@ -352,10 +352,11 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
             body.append("}")
         return self.wrap(body)
 
-    def lines(self, stmts, line) -> list[str]:
+    def lines(self, stmts, line, fetched=frozenset()) -> list[str]:
         """``line(s)`` of each statement, with the wheres that select by index alone as branches
-        that run only their own arm's statements (codegen.cuda_branches)."""
-        plan = sink(stmts)
+        that run only their own arm's statements (codegen.cuda_branches; ``fetched``: the loads
+        read before them)."""
+        plan = sink(stmts, fetched)
         if plan is None:
             return [line(s) for s in stmts]
 

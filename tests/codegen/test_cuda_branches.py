@@ -32,6 +32,15 @@ def test_concatenate_pieces_branch_and_compile():
     assert ".entry" in ptx and "bra" in ptx
 
 
+def test_cheap_arms_stay_selects():
+    """Rotary's halves (a load negated, a load): no branch a lane."""
+    def rotary(x, c, s):
+        h = x.shape[-1] // 2
+        return x * c + np.concatenate((-x[..., h:], x[..., :h]), axis=-1) * s
+    kir, src = _kernel(rotary, "f32[4,16,128]", "f32[16,128]", "f32[16,128]")
+    assert sink(kir.phases[0].pre) is None and "if (" not in src
+
+
 def test_data_dependent_where_stays_a_select():
     kir, src = _kernel(lambda x: np.where(x > 0, np.exp(x), x * 0.5), "f32[64,96]")
     assert sink(kir.phases[0].pre) is None and "if (" not in src
