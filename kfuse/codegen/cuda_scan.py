@@ -19,7 +19,9 @@ A complex product is not associative past an infinite or NaN factor (which parts
 the order of the products): where a segment's tree values hold a non-finite part in any row of the
 warp, the segment is scanned again in NumPy's order (:meth:`ScanEmitter._ordered_segment`: each
 element broadcast in turn, every lane multiplying in those up to its own), and so is every later
-segment of such a row (its running value stays non-finite). Such kernels do not split
+segment of such a row (its running value stays non-finite). So is a floating product's: NumPy's
+running product stays infinite once it overflows, where a tree can group its way back to a finite
+value (float16 ``cumprod``). Such kernels do not split
 (``cuda_shapes.scan_split_ok``): chunk totals multiplied together are another association.
 
 Two stages (``split``, rows too few to fill the GPU, ``np.cumsum(x)`` of a long 1-D ``x``): a warp a
@@ -207,7 +209,7 @@ class ScanEmitter:
         T, d = ctype(sc.dtype), sc.dst
         tree = (f"#pragma unroll\nfor (int s_ = 1; s_ < {G}; s_ <<= 1) {{ const {T} o_ = kf_shfl_up(t_, s_, {G}); "
                 f"if (sl_ >= s_) t_ = {self._combine(sc, 'o_', 't_')}; }}")
-        ordered = sc.op == PROD_SCAN
+        ordered = ordered_product(sc)
         if self.v.packed:       # each segment a row of its own: no running value between them
             if ordered:
                 seg = [f"{T} r_ = {self._combine(sc, f'C_{d}', 't_')};"] + self._ordered_segment(sc, f"C_{d}", None)
@@ -229,16 +231,24 @@ class ScanEmitter:
         return out
 
     def _ordered_segment(self, sc: K.Scan, c: str, step: str | None) -> list[str]:
-        """A complex product's segment (``r_``: this lane's tree value from running value ``c``):
+        """A complex or floating product's segment (``r_``: this lane's tree value from running value ``c``):
         where any lane of the warp holds a non-finite ``r_``, the segment again in NumPy's order,
         each of its elements broadcast in turn and multiplied in by the lanes at or after it; the
         running value ``c_`` past the segment then the last lane's (``step``: the tree's, else;
         None: a packed row, no running value). Lanes past a row's end hold the unit, which is
         neither counted (``kf_isunit``) nor changes a product."""
         T, d, G = ctype(sc.dtype), sc.dst, self.v.lanes
-        bad = "!kf_isunit(r_) && !(kf_fin(r_.re) && kf_fin(r_.im))"
+        bad = "!kf_isunit(r_) && !(kf_fin(r_.re) && kf_fin(r_.im))" if sc.op == PROD_SCAN else "!isfinite(r_)"
         out = [f"if (__any_sync(0xffffffffu, {bad})) {{  // NumPy's order", f"  {T} q_ = {c};",
                f"  for (int p_ = 0; p_ < {G}; ++p_) {{ const {T} o_ = kf_shfl_idx({d}_s[e_], p_, {G}); "
                f"if (p_ <= sl_) q_ = {self._combine(sc, 'q_', 'o_')}; }}", "  r_ = q_;"]
         out += [f"  c_ = kf_shfl_idx(q_, {G - 1}, {G});"] if step else []
         return out + (["} else {", f"  {step}", "}"] if step else ["}"])
+
+
+def ordered_product(sc: K.Scan) -> bool:
+    """A product scan whose tree may leave NumPy's values past a non-finite prefix: complex (which
+    parts are NaN follows the order), or floating (NumPy's running product, once it overflows,
+    stays infinite; a tree's grouping can come back to a finite value: float16 cumprod, fuzz seed
+    27 #191 on cuda)."""
+    return sc.op == PROD_SCAN or (sc.op == "multiply" and (sc.dtype.startswith("float") or sc.dtype == "bfloat16"))

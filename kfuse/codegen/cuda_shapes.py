@@ -301,12 +301,13 @@ def scan_shape(row_len: int, itemsize: int) -> tuple[int, int, bool]:
 def scan_split_ok(kir: K.KernelIR) -> bool:
     """Whether a scan kernel's rows can be cut into chunks scanned in two stages (each chunk's
     total first, then every chunk from the totals before it): no scan reads another's values,
-    and no complex product scans (multiplying chunk totals is another association than NumPy's
-    running product, which past an infinite or NaN factor changes which parts are NaN)."""
+    and no complex or floating product scans (multiplying chunk totals is another association than
+    NumPy's running product, which past an infinite or NaN factor changes which parts are NaN, and
+    past an overflow stays infinite where chunk totals can come back to finite values)."""
     after: set = set()          # values computed from a scan
     for s in (s for ph in kir.phases for s in ph.body):
         reads = set(K.stmt_reads(s))
-        if isinstance(s, K.Scan) and s.op in ("multiply", PROD_SCAN) and s.dtype.startswith("complex"):
+        if isinstance(s, K.Scan) and s.op in ("multiply", PROD_SCAN) and s.dtype.startswith(("float", "bfloat", "complex")):
             return False
         if isinstance(s, K.Scan) and reads & after:
             return False

@@ -91,8 +91,8 @@ def test_two_stage_scan_compiles(stage, tmp_path):
     """Few long rows: a warp a (row, chunk); stage 1 writes the chunks' totals, stage 2 starts each
     chunk from the totals before it. Not where a scan reads another's values."""
     from kfuse.codegen import nvrtc
-    kir = _scan_kernel(flat_product, ("f32[1000000]", "f32[1000000]"))
-    assert cuda_shapes.scan_split_ok(kir)
+    kir = _scan_kernel(lambda x, y: np.cumsum(x + y), ("f32[1000000]", "f32[1000000]"))
+    assert cuda_shapes.scan_split_ok(kir)       # (a floating product does not split: below)
     src = cuda.emit(kir, cuda_shapes.Variant("scan", 8, False, 0, 128, split=64, stage=stage, lanes=32))
     assert ("ws_ + " in src) and (("if (sl_ == 0) *reinterpret_cast" in src) == (stage == 1)) and (("for (IDX q_ = lane_; q_ < c_" in src) == (stage == 2))
     assert ("if (live_ && ok_) out0[" in src) == (stage == 2)
@@ -117,3 +117,25 @@ def test_autotuner_offers_block_sizes_only():
     assert all(c.get("split") == 1 and c.get("rows") == 1 for c in cands)
     row = space.rowwise_space(4)[0]
     assert "in order in one thread" in prune.check(row, g, get_device_spec("h100"))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_floating_cumprod_redoes_a_non_finite_segment_in_order(dtype):
+    """A floating running product past an overflow stays infinite in NumPy (a tree can group its
+    way back to finite: float16 cumprod, fuzz seed 27 #191): its lane tree is redone in order where
+    a lane holds a non-finite value, and it does not split into chunks; an integer one keeps the
+    tree alone."""
+    from kfuse.codegen.cuda_scan import ordered_product
+    kir = _scan_kernel(flat_product, (f"{dtype}[4096]", f"{dtype}[4096]"))
+    (sc,) = [s for ph in kir.phases for s in ph.body if isinstance(s, K.Scan)]
+    assert ordered_product(sc) and not cuda_shapes.scan_split_ok(kir)
+    src = cuda.emit(kir, cuda_shapes.Variant("scan", 1, False, 0, 128, lanes=32))
+    assert "NumPy's order" in src and "isfinite(r_)" in src
+    ikir = _scan_kernel(flat_product, ("i32[4096]", "i32[4096]"))
+    assert "NumPy's order" not in cuda.emit(ikir, cuda_shapes.Variant("scan", 1, False, 0, 128, lanes=32))
+
+
+@pytest.mark.backends("cuda", emit_only=True)
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_floating_cumprod_compiles(dtype, backend, tmp_path):
+    compile_to_ptx(flat_product, backend, (f"{dtype}[3,2,4]", f"{dtype}[3,2,4]"), tmp_path, f"cumprod_{dtype}")
