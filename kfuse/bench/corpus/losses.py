@@ -99,7 +99,9 @@ ENTRIES = [
           nll_take_along_axis, (Arg("R,C", scale=3.0), Arg("R", "int64", gen="labels", high="C")), CLS,
           ("axis:last", "gather", "dtype:mixed"), flops=5, tol="f32-long"),
     Entry("bce_clipped_probs", "losses", "binary cross-entropy of clipped probabilities, mean", bce_clipped_probs,
-          (Arg("R,C", gen="uniform", scale=1.2, shift=-0.1), Arg("R,C", gen="binary")), RC,
+          # (probabilities in [0, 1), as a sigmoid gives them: clipped past 1 - 1e-7, which float32
+          # rounds to 1 - 1.19e-7, every peer's loss was 0.3% off the float64 reference)
+          (Arg("R,C", gen="uniform"), Arg("R,C", gen="binary")), RC,
           ("axis:all", "clip", "dtype:f32"), flops=8, tol="f32-long"),
     Entry("accuracy_argmax", "losses", "accuracy: mean of argmax(logits, 1) == labels", accuracy_argmax,
           (Arg("R,C"), Arg("R", "int64", gen="labels", high="C")), CLS, ("axis:last", "argmax", "dtype:mixed"),
