@@ -172,8 +172,9 @@ class _Emitter:
         self.kir = kir
         self.sched = sched
         self.flat = flat_index(kir, sched)      # load dst -> its index into a collapsed buffer
-        self.pieces = ([p for k, p in enumerate(cpu_pieces.patterns(kir, sched.split, self.flat))
-                        if k in sched.pieces] if sched.split >= 0 else [])
+        pats = cpu_pieces.patterns(kir, sched.split, self.flat) if sched.split >= 0 else []
+        self.pieces = [p for k, p in enumerate(pats) if k in sched.pieces]
+        self.units = [p for k, p in enumerate(pats) if k in sched.units]
         self.piece = None                       # the piece loop being rendered (piece_loop)
         self.hoisted: set = set()               # phase 0's statements computed before the loops
         self.inter = {dst: (g, step, off) for dst, g, step, off in sched.inter}
@@ -405,13 +406,13 @@ class _Emitter:
     def piece_loop(self, d: int, level: int, body) -> list[str]:
         """Loop ``i<d>`` split into pieces (:mod:`kfuse.codegen.cpu_pieces`) at ``level``,
         around ``body(level)``'s lines (rendered with the piece's index forms)."""
-        self.piece = cpu_pieces.Piece(d, self.pieces)
+        self.piece = cpu_pieces.Piece(d, self.pieces, self.units)
         try:
             inside = body(level + 2)
         finally:
             piece, self.piece = self.piece, None
         if not piece.used:                  # (a statistics pass that reads no pattern: one piece)
-            self.piece = cpu_pieces.Piece(d, [])
+            self.piece = cpu_pieces.Piece(d, [], self.units)
             try:
                 inside = body(level + 1)
             finally:

@@ -81,22 +81,28 @@ def patterns(kir: K.KernelIR, dim: int, indices: dict) -> list:
     return list(found)
 
 
-def choose(kir: K.KernelIR, dim: int, indices: dict, sizes: dict) -> tuple:
-    """The patterns (positions in :func:`patterns`) worth splitting the loop by at these sizes."""
-    return tuple(k for k, (_, s) in enumerate(patterns(kir, dim, indices))
-                 if K.eval_expr(s, sizes) >= MIN_PIECE)
+def choose(kir: K.KernelIR, dim: int, indices: dict, sizes: dict) -> tuple[tuple, tuple]:
+    """(the patterns worth splitting the loop by at these sizes, those whose divisor is 1 at
+    them), as positions in :func:`patterns`. A divisor of 1 (a one-element piece: ``np.roll(x,
+    1, -1)``'s wrapped element, ``x[:, :1]`` concatenated) makes ``(A + i) // 1`` affine and
+    ``(A + i) % 1`` zero: no division, no piece boundary (the schedule, chosen per size, holds
+    which patterns it assumed so)."""
+    divisors = [K.eval_expr(s, sizes) for _, s in patterns(kir, dim, indices)]
+    return (tuple(k for k, d in enumerate(divisors) if d >= MIN_PIECE),
+            tuple(k for k, d in enumerate(divisors) if d == 1))
 
 
 class Piece:
     """One split loop being rendered: :meth:`index` renders an index inside it (collecting the
     per-piece values it needs), :meth:`head` and :meth:`tail` the loop around the body."""
 
-    def __init__(self, dim: int, chosen: list):
+    def __init__(self, dim: int, chosen: list, units: list = ()):
         self.dim = dim
         self.var = f"i{dim}"
         self.j = K.IVar(f"pj{dim}")
         self.lo = K.IVar(f"plo{dim}")
         self.pats = {p: k for k, p in enumerate(chosen)}
+        self.units = set(units)     # patterns whose divisor is 1 (choose): quotient affine, remainder 0
         self.bases: dict = {}       # rest expression -> base variable name
         self.used = False           # whether a rendered index read a pattern
         self.rows: dict = {}        # interleaved loads' row views (cpu_interleave), one piece only
@@ -107,6 +113,8 @@ class Piece:
             return K.add(self.lo, self.j)
         if not isinstance(e, K.IBin):
             return e
+        if e.op in ("//", "%") and (e.lhs, e.rhs) in self.units:
+            return self._sub(e.lhs) if e.op == "//" else K.lit(0)
         k = self.pats.get((e.lhs, e.rhs)) if e.op in ("//", "%") else None
         self.used |= k is not None
         if k is not None and e.op == "//":

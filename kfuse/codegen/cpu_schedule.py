@@ -51,6 +51,7 @@ class CpuSchedule:
     flat: tuple = ()                # ((input buffer, first collapsed dim), ...)
     split: int = -1                 # rows: the innermost loop's dim, walked in pieces (cpu_pieces) ...
     pieces: tuple = ()              # ... by these of its cpu_pieces.patterns (positions)
+    units: tuple = ()               # rows: the patterns of loop ``split`` whose divisor is 1 here
     inter: tuple = ()               # rows: interleaved loads of loop ``split`` (cpu_interleave.groups)
     perm: tuple = ()                # rows, elementwise: the loop nest's dim order, outermost first
                                     # (the outputs' layout, cpu_layout.k_order; () = C order)
@@ -72,6 +73,8 @@ class CpuSchedule:
             s += f" perm={list(self.perm)}"
         if self.pieces:
             s += f" pieces=i{self.split}{list(self.pieces)}"
+        if self.units:
+            s += f" units=i{self.split}{list(self.units)}"
         if self.inter:
             s += f" interleave=i{self.split}[{len(self.inter)}]"
         if self.merge:
@@ -233,9 +236,9 @@ def _rows(kir: K.KernelIR, flat: tuple, sizes: dict, perm: tuple = (), permuted:
     sched = CpuSchedule(flat=flat, perm=perm)
     if d < 0 or kir.contraction is not None:
         return sched
-    pieces = cpu_pieces.choose(kir, d, flat_index(kir, sched), sizes)
-    if pieces:
-        return dataclasses.replace(sched, split=d, pieces=pieces)
+    pieces, units = cpu_pieces.choose(kir, d, flat_index(kir, sched), sizes)
+    if pieces or units:
+        return dataclasses.replace(sched, split=d, pieces=pieces, units=units)
     inter = cpu_interleave.groups(kir, d, flat_index(kir, sched), sizes)
     return dataclasses.replace(sched, split=d, inter=inter) if inter else sched
 

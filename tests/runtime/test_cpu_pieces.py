@@ -144,3 +144,35 @@ def test_interleaved_reads(name, dtype):
         assert_matches_numpy(got, want, reductions=name == "row_sums")
     else:
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shift", [1, -1])
+def test_one_element_piece_is_a_unit_pattern(shift):
+    """``np.roll(x, ±1, -1)``: its wrapped piece is one element wide; that pattern's quotient is
+    the index itself and its remainder 0 (``units=``), the other one splits the row."""
+    def roll_diff(x):
+        return x - np.roll(x, shift, -1)
+    f = kfuse.jit(roll_diff, backend="cpu")
+    x = _arr((37, 515))
+    assert_matches_numpy(f(x), roll_diff(x))
+    scheds = _schedules(f)
+    assert any("units=" in s for s in scheds), scheds
+    src = list(f._programs.values())[-1].program.stages["cpu"]
+    loop = src[src.index("for pj"):]
+    assert " // " not in loop and " % " not in loop, loop
+
+
+def test_unit_pattern_is_chosen_per_size():
+    """The first piece one element wide, then two, three: the unit pattern's code (remainder 0)
+    must serve only the sizes where the divisor is 1 (schedules are chosen per size; a width-1
+    array is a shape class of its own too)."""
+    def head_tail(x, n):
+        return np.concatenate([x[:, :n] * 3, np.exp(x[:, n:])], axis=1)
+    f = kfuse.jit(head_tail, backend="cpu", static_argnames="n")
+    for n, cols in ((1, 40), (2, 40), (1, 41), (2, 33)):
+        x = _arr((9, cols))
+        assert_matches_numpy(f(x, n), head_tail(x, n))
+    g = kfuse.jit(lambda x, y: np.concatenate([x, y], axis=1), backend="cpu")
+    for a, b in ((1, 30), (2, 30), (1, 31), (3, 17)):         # y's width a shape-class size
+        x, y = _arr((5, a)), _arr((5, b))
+        assert_matches_numpy(g(x, y), np.concatenate([x, y], axis=1))
