@@ -29,7 +29,7 @@ import numpy as np
 
 from . import kernel_ir as K
 from ..fusion.kinds import GroupKind
-from . import cpu_blocks, cpu_chunks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces, cpu_vecmath
+from . import cpu_argblocks, cpu_blocks, cpu_chunks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces, cpu_vecmath
 from .cpu_helpers import HELPERS as _HELPERS
 from .cpu_hoist import split_invariant
 from .accs import combine_expr
@@ -386,14 +386,18 @@ class _Emitter:
                     out += self.acc_lines(acc, "combine", vector=vector) if acc not in wide else []
                 return ["    " * j + x for x in out] or ["    " * j + "pass"]
             j = ind
-            for d in inner:
-                if d == self.sched.split:   # (the last inner loop)
-                    lines += self.piece_loop(d, j, body)
-                    break
-                lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
-                j += 1
+            if not rows and cpu_argblocks.eligible(ph, inner, self.sched):
+                lines += cpu_argblocks.loop_lines(self, ph, inner[0], kir.domain[inner[0]], ind,
+                                                  lambda s, keys=keys: self.reused(s, inner, keys) or self.stmt(s))
             else:
-                lines += body(j)
+                for d in inner:
+                    if d == self.sched.split:   # (the last inner loop)
+                        lines += self.piece_loop(d, j, body)
+                        break
+                    lines.append("    " * j + f"for i{d} in range({kir.domain[d]}):")
+                    j += 1
+                else:
+                    lines += body(j)
             if wide:                        # the float64 additions over the summands' row
                 d = inner[-1]
                 lines += self.row_sums(wide, rows, f"for i{d} in range({kir.domain[d]}):", f"i{d}", j - 1)
