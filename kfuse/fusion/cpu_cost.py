@@ -48,6 +48,9 @@ _SCALAR_ACCS = frozenset({Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
 # a float row argmax/argmin runs in blocks of vectorised work and a search (codegen.cpu_argblocks),
 # priced as this many serial elements an element (4096x1000 f32 rows: 2.2 ms on one thread)
 _BLOCKED_ARGS = frozenset({Op.ARGMAX, Op.ARGMIN})
+# a float division or square root over the loop domain: a vector's takes several cycles (the
+# calibration's pixelnorm, x / sqrt(mean(x * x)), 2.3x its prediction without it; softmax 1.8x)
+_DIVIDES = frozenset({Op.TRUE_DIVIDE, Op.RECIPROCAL, Op.SQRT})
 BLOCKED_ARG_WORK = 1.6
 
 
@@ -96,6 +99,7 @@ class CpuCosts:
     gather: float = 0.1e-6      # an element gathered from an input larger than gather_above bytes
                                 # (independent misses overlap: less than the memory's latency)
     branchy: float = 3e-9       # an element combined by an any/all/argmax/argmin accumulator
+    divide: float = 0.0         # a float division or square root, beyond its FLOP weight as a simple op
     gather_above: int = 1 << 20
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
     cold: float = 0.0           # a call that starts cold: its input's producer streamed more than
@@ -128,6 +132,7 @@ class Terms:
     branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
     cold: int = 0               # 1: an input's producing kernel streamed past the private cache
     wide: float = 0.0           # codegen/cpu_vecmath helper evaluations
+    divides: float = 0.0        # float divisions and square roots (a vector's takes several cycles)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -144,7 +149,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
-    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = wide = 0.0
+    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = wide = divides = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -177,6 +182,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             ops += 1
         if dt == np.float16:
             half += k
+        if n.op in _DIVIDES and dt.kind == "f" and n.size >= domain:
+            divides += k                        # (a vector's; a hoisted one's is noise beside it)
         if n.op in _BLOCKED_ARGS and np.dtype(n.inputs[0].dtype) in (np.float32, np.float64):
             serial += BLOCKED_ARG_WORK * k      # (codegen.cpu_argblocks: keys, a max, a NaN flag, a search)
         elif n.op in _SCALAR_ACCS:
@@ -208,7 +215,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
-                 tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide)
+                 tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide, divides)
 
 
 def _produced_bytes(inputs: list[Node]) -> int:
@@ -375,7 +382,8 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
             + t.libm * costs.libm + t.wide * costs.wide_special
             + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
             + t.transposed * costs.transposed + t.aliased * costs.aliased
-            + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row) / t.threads
+            + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row
+            + t.divides * costs.divide) / t.threads
     fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0) + t.cold * costs.cold
     return fixed + mem + comp, mem, comp
 
@@ -411,5 +419,5 @@ CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
 # transpose-add of 2**19 f32 217 us, exp(x.T) + y of 1024^2 851 us: 0.3e-9 an element, none aliased)
 CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
                      reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.3e-9, row=1.4e-9,
-                     half_load=0.07e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.1e-9, gather=0.03e-6,
-                     branchy=10e-9, cold=1e-6)
+                     half_load=0.07e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.3e-9, gather=0.03e-6,
+                     branchy=10e-9, cold=1e-6, divide=0.2e-9)
