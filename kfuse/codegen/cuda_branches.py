@@ -78,7 +78,7 @@ def _worth(stmts, arm: set[int], fetched) -> bool:
                or (isinstance(stmts[j], K.Op) and stmts[j].op not in CHEAP) for j in arm)
 
 
-def sink(stmts, fetched=frozenset(), complex_ok: bool = False) -> dict | None:
+def sink(stmts, fetched=frozenset()) -> dict | None:
     """``{where position: (then positions, else positions)}`` of the wheres worth branching, or
     None where nothing moves (the kernel renders as straight lines). ``fetched``: loads the
     emitter reads before the statements (vector fetches), which cost an arm nothing."""
@@ -93,9 +93,8 @@ def sink(stmts, fetched=frozenset(), complex_ok: bool = False) -> dict | None:
     indexed = _index_only(stmts)
     out = {}
     for k, s in enumerate(stmts):
-        if not (isinstance(s, K.Op) and s.op == "where" and s.args[0] in indexed) or \
-                (not complex_ok and s.dtype.startswith("complex")):
-            continue
+        if not (isinstance(s, K.Op) and s.op == "where" and s.args[0] in indexed) or s.dtype.startswith("complex"):
+            continue                # (a complex where keeps its select: its arms are two-part values)
         then = _arm(stmts, pos, users, s, s.args[1], s.args[2])
         other = _arm(stmts, pos, users, s, s.args[2], s.args[1])
         if _worth(stmts, then, fetched) or _worth(stmts, other, fetched):
