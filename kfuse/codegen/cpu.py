@@ -63,7 +63,7 @@ FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equa
 # standardisation of log1p(x): one log1p instead of three).
 _STAGED_OPS = ("exp", "tanh", "log", "log1p")      # (the float32 helpers: _F32_HELPERS)
 # float32 ops rendered by branch-free helpers LLVM vectorises (cpu_helpers), not Numba's libm call
-_F32_HELPERS = {"exp": "_expf", "tanh": "_tanhf", "log": "_logf", "log1p": "_log1pf"}
+_F32_HELPERS = {"exp": "_expf", "tanh": "_tanhf", "log": "_logf", "log1p": "_log1pf", "hypot": "_hypotf"}
 # dtypes whose every value float32 holds exactly: rounded to float16 from float32 (one rounding)
 _EXACT_IN_F32 = ("bool", "int8", "uint8", "int16", "uint16", "float16", "float32")
 # Helpers are called from the kernel only: without the CPython and C wrappers Numba would build

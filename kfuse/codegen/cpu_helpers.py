@@ -3,7 +3,7 @@ kernel uses into its own source, so the source text alone determines the compile
 
 ``HELPERS`` maps a helper's name to ``(source, names of the helpers it calls)``; its order is the
 definition order, which respects those dependencies. float16 travels as uint16 bits (``_h2f``,
-``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf`` are branch-free float32 versions LLVM vectorises
+``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf``/``_hypotf`` are branch-free float32 versions LLVM vectorises
 (:mod:`kfuse.codegen.cpu_vecmath`'s float64 ones serve float64 and the other float32 functions);
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
 same order (vectorisable max/min); ``_cbrt`` and ``_popcount`` are the CPU's own; NumPy's integer
@@ -106,6 +106,14 @@ def {_name}(x):
     return _h2f({_bits}(x))
 ''', ("_h2f", _bits))
 del _name, _bits, _what
+_helper("_hypotf", '''
+@numba.njit(error_model="numpy")
+def _hypotf(x, y):
+    """np.hypot of float32 values, as glibc's hypotf computes it (bit for bit): the squares and
+    their sum in float64, one square root, rounded once; +-inf with a NaN gives inf (IEEE)."""
+    r = np.float32(np.sqrt(np.float64(x) * np.float64(x) + np.float64(y) * np.float64(y)))
+    return np.float32(np.inf) if (abs(x) == np.inf or abs(y) == np.inf) else r
+''')
 _helper("_tanhf", '''
 @numba.njit(error_model="numpy")
 def _tanhf(x):

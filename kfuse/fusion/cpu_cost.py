@@ -32,7 +32,7 @@ from .kinds import GroupKind
 # float32 transcendentals the CPU emitter renders as branch-free helpers that LLVM vectorises
 # (``codegen/cpu.py``'s ``_F32_HELPERS``; float16 values compute in float32); any other one is a
 # scalar libm call
-VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P})
+VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P, Op.HYPOT})
 # transcendentals rendered by codegen/cpu_vecmath's float64 helpers (vectorised as well, about
 # three times a float32 helper's time an element; its FLOAT64 and WIDENED, a test keeps them
 # equal): float64 ones, and float32/float16 ones without a float32 helper of their own

@@ -1,9 +1,10 @@
-"""The CPU backend's branch-free float32 logarithms (codegen.cpu_helpers ``_logf``, ``_log1pf``):
+"""The CPU backend's branch-free float32 helpers (codegen.cpu_helpers): the logarithms (``_logf``, ``_log1pf``):
 errors in ulps of the correctly rounded result over positive floats of every exponent and the
 ranges log1p is used on, NumPy's special values, and a full reduction over two axes through them
-(its loop vectorised, as a row's is) against NumPy."""
+(its loop vectorised, as a row's is) against NumPy; ``_hypotf`` bit for bit against libm's."""
 import numba
 import numpy as np
+import pytest
 
 import kfuse
 from kfuse.codegen.cpu_helpers import HELPERS
@@ -66,3 +67,23 @@ def test_full_reduction_through_the_helpers_matches_numpy():
     assert_matches_numpy(np.asarray(got), np.asarray(fn(x, t)), reductions=True)
     src = list(f._programs.values())[-1].program.stages["cpu"]
     assert "_log1pf(" in src and "_radd(" in src          # the helpers, the vectorisable sum
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_hypot_helper_is_libms_bit_for_bit(dtype):
+    """float32 (and float16) hypot through the vectorisable helper: glibc's hypotf (squares and
+    sum in float64, one rounding), bit for bit over every scale and the special values."""
+    f = kfuse.jit(lambda x, y: np.hypot(x, y), backend="cpu")
+    rng = np.random.default_rng(3)
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38, -3.4e38, 1.0, 65504.0], np.float32)
+    a, b = (g.ravel() for g in np.meshgrid(sp, sp))
+    cases = [(a, b)] + [((rng.standard_normal(4096) * s), (rng.standard_normal(4096) * s)) for s in (1.0, 1e30, 1e-40)]
+    src = f.lower(np.zeros(4, dtype), np.zeros(4, dtype)).as_text("cpu")
+    assert "_hypotf(" in src
+    with np.errstate(all="ignore"):
+        for x, y in cases:
+            x, y = x.astype(dtype), y.astype(dtype)
+            got, want = f(x, y), np.hypot(x, y)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.view(np.uint16 if dtype == np.float16 else np.uint32),
+                                          want.view(np.uint16 if dtype == np.float16 else np.uint32))
