@@ -10,6 +10,8 @@ Taken for a phase whose loop is one inner dim, not split, with that one accumula
 work (scans, staged rows, stores): its statements are pure and run again in a rescanned block."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import kernel_ir as K
 
 BLOCK = 256
@@ -31,8 +33,7 @@ def loop_lines(em, ph: K.Phase, d: int, extent, ind: int, render) -> list[str]:
     dt = acc.acc_dtype
     key, val = em.use("_fkey_" + dt), em.use("_fval_" + dt)
     it = "int32" if dt == "float32" else "int64"
-    top = (1 << (32 if it == "int32" else 64) - 1) - 1
-    cmp, start = (">", -top - 1) if acc.kind == "argmax" else ("<", top)
+    cmp, start = (">", np.iinfo(it).min) if acc.kind == "argmax" else ("<", np.iinfo(it).max)
     a, s, i, n = f"acc_{acc.dst}", acc.src, f"i{d}", acc.dst
     body = [render(x) for x in ph.body]
     first = [f"for {i} in range(b_{n}, e_{n}):"] + ["    " + x for x in body] + [

@@ -27,19 +27,6 @@ LOAD_WORTH = False      # an arm's own load (not fetched before) makes it worth 
 SINK_LOADS = True       # an arm's own loads move into it (False: they run before the branch)
 
 
-def _reads(s) -> set[str]:
-    """The value names statement ``s`` reads (an index expression's value dependencies too)."""
-    if isinstance(s, K.Op):
-        return set(s.args)
-    out = set()
-    index = s.index if isinstance(s, (K.Load, K.Store)) else (s.expr,) if isinstance(s, K.Index) else ()
-    for e in index:
-        out |= K.expr_vars(e)
-    if isinstance(s, K.Store):
-        out.add(s.src)
-    return out
-
-
 def _index_only(stmts) -> set[str]:
     """The values computed from loop indices, sizes and constants alone."""
     out: set[str] = set()
@@ -88,7 +75,7 @@ def sink(stmts, fetched=frozenset()) -> dict | None:
     pos = {s.dst: k for k, s in enumerate(stmts) if not isinstance(s, K.Store)}
     users: dict[str, list[int]] = {}
     for k, s in enumerate(stmts):
-        for r in _reads(s):
+        for r in K.stmt_reads(s):
             users.setdefault(r, []).append(k)
     indexed = _index_only(stmts)
     out = {}

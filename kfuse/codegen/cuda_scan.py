@@ -32,9 +32,8 @@ the same value every run) and scans it. Only for kernels where no scan reads ano
 from __future__ import annotations
 
 from . import kernel_ir as K
-from .cuda_complex import PROD_SCAN
 from .cuda_ops import const_literal, ctype
-from .cuda_shapes import SPLIT_SLOT
+from .cuda_shapes import SPLIT_SLOT, ordered_product
 
 
 def _dtype(s) -> str:
@@ -238,17 +237,10 @@ class ScanEmitter:
         None: a packed row, no running value). Lanes past a row's end hold the unit, which is
         neither counted (``kf_isunit``) nor changes a product."""
         T, d, G = ctype(sc.dtype), sc.dst, self.v.lanes
-        bad = "!kf_isunit(r_) && !(kf_fin(r_.re) && kf_fin(r_.im))" if sc.op == PROD_SCAN else "!isfinite(r_)"
+        bad = "!kf_isunit(r_) && !(kf_fin(r_.re) && kf_fin(r_.im))" if sc.dtype.startswith("complex") else "!isfinite(r_)"
         out = [f"if (__any_sync(0xffffffffu, {bad})) {{  // NumPy's order", f"  {T} q_ = {c};",
                f"  for (int p_ = 0; p_ < {G}; ++p_) {{ const {T} o_ = kf_shfl_idx({d}_s[e_], p_, {G}); "
                f"if (p_ <= sl_) q_ = {self._combine(sc, 'q_', 'o_')}; }}", "  r_ = q_;"]
         out += [f"  c_ = kf_shfl_idx(q_, {G - 1}, {G});"] if step else []
         return out + (["} else {", f"  {step}", "}"] if step else ["}"])
 
-
-def ordered_product(sc: K.Scan) -> bool:
-    """A product scan whose tree may leave NumPy's values past a non-finite prefix: complex (which
-    parts are NaN follows the order), or floating (NumPy's running product, once it overflows,
-    stays infinite; a tree's grouping can come back to a finite value: float16 cumprod, fuzz seed
-    27 #191 on cuda)."""
-    return sc.op == PROD_SCAN or (sc.op == "multiply" and (sc.dtype.startswith("float") or sc.dtype == "bfloat16"))

@@ -298,6 +298,14 @@ def scan_shape(row_len: int, itemsize: int) -> tuple[int, int, bool]:
     return lanes, min(emax, 1 << max(0, -(-row_len // lanes) - 1).bit_length()), False
 
 
+def ordered_product(sc: K.Scan) -> bool:
+    """A product scan whose tree may leave NumPy's values past a non-finite prefix: complex (which
+    parts are NaN follows the order), or floating (NumPy's running product, once it overflows,
+    stays infinite; a tree's grouping can come back to a finite value: float16 cumprod, fuzz seed
+    27 #191 on cuda)."""
+    return sc.op == PROD_SCAN or (sc.op == "multiply" and sc.dtype.startswith(("float", "bfloat", "complex")))
+
+
 def scan_split_ok(kir: K.KernelIR) -> bool:
     """Whether a scan kernel's rows can be cut into chunks scanned in two stages (each chunk's
     total first, then every chunk from the totals before it): no scan reads another's values,
@@ -307,7 +315,7 @@ def scan_split_ok(kir: K.KernelIR) -> bool:
     after: set = set()          # values computed from a scan
     for s in (s for ph in kir.phases for s in ph.body):
         reads = set(K.stmt_reads(s))
-        if isinstance(s, K.Scan) and s.op in ("multiply", PROD_SCAN) and s.dtype.startswith(("float", "bfloat", "complex")):
+        if isinstance(s, K.Scan) and ordered_product(s):
             return False
         if isinstance(s, K.Scan) and reads & after:
             return False

@@ -131,8 +131,8 @@ def _kernel_call(i: int, k, ns: dict, ins: list, outs: list, values: list, perm:
     lines = [f"    if K{i}.tuned:", f"        {generic}"]
     if k.work < BUSY_PAR_MIN_WORK * k.loops:         # (auto_threads: one thread, nothing rented)
         lines += ["    elif busy():"] + [f"        {r}" for r in run]
-    ns[f"W{i}"] = k.work            # (a name: every size of a shape class writes one text)
-    return lines + [f"    elif A{i}.rent < A{i}.lease and W{i} < A{i}.lease_work:", "        t0 = clock()"] + \
+    work = _const(ns, f"W{i}", k.work)         # (a name: every size of a shape class writes one text)
+    return lines + [f"    elif A{i}.rent < A{i}.lease and {work} < A{i}.lease_work:", "        t0 = clock()"] + \
         [f"        {r}" for r in run] + [f"        A{i}.rent += (clock() - t0) * A{i}.share",
                                       "    else:", f"        {generic}"]
 

@@ -82,3 +82,21 @@ def test_condition_read_from_memory_does_not_branch():
     stmts = [K.Load("m", "bool", 0, (i,)), K.Load("a", "float32", 1, (i,)), _op("t", "exp", "float32", "a"),
              K.Const("z", "float32", 0.0), _op("w", "where", "float32", "m", "t", "z"), K.Store(0, (i,), "w")]
     assert sink(stmts) is None
+
+
+def test_a_position_read_outside_the_arm_stays_outside():
+    """A value that feeds an arm and also serves as a gathered position (an IVal in a load's
+    index) outside it is computed before the branch."""
+    i = K.IVar("i0")
+    stmts = [
+        K.Index("c0", "int64", i),
+        K.Const("k", "int64", 3),
+        _op("c", "less", "bool", "c0", "k"),
+        K.Load("p", "int64", 2, (i,)),
+        _op("t", "exp", "float32", "p"),                    # then arm
+        K.Load("g", "float32", 1, (K.IVal("p", frozenset({"i0"})),)),   # p as a position, outside
+        _op("w", "where", "float32", "c", "t", "g"),
+        K.Store(0, (i,), "w"),
+    ]
+    (at, (then, other)), = sink(stmts).items()
+    assert {stmts[k].dst for k in then} == {"t"} and {stmts[k].dst for k in other} == {"g"}   # p in neither

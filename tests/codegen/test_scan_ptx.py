@@ -125,7 +125,7 @@ def test_floating_cumprod_redoes_a_non_finite_segment_in_order(dtype):
     way back to finite: float16 cumprod, fuzz seed 27 #191): its lane tree is redone in order where
     a lane holds a non-finite value, and it does not split into chunks; an integer one keeps the
     tree alone."""
-    from kfuse.codegen.cuda_scan import ordered_product
+    from kfuse.codegen.cuda_shapes import ordered_product
     kir = _scan_kernel(flat_product, (f"{dtype}[4096]", f"{dtype}[4096]"))
     (sc,) = [s for ph in kir.phases for s in ph.body if isinstance(s, K.Scan)]
     assert ordered_product(sc) and not cuda_shapes.scan_split_ok(kir)

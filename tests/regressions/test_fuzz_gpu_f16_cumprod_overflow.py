@@ -5,7 +5,7 @@ Found by `kfuse fuzz --seed 27` on an H200 (2026-11-28), cuda program 191:
 multiplies left to right rounding each step to float16: once a prefix overflows, every later one
 is infinite. The CUDA C scan combined the row's lanes as a tree, whose grouping came back under
 float16's maximum after a factor below one. Now a floating product segment with a non-finite lane
-is scanned again in order (``codegen.cuda_scan.ordered_product``), and such scans do not split
+is scanned again in order (``codegen.cuda_shapes.ordered_product``), and such scans do not split
 into chunks. The fix was compiled (NVRTC, ``tests/codegen/test_scan_ptx.py``) but, the session's
 GPU time spent, not yet run on a GPU; the CPU backend runs in order already. Numba-CUDA's scan is
 not changed: its row is not checked here yet."""
