@@ -16,6 +16,7 @@ from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups, vector
 COL_UNROLL = 16               # Variant "col": a column's rows unrolled, loads in flight (H200, sum over axis 0 of
                               # 4096x65536 f32: 1506 us at 1, 519 at 4, 347 at 8, 296 at 16; pixel norm 244/181/172/172)
 CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
+ROW_STREAM_BATCH = 4          # a re-read row's vector units a thread loads before computing on them (_batched_loop)
 ROW_REREAD_UNROLL = 8          # a re-read row's loop unrolled, loads in flight (half with vector units; H200, us at
                               # 1/8: x / norm(x) of 512 x 100003 f32 258/224, softmax 256 x 262144 255/241)
 
@@ -162,6 +163,14 @@ class RowEmitter:
                         if isinstance(s, K.Load) and (s.buf, s.index) in r.cache} if ph.accs else set()
         loop_at = len(rb)
         recips = {}   # row-level divisor -> its float64 reciprocal's name
+        if self._batches(r):
+            rb += self._batched_loop(r, pi, ph, recips)
+            rest = self.peel_rest(r, ph, recips) if v.peel else []
+            rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
+                                   if rd not in r.declared]
+            r.declared |= set(recips.values())
+            rb += rest
+            return self._finish_phase(r, ph, rb)
         loop = self._loop_open(r, rb)
         dec = []
         self.decompose("j_", r.inner, dec, r.V)
@@ -215,6 +224,45 @@ class RowEmitter:
             rb += f[:-1] + self.redo_row(ph, a, r.inner) + f[-1:]
             r.row_level.add(a.dst)
         return rb
+
+    def _batches(self, r: _Rows) -> bool:
+        """Whether a phase's loop reads its row in batches (:meth:`_batched_loop`): a row re-read
+        from memory a pass (no register slots), a block a row, in vector units."""
+        v = self.v
+        return (ROW_STREAM_BATCH > 1 and r.row and not r.kc and not r.packed and r.V > 1
+                and not (v.stage or v.grid_sync))
+
+    def _batched_loop(self, r: _Rows, pi: int, ph: K.Phase, recips: dict) -> list[str]:
+        """A re-read row's pass, ``ROW_STREAM_BATCH`` units a thread a trip: the trip's vector loads
+        of the row all issued first (predicated, back to back), into register slots the compute
+        loop then reads. A loop leaving the batching to the compiler kept one load in flight where
+        a step had a branch (the online softmax's rescale): 38% of the copy bandwidth on 1024 rows
+        of 50257 float32."""
+        v, V, U = self.v, r.V, ROW_STREAM_BATCH
+        slots = {}
+        for s in ph.body:
+            if isinstance(s, K.Load) and vector_access(s.index, r.last) and (s.buf, s.index) not in slots:
+                slots[(s.buf, s.index)] = (s, f"b{len(slots)}_")
+        dec = []
+        self.decompose("j_", r.inner, dec, V)
+        index = self.peel_index(r) if v.peel else dec
+        head = [f"const IDX j_ = jb_ + (IDX)(k_ * {v.block});"] + index
+        loads = [f"KfVec<{_STYPE[s.dtype]}, {V}> {name}[{U}];" for s, name in slots.values()]
+        if slots:
+            fill = [f"if (j_ < {r.units}) {name}[k_] = {self.vload(s, V, self.offset('in', s.buf, s.index), r.outer + r.inner)};"
+                    for s, name in slots.values()]
+            loads += [f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{"] + ["  " + x for x in head + fill] + ["}"]
+        saved = r.cache, r.filled
+        r.cache, r.filled = {k: name for k, (_, name) in slots.items()}, set(slots)
+        try:
+            unit = self._vector_unit(r, pi, ph, recips, set())
+        finally:
+            r.cache, r.filled = saved
+        body = loads + [f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{"]
+        body += ["  " + x for x in head + [f"if (j_ < {r.units}) {{"] + ["  " + y for y in "\n".join(unit).split("\n")] + ["}"]]
+        body.append("}")
+        return ([f"for (IDX jb_ = tid_; jb_ < {r.units}; jb_ += {U * v.block}) {{"]
+                + ["  " + x for x in "\n".join(body).split("\n")] + ["}"])
 
     def _loop_open(self, r: _Rows, rb: list) -> list[str]:
         """The phase's loop over this thread's units, opened on ``rb``; the first lines of its body."""

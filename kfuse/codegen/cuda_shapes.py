@@ -190,12 +190,14 @@ def multiple_of(e, n: int, env: dict) -> bool:
     return False
 
 
-def vector_ok(kir: K.KernelIR) -> bool:
+def vector_ok(kir: K.KernelIR, lanes: bool = False) -> bool:
     """Whether the elementwise IR admits the vector variant: every store contiguous along the
     innermost loop variable, every load contiguous along it or independent of it (read once) --
     except in a kernel with a PAD along it (an index test on it): there a load using it another
     way (the PAD's wrapped read) is gathered lane by lane, as a GATHER's load always is. Never a
-    scatter: its store goes to a data-dependent address, element by element."""
+    scatter: its store goes to a data-dependent address, element by element. ``lanes``: loads
+    running along another dim too (a permuted operand whose own contiguous dim is too short to
+    tile: NHWC bytes read for an NCHW output), gathered lane by lane, the stores still vectors."""
     if kir.kind in (GroupKind.REDUCE, GroupKind.SCAN, GroupKind.SCATTER) or not kir.phases:
         return False
     dims = kir.loop_dims(range(len(kir.domain)))
@@ -208,7 +210,7 @@ def vector_ok(kir: K.KernelIR) -> bool:
     gathers = [s for s in stmts if isinstance(s, K.Load) and not K.gathers(s.index)
                and not vector_access(s.index, last) and any(last in K.expr_vars(e) for e in s.index)]
     # (a flattened domain, codegen.flat_domain: a broadcast operand's b[L % C] lane by lane)
-    return not gathers or pads_along(stmts, last) or len(dims) == 1
+    return not gathers or lanes or pads_along(stmts, last) or len(dims) == 1
 
 
 def pads_along(stmts, last: str) -> bool:

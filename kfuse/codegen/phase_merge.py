@@ -16,14 +16,16 @@ from __future__ import annotations
 import dataclasses
 
 from . import kernel_ir as K
+from .shifted_sum import shifted_sums
 from .variance import one_pass_variance
 
 
 def rereading_form(kir: K.KernelIR) -> K.KernelIR:
     """The kernel IR a schedule that reads memory again in every pass renders (a CUDA C column
     pass or uncached row, the CPU's ``cols`` order): a variance's two passes folded into one
-    (``codegen.variance``), then independent reductions joined (:func:`merge_independent_phases`)."""
-    return merge_independent_phases(one_pass_variance(kir))
+    (``codegen.variance``), sums shifted by a row-level value freed of it (``codegen.shifted_sum``),
+    then independent reductions joined (:func:`merge_independent_phases`)."""
+    return merge_independent_phases(shifted_sums(one_pass_variance(kir)))
 
 
 def merge_independent_phases(kir: K.KernelIR) -> K.KernelIR:

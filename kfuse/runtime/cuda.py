@@ -172,6 +172,7 @@ class _Launcher(LauncherBase):
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
         super().__init__(group, kir, arch, cache)
         self.vec_ok = cuda_emit.vector_ok(kir)
+        self.lane_vec_ok = self.vec_ok or cuda_emit.vector_ok(kir, lanes=True)
 
     flat = False        # a flattened domain's launcher (_flat_domain): its last units may be a tail
     tile = None         # an autotune tile (CudaProgram.set_tile; runtime.cuda_tiles); None: heuristic
@@ -204,7 +205,7 @@ class _Launcher(LauncherBase):
         if contiguous is not None:      # (its kernel: the same parameters, simpler load indices)
             return contiguous._build(ins, outs, props)
         variant, grid = self.variant_for(ins, outs, props)
-        if variant.mode == "elementwise" and variant.vec == 1 and self.tile is None:
+        if variant.mode == "elementwise" and (variant.vec == 1 or not self.vec_ok) and self.tile is None:
             flat = self._flat_domain(ins, outs)
             if flat is not None and flat.variant_for(ins, outs, props)[0].vec > 1:
                 return flat._build(ins, outs, props)
@@ -410,7 +411,7 @@ class _Launcher(LauncherBase):
         kir = self.kir
         dims = kir.loop_dims(range(len(kir.domain)))
         vec = 1
-        if self.vec_ok and dims:
+        if self.lane_vec_ok and dims:
             vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
             last = f"i{dims[-1]}"
             if self.extent(dims[-1]) % vec and not self.flat:    # (a flat domain's last few: a tail)

@@ -90,7 +90,7 @@ def test_groupnorm_row_vectorises_with_blockwise_weights():
     assert not all(ce.multiple_of(d, 8, env) for _, d in pairs)
     src = ce.emit(new, ce.Variant("row", 4, False, 0, 128))
     body = src[src.index('extern "C"'):]
-    assert "KfVec<float, 4> w_" in body and "const float w_" in body    # x in vectors, a weight once a unit
+    assert "KfVec<float, 4> b0_[" in body and "const float w_" in body   # x in vectors (a batch's slots), a weight once a unit
     nvrtc = pytest.importorskip("kfuse.codegen.nvrtc")
     nvrtc.compile(src, "sm_90")
 

@@ -103,3 +103,26 @@ def test_group_norm_one_kernel_returned_as_a_view_cupy_and_torch():
     tg = f(*t)
     assert isinstance(tg, torch.Tensor) and tuple(tg.shape) == x.shape
     assert_matches_numpy(tg.cpu().numpy(), _group_norm(x, g, b), reductions=True)
+
+
+LANES = {
+    # NHWC bytes to an NCHW float image: the input's own contiguous dim (3 channels) too short to tile
+    "nhwc_u8_to_nchw": (lambda x: np.transpose(x.astype(np.float32) * (1.0 / 255.0), (0, 3, 1, 2)),
+                        [(2, 5, 36, 3)], np.uint8),
+    "rgb_planes_odd_rows": (lambda x, w: np.transpose(x, (2, 0, 1)) * w, [(7, 44, 3), (44,)], np.float32),
+    "complex_pairs_f16": (lambda x: np.transpose(x, (0, 2, 1)) + 1, [(5, 64, 2)], np.float16),
+}
+
+
+@pytest.mark.parametrize("name", list(LANES))
+def test_short_permuted_dims_keep_vector_stores(name):
+    """A load running along a short dim of its own (not tiled) is read lane by lane while the
+    output's stores stay 16-byte vectors (cuda_shapes.vector_ok with lanes)."""
+    fn, shapes, dtype = LANES[name]
+    args = [_arr(s, dtype) for s in shapes]
+    dev = [cp.asarray(a) for a in args]
+    f = kfuse.jit(fn)
+    got = f(*dev)
+    (v,) = _variants(f, *dev)
+    assert v.mode == "elementwise" and v.vec > 1, v
+    assert_matches_numpy(cp.asnumpy(got), fn(*args))

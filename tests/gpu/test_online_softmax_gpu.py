@@ -57,3 +57,19 @@ def test_streamed_cross_entropy_matches_numpy():
     f = kfuse.jit(smoothed_ce, backend="cuda")
     got = f(cp.asarray(x), cp.asarray(labels))
     assert_matches_numpy(cp.asnumpy(got), smoothed_ce(x, labels), reductions=True)
+
+
+def test_streamed_shifted_sum_matches_numpy():
+    """A row's mean log-probability, its sum shifted by the log-sum-exp summed unshifted in the same
+    pass (codegen.shifted_sum): every special row of :func:`_rows` against NumPy."""
+    def mean_logp(x):
+        m = np.max(x, axis=1, keepdims=True)
+        lse = np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m
+        return np.mean(x - lse, axis=1)
+    x = _rows(24, 9001)
+    f = kfuse.jit(mean_logp, backend="cuda")
+    with np.errstate(all="ignore"):
+        want = mean_logp(x)
+    got = f(cp.asarray(x))
+    assert _streamed(f, cp.asarray(x))
+    assert_matches_numpy(cp.asnumpy(got), want, reductions=True)
