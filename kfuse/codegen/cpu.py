@@ -80,11 +80,12 @@ def _ctor(dtype: str) -> str:
 def _math_helper(op: str, dtype: str) -> tuple[str, bool] | None:
     """(name, whether it takes float64) of the helper rendering ``op`` of ``dtype``: a float32 one
     of its own (``_F32_HELPERS``) or ``cpu_vecmath``'s (float32 and float16 values widened to
-    float64, the result rounded once); None: a libm call or no transcendental."""
+    float64, its ``WIDENED`` helper before its float64 one, the result rounded once); None: a libm
+    call or no transcendental."""
     vt = _vt(dtype)
     if vt == "float32" and op in _F32_HELPERS:
         return _F32_HELPERS[op], False
-    name = cpu_vecmath.FLOAT64.get(op) or (cpu_vecmath.WIDENED.get(op) if vt == "float32" else None)
+    name = (cpu_vecmath.WIDENED.get(op) if vt == "float32" else None) or cpu_vecmath.FLOAT64.get(op)
     return (name, True) if name and vt in ("float32", "float64") else None
 
 

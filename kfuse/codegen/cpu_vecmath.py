@@ -11,10 +11,13 @@ float32 helper of their own (``cpu_helpers``' ``_expf``...) call these on the va
 float64 and round once, which is within half an ulp of float32 but for rare near-ties.
 
 ``SOURCES`` maps a helper's name to ``(source, the helpers it calls)``; ``FLOAT64`` maps a NumPy
-op to its helper, ``WIDENED`` one whose helper serves float32 operands only (``sin``/``cos``:
-NumPy's own float64 loops are scalar too; a float32 ``tan`` through them, a call LLVM does not
-inline, ran at a third of libm's ``tanf``). ``power`` stays libm's ``pow``: the policy of
-``tests/codegen/test_power_policy.py`` keeps float ``x ** 3`` bit for bit libm's.
+op to its helper, ``WIDENED`` one whose helper serves float32 operands only, in place of
+``FLOAT64``'s where both have one (``sin``/``cos``: NumPy's own float64 loops are scalar too; a
+float32 ``tan`` through them, a call LLVM does not inline, ran at a third of libm's ``tanf``;
+``arctan2``: a polynomial to float32's precision, inlined). Those three compute in float64 and
+round once, as the widened ones do, but carry only float32's precision (2**-40 or better).
+``power`` stays libm's ``pow``: the policy of ``tests/codegen/test_power_policy.py`` keeps float
+``x ** 3`` bit for bit libm's.
 """
 from __future__ import annotations
 
@@ -22,10 +25,12 @@ _JIT = '@numba.njit(error_model="numpy")'
 # the building blocks are inlined into each helper by Numba; a helper is inlined into the kernel's
 # loop (and vectorised with it) where LLVM finds it small enough: exp, exp2, the logarithms, cosh,
 # arctan, arcsin, arctanh (the others stay calls: float64 tanh still 9x libm's speed, float32 sinh
-# half of it). Inlining every helper into the loop made LLVM's loop vectoriser run for minutes on a
-# nest whose inner loop recomputed a large invariant expression (expm1 and power of an outer index: fuzz seed 11 #191)
+# half of it). The float32 sin, cos and arctan2 are always inlined: as calls they kept the loop
+# scalar (12 and 18 ns an element, against 1.9 and 1.3 inlined). Inlining every helper into the
+# loop made LLVM's loop vectoriser run for minutes on a nest whose inner loop recomputed a large
+# invariant expression (expm1 and power of an outer index: fuzz seed 11 #191)
 _INLINE = frozenset({"_exp2k_d", "_log_parts_d", "_atan_pos_d", "_asin_pos_d", "_exp_or_half_d", "_quarter_f",
-                     "_sincos_r"})
+                     "_sincos_r", "_sin_f", "_cos_f", "_arctan2_f"})
 
 # exp(x) * 2**k (k a float holding an integer; |x| <= 1100 and |x / ln 2 + k| <= 2044, which every
 # caller's clamp keeps, so that both halves of the power of two are normal): Cephes' exp (n ln2 split in two, a
@@ -322,65 +327,50 @@ def _arccosh_d(x):
     return x if x != x else r
 '''
 
-# float32 sin and cos, correctly rounded but for rare near-ties on every float32 (a float32's
-# libm call kept the loop scalar: 1M elements 19 ms, these 1.9 ms, NumPy's SIMD loop 0.4 ms). The
-# argument is reduced exactly for any size: x = k 2**s (k its 24-bit significand), and
-# frac(2**s / 2pi) comes from a table of the 254 exponents (Payne-Hanek's idea), in three parts of
-# 26, 26 and 53 significant bits so that k times each of the first two is exact
-_TURNS = '''
-def _turn_table():
-    """frac(2**s / (2 pi)) for s = -149..104 as three float64 parts (pi by Machin's formula in
-    400-bit integers)."""
-    bits = 400
-
-    def atan_inv(x):
-        total, term, k = 0, (1 << bits) // x, 0
-        while term:
-            total += term // (2 * k + 1) if k % 2 == 0 else -(term // (2 * k + 1))
-            term //= x * x
-            k += 1
-        return total
-
-    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
-    out = np.zeros((254, 3))
-    for i in range(254):
-        frac = ((1 << (i - 150 + 2 * bits)) // pi) % (1 << bits)
-        for j, keep in enumerate((26, 26, 53)):
-            drop = max(frac.bit_length() - keep, 0)
-            part = (frac >> drop) << drop
-            out[i, j] = float(part) / 2.0 ** bits
-            frac -= part
-    return out
-
-
-_TURNS = _turn_table()
-'''
-
-# (r, q): x = (4 m + q) pi/2 + r with |r| <= pi/4, x a float32 value (as a float64)
+# float32 sin and cos, correctly rounded but for rare near-ties on every float32, inlined into the
+# loop with the reduction shared by a sin and a cos of one value (LLVM merges the two copies):
+# rotary tables' cos and sin of 2M angles up to 1000 rad, one thread, 3.8 ms for sin alone and 4.2
+# ms for both, where the table-driven reduction these replaced (a call each) took 24 and 47 ms;
+# NumPy's AVX512 float32 loops 1.1 ms each, at ~1.5 ulp. A float32 is x = m 2**s (m its 24-bit
+# significand), and x 2/pi mod 4 needs 2/pi's bits from 2**(1-s) on: a 96-bit window of the
+# 320-bit string 0, 2/pi (five 64-bit words, the window's start a select of three and a shift),
+# times m in wrapping 64-bit integers, is that mod 4 to 2**-61 (Payne-Hanek with no table load:
+# gathers kept the loop at a third of this speed). The polynomials are fitted for float32:
+# relative error 2**-47.5 (sin) and 2**-42.9 (cos) on |r| <= pi/4.
 _QUARTER = '''
-def _quarter_f(x):
-    b = np.int64(np.float32(x).view(np.int32)) & np.int64(0x7fffffff)
-    e = b >> np.int64(23)
-    k = np.float64((b & np.int64(0x7fffff)) | (np.int64(0x800000) if e > 0 else np.int64(0)))
-    i = (e - np.int64(1)) if e > 0 else np.int64(0)
-    i = np.int64(253) if i > 253 else i
-    a = 4.0 * k * _TURNS[i, 0]
-    a = a - 4.0 * np.floor(a * 0.25)
-    low = 4.0 * k * _TURNS[i, 1] + 4.0 * k * _TURNS[i, 2]
-    q = np.floor(a + low + 0.5)
-    return ((a - q) + low) * 1.5707963267948966, np.int64(q) & np.int64(3)
+def _quarter_f(a):
+    """(r, q): a = (4 m + q) pi/2 + r, |r| <= pi/4, for a = |x| of a finite float32 x (as a
+    float64): q from the top 2 bits, r from the other 62, of the window times a's significand."""
+    b = np.uint64(np.float64(a).view(np.uint64))
+    m = np.uint64(np.uint64(np.uint64(b & np.uint64(0xfffffffffffff)) | np.uint64(0x10000000000000)) >> np.uint64(29))
+    p = np.int64(np.int64(b >> np.uint64(52)) - np.int64(984))
+    k0 = np.uint64(np.uint64(0) - np.uint64(p < np.int64(64)))
+    k2 = np.uint64(np.uint64(0) - np.uint64(p >= np.int64(128)))
+    k1 = np.uint64(~np.uint64(k0 | k2))
+    o = np.uint64(p & np.int64(63))
+    no = np.uint64(np.uint64(63) - o)
+    w0 = np.uint64(np.uint64(np.uint64(0xa2f9836e4e441529) & k1) | np.uint64(np.uint64(0xfc2757d1f534ddc0) & k2))
+    w1 = np.uint64(np.uint64(np.uint64(0xa2f9836e4e441529) & k0) | np.uint64(np.uint64(0xfc2757d1f534ddc0) & k1)
+                   | np.uint64(np.uint64(0xdb6295993c439041) & k2))
+    w2 = np.uint64(np.uint64(np.uint64(0xfc2757d1f534ddc0) & k0) | np.uint64(np.uint64(0xdb6295993c439041) & k1)
+                   | np.uint64(np.uint64(0xfe5163abdebbc561) & k2))
+    h = np.uint64(np.uint64(w0 << o) | np.uint64(np.uint64(w1 >> np.uint64(1)) >> no))
+    lo = np.uint64(np.uint64(np.uint64(w1 << o) | np.uint64(np.uint64(w2 >> np.uint64(1)) >> no)) >> np.uint64(32))
+    f = np.uint64(np.uint64(m * h) + np.uint64(np.uint64(m * lo) >> np.uint64(32)))
+    q = np.uint64(np.uint64(f + np.uint64(0x2000000000000000)) >> np.uint64(62))
+    d = np.uint64(f - np.uint64(q << np.uint64(62))).view(np.int64)
+    small = a < 0.7853981633974483
+    return (a if small else np.float64(d) * 3.4061215800865545e-19), (np.int64(0) if small else np.int64(q))
 '''
 
-# sin and cos of |r| <= pi/4 (Cephes' double-precision polynomials)
+# sin and cos of |r| <= pi/4, to float32's need (see above)
 _SINCOS = '''
 def _sincos_r(r):
     z = r * r
-    s = r + r * z * (((((1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z
-                        + 2.75573136213857245213e-6) * z - 1.98412698295895385996e-4) * z
-                      + 8.33333333332211858878e-3) * z - 1.66666666666666307295e-1)
-    c = 1.0 - 0.5 * z + z * z * (((((-1.13585365213876817300e-11 * z + 2.08757008419747316778e-9) * z
-                                    - 2.75573141792967388112e-7) * z + 2.48015872888517045348e-5) * z
-                                  - 1.38888888888730564116e-3) * z + 4.16666666666665929218e-2)
+    s = r + r * z * ((((-2.4760400434456275e-08 * z + 2.755533892213706e-06) * z - 0.00019841263725249459) * z
+                      + 0.008333333325071747) * z - 0.16666666666630325)
+    c = 1.0 - 0.5 * z + z * z * (((-2.7205684281827363e-07 * z + 2.479945930486159e-05) * z
+                                  - 0.0013888883496834294) * z + 0.0416666666194533)
     return s, c
 '''
 
@@ -389,7 +379,7 @@ _NEG32 = "np.float32(x).view(np.int32) < np.int32(0)"
 _SIN = f'''
 def _sin_f(x):
     """np.sin of a float32 value (given as a float64)."""
-    r, q = _quarter_f(x)
+    r, q = _quarter_f(abs(x))
     s, c = _sincos_r(r)
     v = s if (q & np.int64(1)) == 0 else c
     v = -v if (q & np.int64(2)) != 0 else v
@@ -400,11 +390,38 @@ def _sin_f(x):
 _COS = '''
 def _cos_f(x):
     """np.cos of a float32 value (given as a float64)."""
-    r, q = _quarter_f(x)
+    r, q = _quarter_f(abs(x))
     s, c = _sincos_r(r)
     v = c if (q & np.int64(1)) == 0 else s
     v = -v if ((q + np.int64(1)) & np.int64(2)) != 0 else v
     return v if (x - x) == 0.0 else np.nan
+'''
+
+# float32 arctan2 (values as float64): the smaller magnitude over the larger, then past tan(pi/8)
+# pi/4 + arctan((t - 1) / (t + 1)), as one division (the sum and difference of two float32s are
+# exact), and a polynomial fitted for float32 on |u| <= tan(pi/8) (relative error 2**-40); inlined
+# and vectorised: 2M pairs 2.7 ms on one thread, 37 ms through the float64 helper's call (NumPy 1.2)
+_ATAN2F = '''
+def _arctan2_f(y, x):
+    """np.arctan2 of float32 values (given as float64s); zeros, infinities and signs as C99's atan2."""
+    ax = abs(x)
+    ay = abs(y)
+    swap = ay > ax
+    mn = ax if swap else ay
+    mx = ay if swap else ax
+    mid = mn > 0.41421356237309503 * mx
+    u = ((mn - mx) if mid else mn) / ((mn + mx) if mid else mx)
+    z = u * u
+    p = (((((-0.037920723452741625 * z + 0.06991018794247887) * z - 0.08996797385685369) * z
+           + 0.11103999373211211) * z - 0.14285423384429755) * z + 0.19999994320636133) * z - 0.33333333295681367
+    a = (7.85398163397448309616e-1 if mid else 0.0) + (u + u * z * p)
+    a = 1.57079632679489661923 - a if swap else a
+    xneg = np.float64(x).view(np.int64) < np.int64(0)
+    a = 3.14159265358979323846 - a if xneg else a
+    a = (3.14159265358979323846 if xneg else 0.0) if ((ax == 0.0) & (ay == 0.0)) else a
+    a = (2.356194490192345 if xneg else 7.85398163397448309616e-1) if ((ax == np.inf) & (ay == np.inf)) else a
+    a = -a if np.float64(y).view(np.int64) < np.int64(0) else a
+    return a if ((x == x) & (y == y)) else x + y
 '''
 
 _DEFS = (
@@ -430,16 +447,14 @@ _DEFS = (
     ("_arcsinh_d", _ARCSINH, ("_log1p_d", "_log_d")),
     ("_arctanh_d", _ARCTANH, ("_log1p_d",)),
     ("_arccosh_d", _ARCCOSH, ("_log1p_d", "_log_d")),
-    ("_TURNS", _TURNS, ()),
-    ("_quarter_f", _QUARTER, ("_TURNS",)),
+    ("_quarter_f", _QUARTER, ()),
     ("_sincos_r", _SINCOS, ()),
     ("_sin_f", _SIN, ("_quarter_f", "_sincos_r")),
     ("_cos_f", _COS, ("_quarter_f", "_sincos_r")),
+    ("_arctan2_f", _ATAN2F, ()),
 )
 
 def _jitted(name: str, src: str) -> str:
-    if name == "_TURNS":
-        return src.strip("\n")
     jit = _JIT.replace(")", ', inline="always")') if name in _INLINE else _JIT
     return f"{jit}\n{src.strip(chr(10))}"
 
@@ -451,4 +466,4 @@ FLOAT64: dict[str, str] = {
                               "cosh", "arctan", "arcsin", "arccos", "arctan2", "arcsinh", "arctanh",
                               "arccosh")}
 # ops whose helper is for float32 (and float16) operands only, widened to float64
-WIDENED: dict[str, str] = {"sin": "_sin_f", "cos": "_cos_f"}
+WIDENED: dict[str, str] = {"sin": "_sin_f", "cos": "_cos_f", "arctan2": "_arctan2_f"}
