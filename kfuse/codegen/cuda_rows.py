@@ -11,7 +11,7 @@ import dataclasses
 
 from . import kernel_ir as K
 from .cuda_ops import _STYPE, ctype, index_c, load_expr, store_value
-from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups, vector_access, wide_accs
+from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups, recomputed_values, vector_access, wide_accs
 
 COL_UNROLL = 16               # Variant "col": a column's rows unrolled, loads in flight (H200, sum over axis 0 of
                               # 4096x65536 f32: 1506 us at 1, 519 at 4, 347 at 8, 296 at 16; pixel norm 244/181/172/172)
@@ -40,6 +40,8 @@ class _Rows:
     row_level: set = dataclasses.field(default_factory=set)     # values computed once a row
     declared: set = dataclasses.field(default_factory=set)      # row-level reciprocals declared (rd_<divisor>)
     filled: set = dataclasses.field(default_factory=set)        # register slots already loaded
+    values: dict = dataclasses.field(default_factory=dict)      # value key -> the register slots of a costly op
+    vfilled: set = dataclasses.field(default_factory=set)       # value slots already computed
     q_acc: int = 0              # grid_sync: the accumulators of earlier passes (their workspace slots)
     chunked: bool = False       # the chunk bounds are declared
 
@@ -142,7 +144,32 @@ class RowEmitter:
                     r.cache[(s.buf, s.index)] = name
                     st = _STYPE[s.dtype]
                     out.append(f"KfVec<{st}, {r.V}> {name}[{r.kc}];" if r.V > 1 else f"{ctype(s.dtype)} {name}[{r.kc}];")
+        # a costly op that several passes compute alike: computed by the first, held for the others
+        # (a softcapped softmax's tanh, once instead of three times)
+        repeated = set(recomputed_values(self.kir))
+        for ph in r.phases:
+            keys = K.value_keys(ph.body)
+            for s in ph.body:
+                k = keys.get(getattr(s, "dst", None))
+                if isinstance(s, K.Op) and k in repeated and k not in r.values:
+                    name = r.values[k] = f"cv{len(r.values)}_"
+                    ct = ctype(s.dtype)
+                    out.append(f"KfVec<{ct}, {r.V}> {name}[{r.kc}];" if r.V > 1 else f"{ct} {name}[{r.kc}];")
         return out
+
+    def _held_value(self, r: _Rows, s, keys: dict, newly: set, plain: str) -> list[str]:
+        """Statement ``s`` of a held row's unit (``plain``: its own line): read from its value slot
+        where an earlier pass computed it, else computed (and its slot filled, ``newly``)."""
+        slot = r.values.get(keys.get(getattr(s, "dst", None))) if isinstance(s, K.Op) else None
+        if slot is None:
+            return [plain]
+        ref = f"{slot}[k_].v[e_]" if r.V > 1 else f"{slot}[k_]"
+        key = keys[s.dst]
+        if key in r.vfilled:
+            self.dt[s.dst] = s.dtype
+            return [f"const {ctype(s.dtype)} {s.dst} = {ref};"]
+        newly.add(key)
+        return [plain, f"{ref} = {s.dst};"]
 
     def _phase(self, r: _Rows, pi: int, ph: K.Phase, rb: list) -> bool:
         """Phase ``pi``'s lines onto ``rb``: its row-level statements, its loop over the row and its
@@ -175,18 +202,20 @@ class RowEmitter:
         dec = []
         self.decompose("j_", r.inner, dec, r.V)
         loop += self.peel_index(r) if v.peel else dec
-        newly = set()
+        newly, vnewly = set(), set()
+        keys = K.value_keys(ph.body) if r.values else {}
         if r.V == 1:
             for s in ph.body:
                 if r.kc and isinstance(s, K.Load):
                     loop += self.cached_load(s, f"{r.cache[(s.buf, s.index)]}[k_]", r.filled, newly)
                 else:
-                    loop.append(self.stmt(s))
+                    loop += self._held_value(r, s, keys, vnewly, self.stmt(s))
             for a in ph.accs:
                 loop += self.acc_step(a)
         else:
-            loop += self._vector_unit(r, pi, ph, recips, newly)
+            loop += self._vector_unit(r, pi, ph, recips, newly, keys, vnewly)
         r.filled |= newly
+        r.vfilled |= vnewly
         if r.kc:
             loop.append("}")
         rest = self.peel_rest(r, ph, recips) if v.peel else []
@@ -289,7 +318,7 @@ class RowEmitter:
             rb.append(f"#pragma unroll {COL_UNROLL}\nfor (IDX j_ = 0; j_ < row_len; ++j_) {{")
         return loop
 
-    def _vector_unit(self, r: _Rows, pi: int, ph: K.Phase, recips: dict, newly: set) -> list[str]:
+    def _vector_unit(self, r: _Rows, pi: int, ph: K.Phase, recips: dict, newly: set, keys=None, vnewly=None) -> list[str]:
         """One vector unit of the phase's loop: its loads (register slots, hinted re-loads, vector
         or once-a-unit loads), each lane's statements and accumulator steps, its vector stores."""
         V, last = r.V, r.last
@@ -305,7 +334,8 @@ class RowEmitter:
                 lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
                 stores.append((s, st))
             else:
-                lanes.append(self.row_stmt(r, s, recips))
+                lanes += self._held_value(r, s, keys or {}, vnewly if vnewly is not None else set(),
+                                          self.row_stmt(r, s, recips))
         for a in ph.accs:
             lanes += self.acc_step(a)
         loop.append(f"const IDX ib_ = {last};")

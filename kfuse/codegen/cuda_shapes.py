@@ -379,6 +379,25 @@ def reload_pays(kir: K.KernelIR) -> bool:
     return bool(accs) and rereads_rows(kir) and all(a.kind == "sum" and a.src_dtype == "float32" for a in accs)
 
 
+# ops worth a register slot a unit rather than computing again in a later pass over a held row
+COSTLY = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh", "cosh", "sin", "cos",
+                    "tan", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh", "power",
+                    "logaddexp", "logaddexp2", "cbrt"})
+
+
+def recomputed_values(kir: K.KernelIR) -> list:
+    """The value keys (``kernel_ir.value_keys``) of float ops in ``COSTLY`` that two or more
+    passes over a row compute alike (a softcap's tanh in a softmax's three), in order."""
+    counts: dict = {}
+    for ph in kir.phases:
+        keys = K.value_keys(ph.body)
+        mine = {keys[s.dst] for s in ph.body
+                if isinstance(s, K.Op) and s.op in COSTLY and s.dtype in ("float32", "float64")}
+        for k in mine:
+            counts[k] = counts.get(k, 0) + 1
+    return [k for k, n in counts.items() if n >= 2]
+
+
 def writes_rows(kir: K.KernelIR) -> bool:
     """Whether a row kernel stores full-size rows (softmax), not only a value a row (a row norm)."""
     return any(isinstance(s, K.Store) for ph in kir.phases for s in ph.body)

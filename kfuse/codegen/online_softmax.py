@@ -15,7 +15,8 @@ The partial sums are float32 (a thread's few hundred terms, then a tree), where 
 accumulator is float64 elsewhere: a float64 add and conversion a term cost more than the pass
 saves. The maximum itself is exact (the same comparisons in another order). Each term is rounded once more
 than NumPy's (``exp(y - m')`` times ``exp(m' - m)`` against ``exp(y - m)``): a few float32 ulps a
-term, inside the float32 reduction tolerance (``kfuse/testing.py``). Non-finite rows keep NumPy's
+term (the CUDA C emitter takes each exponential from the hardware's ``ex2.approx``: a few more,
+``cuda_ops``' ``kf_mse_exp``), inside the float32 reduction tolerance (``kfuse/testing.py``). Non-finite rows keep NumPy's
 results: a NaN in the row makes the maximum and the sum NaN; an infinity's own term is
 ``exp(inf - inf)``, NaN, as NumPy's; a row of -inf sums ``exp(-inf - -inf)``, NaN, as NumPy's.
 Only float32 values with a float32 maximum are rewritten, the terms exactly ``exp(y - m)`` with

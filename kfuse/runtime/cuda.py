@@ -495,7 +495,8 @@ class _Launcher(LauncherBase):
             # (not element by element: a 50257-wide logsumexp ran 0.79 ms so, 0.70 in two passes)
             block = ONLINE_BLOCK_WRITES if cuda_emit.writes_rows(kir) else ONLINE_BLOCK
             return cuda_emit.Variant("row", vec, big, 0, block, ROW_BARRIERS, peel=peel), max(1, min(n_rows, INT32_LIMIT // 2))
-        reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir)
+        # (a costly op computed alike by several passes is held, not reloaded: codegen.cuda_rows)
+        reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir) and not cuda_emit.recomputed_values(kir)
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
         if not reload and ROW_LONG_UNITS < units <= 4 * ROW_LONG_UNITS:
