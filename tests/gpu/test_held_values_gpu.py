@@ -19,7 +19,7 @@ from tolerance import assert_matches_numpy  # noqa: E402
 RNG = np.random.default_rng(23)
 
 
-@pytest.mark.parametrize("length", [2048, 2047, 333, 4096])
+@pytest.mark.parametrize("length", [2048, 2047, 1001, 4096])
 @pytest.mark.parametrize("fn", [softcap_softmax, log1p_standardize, plain_softmax])
 def test_held_values_match_numpy(fn, length):
     x = (RNG.standard_normal((67, length)) * 3).astype(np.float32)
