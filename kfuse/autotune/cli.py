@@ -96,7 +96,7 @@ def _gpu_spec_name(name: str) -> str:
 def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = None) -> int:
     ap = argparse.ArgumentParser(prog="kfuse tune", description="tune a function's kernels and "
                                  "store the results in the kfuse cache")
-    ap.add_argument("target", help="path/file.py:function")
+    ap.add_argument("target", nargs="?", help="path/file.py:function")
     ap.add_argument("specs", nargs="*", help="argument specs, quoted, e.g. 'f32[4096,4096]' 'f32[4096]' float")
     tunable = [b.name for b in backends.with_feature(backends.Feature.AUTOTUNE)]
     ap.add_argument("--backend", choices=tunable, default=tunable[0])
@@ -104,7 +104,14 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quiet", action="store_true", help="no per-candidate lines")
+    ap.add_argument("--machine", action="store_true",
+                    help="measure this CPU's memory bandwidths for the CPU cost model and store them "
+                         "in the kfuse cache (no function)")
     args = ap.parse_args(list(argv) if argv is not None else None)
+    if args.machine:
+        return _machine()
+    if args.target is None:
+        ap.error("a function (path/file.py:function) or --machine is required")
 
     from .. import config as _config
     from ..fusion import pipeline
@@ -142,6 +149,19 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
         print(f"kernel {r.group_id} [{r.kind}] {r.source}: {tiles[r.group_id]}"
               f"  ({len(r.measurements)} measured, {r.seconds:.2f} s){speed}"
               + (f"  {r.note}" if r.note else ""))
+    return 0
+
+
+def _machine() -> int:
+    """``kfuse tune --machine``: this CPU's streaming bandwidths, measured and stored
+    (fusion.cpu_machine), then printed beside the fitted machine's."""
+    from .. import config as _config
+    from ..fusion import cpu_cost, cpu_machine
+    rates = cpu_machine.measure()
+    path = cpu_machine.save(_config.get().cache_dir, rates)
+    print(f"kfuse tune: this machine's memory levels (one thread / every core): "
+          f"{cpu_machine.describe(cpu_machine.levels_from(rates))}; the fitted machine's: "
+          f"{cpu_machine.describe(cpu_cost.CPU_LEVELS)}; stored in {path}")
     return 0
 
 

@@ -34,34 +34,27 @@ def _numba_parallel_copy():
     return pcopy
 
 
-def _numba_stream():
-    import numba
+def cpu_levels() -> dict:
+    """The bandwidth (bytes read + written per second) of a streaming loop ``y = 1.5 x + 0.5`` in
+    each memory level of the CPU cost model, on one thread and on Numba's pool
+    (``fusion/cpu_machine.py``: the corpus run stores them as this machine's figures)."""
+    from ..fusion import cpu_machine
+    return levels_entries(cpu_machine.measure())
 
-    def body(dst, src):
-        for i in numba.prange(src.shape[0]):
-            dst[i] = src[i] * np.float32(1.5) + np.float32(0.5)
-    return numba.njit(body), numba.njit(parallel=True)(body)
 
-
-def cpu_levels(sizes=(512 << 10, 8 << 20, 256 << 20)) -> dict:
-    """The bandwidth (bytes read + written per second) of a streaming loop ``y = 1.5 x + 0.5``
-    whose working set (x and y) is each of ``sizes`` bytes, on one thread and on Numba's pool: the
-    figures of the CPU cost model's memory levels (``fusion/cpu_cost.py``'s CPU_LEVELS; by default
-    an L2-, an L3- and a DRAM-sized set of a machine like the dev box)."""
-    seq, par = _numba_stream()
+def levels_entries(rates: dict) -> dict:
+    """:func:`cpu_levels`' entries for ``cpu_machine.measure``'s rates."""
+    from ..fusion.cpu_machine import PROBES
     out = {}
-    for ws in sizes:
-        src = np.ones(ws // 8, np.float32)
-        dst = np.empty_like(src)
-        reps = int(max(5, min(2000, 4e8 / ws)))
-        for name, f in (("one thread", seq), ("parallel", par)):
-            t = timing.time_cpu(lambda i: f(dst, src), warmup=2, budget_s=0.3, max_reps=reps)
-            out[f"{ws >> 10} KiB {name}"] = _entry(ws / (t.median_ms * 1e-3), "B/s",
-                                                   f"numba y = 1.5x + 0.5 over {ws >> 10} KiB ({name})", t)
+    for level, (one, every) in rates.items():
+        ws = PROBES[level]
+        for name, bw in (("one thread", one), ("parallel", every)):
+            out[f"{ws >> 10} KiB {name}"] = _entry(bw, "B/s", f"numba y = 1.5x + 0.5 over {ws >> 10} KiB ({name}, {level})")
     return out
 
 
-def cpu_ceilings(quick: bool = False, gemm_shapes: list[tuple[int, int, int]] = ()) -> dict:
+def cpu_ceilings(quick: bool = False, gemm_shapes: list[tuple[int, int, int]] = (), rates: dict | None = None) -> dict:
+    """``rates``: the memory levels' bandwidths already measured (``cpu_machine.measure``)."""
     out: dict[str, Any] = {"errors": {}}
     n = (1 << 22) if quick else (1 << 26)          # 16 MiB / 256 MiB of float32
     src = np.ones(n, np.float32)
@@ -81,7 +74,7 @@ def cpu_ceilings(quick: bool = False, gemm_shapes: list[tuple[int, int, int]] = 
         out["errors"]["copy_parallel"] = f"{type(e).__name__}: {e}".splitlines()[0]
     out["bandwidth"] = dict(best)
     try:
-        out["levels"] = cpu_levels()
+        out["levels"] = levels_entries(rates) if rates else cpu_levels()
     except Exception as e:
         out["errors"]["levels"] = f"{type(e).__name__}: {e}".splitlines()[0]
     sq = 256 if quick else 1024

@@ -123,7 +123,14 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
     peer_info, live, dev_info, plan_dev, prog = start_run(device, candidates, len(cases), progress)
     try:
         # full-size copies even when quick: a 64 MiB copy would sit partly in a GPU's L2
-        ceil = _ceil.cpu_ceilings(False) if device == "cpu" else _ceil.gpu_ceilings(False)
+        if device == "cpu":     # this machine's memory levels, stored first: the run's plans are priced on them
+            from .. import config
+            from ..fusion import cpu_machine
+            rates = cpu_machine.measure()
+            cpu_machine.save(config.get().cache_dir, rates)
+            ceil = _ceil.cpu_ceilings(False, rates=rates)
+        else:
+            ceil = _ceil.gpu_ceilings(False)
     except Exception as e:
         ceil = {"errors": {"all": _err(e)}}
     prog.step()

@@ -14,6 +14,7 @@ intensity and predicted time ``max(bytes/bw, flops/peak) + launch``; on a device
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -194,13 +195,25 @@ def get_device_spec(name: str | DeviceSpec | None = None) -> DeviceSpec:
     ``None`` means the CPU. A DeviceSpec is returned unchanged."""
     if isinstance(name, DeviceSpec):
         return name
-    if name is None:
-        return DEVICES["cpu"]
-    key = str(name).strip().lower().replace("_", "-").replace(" ", "")
+    key = "cpu" if name is None else str(name).strip().lower().replace("_", "-").replace(" ", "")
     key = ALIASES.get(key, key)
     if key not in DEVICES:
         raise ValueError(f"unknown device {name!r}; known: {', '.join(DEVICES)}")
-    return DEVICES[key]
+    return _this_cpu() if key == "cpu" else DEVICES[key]
+
+
+def _this_cpu() -> DeviceSpec:
+    """The CPU's spec: the fitted machine's, with this machine's measured memory levels where
+    the kfuse cache holds them (fusion.cpu_machine)."""
+    from .. import config
+    from .cpu_machine import machine_levels
+    levels = machine_levels(config.get().cache_dir)
+    return DEVICES["cpu"] if levels is None else _with_levels(levels)
+
+
+@functools.lru_cache(maxsize=8)
+def _with_levels(levels: tuple) -> DeviceSpec:
+    return dataclasses.replace(DEVICES["cpu"], levels=levels)
 
 
 def known_device(name: str) -> DeviceSpec | None:

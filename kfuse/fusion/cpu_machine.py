@@ -1,0 +1,161 @@
+"""The CPU this process runs on, as the CPU cost model sees it: the bandwidth a streaming loop
+reaches in each memory level, measured once per machine and kept in the kernel cache directory.
+
+``cpu_cost.CPU_LEVELS`` are one machine's figures (the AMD EPYC VM the model was fitted on: 45-55
+GB/s from DRAM). Another machine streams at other rates: on a 2-core Intel Xeon VM (2026-11-28) a
+loop ``y = 1.5 x + 0.5`` ran at 98/120 GB/s (one thread / both) in a 512 KiB working set, 27/48
+in 8 MiB and 14/27 from DRAM, and 70 of 112 corpus kernels took more than twice their predicted
+time. :func:`measure` times that loop at one working set a level (the L2 size from the OS, else
+the fitted machine's) with Numba; :func:`save` writes the figures to
+``<cache dir>/machine-<key>.json`` (``key``: the CPU model, core count and L2 size), and
+:func:`machine_levels` reads them back: the CPU device's levels wherever the file exists
+(``fusion.cost.get_device_spec("cpu")``), the fitted machine's otherwise. The capacities and the
+compute costs (``CpuCosts``) stay the fitted machine's. Measured by ``kfuse tune --machine`` and
+by the CPU corpus run (``kfuse bench --suite corpus --device cpu``), before it plans.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import time
+
+from .cpu_cost import CPU_LEVELS, MemLevel
+
+# the working set timed for each of CPU_LEVELS (bytes: x and y together)
+PROBES = {"L2": 512 << 10, "L3": 8 << 20, "DRAM": 256 << 20}
+SCHEMA = "kfuse-cpu-machine/1"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def _l2_bytes() -> int | None:
+    """The per-core L2 size the OS reports (Linux sysfs), or None."""
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for d in sorted(os.listdir(root)):
+            with open(os.path.join(root, d, "level")) as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(os.path.join(root, d, "size")) as f:
+                s = f.read().strip().upper()
+            return int(s[:-1]) << (10 if s.endswith("K") else 20) if s[-1] in "KM" else int(s)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def machine_key() -> str:
+    """What names this machine's figures: a digest of the CPU model, core count and L2 size."""
+    text = f"{_cpu_model()}|{_cores()}|{_l2_bytes()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _path(cache_dir: str) -> str:
+    return os.path.join(cache_dir, f"machine-{machine_key()}.json")
+
+
+def _stream_kernels():
+    import numba
+    import numpy as np
+
+    def body(dst, src):
+        for i in numba.prange(src.shape[0]):
+            dst[i] = src[i] * np.float32(1.5) + np.float32(0.5)
+    return numba.njit(body), numba.njit(parallel=True)(body)
+
+
+def measure(budget_s: float = 0.25) -> dict:
+    """``{level name: (one thread, every core) bytes/s}`` of the streaming loop at ``PROBES``'s
+    working sets (the best of calls within ``budget_s`` each; Numba compiles the loop first)."""
+    import numpy as np
+    seq, par = _stream_kernels()
+    out = {}
+    for name, ws in PROBES.items():
+        src = np.ones(ws // 8, np.float32)
+        dst = np.empty_like(src)
+        rates = []
+        for f in (seq, par):
+            f(dst, src)
+            f(dst, src)
+            best, t_end = float("inf"), time.perf_counter() + budget_s
+            while True:
+                t0 = time.perf_counter()
+                f(dst, src)
+                best = min(best, time.perf_counter() - t0)
+                if time.perf_counter() > t_end:
+                    break
+            rates.append(ws / best)
+        out[name] = (rates[0], rates[1])
+    return out
+
+
+def levels_from(rates: dict, base=CPU_LEVELS) -> tuple:
+    """``base``'s levels with the bandwidths of ``rates`` (:func:`measure`), the per-core L2's
+    size the OS's where it reports one."""
+    l2 = _l2_bytes()
+    out = []
+    for lv in base:
+        one, every = rates.get(lv.name, (lv.bandwidth, lv.parallel))
+        lv = dataclasses.replace(lv, bandwidth=float(one), parallel=float(max(one, every)))
+        if lv.name == "L2" and l2:
+            lv = dataclasses.replace(lv, bytes=float(l2))
+        out.append(lv)
+    return tuple(out)
+
+
+def save(cache_dir: str, rates: dict) -> str:
+    """Write ``rates`` as this machine's figures (atomically: a reader sees the old file or the
+    new one); returns the path."""
+    os.makedirs(cache_dir, exist_ok=True)
+    path = _path(cache_dir)
+    doc = {"schema": SCHEMA, "cpu": _cpu_model(), "cores": _cores(), "l2_bytes": _l2_bytes(),
+           "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "rates": {k: [float(a), float(b)] for k, (a, b) in rates.items()}}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
+    machine_levels.cache_clear()
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def machine_levels(cache_dir: str) -> tuple | None:
+    """This machine's levels from ``cache_dir``'s file (:func:`levels_from`), or None where there
+    is none or it cannot be read (then the fitted machine's apply)."""
+    try:
+        with open(_path(cache_dir)) as f:
+            doc = json.load(f)
+        if doc.get("schema") != SCHEMA:
+            return None
+        rates = {k: (float(a), float(b)) for k, (a, b) in doc["rates"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not all(a > 0 and b > 0 for a, b in rates.values()):
+        return None
+    return levels_from(rates)
+
+
+def describe(levels) -> str:
+    """One line: each level's bandwidth, one thread / every core."""
+    return ", ".join(f"{lv.name} {lv.bandwidth / 1e9:.0f}/{lv.parallel / 1e9:.0f} GB/s" for lv in levels)
+
+
+__all__ = ["MemLevel", "PROBES", "describe", "levels_from", "machine_key", "machine_levels", "measure", "save"]

@@ -1,0 +1,70 @@
+"""This machine's memory levels for the CPU cost model (fusion.cpu_machine): stored and read back
+from the cache directory, the CPU device's levels where the file exists and the fitted machine's
+where it does not or cannot be read, the plan priced on them, and the measurement itself."""
+import json
+
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse import config
+from kfuse.fusion import cost, cpu_cost, cpu_machine
+
+RATES = {"L2": (80e9, 100e9), "L3": (30e9, 60e9), "DRAM": (10e9, 20e9)}
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
+    config.reload()
+    cpu_machine.machine_levels.cache_clear()
+    yield str(tmp_path)
+    monkeypatch.delenv("KFUSE_CACHE_DIR")
+    config.reload()
+    cpu_machine.machine_levels.cache_clear()
+
+
+def test_fitted_machine_without_a_file(cache_dir):
+    assert cpu_machine.machine_levels(cache_dir) is None
+    assert cost.get_device_spec("cpu") is cost.DEVICES["cpu"]
+    assert cost.get_device_spec(None).levels == cpu_cost.CPU_LEVELS
+
+
+def test_stored_levels_price_the_plan(cache_dir):
+    x = np.zeros((4096, 4096), np.float32)         # 128 MiB in and out: DRAM
+    fitted = kfuse.jit(lambda a: a * 2.0 + 1.0).lower(x, device="cpu").plan.groups[0].cost.seconds
+    path = cpu_machine.save(cache_dir, RATES)
+    doc = json.load(open(path))
+    assert doc["schema"] == cpu_machine.SCHEMA and doc["rates"]["DRAM"] == [10e9, 20e9]
+    spec = cost.get_device_spec("cpu")
+    assert [(lv.name, lv.bandwidth, lv.parallel) for lv in spec.levels] == [
+        (n, a, b) for n, (a, b) in RATES.items()]
+    assert [lv.reliable for lv in spec.levels] == [lv.reliable for lv in cpu_cost.CPU_LEVELS]
+    measured = kfuse.jit(lambda a: a * 2.0 + 1.0).lower(x, device="cpu").plan.groups[0].cost.seconds
+    assert measured > 2 * fitted                    # 20 GB/s from DRAM against the fitted 55
+
+
+@pytest.mark.parametrize("text", ["not json", json.dumps({"schema": "other", "rates": {}}),
+                                  json.dumps({"schema": cpu_machine.SCHEMA, "rates": {"L2": [0, 1]}})])
+def test_unreadable_file_is_ignored(cache_dir, text):
+    cpu_machine.save(cache_dir, RATES)
+    path = next(p for p in __import__("os").listdir(cache_dir) if p.startswith("machine-"))
+    with open(f"{cache_dir}/{path}", "w") as f:
+        f.write(text)
+    cpu_machine.machine_levels.cache_clear()
+    assert cost.get_device_spec("cpu") is cost.DEVICES["cpu"]
+
+
+def test_measure_gives_a_rate_per_level():
+    rates = cpu_machine.measure(budget_s=0.01)
+    assert set(rates) == set(cpu_machine.PROBES) == {lv.name for lv in cpu_cost.CPU_LEVELS}
+    assert all(1e8 < a < 1e13 and 1e8 < b < 1e13 for a, b in rates.values())    # (a busy core: any order)
+
+
+def test_tune_machine_cli(cache_dir, capsys):
+    from kfuse.autotune import cli
+    import unittest.mock as um
+    with um.patch.object(cpu_machine, "measure", return_value=RATES):
+        assert cli.main(["--machine"]) == 0
+    assert "DRAM 10/20 GB/s" in capsys.readouterr().out
+    assert cost.get_device_spec("cpu").levels[-1].parallel == 20e9
