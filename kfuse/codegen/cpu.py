@@ -11,7 +11,8 @@ small ints to int64), integer helpers give NumPy's floor-division/remainder/shif
 ``maximum``/``minimum`` propagate NaN, ``fmax``/``fmin`` don't. float16 (which Numba lacks on
 the CPU) travels as uint16 bits; values are float32 in registers, rounded to float16 after every
 op exactly as NumPy's float16 loops do. float32 ``tanh`` is a branch-free rational
-approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vectorisation).
+approximation (Numba's scalar ``tanhf`` is a slow libm call that also blocks vectorisation); an
+elementwise loop whose float32 helpers feed one another runs in chunks, a loop a link (``_CHAIN``).
 Float sums over one inner dim add through ``_radd`` (``fastmath={"reassoc"}`` on that add alone), so
 LLVM vectorises them in a summation order fixed by the compiled code; float max/min over one inner
 dim run over order-preserving integer keys (see the comments below). Helper sources:
@@ -28,6 +29,7 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from ..fusion.cpu_cost import WIDE_POWER
 from ..fusion.kinds import GroupKind
 from . import cpu_argblocks, cpu_blocks, cpu_chunks, cpu_cols, cpu_complex, cpu_interleave, cpu_merge, cpu_pieces, cpu_vecmath
 from .cpu_helpers import HELPERS as _HELPERS
@@ -62,6 +64,13 @@ FN_NAME = "kfuse_kernel"    # one name for every kernel: equal kernels have equa
 # element instead of two (P2 softmax 21.9 -> 17.3 ms when the scratch was introduced; a row
 # standardisation of log1p(x): one log1p instead of three).
 _STAGED_OPS = ("exp", "tanh", "log", "log1p")      # (the float32 helpers: _F32_HELPERS)
+# An elementwise loop whose float32 helpers (_STAGED_OPS) feed one another (mish's exp -> log1p ->
+# tanh) runs in chunks of _CHAIN elements, one loop a link (_Emitter.chain_levels): a link's result
+# goes to a chunk row that stays in L1 and the next loop reads it. The fused loop vectorises, but
+# its one long dependent chain of ~150 vector instructions a step leaves the out-of-order core
+# waiting on latencies (mish, 512x4096 f32, one thread: 13.0 ms fused, 6.1 ms in three loops).
+_CHAIN = 1024
+_CHAIN_BLOCK = 16                   # chunks a parallel trip when the chunked dim is the prange one
 # float32 ops rendered by branch-free helpers LLVM vectorises (cpu_helpers), not Numba's libm call
 _F32_HELPERS = {"exp": "_expf", "tanh": "_tanhf", "log": "_logf", "log1p": "_log1pf", "hypot": "_hypotf"}
 # dtypes whose every value float32 holds exactly: rounded to float16 from float32 (one rounding)
@@ -96,9 +105,10 @@ def vectorised_helper(op: str, dtype: str) -> bool:
 
 def helper_work(op: str, dtype: str) -> int:
     """A transcendental's work units for the thread rule (``runtime.cpu.kernel_work``; simple op
-    1): a float32 helper 1, a float64 one 4, a scalar libm call 16 (``fusion.cpu_cost``'s)."""
+    1): a float32 helper 1, a float64 one 4 (the float32 power 12), a scalar libm call 16
+    (``fusion.cpu_cost``'s)."""
     helper = _math_helper(op, dtype)
-    return 16 if helper is None else (4 if helper[1] else 1)
+    return 16 if helper is None else (4 * (WIDE_POWER if op == "power" else 1) if helper[1] else 1)
 
 
 def _complex_product(op: str, dtype: str) -> bool:
@@ -149,8 +159,14 @@ class CpuOps(PyOps):
             raise self.error(op, t)
         return e
 
+    def __init__(self, use, int_consts: frozenset = frozenset()):
+        super().__init__(use)
+        self.int_consts = int_consts    # constants holding an integer (a power's exponent: libm's pow)
+
     def special(self, op: str, t: str, a) -> str | None:
         helper = _math_helper(op, t)
+        if op == "power" and a[1] in self.int_consts:
+            helper = None               # float x ** 3 is libm's bit for bit (tests/codegen/test_power_policy.py)
         if helper is not None:          # (float_result rounds a widened float32 value)
             name, wide = helper
             args = [f"np.float64({x})" for x in a] if wide and _vt(t) != "float64" else a
@@ -159,7 +175,7 @@ class CpuOps(PyOps):
             return f"{self.use('_cbrt')}({a[0]})"
         if op == "complex":     # (real, imag) parts, float32/float64 (float_result: the complex dtype)
             return f"complex({a[0]}, {a[1]})"
-        if op == "power":       # libm's pow; a constant exponent: codegen.decompose
+        if op == "power":       # libm's pow (float32: _powf_d above but for integer constants); codegen.decompose
             return f"np.power({a[0]}, {a[1]})"
         if op == "fmax":
             return f"{a[0]} if ({a[0]} > {a[1]} or {a[1]} != {a[1]}) else {a[1]}"
@@ -186,7 +202,10 @@ class _Emitter:
         self.used: set[str] = set()
         self.vtype: dict[str, str] = {}
         self.scratch: dict[tuple, str] = {}     # (inner dim, value key) -> staged scratch row
-        self.ops = CpuOps(self.use)
+        self.chunked = ""                       # the loop variable of a chained loop (chain_loop)
+        self.ops = CpuOps(self.use, frozenset(
+            s.dst for ph in kir.phases for s in ph.pre + ph.body if isinstance(s, K.Const)
+            and not isinstance(s.value, complex) and math.isfinite(s.value) and float(s.value).is_integer()))
 
     def use(self, name: str) -> str:
         stack = [name]
@@ -219,7 +238,8 @@ class _Emitter:
         select, which keeps LLVM from vectorising the loop (a 5-point stencil through slices: 2.1 ms
         against 0.27 ms unsigned); KernelIR's index values are never negative."""
         s = self.iexpr(e)
-        return s if s.isidentifier() or s.isdigit() else f"np.uint64({s})"
+        plain = (s.isidentifier() and s != self.chunked) or s.isdigit()   # (chunk + j: not known >= 0)
+        return s if plain else f"np.uint64({s})"
 
     def iexpr(self, e) -> str:
         return self.piece.expr(e) if self.piece is not None else str(e)
@@ -346,19 +366,123 @@ class _Emitter:
         self.hoisted = {line.partition(" = ")[0] for line in hoisted}
         lines += ["    " + x for x in hoisted]
         ind, split = 1, self.sched.split
-        for n, d in enumerate(loop_order(kir, self.sched.perm)):
+        order = loop_order(kir, self.sched.perm)
+        chain = self.chain_levels(order)
+        for n, d in enumerate(order):
             if d == split:                  # (the last outer loop: an elementwise kernel's)
                 lines += self.piece_loop(d, ind, self.phase_lines)
+                break
+            if chain and d == order[-1]:
+                lines += self.chain_loop(d, ind, n == 0, chain)
                 break
             # a scatter runs in C order (the last write to a position wins, as in NumPy)
             rng = "numba.prange" if n == 0 and kir.kind != GroupKind.SCATTER else "range"
             lines.append("    " * ind + f"for i{d} in {rng}({kir.domain[d]}):")
             ind += 1
+            lines += ["    " * ind + x for x in self.chain_rows(chain)] if chain and n == 0 else []
         else:
             lines += self.phase_lines(ind)
         if len(lines) == 2 or lines[-1].rstrip().endswith(":"):
             lines.append("    " * ind + "pass")
         return lines
+
+    def chain_levels(self, order) -> dict | None:
+        """The loop (level) of each statement of an elementwise kernel whose float32 helpers feed
+        one another (see ``_CHAIN``), or None: a helper that a later one reads ends its level, the
+        other statements go in the last level they can (a store in the last), so few values cross
+        a level. A value that does is kept in a chunk row (``chain_rows``) unless it is a load
+        (read again: L1) or an index. Rows order, no pieces or interleaved loads, one phase."""
+        kir, sched = self.kir, self.sched
+        if (kir.kind != GroupKind.ELEMENTWISE or sched.order != "rows" or sched.split >= 0 or sched.inter
+                or len(kir.phases) != 1 or kir.phases[0].has_loop or not order):
+            return None
+        stmts = [s for s in kir.phases[0].pre if getattr(s, "dst", None) not in self.hoisted]
+        defs = {s.dst: s for s in stmts if not isinstance(s, K.Store)}
+        helper = {n for n, s in defs.items() if isinstance(s, K.Op) and s.op in _STAGED_OPS and s.dtype == "float32"}
+        users: dict = {}
+        for s in stmts:
+            for a in K.stmt_reads(s):
+                users.setdefault(a, []).append(s)
+        feeds: set = set()                  # values a helper reads, directly or through others
+        for s in reversed(stmts):
+            if getattr(s, "dst", None) in defs and any(u.dst in helper | feeds for u in users.get(s.dst, ())
+                                                        if not isinstance(u, K.Store)):
+                feeds.add(s.dst)
+        cut = helper & feeds
+        if not cut:
+            return None
+        first: dict = {}                    # the earliest level a statement can go in
+        for s in stmts:
+            first[id(s)] = max((first[id(defs[a])] + (a in cut) for a in K.stmt_reads(s) if a in defs), default=0)
+        last = max(first.values())
+        level: dict = {}
+        for s in reversed(stmts):
+            if isinstance(s, K.Store):
+                level[id(s)] = last
+            elif s.dst in cut:
+                level[id(s)] = first[id(s)]
+            else:
+                level[id(s)] = min((level[id(u)] for u in users.get(s.dst, ())), default=last)
+        for s in stmts:                     # crossing values: a row each (checked once here)
+            for a in K.stmt_reads(s):
+                d = defs.get(a)
+                if d is not None and level[id(d)] < level[id(s)] and not self.reread(d) and (
+                        not isinstance(d, K.Op) or d.dtype.startswith("complex")):
+                    return None
+        return {"stmts": stmts, "level": level, "defs": defs, "last": last}
+
+    @staticmethod
+    def reread(st) -> bool:
+        """Whether a chained loop computes ``st`` again rather than keeping it in a row."""
+        return isinstance(st, K.Index) or (isinstance(st, K.Load) and not K.gathers(st.index))
+
+    def chain_crossing(self, chain) -> dict:
+        """The values a later level of ``chain`` reads from an earlier one, kept in rows: name -> Op."""
+        level, defs = chain["level"], chain["defs"]
+        return {a: defs[a] for s in chain["stmts"] for a in K.stmt_reads(s)
+                if a in defs and level[id(defs[a])] < level[id(s)] and not self.reread(defs[a])}
+
+    def chain_rows(self, chain) -> list[str]:
+        """A chained loop's chunk rows, allocated once a parallel trip."""
+        return [f"ch_{n} = np.empty({_CHAIN}, {_ctor(_vt(st.dtype))})" for n, st in self.chain_crossing(chain).items()]
+
+    def chain_loop(self, d: int, ind: int, parallel: bool, chain) -> list[str]:
+        """Loop ``i<d>`` (the innermost) in chunks of ``_CHAIN``, a loop a level of ``chain``
+        inside each (:meth:`chain_levels`); ``parallel``: it is the prange loop too, which then
+        runs over blocks of ``_CHAIN_BLOCK`` chunks."""
+        ext, B = self.kir.domain[d], _CHAIN * _CHAIN_BLOCK
+        lines = []
+        if parallel:
+            lines += [f"for b{d} in numba.prange(({ext} + {B - 1}) // {B}):"]
+            lines += ["    " + x for x in self.chain_rows(chain)]
+            lines += [f"    for c{d} in range(b{d} * {B}, min(b{d} * {B} + {B}, {ext}), {_CHAIN}):"]
+            lvl = 2
+        else:
+            lines += [f"for c{d} in range(0, {ext}, {_CHAIN}):"]
+            lvl = 1
+        lines.append("    " * lvl + f"n{d} = min({_CHAIN}, {ext} - c{d})")
+        level, defs = chain["level"], chain["defs"]
+        rows = self.chain_crossing(chain)
+        self.chunked = f"i{d}"
+        try:
+            for k in range(chain["last"] + 1):
+                body, have = [], set()
+                for s in chain["stmts"]:
+                    if level[id(s)] != k:
+                        continue
+                    for a in K.stmt_reads(s):       # values of earlier levels: a row, or again
+                        if a in defs and level[id(defs[a])] < k and a not in have:
+                            have.add(a)
+                            body.append(f"{a} = ch_{a}[j{d}]" if a in rows else self.stmt(defs[a]))
+                    body.append(self.stmt(s))
+                    if getattr(s, "dst", None) in rows and level[id(s)] == k:
+                        body.append(f"ch_{s.dst}[j{d}] = {s.dst}")
+                lines.append("    " * lvl + f"for j{d} in range(n{d}):")
+                lines.append("    " * (lvl + 1) + f"i{d} = c{d} + j{d}")
+                lines += ["    " * (lvl + 1) + x for x in body]
+        finally:
+            self.chunked = ""
+        return ["    " * ind + x for x in lines]
 
     def phase_lines(self, ind: int) -> list[str]:
         """The phases' lines inside the outer loops (at level ``ind``)."""

@@ -41,7 +41,11 @@ WIDE_SPECIALS = frozenset({Op.EXP, Op.EXP2, Op.EXPM1, Op.LOG, Op.LOG2, Op.LOG10,
                            Op.ARCCOSH})
 # (WIDENED's float32 sin, cos and arctan2 cost about the same: 1.9, 1.0 beside a cos of the same
 # value, and 1.3 ns an element on one thread, against the float64 exp's 0.72 and log's 0.8)
-WIDENED_SPECIALS = frozenset({Op.SIN, Op.COS, Op.ARCTAN2})
+WIDENED_SPECIALS = frozenset({Op.SIN, Op.COS, Op.ARCTAN2, Op.POWER})
+# float32 power (cpu_vecmath's _powf_d: a float64 log2 and exp2 in one dependent chain) costs this
+# many of them: 4.2 ns an element on one thread, its exp2 alone 1.5 and log2 1.4 (512K elements);
+# an integer constant exponent's libm pow is priced so as well (5 ns)
+WIDE_POWER = 3
 # ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
 # helpers above
 _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
@@ -174,8 +178,9 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                 reduce_vector += min(k, n.size) if n in feeds else 0
                 ops += 1
             elif dt.kind == "f" and (n.op in WIDE_SPECIALS or (n.op in WIDENED_SPECIALS and dt != np.float64)):
-                wide += k
-                ops += costs.wide_work
+                times = WIDE_POWER if n.op is Op.POWER else 1
+                wide += k * times
+                ops += costs.wide_work * times
             else:
                 libm += k
                 ops += costs.libm_work
