@@ -116,6 +116,10 @@ def _check_reduce(nodes: list[Node], reds: list[Node]) -> tuple[Shape | None, st
             else:
                 return None, (f"{n.op.value} of a reduced value to shape {list(n.shape)} (row kernels "
                               f"only broadcast reduced values back to {list(domain)})")
+        elif n.shape != domain and n.shape in (keep, drop) and n.op in ELEMENTWISE and n not in reshaped:
+            # a row-level value from the kernel's own row-level inputs (Adafactor's 0.8 * vr beside
+            # the row mean it is added to): computed once a row, as a reduced value's epilogue is
+            level[n] = "outer"
         else:
             if n.shape != domain and n not in reshaped:
                 return None, (f"{n.op.value} of shape {list(n.shape)} computed inside a row kernel "
