@@ -190,15 +190,20 @@ class RowEmitter:
                         if isinstance(s, K.Load) and (s.buf, s.index) in r.cache} if ph.accs else set()
         loop_at = len(rb)
         recips = {}   # row-level divisor -> its float64 reciprocal's name
-        if self._batches(r):
-            rb += self._batched_loop(r, pi, ph, recips)
-            rest = self.peel_rest(r, ph, recips) if v.peel else []
-            rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
-                                   if rd not in r.declared]
-            r.declared |= set(recips.values())
-            rb += rest
-            return self._finish_phase(r, ph, rb)
-        loop = self._loop_open(r, rb)
+        rb += self._batched_loop(r, pi, ph, recips) if self._batches(r) else self._unit_loop(r, pi, ph, recips)
+        rest = self.peel_rest(r, ph, recips) if v.peel else []
+        # once a row: two phases dividing by one row-level value share it (cuda seed 75 #2934)
+        rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
+                               if rd not in r.declared]
+        r.declared |= set(recips.values())
+        rb += rest
+        return self._finish_phase(r, ph, rb)
+
+    def _unit_loop(self, r: _Rows, pi: int, ph: K.Phase, recips: dict) -> list[str]:
+        """A pass's loop over this thread's units (register slots, chunks, or a re-read row's
+        grid-stride loop), each unit's statements and accumulator steps."""
+        v, head = self.v, []
+        loop = self._loop_open(r, head)
         dec = []
         self.decompose("j_", r.inner, dec, r.V)
         loop += self.peel_index(r) if v.peel else dec
@@ -218,15 +223,7 @@ class RowEmitter:
         r.vfilled |= vnewly
         if r.kc:
             loop.append("}")
-        rest = self.peel_rest(r, ph, recips) if v.peel else []
-        # once a row: two phases dividing by one row-level value share it (cuda seed 75 #2934)
-        rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
-                               if rd not in r.declared]
-        r.declared |= set(recips.values())
-        rb += ["  " + x for x in "\n".join(loop).split("\n")]
-        rb.append("}")
-        rb += rest
-        return self._finish_phase(r, ph, rb)
+        return head + ["  " + x for x in "\n".join(loop).split("\n")] + ["}"]
 
     def _pre(self, r: _Rows, ph: K.Phase, rb: list) -> None:
         """A phase's statements before its loop (once a row; a store by one thread)."""
@@ -284,7 +281,7 @@ class RowEmitter:
         saved = r.cache, r.filled
         r.cache, r.filled = {k: name for k, (_, name) in slots.items()}, set(slots)
         try:
-            unit = self._vector_unit(r, pi, ph, recips, set())
+            unit = self._vector_unit(r, pi, ph, recips, set(), {}, set())
         finally:
             r.cache, r.filled = saved
         body = loads + [f"#pragma unroll\nfor (int k_ = 0; k_ < {U}; ++k_) {{"]
@@ -318,7 +315,8 @@ class RowEmitter:
             rb.append(f"#pragma unroll {COL_UNROLL}\nfor (IDX j_ = 0; j_ < row_len; ++j_) {{")
         return loop
 
-    def _vector_unit(self, r: _Rows, pi: int, ph: K.Phase, recips: dict, newly: set, keys=None, vnewly=None) -> list[str]:
+    def _vector_unit(self, r: _Rows, pi: int, ph: K.Phase, recips: dict, newly: set, keys: dict,
+                     vnewly: set) -> list[str]:
         """One vector unit of the phase's loop: its loads (register slots, hinted re-loads, vector
         or once-a-unit loads), each lane's statements and accumulator steps, its vector stores."""
         V, last = r.V, r.last
@@ -334,8 +332,7 @@ class RowEmitter:
                 lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
                 stores.append((s, st))
             else:
-                lanes += self._held_value(r, s, keys or {}, vnewly if vnewly is not None else set(),
-                                          self.row_stmt(r, s, recips))
+                lanes += self._held_value(r, s, keys, vnewly, self.row_stmt(r, s, recips))
         for a in ph.accs:
             lanes += self.acc_step(a)
         loop.append(f"const IDX ib_ = {last};")
