@@ -66,19 +66,12 @@ def test_a_matmul_neighbour_is_left_to_gemm_epilogue():
     assert ops_of(st, home(st, Op.MATMUL)) == {Op.MATMUL}
 
 
-def adafactor(p, g, vr, vc):
-    g2 = g * g + 1e-30
-    vr = 0.8 * vr + 0.2 * np.mean(g2, axis=1)
-    vc = 0.8 * vc + 0.2 * np.mean(g2, axis=0)
-    vhat = vr[:, None] * vc[None, :] / np.mean(vr, axis=0)
-    return p - 1e-2 * g / np.sqrt(vhat), vr, vc
-
-
 def test_row_level_ops_of_row_level_inputs_join_the_row_kernel():
     """``0.8 * vr`` (an input of the rows' shape) is computed once a row by the kernel whose row
     mean it is added to, not in a kernel of its own (Adafactor: 5 kernels before, 3 now); the
     same on the columns' side (``0.8 * vc`` in the column kernel). Results against NumPy."""
     import kfuse
+    from test_partial_recompute import adafactor
     rng = np.random.default_rng(4)
     for device, backend in [("h200", "cuda"), ("cpu", "cpu")]:
         plan = kfuse.jit(adafactor).lower("f32[512,256]", "f32[512,256]", "f32[512]", "f32[256]",

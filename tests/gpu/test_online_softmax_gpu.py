@@ -1,7 +1,8 @@
 """Rows too long to hold on chip, their maximum and sum of exponentials streamed in one pass
-(codegen.online_softmax; skipped without a GPU): logsumexp, softmax and a label-smoothed
-cross-entropy against NumPy on float32 rows of even and odd lengths, with rows holding a NaN, an
-infinity, -inf's, nothing but -inf, and the maximum first or last (the running rescale's cases)."""
+(codegen.online_softmax; skipped without a GPU): logsumexp, softmax, a mean log-probability
+(codegen.shifted_sum) and a label-smoothed cross-entropy against NumPy on float32 rows of even and
+odd lengths, with rows holding a NaN, an infinity, -inf's, nothing but -inf, and the maximum first
+or last (the running rescale's cases)."""
 import numpy as np
 import pytest
 
@@ -38,8 +39,16 @@ def _streamed(f, *args) -> bool:
     return any("kf_mse_step" in k.source for k in kernels)
 
 
+def mean_logp(x):
+    """A row's mean log-probability: its sum shifted by the log-sum-exp is summed unshifted in
+    the same streamed pass (codegen.shifted_sum)."""
+    m = np.max(x, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m
+    return np.mean(x - lse, axis=1)
+
+
 @pytest.mark.parametrize("length", [32000, 9001])
-@pytest.mark.parametrize("fn", [lse, softmax])
+@pytest.mark.parametrize("fn", [lse, softmax, mean_logp])
 def test_streamed_rows_match_numpy(fn, length):
     x = _rows(24, length)
     f = kfuse.jit(fn, backend="cuda")
@@ -58,18 +67,3 @@ def test_streamed_cross_entropy_matches_numpy():
     got = f(cp.asarray(x), cp.asarray(labels))
     assert_matches_numpy(cp.asnumpy(got), smoothed_ce(x, labels), reductions=True)
 
-
-def test_streamed_shifted_sum_matches_numpy():
-    """A row's mean log-probability, its sum shifted by the log-sum-exp summed unshifted in the same
-    pass (codegen.shifted_sum): every special row of :func:`_rows` against NumPy."""
-    def mean_logp(x):
-        m = np.max(x, axis=1, keepdims=True)
-        lse = np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m
-        return np.mean(x - lse, axis=1)
-    x = _rows(24, 9001)
-    f = kfuse.jit(mean_logp, backend="cuda")
-    with np.errstate(all="ignore"):
-        want = mean_logp(x)
-    got = f(cp.asarray(x))
-    assert _streamed(f, cp.asarray(x))
-    assert_matches_numpy(cp.asnumpy(got), want, reductions=True)
