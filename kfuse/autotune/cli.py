@@ -153,15 +153,16 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
 
 
 def _machine() -> int:
-    """``kfuse tune --machine``: this CPU's streaming bandwidths, measured and stored
-    (fusion.cpu_machine), then printed beside the fitted machine's."""
+    """``kfuse tune --machine``: this CPU's streaming bandwidths and compute scale, measured and
+    stored (autotune.machine, fusion.cpu_machine), then printed beside the fitted machine's."""
     from .. import config as _config
     from ..fusion import cpu_cost, cpu_machine
-    rates = cpu_machine.measure()
-    path = cpu_machine.save(_config.get().cache_dir, rates)
+    from . import machine
+    path, rates, scale = machine.measure_and_save(_config.get().cache_dir)
     print(f"kfuse tune: this machine's memory levels (one thread / every core): "
           f"{cpu_machine.describe(cpu_machine.levels_from(rates))}; the fitted machine's: "
-          f"{cpu_machine.describe(cpu_cost.CPU_LEVELS)}; stored in {path}")
+          f"{cpu_machine.describe(cpu_cost.CPU_LEVELS)}; compute {scale:.2f}x the fitted machine's "
+          f"price; stored in {path}")
     return 0
 
 

@@ -125,9 +125,8 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
         # full-size copies even when quick: a 64 MiB copy would sit partly in a GPU's L2
         if device == "cpu":     # this machine's memory levels, stored first: the run's plans are priced on them
             from .. import config
-            from ..fusion import cpu_machine
-            rates = cpu_machine.measure()
-            cpu_machine.save(config.get().cache_dir, rates)
+            from ..autotune import machine
+            _, rates, _ = machine.measure_and_save(config.get().cache_dir)
             ceil = _ceil.cpu_ceilings(False, rates=rates)
         else:
             ceil = _ceil.gpu_ceilings(False)

@@ -203,17 +203,18 @@ def get_device_spec(name: str | DeviceSpec | None = None) -> DeviceSpec:
 
 
 def _this_cpu() -> DeviceSpec:
-    """The CPU's spec: the fitted machine's, with this machine's measured memory levels where
-    the kfuse cache holds them (fusion.cpu_machine)."""
+    """The CPU's spec: the fitted machine's, with this machine's measured memory levels and
+    compute scale where the kfuse cache holds them (fusion.cpu_machine)."""
     from .. import config
-    from .cpu_machine import machine_levels
-    levels = machine_levels(config.get().cache_dir)
-    return DEVICES["cpu"] if levels is None else _with_levels(levels)
+    from .cpu_machine import machine
+    m = machine(config.get().cache_dir)
+    return DEVICES["cpu"] if m is None else _measured_cpu(*m)
 
 
 @functools.lru_cache(maxsize=8)
-def _with_levels(levels: tuple) -> DeviceSpec:
-    return dataclasses.replace(DEVICES["cpu"], levels=levels)
+def _measured_cpu(levels: tuple, compute_scale: float) -> DeviceSpec:
+    from .cpu_machine import scaled_costs
+    return dataclasses.replace(DEVICES["cpu"], levels=levels, cpu=scaled_costs(cpu_cost.CPU_COSTS, compute_scale))
 
 
 def known_device(name: str) -> DeviceSpec | None:

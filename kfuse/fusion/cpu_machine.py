@@ -8,10 +8,14 @@ in 8 MiB and 14/27 from DRAM, and 70 of 112 corpus kernels took more than twice 
 time. :func:`measure` times that loop at one working set a level (the L2 size from the OS, else
 the fitted machine's) with Numba; :func:`save` writes the figures to
 ``<cache dir>/machine-<key>.json`` (``key``: the CPU model, core count and L2 size), and
-:func:`machine_levels` reads them back: the CPU device's levels wherever the file exists
-(``fusion.cost.get_device_spec("cpu")``), the fitted machine's otherwise. The capacities and the
-compute costs (``CpuCosts``) stay the fitted machine's. Measured by ``kfuse tune --machine`` and
-by the CPU corpus run (``kfuse bench --suite corpus --device cpu``), before it plans.
+:func:`machine` reads them back: the CPU device's levels wherever the file exists
+(``fusion.cost.get_device_spec("cpu")``), the fitted machine's otherwise. The file also holds a
+*compute scale*: how much slower (or faster) than its price this machine ran kfuse's own
+transcendental kernels (``autotune/machine.py`` times them), by which :func:`scaled_costs`
+multiplies the per-element compute costs (``COMPUTE_FIELDS``; the same Intel VM ran float32 and
+float64 helper chains 2.1-3.7x slower than priced). The other capacities, a call's fixed costs
+and latencies stay the fitted machine's. Measured by ``kfuse tune --machine`` and by the CPU
+corpus run (``kfuse bench --suite corpus --device cpu``), before it plans.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import json
 import os
 import time
 
-from .cpu_cost import CPU_LEVELS, MemLevel
+from .cpu_cost import CPU_LEVELS, CpuCosts, MemLevel
 
 # the working set timed for each of CPU_LEVELS (bytes: x and y together)
 PROBES = {"L2": 512 << 10, "L3": 8 << 20, "DRAM": 256 << 20}
@@ -120,37 +124,53 @@ def levels_from(rates: dict, base=CPU_LEVELS) -> tuple:
     return tuple(out)
 
 
-def save(cache_dir: str, rates: dict) -> str:
-    """Write ``rates`` as this machine's figures (atomically: a reader sees the old file or the
-    new one); returns the path."""
+# CpuCosts' per-element compute costs (what the compute scale multiplies); a call's fixed costs,
+# gathers' and aliased reads' latencies and the thread rule's work units stay as fitted
+COMPUTE_FIELDS = ("sweep", "op", "serial", "vector_special", "reduce_special", "libm", "half", "strided",
+                  "transposed", "row", "wide_special", "half_load", "tanh_special", "branchy", "divide")
+
+
+def scaled_costs(costs: CpuCosts, scale: float) -> CpuCosts:
+    """``costs`` with every per-element compute cost (``COMPUTE_FIELDS``) times ``scale``."""
+    if scale == 1.0:
+        return costs
+    return dataclasses.replace(costs, **{f: getattr(costs, f) * scale for f in COMPUTE_FIELDS})
+
+
+def save(cache_dir: str, rates: dict, compute_scale: float = 1.0) -> str:
+    """Write ``rates`` (and the compute scale) as this machine's figures (atomically: a reader
+    sees the old file or the new one); returns the path."""
     os.makedirs(cache_dir, exist_ok=True)
     path = _path(cache_dir)
     doc = {"schema": SCHEMA, "cpu": _cpu_model(), "cores": _cores(), "l2_bytes": _l2_bytes(),
            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "rates": {k: [float(a), float(b)] for k, (a, b) in rates.items()}}
+           "rates": {k: [float(a), float(b)] for k, (a, b) in rates.items()},
+           "compute_scale": float(compute_scale)}
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
     os.replace(tmp, path)
-    machine_levels.cache_clear()
+    machine.cache_clear()
     return path
 
 
 @functools.lru_cache(maxsize=None)
-def machine_levels(cache_dir: str) -> tuple | None:
-    """This machine's levels from ``cache_dir``'s file (:func:`levels_from`), or None where there
-    is none or it cannot be read (then the fitted machine's apply)."""
+def machine(cache_dir: str) -> tuple | None:
+    """``(levels, compute scale)`` of this machine from ``cache_dir``'s file (:func:`levels_from`),
+    or None where there is none or it cannot be read (then the fitted machine's apply)."""
     try:
         with open(_path(cache_dir)) as f:
             doc = json.load(f)
         if doc.get("schema") != SCHEMA:
             return None
         rates = {k: (float(a), float(b)) for k, (a, b) in doc["rates"].items()}
+        scale = float(doc.get("compute_scale", 1.0))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not all(a > 0 and b > 0 for a, b in rates.values()):
+    if not all(a > 0 and b > 0 for a, b in rates.values()) or not 0.0 < scale < 100.0:
         return None
-    return levels_from(rates)
+    return levels_from(rates), scale
+
 
 
 def describe(levels) -> str:
@@ -158,4 +178,5 @@ def describe(levels) -> str:
     return ", ".join(f"{lv.name} {lv.bandwidth / 1e9:.0f}/{lv.parallel / 1e9:.0f} GB/s" for lv in levels)
 
 
-__all__ = ["MemLevel", "PROBES", "describe", "levels_from", "machine_key", "machine_levels", "measure", "save"]
+__all__ = ["COMPUTE_FIELDS", "MemLevel", "PROBES", "describe", "levels_from", "machine", "machine_key", "measure",
+           "save", "scaled_costs"]

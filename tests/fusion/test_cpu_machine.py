@@ -1,6 +1,7 @@
-"""This machine's memory levels for the CPU cost model (fusion.cpu_machine): stored and read back
-from the cache directory, the CPU device's levels where the file exists and the fitted machine's
-where it does not or cannot be read, the plan priced on them, and the measurement itself."""
+"""This machine's memory levels and compute scale for the CPU cost model (fusion.cpu_machine,
+autotune.machine): stored and read back from the cache directory, the CPU device's where the file
+exists and the fitted machine's where it does not or cannot be read, the plan priced on them, and
+the measurements themselves."""
 import json
 
 import numpy as np
@@ -17,15 +18,15 @@ RATES = {"L2": (80e9, 100e9), "L3": (30e9, 60e9), "DRAM": (10e9, 20e9)}
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
     config.reload()
-    cpu_machine.machine_levels.cache_clear()
+    cpu_machine.machine.cache_clear()
     yield str(tmp_path)
     monkeypatch.delenv("KFUSE_CACHE_DIR")
     config.reload()
-    cpu_machine.machine_levels.cache_clear()
+    cpu_machine.machine.cache_clear()
 
 
 def test_fitted_machine_without_a_file(cache_dir):
-    assert cpu_machine.machine_levels(cache_dir) is None
+    assert cpu_machine.machine(cache_dir) is None
     assert cost.get_device_spec("cpu") is cost.DEVICES["cpu"]
     assert cost.get_device_spec(None).levels == cpu_cost.CPU_LEVELS
 
@@ -51,7 +52,7 @@ def test_unreadable_file_is_ignored(cache_dir, text):
     path = next(p for p in __import__("os").listdir(cache_dir) if p.startswith("machine-"))
     with open(f"{cache_dir}/{path}", "w") as f:
         f.write(text)
-    cpu_machine.machine_levels.cache_clear()
+    cpu_machine.machine.cache_clear()
     assert cost.get_device_spec("cpu") is cost.DEVICES["cpu"]
 
 
@@ -63,10 +64,34 @@ def test_measure_gives_a_rate_per_level():
     assert all(lv.parallel >= lv.bandwidth for lv in cpu_machine.levels_from(rates))
 
 
+def test_compute_scale_prices_the_compute(cache_dir):
+    x = np.zeros((256, 256), np.float32)
+    fn = lambda a: np.tanh(np.exp(a))     # noqa: E731
+    before = kfuse.jit(fn).lower(x, device="cpu").plan.groups[0].cost
+    cpu_machine.save(cache_dir, {lv.name: (lv.bandwidth, lv.parallel) for lv in cpu_cost.CPU_LEVELS}, 2.0)
+    spec = cost.get_device_spec("cpu")
+    assert spec.cpu.vector_special == 2 * cpu_cost.CPU_COSTS.vector_special
+    assert spec.cpu.call == cpu_cost.CPU_COSTS.call
+    assert [lv.bandwidth for lv in spec.levels] == [lv.bandwidth for lv in cpu_cost.CPU_LEVELS]
+    after = kfuse.jit(fn).lower(x, device="cpu").plan.groups[0].cost
+    assert after.compute_seconds == pytest.approx(2 * before.compute_seconds)
+    assert after.memory_seconds == pytest.approx(before.memory_seconds)
+
+
+def test_compute_scale_measured_against_the_price():
+    """The probe kernels' time over their priced compute: a positive ratio, within the clamp."""
+    from kfuse.autotune import machine
+    s = machine.compute_scale(cpu_cost.CPU_LEVELS, budget_s=0.05)
+    assert machine.SCALE_RANGE[0] <= s <= machine.SCALE_RANGE[1]
+
+
 def test_tune_machine_cli(cache_dir, capsys):
-    from kfuse.autotune import cli
+    from kfuse.autotune import cli, machine
     import unittest.mock as um
-    with um.patch.object(cpu_machine, "measure", return_value=RATES):
+    with um.patch.object(cpu_machine, "measure", return_value=RATES), \
+            um.patch.object(machine, "compute_scale", return_value=1.5):
         assert cli.main(["--machine"]) == 0
-    assert "DRAM 10/20 GB/s" in capsys.readouterr().out
-    assert cost.get_device_spec("cpu").levels[-1].parallel == 20e9
+    out = capsys.readouterr().out
+    assert "DRAM 10/20 GB/s" in out and "compute 1.50x" in out
+    spec = cost.get_device_spec("cpu")
+    assert spec.levels[-1].parallel == 20e9 and spec.cpu.op == 1.5 * cpu_cost.CPU_COSTS.op
