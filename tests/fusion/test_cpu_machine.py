@@ -74,7 +74,7 @@ def test_compute_scale_prices_the_compute(cache_dir):
     assert spec.cpu.call == cpu_cost.CPU_COSTS.call
     assert [lv.bandwidth for lv in spec.levels] == [lv.bandwidth for lv in cpu_cost.CPU_LEVELS]
     after = kfuse.jit(fn).lower(x, device="cpu").plan.groups[0].cost
-    assert after.compute_seconds == pytest.approx(2 * before.compute_seconds)
+    assert 1.5 * before.compute_seconds < after.compute_seconds <= 2 * before.compute_seconds   # (mostly exp, tanh)
     assert after.memory_seconds == pytest.approx(before.memory_seconds)
 
 
@@ -94,4 +94,5 @@ def test_tune_machine_cli(cache_dir, capsys):
     out = capsys.readouterr().out
     assert "DRAM 10/20 GB/s" in out and "compute 1.50x" in out
     spec = cost.get_device_spec("cpu")
-    assert spec.levels[-1].parallel == 20e9 and spec.cpu.op == 1.5 * cpu_cost.CPU_COSTS.op
+    assert spec.levels[-1].parallel == 20e9 and spec.cpu.libm == 1.5 * cpu_cost.CPU_COSTS.libm
+    assert spec.cpu.op == cpu_cost.CPU_COSTS.op
