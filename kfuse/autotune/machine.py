@@ -22,21 +22,34 @@ def _probe(x):
     return np.tanh(np.exp(-np.abs(x)) * 0.5) + np.log1p(x * x)
 
 
+def _program(dtype, spec):
+    """The probe compiled for the CPU backend through the pipeline (traced, planned for
+    ``spec``, compiled), and its planned kernel: ``(program, inputs besides x, group)``."""
+    from .. import backends
+    from ..fusion import pipeline
+    from ..ir.specs import spec_from_string
+    from ..trace import trace_function
+    short = {np.float32: "f32", np.float64: "f64"}[dtype]
+    graph = trace_function(_probe, {"x": spec_from_string(f"{short}[{PROBE_ELEMENTS}]")}, "probe")
+    plan = pipeline.plan(pipeline.optimize(graph), spec)
+    (g,) = plan.groups
+    return backends.get("cpu").compile_plan(plan, None), list(getattr(graph, "constants", ()) or ()), g
+
+
 def compute_scale(levels, budget_s: float = 0.3) -> float:
     """The compute scale for a machine with memory ``levels`` (module docstring)."""
-    import kfuse
     spec = dataclasses.replace(cost.DEVICES["cpu"], levels=levels, cpu=cpu_cost.CPU_COSTS)
     rng = np.random.default_rng(0)
     ratios = []
     for dtype in (np.float32, np.float64):
         x = rng.standard_normal(PROBE_ELEMENTS).astype(dtype)
-        jf = kfuse.jit(_probe, backend="cpu")
-        (g,) = jf.lower(x, device=spec).plan.groups
-        jf(x)
+        program, consts, g = _program(dtype, spec)
+        args = [x] + consts
+        program(args)
         best, end = math.inf, time.perf_counter() + budget_s
         while time.perf_counter() < end:
             t0 = time.perf_counter()
-            jf(x)
+            program(args)
             best = min(best, time.perf_counter() - t0)
         c = g.cost
         fixed = c.seconds - c.memory_seconds - c.compute_seconds
