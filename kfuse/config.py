@@ -44,6 +44,9 @@ class Config:
     cpu_native: bool = True             # KFUSE_CPU_NATIVE=0: CPU kernels are neither stored nor loaded
                                         # as native shared objects (runtime/cpu_native.py): a warm
                                         # first call imports Numba and loads its machine code instead
+    cpu_machine: bool = True            # KFUSE_CPU_MACHINE=0: the CPU cost model keeps the fitted machine's
+                                        # figures even where this machine's are stored (fusion/cpu_machine.py;
+                                        # the test suite's setting: its expectations are the fitted ones)
     numba_env: tuple = ()               # the NUMBA_* variables (name, value), sorted: Numba reads
                                         # them itself; kfuse keys native kernels on them and takes
                                         # NUMBA_NUM_THREADS as the pool's size before Numba is imported
@@ -69,6 +72,7 @@ def from_env(env: dict | None = None) -> Config:
         index_checks=_bool(g("KFUSE_INDEX_CHECKS"), True),
         dask_row_bytes=int(g("KFUSE_DASK_ROW_BYTES") or (128 << 20)),
         cpu_native=_bool(g("KFUSE_CPU_NATIVE"), True),
+        cpu_machine=_bool(g("KFUSE_CPU_MACHINE"), True),
         numba_env=tuple(sorted((k, v) for k, v in env.items() if k.startswith("NUMBA_"))),
     )
 

@@ -111,10 +111,12 @@ def reference(case, host: list, device: str) -> tuple[list | None, str, str | No
 def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = None,
                filter: str | None = None, shard: str | None = None, budget_s: float | None = None,
                numba_cuda: bool = False, kernels: bool = True, progress: bool = True, seed: int = 0,
-               size: str | None = None, partial_json: str | None = None) -> dict:
+               size: str | None = None, partial_json: str | None = None, machine: bool = False) -> dict:
     """Run the selected corpus entries on ``device`` ("cpu"/"gpu"); returns the results dict.
     ``size`` overrides the size class (default: the device's); ``partial_json``: rewritten after
-    every entry, so a run cut short leaves what it measured."""
+    every entry, so a run cut short leaves what it measured; ``machine`` (the CLI's run on the
+    CPU): this machine measured and stored in the configured cache directory before it plans
+    (``autotune.machine``), so the run's predictions are this machine's."""
     t_start = time.perf_counter()
     load_start = _loadavg()
     size = size or device
@@ -123,11 +125,13 @@ def run_corpus(device: str = "cpu", *, quick: bool = False, peers: str | None = 
     peer_info, live, dev_info, plan_dev, prog = start_run(device, candidates, len(cases), progress)
     try:
         # full-size copies even when quick: a 64 MiB copy would sit partly in a GPU's L2
-        if device == "cpu":     # this machine's memory levels, stored first: the run's plans are priced on them
+        if device == "cpu" and machine:     # stored first: the run's plans are priced on them
             from .. import config
-            from ..autotune import machine
-            _, rates, _ = machine.measure_and_save(config.get().cache_dir)
+            from ..autotune import machine as _machine
+            _, rates, _ = _machine.measure_and_save(config.get().cache_dir)
             ceil = _ceil.cpu_ceilings(False, rates=rates)
+        elif device == "cpu":
+            ceil = _ceil.cpu_ceilings(False)
         else:
             ceil = _ceil.gpu_ceilings(False)
     except Exception as e:
@@ -258,7 +262,7 @@ def run_from_args(args, log: Callable[[str], None] | None = None) -> dict:
     partial = (args.json + ".partial") if args.json else None
     res = run_corpus(args.device, quick=args.quick, peers=args.peers, filter=args.filter, shard=args.shard,
                      budget_s=budget, numba_cuda=args.numba_cuda, progress=not args.no_progress,
-                     size=args.size, partial_json=partial)
+                     size=args.size, partial_json=partial, machine=True)
     if partial and os.path.exists(partial):
         os.remove(partial)
     return res

@@ -207,7 +207,8 @@ def _this_cpu() -> DeviceSpec:
     compute scale where the kfuse cache holds them (fusion.cpu_machine)."""
     from .. import config
     from .cpu_machine import machine
-    m = machine(config.get().cache_dir)
+    cfg = config.get()
+    m = machine(cfg.cache_dir) if cfg.cpu_machine else None
     return DEVICES["cpu"] if m is None else _measured_cpu(*m)
 
 

@@ -17,10 +17,12 @@ RATES = {"L2": (80e9, 100e9), "L3": (30e9, 60e9), "DRAM": (10e9, 20e9)}
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KFUSE_CPU_MACHINE", "1")
     config.reload()
     cpu_machine.machine.cache_clear()
     yield str(tmp_path)
     monkeypatch.delenv("KFUSE_CACHE_DIR")
+    monkeypatch.setenv("KFUSE_CPU_MACHINE", "0")
     config.reload()
     cpu_machine.machine.cache_clear()
 
@@ -96,3 +98,11 @@ def test_tune_machine_cli(cache_dir, capsys):
     spec = cost.get_device_spec("cpu")
     assert spec.levels[-1].parallel == 20e9 and spec.cpu.libm == 1.5 * cpu_cost.CPU_COSTS.libm
     assert spec.cpu.op == cpu_cost.CPU_COSTS.op
+
+
+def test_stored_figures_can_be_ignored(cache_dir, monkeypatch):
+    cpu_machine.save(cache_dir, RATES)
+    assert cost.get_device_spec("cpu") is not cost.DEVICES["cpu"]
+    monkeypatch.setenv("KFUSE_CPU_MACHINE", "0")
+    config.reload()
+    assert cost.get_device_spec("cpu") is cost.DEVICES["cpu"]
