@@ -15,7 +15,8 @@ transcendental kernels (``autotune/machine.py`` times them), by which :func:`sca
 multiplies the transcendental costs (``COMPUTE_FIELDS``; the same Intel VM ran float32 and float64
 helper chains about 2x slower than priced). The other capacities, a call's fixed costs
 and latencies stay the fitted machine's. Measured by ``kfuse tune --machine`` and by the CPU
-corpus run (``kfuse bench --suite corpus --device cpu``), before it plans.
+corpus run (``kfuse bench --suite corpus --device cpu``), before it plans; ``KFUSE_CPU_MACHINE=0``
+keeps the fitted figures (the test suite's setting).
 """
 from __future__ import annotations
 
