@@ -105,8 +105,8 @@ def main(argv: Sequence[str] | None = None, *, load_function: Callable | None = 
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quiet", action="store_true", help="no per-candidate lines")
     ap.add_argument("--machine", action="store_true",
-                    help="measure this CPU's memory bandwidths for the CPU cost model and store them "
-                         "in the kfuse cache (no function)")
+                    help="measure this CPU's memory bandwidths and compute speed for the CPU cost model "
+                         "and store them in the kfuse cache (no function)")
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.machine:
         return _machine()

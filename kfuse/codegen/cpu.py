@@ -423,28 +423,22 @@ class _Emitter:
                 level[id(s)] = first[id(s)]
             else:
                 level[id(s)] = min((level[id(u)] for u in users.get(s.dst, ())), default=last)
-        for s in stmts:                     # crossing values: a row each (checked once here)
-            for a in K.stmt_reads(s):
-                d = defs.get(a)
-                if d is not None and level[id(d)] < level[id(s)] and not self.reread(d) and (
-                        not isinstance(d, K.Op) or d.dtype.startswith("complex")):
-                    return None
-        return {"stmts": stmts, "level": level, "defs": defs, "last": last}
+        # the values a later level reads from an earlier one, kept in rows (real ops only)
+        rows = {a: defs[a] for s in stmts for a in K.stmt_reads(s)
+                if a in defs and level[id(defs[a])] < level[id(s)] and not self.reread(defs[a])}
+        if any(not isinstance(d, K.Op) or d.dtype.startswith("complex") for d in rows.values()):
+            return None
+        return {"stmts": stmts, "level": level, "defs": defs, "last": last, "rows": rows}
 
     @staticmethod
     def reread(st) -> bool:
         """Whether a chained loop computes ``st`` again rather than keeping it in a row."""
         return isinstance(st, K.Index) or (isinstance(st, K.Load) and not K.gathers(st.index))
 
-    def chain_crossing(self, chain) -> dict:
-        """The values a later level of ``chain`` reads from an earlier one, kept in rows: name -> Op."""
-        level, defs = chain["level"], chain["defs"]
-        return {a: defs[a] for s in chain["stmts"] for a in K.stmt_reads(s)
-                if a in defs and level[id(defs[a])] < level[id(s)] and not self.reread(defs[a])}
-
-    def chain_rows(self, chain) -> list[str]:
-        """A chained loop's chunk rows, allocated once a parallel trip."""
-        return [f"ch_{n} = np.empty({_CHAIN}, {_ctor(_vt(st.dtype))})" for n, st in self.chain_crossing(chain).items()]
+    @staticmethod
+    def chain_rows(chain) -> list[str]:
+        """A chained loop's chunk rows (``chain["rows"]``), allocated once a parallel trip."""
+        return [f"ch_{n} = np.empty({_CHAIN}, {_ctor(_vt(st.dtype))})" for n, st in chain["rows"].items()]
 
     def chain_loop(self, d: int, ind: int, parallel: bool, chain) -> list[str]:
         """Loop ``i<d>`` (the innermost) in chunks of ``_CHAIN``, a loop a level of ``chain``
@@ -461,8 +455,7 @@ class _Emitter:
             lines += [f"for c{d} in range(0, {ext}, {_CHAIN}):"]
             lvl = 1
         lines.append("    " * lvl + f"n{d} = min({_CHAIN}, {ext} - c{d})")
-        level, defs = chain["level"], chain["defs"]
-        rows = self.chain_crossing(chain)
+        level, defs, rows = chain["level"], chain["defs"], chain["rows"]
         self.chunked = f"i{d}"
         try:
             for k in range(chain["last"] + 1):

@@ -157,19 +157,20 @@ class RowEmitter:
                     out.append(f"KfVec<{ct}, {r.V}> {name}[{r.kc}];" if r.V > 1 else f"{ct} {name}[{r.kc}];")
         return out
 
-    def _held_value(self, r: _Rows, s, keys: dict, newly: set, plain: str) -> list[str]:
-        """Statement ``s`` of a held row's unit (``plain``: its own line): read from its value slot
-        where an earlier pass computed it, else computed (and its slot filled, ``newly``)."""
+    def _held_value(self, r: _Rows, s, keys: dict, newly: set, plain) -> list[str]:
+        """Statement ``s`` of a held row's unit (``plain()``: its own line, rendered only where it
+        runs): read from its value slot where an earlier pass computed it, else computed (and its
+        slot filled, ``newly``)."""
         slot = r.values.get(keys.get(getattr(s, "dst", None))) if isinstance(s, K.Op) else None
         if slot is None:
-            return [plain]
+            return [plain()]
         ref = f"{slot}[k_].v[e_]" if r.V > 1 else f"{slot}[k_]"
         key = keys[s.dst]
         if key in r.vfilled:
             self.dt[s.dst] = s.dtype
             return [f"const {ctype(s.dtype)} {s.dst} = {ref};"]
         newly.add(key)
-        return [plain, f"{ref} = {s.dst};"]
+        return [plain(), f"{ref} = {s.dst};"]
 
     def _phase(self, r: _Rows, pi: int, ph: K.Phase, rb: list) -> bool:
         """Phase ``pi``'s lines onto ``rb``: its row-level statements, its loop over the row and its
@@ -214,7 +215,7 @@ class RowEmitter:
                 if r.kc and isinstance(s, K.Load):
                     loop += self.cached_load(s, f"{r.cache[(s.buf, s.index)]}[k_]", r.filled, newly)
                 else:
-                    loop += self._held_value(r, s, keys, vnewly, self.stmt(s))
+                    loop += self._held_value(r, s, keys, vnewly, lambda s=s: self.stmt(s))
             for a in ph.accs:
                 loop += self.acc_step(a)
         else:
@@ -332,7 +333,7 @@ class RowEmitter:
                 lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
                 stores.append((s, st))
             else:
-                lanes += self._held_value(r, s, keys, vnewly, self.row_stmt(r, s, recips))
+                lanes += self._held_value(r, s, keys, vnewly, lambda s=s: self.row_stmt(r, s, recips))
         for a in ph.accs:
             lanes += self.acc_step(a)
         loop.append(f"const IDX ib_ = {last};")

@@ -222,15 +222,7 @@ def lane_invariant(stmts, loads, last: str) -> list:
     """The statements computing the positions (``IVal``) of the gathered ``loads``, in order:
     none depends on the innermost loop variable ``last``, so they run once a vector unit,
     before its loads, instead of once a lane."""
-    defs = {s.dst: s for s in stmts if hasattr(s, "dst")}
-    need, stack = set(), [e.name for s in loads for e in _ivals(s.index)]
-    while stack:
-        v = stack.pop()
-        if v in need or v not in defs:
-            continue
-        need.add(v)
-        s = defs[v]
-        stack += K.stmt_reads(s)
+    need = K.dependencies(stmts, [e.name for s in loads for e in _ivals(s.index)])
     out = [s for s in stmts if getattr(s, "dst", None) in need]
     assert not any(last in set().union(*map(K.expr_vars, K.stmt_index(s))) for s in out)
     return out

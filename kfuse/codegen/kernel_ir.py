@@ -187,6 +187,20 @@ def stmt_reads(s) -> list[str]:
     return out + [n for e in stmt_index(s) for n in ivals(e)]
 
 
+def dependencies(stmts, names) -> set[str]:
+    """The variables of ``stmts`` that ``names`` read, directly or through each other (``names``
+    themselves where ``stmts`` define them)."""
+    defs = {s.dst: s for s in stmts if hasattr(s, "dst")}
+    need, stack = set(), list(names)
+    while stack:
+        v = stack.pop()
+        if v in need or v not in defs:
+            continue
+        need.add(v)
+        stack += stmt_reads(defs[v])
+    return need
+
+
 def gathers(index) -> bool:
     """Whether an access's index reads a statement variable (:class:`IVal`): a data-dependent
     position, computed before the access in statement order (no emitter may hoist the access

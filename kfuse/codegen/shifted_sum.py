@@ -59,7 +59,7 @@ def _shift(acc: K.Acc, defs: dict, ph: K.Phase):
     readers = [s for s in ph.body if d.dst in K.stmt_reads(s)] + [a for a in ph.accs if a is not acc and d.dst in (a.src, a.mask)]
     rest = [s for s in ph.body if s is not d]
     reads = {r for s in rest for r in K.stmt_reads(s)} | {r for a in ph.accs if a is not acc for r in (a.src, a.mask)}
-    if readers or c in reads | _needed(ph.pre, reads):
+    if readers or c in reads | K.dependencies(ph.pre, reads):
         return None         # (the shift read elsewhere: the pass needs it anyway)
     return d, x, c, sign
 
@@ -71,7 +71,7 @@ def _rewrite(kir: K.KernelIR, b: int, acc: K.Acc, d: K.Op, x: str, c: str, sign:
     accs = tuple(K.Acc(f"{n}s", "sum", F64, F64, f"{n}x", F64, 0.0) if a is acc else a for a in ph.accs)
     # the pass keeps the statements before its loop that its body reads; the others (the shift
     # among them, usually) move after it, with the finish
-    needed = _needed(ph.pre, {r for s in body for r in K.stmt_reads(s)} | {a.mask for a in accs if a.mask})
+    needed = K.dependencies(ph.pre, {r for s in body for r in K.stmt_reads(s)} | {a.mask for a in accs if a.mask})
     keep = tuple(s for s in ph.pre if getattr(s, "dst", None) in needed)
     later = tuple(s for s in ph.pre if getattr(s, "dst", None) not in needed)
     count = K.lit(1)
@@ -92,15 +92,3 @@ def _rewrite(kir: K.KernelIR, b: int, acc: K.Acc, d: K.Op, x: str, c: str, sign:
     phases.insert(b + 1, K.Phase(later + finish, (), ()))
     return tuple(phases)
 
-
-def _needed(pre, names: set) -> set:
-    """The statements of ``pre`` that ``names`` read, directly or through each other."""
-    defs = {s.dst: s for s in pre if hasattr(s, "dst")}
-    need, stack = set(), list(names)
-    while stack:
-        v = stack.pop()
-        if v in need or v not in defs:
-            continue
-        need.add(v)
-        stack += K.stmt_reads(defs[v])
-    return need

@@ -4,8 +4,8 @@ reaches in each memory level, measured once per machine and kept in the kernel c
 ``cpu_cost.CPU_LEVELS`` are one machine's figures (the AMD EPYC VM the model was fitted on: 45-55
 GB/s from DRAM). Another machine streams at other rates: on a 2-core Intel Xeon VM (2026-11-28) a
 loop ``y = 1.5 x + 0.5`` ran at 98/120 GB/s (one thread / both) in a 512 KiB working set, 27/48
-in 8 MiB and 14/27 from DRAM, and 70 of 112 corpus kernels took more than twice their predicted
-time. :func:`measure` times that loop at one working set a level (the L2 size from the OS, else
+in 8 MiB and 14/27 from DRAM, and 59 of 126 corpus kernels took more than twice their predicted
+time (20 on this machine's levels). :func:`measure` times that loop at one working set a level (the L2 size from the OS, else
 the fitted machine's) with Numba; :func:`save` writes the figures to
 ``<cache dir>/machine-<key>.json`` (``key``: the CPU model, core count and L2 size), and
 :func:`machine` reads them back: the CPU device's levels wherever the file exists
@@ -172,7 +172,6 @@ def machine(cache_dir: str) -> tuple | None:
     if not all(a > 0 and b > 0 for a, b in rates.values()) or not 0.0 < scale < 100.0:
         return None
     return levels_from(rates), scale
-
 
 
 def describe(levels) -> str:
