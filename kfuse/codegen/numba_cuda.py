@@ -50,8 +50,10 @@ from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_complex as ncx
 from . import numba_cuda_scatter as scatter
+from .cuda_shapes import vector_access
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
+from .numba_cuda_rows import RowEmitter, _first_factor
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _vt, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -103,19 +105,37 @@ def numba_cuda_available() -> tuple[bool, str]:
 @dataclasses.dataclass(frozen=True)
 class NVariant:
     mode: str = "elementwise"   # "elementwise" | "row" | "col"
-    ilp: int = 4                # elementwise: elements a thread per grid-stride step
+    ilp: int = 4                # elementwise: units a thread per grid-stride step
     cache_k: int = 0            # row: register slots a thread (0: re-read every phase)
     block: int = 256            # threads per block (also the launch bound)
     fastdiv: bool = False       # elementwise: unravel the flat index by multiply-high (< 2^31 elements)
+    vec: int = 1                # elementwise: elements a unit, read and written as one 16-byte vector
+                                # where an access runs along the innermost dim (numba_cuda_mem.ldv/stv)
+    tail: bool = False          # elementwise, one loop dim: the last N % vec elements one by one
+    split: int = 0              # reduce: chunks a row (two stages, or one grid-synchronised launch) ...
+    stage: int = 0              # ... 1: the chunks' accumulators to a workspace; 2: a block a row combines them
+    grid_sync: bool = False     # ... several passes, the chunks meeting at grid barriers (codegen.numba_cuda_rows)
+    min_blocks: int = 0         # launch bound: resident blocks a SM (grid_sync: every block resident)
 
     @property
     def tag(self) -> str:
-        return f"{self.mode[0]}i{self.ilp}k{self.cache_k}b{self.block}{'f' if self.fastdiv else ''}"
+        t = f"{self.mode[0]}i{self.ilp}k{self.cache_k}b{self.block}{'f' if self.fastdiv else ''}"
+        t += f"v{self.vec}" if self.vec > 1 else ""
+        t += "t" if self.tail else ""
+        t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
+        t += f"y{self.split}" if self.grid_sync else ""
+        return t + (f"m{self.min_blocks}" if self.min_blocks else "")
+
+    @property
+    def workspace(self) -> bool:
+        """Whether the kernel takes a workspace (the last parameter)."""
+        return bool(self.stage or self.grid_sync)
 
 
 def fast_div_dims(kir: K.KernelIR) -> list[int]:
     """The loop dims an elementwise ``fastdiv`` kernel divides by, in the order of its divisor
-    parameters: every loop dim but the leading one, innermost first (as the unravel runs)."""
+    parameters: every loop dim but the leading one, innermost first (as the unravel runs); the
+    innermost one's divisor is its extent in units (``NVariant.vec`` elements)."""
     return kir.loop_dims(range(len(kir.domain)))[:0:-1]
 
 
@@ -145,13 +165,7 @@ def row_variant(L: int) -> NVariant:
 # --------------------------------------------------------------------------- the emitter
 
 
-def _first_factor(s: K.Scan) -> bool:
-    """A complex cumprod: NumPy's accumulate starts from the first factor (1 * x is not x where x
-    has an infinite part), so the running value is replaced by it, not multiplied, at the first step."""
-    return s.op == "multiply" and s.dtype in ncx.PARTS
-
-
-class _Gen(K.StatementRenderer, AccEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         self.used: list[str] = []
@@ -261,14 +275,19 @@ class _Gen(K.StatementRenderer, AccEmitter):
             for d in fast_div_dims(kir):
                 names += [f"dv{d}_m", f"dv{d}_s"]
                 types += ["T.int32", "T.int32"]
+        if self.v.workspace:
+            names.append("ws_")
+            types.append("T.CPointer(T.uint8)")
         return names, types
 
-    def decompose(self, lin: str, dims: list[int], out: list[str]) -> None:
-        """Unravel linear index ``lin`` over loop dims ``dims`` (C order) into ``i<d>``."""
+    def decompose(self, lin: str, dims: list[int], out: list[str], vec: int = 1) -> None:
+        """Unravel linear index ``lin`` over loop dims ``dims`` (C order) into ``i<d>``; with
+        ``vec > 1`` ``lin`` counts units of ``vec`` elements along the last dim."""
         if not dims:
             return
+        last = self.n(f"i{dims[-1]}")
         if len(dims) == 1:
-            out.append(f"{self.n(f'i{dims[0]}')} = {lin}")
+            out.append(f"{last} = {lin}" + (f" * {vec}" if vec > 1 else ""))
             return
         r = self.n("r_")
         out.append(f"{r} = {lin}")
@@ -276,6 +295,8 @@ class _Gen(K.StatementRenderer, AccEmitter):
         for pos in range(len(dims) - 1, 0, -1):
             d = dims[pos]
             ext = self.ix(self.kir.domain[d])
+            if vec > 1 and pos == len(dims) - 1:
+                ext = f"({ext} // {vec})"
             if fast:    # r // ext for 0 <= r < 2^31 (runtime.gpu_launch.fast_divisor)
                 q = self.n(f"q{d}_")
                 out.append(f"{q} = (np.int64(ld.umulhi(np.int32({r}), dv{d}_m)) + {r}) >> dv{d}_s")
@@ -285,6 +306,8 @@ class _Gen(K.StatementRenderer, AccEmitter):
             out.append(f"{self.n(f'i{d}')} = {r} % {ext}")
             out.append(f"{r} = {r} // {ext}")
         out.append(f"{self.n(f'i{dims[0]}')} = {r}")
+        if vec > 1:
+            out.append(f"{last} = {last} * {vec}")
 
     def const_lines(self) -> list[str]:
         lines = []
@@ -295,169 +318,99 @@ class _Gen(K.StatementRenderer, AccEmitter):
 
     # -- elementwise
     def elementwise(self) -> list[str]:
-        kir, ilp = self.kir, max(1, self.v.ilp)
+        kir, v = self.kir, self.v
+        ilp, vec = max(1, v.ilp), max(1, v.vec)
         stmts = [s for s in kir.phases[0].pre if not isinstance(s, K.Const)]
         dims = kir.loop_dims(range(len(kir.domain)))
         self.local = ({s.dst for s in stmts if hasattr(s, "dst")} | {f"i{d}" for d in dims}
                       | {f"q{d}_" for d in dims} | {"r_", "u_"})
         body = self.const_lines()
-        total = " * ".join(self.ix(kir.domain[d]) for d in dims) or "1"
-        body.append(f"n_ = {total}")
+        exts = [self.ix(kir.domain[d]) for d in dims]
+        if vec > 1:
+            body.append(f"n_el_ = {' * '.join(exts)}")
+            exts[-1] = f"({exts[-1]} // {vec})"
+        body.append(f"n_ = {' * '.join(exts) or '1'}")
         body.append("step_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
-        body.append("u_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
+        body.append("g_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
+        body.append("u_ = g_")
         # loads first (a gather's load after the statements computing its position)
         early = [s for s in stmts if isinstance(s, (K.Load, K.Index)) and not K.gathers(K.stmt_index(s))]
         ids = {id(s) for s in early}
         order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load, K.Index, K.Search)) and id(s) not in ids]
                  + [s for s in stmts if isinstance(s, K.Store)])
-
-        def lanes(n: int) -> list[str]:
-            out = []
-            for k in range(n):
-                self.sfx = f"_{k}" if n > 1 else ""
-                if n > 1:
-                    out.append(f"{self.n('u_')} = u_ + {k} * step_" if k else f"{self.n('u_')} = u_")
-                self.decompose(self.n("u_"), dims, out)
-            for s in order:
-                for k in range(n):
-                    self.sfx = f"_{k}" if n > 1 else ""
-                    out.append(self.stmt(s))
-            self.sfx = ""
-            return out
         if ilp > 1:
             body.append(f"while u_ + {ilp - 1} * step_ < n_:")
-            body += ["    " + x for x in lanes(ilp)]
+            body += ["    " + x for x in self._lanes(order, dims, ilp, vec)]
             body.append(f"    u_ += {ilp} * step_")
         body.append("while u_ < n_:")
-        body += ["    " + x for x in lanes(1)]
+        body += ["    " + x for x in self._lanes(order, dims, 1, vec)]
         body.append("    u_ += step_")
+        if v.tail:          # a flat domain's last n % vec elements, one by one
+            body += [f"u_ = n_ * {vec} + g_", "while u_ < n_el_:"]
+            body += ["    " + x for x in self._lanes(order, dims, 1, 1)]
+            body.append("    u_ += step_")
         return body
 
-    # -- reductions
-    def reduce(self) -> list[str]:
-        kir, v = self.kir, self.v
-        row = v.mode == "row"
-        outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
-        kc = v.cache_k if row else 0
-        body_defs = {s.dst for ph in kir.phases for s in ph.body if hasattr(s, "dst")}
-        self.local = body_defs | {f"i{d}" for d in inner} | {"r_", "j_"}
-        L = self.const_lines()
-        L.append(f"n_rows_ = {' * '.join(self.ix(kir.domain[d]) for d in outer) or '1'}")
-        L.append(f"row_len_ = {' * '.join(self.ix(kir.domain[d]) for d in inner) or '1'}")
-        if row:
-            for ph in kir.phases:
-                for a in ph.accs:
-                    st = "uint8" if self.acc_vt(a) == "bool" else self.acc_vt(a)
-                    L.append(f"sm_{a.dst} = cuda.shared.array(32, T.{st})")
-                    if a.kind in ("argmax", "argmin"):
-                        L.append(f"smi_{a.dst} = cuda.shared.array(32, T.int64)")
-            L.append("tid_ = np.int64(cuda.threadIdx.x)")
-            L.append("bdim_ = np.int64(cuda.blockDim.x)")
-            L.append("lane_ = tid_ & 31")
-            L.append("warp_ = tid_ >> 5")
-            L.append("nwarps_ = (bdim_ + 31) >> 5")
-            L.append("row_ = np.int64(cuda.blockIdx.x)")
-            L.append("rstep_ = np.int64(cuda.gridDim.x)")
-        else:
-            L.append("row_ = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)")
-            L.append("rstep_ = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)")
-        L.append("while row_ < n_rows_:")
-        rb: list[str] = []
-        self.decompose("row_", outer, rb)
-        cache: dict = {}
-        filled: set = set()
-        if kc:
-            for ph in kir.phases:
-                for s in ph.body:
-                    if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
-                        c = f"c{len(cache)}_"
-                        cache[(s.buf, s.index)] = c
-                        zero = "False" if s.dtype == "bool" else f"np.{_vt(s.dtype)}(0)"
-                        rb += [f"{c}{k} = {zero}" for k in range(kc)]
-        for ph in kir.phases:
-            for s in ph.pre:
-                line = self.stmt(s)
-                if not line:
-                    continue
-                if isinstance(s, K.Store) and row:
-                    rb += ["if tid_ == 0:", "    " + line]
-                else:
-                    rb.append(line)
-            if not ph.has_loop:
+    def _lanes(self, order: list, dims: list, n: int, vec: int) -> list[str]:
+        """``n`` units (grid-stride steps apart) of ``vec`` elements each: every unit's indices,
+        then each statement for every element of every unit (all loads before any arithmetic).
+        An access along the innermost dim is one vector a unit, a load not depending on it one
+        load a unit."""
+        last = f"i{dims[-1]}" if dims else ""
+        outer = {f"i{d}" for d in dims[:-1]}
+        vload, vstore, once = set(), set(), set()
+        for s in order:
+            if vec == 1 or not isinstance(s, (K.Load, K.Store)):
                 continue
-            for a in ph.accs:
-                rb.append(f"A{a.dst} = {self.acc_init(a)}")
-                if a.kind in ("argmax", "argmin"):
-                    rb.append(f"P{a.dst} = np.int64(-1)")
-            for sc in K.scans(ph.body):
-                self.globals.append(f"_S{sc.dst} = {_const_value(sc.init, sc.dtype)}")
-                rb.append(f"{sc.dst} = _S{sc.dst}")
-                rb += [f"_F{sc.dst} = True"] if _first_factor(sc) else []
-            if kc:
-                rb += self.fill_slots(ph, inner, kc, cache, filled)
-                newly = set()
-                for k in range(kc):
-                    self.sfx = f"_{k}"
-                    rb.append(f"{self.n('j_')} = tid_ + {k} * bdim_")
-                    rb.append(f"if {self.n('j_')} < row_len_:")
-                    lp: list[str] = []
-                    self.decompose(self.n("j_"), inner, lp)
-                    for s in ph.body:
-                        if isinstance(s, K.Load):
-                            lp += self.cached_load(s, cache[(s.buf, s.index)] + str(k), filled, newly)
-                        else:
-                            x = self.stmt(s)
-                            if x:
-                                lp.append(x)
-                    for a in ph.accs:
-                        lp += self.acc_step(a)
-                    rb += ["    " + x for x in lp]
-                self.sfx = ""
-                filled |= newly
-            else:
-                rb.append("j_ = tid_" if row else "j_ = np.int64(0)")
-                rb.append("while j_ < row_len_:")
-                lp = []
-                self.decompose("j_", inner, lp)
-                lp += [x for x in (self.stmt(s) for s in ph.body) if x]
-                for a in ph.accs:
-                    lp += self.acc_step(a)
-                lp.append("j_ += bdim_" if row else "j_ += 1")
-                rb += ["    " + x for x in lp]
-            for a in ph.accs:
-                f = self.acc_final(a, row)
-                rb += f[:-1] + (self.redo_row(ph, a, inner) if row else []) + f[-1:]
-        rb.append("row_ += rstep_")
-        L += ["    " + x for x in rb]
-        return L
-
-    def fill_slots(self, ph, inner, kc: int, cache: dict, filled: set) -> list[str]:
-        """In a one-pass row reduction (one phase with accumulators: sums, norms, means of rows),
-        a phase reading one buffer: every register slot loaded back to back before any
-        arithmetic, a slot past the row's end reading the row's first element instead (its value
-        is never used), so no load sits behind a bounds branch the compiler does not hoist it
-        over. Adds what it loads to ``filled``. Not in multi-pass kernels: there the hoisted slots
-        cost registers (layernorm: 64 -> 84 a thread, one 512-thread block an SM instead of two:
-        P3 0.316 -> 0.453 ms on an H200)."""
-        if sum(1 for p in self.kir.phases if p.accs) != 1:
-            return []
-        fresh = {}
-        for s in ph.body:
-            if isinstance(s, K.Load) and (s.buf, s.index) not in filled:
-                fresh.setdefault((s.buf, s.index), s)
-        if len(fresh) != 1 or any(K.gathers(s.index) for s in fresh.values()):
-            return []
-        lines = []
-        for k in range(kc):
-            self.sfx = f"_{k}"
-            j = self.n("j_")
-            lines += [f"{j} = tid_ + {k} * bdim_", f"{j} = {j} if {j} < row_len_ else 0 * {j}"]
-            self.decompose(j, inner, lines)
-            for key, s in fresh.items():
-                lines += [self.stmt(s), f"{cache[key]}{k} = {self.n(s.dst)}"]
+            if isinstance(s, K.Load) and self.kir.inputs[s.buf].host:
+                once.add(id(s))
+            elif vector_access(s.index, last):
+                (vload if isinstance(s, K.Load) else vstore).add(id(s))
+            elif isinstance(s, K.Load) and set().union(*map(K.expr_vars, s.index)) <= outer:
+                once.add(id(s))
+        names = [[f"_{k}_{e}" if n * vec > 1 else "" for e in range(vec)] for k in range(n)]
+        out: list[str] = []
+        for k in range(n):
+            self.sfx = names[k][0]
+            out.append(f"{self.n('u_')} = u_ + {k} * step_" if k else f"{self.n('u_')} = u_")
+            self.decompose(self.n("u_"), dims, out, vec)
+            for e in range(1, vec):
+                out += [f"i{d}{names[k][e]} = i{d}{names[k][0]}" + (f" + {e}" if f"i{d}" == last else "") for d in dims]
+        for s in order:
+            for k in range(n):
+                for e in range(vec):
+                    self.sfx = names[k][e]
+                    if id(s) in vload:
+                        out += self._vector_load(s, names[k]) if e == 0 else []
+                    elif id(s) in vstore:
+                        out += [self._vector_store(s, names[k])] if e == vec - 1 else []
+                    elif id(s) in once and e:
+                        out.append(f"{s.dst}{names[k][e]} = {s.dst}{names[k][0]}")
+                    else:
+                        out.append(self.stmt(s))
         self.sfx = ""
-        filled |= set(fresh)
-        return ["if row_len_ > 0:"] + ["    " + x for x in lines]
+        return out
+
+    def _vector_load(self, s: K.Load, sfx: list[str]) -> list[str]:
+        """One 16-byte load of a unit's ``len(sfx)`` elements (indices of its first element)."""
+        self.sfx = sfx[0]
+        t = f"{s.dst}{sfx[0]}v_"
+        out = [f"{t} = ldv(in{s.buf}, {self.offset('in', s.buf, s.index)}, {len(sfx)})"]
+        for e, x in enumerate(sfx):
+            ref = f"{t}[{e}]"
+            ref = f"np.float32({ref})" if s.dtype == "float16" else f"({ref} != 0)" if s.dtype == "bool" else ref
+            out.append(f"{s.dst}{x} = {ref}")
+        return out
+
+    def _vector_store(self, s: K.Store, sfx: list[str]) -> str:
+        """One 16-byte store of a unit's values (indices of its first element)."""
+        b = self.kir.outputs[s.buf]
+        vals = []
+        for x in sfx:
+            self.sfx = x
+            vals.append(store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype))
+        self.sfx = sfx[0]
+        return f"stv(out{s.buf}, {self.offset('out', s.buf, s.index)}, ({', '.join(vals)},))"
 
     # -- the module
     def source(self) -> str:
@@ -486,7 +439,8 @@ class _Gen(K.StatementRenderer, AccEmitter):
                 'kfuse.codegen.numba_cuda."""',
                 "import numpy as np", "from numba import cuda", "from numba.cuda import libdevice as ld",
                 "from numba.cuda import types as T",
-                "from kfuse.codegen.numba_cuda_narrow import " + ", ".join(f"narrow_{t}" for t in NARROW_INTS)]
+                "from kfuse.codegen.numba_cuda_narrow import " + ", ".join(f"narrow_{t}" for t in NARROW_INTS),
+                "from kfuse.codegen.numba_cuda_mem import at, grid_arrive, grid_seen, ldv, stv"]
         head += [scatter.IMPORT] if scatter.combining_stores(kir) else []
         head += ["",
                 "INF32 = np.float32(np.inf)", "INF64 = np.float64(np.inf)"]
@@ -494,7 +448,7 @@ class _Gen(K.StatementRenderer, AccEmitter):
         for h in self.used:
             head += [_HELPERS[h], ""]
         head += ["SIG = (" + ", ".join(types) + ("," if len(types) == 1 else "") + ")",
-                 f"LAUNCH_BOUNDS = {v.block}", "VARIANT = " + repr(dataclasses.astuple(v)), "", ""]
+                 f"LAUNCH_BOUNDS = {(v.block, v.min_blocks) if v.min_blocks else v.block}", "VARIANT = " + repr(dataclasses.astuple(v)), "", ""]
         fn = [f"def {FN_NAME}({', '.join(names)}):",
               f'    """({ins}) -> ({outs}); outer={list(kir.outer)} inner={list(kir.inner)}"""']
         fn += ["    " + x for x in body if x != ""]

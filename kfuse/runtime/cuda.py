@@ -244,7 +244,7 @@ class _Launcher(LauncherBase):
         key = (kir.domain, kir.phases)
         child = children.get(key)
         if child is None:
-            child = children[key] = _Launcher(self.group, kir, self.arch, self.cache)
+            child = children[key] = type(self)(self.group, kir, self.arch, self.cache)
         return child
 
     def _contiguous_reads(self, ins):

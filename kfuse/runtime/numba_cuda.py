@@ -18,6 +18,8 @@ Importing numba.cuda fails with NumPy >= 2.5 (numba-cuda 0.30): :func:`compile_p
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 
@@ -30,6 +32,9 @@ from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import gpu_store
+from . import cuda as rt_cuda
+from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
+from ..codegen.numba_cuda_rows import redo_free
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
@@ -63,38 +68,133 @@ def _function(source: str, dev_id: int, arch: str, cache=None):
     return f[1]
 
 
-class _Launcher(LauncherBase):
-    """One group's Numba-CUDA kernel: a variant per argument pattern (elementwise, row, column)."""
+class _Launcher(rt_cuda._Launcher):
+    """One group's Numba-CUDA kernel. The schedule is the CUDA C backend's choice for the same
+    arguments (``runtime.cuda._Launcher.variant_for``: vector width, a block a row or a thread a
+    column, two stages or grid barriers for reductions too short of rows or columns to fill the
+    GPU, a flattened domain, contiguous reshaped reads), rendered by ``codegen.numba_cuda`` as an
+    :class:`~kfuse.codegen.numba_cuda.NVariant` (:meth:`_render`); the parts it does not render
+    yet are chosen as it did before: transposes through shared-memory tiles run element by
+    element, packed short rows and peeled rows a block a row of scalar loads, rows re-read
+    through L1 held in registers, scans a thread a row."""
+
+    @functools.cached_property
+    def _streamed(self) -> K.KernelIR:
+        return self._folded             # (no online max-and-sum accumulator here)
+
+    def _tile_variant(self, ins, outs, big, sm):
+        return None, 0
+
+    def _row_vec(self, ins, outs, inner, L):
+        return 1, False                 # rows element by element (their vectors: not yet)
+
+    def _scan_variant(self, ins, big, sm, n_rows, L):
+        return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
 
     def _build(self, ins, outs, props) -> tuple:
+        contiguous = self._contiguous_reads(ins)
+        if contiguous is not None:      # (its kernel: the same parameters, simpler load indices)
+            return contiguous._build(ins, outs, props)
+        variant, grid = self.variant_for(ins, outs, props)
+        if variant.mode == "elementwise" and (variant.vec == 1 or not self.vec_ok):
+            flat = self._flat_domain(ins, outs)
+            if flat is not None and flat.variant_for(ins, outs, props)[0].vec > 1:
+                return flat._build(ins, outs, props)
         sm = props["sm_count"]
-        variant, grid = self._reduce(ins, sm) if self.kir.kind in ROW_KINDS else self._ew(sm)
-        src = self.emit(variant, lambda: nc.emit(self.kir, variant))
-        return variant, _function(src, props["device_id"], self.arch, self.cache), grid, variant.block
+        nv, grid = self._render(variant, grid, sm)
+        func = self._load(variant, nv, props)
+        if nv.grid_sync:                # every block resident, or a smaller split
+            from cupy_backends.cuda.api import driver
+            fit = driver.occupancyMaxActiveBlocksPerMultiprocessor(func.ptr, nv.block, 0) * sm
+            if grid > fit:
+                rows = self._rows()
+                per = nv.block if nv.mode == "col" else 1
+                split = min(nv.split, fit * per // max(1, rows))
+                if split < 2:
+                    nv, grid = self._render(dataclasses.replace(variant, split=0, grid_sync=False, min_blocks=0),
+                                            grid, sm)
+                else:
+                    nv = dataclasses.replace(nv, split=split)
+                    grid = rows * split if nv.mode == "row" else -(-(rows * split) // per)
+                func = self._load(variant, nv, props)
+        return nv, func, grid, nv.block
 
-    def _ew(self, sm):
+    def _load(self, variant, nv, props):
+        src = self.emit((variant, nv), lambda: nc.emit(self.kir_for(variant), nv))
+        return _function(src, props["device_id"], self.arch, self.cache)
+
+    def _rows(self) -> int:
         kir = self.kir
-        dims = kir.loop_dims(range(len(kir.domain)))
-        total = math.prod(self.extent(d) for d in dims) if dims else 1
-        ilp = 4 if total >= 4 * 256 * sm else 1
-        grid = max(1, min(-(-total // 256), sm * 8))
-        return nc.NVariant("elementwise", ilp, 0, 256, fastdiv=nc.fastdiv_fits(kir, total)), grid
+        return math.prod(self.extent(d) for d in kir.loop_dims(kir.outer)) or 1
 
-    def extra_args(self, variant) -> list:
-        """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by."""
-        if not variant.fastdiv:
+    def _render(self, v, grid: int, sm: int) -> tuple:
+        """``(NVariant, grid)``: the CUDA C schedule ``v`` as this emitter renders it."""
+        kir = self.kir
+        if v.mode == "elementwise":
+            dims = kir.loop_dims(range(len(kir.domain)))
+            total = math.prod(self.extent(d) for d in dims) if dims else 1
+            units = total // v.vec
+            ilp = 4 if v.vec == 1 and units >= 4 * 256 * sm else 1
+            return (nc.NVariant("elementwise", ilp, 0, v.block, fastdiv=nc.fastdiv_fits(kir, total), vec=v.vec,
+                                tail=v.tail), max(1, min(-(-units // (v.block * ilp)), sm * 1024)))
+        chunked = (v.split or v.grid_sync) and redo_free(kir)
+        if v.mode == "col":
+            if chunked:
+                return (nc.NVariant("col", 1, 0, 128, split=v.split, stage=v.stage, grid_sync=v.grid_sync,
+                                    min_blocks=v.min_blocks), grid)
+            return nc.NVariant("col", 1, 0, 128), max(1, min(-(-self._rows() // 128), sm * 16))
+        if chunked:
+            return (nc.NVariant("row", 1, 0, v.block, split=v.split, stage=v.stage, grid_sync=v.grid_sync,
+                                min_blocks=v.min_blocks), grid)
+        L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1
+        nv = nc.row_variant(L)
+        return nv, max(1, min(self._rows(), sm * max(1, 2048 // nv.block)))
+
+    def _finish(self, ins, outs, props, nv):
+        """A chunked reduction's launches: two stages through a workspace, or one cooperative
+        launch whose workspace starts with the grid barrier's counter (zeroed on the stream)."""
+        if not nv.workspace:
+            return None
+        import cupy
+        rows = self._rows()
+        kir = self.kir_for_nv(nv)
+        n_acc = sum(len(ph.accs) for ph in kir.phases)
+        if nv.grid_sync:
+            nbytes = GRID_SYNC_HEAD + rows * nv.split * n_acc * SPLIT_SLOT
+
+            def run(func, grid, block, tail, ins, outs):
+                ws = cupy.empty(nbytes, cupy.uint8)
+                stream = cupy.cuda.get_current_stream()
+                cupy.cuda.runtime.memsetAsync(ws.data.ptr, 0, GRID_SYNC_HEAD, stream.ptr)
+                func(grid, block, (*outs, *ins, *tail, ws), enable_cooperative_groups=True)
+            return run
+        nv2 = nc.NVariant("row", 1, 0, 128, split=nv.split, stage=2)
+        src2 = self.emit((None, nv2), lambda: nc.emit(kir, nv2))
+        f2 = _function(src2, props["device_id"], self.arch, self.cache)
+        grid2 = (max(1, min(rows, rt_cuda.INT32_LIMIT // 2)),)
+        nbytes = rows * nv.split * n_acc * SPLIT_SLOT
+
+        def run(func, grid, block, tail, ins, outs):
+            ws = cupy.empty(nbytes, cupy.uint8)
+            func(grid, block, (*outs, *ins, *tail, ws))
+            f2(grid2, (128,), (*outs, *ins, *tail, ws))
+        return run
+
+    def kir_for_nv(self, nv) -> K.KernelIR:
+        """The kernel IR a chunked variant renders (as ``kir_for`` gives it for the CUDA C one)."""
+        return self._folded if nv.grid_sync else self.kir
+
+    def tail(self, ins, outs, nv) -> list:
+        return LauncherBase.tail(self, ins, outs, nv)
+
+    def extra_args(self, nv) -> list:
+        """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by (the innermost
+        one in units of ``nv.vec`` elements)."""
+        if not nv.fastdiv:
             return []
-        return [np.uint32(x) for d in nc.fast_div_dims(self.kir) for x in fast_divisor(self.extent(d))]
-
-    def _reduce(self, ins, sm):
-        kir = self.kir
-        outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
-        n_rows = math.prod(self.extent(d) for d in outer) if outer else 1
-        L = math.prod(self.extent(d) for d in inner) if inner else 1
-        if K.has_scan(kir) or self.column_reduction(ins):       # a scan: a thread a row, in order
-            return nc.NVariant("col", 1, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
-        v = nc.row_variant(L)
-        return v, max(1, min(n_rows, sm * max(1, 2048 // v.block)))
+        dims = nc.fast_div_dims(self.kir)
+        return [np.uint32(x) for d in dims
+                for x in fast_divisor(self.extent(d) // (nv.vec if d == dims[0] else 1))]
 
 
 MATMUL_REFUSED = "kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'"

@@ -8,7 +8,7 @@ import pytest
 
 from kfuse.runtime import device
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.backends("cuda", "numba-cuda")]   # the same schedules, both emitters
 if not device.has_gpu():
     pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
 
@@ -23,8 +23,8 @@ RNG = np.random.default_rng(11)
 def _grid_synced(f, *args) -> int:
     """The chunks of the grid-synchronised launch behind ``f`` for these arguments (0: none)."""
     entry = f._programs[f._key(args)]
-    return max([h[0].variant.split for lau in entry.program.launchers for h in lau._variants.values()
-                if h[0].variant.grid_sync] + [0])
+    return max([getattr(h[0], 'variant', h[0]).split for lau in entry.program.launchers for h in lau._variants.values()
+                if getattr(h[0], 'variant', h[0]).grid_sync] + [0])
 
 
 CASES = {
@@ -40,10 +40,10 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_multi_pass_column_reductions(name, dtype):
+def test_multi_pass_column_reductions(name, dtype, backend):
     fn, shape = CASES[name]
     x = RNG.standard_normal(shape).astype(dtype)
-    f = kfuse.jit(fn)
+    f = kfuse.jit(fn, backend=backend)
     xd = cp.asarray(x)
     got = f(xd)
     assert _grid_synced(f, xd) >= 2
@@ -52,31 +52,31 @@ def test_multi_pass_column_reductions(name, dtype):
 
 
 @pytest.mark.parametrize("name", ["standardise_axis0", "softmax_axis0", "minmax_axis0"])
-def test_float16_columns(name):
+def test_float16_columns(name, backend):
     """float16 sums round to float16 (NumPy's loop): columns short enough that NumPy's own float16
     sums neither overflow nor drift past the table (70001 squares overflow float16)."""
     fn, _ = CASES[name]
     x = RNG.standard_normal((2003, 300)).astype(np.float16)
-    f = kfuse.jit(fn)
+    f = kfuse.jit(fn, backend=backend)
     got = f(cp.asarray(x))
     assert _grid_synced(f, cp.asarray(x)) >= 2
     assert_matches_numpy(cp.asnumpy(got), fn(x), reductions=True)
 
 
-def test_transposed_input_reduced_over_its_last_axis():
+def test_transposed_input_reduced_over_its_last_axis(backend):
     """x.T's rows are memory columns: a last-axis statistic of a transposed view is a column pass."""
     x = RNG.standard_normal((50021, 100)).astype(np.float32)
     fn = lambda x: x.T - x.T.mean(axis=1, keepdims=True) * x.T.max(axis=1, keepdims=True)  # noqa: E731
-    f = kfuse.jit(fn)
+    f = kfuse.jit(fn, backend=backend)
     got = f(cp.asarray(x))
     assert _grid_synced(f, cp.asarray(x)) >= 2
     assert_matches_numpy(cp.asnumpy(got), fn(x), reductions=True)
 
 
-def test_integers_and_argmax_with_nan_and_ties_across_chunks():
+def test_integers_and_argmax_with_nan_and_ties_across_chunks(backend):
     i = RNG.integers(-10 ** 6, 10 ** 6, (60013, 40)).astype(np.int64)
     fi = lambda i: (i - i.min(0)) * (i.max(0) % 7) + i.sum(0)        # noqa: E731
-    f = kfuse.jit(fi)
+    f = kfuse.jit(fi, backend=backend)
     got = f(cp.asarray(i))
     assert _grid_synced(f, cp.asarray(i)) >= 2
     np.testing.assert_array_equal(cp.asnumpy(got), fi(i))
@@ -84,7 +84,7 @@ def test_integers_and_argmax_with_nan_and_ties_across_chunks():
     x[5, 3] = x[60000, 3] = 50.0                   # ties in the first and last chunks: the first wins
     x[30000, 7] = x[59000, 7] = np.nan             # NaN: the first NaN's index, max NaN
     fa = lambda x: (x.argmax(0), x - x.max(0))     # noqa: E731
-    a, d = kfuse.jit(fa)(cp.asarray(x))
+    a, d = kfuse.jit(fa, backend=backend)(cp.asarray(x))
     ea, ed = fa(x)
     np.testing.assert_array_equal(cp.asnumpy(a), ea)
     assert_matches_numpy(cp.asnumpy(d), ed)
@@ -99,10 +99,10 @@ ROWS = {
 
 
 @pytest.mark.parametrize("name", list(ROWS))
-def test_multi_pass_over_few_long_rows(name):
+def test_multi_pass_over_few_long_rows(name, backend):
     fn, shape = ROWS[name]
     x = RNG.standard_normal(shape).astype(np.float32)
-    f = kfuse.jit(fn)
+    f = kfuse.jit(fn, backend=backend)
     xd = cp.asarray(x)
     got = f(xd)
     assert _grid_synced(f, xd) >= 2
