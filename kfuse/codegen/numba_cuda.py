@@ -9,17 +9,24 @@ new size reuses the compiled kernel. A host scalar input (``Buffer.host``) is a 
 storage type, by value (a bool a byte, a float16 its two bytes), as CUDA C's ``KfHost<T>``. The source is self-contained: it defines the kernel
 ``kfuse_kernel``, its signature ``SIG`` and ``LAUNCH_BOUNDS``; the source text is the memo key.
 
-Kernel shapes (an :class:`NVariant` chosen on the host, like the CUDA backend's ``Variant``):
-* elementwise: grid-stride over the flattened domain, ``ilp`` elements a thread per step (all loads
-  of the ``ilp`` elements are issued before any compute, then the stores), then a scalar tail; with
-  ``fastdiv`` (a domain under 2^31 elements) the flat index is unravelled by multiply-high with
-  host-computed divisors (``fast_div_dims``; runtime ``fast_divisor``), not by 64-bit ``%``/``//``
-  (a software routine on the GPU: P1 on an H200 ran at 31% of the copy bandwidth with it);
+Kernel shapes (an :class:`NVariant`: the CUDA C backend's ``cuda_shapes.Variant`` for the same
+arguments, as ``runtime.numba_cuda`` renders it; the schedule is chosen once, by one set of rules):
+* elementwise: grid-stride over units of ``vec`` elements (16 bytes where every access along the
+  innermost dim is contiguous and aligned: one ``ldv``/``stv`` vector access a unit,
+  :mod:`kfuse.codegen.numba_cuda_mem`; a load not depending on that dim once a unit), ``ilp``
+  units a thread per step (all loads issued before any compute, then the stores), then a scalar
+  remainder, and with ``tail`` (a flattened domain, ``codegen.flat_domain``) its last ``N % vec``
+  elements one by one; with ``fastdiv`` (a domain under 2^31 elements) the flat index is unravelled
+  by multiply-high with host-computed divisors (``fast_div_dims``; runtime ``fast_divisor``), not by
+  64-bit ``%``/``//`` (a software routine on the GPU: P1 on an H200 ran at 31% of the copy bandwidth with it);
 * scatter: the elementwise loop, its ``ufunc.at`` store an atomic (``numba_cuda_scatter``);
-* row (reduce): one block per outer index, threads stride over the reduced dims, warp shuffles then
-  a shared-memory combine in a fixed order (deterministic); with ``cache_k > 0`` the row's loads are
-  kept in registers (``cache_k`` unrolled slots a thread), so each row is read once (softmax, layernorm);
-* col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced).
+* row (reduce): one block per outer index, threads stride over the reduced dims a unit of ``vec``
+  elements at a time, warp shuffles then a shared-memory combine in a fixed order
+  (deterministic); with ``cache_k > 0`` the row's loads are kept in registers (``cache_k``
+  unrolled slots a thread), so each row is read once (softmax, layernorm);
+* col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced);
+* rows or columns too few to fill the GPU: two stages (``split``/``stage``) or one
+  grid-synchronised launch (``grid_sync``), :mod:`kfuse.codegen.numba_cuda_rows`.
 A row whose tree value a complex product's or max/min's association changes (a non-finite part,
 ``codegen.accs.redo_ops``) is reduced again in NumPy's order by each thread holding it (row mode).
 Semantics follow NumPy: integer results wrap to the node dtype, ``//``/``%``/shifts/powers follow

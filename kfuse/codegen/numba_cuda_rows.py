@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from . import kernel_ir as K
 from .accs import redo_ops
-from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
+from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, vector_access
 from .numba_cuda_ops import _const_value, _vt
 
 
@@ -51,6 +51,7 @@ class RowEmitter:
         L = self.const_lines()
         L.append(f"n_rows_ = {' * '.join(self.ix(kir.domain[d]) for d in outer) or '1'}")
         L.append(f"row_len_ = {' * '.join(self.ix(kir.domain[d]) for d in inner) or '1'}")
+        L.append(f"units_ = row_len_ // {v.vec}" if v.vec > 1 else "units_ = row_len_")   # (whole vectors)
         L.append("tid_ = np.int64(cuda.threadIdx.x)")
         L.append("bdim_ = np.int64(cuda.blockDim.x)")
         if row:
@@ -75,8 +76,8 @@ class RowEmitter:
             L += ["row_ = np.int64(cuda.blockIdx.x) * bdim_ + tid_",
                   "rstep_ = np.int64(cuda.gridDim.x) * bdim_"]
         if chunked:
-            L += [f"chunk_ = (row_len_ + {v.split - 1}) // {v.split}", "lo_ = c_ * chunk_",
-                  "hi_ = min(row_len_, lo_ + chunk_)"]
+            L += [f"chunk_ = (units_ + {v.split - 1}) // {v.split}", "lo_ = c_ * chunk_",
+                  "hi_ = min(units_, lo_ + chunk_)"]
         L.append("while row_ < n_rows_:")
         rb: list[str] = []
         self.decompose("row_", outer, rb)
@@ -89,7 +90,7 @@ class RowEmitter:
                         c = f"c{len(cache)}_"
                         cache[(s.buf, s.index)] = c
                         zero = "False" if s.dtype == "bool" else f"np.{_vt(s.dtype)}(0)"
-                        rb += [f"{c}{k} = {zero}" for k in range(kc)]
+                        rb += [f"{c}{k}{e} = {zero}" for k in range(kc) for e in self._elems()]
         q_acc = 0
         for ph in kir.phases:
             for s in ph.pre:
@@ -142,42 +143,74 @@ class RowEmitter:
             return [line]
         return [f"if {who}:", "    " + line]
 
+    def _elems(self) -> list[str]:
+        """The name suffixes of a unit's elements (none: a unit is one element)."""
+        return [f"_{e}" for e in range(self.v.vec)] if self.v.vec > 1 else [""]
+
     def _element_loop(self, ph: K.Phase, inner: list, row: bool, chunked: bool) -> list[str]:
-        """A pass over the row (or this thread's chunk of it), element by element."""
+        """A pass over the row (or this thread's chunk of it), a unit at a time."""
         start = {(True, True): "lo_ + tid_", (True, False): "tid_", (False, True): "lo_",
                  (False, False): "np.int64(0)"}[row, chunked]
-        end = "hi_" if chunked else "row_len_"
-        out = [f"j_ = {start}", f"while j_ < {end}:"]
-        lp: list[str] = []
-        self.decompose("j_", inner, lp)
-        lp += [x for x in (self.stmt(s) for s in ph.body) if x]
-        for a in ph.accs:
-            lp += self.acc_step(a)
+        end = "hi_" if chunked else "units_"
+        lp = self._unit(ph, inner, "", "j_")
         lp.append("j_ += bdim_" if row else "j_ += 1")
-        return out + ["    " + x for x in lp]
+        return [f"j_ = {start}", f"while j_ < {end}:"] + ["    " + x for x in lp]
 
     def _slot_loop(self, ph: K.Phase, inner: list, kc: int, cache: dict, filled: set) -> list[str]:
         """A pass over a row held in ``kc`` register slots a thread (loaded by the first pass)."""
         out = self.fill_slots(ph, inner, kc, cache, filled)
         newly: set = set()
         for k in range(kc):
-            self.sfx = f"_{k}"
-            out.append(f"{self.n('j_')} = tid_ + {k} * bdim_")
-            out.append(f"if {self.n('j_')} < row_len_:")
-            lp: list[str] = []
-            self.decompose(self.n("j_"), inner, lp)
-            for s in ph.body:
-                if isinstance(s, K.Load):
-                    lp += self.cached_load(s, cache[(s.buf, s.index)] + str(k), filled, newly)
-                else:
-                    x = self.stmt(s)
-                    if x:
-                        lp.append(x)
-            for a in ph.accs:
-                lp += self.acc_step(a)
-            out += ["    " + x for x in lp]
-        self.sfx = ""
+            j = f"j_{k}"
+            out += [f"{j} = tid_ + {k} * bdim_", f"if {j} < units_:"]
+            out += ["    " + x for x in self._unit(ph, inner, f"_{k}", j, (cache, k, filled, newly))]
         filled |= newly
+        return out
+
+    def _unit(self, ph: K.Phase, inner: list, lab: str, j: str, slots=None) -> list[str]:
+        """Unit ``j`` of the row (``NVariant.vec`` elements, its accesses along the row one vector)
+        through ``ph``'s body and accumulator steps; ``slots`` ``(cache, k, filled, newly)``: its
+        loads kept in register slot ``k``."""
+        vec = self.v.vec
+        names = [lab + e for e in self._elems()]
+        out: list[str] = []
+        self.sfx = names[0]
+        self.decompose(j, inner, out, vec)
+        last = f"i{inner[-1]}" if inner else ""
+        for e in range(1, vec):
+            out += [f"i{d}{names[e]} = i{d}{names[0]}" + (f" + {e}" if f"i{d}" == last else "") for d in inner]
+
+        def along(s) -> bool:
+            return vec > 1 and not (isinstance(s, K.Load) and self.kir.inputs[s.buf].host) and vector_access(s.index, last)
+        for s in ph.body:
+            if isinstance(s, K.Load) and slots is not None:
+                cache, k, filled, newly = slots
+                key = (s.buf, s.index)
+                slot = f"{cache[key]}{k}"
+                if along(s) and key not in filled:
+                    newly.add(key)
+                    self.dt[s.dst] = s.dtype
+                    out += self._vector_load(s, names) + [f"{slot}{e} = {s.dst}{x}" for e, x in zip(self._elems(), names)]
+                    continue
+                for e, x in zip(self._elems(), names):
+                    self.sfx = x
+                    out += self.cached_load(s, slot + e, filled, newly)
+            elif isinstance(s, K.Load) and along(s):
+                self.dt[s.dst] = s.dtype
+                out += self._vector_load(s, names)
+            elif isinstance(s, K.Store) and along(s):
+                out.append(self._vector_store(s, names))
+            else:
+                for x in names:
+                    self.sfx = x
+                    line = self.stmt(s)
+                    if line:
+                        out.append(line)
+        for x in names:
+            self.sfx = x
+            for a in ph.accs:
+                out += self.acc_step(a)
+        self.sfx = ""
         return out
 
     def fill_slots(self, ph, inner, kc: int, cache: dict, filled: set) -> list[str]:
@@ -197,13 +230,24 @@ class RowEmitter:
         if len(fresh) != 1 or any(K.gathers(s.index) for s in fresh.values()):
             return []
         lines = []
+        vec = self.v.vec
+        last = f"i{inner[-1]}" if inner else ""
         for k in range(kc):
-            self.sfx = f"_{k}"
-            j = self.n("j_")
-            lines += [f"{j} = tid_ + {k} * bdim_", f"{j} = {j} if {j} < row_len_ else 0 * {j}"]
-            self.decompose(j, inner, lines)
+            names = [f"_{k}{e}" for e in self._elems()]
+            self.sfx = names[0]
+            j = f"j_{k}"
+            lines += [f"{j} = tid_ + {k} * bdim_", f"{j} = {j} if {j} < units_ else 0 * {j}"]
+            self.decompose(j, inner, lines, vec)
             for key, s in fresh.items():
-                lines += [self.stmt(s), f"{cache[key]}{k} = {self.n(s.dst)}"]
+                if vec > 1 and vector_access(s.index, last):
+                    lines += self._vector_load(s, names)
+                else:
+                    for e in range(1, vec):
+                        lines += [f"i{d}{names[e]} = i{d}{names[0]}" + (f" + {e}" if f"i{d}" == last else "") for d in inner]
+                    for x in names:
+                        self.sfx = x
+                        lines.append(self.stmt(s))
+                lines += [f"{cache[key]}{k}{e} = {s.dst}{x}" for e, x in zip(self._elems(), names)]
         self.sfx = ""
         filled |= set(fresh)
         return ["if row_len_ > 0:"] + ["    " + x for x in lines]

@@ -7,7 +7,9 @@ the CUDA 13.0 driver JIT-compiles to the device's exact arch), loads the PTX as 
 driver's JIT makes the CUBIN; memoised process-wide per device and source text) and launches it with
 CuPy on the current stream. The kernels take raw pointers, sizes and element strides in the same
 order as the NVRTC kernels (outputs, inputs, sizes, input strides, output strides), so the launch is
-CuPy's ``Function.__call__``: no numba dispatcher is on the call path. A scatter kernel's output
+CuPy's ``Function.__call__``: no numba dispatcher is on the call path. Each call's schedule is the
+CUDA C backend's (:class:`_Launcher` is ``runtime.cuda``'s launcher with another renderer), so a
+rule that picks a schedule lands in both backends at once. A scatter kernel's output
 starts as a copy of its base, or is the base's own buffer (a dead intermediate, or the argument the
 call updates, once its index checks passed: ``gpu_launch``); a ``ufunc.at`` that no numba atomic
 computes exactly is refused when the plan is compiled (``codegen.numba_cuda_scatter``).
@@ -86,7 +88,8 @@ class _Launcher(rt_cuda._Launcher):
         return None, 0
 
     def _row_vec(self, ins, outs, inner, L):
-        return 1, False                 # rows element by element (their vectors: not yet)
+        vec, peel = super()._row_vec(ins, outs, inner, L)
+        return (1, False) if peel else (vec, False)     # (rows not starting aligned: element by element)
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
         return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
@@ -144,8 +147,12 @@ class _Launcher(rt_cuda._Launcher):
                                     min_blocks=v.min_blocks), grid)
             return nc.NVariant("col", 1, 0, 128), max(1, min(-(-self._rows() // 128), sm * 16))
         if chunked:
-            return (nc.NVariant("row", 1, 0, v.block, split=v.split, stage=v.stage, grid_sync=v.grid_sync,
-                                min_blocks=v.min_blocks), grid)
+            return (nc.NVariant("row", 1, 0, v.block, vec=v.vec, split=v.split, stage=v.stage,
+                                grid_sync=v.grid_sync, min_blocks=v.min_blocks), grid)
+        if not (v.packed or v.split or v.grid_sync):    # (a reloaded row held in its registers)
+            return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec), grid
+        if v.packed and v.lanes == 1:   # rows of a few units: a thread a row, as the column kernel runs
+            return nc.NVariant("col", 1, 0, 128), max(1, min(-(-self._rows() // 128), sm * 16))
         L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1
         nv = nc.row_variant(L)
         return nv, max(1, min(self._rows(), sm * max(1, 2048 // nv.block)))
