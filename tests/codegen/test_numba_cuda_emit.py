@@ -109,10 +109,40 @@ def test_one_pass_row_loads_issue_before_arithmetic():
     v = nc.default_variant(kir)
     assert v.mode == "row" and v.cache_k > 1
     src = nc.emit(kir, v)
-    assert "if row_len_ > 0:" in src and "j__0 = j__0 if j__0 < row_len_ else 0 * j__0" in src
+    assert "if row_len_ > 0:" in src and "j_0 = j_0 if j_0 < units_ else 0 * j_0" in src
     ops = re.findall(r"^\s+(ld\.global\S*|mul\.rn\.f32)", nc.compile_ptx(src), re.M)    # .rn: no FMA
     assert ops[:v.cache_k] == ["ld.global.f32"] * v.cache_k and "mul.rn.f32" in ops
     assert "if row_len_ > 0:" not in nc.emit(_kir("softmax"))
+
+
+def test_vector_units_render_as_16_byte_accesses():
+    """The CUDA C backend's vector width, rendered: a row held in register slots and an
+    elementwise kernel read and write 16 bytes at a time (ld/st.global.v4.f32), a flattened
+    domain's last elements one by one (its tail loop)."""
+    kir = _kir("softmax")
+    ptx = nc.compile_ptx(nc.emit(kir, nc.NVariant("row", 1, 2, 256, vec=4)))
+    assert ptx.count("ld.global.v4.f32") == 2 and "st.global.v4.f32" in ptx and "ld.global.f32" not in ptx
+    ew = lower_group(one_group_plan(trace(lambda x, b: np.tanh(x + b) * 0.5 + x,
+                                          ("f32", (64, 4096)), ("f32", (4096,)))).groups[0])
+    src = nc.emit(ew, nc.NVariant("elementwise", 1, 0, 128, vec=4, tail=True))
+    assert "while u_ < n_el_:" in src
+    ptx = nc.compile_ptx(src)
+    assert "ld.global.v4.f32" in ptx and "st.global.v4.f32" in ptx
+
+
+def test_chunked_reductions_take_a_workspace():
+    """Two stages (the chunks' accumulators to a workspace, then a block a row combining them) and
+    one grid-synchronised launch (its barrier an acquire-load spin on the workspace's counter)."""
+    kir = lower_group(one_group_plan(trace(lambda x: x.argmax(axis=1), ("f32", (4, 1 << 20)))).groups[0])
+    one = nc.emit(kir, nc.NVariant("row", 1, 0, 256, split=64, stage=1))
+    two = nc.emit(kir, nc.NVariant("row", 1, 0, 128, split=64, stage=2))
+    assert "ws_" in one and "at(ws_" in one and "c_ = np.int64(cuda.blockIdx.x) % 64" in one
+    assert "while s_ < 64:" in two and "j_" not in two.split("def kfuse_kernel")[1]
+    for src in (one, two):
+        nc.compile_ptx(src)
+    scale = lower_group(one_group_plan(trace(lambda x: x / np.abs(x).max(), ("f32", (512, 4096)))).groups[0])
+    ptx = nc.compile_ptx(nc.emit(scale, nc.NVariant("row", 1, 0, 256, split=16, grid_sync=True, min_blocks=8)))
+    assert "ld.acquire.gpu.global.u32" in ptx and "red.release.gpu.global.add.u32" in ptx
 
 
 def test_reduction_shapes():
