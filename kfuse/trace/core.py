@@ -22,6 +22,7 @@ from ..errors import KfuseError, UnsupportedError, at, user_location
 from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node, toposort
 from ..ir.ops import MOVEMENT, Op
+from .size_reads import note as _note_size_read
 
 PYTYPES = (bool, int, float, complex)
 
@@ -256,6 +257,7 @@ class Tracer:
     # --- static properties (shapes are static while tracing) -------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        _note_size_read()
         return self.node.shape
 
     @property
@@ -268,6 +270,7 @@ class Tracer:
 
     @property
     def size(self) -> int:
+        _note_size_read()
         return int(np.prod(self.node.shape, dtype=np.int64))
 
     @property
@@ -276,9 +279,11 @@ class Tracer:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.itemsize
+        _note_size_read()
+        return int(np.prod(self.node.shape, dtype=np.int64)) * self.itemsize
 
     def __len__(self) -> int:
+        _note_size_read()
         if not self.node.shape:
             raise TypeError("len() of unsized object")
         return self.node.shape[0]

@@ -34,9 +34,11 @@ from .mutation import unit_dims_only, viewing
 from .selection import Selection
 from .core import GraphBreak, Tracer, as_break, as_node, break_or_eager, graph_break, unsupported
 from .writes import copyto, write_out
+from .size_reads import GENERIC_FUNCTIONS, note as note_size_read
 
 
 def _shape(a):
+    note_size_read(0)
     return as_node(a).shape
 
 
@@ -45,6 +47,7 @@ def _ndim(a):
 
 
 def _size(a, axis=None):
+    note_size_read(0)
     shape = as_node(a).shape
     if axis is None:
         return int(np.prod(shape, dtype=np.int64))
@@ -146,6 +149,8 @@ def array_function(func, types, args, kwargs):
     """``Tracer.__array_function__``."""
     if not all(issubclass(t, (Tracer, np.ndarray)) for t in types):
         return NotImplemented
+    if getattr(func, "__name__", "") not in GENERIC_FUNCTIONS:
+        note_size_read(0)                       # (a builder that may decide by a size)
     handler = FUNCTIONS.get(func)
     if handler is None:
         lib = library_name(func)
@@ -168,6 +173,8 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
     """``Tracer.__array_ufunc__``; what the builders refuse is a graph break (run eagerly)."""
     if any(isinstance(x, Selection) for x in inputs):
         return NotImplemented                   # Selection.__array_ufunc__ takes the mix
+    if method != "__call__":                   # (reduce, accumulate, outer, at: not all generic)
+        note_size_read(0)
     try:
         return _traced_ufunc(ufunc, method, *inputs, **dict(kwargs))
     except GraphBreak:

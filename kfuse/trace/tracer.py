@@ -25,6 +25,7 @@ from . import mutation as mut
 from . import random as rnd
 from . import writes
 from . import numpy_api
+from .size_reads import note as note_size_read
 from . import reductions as rd
 from . import scans as sc
 from . import scatter as st
@@ -150,6 +151,7 @@ def _conj(self):
 
 
 def _iter(self):
+    note_size_read(0)               # (the number of items is a size)
     if not self.shape:
         raise TypeError("iteration over a 0-d array")
     return (mv.getitem(self, i) for i in range(self.shape[0]))
@@ -230,6 +232,23 @@ def _install() -> None:
     T.T = property(mut.viewing(mv.transpose))
     T.mT = property(mut.viewing(mv.matrix_transpose))
     install_operators(_BINARY, _COMPARE, _UNARY)
+    for name in _SIZED_METHODS:         # builders that may decide by a size (trace.size_reads)
+        setattr(T, name, _reads_sizes(getattr(T, name)))
+
+
+# the tracer's methods whose builders may decide by a size (a slice clamped to its dim, a
+# reshape's -1, an index's range): a trace calling one is not reused at other sizes
+_SIZED_METHODS = ("__getitem__", "__setitem__", "__matmul__", "__rmatmul__", "__imatmul__", "reshape",
+                  "ravel", "flatten", "squeeze", "swapaxes", "take", "put", "searchsorted", "diagonal",
+                  "trace", "repeat", "dot", "sort", "partition", "argsort", "argpartition")
+
+
+def _reads_sizes(fn: Callable) -> Callable:
+    def method(*args, **kwargs):
+        note_size_read(0)
+        return fn(*args, **kwargs)
+    method.__name__ = getattr(fn, "__name__", "method")
+    return method
 
 
 _install()
