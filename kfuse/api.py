@@ -3,8 +3,9 @@ printable stages ``Lowered.as_text(stage)``.
 
 Dispatch (the hot path) is one dictionary lookup keyed by each argument's type, dtype, shape and
 strides (static arguments by value, Python scalars by type); on the CPU a hit of a plain program
-then runs the direct call built for that key (``runtime.cpu_direct``). A miss traces again;
-within a shape class (the key without sizes) the plan and compiled program of an earlier size are
+then runs the direct call built for that key (``runtime.cpu_direct``). A miss of a shape class
+whose trace is size-generic (``size_generic``) rebuilds its graph, plan and kernel IRs at the new
+sizes without tracing; any other miss traces again; within a shape class (the key without sizes) the plan and compiled program of an earlier size are
 reused (``runtime.shape_class``), else it plans and builds a program; compiled kernels are
 memoised by their source text below this layer, so a new size never recompiles.
 """
@@ -97,7 +98,13 @@ class JitFunction:
         self._recompiles = None
         self.compile_count = 0
         self._classes: dict[tuple, Any] = {}      # shape class -> runtime.shape_class.ShapeClass
-        self.retrace_count = 0          # new sizes traced again (their kernels reused or not)
+        # (shape class, pattern of equal dims) -> (size_generic.SizeGeneric, backend, store), or
+        # None where a trace there could not be made size-generic
+        self._generics: dict[tuple, Any] = {}
+        self._sizes_read = False        # whether the last trace read a size (trace.size_reads)
+        self.retrace_count = 0          # traces after the first: new sizes traced again (their
+        #                                 kernels reused or not), probe traces (size_generic)
+        self.untraced_count = 0         # new sizes built from a size-generic trace, not traced
         self._last_build: str | Callable[[], str] = ""     # last_build, or what words it when read
 
     @property
@@ -144,11 +151,15 @@ class JitFunction:
         run-time scalar."""
         from .trace import trace_function
         from .trace.core import SizeArgument
+        from .trace.size_reads import watching
         while True:
             static = self._static_names(values, abstract_ok=abstract_ok)
             specs = self._specs(values, abstract_ok=abstract_ok, static=static)
             try:
-                return trace_function(self.fn, specs, self.fn.__name__), specs, static
+                with watching() as reads:
+                    graph = trace_function(self.fn, specs, self.fn.__name__)
+                self._sizes_read = reads.seen
+                return graph, specs, static
             except SizeArgument as e:
                 names = {n for n in e.names if type(values.get(n)) is int} - static
                 if not names:
@@ -238,6 +249,10 @@ class JitFunction:
 
     def _build(self, args: tuple) -> "Entry":
         logs.configure(_config.get().debug)
+        if self._generics:
+            entry = self._untraced(args)
+            if entry is not None:
+                return entry
         values = dict(zip(self._params, args))
         static = self._static_names(values, abstract_ok=False)
         kinds = {array_kind(v) for n, v in values.items() if n not in static} - {None}
@@ -257,10 +272,7 @@ class JitFunction:
             if self.options.fullgraph:
                 raise
             return self._segmented(values, backend)
-        if not _config.get().index_checks:
-            graph = graph.without_checks()
-        elif backend.on_host:
-            graph = graph.with_host_checks_on_device()
+        graph = _prepared(graph, backend)
         lowered = Lowered(graph, self.options.device, backend, self.options)
         from .runtime.shape_class import ShapeClass
         shapes = self._shape_class(args, ShapeClass)
@@ -281,24 +293,98 @@ class JitFunction:
             if shapes is not None:
                 shapes.add(plan, program)
                 shapes.store = shapes.store or store
+        if shapes is not None and shapes.templates and not self._sizes_read:
+            self._learn(args, specs, graph, lowered.optimized, program, shapes, backend)
         entry = self._entry(program, graph, specs, static, values, backend)
+        self._tune(entry, args, plan, backend, store, program)
+        return entry
+
+    def _tune(self, entry: "Entry", args: tuple, plan, backend, store, program) -> None:
+        """The autotuner's choice for this build (``autotune`` mode; a tuned lookup, or a search)."""
         mode = self.options.autotune or _config.get().autotune
         if mode != "off" and Feature.AUTOTUNE in backend.features:
             from .autotune.tuner import tune_and_apply
             tune_and_apply(plan, entry.arrays(args), backend, mode, store, program)
+
+    def _untraced(self, args: tuple) -> "Entry | None":
+        """A new size built from its shape class's size-generic trace (``size_generic``): no
+        trace, optimize, plan or lowering; None where there is none for these arguments."""
+        from .size_generic import size_pattern
+        key = self._class_key(args)
+        sp = size_pattern(args) if key is not None else None
+        if sp is None:
+            return None
+        pattern, sizes = sp
+        hit = self._generics.get((key, pattern))
+        if hit is None:
+            return None
+        generic, backend, store = hit
+        built = generic.build(sizes)
+        if built is None:
+            return None
+        graph, plan, program = built
+        values = dict(zip(self._params, args))
+        static = self._static_names(values, abstract_ok=False)
+        specs = self._specs(values, abstract_ok=False, static=static)
+        self.untraced_count += 1
+        self.last_build = functools.partial(_untraced_text, specs)      # (worded when read)
+        if logs.logger.isEnabledFor(logging.DEBUG):
+            logs.logger.debug("%s: %s", self.fn.__qualname__, self.last_build)
+        entry = self._entry(program, graph, specs, static, values, backend)
+        self._tune(entry, args, plan, backend, store, program)
         return entry
 
-    def _shape_class(self, args: tuple, make):
-        """The shape class of these arguments (``runtime.shape_class``), None when one cannot be
-        keyed (an unhashable or uncacheable argument)."""
+    def _learn(self, args: tuple, specs: dict, graph: Graph, optimized: Graph, program, shapes, backend) -> None:
+        """After a real build of a shape class: its size-generic trace for the arguments'
+        pattern of equal dims, where the trace allows one (``size_generic.learn``; at most one
+        probe trace per class and pattern)."""
+        from . import size_generic as sg
+        key = self._class_key(args)
+        sp = sg.size_pattern(args) if key is not None else None
+        if sp is None or (key, sp[0]) in self._generics or not sg.qualifies(graph, optimized, program):
+            return
+        pattern, sizes = sp
+        if sum(1 for k, _ in self._generics if k == key) >= sg.MAX_PATTERNS:
+            return
+
+        def probe_trace(probe: tuple):
+            from .trace import trace_function
+            from .trace.size_reads import watching
+            shapes_at = sg.probe_shapes(pattern, probe)
+            pspecs = {n: dataclasses.replace(s, shape=sh) if sh is not None and isinstance(s, ArraySpec) else s
+                      for (n, s), sh in zip(specs.items(), shapes_at)}
+            self.retrace_count += 1
+            try:
+                with watching() as reads:
+                    g = trace_function(self.fn, pspecs, self.fn.__name__)
+            except Exception:          # (at other sizes the function fails: no generic trace)
+                return None
+            return None if reads.seen else _prepared(g, backend)
+
+        from .fusion.pipeline import optimize
+        generic = sg.learn(graph, optimized, program, shapes.templates, sizes, probe_trace, optimize)
+        self._generics[(key, pattern)] = None if generic is None else (generic, backend, shapes.store)
+
+    def _class_key(self, args: tuple) -> tuple | None:
+        """The shape-class key of these arguments, None when one cannot be formed (an
+        unhashable or uncacheable argument)."""
         static = self._static
         key = tuple(a if n in static else class_key(a) for n, a in zip(self._params, args))
         if any(k is UNCACHEABLE for k in key):
             return None
         try:
-            sc = self._classes.get(key)
+            hash(key)
         except TypeError:
             return None
+        return key
+
+    def _shape_class(self, args: tuple, make):
+        """The shape class of these arguments (``runtime.shape_class``), None when one cannot be
+        keyed (an unhashable or uncacheable argument)."""
+        key = self._class_key(args)
+        if key is None:
+            return None
+        sc = self._classes.get(key)
         if sc is None:
             sc = self._classes[key] = make()
         return sc
@@ -413,6 +499,22 @@ class _SegmentCompiler:
         self.jf.compile_count += 1
         _log_compile(self.jf.fn, {f"in{i}": s for i, s in enumerate(specs)}, lowered.backend, program)
         return Entry(program, graph, list(range(len(specs))), specs, lowered.backend)
+
+
+def _prepared(graph: Graph, backend: Backend) -> Graph:
+    """A traced graph as a build takes it: without run-time checks (``KFUSE_INDEX_CHECKS=0``),
+    or on a host backend with its host checks computed by the kernels."""
+    if not _config.get().index_checks:
+        return graph.without_checks()
+    if backend.on_host:
+        return graph.with_host_checks_on_device()
+    return graph
+
+
+def _untraced_text(specs: dict) -> str:
+    """``JitFunction.last_build`` of a new size built from a size-generic trace."""
+    return ("new sizes (" + ", ".join(f"{k}: {v}" for k, v in specs.items()) + "): not traced "
+            "(the shape class's size-generic trace), kernels reused")
 
 
 def _reused_text(specs: dict, replanned: bool) -> str:

@@ -32,7 +32,7 @@ LAYER = {
     "runtime": 4,
     "backends": 5,
     "autotune": 6,
-    "api": 7, "call_entry": 7, "dispatch_keys": 7, "dispatch_guard": 7, "dask": 7, "breaks": 7,
+    "api": 7, "call_entry": 7, "dispatch_keys": 7, "dispatch_guard": 7, "size_generic": 7, "dask": 7, "breaks": 7,
 }
 TOP = 8            # cli, demo, cache_cli, bench, the package __init__ and anything else new
 SIBLINGS_APART = {("trace", "fusion"), ("fusion", "trace")}

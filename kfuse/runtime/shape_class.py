@@ -5,8 +5,9 @@ A *shape class* is what ``kfuse.jit`` dispatches the expensive build on: per arg
 dtype, rank and which dims are 1 (the broadcast pattern), static values; no sizes (strides
 neither: every program picks its schedule from the strides per call). A :class:`ShapeClass`
 holds :class:`Template` s, each a plan and the program compiled for it at one size. For a new size
-the caller traces and optimizes again (the function's Python code may depend on the sizes), then
-:meth:`ShapeClass.reuse`:
+the caller traces and optimizes again (the function's Python code may depend on the sizes; where
+it provably does not, ``kfuse.size_generic`` rebuilds the graph, plan and kernel IRs of a
+template at the new sizes instead, no step below run), then :meth:`ShapeClass.reuse`:
 
 1. the optimized graph's :func:`signature` (ops, dtypes, size-1 dims, wiring, attributes with the
    sizes masked, the constants' values masked) selects the templates of the same structure; none:
