@@ -98,8 +98,10 @@ def test_new_sizes_reuse_the_plan(name, backend, monkeypatch):
         with np.errstate(all="ignore"):
             assert_matches_numpy(got, fn(*args), reductions=True, err_msg=f"{name} at {(r, c)}")
     assert jf.compile_count == 1
-    assert jf.retrace_count == len(sizes) - 1
-    assert tracer.calls == len(sizes)           # once per size, never twice
+    # each later size traced again or built from the size-generic trace (kfuse.size_generic,
+    # whose probe trace counts as a retrace)
+    assert jf.retrace_count + jf.untraced_count >= len(sizes) - 1
+    assert tracer.calls == 1 + jf.retrace_count     # the first build's trace, then each retrace
     assert planner.calls == 1, jf.last_build    # every size after the first: the plan reused
     assert "kernels reused" in jf.last_build
 
