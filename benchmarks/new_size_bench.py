@@ -7,9 +7,14 @@ at a size) - (the fastest of three more calls at that size), in ms, beside the h
 On a shared machine set ``KFUSE_CPU_THREADS=1``: a parallel kernel's join waits for descheduled
 threads, and the difference of two calls then measures the waits, not the build.
 
-The build cost is what ``kfuse.jit`` spends before running the kernels at a new size (trace,
-optimize, and with the shape-class reuse: map the plan, lower, check, rebind); ``compile_count``
-stays 1 and ``retrace_count`` counts the new sizes. Timings on a shared machine are noisy: the
+The build cost is what ``kfuse.jit`` spends before running the kernels at a new size. Where the
+function's trace is size-generic (``kfuse.size_generic``: it read no size, its ops compute sizes by
+products) a new size of the same shape class and pattern of equal dims is not traced: its graph,
+plan and kernel IRs are rebuilt at the sizes and the kernels rebound (``untraced_count``, the
+column "untraced"); else it is traced, optimized, mapped onto the shape class's plan, lowered,
+checked and rebound (``retrace_count``, the column "retraces", which also counts the one probe
+trace per class and pattern that makes a trace size-generic: the first build's and the 640x640
+warm-up's here). ``compile_count`` stays 1. Timings on a shared machine are noisy: the
 min over ``--repeat`` runs of each statistic is printed, by the wall clock and by the calling
 thread's CPU time (what the build costs when the process is not descheduled). Not measured: the first size (the
 compile) and one large size (the first use of the kernels' parallel variants, compiled once per
@@ -66,7 +71,8 @@ def _timed(clock, jf, args, sync) -> float:
 
 
 def measure(name: str, xp, sync, n: int, seed: int, clock=time.perf_counter) -> tuple:
-    """(median, max of the new-size cost, median hot call, compiles, retraces) in ms by ``clock``."""
+    """(median, max of the new-size cost, median hot call) in ms by ``clock``, compiles, retraces,
+    untraced sizes."""
     fn, make = WORKLOADS[name]
     jf = kfuse.jit(fn)
     jf(*make(7, 9, xp))                     # the first build (compiles, or loads from the cache)
@@ -82,7 +88,7 @@ def measure(name: str, xp, sync, n: int, seed: int, clock=time.perf_counter) -> 
         extra.append(first - again)
         hot.append(again)
     return (float(np.median(extra)) * 1e3, max(extra) * 1e3, float(np.median(hot)) * 1e3,
-            jf.compile_count, getattr(jf, "retrace_count", -1))
+            jf.compile_count, getattr(jf, "retrace_count", -1), getattr(jf, "untraced_count", -1))
 
 
 def main(argv=None) -> None:
@@ -105,12 +111,14 @@ def main(argv=None) -> None:
     clocks = {"wall": time.perf_counter, "thread CPU": time.thread_time}
     print(f"new size cost on {args.device}, {args.sizes} sizes, min of {args.repeat} runs (ms); "
           "thread CPU time is the calling thread's, robust to a loaded machine")
-    print(f"{'workload':12s} {'clock':>10s} {'median':>8s} {'max':>8s} {'hot call':>9s} {'compiles':>9s} {'retraces':>9s}")
+    print(f"{'workload':12s} {'clock':>10s} {'median':>8s} {'max':>8s} {'hot call':>9s} {'compiles':>9s} "
+          f"{'retraces':>9s} {'untraced':>9s}")
     for name in args.workloads.split(","):
         for label, clock in clocks.items():
             runs = [measure(name, xp, sync, args.sizes, seed, clock) for seed in range(args.repeat)]
             med, mx, hot = (min(r[i] for r in runs) for i in range(3))
-            print(f"{name:12s} {label:>10s} {med:8.3f} {mx:8.3f} {hot:9.3f} {runs[-1][3]:9d} {runs[-1][4]:9d}")
+            print(f"{name:12s} {label:>10s} {med:8.3f} {mx:8.3f} {hot:9.3f} {runs[-1][3]:9d} {runs[-1][4]:9d} "
+                  f"{runs[-1][5]:9d}")
 
 if __name__ == "__main__":
     main()
