@@ -80,6 +80,16 @@ class _Launcher(rt_cuda._Launcher):
     element, packed short rows and peeled rows a block a row of scalar loads, rows re-read
     through L1 held in registers, scans a thread a row."""
 
+    def __init__(self, group, kir: K.KernelIR, arch: str, cache):
+        super().__init__(group, kir, arch, cache)
+        if not self._vectors:
+            self.vec_ok = self.lane_vec_ok = False
+
+    @functools.cached_property
+    def _vectors(self) -> bool:
+        """Whether 16-byte units render here: not for complex values (a vector of structs)."""
+        return not any(b.dtype.startswith("complex") for b in self.kir.inputs + self.kir.outputs)
+
     @functools.cached_property
     def _streamed(self) -> K.KernelIR:
         return self._folded             # (no online max-and-sum accumulator here)
@@ -89,7 +99,7 @@ class _Launcher(rt_cuda._Launcher):
 
     def _row_vec(self, ins, outs, inner, L):
         vec, peel = super()._row_vec(ins, outs, inner, L)
-        return (1, False) if peel else (vec, False)     # (rows not starting aligned: element by element)
+        return (1, False) if peel or not self._vectors else (vec, False)     # (rows not starting aligned: element by element)
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
         return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
