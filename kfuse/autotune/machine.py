@@ -63,7 +63,7 @@ def measure_and_save(cache_dir: str) -> tuple:
     ``(path, rates, scale)``."""
     rates = cpu_machine.measure()
     scale = compute_scale(cpu_machine.levels_from(rates))
-    return cpu_machine.save(cache_dir, rates, scale), rates, scale
+    return cpu_machine.save(cache_dir, rates, scale, cpu_machine.measure_blas()), rates, scale
 
 
 __all__ = ["compute_scale", "measure_and_save"]

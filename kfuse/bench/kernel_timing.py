@@ -7,8 +7,9 @@ predicted time (``KernelGroup.cost.seconds``):
 
 * CPU (``CpuProgram.kernels``): each kernel's two Numba entry points (``_Kernel.fns``, sequential
   and parallel) are wrapped for the measured calls with a ``perf_counter`` around the call, then
-  restored. A matmul group's BLAS product runs outside its epilogue kernel, so it lands in
-  ``other_us`` (allocation, BLAS, host work: the call's time minus the kernels').
+  restored. A matmul group's BLAS product (``runtime.cpu.matmul``, just before its epilogue
+  kernel) is timed too and counted in that kernel's time, as its prediction prices both.
+  ``other_us``: allocation and host work (the call's time minus the kernels').
 * GPU (``GpuProgram.launchers``, both CUDA C and Numba-CUDA): each launcher is wrapped with a pair
   of CUDA events around its launch (a two-stage reduction's launches count as one kernel);
   a one-kernel program is timed whole. A matmul group times its epilogue launch only.
@@ -140,13 +141,16 @@ class _TimedFn:
     """A Numba entry point with a perf_counter around each call (CPU); ``parallel``: the entry
     point is the kernel's thread-pool variant (its calls are counted in ``par``)."""
 
-    def __init__(self, inner, store: list, par: list | None = None, clock=time.perf_counter):
+    def __init__(self, inner, store: list, par: list | None = None, clock=time.perf_counter,
+                 before: list | None = None):
         self.inner, self.store, self.par, self.clock = inner, store, par, clock
+        self.before = before if before is not None else [0.0]     # a product's time, for the next call
 
     def __call__(self, *a):
         t0 = self.clock()
         r = self.inner(*a)
-        self.store.append((self.clock() - t0) * 1e6)
+        self.store.append((self.clock() - t0) * 1e6 + self.before[0])
+        self.before[0] = 0.0
         if self.par is not None:
             self.par.append(1)
         return r
@@ -155,20 +159,30 @@ class _TimedFn:
 def _measure_cpu(prog, sets, reps, clock=time.perf_counter):
     per: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
     par: dict[int, list] = {i: [] for i in range(len(prog.kernels))}
+    from ..runtime import cpu as cpu_runtime
     saved = [k.fns for k in prog.kernels]
+    product, before = cpu_runtime.matmul, [0.0]
+
+    def timed_product(*a):              # (by the wall clock: BLAS runs on its own threads too)
+        t0 = time.perf_counter()
+        r = product(*a)
+        before[0] += (time.perf_counter() - t0) * 1e6
+        return r
     calls = []
     try:
+        cpu_runtime.matmul = timed_product
         for i, k in enumerate(prog.kernels):
-            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None, clock) for j, f in enumerate(k.fns))
+            k.fns = tuple(_TimedFn(f, per[i], par[i] if j else None, clock, before) for j, f in enumerate(k.fns))
         for i in range(reps):
             ins = sets[i % len(sets)]
             t0 = time.perf_counter()
             prog(ins)
             calls.append((time.perf_counter() - t0) * 1e6)
     finally:
+        cpu_runtime.matmul = product
         for k, f in zip(prog.kernels, saved):
             k.fns = f
-    note = "CPU: perf_counter around each kernel's Numba call; BLAS products and allocation are in other_us"
+    note = "CPU: perf_counter around each kernel's Numba call, a matmul group's BLAS product with it; allocation in other_us"
     return per, calls, note, {i: len(p) for i, p in par.items()}
 
 

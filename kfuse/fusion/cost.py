@@ -213,9 +213,11 @@ def _this_cpu() -> DeviceSpec:
 
 
 @functools.lru_cache(maxsize=8)
-def _measured_cpu(levels: tuple, compute_scale: float) -> DeviceSpec:
-    from .cpu_machine import scaled_costs
-    return dataclasses.replace(DEVICES["cpu"], levels=levels, cpu=scaled_costs(cpu_cost.CPU_COSTS, compute_scale))
+def _measured_cpu(levels: tuple, compute_scale: float, blas: tuple = ()) -> DeviceSpec:
+    from .cpu_machine import peaks_from, scaled_costs
+    base = DEVICES["cpu"]
+    return dataclasses.replace(base, levels=levels, cpu=scaled_costs(cpu_cost.CPU_COSTS, compute_scale),
+                               peak_flops=peaks_from(dict(blas), base.peak_flops))
 
 
 def known_device(name: str) -> DeviceSpec | None:

@@ -13,7 +13,8 @@ the fitted machine's) with Numba; :func:`save` writes the figures to
 *compute scale*: how much slower (or faster) than its price this machine ran kfuse's own
 transcendental kernels (``autotune/machine.py`` times them), by which :func:`scaled_costs`
 multiplies the transcendental costs (``COMPUTE_FIELDS``; the same Intel VM ran float32 and float64
-helper chains about 2x slower than priced). The other capacities, a call's fixed costs
+helper chains about 2x slower than priced), and NumPy's ``matmul`` rate (:func:`measure_blas`), the
+float32 and float64 peaks a CPU matmul group's product is priced at. The other capacities, a call's fixed costs
 and latencies stay the fitted machine's. Measured by ``kfuse tune --machine`` and by the CPU
 corpus run (``kfuse bench --suite corpus --device cpu``), before it plans; ``KFUSE_CPU_MACHINE=0``
 keeps the fitted figures (the test suite's setting).
@@ -111,6 +112,40 @@ def measure(budget_s: float = 0.25) -> dict:
     return out
 
 
+BLAS_SIDE = 512       # the square product timed for the BLAS rate (a few ms a call on 2 cores)
+
+
+def measure_blas(budget_s: float = 0.1) -> dict:
+    """``{"f32": FLOP/s, "f64": FLOP/s}`` of NumPy's ``matmul`` (the BLAS a CPU matmul group's
+    product runs on) for square operands of ``BLAS_SIDE``, the best call within ``budget_s``.
+    The fitted machine's figures (50 and 25 GFLOP/s) priced the 2-core Intel VM's products (74
+    and 49) 1.5-2x slow; another BLAS or core count differs more."""
+    import numpy as np
+    out = {}
+    for key, dt in (("f32", np.float32), ("f64", np.float64)):
+        a = np.full((BLAS_SIDE, BLAS_SIDE), 0.5, dt)
+        np.matmul(a, a)
+        best, t_end = float("inf"), time.perf_counter() + budget_s
+        while True:
+            t0 = time.perf_counter()
+            np.matmul(a, a)
+            best = min(best, time.perf_counter() - t0)
+            if time.perf_counter() > t_end:
+                break
+        out[key] = 2.0 * BLAS_SIDE ** 3 / best
+    return out
+
+
+def peaks_from(blas: dict, base: dict) -> dict:
+    """``base`` (a DeviceSpec's ``peak_flops``) with the measured BLAS rates (:func:`measure_blas`)
+    as its float32 and float64 matmul peaks."""
+    out = dict(base)
+    for key in ("f32", "f64"):
+        if blas.get(key, 0) > 0:
+            out[f"{key}/simt"] = out[f"{key}/tensor"] = float(blas[key])
+    return out
+
+
 def levels_from(rates: dict, base=CPU_LEVELS) -> tuple:
     """``base``'s levels with the bandwidths of ``rates`` (:func:`measure`), the per-core L2's
     size the OS's where it reports one."""
@@ -139,15 +174,16 @@ def scaled_costs(costs: CpuCosts, scale: float) -> CpuCosts:
     return dataclasses.replace(costs, **{f: getattr(costs, f) * scale for f in COMPUTE_FIELDS})
 
 
-def save(cache_dir: str, rates: dict, compute_scale: float = 1.0) -> str:
-    """Write ``rates`` (and the compute scale) as this machine's figures (atomically: a reader
-    sees the old file or the new one); returns the path."""
+def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | None = None) -> str:
+    """Write ``rates`` (and the compute scale and BLAS rates) as this machine's figures
+    (atomically: a reader sees the old file or the new one); returns the path."""
     os.makedirs(cache_dir, exist_ok=True)
     path = _path(cache_dir)
     doc = {"schema": SCHEMA, "cpu": _cpu_model(), "cores": _cores(), "l2_bytes": _l2_bytes(),
            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "rates": {k: [float(a), float(b)] for k, (a, b) in rates.items()},
-           "compute_scale": float(compute_scale)}
+           "compute_scale": float(compute_scale),
+           "blas": {k: float(v) for k, v in (blas or {}).items()}}
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
@@ -158,8 +194,9 @@ def save(cache_dir: str, rates: dict, compute_scale: float = 1.0) -> str:
 
 @functools.lru_cache(maxsize=None)
 def machine(cache_dir: str) -> tuple | None:
-    """``(levels, compute scale)`` of this machine from ``cache_dir``'s file (:func:`levels_from`),
-    or None where there is none or it cannot be read (then the fitted machine's apply)."""
+    """``(levels, compute scale, BLAS rates as sorted (key, FLOP/s) pairs)`` of this machine from
+    ``cache_dir``'s file (:func:`levels_from`), or None where there is none or it cannot be read
+    (then the fitted machine's apply; a file without BLAS rates keeps the fitted peaks)."""
     try:
         with open(_path(cache_dir)) as f:
             doc = json.load(f)
@@ -167,11 +204,12 @@ def machine(cache_dir: str) -> tuple | None:
             return None
         rates = {k: (float(a), float(b)) for k, (a, b) in doc["rates"].items()}
         scale = float(doc.get("compute_scale", 1.0))
-    except (OSError, ValueError, KeyError, TypeError):
+        blas = tuple(sorted((str(k), float(v)) for k, v in doc.get("blas", {}).items() if float(v) > 0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if not all(a > 0 and b > 0 for a, b in rates.values()) or not 0.0 < scale < 100.0:
         return None
-    return levels_from(rates), scale
+    return levels_from(rates), scale, blas
 
 
 def describe(levels) -> str:
@@ -180,4 +218,4 @@ def describe(levels) -> str:
 
 
 __all__ = ["COMPUTE_FIELDS", "MemLevel", "PROBES", "describe", "levels_from", "machine", "machine_key", "measure",
-           "save", "scaled_costs"]
+           "measure_blas", "peaks_from", "save", "scaled_costs"]

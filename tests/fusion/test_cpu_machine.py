@@ -106,3 +106,24 @@ def test_stored_figures_can_be_ignored(cache_dir, monkeypatch):
     monkeypatch.setenv("KFUSE_CPU_MACHINE", "0")
     config.reload()
     assert cost.get_device_spec("cpu") is cost.DEVICES["cpu"]
+
+
+def test_blas_rates_price_a_matmul_group(cache_dir):
+    """The measured BLAS rates are the CPU matmul group's float32/float64 peaks: twice the rate,
+    about half the product's price; a file without them keeps the fitted peaks."""
+    a, b = np.ones((512, 256), np.float32), np.ones((256, 384), np.float32)
+    def price():
+        return kfuse.jit(lambda x, y: x @ y).lower(a, b, device="cpu").plan.groups[0].cost.seconds
+    cpu_machine.save(cache_dir, RATES)
+    assert cost.get_device_spec("cpu").peak(np.float32) == cost.DEVICES["cpu"].peak(np.float32)
+    fitted = cost.DEVICES["cpu"].peak(np.float32)
+    slow = price()
+    cpu_machine.save(cache_dir, RATES, blas={"f32": 4 * fitted, "f64": 1e9})
+    spec = cost.get_device_spec("cpu")
+    assert spec.peak(np.float32) == 4 * fitted and spec.peak(np.float64) == 1e9
+    assert price() < 0.5 * slow
+
+
+def test_measure_blas_gives_both_rates():
+    rates = cpu_machine.measure_blas(budget_s=0.01)
+    assert set(rates) == {"f32", "f64"} and all(1e8 < r < 1e14 for r in rates.values()), rates
