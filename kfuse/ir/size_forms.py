@@ -121,7 +121,8 @@ class GraphForm:
     __slots__ = ("rows", "graphs")
 
     def __init__(self, rows: list, graphs: list):
-        self.rows = rows            # (op, dtype, shape sites, input positions, attrs, value form, loc)
+        self.rows = rows            # (op, dtype, shape sites, input positions, attrs, value form, loc,
+        #                             the dtype's str, the attrs' repr)
         self.graphs = graphs        # (name, input positions, output positions, out_tree, writebacks,
         #                             the positions of its nodes in its topological order)
 
@@ -156,12 +157,16 @@ class GraphForm:
                 vform = learn_site(r.attr("value"), p.attr("value"), sizes, probe_sizes_)
                 if vform is None:
                     return None
-                attrs = tuple(kv for kv in attrs if kv[0] != "value")
-                if attrs != tuple(kv for kv in p.attrs if kv[0] != "value"):
+                rest = tuple(kv for kv in attrs if kv[0] != "value")
+                if rest != tuple(kv for kv in p.attrs if kv[0] != "value"):
                     return None
+                if vform.__class__ is int or vform[0] == "lit":
+                    vform = None        # the same value at every size: the real node's attrs
+                else:
+                    attrs = rest
             elif repr(attrs) != repr(p.attrs):
                 return None
-            rows.append((r.op, r.dtype, shape, ins, attrs, vform, r.loc))
+            rows.append((r.op, r.dtype, shape, ins, attrs, vform, r.loc, r.dtype.str, repr(attrs)))
         graphs = []
         for g, h in zip(real, probe):
             ins, outs = tuple(pos_r[n] for n in g.inputs), tuple(pos_r[n] for n in g.outputs)
@@ -174,11 +179,14 @@ class GraphForm:
     def instantiate(self, sizes: tuple[int, ...]) -> list[Graph]:
         """The graphs at the class values ``sizes``."""
         nodes: list[Node] = []
-        for op, dtype, shape, ins, attrs, vform, loc in self.rows:
+        normal = Node.normal
+        for op, dtype, shape, ins, attrs, vform, loc, dstr, arepr in self.rows:
             shape = tuple([s if s.__class__ is int else value(s, sizes) for s in shape])
-            if vform is not None:
+            if vform is not None:       # a constant's value: normalised as a trace's node is
                 attrs = (*attrs, ("value", const_value(vform, sizes)))
-            nodes.append(Node(op, dtype, shape, [nodes[k] for k in ins], attrs, loc))
+                nodes.append(Node(op, dtype, shape, [nodes[k] for k in ins], attrs, loc))
+            else:                       # (attrs as a real node held them: sorted and frozen)
+                nodes.append(normal(op, dtype, dstr, shape, tuple([nodes[k] for k in ins]), attrs, arepr, loc))
         out = []
         for name, ins, outs, tree, wb, order in self.graphs:
             g = Graph(name, tuple([nodes[k] for k in ins]), tuple([nodes[k] for k in outs]), tree, writebacks=wb)
