@@ -381,8 +381,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
             self.sfx = names[k][0]
             out.append(f"{self.n('u_')} = u_ + {k} * step_" if k else f"{self.n('u_')} = u_")
             self.decompose(self.n("u_"), dims, out, vec)
-            for e in range(1, vec):
-                out += [f"i{d}{names[k][e]} = i{d}{names[k][0]}" + (f" + {e}" if f"i{d}" == last else "") for d in dims]
+            out += self.element_indices(dims, names[k])
         for s in order:
             for k in range(n):
                 for e in range(vec):
@@ -397,6 +396,14 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
                         out.append(self.stmt(s))
         self.sfx = ""
         return out
+
+    @staticmethod
+    def element_indices(dims: list, sfx: list[str]) -> list[str]:
+        """A unit's later elements' loop indices from its first's (suffix ``sfx[0]``): the
+        innermost dim's plus the element's place, the others the same."""
+        last = f"i{dims[-1]}" if dims else ""
+        return [f"i{d}{x} = i{d}{sfx[0]}" + (f" + {e}" if f"i{d}" == last else "")
+                for e, x in enumerate(sfx) if e for d in dims]
 
     def _vector_load(self, s: K.Load, sfx: list[str]) -> list[str]:
         """One 16-byte load of a unit's ``len(sfx)`` elements (indices of its first element)."""

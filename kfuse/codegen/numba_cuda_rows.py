@@ -177,8 +177,7 @@ class RowEmitter:
         self.sfx = names[0]
         self.decompose(j, inner, out, vec)
         last = f"i{inner[-1]}" if inner else ""
-        for e in range(1, vec):
-            out += [f"i{d}{names[e]} = i{d}{names[0]}" + (f" + {e}" if f"i{d}" == last else "") for d in inner]
+        out += self.element_indices(inner, names)
 
         def along(s) -> bool:
             return vec > 1 and not (isinstance(s, K.Load) and self.kir.inputs[s.buf].host) and vector_access(s.index, last)
@@ -242,8 +241,7 @@ class RowEmitter:
                 if vec > 1 and vector_access(s.index, last):
                     lines += self._vector_load(s, names)
                 else:
-                    for e in range(1, vec):
-                        lines += [f"i{d}{names[e]} = i{d}{names[0]}" + (f" + {e}" if f"i{d}" == last else "") for d in inner]
+                    lines += self.element_indices(inner, names)
                     for x in names:
                         self.sfx = x
                         lines.append(self.stmt(s))
