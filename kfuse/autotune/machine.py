@@ -62,8 +62,10 @@ def measure_and_save(cache_dir: str) -> tuple:
     """Measure this machine (levels, then the compute scale on them) and store it; returns
     ``(path, rates, scale)``."""
     rates = cpu_machine.measure()
-    scale = compute_scale(cpu_machine.levels_from(rates))
-    return cpu_machine.save(cache_dir, rates, scale, cpu_machine.measure_blas()), rates, scale
+    l3 = cpu_machine.measure_l3_reliable(rates)
+    scale = compute_scale(cpu_machine.levels_from(rates, l3_reliable=l3))
+    return (cpu_machine.save(cache_dir, rates, scale, cpu_machine.measure_blas(), l3, cpu_machine.measure_cold_call()),
+            rates, scale)
 
 
 __all__ = ["compute_scale", "measure_and_save"]

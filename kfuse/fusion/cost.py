@@ -213,11 +213,12 @@ def _this_cpu() -> DeviceSpec:
 
 
 @functools.lru_cache(maxsize=8)
-def _measured_cpu(levels: tuple, compute_scale: float, blas: tuple = ()) -> DeviceSpec:
+def _measured_cpu(levels: tuple, compute_scale: float, blas: tuple = (), cold: float | None = None) -> DeviceSpec:
     from .cpu_machine import peaks_from, scaled_costs
     base = DEVICES["cpu"]
-    return dataclasses.replace(base, levels=levels, cpu=scaled_costs(cpu_cost.CPU_COSTS, compute_scale),
-                               peak_flops=peaks_from(dict(blas), base.peak_flops))
+    costs = scaled_costs(cpu_cost.CPU_COSTS, compute_scale)
+    costs = costs if cold is None else dataclasses.replace(costs, cold=cold)
+    return dataclasses.replace(base, levels=levels, cpu=costs, peak_flops=peaks_from(dict(blas), base.peak_flops))
 
 
 def known_device(name: str) -> DeviceSpec | None:

@@ -225,16 +225,24 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                  tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide, divides)
 
 
-def _produced_bytes(inputs: list[Node]) -> int:
-    """The most bytes a kernel producing one of ``inputs`` (another kernel of the plan, which runs
-    before this one) streamed: the larger of its result and the arrays its result's op read (a
-    row sum's 8 MiB of rows for its 4 KiB of sums); 0 where every input is the caller's."""
-    most = 0
-    for n in inputs:
-        while n.op in MOVEMENT and n.inputs:
-            n = n.inputs[0]
-        if n.op not in LEAF:
-            most = max(most, n.nbytes, *(i.nbytes for i in n.inputs))
+def _produced_bytes(inputs: list[Node], limit: int = 64) -> int:
+    """The most bytes the kernels producing ``inputs`` (others of the plan, which run before this
+    one) streamed: the largest array among the computed inputs' ancestors, up to the caller's own
+    (an accuracy's mean of 8192 matches computed from 8 MiB of logits by an argmax: the mean's
+    call started cold, 13 us against 1.7 priced on a Xeon VM); 0 where every input is the
+    caller's. At most ``limit`` nodes are visited."""
+    most, seen = 0, set()
+    todo = [n for n in inputs if n.op not in LEAF]
+    while todo and len(seen) < limit:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        most = max(most, n.nbytes)
+        for i in n.inputs:
+            most = max(most, i.nbytes)
+            if i.op not in LEAF:
+                todo.append(i)
     return most
 
 

@@ -14,7 +14,9 @@ the fitted machine's) with Numba; :func:`save` writes the figures to
 transcendental kernels (``autotune/machine.py`` times them), by which :func:`scaled_costs`
 multiplies the transcendental costs (``COMPUTE_FIELDS``; the same Intel VM ran float32 and float64
 helper chains about 2x slower than priced), and NumPy's ``matmul`` rate (:func:`measure_blas`), the
-float32 and float64 peaks a CPU matmul group's product is priced at. The other capacities, a call's fixed costs
+float32 and float64 peaks a CPU matmul group's product is priced at, and how much of the L3 a call
+finds whole (:func:`measure_l3_reliable`), and what a call costs more when a large kernel just
+evicted the private caches (:func:`measure_cold_call`). The other capacities, a call's fixed costs
 and latencies stay the fitted machine's. Measured by ``kfuse tune --machine`` and by the CPU
 corpus run (``kfuse bench --suite corpus --device cpu``), before it plans; ``KFUSE_CPU_MACHINE=0``
 keeps the fitted figures (the test suite's setting).
@@ -146,9 +148,72 @@ def peaks_from(blas: dict, base: dict) -> dict:
     return out
 
 
-def levels_from(rates: dict, base=CPU_LEVELS) -> tuple:
+# working sets (bytes) at which the streaming loop on every core is timed to find how much of the
+# L3 a call finds whole: the OS's size is not it on a VM (a 2-core Intel Xeon VM reports 480 MiB
+# of L3 and streamed 57 GB/s at 64 MiB, 43 at 128 and 30, DRAM's rate, at 256)
+CAPACITY_PROBES = tuple(m << 20 for m in (16, 32, 64, 128, 256))
+HELD = 0.8                  # ... whole where the loop keeps this fraction of the L3 probe's rate
+
+
+def measure_l3_reliable(rates: dict, budget_s: float = 0.1) -> float:
+    """The largest of ``CAPACITY_PROBES`` at which the streaming loop on every core runs at
+    ``HELD`` of ``rates``'s L3 rate or more (the L3 probe's size where none does)."""
+    import numpy as np
+    _, par = _stream_kernels()
+    target, held = HELD * rates["L3"][1], float(PROBES["L3"])
+    for ws in CAPACITY_PROBES:
+        src = np.ones(ws // 8, np.float32)
+        dst = np.empty_like(src)
+        par(dst, src)
+        best, t_end = float("inf"), time.perf_counter() + budget_s
+        while True:
+            t0 = time.perf_counter()
+            par(dst, src)
+            best = min(best, time.perf_counter() - t0)
+            if time.perf_counter() > t_end:
+                break
+        if ws / best < target:
+            break
+        held = float(ws)
+    return held
+
+
+def measure_cold_call(rounds: int = 60) -> float:
+    """Seconds a small Numba call (a sum of 8192 float32, 32 KiB) takes more right after a loop
+    streamed 16 MiB than warm (medians of ``rounds`` pairs): the call path's code and data, and
+    the operand, evicted from the private caches (``CpuCosts.cold``: 1 us on the fitted EPYC, 5 us
+    on a 2-core Xeon VM, where a whole kfuse call took 25.6 us so against 2.4 warm)."""
+    import numba
+    import numpy as np
+    seq, _ = _stream_kernels()
+    src = np.ones((16 << 20) // 8, np.float32)
+    dst = np.empty_like(src)
+    v = np.ones(8192, np.float32)
+
+    @numba.njit
+    def total(a):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += a[i]
+        return s
+    total(v)
+    seq(dst, src)
+    warm, cold = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        total(v)
+        warm.append(time.perf_counter() - t0)
+        seq(dst, src)
+        t0 = time.perf_counter()
+        total(v)
+        cold.append(time.perf_counter() - t0)
+    return max(0.0, float(np.median(cold) - np.median(warm)))
+
+
+def levels_from(rates: dict, base=CPU_LEVELS, l3_reliable: float = 0.0) -> tuple:
     """``base``'s levels with the bandwidths of ``rates`` (:func:`measure`), the per-core L2's
-    size the OS's where it reports one."""
+    size the OS's where it reports one, and the L3's reliable part ``l3_reliable`` where measured
+    (:func:`measure_l3_reliable`; the L3 at least that large)."""
     l2 = _l2_bytes()
     out = []
     for lv in base:
@@ -156,6 +221,8 @@ def levels_from(rates: dict, base=CPU_LEVELS) -> tuple:
         lv = dataclasses.replace(lv, bandwidth=float(one), parallel=float(max(one, every)))
         if lv.name == "L2" and l2:
             lv = dataclasses.replace(lv, bytes=float(l2))
+        if lv.name == "L3" and l3_reliable > 0:
+            lv = dataclasses.replace(lv, reliable=float(l3_reliable), bytes=max(lv.bytes, float(l3_reliable)))
         out.append(lv)
     return tuple(out)
 
@@ -174,16 +241,19 @@ def scaled_costs(costs: CpuCosts, scale: float) -> CpuCosts:
     return dataclasses.replace(costs, **{f: getattr(costs, f) * scale for f in COMPUTE_FIELDS})
 
 
-def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | None = None) -> str:
-    """Write ``rates`` (and the compute scale and BLAS rates) as this machine's figures
-    (atomically: a reader sees the old file or the new one); returns the path."""
+def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | None = None,
+         l3_reliable: float = 0.0, cold: float | None = None) -> str:
+    """Write ``rates`` (and the compute scale, BLAS rates, the L3's reliable bytes and a cold
+    call's extra seconds) as this machine's figures (atomically: a reader sees the old file or
+    the new one); returns the path."""
     os.makedirs(cache_dir, exist_ok=True)
     path = _path(cache_dir)
     doc = {"schema": SCHEMA, "cpu": _cpu_model(), "cores": _cores(), "l2_bytes": _l2_bytes(),
            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "rates": {k: [float(a), float(b)] for k, (a, b) in rates.items()},
            "compute_scale": float(compute_scale),
-           "blas": {k: float(v) for k, v in (blas or {}).items()}}
+           "blas": {k: float(v) for k, v in (blas or {}).items()}, "l3_reliable": float(l3_reliable),
+           "cold": None if cold is None else float(cold)}
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
@@ -194,9 +264,10 @@ def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | N
 
 @functools.lru_cache(maxsize=None)
 def machine(cache_dir: str) -> tuple | None:
-    """``(levels, compute scale, BLAS rates as sorted (key, FLOP/s) pairs)`` of this machine from
-    ``cache_dir``'s file (:func:`levels_from`), or None where there is none or it cannot be read
-    (then the fitted machine's apply; a file without BLAS rates keeps the fitted peaks)."""
+    """``(levels, compute scale, BLAS rates as sorted (key, FLOP/s) pairs, cold call seconds or
+    None)`` of this machine from ``cache_dir``'s file (:func:`levels_from`), or None where there
+    is none or it cannot be read (then the fitted machine's apply; a figure the file lacks keeps
+    the fitted machine's)."""
     try:
         with open(_path(cache_dir)) as f:
             doc = json.load(f)
@@ -205,11 +276,14 @@ def machine(cache_dir: str) -> tuple | None:
         rates = {k: (float(a), float(b)) for k, (a, b) in doc["rates"].items()}
         scale = float(doc.get("compute_scale", 1.0))
         blas = tuple(sorted((str(k), float(v)) for k, v in doc.get("blas", {}).items() if float(v) > 0))
+        l3 = max(0.0, float(doc.get("l3_reliable", 0.0)))
+        cold = doc.get("cold")
+        cold = None if cold is None else min(max(0.0, float(cold)), 1e-3)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if not all(a > 0 and b > 0 for a, b in rates.values()) or not 0.0 < scale < 100.0:
         return None
-    return levels_from(rates), scale, blas
+    return levels_from(rates, l3_reliable=l3), scale, blas, cold
 
 
 def describe(levels) -> str:
@@ -217,5 +291,6 @@ def describe(levels) -> str:
     return ", ".join(f"{lv.name} {lv.bandwidth / 1e9:.0f}/{lv.parallel / 1e9:.0f} GB/s" for lv in levels)
 
 
-__all__ = ["COMPUTE_FIELDS", "MemLevel", "PROBES", "describe", "levels_from", "machine", "machine_key", "measure",
-           "measure_blas", "peaks_from", "save", "scaled_costs"]
+__all__ = ["CAPACITY_PROBES", "COMPUTE_FIELDS", "MemLevel", "PROBES", "describe", "levels_from", "machine",
+           "machine_key", "measure", "measure_blas", "measure_cold_call", "measure_l3_reliable", "peaks_from", "save",
+           "scaled_costs"]

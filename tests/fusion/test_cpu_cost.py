@@ -206,3 +206,14 @@ def test_a_kernel_after_a_large_producer_starts_cold():
     t = big[1].cost.cpu_terms
     warm = cpu_cost.seconds(dataclasses.replace(t, cold=0), CPU.cpu, CPU.levels, CPU.sms)[0]
     assert big[1].cost.seconds == pytest.approx(warm + CPU.cpu.cold) and CPU.cpu.cold > 0
+
+
+def test_cold_after_a_producer_of_a_small_result_from_large_data():
+    """An accuracy: the mean of 8192 matches, each an argmax over a row of 8 MiB of logits. The
+    mean's input is small, but the kernel that made it streamed the logits: its call starts cold."""
+    def accuracy(logits, labels):
+        return np.mean((np.argmax(logits, axis=1) == labels).astype(np.float32), axis=0)
+    big = kfuse.explain(kfuse.jit(accuracy), "f32[8192,257]", "i8[8192]", device="cpu").groups
+    small = kfuse.explain(kfuse.jit(accuracy), "f32[64,31]", "i8[64]", device="cpu").groups
+    assert [g.cost.cpu_terms.cold for g in big] == [0, 1]
+    assert [g.cost.cpu_terms.cold for g in small] == [0, 0]

@@ -127,3 +127,31 @@ def test_blas_rates_price_a_matmul_group(cache_dir):
 def test_measure_blas_gives_both_rates():
     rates = cpu_machine.measure_blas(budget_s=0.01)
     assert set(rates) == {"f32", "f64"} and all(1e8 < r < 1e14 for r in rates.values()), rates
+
+
+def test_measured_l3_capacity(cache_dir):
+    """The L3's reliable part measured is the one the levels and the plan price at: a 48 MiB
+    working set priced at the L3's rate with 64 MiB of it, DRAM's without."""
+    x = np.zeros((2048, 3072), np.float32)          # 24 MiB in and out
+    def price():
+        return kfuse.jit(lambda a: a * 2.0 + 1.0).lower(x, device="cpu").plan.groups[0].cost.seconds
+    cpu_machine.save(cache_dir, RATES)
+    dram = price()
+    cpu_machine.save(cache_dir, RATES, l3_reliable=64 << 20)
+    (l3,) = [lv for lv in cost.get_device_spec("cpu").levels if lv.name == "L3"]
+    assert l3.reliable == 64 << 20 and l3.bytes >= 64 << 20
+    assert price() < 0.5 * dram                     # 60 GB/s against 20
+
+
+def test_measure_l3_reliable_is_a_probe_size():
+    held = cpu_machine.measure_l3_reliable({"L3": (1e9, 1e9)}, budget_s=0.005)     # (every probe holds)
+    assert held == cpu_machine.CAPACITY_PROBES[-1]
+    assert cpu_machine.measure_l3_reliable({"L3": (1e15, 1e15)}, budget_s=0.005) == cpu_machine.PROBES["L3"]
+
+
+def test_measured_cold_call_is_the_cold_cost(cache_dir):
+    cpu_machine.save(cache_dir, RATES)
+    assert cost.get_device_spec("cpu").cpu.cold == cpu_cost.CPU_COSTS.cold      # (none measured)
+    cpu_machine.save(cache_dir, RATES, cold=7e-6)
+    assert cost.get_device_spec("cpu").cpu.cold == 7e-6
+    assert 0.0 <= cpu_machine.measure_cold_call(rounds=3) < 1e-3
