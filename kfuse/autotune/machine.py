@@ -64,8 +64,8 @@ def measure_and_save(cache_dir: str) -> tuple:
     rates = cpu_machine.measure()
     l3 = cpu_machine.measure_l3_reliable(rates)
     scale = compute_scale(cpu_machine.levels_from(rates, l3_reliable=l3))
-    return (cpu_machine.save(cache_dir, rates, scale, cpu_machine.measure_blas(), l3, cpu_machine.measure_cold_call()),
-            rates, scale)
+    return (cpu_machine.save(cache_dir, rates, scale, cpu_machine.measure_blas(), l3, cpu_machine.measure_cold_call(),
+                             cpu_machine.measure_gather()), rates, scale)
 
 
 __all__ = ["compute_scale", "measure_and_save"]

@@ -213,11 +213,11 @@ def _this_cpu() -> DeviceSpec:
 
 
 @functools.lru_cache(maxsize=8)
-def _measured_cpu(levels: tuple, compute_scale: float, blas: tuple = (), cold: float | None = None) -> DeviceSpec:
+def _measured_cpu(levels: tuple, compute_scale: float, blas: tuple = (), measured: tuple = ()) -> DeviceSpec:
     from .cpu_machine import peaks_from, scaled_costs
     base = DEVICES["cpu"]
-    costs = scaled_costs(cpu_cost.CPU_COSTS, compute_scale)
-    costs = costs if cold is None else dataclasses.replace(costs, cold=cold)
+    costs = dataclasses.replace(scaled_costs(cpu_cost.CPU_COSTS, compute_scale),
+                                **{k: v for k, v in measured if v is not None})
     return dataclasses.replace(base, levels=levels, cpu=costs, peak_flops=peaks_from(dict(blas), base.peak_flops))
 
 

@@ -39,18 +39,24 @@ VECTOR_SPECIALS = frozenset({Op.EXP, Op.TANH, Op.LOG, Op.LOG1P, Op.HYPOT})
 WIDE_SPECIALS = frozenset({Op.EXP, Op.EXP2, Op.EXPM1, Op.LOG, Op.LOG2, Op.LOG10, Op.LOG1P, Op.TANH, Op.SINH,
                            Op.COSH, Op.ARCTAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN2, Op.ARCSINH, Op.ARCTANH,
                            Op.ARCCOSH})
-# (WIDENED's float32 sin, cos and arctan2 cost about the same: 1.9, 1.0 beside a cos of the same
-# value, and 1.3 ns an element on one thread, against the float64 exp's 0.72 and log's 0.8)
+# WIDENED's float32 sin, cos and arctan2 (float32 helpers of their own) are priced apart, as
+# CpuCosts.widened: 1.3 ns an element on one thread on a 2-core Xeon VM, about 1.9 and 1.0 beside
+# a cos of the same value (priced as float64 helpers there, scaled by its compute scale of 2.1,
+# they came out at 2.1-2.3x their time: rope_angles, polar_coords)
 WIDENED_SPECIALS = frozenset({Op.SIN, Op.COS, Op.ARCTAN2, Op.POWER})
 # float32 power (cpu_vecmath's _powf_d: a float64 log2 and exp2 in one dependent chain) costs this
-# many of them: 4.2 ns an element on one thread, its exp2 alone 1.5 and log2 1.4 (512K elements);
-# an integer constant exponent's libm pow is priced so as well (5 ns)
+# many of them: 4.2 ns an element on one thread on the same VM, its exp2 alone 1.5 and log2 1.4
+# (512K elements); an integer constant exponent's libm pow is priced so as well (5 ns)
+WIDENED_POWER = 3.2
+# a float64 helper's evaluations a float32 power's costs (the thread count's work units)
 WIDE_POWER = 3
 # ops that cost a libm call or a long loop (FLOP weight 8 and above), other than the vectorised
 # helpers above
 _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
-# accumulators the emitter renders with a branch or a position (not vectorised)
-_SCALAR_ACCS = frozenset({Op.ANY, Op.ALL, Op.ARGMAX, Op.ARGMIN})
+# accumulators the emitter renders with a branch and a position (not vectorised); an any/all is an
+# or/and LLVM vectorises like a sum (a range check of 65536 int64 labels: 7.4 us, 0.11 ns an
+# element, where 10 ns an element priced it at 662; Xeon VM, one thread)
+_SCALAR_ACCS = frozenset({Op.ARGMAX, Op.ARGMIN})
 # a float row argmax/argmin runs in blocks of vectorised work and a search (codegen.cpu_argblocks),
 # priced as this many serial elements an element (4096x1000 f32 rows: 2.2 ms on one thread)
 _BLOCKED_ARGS = frozenset({Op.ARGMAX, Op.ARGMIN})
@@ -94,6 +100,8 @@ class CpuCosts:
     work_per_thread: int = 1 << 17
     libm_work: int = 16
     wide_work: int = 4          # a float64 helper's units (runtime/cpu.py's kernel_work)
+    widened: float = 0.62e-9    # a float32 sin, cos or arctan2 helper on one element (WIDENED_SPECIALS; the
+                                # Xeon VM's 1.3 ns over its compute scale 2.1: the fitted machine's units)
     wide_special: float = 1.2e-9    # a codegen/cpu_vecmath helper on one element (float64 exp
                                     # 0.72 ns, log 0.8, tanh 0.9, expm1 2.6: 1M elements, one thread)
     half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
@@ -104,7 +112,7 @@ class CpuCosts:
     tanh_special: float = 0.18e-9   # a vectorised float32 tanh (in place of vector_special)
     gather: float = 0.1e-6      # an element gathered from an input larger than gather_above bytes
                                 # (independent misses overlap: less than the memory's latency)
-    branchy: float = 3e-9       # an element combined by an any/all/argmax/argmin accumulator
+    branchy: float = 3e-9       # an element combined by a (non-float) argmax/argmin accumulator
     divide: float = 0.0         # a float division or square root, beyond its FLOP weight as a simple op
     gather_above: int = 1 << 20
     merge_below: int = 512      # codegen/cpu_merge.py's SHORT: shorter neighbouring loops merge
@@ -135,9 +143,10 @@ class Terms:
     aliased: float = 0          # of the transposed float16 elements, those a multiple of 4 KiB apart
     tanh: float = 0.0           # of the vectorised evaluations, tanh's (a rational function: cheaper)
     gathered: float = 0.0       # elements gathered from a large input (one cache miss each)
-    branchy: float = 0.0        # elements an any/all/argmax/argmin accumulator combines (scalar)
+    branchy: float = 0.0        # elements a (non-float) argmax/argmin accumulator combines (scalar)
     cold: int = 0               # 1: an input's producing kernel streamed past the private cache
     wide: float = 0.0           # codegen/cpu_vecmath helper evaluations
+    widened: float = 0.0        # float32 sin/cos/arctan2 helper evaluations (a power counts WIDENED_POWER)
     divides: float = 0.0        # float divisions and square roots (a vector's takes several cycles)
 
 
@@ -155,7 +164,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     evals = evals or {}
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
-    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = wide = divides = 0.0
+    simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = wide = widened = divides = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -177,10 +186,12 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                 tanh += k if n.op is Op.TANH else 0
                 reduce_vector += min(k, n.size) if n in feeds else 0
                 ops += 1
-            elif dt.kind == "f" and (n.op in WIDE_SPECIALS or (n.op in WIDENED_SPECIALS and dt != np.float64)):
-                times = WIDE_POWER if n.op is Op.POWER else 1
-                wide += k * times
-                ops += costs.wide_work * times
+            elif dt.kind == "f" and n.op in WIDENED_SPECIALS and dt != np.float64:
+                widened += k * (WIDENED_POWER if n.op is Op.POWER else 1)
+                ops += costs.wide_work * (WIDE_POWER if n.op is Op.POWER else 1)
+            elif dt.kind == "f" and n.op in WIDE_SPECIALS:
+                wide += k
+                ops += costs.wide_work
             else:
                 libm += k
                 ops += costs.libm_work
@@ -222,7 +233,26 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
-                 tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide, divides)
+                 tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide,
+                 divides=divides, widened=widened)
+
+
+def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
+    """``costs`` (a program's kernels' Costs, in the order they run) with a cold start priced where
+    the kernel before streamed more than ``cold_above`` bytes; the first kernel's is the last's,
+    as a program called again and again runs them (adaLN's 1.5 us shift-and-scale add, timed after
+    the last call's 240 us normalisation: 8.2 us on a Xeon VM). A cost without CPU terms stays."""
+    out = list(costs)
+    if len(out) < 2:
+        return out
+    for k, c in enumerate(out):
+        prev = costs[k - 1]
+        t = getattr(c, "cpu_terms", None)
+        if t is None or t.cold or prev is None or prev.bytes_read + prev.bytes_written <= cpu.cold_above:
+            continue
+        secs, mem, comp = seconds(dataclasses.replace(t, cold=1), cpu, levels, cores)
+        out[k] = dataclasses.replace(c, seconds=secs, cpu_terms=dataclasses.replace(t, cold=1))
+    return out
 
 
 def _produced_bytes(inputs: list[Node], limit: int = 64) -> int:
@@ -394,7 +424,7 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
     comp = (t.sweeps * costs.sweep + t.simple * costs.op + t.serial * costs.serial
             + (t.vector - t.reduce_vector - t.tanh) * costs.vector_special + t.tanh * costs.tanh_special
             + t.reduce_vector * costs.reduce_special
-            + t.libm * costs.libm + t.wide * costs.wide_special
+            + t.libm * costs.libm + t.wide * costs.wide_special + t.widened * costs.widened
             + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
             + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row

@@ -16,7 +16,8 @@ multiplies the transcendental costs (``COMPUTE_FIELDS``; the same Intel VM ran f
 helper chains about 2x slower than priced), and NumPy's ``matmul`` rate (:func:`measure_blas`), the
 float32 and float64 peaks a CPU matmul group's product is priced at, and how much of the L3 a call
 finds whole (:func:`measure_l3_reliable`), and what a call costs more when a large kernel just
-evicted the private caches (:func:`measure_cold_call`). The other capacities, a call's fixed costs
+evicted the private caches (:func:`measure_cold_call`) and an element gathered from a large input
+(:func:`measure_gather`). The other capacities, a call's fixed costs
 and latencies stay the fitted machine's. Measured by ``kfuse tune --machine`` and by the CPU
 corpus run (``kfuse bench --suite corpus --device cpu``), before it plans; ``KFUSE_CPU_MACHINE=0``
 keeps the fitted figures (the test suite's setting).
@@ -210,6 +211,37 @@ def measure_cold_call(rounds: int = 60) -> float:
     return max(0.0, float(np.median(cold) - np.median(warm)))
 
 
+GATHER_ROWS, GATHER_ROW = 8192, 4096     # the gather probe: an element picked from each row of 4 KiB
+
+
+def measure_gather(budget_s: float = 0.1) -> float:
+    """Seconds an element gathered from a large input costs (``CpuCosts.gather``): a loop picking
+    one element at a random column of each of ``GATHER_ROWS`` rows of a 32 MiB array, as a
+    ``take_along_axis`` of labels does (the best call within ``budget_s``, per element). The
+    fitted machine's 30 ns priced a negative log-likelihood's pick on a Xeon VM at 2.4x its time."""
+    import numba
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a = np.ones((GATHER_ROWS, GATHER_ROW // 4), np.float32)
+    cols = rng.integers(0, a.shape[1], GATHER_ROWS)
+
+    @numba.njit
+    def pick(a, cols):
+        s = np.float32(0.0)
+        for i in range(cols.shape[0]):
+            s += a[i, cols[i]]
+        return s
+    pick(a, cols)
+    best, t_end = float("inf"), time.perf_counter() + budget_s
+    while True:
+        t0 = time.perf_counter()
+        pick(a, cols)
+        best = min(best, time.perf_counter() - t0)
+        if time.perf_counter() > t_end:
+            break
+    return best / GATHER_ROWS
+
+
 def levels_from(rates: dict, base=CPU_LEVELS, l3_reliable: float = 0.0) -> tuple:
     """``base``'s levels with the bandwidths of ``rates`` (:func:`measure`), the per-core L2's
     size the OS's where it reports one, and the L3's reliable part ``l3_reliable`` where measured
@@ -231,7 +263,7 @@ def levels_from(rates: dict, base=CPU_LEVELS, l3_reliable: float = 0.0) -> tuple
 # cost by the probes' 2.0 put 32 of the 126 kernels of this session's CPU corpus run outside 2x of
 # their time, the transcendentals alone 19 (the measured levels alone 20, the fitted machine's 59):
 # simple ops, divisions and the loop itself ran at the fitted machine's prices here
-COMPUTE_FIELDS = ("vector_special", "reduce_special", "libm", "wide_special", "tanh_special")
+COMPUTE_FIELDS = ("vector_special", "reduce_special", "libm", "wide_special", "tanh_special", "widened")
 
 
 def scaled_costs(costs: CpuCosts, scale: float) -> CpuCosts:
@@ -242,10 +274,10 @@ def scaled_costs(costs: CpuCosts, scale: float) -> CpuCosts:
 
 
 def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | None = None,
-         l3_reliable: float = 0.0, cold: float | None = None) -> str:
-    """Write ``rates`` (and the compute scale, BLAS rates, the L3's reliable bytes and a cold
-    call's extra seconds) as this machine's figures (atomically: a reader sees the old file or
-    the new one); returns the path."""
+         l3_reliable: float = 0.0, cold: float | None = None, gather: float | None = None) -> str:
+    """Write ``rates`` (and the compute scale, BLAS rates, the L3's reliable bytes, a cold call's
+    extra seconds and a gathered element's) as this machine's figures (atomically: a reader sees
+    the old file or the new one); returns the path."""
     os.makedirs(cache_dir, exist_ok=True)
     path = _path(cache_dir)
     doc = {"schema": SCHEMA, "cpu": _cpu_model(), "cores": _cores(), "l2_bytes": _l2_bytes(),
@@ -253,7 +285,7 @@ def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | N
            "rates": {k: [float(a), float(b)] for k, (a, b) in rates.items()},
            "compute_scale": float(compute_scale),
            "blas": {k: float(v) for k, v in (blas or {}).items()}, "l3_reliable": float(l3_reliable),
-           "cold": None if cold is None else float(cold)}
+           "cold": None if cold is None else float(cold), "gather": None if gather is None else float(gather)}
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
@@ -264,10 +296,10 @@ def save(cache_dir: str, rates: dict, compute_scale: float = 1.0, blas: dict | N
 
 @functools.lru_cache(maxsize=None)
 def machine(cache_dir: str) -> tuple | None:
-    """``(levels, compute scale, BLAS rates as sorted (key, FLOP/s) pairs, cold call seconds or
-    None)`` of this machine from ``cache_dir``'s file (:func:`levels_from`), or None where there
-    is none or it cannot be read (then the fitted machine's apply; a figure the file lacks keeps
-    the fitted machine's)."""
+    """``(levels, compute scale, BLAS rates as sorted (key, FLOP/s) pairs, measured CpuCosts
+    fields as (name, seconds or None) pairs)`` of this machine from ``cache_dir``'s file
+    (:func:`levels_from`), or None where there is none or it cannot be read (then the fitted
+    machine's apply; a figure the file lacks keeps the fitted machine's)."""
     try:
         with open(_path(cache_dir)) as f:
             doc = json.load(f)
@@ -277,13 +309,12 @@ def machine(cache_dir: str) -> tuple | None:
         scale = float(doc.get("compute_scale", 1.0))
         blas = tuple(sorted((str(k), float(v)) for k, v in doc.get("blas", {}).items() if float(v) > 0))
         l3 = max(0.0, float(doc.get("l3_reliable", 0.0)))
-        cold = doc.get("cold")
-        cold = None if cold is None else min(max(0.0, float(cold)), 1e-3)
+        cold, gather = (None if doc.get(k) is None else min(max(0.0, float(doc[k])), 1e-3) for k in ("cold", "gather"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if not all(a > 0 and b > 0 for a, b in rates.values()) or not 0.0 < scale < 100.0:
         return None
-    return levels_from(rates, l3_reliable=l3), scale, blas, cold
+    return levels_from(rates, l3_reliable=l3), scale, blas, (("cold", cold), ("gather", gather))
 
 
 def describe(levels) -> str:
@@ -292,5 +323,5 @@ def describe(levels) -> str:
 
 
 __all__ = ["CAPACITY_PROBES", "COMPUTE_FIELDS", "MemLevel", "PROBES", "describe", "levels_from", "machine",
-           "machine_key", "measure", "measure_blas", "measure_cold_call", "measure_l3_reliable", "peaks_from", "save",
-           "scaled_costs"]
+           "machine_key", "measure", "measure_blas", "measure_cold_call", "measure_gather", "measure_l3_reliable",
+           "peaks_from", "save", "scaled_costs"]

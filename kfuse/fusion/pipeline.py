@@ -17,7 +17,7 @@ from .. import config as _config
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, REDUCE, SCAN, Op
 from ..logs import logger
-from . import attention, elementwise, gemm_epilogue, recompute, reduction, scan
+from . import attention, cpu_cost, elementwise, gemm_epilogue, recompute, reduction, scan
 from .aliasing import order_checks_first, with_argument_writes
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
 from .dag import Dag, is_acyclic, topological_order
@@ -225,12 +225,15 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
     order_checks_first(state.graph, built, home_of, dag)
     order = topological_order(
         dag, key=lambda c: min(state.order[n] for n in built[c][1]))
+    costs = [built[cid][4] for cid in order]
+    if device.cpu is not None and device.levels:        # (a kernel after a large one starts cold)
+        costs = cpu_cost.cold_after(costs, device.cpu, device.levels, device.sms)
     groups = []
     for k, cid in enumerate(order):
-        shape, nodes, inputs, outputs, c, reason = built[cid]
+        shape, nodes, inputs, outputs, _, reason = built[cid]
         groups.append(KernelGroup(id=k, kind=shape.kind, nodes=tuple(nodes), inputs=tuple(inputs),
                                   outputs=tuple(outputs), domain=tuple(shape.domain),
-                                  axes=tuple(shape.axes), anchor=shape.anchor, cost=c,
+                                  axes=tuple(shape.axes), anchor=shape.anchor, cost=costs[k],
                                   reason=reason))
     return groups, split_keys
 

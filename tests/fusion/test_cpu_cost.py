@@ -217,3 +217,19 @@ def test_cold_after_a_producer_of_a_small_result_from_large_data():
     small = kfuse.explain(kfuse.jit(accuracy), "f32[64,31]", "i8[64]", device="cpu").groups
     assert [g.cost.cpu_terms.cold for g in big] == [0, 1]
     assert [g.cost.cpu_terms.cold for g in small] == [0, 0]
+
+
+def test_a_kernel_after_a_large_one_starts_cold_cyclically():
+    """adaLN: a small shift-and-scale add, then a layernorm of 8 MiB rows. Called again and again,
+    the add runs after the last call's layernorm: its call starts cold; the layernorm's after the
+    add does not (it streamed 8 KiB)."""
+    def adaln(x, shift, scale):
+        mu = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-6) * (1 + scale) + shift
+    big = kfuse.explain(kfuse.jit(lambda x, s, c: adaln(x, s + c, c * 2)), "f32[1024,2048]", "f32[2048]",
+                        "f32[2048]", device="cpu").groups
+    assert len(big) == 2 and [g.cost.cpu_terms.cold for g in big] == [1, 0]
+    small = kfuse.explain(kfuse.jit(lambda x, s, c: adaln(x, s + c, c * 2)), "f32[16,64]", "f32[64]",
+                          "f32[64]", device="cpu").groups
+    assert all(g.cost.cpu_terms.cold == 0 for g in small)

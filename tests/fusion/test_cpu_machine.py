@@ -152,6 +152,8 @@ def test_measure_l3_reliable_is_a_probe_size():
 def test_measured_cold_call_is_the_cold_cost(cache_dir):
     cpu_machine.save(cache_dir, RATES)
     assert cost.get_device_spec("cpu").cpu.cold == cpu_cost.CPU_COSTS.cold      # (none measured)
-    cpu_machine.save(cache_dir, RATES, cold=7e-6)
-    assert cost.get_device_spec("cpu").cpu.cold == 7e-6
+    cpu_machine.save(cache_dir, RATES, cold=7e-6, gather=4e-9)
+    spec = cost.get_device_spec("cpu")
+    assert spec.cpu.cold == 7e-6 and spec.cpu.gather == 4e-9
     assert 0.0 <= cpu_machine.measure_cold_call(rounds=3) < 1e-3
+    assert 0.0 < cpu_machine.measure_gather(budget_s=0.01) < 1e-5
