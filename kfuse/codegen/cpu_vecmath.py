@@ -58,9 +58,11 @@ def _exp2k_d(x, k):
 
 _EXP = '''
 def _exp_d(x):
-    """np.exp of a float64."""
-    xc = 710.0 if x > 710.0 else (-746.0 if x < -746.0 else x)
+    """np.exp of a float64 (below -746: 0, computed from e^0 and replaced, as a subnormal product
+    of the clamp would take a microcode assist a lane: _expf's reason)."""
+    xc = 710.0 if x > 710.0 else (0.0 if x < -746.0 else x)
     e = _exp2k_d(xc, 0.0)
+    e = 0.0 if x < -746.0 else e
     return x if x != x else e
 '''
 
