@@ -41,10 +41,13 @@ def loop_lines(em, ph: K.Phase, d: int, extent, ind: int, render) -> list[str]:
         f"    bk_{n} = k_{n} if k_{n} {cmp} bk_{n} else bk_{n}",
         f"    bn_{n} = np.int32(bn_{n} | np.int32({s} != {s}))"]
     # the block's best value (its first NaN where it holds one) beats the running value: the scan
-    # would stop at its first element of that value (equal as floats: -0.0 and +0.0 alike)
-    find = [f"for {i} in range(b_{n}, e_{n}):"] + ["    " + x for x in body] + [
-        f"    if {s} == t_{n} or ({s} != {s} and t_{n} != t_{n}):",
-        f"        {a} = {s}", f"        pos_{n} = np.int64({acc.pos})", "        break"]
+    # would stop at its first element of that value (equal as floats: -0.0 and +0.0 alike), found
+    # as the least index holding it, a select and a min LLVM vectorises (an early-exit scan was
+    # a branch an element: argmax of 8192 rows of 257 float32 took 1.3 ms, NumPy 0.71)
+    find = [f"f_{n} = e_{n}", f"for {i} in range(b_{n}, e_{n}):"] + ["    " + x for x in body] + [
+        f"    h_{n} = np.bool_({s} == t_{n}) | (np.bool_({s} != {s}) & np.bool_(t_{n} != t_{n}))",
+        f"    f_{n} = min(f_{n}, {i} if h_{n} else e_{n})",
+        f"{i} = f_{n}", f"{a} = t_{n}", f"pos_{n} = np.int64({acc.pos})"]
     lines = [f"for b_{n} in range(0, {extent}, {BLOCK}):",
              f"    e_{n} = min(b_{n} + {BLOCK}, {extent})",
              f"    bk_{n} = np.{it}({start})", f"    bn_{n} = np.int32(0)"]

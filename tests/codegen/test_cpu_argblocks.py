@@ -41,7 +41,7 @@ def test_blocked_arg_reductions_are_numpys(dtype, which):
     for x in (_rows(dtype), -_rows(dtype), _rows(dtype)[:, :BLOCK], _rows(dtype)[:, :7]):
         np.testing.assert_array_equal(f(x), fn(x))
     src = f.lower(_rows(dtype)).as_text("cpu")
-    assert "bk_" in src and "break" in src          # the blocked form, not the per-element scan
+    assert "bk_" in src and "f_" in src and "break" not in src   # the blocked form, its find a least index (no early exit)
 
 
 def test_other_arg_reductions():
