@@ -180,33 +180,30 @@ def measure_l3_reliable(rates: dict, budget_s: float = 0.1) -> float:
 
 
 def measure_cold_call(rounds: int = 60) -> float:
-    """Seconds a small Numba call (a sum of 8192 float32, 32 KiB) takes more right after a loop
-    streamed 16 MiB than warm (medians of ``rounds`` pairs): the call path's code and data, and
-    the operand, evicted from the private caches (``CpuCosts.cold``: 1 us on the fitted EPYC, 5 us
-    on a 2-core Xeon VM, where a whole kfuse call took 25.6 us so against 2.4 warm)."""
+    """Seconds a small Numba call (three array arguments, an element of each touched) takes more
+    right after a loop streamed 16 MiB than warm (medians of ``rounds`` pairs): the call path's
+    code and data evicted from the private caches (``CpuCosts.cold``: 1 us on the fitted EPYC,
+    5.3 us on a 2-core Xeon VM, where a whole kfuse call took 25.6 us so against 2.4 warm)."""
     import numba
     import numpy as np
     seq, _ = _stream_kernels()
     src = np.ones((16 << 20) // 8, np.float32)
     dst = np.empty_like(src)
-    v = np.ones(8192, np.float32)
+    a, b, out = (np.ones(1024, np.float32) for _ in range(3))
 
     @numba.njit
-    def total(a):
-        s = 0.0
-        for i in range(a.shape[0]):
-            s += a[i]
-        return s
-    total(v)
+    def add(a, b, out):
+        out[0] = a[0] + b[0]
+    add(a, b, out)
     seq(dst, src)
     warm, cold = [], []
     for _ in range(rounds):
         t0 = time.perf_counter()
-        total(v)
+        add(a, b, out)
         warm.append(time.perf_counter() - t0)
         seq(dst, src)
         t0 = time.perf_counter()
-        total(v)
+        add(a, b, out)
         cold.append(time.perf_counter() - t0)
     return max(0.0, float(np.median(cold) - np.median(warm)))
 
