@@ -55,13 +55,12 @@ import numpy as np
 from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
-from . import numba_cuda_complex as ncx
 from . import numba_cuda_scatter as scatter
 from .cuda_shapes import vector_access
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
-from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, _vt, op_expr, store_value
+from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
 

@@ -90,6 +90,17 @@ def _stream_kernels():
     return numba.njit(body), numba.njit(parallel=True)(body)
 
 
+def _best(call, budget_s: float) -> float:
+    """The fastest of calls of ``call()`` made within ``budget_s`` (at least one), in seconds."""
+    best, t_end = float("inf"), time.perf_counter() + budget_s
+    while True:
+        t0 = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - t0)
+        if time.perf_counter() > t_end:
+            return best
+
+
 def measure(budget_s: float = 0.25) -> dict:
     """``{level name: (one thread, every core) bytes/s}`` of the streaming loop at ``PROBES``'s
     working sets (the best of calls within ``budget_s`` each; Numba compiles the loop first)."""
@@ -103,14 +114,7 @@ def measure(budget_s: float = 0.25) -> dict:
         for f in (seq, par):
             f(dst, src)
             f(dst, src)
-            best, t_end = float("inf"), time.perf_counter() + budget_s
-            while True:
-                t0 = time.perf_counter()
-                f(dst, src)
-                best = min(best, time.perf_counter() - t0)
-                if time.perf_counter() > t_end:
-                    break
-            rates.append(ws / best)
+            rates.append(ws / _best(lambda: f(dst, src), budget_s))
         out[name] = (rates[0], rates[1])
     return out
 
@@ -128,14 +132,7 @@ def measure_blas(budget_s: float = 0.1) -> dict:
     for key, dt in (("f32", np.float32), ("f64", np.float64)):
         a = np.full((BLAS_SIDE, BLAS_SIDE), 0.5, dt)
         np.matmul(a, a)
-        best, t_end = float("inf"), time.perf_counter() + budget_s
-        while True:
-            t0 = time.perf_counter()
-            np.matmul(a, a)
-            best = min(best, time.perf_counter() - t0)
-            if time.perf_counter() > t_end:
-                break
-        out[key] = 2.0 * BLAS_SIDE ** 3 / best
+        out[key] = 2.0 * BLAS_SIDE ** 3 / _best(lambda: np.matmul(a, a), budget_s)
     return out
 
 
@@ -166,14 +163,7 @@ def measure_l3_reliable(rates: dict, budget_s: float = 0.1) -> float:
         src = np.ones(ws // 8, np.float32)
         dst = np.empty_like(src)
         par(dst, src)
-        best, t_end = float("inf"), time.perf_counter() + budget_s
-        while True:
-            t0 = time.perf_counter()
-            par(dst, src)
-            best = min(best, time.perf_counter() - t0)
-            if time.perf_counter() > t_end:
-                break
-        if ws / best < target:
+        if ws / _best(lambda: par(dst, src), budget_s) < target:
             break
         held = float(ws)
     return held
@@ -229,14 +219,7 @@ def measure_gather(budget_s: float = 0.1) -> float:
             s += a[i, cols[i]]
         return s
     pick(a, cols)
-    best, t_end = float("inf"), time.perf_counter() + budget_s
-    while True:
-        t0 = time.perf_counter()
-        pick(a, cols)
-        best = min(best, time.perf_counter() - t0)
-        if time.perf_counter() > t_end:
-            break
-    return best / GATHER_ROWS
+    return _best(lambda: pick(a, cols), budget_s) / GATHER_ROWS
 
 
 def levels_from(rates: dict, base=CPU_LEVELS, l3_reliable: float = 0.0) -> tuple:

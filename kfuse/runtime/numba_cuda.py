@@ -32,7 +32,7 @@ from ..codegen import numba_cuda as nc
 from ..codegen.lower import lower_group
 from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
-from ..fusion.kinds import ROW_KINDS, GroupKind
+from ..fusion.kinds import GroupKind
 from . import gpu_store
 from . import cuda as rt_cuda
 from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
