@@ -64,23 +64,7 @@ class Node:
         else:
             attrs = ()
         key = (op, dtype.str, shape, tuple(map(id, inputs)), repr(attrs))
-        ref = _INTERN.get(key)
-        if ref is not None:
-            found = ref()
-            if found is not None:
-                return found
-        self = object.__new__(cls)
-        put = object.__setattr__
-        put(self, "op", op)
-        put(self, "dtype", dtype)
-        put(self, "shape", shape)
-        put(self, "inputs", inputs)
-        put(self, "attrs", attrs)
-        put(self, "loc", loc)
-        put(self, "_key", key)
-        ref = _INTERN[key] = _Ref(self, _forget)
-        ref.key = key
-        return self
+        return cls._interned(key, op, dtype, shape, inputs, attrs, loc)
 
     @classmethod
     def normal(cls, op: Op, dtype: np.dtype, dstr: str, shape: Shape, inputs: tuple, attrs: tuple,
@@ -91,6 +75,11 @@ class Node:
         from one seen before (``ir.size_forms``). Why: normalising the arguments again was about
         half of a size-generic build's 24-node graph (~60 us)."""
         key = (op, dstr, shape, tuple([id(i) for i in inputs]), arepr)
+        return cls._interned(key, op, dtype, shape, inputs, attrs, loc)
+
+    @classmethod
+    def _interned(cls, key: tuple, op, dtype, shape, inputs, attrs, loc) -> "Node":
+        """The live node of ``key``, or a new one of these fields, interned under it."""
         ref = _INTERN.get(key)
         if ref is not None:
             found = ref()
