@@ -248,12 +248,6 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
         return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
                 f"{store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype)}")
 
-    def slot_read(self, s: K.Load, slot: str) -> str:      # a row cached in registers (cached_load)
-        return f"{self.n(s.dst)} = {slot}"
-
-    def slot_write(self, slot: str, s: K.Load) -> str:
-        return f"{slot} = {self.n(s.dst)}"
-
     def op_value(self, s: K.Op) -> str:
         expr = op_expr(s, [self.n(x) for x in s.args], self.use, self.consts)
         if s.dtype == "float16" and s.op not in ("cast", "where"):
@@ -368,11 +362,10 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
         for s in order:
             if vec == 1 or not isinstance(s, (K.Load, K.Store)):
                 continue
-            if isinstance(s, K.Load) and self.kir.inputs[s.buf].host:
-                once.add(id(s))
-            elif vector_access(s.index, last):
+            if self.along(s, last, vec):
                 (vload if isinstance(s, K.Load) else vstore).add(id(s))
-            elif isinstance(s, K.Load) and set().union(*map(K.expr_vars, s.index)) <= outer:
+            elif isinstance(s, K.Load) and (self.kir.inputs[s.buf].host
+                                            or set().union(*map(K.expr_vars, s.index)) <= outer):
                 once.add(id(s))
         names = [[f"_{k}_{e}" if n * vec > 1 else "" for e in range(vec)] for k in range(n)]
         out: list[str] = []
@@ -404,8 +397,26 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
         return [f"i{d}{x} = i{d}{sfx[0]}" + (f" + {e}" if f"i{d}" == last else "")
                 for e, x in enumerate(sfx) if e for d in dims]
 
+    def along(self, s, last: str, vec: int) -> bool:
+        """Whether load or store ``s`` is one 16-byte vector a unit of ``vec`` elements: it runs
+        along the innermost loop dim ``last`` (a host scalar is no access)."""
+        return (vec > 1 and not (isinstance(s, K.Load) and self.kir.inputs[s.buf].host)
+                and vector_access(s.index, last))
+
+    def unit_load(self, s: K.Load, sfx: list[str], last: str) -> list[str]:
+        """Load ``s`` for each of a unit's elements (suffixes ``sfx``): one vector where it runs
+        along ``last``, else element by element."""
+        if self.along(s, last, len(sfx)):
+            return self._vector_load(s, sfx)
+        out = []
+        for x in sfx:
+            self.sfx = x
+            out.append(self.stmt(s))
+        return out
+
     def _vector_load(self, s: K.Load, sfx: list[str]) -> list[str]:
         """One 16-byte load of a unit's ``len(sfx)`` elements (indices of its first element)."""
+        self.dt[s.dst] = s.dtype
         self.sfx = sfx[0]
         t = f"{s.dst}{sfx[0]}v_"
         out = [f"{t} = ldv(in{s.buf}, {self.offset('in', s.buf, s.index)}, {len(sfx)})"]

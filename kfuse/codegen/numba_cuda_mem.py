@@ -63,14 +63,9 @@ def stv(typingctx, ptr, idx, vals):
 
 @intrinsic
 def at(typingctx, ws, byte, dtype):
-    if not isinstance(ws, types.CPointer):
+    if not (isinstance(ws, types.CPointer) and isinstance(dtype, types.NumberClass)):     # (T.float64, ...)
         return None
-    elem = dtype.instance_type if isinstance(dtype, (types.NumberClass, types.DType)) else None
-    if isinstance(dtype, types.DType):
-        elem = dtype.dtype
-    if elem is None:
-        return None
-    sig = types.CPointer(elem)(ws, byte, dtype)
+    sig = types.CPointer(dtype.instance_type)(ws, byte, dtype)
 
     def codegen(context, builder, sig, args):
         p = builder.gep(builder.bitcast(args[0], ir.IntType(8).as_pointer()), [args[1]])

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from . import kernel_ir as K
 from .accs import redo_ops
-from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, vector_access
+from .numba_cuda_complex import PARTS
+from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
 from .numba_cuda_ops import _const_value, _vt
 
 
@@ -34,7 +35,7 @@ def redo_free(kir: K.KernelIR) -> bool:
 def _first_factor(s: K.Scan) -> bool:
     """A complex cumprod: NumPy's accumulate starts from the first factor (1 * x is not x where x
     has an infinite part), so the running value is replaced by it, not multiplied, at the first step."""
-    return s.op == "multiply" and s.dtype in ("complex64", "complex128")
+    return s.op == "multiply" and s.dtype in PARTS
 
 
 class RowEmitter:
@@ -179,25 +180,21 @@ class RowEmitter:
         last = f"i{inner[-1]}" if inner else ""
         out += self.element_indices(inner, names)
 
-        def along(s) -> bool:
-            return vec > 1 and not (isinstance(s, K.Load) and self.kir.inputs[s.buf].host) and vector_access(s.index, last)
         for s in ph.body:
-            if isinstance(s, K.Load) and slots is not None:
+            if isinstance(s, K.Load) and slots is not None:     # (a row held: loaded once, then read)
                 cache, k, filled, newly = slots
                 key = (s.buf, s.index)
                 slot = f"{cache[key]}{k}"
-                if along(s) and key not in filled:
-                    newly.add(key)
-                    self.dt[s.dst] = s.dtype
-                    out += self._vector_load(s, names) + [f"{slot}{e} = {s.dst}{x}" for e, x in zip(self._elems(), names)]
-                    continue
-                for e, x in zip(self._elems(), names):
-                    self.sfx = x
-                    out += self.cached_load(s, slot + e, filled, newly)
-            elif isinstance(s, K.Load) and along(s):
                 self.dt[s.dst] = s.dtype
-                out += self._vector_load(s, names)
-            elif isinstance(s, K.Store) and along(s):
+                pairs = list(zip(self._elems(), names))
+                if key in filled:
+                    out += [f"{s.dst}{x} = {slot}{e}" for e, x in pairs]
+                else:
+                    newly.add(key)
+                    out += self.unit_load(s, names, last) + [f"{slot}{e} = {s.dst}{x}" for e, x in pairs]
+            elif isinstance(s, K.Load):
+                out += self.unit_load(s, names, last)
+            elif isinstance(s, K.Store) and self.along(s, last, vec):
                 out.append(self._vector_store(s, names))
             else:
                 for x in names:
@@ -237,14 +234,9 @@ class RowEmitter:
             j = f"j_{k}"
             lines += [f"{j} = tid_ + {k} * bdim_", f"{j} = {j} if {j} < units_ else 0 * {j}"]
             self.decompose(j, inner, lines, vec)
+            lines += self.element_indices(inner, names)
             for key, s in fresh.items():
-                if vec > 1 and vector_access(s.index, last):
-                    lines += self._vector_load(s, names)
-                else:
-                    lines += self.element_indices(inner, names)
-                    for x in names:
-                        self.sfx = x
-                        lines.append(self.stmt(s))
+                lines += self.unit_load(s, names, last)
                 lines += [f"{cache[key]}{k}{e} = {s.dst}{x}" for e, x in zip(self._elems(), names)]
         self.sfx = ""
         filled |= set(fresh)

@@ -250,8 +250,8 @@ def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
         t = getattr(c, "cpu_terms", None)
         if t is None or t.cold or prev is None or prev.bytes_read + prev.bytes_written <= cpu.cold_above:
             continue
-        secs, mem, comp = seconds(dataclasses.replace(t, cold=1), cpu, levels, cores)
-        out[k] = dataclasses.replace(c, seconds=secs, cpu_terms=dataclasses.replace(t, cold=1))
+        t = dataclasses.replace(t, cold=1)
+        out[k] = dataclasses.replace(c, seconds=seconds(t, cpu, levels, cores)[0], cpu_terms=t)
     return out
 
 

@@ -102,7 +102,7 @@ class _Launcher(rt_cuda._Launcher):
         return (1, False) if peel or not self._vectors else (vec, False)     # (rows not starting aligned: element by element)
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
-        return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
+        return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), self._thread_rows_grid(sm)
 
     def _build(self, ins, outs, props) -> tuple:
         contiguous = self._contiguous_reads(ins)
@@ -140,6 +140,11 @@ class _Launcher(rt_cuda._Launcher):
         kir = self.kir
         return math.prod(self.extent(d) for d in kir.loop_dims(kir.outer)) or 1
 
+    def _thread_rows_grid(self, sm: int) -> int:
+        """The grid of a thread-a-row kernel (columns, scans, rows of a few units): 128-thread
+        blocks, at most 16 a SM (the threads stride over the rest)."""
+        return max(1, min(-(-self._rows() // 128), sm * 16))
+
     def _render(self, v, grid: int, sm: int) -> tuple:
         """``(NVariant, grid)``: the CUDA C schedule ``v`` as this emitter renders it."""
         kir = self.kir
@@ -155,14 +160,14 @@ class _Launcher(rt_cuda._Launcher):
             if chunked:
                 return (nc.NVariant("col", 1, 0, 128, split=v.split, stage=v.stage, grid_sync=v.grid_sync,
                                     min_blocks=v.min_blocks), grid)
-            return nc.NVariant("col", 1, 0, 128), max(1, min(-(-self._rows() // 128), sm * 16))
+            return nc.NVariant("col", 1, 0, 128), self._thread_rows_grid(sm)
         if chunked:
             return (nc.NVariant("row", 1, 0, v.block, vec=v.vec, split=v.split, stage=v.stage,
                                 grid_sync=v.grid_sync, min_blocks=v.min_blocks), grid)
         if not (v.packed or v.split or v.grid_sync):    # (a reloaded row held in its registers)
             return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec), grid
         if v.packed and v.lanes == 1:   # rows of a few units: a thread a row, as the column kernel runs
-            return nc.NVariant("col", 1, 0, 128), max(1, min(-(-self._rows() // 128), sm * 16))
+            return nc.NVariant("col", 1, 0, 128), self._thread_rows_grid(sm)
         L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1
         nv = nc.row_variant(L)
         return nv, max(1, min(self._rows(), sm * max(1, 2048 // nv.block)))
