@@ -122,6 +122,8 @@ class NVariant:
     stage: int = 0              # ... 1: the chunks' accumulators to a workspace; 2: a block a row combines them
     grid_sync: bool = False     # ... several passes, the chunks meeting at grid barriers (codegen.numba_cuda_rows)
     min_blocks: int = 0         # launch bound: resident blocks a SM (grid_sync: every block resident)
+    lanes: int = 32             # row, packed: threads a short row (block / lanes rows a block at a time,
+    packed: bool = False        # combined by shuffles among the row's lanes alone: no barrier)
 
     @property
     def tag(self) -> str:
@@ -130,6 +132,7 @@ class NVariant:
         t += "t" if self.tail else ""
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         t += f"y{self.split}" if self.grid_sync else ""
+        t += f"w{self.lanes}" if self.packed else ""
         return t + (f"m{self.min_blocks}" if self.min_blocks else "")
 
     @property

@@ -98,8 +98,9 @@ class AccEmitter:
         vt = self.acc_vt(a)
         A = f"A{a.dst}"
         arg = a.kind in ("argmax", "argmin")
-        if row:
-            out.append("m_ = 16")
+        packed = row and self.v.packed      # a short row's lanes combine among themselves alone
+        if row and not (packed and self.v.lanes == 1):       # (a thread a row: nothing to combine)
+            out.append(f"m_ = {self.v.lanes // 2 if packed else 16}")
             out.append("while m_ > 0:")
             if arg:
                 P = f"P{a.dst}"
@@ -110,6 +111,7 @@ class AccEmitter:
                 out.append(f"    ov_ = {self.shfl(A, vt, 'm_')}")
                 out.append(f"    {A} = {self.combine(a, A, 'ov_')}")
             out.append("    m_ >>= 1")
+        if row and not packed:
             out.append("if lane_ == 0:")
             out.append(f"    sm_{a.dst}[warp_] = {A}" if vt != "bool" else f"    sm_{a.dst}[warp_] = np.uint8(1 if {A} else 0)")
             if arg:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from . import kernel_ir as K
 from .accs import redo_ops
 from .numba_cuda_complex import PARTS
+from .cuda_rows import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ROW_REREAD_UNROLL
 from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
 from .numba_cuda_ops import _const_value, _vt
 
@@ -44,10 +45,12 @@ class RowEmitter:
     def reduce(self) -> list[str]:
         kir, v = self.kir, self.v
         row = v.mode == "row"
+        packed = row and v.packed                       # several short rows a block, lanes threads a row
         chunked = v.stage == 1 or v.grid_sync          # a (row, chunk) a block (row) or thread (col)
         outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
         kc = v.cache_k if row and not (chunked or v.stage) else 0
-        body_defs = {s.dst for ph in kir.phases for s in ph.body if hasattr(s, "dst")}
+        # (a scan's running value is one name across a trip's units: never suffixed)
+        body_defs = {s.dst for ph in kir.phases for s in ph.body if hasattr(s, "dst") and not isinstance(s, K.Scan)}
         self.local = body_defs | {f"i{d}" for d in inner} | {"r_", "j_"}
         L = self.const_lines()
         L.append(f"n_rows_ = {' * '.join(self.ix(kir.domain[d]) for d in outer) or '1'}")
@@ -55,7 +58,9 @@ class RowEmitter:
         L.append(f"units_ = row_len_ // {v.vec}" if v.vec > 1 else "units_ = row_len_")   # (whole vectors)
         L.append("tid_ = np.int64(cuda.threadIdx.x)")
         L.append("bdim_ = np.int64(cuda.blockDim.x)")
-        if row:
+        if packed:      # a row's lanes combine by shuffles alone: no shared memory, no barrier
+            L += [f"lane_ = tid_ & {v.lanes - 1}", f"rpb_ = {v.block // v.lanes}"]
+        elif row:
             for ph in kir.phases:
                 for a in ph.accs:
                     st = "uint8" if self.acc_vt(a) == "bool" else self.acc_vt(a)
@@ -71,6 +76,8 @@ class RowEmitter:
         elif chunked:                   # neighbouring threads neighbouring columns; a thread past the
             L += ["t_ = np.int64(cuda.blockIdx.x) * bdim_ + tid_",          # last chunk has none
                   "row_ = t_ % n_rows_", "c_ = t_ // n_rows_", "rstep_ = n_rows_"]
+        elif packed:    # block / lanes rows at a time (a last group's spare rows redo the last row)
+            L += ["b_ = np.int64(cuda.blockIdx.x) * rpb_", "rstep_ = np.int64(cuda.gridDim.x) * rpb_"]
         elif row:
             L += ["row_ = np.int64(cuda.blockIdx.x)", "rstep_ = np.int64(cuda.gridDim.x)"]
         else:
@@ -79,8 +86,11 @@ class RowEmitter:
         if chunked:
             L += [f"chunk_ = (units_ + {v.split - 1}) // {v.split}", "lo_ = c_ * chunk_",
                   "hi_ = min(units_, lo_ + chunk_)"]
-        L.append("while row_ < n_rows_:")
+        L.append("while b_ < n_rows_:" if packed else "while row_ < n_rows_:")
         rb: list[str] = []
+        if packed:
+            rb += [f"row_ = b_ + (tid_ >> {v.lanes.bit_length() - 1})", "live_ = row_ < n_rows_",
+                   "row_ = row_ if live_ else n_rows_ - 1"]
         self.decompose("row_", outer, rb)
         cache: dict = {}
         filled: set = set()
@@ -129,14 +139,16 @@ class RowEmitter:
             for a, f in zip(ph.accs, finals):
                 redo = self.redo_row(ph, a, inner) if row and not (chunked or v.stage) else []
                 rb += f[:-1] + redo + f[-1:]
-        rb.append("row_ += rstep_")
+        rb.append("b_ += rstep_" if packed else "row_ += rstep_")
         L += ["    " + x for x in rb]
         return L
 
     def _row_level_store(self, line: str) -> list[str]:
         """A store of a row-level value: by one thread of the row (and of its chunks)."""
         v = self.v
-        if v.mode == "row":
+        if v.mode == "row" and v.packed:
+            who = "lane_ == 0 and live_" if self.kir.in_place else "lane_ == 0"
+        elif v.mode == "row":
             who = "tid_ == 0 and c_ == 0" if v.grid_sync else "tid_ == 0"
         elif v.grid_sync:
             who = "c_ == 0"
@@ -144,18 +156,62 @@ class RowEmitter:
             return [line]
         return [f"if {who}:", "    " + line]
 
+    def _spare_guard(self, line: str) -> list[str]:
+        """A row's store: in a packed kernel writing in place, not by a spare group redoing the
+        last row (it may read what the row's own group already wrote); elsewhere as it is (a
+        spare group writes the values the row's own group writes)."""
+        if self.v.mode == "row" and self.v.packed and self.kir.in_place:
+            return ["if live_:", "    " + line]
+        return [line]
+
     def _elems(self) -> list[str]:
         """The name suffixes of a unit's elements (none: a unit is one element)."""
         return [f"_{e}" for e in range(self.v.vec)] if self.v.vec > 1 else [""]
 
     def _element_loop(self, ph: K.Phase, inner: list, row: bool, chunked: bool) -> list[str]:
         """A pass over the row (or this thread's chunk of it), a unit at a time."""
-        start = {(True, True): "lo_ + tid_", (True, False): "tid_", (False, True): "lo_",
+        packed = row and self.v.packed
+        start = {(True, True): "lo_ + tid_", (True, False): "lane_" if packed else "tid_", (False, True): "lo_",
                  (False, False): "np.int64(0)"}[row, chunked]
         end = "hi_" if chunked else "units_"
+        step = str(self.v.lanes) if packed else "bdim_" if row else "1"
         lp = self._unit(ph, inner, "", "j_")
-        lp.append("j_ += bdim_" if row else "j_ += 1")
-        return [f"j_ = {start}", f"while j_ < {end}:"] + ["    " + x for x in lp]
+        lp.append(f"j_ += {step}")
+        out = [f"j_ = {start}"]
+        U = self._unroll(row, packed, chunked)
+        if U > 1:
+            out += [f"while j_ + {U - 1} * {step} < {end}:"] + ["    " + x for x in self._unrolled(ph, inner, U, step)]
+        return out + [f"while j_ < {end}:"] + ["    " + x for x in lp]
+
+    def _unroll(self, row: bool, packed: bool, chunked: bool) -> int:
+        """Units a trip of a pass's loop, their loads issued together (the CUDA C loops'
+        ``#pragma unroll``: ``cuda_rows.COL_UNROLL`` down a column, 4 or 8 a chunk, a re-read
+        row's 8 (4 of vectors); a packed row's lanes none): a column a thread with one load in
+        flight ran a column scan 5x slower than CUDA C's."""
+        if packed:
+            return 1
+        if chunked:
+            return CHUNK_UNROLL_GRID_SYNC if self.v.grid_sync else 4
+        if not row:
+            return COL_UNROLL
+        return max(1, ROW_REREAD_UNROLL // 2) if self.v.vec > 1 else ROW_REREAD_UNROLL
+
+    def _unrolled(self, ph: K.Phase, inner: list, U: int, step: str) -> list[str]:
+        """``U`` units at ``j_``, ``j_ + step``, ...: every unit's indices and loads (at positions
+        of the loop's indices alone) first, then each unit's statements and accumulator steps in
+        order (a scan's running value and every accumulator step in the row's order). In a kernel
+        writing in place each unit in turn, its loads after the stores before it."""
+        heads, rests = [], []
+        for k in range(U):
+            j = "j_" if k == 0 else f"(j_ + {k} * {step})"
+            head: list = []
+            rest = self._unit(ph, inner, f"_u{k}", j, hoist=head)
+            if self.kir.in_place:
+                rests += head + rest
+            else:
+                heads += head
+                rests += rest
+        return heads + rests + [f"j_ += {U} * {step}"]
 
     def _slot_loop(self, ph: K.Phase, inner: list, kc: int, cache: dict, filled: set) -> list[str]:
         """A pass over a row held in ``kc`` register slots a thread (loaded by the first pass)."""
@@ -168,19 +224,24 @@ class RowEmitter:
         filled |= newly
         return out
 
-    def _unit(self, ph: K.Phase, inner: list, lab: str, j: str, slots=None) -> list[str]:
+    def _unit(self, ph: K.Phase, inner: list, lab: str, j: str, slots=None, hoist=None) -> list[str]:
         """Unit ``j`` of the row (``NVariant.vec`` elements, its accesses along the row one vector)
         through ``ph``'s body and accumulator steps; ``slots`` ``(cache, k, filled, newly)``: its
-        loads kept in register slot ``k``."""
+        loads kept in register slot ``k``; ``hoist`` (a list): its indices and its loads at a
+        position of the loop's indices alone go there, the rest is returned."""
         vec = self.v.vec
         names = [lab + e for e in self._elems()]
         out: list[str] = []
+        first = out if hoist is None else hoist
         self.sfx = names[0]
-        self.decompose(j, inner, out, vec)
+        self.decompose(j, inner, first, vec)
         last = f"i{inner[-1]}" if inner else ""
-        out += self.element_indices(inner, names)
+        first += self.element_indices(inner, names)
 
         for s in ph.body:
+            if hoist is not None and isinstance(s, K.Load) and slots is None and not K.gathers(s.index):
+                hoist += self.unit_load(s, names, last)
+                continue
             if isinstance(s, K.Load) and slots is not None:     # (a row held: loaded once, then read)
                 cache, k, filled, newly = slots
                 key = (s.buf, s.index)
@@ -195,13 +256,13 @@ class RowEmitter:
             elif isinstance(s, K.Load):
                 out += self.unit_load(s, names, last)
             elif isinstance(s, K.Store) and self.along(s, last, vec):
-                out.append(self._vector_store(s, names))
+                out += self._spare_guard(self._vector_store(s, names))
             else:
                 for x in names:
                     self.sfx = x
                     line = self.stmt(s)
                     if line:
-                        out.append(line)
+                        out += self._spare_guard(line) if isinstance(s, K.Store) else [line]
         for x in names:
             self.sfx = x
             for a in ph.accs:

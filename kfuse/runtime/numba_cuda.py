@@ -75,10 +75,12 @@ class _Launcher(rt_cuda._Launcher):
     arguments (``runtime.cuda._Launcher.variant_for``: vector width, a block a row or a thread a
     column, two stages or grid barriers for reductions too short of rows or columns to fill the
     GPU, a flattened domain, contiguous reshaped reads), rendered by ``codegen.numba_cuda`` as an
-    :class:`~kfuse.codegen.numba_cuda.NVariant` (:meth:`_render`); the parts it does not render
-    yet are chosen as it did before: transposes through shared-memory tiles run element by
-    element, packed short rows and peeled rows a block a row of scalar loads, rows re-read
-    through L1 held in registers, scans a thread a row."""
+    :class:`~kfuse.codegen.numba_cuda.NVariant` (:meth:`_render`), packed short rows included
+    (``lanes`` threads a row, several rows a block, shuffles among a row's lanes; a thread a row
+    for rows of a few units) and column loops unrolled as CUDA C's, their loads in flight
+    together. The parts it does not render yet are chosen as it did before: transposes through
+    shared-memory tiles run element by element, peeled rows (not starting 16-byte aligned)
+    element by element, rows re-read through L1 held in registers, row scans a thread a row."""
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
         super().__init__(group, kir, arch, cache)
@@ -166,8 +168,8 @@ class _Launcher(rt_cuda._Launcher):
                                 grid_sync=v.grid_sync, min_blocks=v.min_blocks), grid)
         if not (v.packed or v.split or v.grid_sync):    # (a reloaded row held in its registers)
             return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec), grid
-        if v.packed and v.lanes == 1:   # rows of a few units: a thread a row, as the column kernel runs
-            return nc.NVariant("col", 1, 0, 128), self._thread_rows_grid(sm)
+        if v.packed:    # short rows: block / lanes rows a block, lanes threads a row (1: a thread a row)
+            return nc.NVariant("row", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=True), grid
         L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1
         nv = nc.row_variant(L)
         return nv, max(1, min(self._rows(), sm * max(1, 2048 // nv.block)))

@@ -1,0 +1,210 @@
+"""Run the Numba-CUDA renderings of the CUDA C schedules in numba-cuda's CUDA simulator, without a
+GPU: a script (``NUMBA_ENABLE_CUDASIM=1`` must be set before numba.cuda is imported, so
+tests/codegen/test_numba_cuda_sim_schedules.py runs it in a subprocess). The launcher
+(``runtime.numba_cuda._Launcher``) picks each case's schedule from the NumPy arrays' shapes,
+strides and alignment as it would from CuPy arrays', the emitted kernel runs on the simulator's
+threads (a block's threads as Python threads), and each output is compared with NumPy's
+(``kfuse.testing``). The simulator has no warp shuffles, vector accesses or workspace views:
+shuffles are emulated with two block barriers (every thread of these kernels shuffles together),
+``ldv``/``stv``/``at`` with element accesses, libdevice's stubs there with NumPy's functions.
+One JSON line a case."""
+import json
+import os
+import sys
+import threading
+import types
+import warnings
+
+assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", "run with NUMBA_ENABLE_CUDASIM=1"
+import numpy as np  # noqa: E402
+from numba import cuda  # noqa: E402
+from numba.cuda import libdevice as ld  # noqa: E402
+from numba.cuda.simulator import kernelapi  # noqa: E402
+
+import kfuse  # noqa: E402
+from kfuse.codegen import numba_cuda as nc  # noqa: E402
+from kfuse.codegen import numba_cuda_mem as mem  # noqa: E402
+from kfuse.testing import assert_matches_numpy  # noqa: E402
+
+ld.fma = ld.fmaf = lambda a, b, c: a * b + c
+ld.fabs = ld.fabsf = abs
+for _name in ("exp", "log", "sqrt", "tanh", "sin", "cos", "expm1", "log1p", "rsqrt"):   # (stubs there)
+    _f = (lambda x: 1.0 / np.sqrt(x)) if _name == "rsqrt" else getattr(np, _name)
+    setattr(ld, _name, lambda x, _f=_f: np.float64(_f(np.float64(x))))
+    setattr(ld, _name + "f", lambda x, _f=_f: np.float32(_f(np.float32(x))))
+PROPS = {"sm_count": 132, "name": "NVIDIA H200", "device_id": 0}
+
+
+def _exchange(value, source):
+    """Every thread of the block posts ``value`` and reads the one posted by ``source(tid)``."""
+    t = threading.current_thread()
+    slots = t._manager.__dict__.setdefault("kfuse_shfl", {})
+    slots[t.thread_id] = value
+    t.syncthreads()
+    out = slots[source(t.thread_id)]
+    t.syncthreads()
+    return out
+
+
+def _tid():
+    return threading.current_thread().thread_id
+
+
+kernelapi.FakeCUDAModule.shfl_xor_sync = lambda self, mask, v, m: _exchange(v, lambda t: t ^ int(m))
+kernelapi.FakeCUDAModule.shfl_up_sync = (
+    lambda self, mask, v, d: _exchange(v, lambda t: t - int(d) if (t & 31) >= int(d) else t))
+kernelapi.FakeCUDAModule.shfl_sync = lambda self, mask, v, src: _exchange(v, lambda t: (t & ~31) + (int(src) & 31))
+
+
+def _ldv(p, i, n):
+    return tuple(p[i + k] for k in range(n))
+
+
+def _stv(p, i, vals):
+    for k, x in enumerate(vals):
+        p[i + k] = x
+
+
+def _at(ws, byte, dtype):
+    return ws[byte:].view(np.dtype(dtype.__name__ if hasattr(dtype, "__name__") else str(dtype)))
+
+
+mem.ldv, mem.stv = _ldv, _stv
+
+
+def desc(a):
+    """What the launcher reads of an array (a NumPy array standing in for a CuPy one)."""
+    return types.SimpleNamespace(shape=a.shape, strides=a.strides, itemsize=a.itemsize, dtype=a.dtype, size=a.size,
+                                 data=types.SimpleNamespace(ptr=a.__array_interface__["data"][0]))
+
+
+def flat(a):
+    """The kernel's pointer: a 1-D array starting at ``a``'s first element, over all it reaches."""
+    span = sum((s - 1) * st for s, st in zip(a.shape, a.strides)) // a.itemsize + 1 if a.size else 1
+    f = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(a.itemsize,))
+    return f.view(np.uint8) if a.dtype == np.bool_ else f
+
+
+def launch(fn, *arrays, variant=None):
+    """``fn``'s one kernel on ``arrays`` in the simulator: ``(outputs, CUDA C variant, NVariant)``;
+    ``variant`` an NVariant to run instead of the launcher's choice."""
+    from kfuse.runtime.numba_cuda import _Launcher
+    (kir,) = kfuse.jit(fn, backend="numba-cuda").lower(*arrays).kernels(for_gpu=True)
+    assert [b.shape for b in kir.inputs] == [a.shape for a in arrays[:len(kir.inputs)]]
+    outs = [np.zeros(b.shape, np.dtype(b.dtype)) for b in kir.outputs]
+    ins_d, outs_d = [desc(a) for a in arrays], [desc(o) for o in outs]
+    lau = _Launcher(None, kir, "sm_90", None)
+    lau = lau._contiguous_reads(ins_d) or lau
+    cv, grid = lau.variant_for(ins_d, outs_d, PROPS)
+    nv, grid = lau._render(cv, grid, PROPS["sm_count"])
+    if variant is not None:
+        nv, grid = variant, max(1, min(grid, 8))
+    kernel_ir = lau.kir_for(cv)
+    src = nc.emit(kernel_ir, nv)
+    ns: dict = {}
+    exec(compile(src, "<kfuse-sim>", "exec"), ns)
+    ns["at"] = _at
+    k = cuda.jit(ns["kfuse_kernel"])
+    tail = lau.tail(ins_d, outs_d, nv)
+    ptrs = [flat(o) for o in outs] + [flat(a) for a in arrays]
+    if nv.workspace:
+        assert not nv.grid_sync, "no grid barrier in the simulator"
+        n_acc = sum(len(ph.accs) for ph in kernel_ir.phases)
+        ws = np.zeros(lau._rows() * nv.split * n_acc * 16, np.uint8)
+        k[grid, nv.block](*ptrs, *tail, ws)
+        nv2 = nc.NVariant("row", 1, 0, 128, split=nv.split, stage=2)
+        ns2: dict = {}
+        exec(compile(nc.emit(kernel_ir, nv2), "<kfuse-sim2>", "exec"), ns2)
+        ns2["at"] = _at
+        cuda.jit(ns2["kfuse_kernel"])[max(1, lau._rows()), 128](*ptrs, *tail, ws)
+    else:
+        k[grid, nv.block](*ptrs, *tail)
+    return outs, cv, nv
+
+
+def rng_rows(shape, dtype=np.float32, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    if x.ndim == 2 and x.shape[1] > 2:
+        x[x.shape[0] // 2, x.shape[1] // 2] = x[x.shape[0] // 2, 0]     # a tie: argmax keeps the first
+    return x
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def rms_heads(q, w):
+    return q / np.sqrt(np.mean(q * q, axis=-1, keepdims=True) + 1e-6) * w
+
+
+def row_sum(x):
+    return x.sum(-1)
+
+
+def row_argmax(x):
+    return np.argmax(x, -1)
+
+
+def row_any(x):
+    return (x > 1.5).any(-1)
+
+
+def cumsum0(x):
+    return np.cumsum(x, axis=0)
+
+
+def cumsum1(x):
+    return np.cumsum(x, axis=-1)
+
+
+def col_sum(x):
+    return x.sum(axis=0)
+
+
+def col_softmax(x):
+    e = np.exp(x - x.max(0, keepdims=True))
+    return e / e.sum(0, keepdims=True)
+
+
+def cases():
+    """(name, fn, arrays, NVariant or None, what the schedule must be)."""
+    out = []
+    for w in (3, 9, 33, 64, 127):
+        for fn in (row_sum, softmax, row_argmax, row_any):
+            out.append((f"packed-{fn.__name__}-37x{w}", fn, [rng_rows((37, w))], None, "packed"))
+    base = rng_rows((37, 66))
+    out.append(("packed-view-cols-from-2", softmax, [base[:, 2:]], None, "packed"))
+    out.append(("packed-f16-min", lambda x: x.min(-1), [rng_rows((37, 48), np.float16)], None, "packed"))
+    out.append(("packed-heads-128", rms_heads, [rng_rows((2, 3, 5, 128)), rng_rows((128,), seed=1)], None, "packed"))
+    out.append(("col-cumsum0-37x45", cumsum0, [rng_rows((37, 45))], None, "col"))
+    out.append(("col-sum0-37x45", col_sum, [rng_rows((37, 45))], None, "col"))
+    out.append(("col-softmax0-37x45", col_softmax, [rng_rows((37, 45))], None, "col"))
+    out.append(("row-reread-softmax", softmax, [rng_rows((3, 1000))], nc.NVariant("row", 1, 0, 64), "row"))
+    out.append(("row-reread-vec4-sum", row_sum, [rng_rows((3, 1000))], nc.NVariant("row", 1, 0, 64, vec=4), "row"))
+    return out
+
+
+def main():
+    warnings.simplefilter("ignore")
+    only = set(sys.argv[1:])
+    for name, fn, arrays, variant, want_mode in cases():
+        if only and not any(o in name for o in only):
+            continue
+        try:
+            outs, cv, nv = launch(fn, *arrays, variant=variant)
+            with np.errstate(all="ignore"):
+                want = fn(*[np.ascontiguousarray(a) for a in arrays])
+            want = want if isinstance(want, tuple) else (want,)
+            for o, e in zip(outs, want):
+                assert_matches_numpy(o, np.asarray(e), reductions=True)
+            mode = "packed" if nv.packed else nv.mode
+            ok, why = mode == want_mode, f"rendered {nv.tag} ({cv.tag})"
+        except Exception as e:  # noqa: BLE001
+            ok, why = False, f"{type(e).__name__}: {str(e)[:1500]}"
+        print(json.dumps({"case": name, "ok": ok, "why": why}))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

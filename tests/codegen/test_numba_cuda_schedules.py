@@ -1,0 +1,179 @@
+"""The CUDA C backend's schedules as the Numba-CUDA emitter renders them, without a GPU: the
+launcher (``runtime.numba_cuda._Launcher``) picks the schedule for arrays described by their
+shapes, strides and alignment alone (no allocation), renders it as an ``NVariant`` and emits it;
+the source compiles to PTX (libNVVM) and ptxas assembles it, and the PTX shows the schedule:
+packed short rows (lanes of a warp a row, shuffles, no barrier), column loops with their loads
+in flight together. Results are checked on a GPU by tests/gpu/test_numba_cuda_schedules_gpu.py."""
+import os
+import re
+import subprocess
+import types
+
+import numpy as np
+import pytest
+
+import kfuse
+from kfuse.codegen import numba_cuda as nc
+from tests.codegen.ptx_backends import PTXAS
+
+_ok, _why = nc.numba_cuda_available()
+pytestmark = pytest.mark.skipif(not _ok, reason=_why or "numba-cuda")
+
+PROPS = {"sm_count": 132, "name": "NVIDIA H200", "device_id": 0}
+
+
+def fake(shape, dtype="float32", view=None, offset=0, order="C"):
+    """An array's description as the launcher reads it (shape, strides, item size, pointer):
+    ``view`` a slice of the C-ordered base ``shape``, ``offset`` elements past a 256-byte boundary."""
+    dt = np.dtype(dtype)
+    base = np.lib.stride_tricks.as_strided(np.zeros(1, dt), shape=shape,
+                                           strides=[0] * len(shape))     # (no memory: strides below)
+    st = [dt.itemsize * int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    if order == "F":
+        st = [dt.itemsize * int(np.prod(shape[:d])) for d in range(len(shape))]
+    ptr = 1 << 20
+    shp = list(shape)
+    if view is not None:
+        for d, sl in enumerate(view):
+            start, stop, step = sl.indices(shape[d])
+            ptr += start * st[d]
+            shp[d] = len(range(start, stop, step))
+            st[d] *= step
+    del base
+    ptr += offset * dt.itemsize
+    return types.SimpleNamespace(shape=tuple(shp), strides=tuple(st), itemsize=dt.itemsize, dtype=dt,
+                                 size=int(np.prod(shp)), data=types.SimpleNamespace(ptr=ptr))
+
+
+def _spec(a) -> str:
+    short = {"float32": "f32", "float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64",
+             "bool": "b1", "int8": "i8", "uint8": "u8"}[a.dtype.name]
+    return f"{short}[{','.join(map(str, a.shape))}]"
+
+
+def schedules(fn, *arrays):
+    """``[(CUDA C variant, NVariant, numba source)]`` of each kernel of ``fn`` on ``arrays``
+    (fake ones), as the Numba-CUDA launcher builds them (without loading anything)."""
+    from kfuse.runtime.numba_cuda import _Launcher
+    kirs = kfuse.jit(fn, backend="numba-cuda").lower(*map(_spec, arrays)).kernels(for_gpu=True)
+    assert len(kirs) == 1, [k.kind for k in kirs]
+    (kir,) = kirs
+    ins = [arrays[k] for k in range(len(kir.inputs))]
+    outs = [fake(b.shape, b.dtype if b.dtype != "bool" else "bool") for b in kir.outputs]
+    lau = _Launcher(None, kir, "sm_90", None)
+    lau = lau._contiguous_reads(ins) or lau
+    variant, grid = lau.variant_for(ins, outs, PROPS)
+    nv, grid = lau._render(variant, grid, PROPS["sm_count"])
+    return variant, nv, grid, nc.emit(lau.kir_for(variant), nv)
+
+
+def ptx_of(src: str, tmp_path=None) -> str:
+    """The PTX (sm_90) of ``src``, assembled by ptxas where it is installed."""
+    ptx = nc.compile_ptx(src, arch="sm_90")
+    if PTXAS and tmp_path is not None:
+        from kfuse.codegen.nvrtc import for_installed
+        path = tmp_path / f"k{abs(hash(src))}.ptx"
+        path.write_text(for_installed(ptx))
+        r = subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", os.devnull], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+    return ptx
+
+
+def body(src: str) -> str:
+    return src.split("def kfuse_kernel")[1]
+
+
+# -------------------------------------------------------------------------------- packed rows
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def rms_heads(q, w):
+    return q / np.sqrt(np.mean(q * q, axis=-1, keepdims=True) + 1e-6) * w
+
+
+ROW_FNS = {"sum": lambda x: x.sum(-1), "softmax": softmax, "argmax": lambda x: np.argmax(x, -1),
+           "any": lambda x: (x > 1).any(-1), "min_f16": lambda x: x.astype(np.float16).min(-1)}
+
+
+@pytest.mark.parametrize("width", [3, 9, 16, 31, 33, 64, 100, 127, 129, 384])
+@pytest.mark.parametrize("name", list(ROW_FNS))
+def test_packed_rows_render_lanes_a_row(name, width, tmp_path):
+    """Short rows: the CUDA C schedule's lanes a row (vector units where the rows are whole
+    aligned vectors, else elements), several rows a block, combined by shuffles among the row's
+    lanes alone (no shared memory, no barrier)."""
+    v, nv, grid, src = schedules(ROW_FNS[name], fake((1531, width)))
+    if width == 129:        # 129 units (no peeled vectors here): a block a row
+        assert not v.packed and not nv.packed and v.vec == 1
+        ptx_of(src, tmp_path)
+        return
+    assert v.packed and nv.packed and nv.mode == "row", (v, nv)
+    assert (nv.lanes, nv.block, nv.vec) == (v.lanes, v.block, v.vec)
+    assert grid == min(-(-1531 // (v.block // v.lanes)), PROPS["sm_count"] * 16)
+    b = body(src)
+    assert "cuda.shared.array" not in b and "syncthreads" not in b
+    assert f"row_ = b_ + (tid_ >> {v.lanes.bit_length() - 1})" in b and "row_ if live_ else n_rows_ - 1" in b
+    ptx = ptx_of(src, tmp_path)
+    assert "bar.sync" not in ptx
+    assert ("shfl.sync.bfly" in ptx) == (v.lanes > 1)
+    if width % 4 == 0:
+        assert v.vec == 4 and "ld.global.v4" in ptx
+
+
+def test_packed_rows_head_dim_128_in_vectors(tmp_path):
+    """qk_rmsnorm_heads' rows (a 128-wide head dim of (B, S, H, D)): 32 float4 units, 16 lanes a
+    row (8 rows a 128-thread block, 2 units a lane), loads and stores 16 bytes, a 4-step shuffle tree."""
+    v, nv, _, src = schedules(rms_heads, fake((2, 17, 5, 128)), fake((128,)))
+    assert nv.packed and (nv.lanes, nv.vec) == (v.lanes, 4) == (16, 4), (v, nv)
+    ptx = ptx_of(src, tmp_path)
+    assert "ld.global.v4.f32" in ptx and "st.global.v4.f32" in ptx
+    assert ptx.count("shfl.sync.bfly") == 2 * (nv.lanes.bit_length() - 1)     # a float64 sum: 2 halves a step
+
+
+@pytest.mark.parametrize("view,offset", [((slice(None), slice(2, None)), 0), ((slice(1, None), slice(None)), 0),
+                                         (None, 1)])
+def test_packed_rows_of_views_read_elements(view, offset, tmp_path):
+    """Rows not starting 16-byte aligned (a slice, a misaligned pointer): packed rows of single
+    elements (Numba-CUDA renders no peeled heads), still lanes a row."""
+    v, nv, _, src = schedules(softmax, fake((1531, 66), view=view, offset=offset))
+    assert nv.packed and nv.vec == 1 and v.lanes == nv.lanes > 1
+    ptx = ptx_of(src, tmp_path)
+    assert "shfl.sync.bfly" in ptx and "ld.global.v4" not in ptx
+
+
+def test_packed_in_place_stores_only_live_rows():
+    """A kernel writing in place: a spare group (rows past the last, redoing it) stores nothing."""
+    from kfuse.codegen.numba_cuda_rows import RowEmitter  # noqa: F401  (the mixin under test)
+    kirs = kfuse.jit(softmax, backend="numba-cuda").lower("f32[100,40]").kernels(for_gpu=True)
+    import dataclasses
+    kir = dataclasses.replace(kirs[0], in_place=((0, 0),))
+    src = nc.emit(kir, nc.NVariant("row", 1, 0, 128, lanes=16, packed=True))
+    assert "if live_:" in body(src)
+    nc.compile_ptx(src)
+
+
+# -------------------------------------------------------------------------------- column loops
+
+@pytest.mark.parametrize("fn", [lambda x: np.cumsum(x, axis=0), lambda x: x.sum(axis=0),
+                                lambda x: np.cumprod(x.astype(np.float64), axis=0)], ids=["cumsum0", "sum0", "cumprod0"])
+def test_column_loops_issue_their_loads_together(fn, tmp_path):
+    """A thread a column (a column scan or reduction): the column's rows unrolled
+    ``cuda_rows.COL_UNROLL`` at a time, every load of a trip before its first add (loads in
+    flight together, as CUDA C's ``#pragma unroll``), the remainder one row at a time; a scan's
+    running value and stores in row order."""
+    from kfuse.codegen.cuda_rows import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL
+    for shape, unroll in (((1031, 20000), COL_UNROLL), ((4099, 517), None)):    # (few columns: in chunks)
+        v, nv, _, src = schedules(fn, fake(shape))
+        assert v.mode == nv.mode == "col" and (v.split, v.stage, v.grid_sync) == (nv.split, nv.stage, nv.grid_sync)
+        unroll = unroll or (CHUNK_UNROLL_GRID_SYNC if nv.grid_sync else 4 if nv.split else COL_UNROLL)
+        b = body(src)
+        assert f"while j_ + {unroll - 1} * 1 < " in b, (v, nv)
+        ptx = ptx_of(src, tmp_path)
+        loads = re.findall(r"ld\.global\.(?:f32|f64)", ptx)
+        assert len(loads) >= unroll + 1
+        if "st.global" in ptx and unroll == COL_UNROLL:      # a scan: the trip's loads before its first store
+            trip = ptx[ptx.index("ld.global"):]
+            ops = re.findall(r"^\s+(ld\.global\S*|st\.global\S*)", trip, re.M)
+            assert ops[:unroll - 1] == [ops[0]] * (unroll - 1) and ops[0].startswith("ld."), ops[:unroll + 2]
