@@ -24,7 +24,14 @@ arguments, as ``runtime.numba_cuda`` renders it; the schedule is chosen once, by
   elements at a time, warp shuffles then a shared-memory combine in a fixed order
   (deterministic); with ``cache_k > 0`` the row's loads are kept in registers (``cache_k``
   unrolled slots a thread), so each row is read once (softmax, layernorm);
-* col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced);
+* packed rows (row, ``packed``: rows of up to 128 units): ``lanes`` threads a row, ``block / lanes``
+  rows a block at a time (a last group's spare threads redo the last row), shuffles among the row's
+  lanes alone (no shared memory, no barrier); ``lanes`` 1 a thread a row;
+* col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced), its
+  rows unrolled as CUDA C's (``cuda_rows.COL_UNROLL``; chunks and re-read rows likewise), a trip's
+  loads issued before its arithmetic and stores;
+* scan (scan kernels, rows contiguous): lanes of a warp a row, shuffle-up trees
+  (:mod:`kfuse.codegen.numba_cuda_scan`); a column scan is ``col``, in order;
 * rows or columns too few to fill the GPU: two stages (``split``/``stage``) or one
   grid-synchronised launch (``grid_sync``), :mod:`kfuse.codegen.numba_cuda_rows`.
 A row whose tree value a complex product's or max/min's association changes (a non-finite part,
@@ -60,6 +67,7 @@ from .cuda_shapes import vector_access
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
+from .numba_cuda_scan import ScanEmitter, scan_renders
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -110,7 +118,7 @@ def numba_cuda_available() -> tuple[bool, str]:
 
 @dataclasses.dataclass(frozen=True)
 class NVariant:
-    mode: str = "elementwise"   # "elementwise" | "row" | "col"
+    mode: str = "elementwise"   # "elementwise" | "row" | "col" | "scan" (codegen.numba_cuda_scan)
     ilp: int = 4                # elementwise: units a thread per grid-stride step
     cache_k: int = 0            # row: register slots a thread (0: re-read every phase)
     block: int = 256            # threads per block (also the launch bound)
@@ -123,7 +131,9 @@ class NVariant:
     grid_sync: bool = False     # ... several passes, the chunks meeting at grid barriers (codegen.numba_cuda_rows)
     min_blocks: int = 0         # launch bound: resident blocks a SM (grid_sync: every block resident)
     lanes: int = 32             # row, packed: threads a short row (block / lanes rows a block at a time,
-    packed: bool = False        # combined by shuffles among the row's lanes alone: no barrier)
+    packed: bool = False        # combined by shuffles among the row's lanes alone: no barrier); scan:
+                                # lanes a row, a chunk vec segments of lanes elements, packed: rows of up
+                                # to lanes elements, a chunk's segments other rows
 
     @property
     def tag(self) -> str:
@@ -132,6 +142,7 @@ class NVariant:
         t += "t" if self.tail else ""
         t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
         t += f"y{self.split}" if self.grid_sync else ""
+        t += f"g{self.lanes}" if self.mode == "scan" else ""
         t += f"w{self.lanes}" if self.packed else ""
         return t + (f"m{self.min_blocks}" if self.min_blocks else "")
 
@@ -174,7 +185,7 @@ def row_variant(L: int) -> NVariant:
 # --------------------------------------------------------------------------- the emitter
 
 
-class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         self.used: list[str] = []
@@ -448,11 +459,12 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter):
                 raise CompileError(f"kfuse: variant {v} does not fit a {kir.kind} kernel")
             body = self.elementwise()
         elif kir.kind in ROW_KINDS:
-            if v.mode not in ("row", "col"):
-                raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
-            if K.has_scan(kir) and v.mode != "col":
-                raise CompileError(f"kfuse: a scan runs its row in order in one thread, not in variant {v}")
-            body = self.reduce()
+            if v.mode not in (("col", "scan") if K.has_scan(kir) else ("row", "col")):
+                raise CompileError(f"kfuse: variant {v} does not fit this reduce kernel (a scan: col or scan)")
+            if v.mode == "scan" and not scan_renders(kir):
+                raise CompileError(f"kfuse: this scan kernel runs a thread a row (numba_cuda_scan.scan_renders), "
+                                   f"not in variant {v}")
+            body = self.scan_rows() if v.mode == "scan" else self.reduce()
             for ph in kir.phases:
                 for a in ph.accs:
                     if self.acc_vt(a) not in ("bool",) and not (a.acc_dtype == "bool"):

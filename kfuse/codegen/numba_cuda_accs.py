@@ -81,17 +81,19 @@ class AccEmitter:
                  "    jq_ = np.int64(0)", "    while jq_ < row_len_:"] + ["        " + x for x in loop]
                 + [f"    A{a.dst} = A{q.dst}"])
 
-    def shfl(self, var: str, vt: str, m: str) -> str:
-        """``var`` of register type ``vt`` from lane ``lane ^ m``."""
+    def shfl(self, var: str, vt: str, m: str, fn: str = "shfl_xor_sync") -> str:
+        """``var`` of register type ``vt`` from lane ``lane ^ m`` (``fn`` another of numba.cuda's
+        full-warp shuffles: ``shfl_up_sync``, lane ``lane - m``; ``shfl_sync``, lane ``m``)."""
+        f = f"cuda.{fn}"
         if vt in ("float32", "float64", "int64", "int32"):
-            return f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}, {m})"
+            return f"{f}(0xFFFFFFFF, {var}, {m})"
         if vt in ("complex64", "complex128"):      # its two parts
-            return (f"np.{vt}(complex(cuda.shfl_xor_sync(0xFFFFFFFF, {var}.real, {m}), "
-                    f"cuda.shfl_xor_sync(0xFFFFFFFF, {var}.imag, {m})))")
+            return (f"np.{vt}(complex({f}(0xFFFFFFFF, {var}.real, {m}), "
+                    f"{f}(0xFFFFFFFF, {var}.imag, {m})))")
         if vt == "bool":
-            return f"(cuda.shfl_xor_sync(0xFFFFFFFF, np.int32(1 if {var} else 0), {m}) != 0)"
+            return f"({f}(0xFFFFFFFF, np.int32(1 if {var} else 0), {m}) != 0)"
         wide = "int64" if vt in ("uint64",) else "int32"
-        return f"np.{vt}(cuda.shfl_xor_sync(0xFFFFFFFF, np.{wide}({var}), {m}))"
+        return f"np.{vt}({f}(0xFFFFFFFF, np.{wide}({var}), {m}))"
 
     def acc_final(self, a: K.Acc, row: bool) -> list[str]:
         out = []

@@ -50,7 +50,9 @@ class RowEmitter:
         outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
         kc = v.cache_k if row and not (chunked or v.stage) else 0
         # (a scan's running value is one name across a trip's units: never suffixed)
-        body_defs = {s.dst for ph in kir.phases for s in ph.body if hasattr(s, "dst") and not isinstance(s, K.Scan)}
+        # (constants are defined once, at the kernel's top)
+        body_defs = {s.dst for ph in kir.phases for s in ph.body
+                     if hasattr(s, "dst") and not isinstance(s, (K.Scan, K.Const))}
         self.local = body_defs | {f"i{d}" for d in inner} | {"r_", "j_"}
         L = self.const_lines()
         L.append(f"n_rows_ = {' * '.join(self.ix(kir.domain[d]) for d in outer) or '1'}")

@@ -37,6 +37,7 @@ from . import gpu_store
 from . import cuda as rt_cuda
 from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
 from ..codegen.numba_cuda_rows import redo_free
+from ..codegen.numba_cuda_scan import scan_renders
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
@@ -77,10 +78,12 @@ class _Launcher(rt_cuda._Launcher):
     GPU, a flattened domain, contiguous reshaped reads), rendered by ``codegen.numba_cuda`` as an
     :class:`~kfuse.codegen.numba_cuda.NVariant` (:meth:`_render`), packed short rows included
     (``lanes`` threads a row, several rows a block, shuffles among a row's lanes; a thread a row
-    for rows of a few units) and column loops unrolled as CUDA C's, their loads in flight
-    together. The parts it does not render yet are chosen as it did before: transposes through
-    shared-memory tiles run element by element, peeled rows (not starting 16-byte aligned)
-    element by element, rows re-read through L1 held in registers, row scans a thread a row."""
+    for rows of a few units), column loops unrolled as CUDA C's, their loads in flight
+    together, and scans along contiguous rows as lanes of a warp a row
+    (``codegen.numba_cuda_scan``). The parts it does not render yet are chosen as it did before:
+    transposes through shared-memory tiles run element by element, peeled rows (not starting
+    16-byte aligned) element by element, rows re-read through L1 held in registers, and scans
+    in two stages (few long rows) or of floating/complex products a thread a row."""
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
         super().__init__(group, kir, arch, cache)
@@ -104,7 +107,10 @@ class _Launcher(rt_cuda._Launcher):
         return (1, False) if peel or not self._vectors else (vec, False)     # (rows not starting aligned: element by element)
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
-        return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), self._thread_rows_grid(sm)
+        v, grid = super()._scan_variant(ins, big, sm, n_rows, L)
+        if v.mode == "scan" and (v.split or not scan_renders(self.kir)):    # (not rendered: a thread a row)
+            return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), self._thread_rows_grid(sm)
+        return v, grid
 
     def _build(self, ins, outs, props) -> tuple:
         contiguous = self._contiguous_reads(ins)
@@ -157,6 +163,8 @@ class _Launcher(rt_cuda._Launcher):
             ilp = 4 if v.vec == 1 and units >= 4 * 256 * sm else 1
             return (nc.NVariant("elementwise", ilp, 0, v.block, fastdiv=nc.fastdiv_fits(kir, total), vec=v.vec,
                                 tail=v.tail), max(1, min(-(-units // (v.block * ilp)), sm * 1024)))
+        if v.mode == "scan":            # lanes of a warp a row (codegen.numba_cuda_scan)
+            return nc.NVariant("scan", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=v.packed), grid
         chunked = (v.split or v.grid_sync) and redo_free(kir)
         if v.mode == "col":
             if chunked:

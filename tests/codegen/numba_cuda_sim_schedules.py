@@ -182,6 +182,19 @@ def cases():
     out.append(("col-softmax0-37x45", col_softmax, [rng_rows((37, 45))], None, "col"))
     out.append(("row-reread-softmax", softmax, [rng_rows((3, 1000))], nc.NVariant("row", 1, 0, 64), "row"))
     out.append(("row-reread-vec4-sum", row_sum, [rng_rows((3, 1000))], nc.NVariant("row", 1, 0, 64, vec=4), "row"))
+    for w in (2, 3, 20, 32, 33, 300):       # rows of up to 32 packed (several a chunk), longer a row a warp
+        out.append((f"scan-cumsum1-37x{w}", cumsum1, [rng_rows((37, w))], None, "scan"))
+    out.append(("scan-view-cols-from-1", cumsum1, [rng_rows((37, 301))[:, 1:]], None, "scan"))
+    out.append(("scan-3d-last", cumsum1, [rng_rows((3, 5, 70))], None, "scan"))
+    out.append(("scan-max", lambda x: np.maximum.accumulate(x, axis=-1), [rng_rows((37, 77))], None, "scan"))
+    out.append(("scan-int32-cumsum", cumsum1, [np.arange(37 * 45, dtype=np.int32).reshape(37, 45) % 7 - 3], None, "scan"))
+    out.append(("scan-bool-cumsum", cumsum1, [rng_rows((37, 40)) > 0], None, "scan"))
+    out.append(("scan-f16-cumsum", cumsum1, [rng_rows((37, 45), np.float16)], None, "scan"))
+    out.append(("scan-c64-cumsum", cumsum1, [(rng_rows((37, 45)) + 1j * rng_rows((37, 45), seed=3)).astype(np.complex64)],
+                None, "scan"))
+    out.append(("scan-of-scan", lambda x: np.cumsum(np.cumsum(x, -1) * 0.5, -1), [np.abs(rng_rows((37, 70)))], None, "scan"))
+    out.append(("scan-packed-of-scan", lambda x: np.cumsum(np.cumsum(x, -1) * 0.5, -1), [np.abs(rng_rows((37, 9)))], None, "scan"))
+    out.append(("scan-cumprod-f64-in-order", lambda x: np.cumprod(x, -1), [rng_rows((37, 45), np.float64)], None, "col"))
     return out
 
 
@@ -198,7 +211,7 @@ def main():
             want = want if isinstance(want, tuple) else (want,)
             for o, e in zip(outs, want):
                 assert_matches_numpy(o, np.asarray(e), reductions=True)
-            mode = "packed" if nv.packed else nv.mode
+            mode = "packed" if nv.packed and nv.mode == "row" else nv.mode
             ok, why = mode == want_mode, f"rendered {nv.tag} ({cv.tag})"
         except Exception as e:  # noqa: BLE001
             ok, why = False, f"{type(e).__name__}: {str(e)[:1500]}"

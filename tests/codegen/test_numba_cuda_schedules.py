@@ -177,3 +177,32 @@ def test_column_loops_issue_their_loads_together(fn, tmp_path):
             trip = ptx[ptx.index("ld.global"):]
             ops = re.findall(r"^\s+(ld\.global\S*|st\.global\S*)", trip, re.M)
             assert ops[:unroll - 1] == [ops[0]] * (unroll - 1) and ops[0].startswith("ld."), ops[:unroll + 2]
+
+
+# -------------------------------------------------------------------------------- scan rows
+
+@pytest.mark.parametrize("shape", [(1531, 3), (1531, 20), (1531, 32), (1531, 33), (1531, 300), (5000, 1999),
+                                   (7, 11, 129)])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float64"])
+def test_row_scans_render_lanes_a_row(shape, dtype, tmp_path):
+    """A scan along contiguous rows: CUDA C's scan schedule (lanes of a warp a row, a chunk vec
+    segments, a shuffle-up tree a segment and the running value from the segment's last lane;
+    rows of up to 32 packed, a chunk's segments other rows)."""
+    v, nv, _, src = schedules(lambda x: np.cumsum(x, axis=-1), fake(shape, dtype))
+    assert v.mode == nv.mode == "scan" and (nv.lanes, nv.vec, nv.packed) == (v.lanes, v.vec, v.packed), (v, nv)
+    assert nv.packed == (shape[-1] <= 32)
+    ptx = ptx_of(src, tmp_path)
+    steps = nv.lanes.bit_length() - 1
+    assert ptx.count("shfl.sync.up") >= steps * nv.vec * (2 if dtype != "float32" and dtype != "int32" else 1)
+    assert ("shfl.sync.idx" in ptx) == (not nv.packed)
+    assert "bar.sync" not in ptx
+
+
+def test_scans_not_rendered_run_a_thread_a_row(tmp_path):
+    """Few long rows (CUDA C's two stages) and floating products (their order redone where a
+    tree value is not finite) run a thread a row, in order."""
+    v, nv, _, src = schedules(lambda x: np.cumsum(x, axis=-1), fake((4, 1 << 16)))
+    assert nv.mode == "col" and "shfl" not in body(src)
+    v, nv, _, src = schedules(lambda x: np.cumprod(x, axis=-1), fake((1531, 300)))
+    assert nv.mode == "col" and "shfl" not in body(src)
+    ptx_of(src, tmp_path)
