@@ -6,7 +6,7 @@ import pytest
 
 from kfuse.runtime import device
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.backends("cuda", "numba-cuda")]   # the same schedule, both emitters
 if not device.has_gpu():
     pytest.skip("no CUDA GPU / CuPy", allow_module_level=True)
 
@@ -25,7 +25,7 @@ def softmax(x):
 
 @pytest.mark.parametrize("width", [1, 3, 7, 8, 9, 16, 31, 33, 64, 100, 127, 129, 512, 515])
 @pytest.mark.parametrize("fn", [lambda x: x.sum(-1), softmax, lambda x: np.argmax(x, -1)], ids=["sum", "softmax", "argmax"])
-def test_short_rows_match_numpy(fn, width):
+def test_short_rows_match_numpy(fn, width, backend):
     x = RNG.standard_normal((1531, width)).astype(np.float32)
-    got = kfuse.jit(fn, backend="cuda")(cp.asarray(x))
+    got = kfuse.jit(fn, backend=backend)(cp.asarray(x))
     assert_matches_numpy(cp.asnumpy(got), fn(x), reductions=True)

@@ -1,11 +1,11 @@
 """Scans (``np.cumsum``/``cumprod``, ``np.cumulative_sum``/``cumulative_prod``, ``np.nancumsum``/
 ``nancumprod``, ``ufunc.accumulate`` of add/multiply/maximum/minimum) on every backend against
-NumPy. On the CPU and Numba-CUDA, and down columns on CUDA C, a scan runs its axis in order in the
+NumPy. On the CPU, and down columns on the GPU, a scan runs its axis in order in the
 result dtype, as NumPy's accumulate loop does, and its producers and consumers here are exact IEEE
 operations, so results are NumPy's bit for bit (NaN positions, the sign of a leading -0.0,
-integer wrap-around and float16 rounding included). CUDA C scans contiguous rows as a tree over a
-warp's lanes (codegen/cuda_scan.py): integers, booleans, max and min still exactly, float sums
-and products within the tolerance table (as a sum's order)."""
+integer wrap-around and float16 rounding included). Both GPU backends scan contiguous rows as a
+tree over a warp's lanes (codegen/cuda_scan.py, codegen/numba_cuda_scan.py): integers, booleans,
+max and min still exactly, float sums and products within the tolerance table (as a sum's order)."""
 import numpy as np
 import pytest
 
@@ -55,7 +55,7 @@ def _input(dtype, shape=(7, 33)):
 
 def _exact(got, want, backend="cpu"):
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    if backend == "cuda" and want.dtype.kind == "f":     # a tree over the lanes: a sum's tolerance
+    if backend in ("cuda", "numba-cuda") and want.dtype.kind == "f":     # a tree over the lanes: a sum's tolerance
         assert_matches_numpy(got, want, reductions=True)
         return
     np.testing.assert_array_equal(got, want)
