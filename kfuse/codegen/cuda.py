@@ -88,7 +88,8 @@ class CudaKernel:
     source: str
     variant: Variant
     # index divisors the host passes as (multiplier, shift) pairs after the strides, in order:
-    # (domain dim, vector width): divide by extent(dim) // width (runtime.cuda.fast_divisor)
+    # (domain dim, vector width): divide by extent(dim) // width (runtime.cuda.fast_divisor);
+    # (size name, 1): divide by that size
     divisors: tuple = ()
     # which of the conventional scalar parameters (sizes, input strides, output strides, divisor
     # pairs: _Gen.scalar_params) the kernel declares, a bool each in that order; () = all
@@ -158,7 +159,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         for d, e in enumerate(index):
             if isinstance(e, K.ILit) and e.value == 0:
                 continue
-            terms.append(index_c(e) if unit and d == len(index) - 1 else f"{index_c(e)} * (IDX)st_{kind}{k}_{d}")
+            terms.append(self.ix(e) if unit and d == len(index) - 1 else f"{self.ix(e)} * (IDX)st_{kind}{k}_{d}")
         return " + ".join(terms) if terms else "(IDX)0"
 
     # -- statements (scalar): K.StatementRenderer dispatches to on_<statement>
@@ -186,7 +187,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         return f"const {ctype(s.dtype)} {s.dst} = {const_literal(s.value, s.dtype)};"
 
     def on_index(self, s: K.Index) -> str:
-        return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){index_c(s.expr)};"
+        return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){self.ix(s.expr)};"
 
     def on_op(self, s: K.Op) -> str:
         return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
@@ -226,6 +227,23 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         if c is None or not math.isfinite(c) or c == 0:
             return None
         return const_literal(1.0 / float(np.float32(c)), "float64")
+
+    def ix(self, e: K.Expr) -> str:
+        """C of index expression ``e``: with 32-bit index math, a division or remainder by a size
+        is a multiply-high by the host's constant (``kf_udiv``), as the domain's unravelling is
+        (a concatenation's piece tests and offsets, a roll's wrap: rotary embedding of
+        (B, S, D) f32 ran 5 integer divisions an element)."""
+        return index_c(e, None if self.v.idx64 else self._size_division)
+
+    def _size_division(self, e: K.IBin, lhs: str) -> str | None:
+        if not (isinstance(e.rhs, K.IVar) and e.rhs.name in {s.name for s in self.kir.sizes}):
+            return None
+        key = (e.rhs.name, 1)
+        if key not in self.divisors:
+            self.divisors.append(key)
+        k = self.divisors.index(key)
+        q = f"kf_udiv({lhs}, dv{k}_m, dv{k}_s)"
+        return f"({q})" if e.op == "//" else f"({lhs} - {q} * {e.rhs.name})"
 
     def decompose(self, lin: str, dims: list[int], out: list[str], vec_last: int = 1) -> None:
         """Unravel linear index ``lin`` over loop dims ``dims`` (C order) into ``i<d>``."""

@@ -556,12 +556,18 @@ def store_value(v: str, vdt: str, dt: str) -> str:
     return f"({_STYPE[dt]})({v})"
 
 
-def index_c(e: K.Expr) -> str:
+def index_c(e: K.Expr, divide=None) -> str:
+    """C of index expression ``e``; ``divide(e, lhs_c)``, where given, may render a ``//`` or ``%``
+    (its C, or None for the plain operator)."""
     if isinstance(e, K.ILit):
         return f"(IDX){e.value}"
     if isinstance(e, K.IVar):
         return e.name
     if isinstance(e, K.IVal):
         return f"(IDX){e.name}"
+    lhs = index_c(e.lhs, divide)
+    fast = divide(e, lhs) if divide is not None and e.op in ("//", "%") else None
+    if fast is not None:
+        return fast
     op = {"//": "/"}.get(e.op, e.op)
-    return f"({index_c(e.lhs)} {op} {index_c(e.rhs)})"
+    return f"({lhs} {op} {index_c(e.rhs, divide)})"

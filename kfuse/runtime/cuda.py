@@ -312,7 +312,7 @@ class _Launcher(LauncherBase):
         """The (multiplier, shift) pair of each of ``kernel``'s 32-bit index divisors."""
         out = []
         for d, vec in kernel.divisors:
-            out += [np.uint32(x) for x in fast_divisor(self.extent(d) // vec)]
+            out += [np.uint32(x) for x in fast_divisor((self.size_of[d] if isinstance(d, str) else self.extent(d)) // vec)]
         return out
 
     def variant_for(self, ins, outs, props) -> tuple:

@@ -7,6 +7,7 @@ own assembly of it.
 """
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 
@@ -220,3 +221,17 @@ def test_ptx_version_rewrite():
     assert nvrtc.with_ptx_isa(ptx, "9.0").startswith(".version 9.0")
     assert nvrtc.with_ptx_isa(".version 8.0\n", (8, 0)) == ".version 8.0\n"
     assert nvrtc.normalize_arch((9, 0)) == "sm_90" and nvrtc.normalize_arch("80") == "sm_80"
+
+
+def test_index_divisions_by_a_size_are_multiply_high():
+    """A concatenation's piece tests and offsets divide by sizes: with 32-bit index math each is a
+    kf_udiv by a host-computed (multiplier, shift) pair, not a C division (idx64 keeps '/', '%')."""
+    kir = lower_group(one_group_plan(trace(lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1),
+                                           ("f32", (64, 96)), ("f32", (64, 40)))).groups[0])
+    k32 = cuda.emit_kernel(kir, cuda.Variant("elementwise", 1, False, 0, 128))
+    sizes = {s.name for s in kir.sizes}
+    plain = re.compile(r"[/%] (" + "|".join(sorted(sizes)) + r")\b")
+    assert any(isinstance(d, str) for d, _ in k32.divisors) and not plain.search(k32.source)
+    assert ".entry" in nvrtc.compile(k32.source, arch="sm_90").ptx
+    k64 = cuda.emit_kernel(kir, cuda.Variant("elementwise", 1, True, 0, 128))
+    assert plain.search(k64.source) and not any(isinstance(d, str) for d, _ in k64.divisors)
