@@ -22,7 +22,7 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, SCAN, Op
-from . import cpu_cost
+from . import cpu_cost, gpu_chunks
 from .cpu_cost import CpuCosts, MemLevel
 from .gemm_int8 import describe as describe_int8, int8_operands
 from .gemm_registers import epilogue_in_registers
@@ -363,8 +363,10 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
         secs, mem, comp = cpu_cost.seconds(t, device.cpu, device.levels, device.sms)
         bound = "launch" if secs - mem - comp > max(mem, comp) else ("memory" if mem >= comp else "compute")
         return Cost(int(br), int(bw), float(flops), secs, bound, passes, mem, comp, cpu_terms=t)
-    return roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes,
-                    rounding_seconds(nodes, evals, device), column_scan_bandwidth(kind, nodes, device))
+    c = roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes,
+                 rounding_seconds(nodes, evals, device), column_scan_bandwidth(kind, nodes, device))
+    fixed = gpu_chunks.fixed_seconds(kind, nodes, inputs, outputs, device.sms, device.launch_overhead)
+    return dataclasses.replace(c, seconds=c.seconds + fixed) if fixed else c
 
 
 # A GPU column scan runs a thread a column, each walking its rows in order with COL_UNROLL loads

@@ -32,6 +32,8 @@ from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from ..fusion.gpu_chunks import (COL_SPLIT_MIN_LEN, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
+                                 row_chunks)
 from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
@@ -62,18 +64,6 @@ ROW_PEEL = True               # rows not starting 16-byte aligned (odd lengths, 
 ROW_PEEL_PACKED = True        # ... short (packed) rows too (not measured yet: False keeps them element by element)
 ROW_BLOCKS_PER_SM = 0         # row reductions: grid cap, in 256-thread blocks a SM (0: a block per row;
                               # 8, the old persistent grid, gave P2/P3/P4 76.6/87.1/85.5% vs 92.4/91.2/95.2%)
-# Two-stage reductions (Variant.split), where one pass a row would leave most SMs idle: rows, when
-# fewer than a quarter of the SMs (64 rows of 2^22 f32 ran at 4.3 TB/s a block a row, 4 rows at 0.38;
-# H200 2026-11-24, reduce_probe_1232.md); columns, when they fill fewer blocks than SMs.
-ROW_SPLIT_BLOCKS_PER_SM = 8   # row chunks: enough for this many blocks a SM ...
-ROW_SPLIT_BLOCK = 256         # ... of this many threads,
-ROW_SPLIT_MIN_UNITS = 4096    # ... each chunk at least this many vector units (16 a thread), or where the
-ROW_SPLIT_MIN_GATHER = 1024   # row gathers (a load at a loaded position) this many: the mean of 65536 picked
-                              # log-probabilities in 16 chunks took 22 us, in 64 11.6 (H200); 4 chunks for the
-                              # 8192 labels' range check instead of 1 took 7.1 us, not 5.2 (two launches)
-COL_SPLIT_BLOCKS_PER_SM = 16  # column chunks: enough (column, chunk) threads for this many 128-thread
-COL_SPLIT_MIN_LEN = 128       # blocks a SM, each chunk at least this long
-SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 128-thread block a row)
 FLAT_BROADCAST_MAX = 8        # a flattened domain's lane-by-lane loads: operands at most 1/8 of its size
 ROW_LONG_UNITS = 1024         # rows of more vector units (up to 4096): 256 threads holding 8 or 16 units each
 ROW_LONG_BLOCK = 256          # (a logsumexp of 8192x16384 f32: 129 us at 256 x 16, 183 at 1024 x 4; H200)
@@ -465,7 +455,7 @@ class _Launcher(LauncherBase):
             return self._scan_variant(ins, big, sm, n_rows, L)
         if self.column_reduction(ins):
             blocks = -(-n_rows // 128)
-            chunks = min(-(-(COL_SPLIT_BLOCKS_PER_SM * 128 * sm) // n_rows), L // COL_SPLIT_MIN_LEN, SPLIT_MAX)
+            chunks = col_chunks(n_rows, L, sm)
             if blocks < sm and chunks >= 2 and cuda_emit.split_ok(kir):
                 return (cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
                         -(-(n_rows * chunks) // 128))
@@ -478,8 +468,7 @@ class _Launcher(LauncherBase):
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
         vec, peel = self._row_vec(ins, outs, inner, L)
         gathers = any(isinstance(s, K.Load) and K.gathers(s.index) for ph in kir.phases for s in ph.body)
-        chunks = min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sm) // max(1, n_rows)),
-                     (L // vec) // (ROW_SPLIT_MIN_GATHER if gathers else ROW_SPLIT_MIN_UNITS), SPLIT_MAX)
+        chunks = row_chunks(n_rows, L // vec, gathers, sm)
         if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
             return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1, peel=peel), n_rows * chunks
         # several passes over rows too few to fill the GPU (x / abs(x).max(), a global norm's scale):
