@@ -19,6 +19,8 @@ arguments, as ``runtime.numba_cuda`` renders it; the schedule is chosen once, by
   elements one by one; with ``fastdiv`` (a domain under 2^31 elements) the flat index is unravelled
   by multiply-high with host-computed divisors (``fast_div_dims``; runtime ``fast_divisor``), not by
   64-bit ``%``/``//`` (a software routine on the GPU: P1 on an H200 ran at 31% of the copy bandwidth with it);
+* tile (elementwise, operands transposed against the output): ``side x side`` tiles of two
+  dims staged through shared memory (:mod:`kfuse.codegen.numba_cuda_tile2d`);
 * scatter: the elementwise loop, its ``ufunc.at`` store an atomic (``numba_cuda_scatter``);
 * row (reduce): one block per outer index, threads stride over the reduced dims a unit of ``vec``
   elements at a time, warp shuffles then a shared-memory combine in a fixed order
@@ -53,7 +55,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
 import threading
 
@@ -68,6 +69,8 @@ from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
 from .numba_cuda_scan import ScanEmitter, scan_renders
+from .numba_cuda_tile2d import Tile2dEmitter
+from .numba_cuda_variant import NVariant, default_variant, fast_div_dims, fastdiv_fits, row_variant  # noqa: F401
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -113,79 +116,10 @@ def numba_cuda_available() -> tuple[bool, str]:
     return (mod is not None), (reason or "")
 
 
-# --------------------------------------------------------------------------- variants
-
-
-@dataclasses.dataclass(frozen=True)
-class NVariant:
-    mode: str = "elementwise"   # "elementwise" | "row" | "col" | "scan" (codegen.numba_cuda_scan)
-    ilp: int = 4                # elementwise: units a thread per grid-stride step
-    cache_k: int = 0            # row: register slots a thread (0: re-read every phase)
-    block: int = 256            # threads per block (also the launch bound)
-    fastdiv: bool = False       # elementwise: unravel the flat index by multiply-high (< 2^31 elements)
-    vec: int = 1                # elementwise: elements a unit, read and written as one 16-byte vector
-                                # where an access runs along the innermost dim (numba_cuda_mem.ldv/stv)
-    tail: bool = False          # elementwise, one loop dim: the last N % vec elements one by one
-    split: int = 0              # reduce: chunks a row (two stages, or one grid-synchronised launch) ...
-    stage: int = 0              # ... 1: the chunks' accumulators to a workspace; 2: a block a row combines them
-    grid_sync: bool = False     # ... several passes, the chunks meeting at grid barriers (codegen.numba_cuda_rows)
-    min_blocks: int = 0         # launch bound: resident blocks a SM (grid_sync: every block resident)
-    lanes: int = 32             # row, packed: threads a short row (block / lanes rows a block at a time,
-    packed: bool = False        # combined by shuffles among the row's lanes alone: no barrier); scan:
-                                # lanes a row, a chunk vec segments of lanes elements, packed: rows of up
-                                # to lanes elements, a chunk's segments other rows
-
-    @property
-    def tag(self) -> str:
-        t = f"{self.mode[0]}i{self.ilp}k{self.cache_k}b{self.block}{'f' if self.fastdiv else ''}"
-        t += f"v{self.vec}" if self.vec > 1 else ""
-        t += "t" if self.tail else ""
-        t += f"p{self.split}" if self.stage == 1 else f"q{self.split}" if self.stage == 2 else ""
-        t += f"y{self.split}" if self.grid_sync else ""
-        t += f"g{self.lanes}" if self.mode == "scan" else ""
-        t += f"w{self.lanes}" if self.packed else ""
-        return t + (f"m{self.min_blocks}" if self.min_blocks else "")
-
-    @property
-    def workspace(self) -> bool:
-        """Whether the kernel takes a workspace (the last parameter)."""
-        return bool(self.stage or self.grid_sync)
-
-
-def fast_div_dims(kir: K.KernelIR) -> list[int]:
-    """The loop dims an elementwise ``fastdiv`` kernel divides by, in the order of its divisor
-    parameters: every loop dim but the leading one, innermost first (as the unravel runs); the
-    innermost one's divisor is its extent in units (``NVariant.vec`` elements)."""
-    return kir.loop_dims(range(len(kir.domain)))[:0:-1]
-
-
-def fastdiv_fits(kir: K.KernelIR, total: int) -> bool:
-    """Whether an elementwise kernel of ``total`` elements unravels by multiply-high (``fastdiv``):
-    it divides at all (several loop dims), and every flat index is below 2^31."""
-    return len(kir.loop_dims(range(len(kir.domain)))) > 1 and total < 2 ** 31
-
-
-def default_variant(kir: K.KernelIR) -> NVariant:
-    """The variant for contiguous buffers at the sizes the IR was lowered for."""
-    if kir.kind == GroupKind.SCAN:
-        return NVariant("col", 1, 0, 128)           # a thread a row, in order
-    if kir.kind == GroupKind.REDUCE:
-        return row_variant(math.prod(kir.extent(d) for d in kir.inner))
-    total = math.prod(map(kir.extent, kir.loop_dims(range(len(kir.domain)))))
-    return NVariant("elementwise", 4, 0, 256, fastdiv=fastdiv_fits(kir, total))
-
-
-def row_variant(L: int) -> NVariant:
-    block = 1024 if L > 4096 else max(32, min(1024, 1 << max(0, (L - 1) // 8).bit_length()))
-    kc = -(-L // block) if L <= 16 * block else 0
-    kc = 1 << (kc - 1).bit_length() if kc > 1 else kc
-    return NVariant("row", 1, kc, block)
-
-
 # --------------------------------------------------------------------------- the emitter
 
 
-class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         self.used: list[str] = []
@@ -455,9 +389,10 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter):
         kir, v = self.kir, self.v
         names, types = self.signature()
         if kir.kind in (GroupKind.ELEMENTWISE, GroupKind.MATMUL, GroupKind.SCATTER):
-            if v.mode != "elementwise":
+            tile = v.mode == "tile" and kir.kind == GroupKind.ELEMENTWISE and not kir.in_place
+            if v.mode != "elementwise" and not tile:
                 raise CompileError(f"kfuse: variant {v} does not fit a {kir.kind} kernel")
-            body = self.elementwise()
+            body = self.tile2d() if tile else self.elementwise()
         elif kir.kind in ROW_KINDS:
             if v.mode not in (("col", "scan") if K.has_scan(kir) else ("row", "col")):
                 raise CompileError(f"kfuse: variant {v} does not fit this reduce kernel (a scan: col or scan)")

@@ -79,11 +79,12 @@ class _Launcher(rt_cuda._Launcher):
     :class:`~kfuse.codegen.numba_cuda.NVariant` (:meth:`_render`), packed short rows included
     (``lanes`` threads a row, several rows a block, shuffles among a row's lanes; a thread a row
     for rows of a few units), column loops unrolled as CUDA C's, their loads in flight
-    together, and scans along contiguous rows as lanes of a warp a row
-    (``codegen.numba_cuda_scan``). The parts it does not render yet are chosen as it did before:
-    transposes through shared-memory tiles run element by element, peeled rows (not starting
-    16-byte aligned) element by element, rows re-read through L1 held in registers, and scans
-    in two stages (few long rows) or of floating/complex products a thread a row."""
+    together, scans along contiguous rows as lanes of a warp a row (``codegen.numba_cuda_scan``)
+    and transposes through shared-memory tiles (``codegen.numba_cuda_tile2d``; not of complex
+    values). The parts it does not render yet are chosen as it did before: peeled rows (not
+    starting 16-byte aligned) element by element, rows re-read through L1 held in registers,
+    online max-and-sum rows in two passes, and scans in two stages (few long rows) or of
+    floating/complex products a thread a row."""
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
         super().__init__(group, kir, arch, cache)
@@ -100,7 +101,9 @@ class _Launcher(rt_cuda._Launcher):
         return self._folded             # (no online max-and-sum accumulator here)
 
     def _tile_variant(self, ins, outs, big, sm):
-        return None, 0
+        if not self._vectors:           # (no shared tiles of complex values here)
+            return None, 0
+        return super()._tile_variant(ins, outs, big, sm)
 
     def _row_vec(self, ins, outs, inner, L):
         vec, peel = super()._row_vec(ins, outs, inner, L)
@@ -163,6 +166,8 @@ class _Launcher(rt_cuda._Launcher):
             ilp = 4 if v.vec == 1 and units >= 4 * 256 * sm else 1
             return (nc.NVariant("elementwise", ilp, 0, v.block, fastdiv=nc.fastdiv_fits(kir, total), vec=v.vec,
                                 tail=v.tail), max(1, min(-(-units // (v.block * ilp)), sm * 1024)))
+        if v.mode == "tile":            # transposed operands through shared tiles (codegen.numba_cuda_tile2d)
+            return nc.NVariant("tile", 1, 0, v.block, vec=v.vec, tile_t=v.tile_t, staged=v.staged, side=v.side), grid
         if v.mode == "scan":            # lanes of a warp a row (codegen.numba_cuda_scan)
             return nc.NVariant("scan", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=v.packed), grid
         chunked = (v.split or v.grid_sync) and redo_free(kir)

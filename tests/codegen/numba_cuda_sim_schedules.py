@@ -6,7 +6,8 @@ strides and alignment as it would from CuPy arrays', the emitted kernel runs on 
 threads (a block's threads as Python threads), and each output is compared with NumPy's
 (``kfuse.testing``). The simulator has no warp shuffles, vector accesses or workspace views:
 shuffles are emulated with two block barriers (every thread of these kernels shuffles together),
-``ldv``/``stv``/``at`` with element accesses, libdevice's stubs there with NumPy's functions.
+``ldv``/``stv``/``at`` with element accesses, libdevice's stubs there and the narrowing
+intrinsics with NumPy's functions.
 One JSON line a case."""
 import json
 import os
@@ -24,6 +25,7 @@ from numba.cuda.simulator import kernelapi  # noqa: E402
 import kfuse  # noqa: E402
 from kfuse.codegen import numba_cuda as nc  # noqa: E402
 from kfuse.codegen import numba_cuda_mem as mem  # noqa: E402
+from kfuse.codegen import numba_cuda_narrow as narrow  # noqa: E402
 from kfuse.testing import assert_matches_numpy  # noqa: E402
 
 ld.fma = ld.fmaf = lambda a, b, c: a * b + c
@@ -70,6 +72,9 @@ def _at(ws, byte, dtype):
 
 
 mem.ldv, mem.stv = _ldv, _stv
+ld.umulhi = lambda a, b: np.int32(((int(a) & 0xFFFFFFFF) * (int(b) & 0xFFFFFFFF)) >> 32)
+for _t in ("int8", "int16", "uint8", "uint16"):     # (bit-field extracts in inline PTX on the device)
+    setattr(narrow, f"narrow_{_t}", lambda v, _t=_t: np.array(int(v) & 0xFFFF).astype(np.uint16).astype(_t)[()])
 
 
 def desc(a):
@@ -87,7 +92,8 @@ def flat(a):
 
 def launch(fn, *arrays, variant=None):
     """``fn``'s one kernel on ``arrays`` in the simulator: ``(outputs, CUDA C variant, NVariant)``;
-    ``variant`` an NVariant to run instead of the launcher's choice."""
+    ``variant`` an NVariant to run instead of the launcher's choice, or an int: the launcher's
+    choice on a grid of that many blocks (a grid-stride loop's later trips)."""
     from kfuse.runtime.numba_cuda import _Launcher
     (kir,) = kfuse.jit(fn, backend="numba-cuda").lower(*arrays).kernels(for_gpu=True)
     assert [b.shape for b in kir.inputs] == [a.shape for a in arrays[:len(kir.inputs)]]
@@ -97,7 +103,9 @@ def launch(fn, *arrays, variant=None):
     lau = lau._contiguous_reads(ins_d) or lau
     cv, grid = lau.variant_for(ins_d, outs_d, PROPS)
     nv, grid = lau._render(cv, grid, PROPS["sm_count"])
-    if variant is not None:
+    if isinstance(variant, int):
+        grid = variant
+    elif variant is not None:
         nv, grid = variant, max(1, min(grid, 8))
     kernel_ir = lau.kir_for(cv)
     src = nc.emit(kernel_ir, nv)
@@ -195,6 +203,21 @@ def cases():
     out.append(("scan-of-scan", lambda x: np.cumsum(np.cumsum(x, -1) * 0.5, -1), [np.abs(rng_rows((37, 70)))], None, "scan"))
     out.append(("scan-packed-of-scan", lambda x: np.cumsum(np.cumsum(x, -1) * 0.5, -1), [np.abs(rng_rows((37, 9)))], None, "scan"))
     out.append(("scan-cumprod-f64-in-order", lambda x: np.cumprod(x, -1), [rng_rows((37, 45), np.float64)], None, "col"))
+    tr = lambda x, y: np.exp(x.T) + y          # noqa: E731
+    out.append(("tile-exp-xT-37x45", tr, [rng_rows((37, 45)), rng_rows((45, 37), seed=1)], None, "tile"))
+    out.append(("tile-exp-xT-vec4", tr, [rng_rows((48, 40)), rng_rows((40, 48), seed=1)], None, "tile"))
+    out.append(("tile-x-plus-xT-f16", lambda x: x + x.T * 2, [rng_rows((33, 33), np.float16)], None, "tile"))
+    out.append(("tile-x-plus-xT-i8-vec16", lambda x: x + x.T * 2,
+                [(np.arange(64 * 64) % 23 - 11).astype(np.int8).reshape(64, 64)], None, "tile"))
+    out.append(("tile-nchw-to-nhwc", lambda x, b: np.transpose(x, (0, 2, 3, 1)) * b,
+                [rng_rows((2, 19, 17, 21)), rng_rows((19,), seed=2)], None, "tile"))
+    out.append(("tile-where-bool", lambda x, m: np.where(m, x.T, -x.T),
+                [rng_rows((37, 29)), rng_rows((29, 37), seed=3) > 0], None, "tile"))
+    out.append(("tile-3x2-tiles-2-blocks", tr, [rng_rows((130, 70)), rng_rows((70, 130), seed=5)], 2, "tile"))
+    out.append(("packed-2-blocks", softmax, [rng_rows((70, 40))], 2, "packed"))
+    out.append(("scan-2-blocks", cumsum1, [rng_rows((70, 40))], 2, "scan"))
+    out.append(("tile-strided-view", lambda x, y: x.T + y,
+                [rng_rows((140, 45))[1::2], rng_rows((45, 70), seed=4)], None, "tile"))
     return out
 
 

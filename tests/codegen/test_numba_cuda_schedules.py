@@ -206,3 +206,31 @@ def test_scans_not_rendered_run_a_thread_a_row(tmp_path):
     v, nv, _, src = schedules(lambda x: np.cumprod(x, axis=-1), fake((1531, 300)))
     assert nv.mode == "col" and "shfl" not in body(src)
     ptx_of(src, tmp_path)
+
+
+# -------------------------------------------------------------------------------- tiles
+
+TILES = {
+    "exp_xT_odd": (lambda x, y: np.exp(x.T) + y, [fake((1023, 517)), fake((517, 1023))]),
+    "exp_xT_vec4": (lambda x, y: np.exp(x.T) + y, [fake((512, 320)), fake((320, 512))]),
+    "f16_vec8": (lambda x, y: x.T * 0.5 + y, [fake((512, 320), "float16"), fake((320, 512), "float16")]),
+    "i8_vec16": (lambda x, y: x.T + y * 2, [fake((512, 320), "int8"), fake((320, 512), "int8")]),
+    "nchw_to_nhwc": (lambda x, b: np.transpose(x, (0, 2, 3, 1)) * b, [fake((3, 67, 19, 41)), fake((67,))]),
+    "bool_where": (lambda x, m: np.where(m, x.T, -x.T), [fake((301, 203)), fake((203, 301), "bool")]),
+    "view_rows_from_1": (lambda x, y: np.exp(x.T) + y, [fake((512, 260), view=(slice(1, None), slice(None))),
+                                                        fake((260, 511))]),
+}
+
+
+@pytest.mark.parametrize("name", list(TILES))
+def test_transposes_stage_through_shared_tiles(name, tmp_path):
+    """CUDA C's tile schedule (codegen.cuda_tile2d) rendered: the staged loads' tiles in shared
+    memory (rows padded by one), two barriers a tile, 16-byte accesses where CUDA C takes them."""
+    fn, arrays = TILES[name]
+    v, nv, _, src = schedules(fn, *arrays)
+    assert v.mode == nv.mode == "tile" and (nv.tile_t, nv.staged, nv.side, nv.vec) == (v.tile_t, v.staged, v.side, v.vec)
+    assert f"cuda.shared.array(({nv.side}, {nv.side + 1})" in body(src)
+    ptx = ptx_of(src, tmp_path)
+    assert ".shared" in ptx and ptx.count("bar.sync") == 2
+    if nv.vec > 1:
+        assert re.search(r"st\.global\.v\d", ptx) and re.search(r"ld\.global(\.nc)?\.v\d", ptx), name

@@ -165,3 +165,40 @@ def test_scan_kinds(name, backend):
     elif name == "middle_axis":
         x, fn = _uniform((13, 77, 19)), lambda x: np.cumsum(x, axis=1)
     _run(fn, backend, x, views=views)
+
+
+# -------------------------------------------------------------------------------- tiles
+
+TILED = {
+    "exp_xT_plus_y": (lambda x, y: np.exp(x.T) + y, [(1023, 517), (517, 1023)]),
+    "x_plus_xT": (lambda x: x + x.T * 2, [(777, 777)]),
+    "whole_vectors": (lambda x, y: x.T * 0.5 + y, [(512, 320), (320, 512)]),
+    "nchw_to_nhwc": (lambda x, b: np.transpose(x, (0, 2, 3, 1)) * b, [(3, 67, 19, 41), (67,)]),
+    "where_bool": (lambda x, m: np.where(m > 0, x.T, -x.T), [(301, 203), (203, 301)]),
+}
+
+
+@pytest.mark.parametrize("name", list(TILED))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int8])
+def test_transposes_through_shared_tiles(name, dtype, backend):
+    fn, shapes = TILED[name]
+    args = [(RNG.standard_normal(s) * 20).astype(dtype) for s in shapes]
+    infos = _run(fn, backend, *args)
+    assert any(v.mode == "tile" for v in infos), infos
+
+
+@pytest.mark.parametrize("view", ["rows_from_1", "every_other_row", "cols_2_to_258"])
+def test_tiles_of_views(view, backend):
+    x = RNG.standard_normal((512, 260)).astype(np.float32)
+    sl = {"rows_from_1": np.s_[1:], "every_other_row": np.s_[::2], "cols_2_to_258": np.s_[:, 2:258]}[view]
+    y = RNG.standard_normal(x[sl].shape[::-1]).astype(np.float32)
+    infos = _run(lambda x, y: np.exp(x.T) + y, backend, x, y, views=lambda d: [d[0][sl], d[1]])
+    assert any(v.mode == "tile" for v in infos), infos
+
+
+def test_tiles_over_more_blocks_than_the_grid(backend):
+    """A plane of many tiles (a block grid-strides over tiles: both barriers every tile)."""
+    x = RNG.standard_normal((4099, 3001)).astype(np.float32)
+    y = RNG.standard_normal((3001, 4099)).astype(np.float32)
+    infos = _run(lambda x, y: x.T + y, backend, x, y)
+    assert any(v.mode == "tile" for v in infos), infos
