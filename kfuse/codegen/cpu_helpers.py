@@ -3,7 +3,7 @@ kernel uses into its own source, so the source text alone determines the compile
 
 ``HELPERS`` maps a helper's name to ``(source, names of the helpers it calls)``; its order is the
 definition order, which respects those dependencies. float16 travels as uint16 bits (``_h2f``,
-``_f2h``, ``_rf16``); ``_expf``/``_tanhf``/``_logf``/``_log1pf``/``_hypotf`` are branch-free float32 versions LLVM vectorises
+``_f2h``, ``_rf16``: :mod:`kfuse.codegen.cpu_half`); ``_expf``/``_tanhf``/``_logf``/``_log1pf``/``_hypotf`` are branch-free float32 versions LLVM vectorises
 (:mod:`kfuse.codegen.cpu_vecmath`'s float64 ones serve float64 and the other float32 functions);
 ``_radd`` is the reassociable add of float sums; ``_fkey_*``/``_fval_*`` map floats to integers of the
 same order (vectorisable max/min); ``_cbrt`` and ``_popcount`` are the CPU's own; NumPy's integer
@@ -13,7 +13,7 @@ and float division, remainder, shifts, power, gcd/lcm and logaddexp are
 from __future__ import annotations
 
 from . import philox
-from . import cpu_complex, cpu_vecmath
+from . import cpu_complex, cpu_half, cpu_vecmath
 from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
@@ -50,62 +50,7 @@ def _fval_{_T}(k):
     """The {_T} whose _fkey_{_T} is k (the map is its own inverse)."""
     return np.{_I}(k ^ ((k >> np.{_I}({_B})) & np.{_I}({(1 << _B) - 1}))).view(np.{_T})
 ''')
-_helper("_h2f", '''
-@numba.njit(error_model="numpy")
-def _h2f(h):
-    """float16 bits -> float32 value (exact), branch-free so loops over it vectorise: the bits
-    shifted into a float32's exponent and significand, scaled by 2**112 (subnormals come out
-    normal, exactly); infinity and NaN get the float32 exponent of all ones."""
-    b = np.uint32(h)
-    em = np.uint32(b & np.uint32(0x7fff))
-    f = np.float32(np.uint32(em << np.uint32(13)).view(np.float32) * np.float32(5.192296858534828e+33))
-    bits = np.float32(f).view(np.uint32)
-    bits = np.uint32(bits | np.uint32(0x7f800000)) if em >= np.uint32(0x7c00) else bits
-    return np.uint32(bits | np.uint32((b & np.uint32(0x8000)) << np.uint32(16))).view(np.float32)
-''')
-_helper("_f2hf", '''
-@numba.njit(error_model="numpy")
-def _f2hf(x):
-    """float32 -> float16 bits, rounded once to nearest even (NumPy's astype), branch-free: a
-    normal result rounds in the integer bits (half a step plus the kept bit's parity), a
-    subnormal one by a float add that aligns float16's step with float32's last bit; NaN
-    keeps its sign (np.signbit sees it). 4 Mi-element chains: 0.95 ms vs 52 ms for _f2h."""
-    u = np.float32(x).view(np.uint32)
-    sign = np.uint32(np.uint32(u >> np.uint32(16)) & np.uint32(0x8000))
-    u = np.uint32(u & np.uint32(0x7fffffff))
-    sub = np.uint32(np.float32(u.view(np.float32) + np.float32(0.5)).view(np.uint32) - np.uint32(0x3f000000))
-    odd = np.uint32(np.uint32(u >> np.uint32(13)) & np.uint32(1))
-    nrm = np.uint32(np.uint32(np.uint32(u + np.uint32(0xc8000fff)) + odd) >> np.uint32(13))
-    r = (np.uint32(0x7e00) if u > np.uint32(0x7f800000) else np.uint32(0x7c00) if u >= np.uint32(0x47800000)
-         else sub if u < np.uint32(0x38800000) else nrm)
-    return np.uint16(np.uint32(r | sign))
-''')
-_helper("_f2h", '''
-@numba.njit(error_model="numpy")
-def _f2h(x):
-    """any float -> float16 bits, rounded once to nearest even (as NumPy's astype): for values
-    float32 does not hold exactly (float64, wide ints), where _f2hf would round twice."""
-    x = np.float64(x)
-    sign = 32768 if np.copysign(1.0, x) < 0 else 0
-    if x != x:
-        return np.uint16(sign | 32256)      # a NaN keeps its sign (np.signbit, np.copysign see it)
-    a = abs(x)
-    if a >= 65520.0:
-        return np.uint16(sign | 31744)
-    if a < 6.103515625e-05:
-        return np.uint16(sign | np.int64(np.rint(a * 16777216.0)))
-    m, e = math.frexp(a)
-    bits = ((e + 14) << 10) + (np.int64(np.rint(m * 2048.0)) - 1024)
-    return np.uint16(sign | bits)
-''')
-for _name, _bits, _what in (("_rf16f", "_f2hf", "a float32 (branch-free)"), ("_rf16", "_f2h", "a float")):
-    _helper(_name, f'''
-@numba.njit(error_model="numpy")
-def {_name}(x):
-    """round {_what} to float16 precision, returned as float32."""
-    return _h2f({_bits}(x))
-''', ("_h2f", _bits))
-del _name, _bits, _what
+HELPERS.update(cpu_half.SOURCES)           # float16 conversions (hardware where the CPU has them)
 _helper("_hypotf", '''
 @numba.njit(error_model="numpy")
 def _hypotf(x, y):

@@ -5,7 +5,8 @@ reads and writes) often sits in a cache level, whose bandwidth is several times 
 generated loop runs on one thread or on Numba's pool (``runtime/cpu.py``'s ``auto_threads``: one
 thread below a work threshold, then one per block of work), each call pays a fixed dispatch cost
 (and a parallel call the pool's fork and join); a transcendental costs a vectorised helper's
-polynomial or a scalar libm call; float16 values are converted and rounded one by one; a scan along
+polynomial or a scalar libm call; float16 values are converted in hardware, several a vector
+instruction (slower where a float sum widens them to float64); a scan along
 a leading axis or a transposed operand walks memory across cache lines; a reduction pays per row.
 
 :class:`CpuCosts` holds those figures (data in the device description, calibrated on the corpus:
@@ -104,7 +105,10 @@ class CpuCosts:
                                 # Xeon VM's 1.3 ns over its compute scale 2.1: the fitted machine's units)
     wide_special: float = 1.2e-9    # a codegen/cpu_vecmath helper on one element (float64 exp
                                     # 0.72 ns, log 0.8, tanh 0.9, expm1 2.6: 1M elements, one thread)
-    half_load: float = 0.1e-9   # a float16 input element converted as it loads (vectorised)
+    half_load: float = 0.01e-9  # a float16 input element converted as it loads (vectorised)
+    half_sum: float = 0.1e-9    # a float16 value widened into a float sum (to float64, 4 lanes an
+                                # instruction: AVX512-FP16's vcvtph2pd, where the Xeon VM's F16C
+                                # widens 8 to float32: a 128x1024 f16 row mean 24 us, f32 9.4)
     array: float = 0.3e-6       # an array argument of a call (Numba unboxes each, checks its type)
     aliased: float = 1.6e-9     # added to a float16 transposed element read a multiple of 4 KiB
                                 # from the last (a tile's rows share the L1's sets; the other
@@ -148,6 +152,7 @@ class Terms:
     wide: float = 0.0           # codegen/cpu_vecmath helper evaluations
     widened: float = 0.0        # float32 sin/cos/arctan2 helper evaluations (a power counts WIDENED_POWER)
     divides: float = 0.0        # float divisions and square roots (a vector's takes several cycles)
+    half_sum: float = 0.0       # float16 values a float sum adds (each widened to float64)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -165,6 +170,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     sized = [n for n in nodes if n.op not in LEAF] or nodes
     domain = max([n.inputs[0].size if n.op in REDUCE | SCAN else n.size for n in sized] or [1])
     simple = vector = reduce_vector = libm = half = strided = serial = tanh = branchy = wide = widened = divides = 0.0
+    half_sum = 0.0
     feeds = _feeding_reductions(nodes) if kind == GroupKind.REDUCE else set()
     users: dict[Node, list[Node]] = {}
     for n in nodes:
@@ -200,6 +206,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             ops += 1
         if dt == np.float16:
             half += k
+        if n.op is Op.SUM and _from_half(n.inputs[0]):
+            half_sum += n.inputs[0].size
         if n.op in _DIVIDES and dt.kind == "f" and n.size >= domain:
             divides += k                        # (a vector's; a hoisted one's is noise beside it)
         if n.op in _BLOCKED_ARGS and np.dtype(n.inputs[0].dtype) in (np.float32, np.float64):
@@ -234,7 +242,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
                  tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide,
-                 divides=divides, widened=widened)
+                 divides=divides, widened=widened, half_sum=half_sum)
 
 
 def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
@@ -253,6 +261,13 @@ def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
         t = dataclasses.replace(t, cold=1)
         out[k] = dataclasses.replace(c, seconds=seconds(t, cpu, levels, cores)[0], cpu_terms=t)
     return out
+
+
+def _from_half(n: Node) -> bool:
+    """A float16 value, or one cast exactly from float16 to float32 (LLVM folds the two widenings
+    into one float16 -> float64 conversion where a float sum adds it)."""
+    dt = np.dtype(n.dtype)
+    return dt == np.float16 or (n.op is Op.CAST and dt == np.float32 and np.dtype(n.inputs[0].dtype) == np.float16)
 
 
 def _produced_bytes(inputs: list[Node], limit: int = 64) -> int:
@@ -425,7 +440,8 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
             + (t.vector - t.reduce_vector - t.tanh) * costs.vector_special + t.tanh * costs.tanh_special
             + t.reduce_vector * costs.reduce_special
             + t.libm * costs.libm + t.wide * costs.wide_special + t.widened * costs.widened
-            + t.half * costs.half + t.half_in * costs.half_load + t.strided * costs.strided
+            + t.half * costs.half + t.half_in * costs.half_load + t.half_sum * costs.half_sum
+            + t.strided * costs.strided
             + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row
             + t.divides * costs.divide) / t.threads
@@ -461,8 +477,11 @@ CPU_LEVELS = (MemLevel("L2", 1 * MiB, 300e9, 300e9, private=True),
 # 22:26 and 22:34 (cpu_calibrate's fit on them: 1.4e-9 and 3.1e-8; a neighbour on the other core
 # triples both, as it shares the caches the tiles and the missed lines need); ``transposed`` from
 # the staged tiles (codegen/cpu.py's ``tiled``; one thread, 01:01 on 2026-11-28: a batched
-# transpose-add of 2**19 f32 217 us, exp(x.T) + y of 1024^2 851 us: 0.3e-9 an element, none aliased)
+# transpose-add of 2**19 f32 217 us, exp(x.T) + y of 1024^2 851 us: 0.3e-9 an element, none aliased);
+# ``half`` and ``half_load`` the hardware conversions' (codegen/cpu_half: a float16 kernel and its
+# float32 twin side by side, one thread, Xeon VM: x * y + x of 128x256 3.6 us in float16, 7.5 in
+# float32; 0.4e-9 and 0.07e-9 priced the integer helpers before them, 10x the kernel's time now)
 CPU_COSTS = CpuCosts(call=1e-6, pool=5e-6, sweep=0.0, op=0.0135e-9, serial=0.32e-9, vector_special=0.43e-9,
-                     reduce_special=1.1e-9, libm=5e-9, half=0.4e-9, strided=8.5e-9, transposed=0.3e-9, row=1.4e-9,
-                     half_load=0.07e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.3e-9, gather=0.03e-6,
+                     reduce_special=1.1e-9, libm=5e-9, half=0.01e-9, strided=8.5e-9, transposed=0.3e-9, row=1.4e-9,
+                     half_load=0.01e-9, array=0.1e-6, aliased=1.5e-9, tanh_special=0.3e-9, gather=0.03e-6,
                      branchy=10e-9, cold=1e-6, divide=0.2e-9)

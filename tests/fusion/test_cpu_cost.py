@@ -48,6 +48,18 @@ def test_terms_tell_vector_helpers_from_libm_calls_and_half_values():
     assert sin.threads == t64.threads == 2 and t32.threads == 1     # a libm call 16 units, a float64 helper 4
 
 
+def test_float16_values_a_float_sum_widens_are_counted_apart():
+    """A float sum's float16 summands (also cast to float32 first) widen to float64, 4 lanes an
+    instruction (cpu_cost's ``half_sum``), where an elementwise kernel's convert 8 or 16 at once."""
+    n = 64 * 1024
+    mean = _kernel(lambda x: np.mean(x.astype(np.float32), axis=-1), "f16[64,1024]").cost.cpu_terms
+    s16 = _kernel(lambda x: np.sum(x, axis=-1), "f16[64,1024]").cost.cpu_terms
+    s32 = _kernel(lambda x: np.sum(x, axis=-1), "f32[64,1024]").cost.cpu_terms
+    t16 = _kernel(lambda x: x * 2, "f16[64,1024]").cost.cpu_terms
+    assert mean.half_sum == s16.half_sum == n and s32.half_sum == t16.half_sum == 0
+    assert CPU.cpu.half_sum > CPU.cpu.half_load
+
+
 def test_scans_are_serial_and_a_leading_axis_scan_strided():
     last = _kernel(lambda x: np.cumsum(x, axis=1), "f32[512,512]").cost.cpu_terms
     lead = _kernel(lambda x: np.cumsum(x, axis=0), "f32[512,512]").cost.cpu_terms
