@@ -13,7 +13,7 @@ and float division, remainder, shifts, power, gcd/lcm and logaddexp are
 from __future__ import annotations
 
 from . import philox
-from . import cpu_complex, cpu_half, cpu_vecmath
+from . import cpu_argblocks, cpu_complex, cpu_half, cpu_vecmath
 from .int_helpers import decorated, float_sources
 
 HELPERS: dict[str, tuple] = {}
@@ -172,5 +172,6 @@ _helper(philox.HELPER, philox.python_source('@numba.njit(error_model="numpy")'))
 
 
 HELPERS.update(cpu_vecmath.SOURCES)       # float64 transcendentals LLVM vectorises
+HELPERS.update(cpu_argblocks.SOURCES)     # argmax/argmin keys
 for _name, _entry in cpu_complex.HELPERS.items():     # complex64/complex128 ops (cpu_complex)
     HELPERS[_name] = _entry

@@ -58,13 +58,14 @@ _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
 # or/and LLVM vectorises like a sum (a range check of 65536 int64 labels: 7.4 us, 0.11 ns an
 # element, where 10 ns an element priced it at 662; Xeon VM, one thread)
 _SCALAR_ACCS = frozenset({Op.ARGMAX, Op.ARGMIN})
-# a float row argmax/argmin runs in blocks of vectorised work and a search (codegen.cpu_argblocks),
-# priced as this many serial elements an element (4096x1000 f32 rows: 2.2 ms on one thread)
+# a float row argmax/argmin runs in chunks of vectorised work and one search (codegen.cpu_argblocks),
+# priced as this many serial elements an element (in chunks of 32: 512x257 float32 rows in L2 17 us
+# on one thread, 0.08 ns an element beyond the stream; 8192x257: 0.38 ms, NumPy 0.53; Xeon VM)
 _BLOCKED_ARGS = frozenset({Op.ARGMAX, Op.ARGMIN})
 # a float division or square root over the loop domain: a vector's takes several cycles (the
 # calibration's pixelnorm, x / sqrt(mean(x * x)), 2.3x its prediction without it; softmax 1.8x)
 _DIVIDES = frozenset({Op.TRUE_DIVIDE, Op.RECIPROCAL, Op.SQRT})
-BLOCKED_ARG_WORK = 1.6
+BLOCKED_ARG_WORK = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,7 +212,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         if n.op in _DIVIDES and dt.kind == "f" and n.size >= domain:
             divides += k                        # (a vector's; a hoisted one's is noise beside it)
         if n.op in _BLOCKED_ARGS and np.dtype(n.inputs[0].dtype) in (np.float32, np.float64):
-            serial += BLOCKED_ARG_WORK * k      # (codegen.cpu_argblocks: keys, a max, a NaN flag, a search)
+            serial += BLOCKED_ARG_WORK * k      # (codegen.cpu_argblocks: keys, a max, one chunk searched)
         elif n.op in _SCALAR_ACCS:
             branchy += k
         if n.op in SCAN:
