@@ -395,7 +395,10 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
             body = self.tile2d() if tile else self.elementwise()
         elif kir.kind in ROW_KINDS:
             if v.mode not in (("col", "scan") if K.has_scan(kir) else ("row", "col")):
-                raise CompileError(f"kfuse: variant {v} does not fit this reduce kernel (a scan: col or scan)")
+                if K.has_scan(kir):
+                    raise CompileError(f"kfuse: a scan runs its row in order in one thread (col) or in lanes of "
+                                       f"a warp (scan), not in variant {v}")
+                raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
             if v.mode == "scan" and not scan_renders(kir):
                 raise CompileError(f"kfuse: this scan kernel runs a thread a row (numba_cuda_scan.scan_renders), "
                                    f"not in variant {v}")
