@@ -66,6 +66,11 @@ _BLOCKED_ARGS = frozenset({Op.ARGMAX, Op.ARGMIN})
 # calibration's pixelnorm, x / sqrt(mean(x * x)), 2.3x its prediction without it; softmax 1.8x)
 _DIVIDES = frozenset({Op.TRUE_DIVIDE, Op.RECIPROCAL, Op.SQRT})
 BLOCKED_ARG_WORK = 0.25
+# a float16 max/min along a row keeps NumPy's first of equal values (-0.0 or +0.0, its float16
+# loop's >=) by a compare and select an element, one chain LLVM leaves scalar (no integer keys):
+# this many serial elements an element (128x256 and 256x1024 rows, one thread: 1.4-1.6 ns an
+# element, priced 0.01 before; their float32 twins, keyed, 0.1)
+HALF_MINMAX_WORK = 4.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,6 +214,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
             half += k
         if n.op is Op.SUM and _from_half(n.inputs[0]):
             half_sum += n.inputs[0].size
+        if n.op in (Op.MAX, Op.MIN) and dt == np.float16 and _along_last(n):
+            serial += HALF_MINMAX_WORK * k      # (the strict compare-and-select chain: no keys)
         if n.op in _DIVIDES and dt.kind == "f" and n.size >= domain:
             divides += k                        # (a vector's; a hoisted one's is noise beside it)
         if n.op in _BLOCKED_ARGS and np.dtype(n.inputs[0].dtype) in (np.float32, np.float64):
@@ -262,6 +269,12 @@ def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
         t = dataclasses.replace(t, cold=1)
         out[k] = dataclasses.replace(c, seconds=seconds(t, cpu, levels, cores)[0], cpu_terms=t)
     return out
+
+
+def _along_last(r: Node) -> bool:
+    """A reduction whose axes hold its input's last one (the emitter's inner loop runs along it)."""
+    shape = r.inputs[0].shape
+    return bool(shape) and (len(shape) - 1) in {a % len(shape) for a in (r.attr("axes") or ())}
 
 
 def _from_half(n: Node) -> bool:

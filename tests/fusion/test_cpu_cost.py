@@ -58,6 +58,10 @@ def test_float16_values_a_float_sum_widens_are_counted_apart():
     t16 = _kernel(lambda x: x * 2, "f16[64,1024]").cost.cpu_terms
     assert mean.half_sum == s16.half_sum == n and s32.half_sum == t16.half_sum == 0
     assert CPU.cpu.half_sum > CPU.cpu.half_load
+    rowmax = _kernel(lambda x: np.max(x, axis=-1), "f16[64,1024]").cost.cpu_terms
+    colmax = _kernel(lambda x: np.max(x, axis=0), "f16[64,1024]").cost.cpu_terms
+    rowmax32 = _kernel(lambda x: np.max(x, axis=-1), "f32[64,1024]").cost.cpu_terms
+    assert rowmax.serial == cpu_cost.HALF_MINMAX_WORK * n and colmax.serial == rowmax32.serial == 0   # (a scalar chain)
 
 
 def test_scans_are_serial_and_a_leading_axis_scan_strided():
