@@ -377,6 +377,14 @@ COSTLY = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "ta
                     "logaddexp", "logaddexp2", "cbrt"})
 
 
+def reloaded_buffers(kir: K.KernelIR) -> dict[int, int]:
+    """The input buffers a reduce kernel's accumulating passes load along the row (what
+    Variant.reload keeps in L1), with their element sizes."""
+    last, _ = _innermost(kir)
+    return {s.buf: np.dtype(s.dtype).itemsize for ph in kir.phases if ph.accs for s in ph.body
+            if isinstance(s, K.Load) and last is not None and any(last in K.expr_vars(e) for e in s.index)}
+
+
 def recomputed_values(kir: K.KernelIR) -> list:
     """The value keys (``kernel_ir.value_keys``) of float ops in ``COSTLY`` that two or more
     passes over a row compute alike (a softcap's tanh in a softmax's three), in order."""

@@ -59,6 +59,9 @@ ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded 
                               # codegen.cuda.reload_pays says where), not held
 ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 512 threads, 32 registers, as
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
+ROW_RELOAD_MAX_BYTES = 32768  # ... and where rows of several buffers hold at most this many bytes (Pearson's two
+                              # 32 KiB rows, 8192x8192 f32: 239.7/250.5 us re-loaded, 132.7/138.4 held; one buffer
+                              # of 128 KiB, GroupNorm's: 101.4 re-loaded, 118.0 held; H200, 2026-11-28)
 ROW_PEEL = True               # rows not starting 16-byte aligned (odd lengths, views): vector bodies, scalar
                               # heads and tails (Variant.peel), rather than element by element
 ROW_PEEL_PACKED = True        # ... short (packed) rows too (not measured yet: False keeps them element by element)
@@ -489,7 +492,9 @@ class _Launcher(LauncherBase):
             block = ONLINE_BLOCK_WRITES if cuda_emit.writes_rows(kir) else ONLINE_BLOCK
             return cuda_emit.Variant("row", vec, big, 0, block, ROW_BARRIERS, peel=peel), max(1, min(n_rows, INT32_LIMIT // 2))
         # (a costly op computed alike by several passes is held, not reloaded: codegen.cuda_rows)
-        reload = ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir) and not cuda_emit.recomputed_values(kir)
+        bufs = cuda_emit.reloaded_buffers(kir)
+        reload = (ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir) and not cuda_emit.recomputed_values(kir)
+                  and (len(bufs) < 2 or L * sum(bufs.values()) <= ROW_RELOAD_MAX_BYTES))
         block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
         if not reload and ROW_LONG_UNITS < units <= 4 * ROW_LONG_UNITS:

@@ -141,3 +141,29 @@ def test_odd_bfloat16_rows_match_a_float32_computation(rows, cols, backend, cupy
         s = kfuse.jit(rowsum)(dev).view(torch.int16).cpu().numpy().view(bf).astype(np.float32)
         exact = host.astype(np.float64).sum(axis=1).astype(np.float32).astype(bf).astype(np.float32)
         np.testing.assert_allclose(s, exact, rtol=8e-3, atol=1e-2)
+
+
+def ln_f16_f32w(x, r, g, b):     # residual + layernorm of float16 rows, float32 weights, float16 out
+    h = x + r
+    hf = h.astype(np.float32)
+    d = hf - hf.mean(-1, keepdims=True)
+    return (d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * g + b).astype(np.float16), h
+
+
+@pytest.mark.parametrize("width", [64, 1000, 4096, 4104, 4097, 65536])
+def test_float16_rows_with_float32_weights_match_numpy(width, backend, cupy_for):
+    """float16 rows with float32 weights (the vector unit: 16 bytes of the weights), the rows
+    of a view (a stride of width + 1) peeled."""
+    import kfuse
+    cp = cupy_for(backend)
+    x, r = (RNG.standard_normal((67, width + 1)).astype(np.float16) for _ in range(2))
+    g, b = (RNG.standard_normal(width).astype(np.float32) for _ in range(2))
+    for cut in (lambda a: a[:, :-1], lambda a: a[:, 1:]):
+        host = [np.ascontiguousarray(cut(x)), np.ascontiguousarray(cut(r)), g, b]
+        dev = [cut(cp.asarray(x)), cut(cp.asarray(r)), cp.asarray(g), cp.asarray(b)]
+        f = kfuse.jit(ln_f16_f32w, backend="cuda")
+        got = [cp.asnumpy(o) for o in f(*dev)]
+        for o, w in zip(got, ln_f16_f32w(*host)):
+            assert_matches_numpy(o, w, reductions=True)
+        if width % 4 == 0 and width >= 1000:
+            assert any(v.vec == 4 for v in _variants(f, dev)), _variants(f, dev)
