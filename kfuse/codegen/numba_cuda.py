@@ -64,7 +64,8 @@ from ..errors import CompileError, DeviceError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_scatter as scatter
-from .cuda_shapes import vector_access
+from .cuda_rows import RowEmitter as CudaRows
+from .cuda_shapes import vector_access, vector_accesses
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
@@ -122,6 +123,8 @@ def numba_cuda_available() -> tuple[bool, str]:
 class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
+        va = vector_accesses(kir) if variant.vec > 1 and variant.mode != "scan" else None   # (scan: vec segments)
+        self.unit_var = va[0] if va else None
         self.used: list[str] = []
         self.dt: dict[str, str] = {}       # var -> dtype name
         self.consts: dict[str, tuple] = {}  # var -> (value, dtype)
@@ -151,8 +154,11 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
         return f"({self.ix(e.lhs)} {e.op} {self.ix(e.rhs)})"
 
     def offset(self, kind: str, k: int, index) -> str:
-        terms = [f"{self.ix(e)} * st_{kind}{k}_{d}" for d, e in enumerate(index)
-                 if not (isinstance(e, K.ILit) and e.value == 0)]
+        # an access along the vector's loop variable: unit stride (the runtime takes vec > 1 only
+        # so), no multiply, as CUDA C's; fewer live 64-bit addresses
+        unit = self.unit_var is not None and vector_access(index, self.unit_var)
+        terms = [self.ix(e) if unit and d == len(index) - 1 else f"{self.ix(e)} * st_{kind}{k}_{d}"
+                 for d, e in enumerate(index) if not (isinstance(e, K.ILit) and e.value == 0)]
         return " + ".join(terms) if terms else "0"
 
     # -- statements: K.StatementRenderer dispatches to on_<statement>
@@ -436,7 +442,10 @@ def emit(kir: K.KernelIR, variant: NVariant | None = None) -> str:
     """KernelIR -> Python source of a numba.cuda kernel ``kfuse_kernel`` (+ ``SIG``, ``LAUNCH_BOUNDS``)."""
     K.refuse_bfloat16(kir, "the Numba-CUDA backend")
     scatter.refuse_unsupported(kir)
-    return _Gen(decompose(kir), variant or default_variant(kir)).source()
+    variant = variant or default_variant(kir)
+    if variant.reload:      # float32 sums in float32, as CUDA C's re-loaded rows
+        kir = dataclasses.replace(kir, phases=tuple(CudaRows.acc32_phase(ph) for ph in kir.phases))
+    return _Gen(decompose(kir), variant).source()
 
 
 # --------------------------------------------------------------------------- PTX

@@ -120,6 +120,13 @@ class AccEmitter:
                 out.append(f"    smi_{a.dst}[warp_] = P{a.dst}")
             out.append("cuda.syncthreads()")
             rd = (lambda i: f"(sm_{a.dst}[{i}] != 0)") if vt == "bool" else (lambda i: f"sm_{a.dst}[{i}]")
+            if self.v.reload and a.kind == "sum" and vt == "float32":
+                # float32 sums (NVariant.reload): a pairwise tree over the warps' partials too, as
+                # CUDA C's (the block a power of two of warps)
+                out += [f"{A} = {rd('lane_ & (nwarps_ - 1)')}", "m_ = nwarps_ >> 1", "while m_ > 0:",
+                        f"    ov_ = {self.shfl(A, vt, 'm_')}", f"    {A} = {self.combine(a, A, 'ov_')}",
+                        "    m_ >>= 1", "cuda.syncthreads()"]
+                return out + self._acc_result(a, vt, arg)
             out.append(f"{A} = {rd(0)}")
             if arg:
                 out.append(f"P{a.dst} = smi_{a.dst}[0]")
@@ -131,6 +138,11 @@ class AccEmitter:
                 out.append(f"    {A} = {self.combine(a, A, rd('w_'))}")
             out.append("    w_ += 1")
             out.append("cuda.syncthreads()")
+        return out + self._acc_result(a, vt, arg)
+
+    def _acc_result(self, a: K.Acc, vt: str, arg: bool) -> list[str]:
+        """The reduction's value from its combined running state."""
+        A, out = f"A{a.dst}", []
         self.dt[a.dst] = a.dtype
         if arg:
             out.append(f"{a.dst} = P{a.dst} if P{a.dst} >= 0 else np.int64(0)")

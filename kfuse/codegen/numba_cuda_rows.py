@@ -59,7 +59,9 @@ class RowEmitter:
         L.append(f"row_len_ = {' * '.join(self.ix(kir.domain[d]) for d in inner) or '1'}")
         L.append(f"units_ = row_len_ // {v.vec}" if v.vec > 1 else "units_ = row_len_")   # (whole vectors)
         L.append("tid_ = np.int64(cuda.threadIdx.x)")
-        L.append("bdim_ = np.int64(cuda.blockDim.x)")
+        # the launch's block is the variant's: a constant (register slots at constant offsets, the
+        # warps' combine unrolled), as CUDA C's
+        L.append(f"bdim_ = np.int64({v.block})")
         if packed:      # a row's lanes combine by shuffles alone: no shared memory, no barrier
             L += [f"lane_ = tid_ & {v.lanes - 1}", f"rpb_ = {v.block // v.lanes}"]
         elif row:
@@ -216,12 +218,16 @@ class RowEmitter:
         return heads + rests + [f"j_ += {U} * {step}"]
 
     def _slot_loop(self, ph: K.Phase, inner: list, kc: int, cache: dict, filled: set) -> list[str]:
-        """A pass over a row held in ``kc`` register slots a thread (loaded by the first pass)."""
+        """A pass over a row held in ``kc`` register slots a thread (loaded by the first pass);
+        with ``NVariant.reload`` (CUDA C's ``Variant.reload``) nothing is held from one pass to
+        the next: a reduction pass loads its slots up front, other passes load as they go."""
+        if self.v.reload:
+            filled.clear()
         out = self.fill_slots(ph, inner, kc, cache, filled)
         newly: set = set()
         for k in range(kc):
             j = f"j_{k}"
-            out += [f"{j} = tid_ + {k} * bdim_", f"if {j} < units_:"]
+            out += [f"{j} = tid_ + {k} * bdim_", "if True:" if self.v.exact else f"if {j} < units_:"]
             out += ["    " + x for x in self._unit(ph, inner, f"_{k}", j, (cache, k, filled, newly))]
         filled |= newly
         return out
@@ -279,14 +285,16 @@ class RowEmitter:
         is never used), so no load sits behind a bounds branch the compiler does not hoist it
         over. Adds what it loads to ``filled``. Not in multi-pass kernels: there the hoisted slots
         cost registers (layernorm: 64 -> 84 a thread, one 512-thread block an SM instead of two:
-        P3 0.316 -> 0.453 ms on an H200)."""
-        if sum(1 for p in self.kir.phases if p.accs) != 1:
+        P3 0.316 -> 0.453 ms on an H200); but with ``reload`` in every reduction pass, all its row
+        loads (CUDA C's ``reload_loads``: nothing is held across passes there)."""
+        reload = self.v.reload
+        if (not ph.accs) if reload else sum(1 for p in self.kir.phases if p.accs) != 1:
             return []
         fresh = {}
         for s in ph.body:
-            if isinstance(s, K.Load) and (s.buf, s.index) not in filled:
+            if isinstance(s, K.Load) and (s.buf, s.index) not in filled and not (reload and K.gathers(s.index)):
                 fresh.setdefault((s.buf, s.index), s)
-        if len(fresh) != 1 or any(K.gathers(s.index) for s in fresh.values()):
+        if not fresh or (not reload and (len(fresh) != 1 or any(K.gathers(s.index) for s in fresh.values()))):
             return []
         lines = []
         vec = self.v.vec
@@ -295,7 +303,7 @@ class RowEmitter:
             names = [f"_{k}{e}" for e in self._elems()]
             self.sfx = names[0]
             j = f"j_{k}"
-            lines += [f"{j} = tid_ + {k} * bdim_", f"{j} = {j} if {j} < units_ else 0 * {j}"]
+            lines += [f"{j} = tid_ + {k} * bdim_"] + ([] if self.v.exact else [f"{j} = {j} if {j} < units_ else 0 * {j}"])
             self.decompose(j, inner, lines, vec)
             lines += self.element_indices(inner, names)
             for key, s in fresh.items():

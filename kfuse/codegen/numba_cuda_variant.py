@@ -28,6 +28,10 @@ class NVariant:
     packed: bool = False        # combined by shuffles among the row's lanes alone: no barrier); scan:
                                 # lanes a row, a chunk vec segments of lanes elements, packed: rows of up
                                 # to lanes elements, a chunk's segments other rows
+    exact: bool = False         # row, cache_k: every row exactly cache_k x block units (CUDA C's Variant.exact):
+                                # no bounds test on a slot
+    reload: bool = False        # row, cache_k: later passes load the row again (a reduction pass its slots up
+                                # front), not held; float32 sums accumulate in float32 (CUDA C's Variant.reload)
     tile_t: int = -1            # tile (codegen.numba_cuda_tile2d): the domain dim the staged loads run along,
     staged: tuple = ()          # those loads (their statements' variables), read through shared memory,
     side: int = 32              # and a tile's side in elements (CUDA C's Variant fields of the same names)
@@ -41,6 +45,8 @@ class NVariant:
         t += f"y{self.split}" if self.grid_sync else ""
         t += f"g{self.lanes}" if self.mode == "scan" else ""
         t += f"w{self.lanes}" if self.packed else ""
+        t += "r" if self.reload else ""
+        t += "x" if self.exact else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) + f"t{self.side}" if self.mode == "tile" else ""
         return t + (f"m{self.min_blocks}" if self.min_blocks else "")
 

@@ -81,9 +81,9 @@ class _Launcher(rt_cuda._Launcher):
     for rows of a few units), column loops unrolled as CUDA C's, their loads in flight
     together, scans along contiguous rows as lanes of a warp a row (``codegen.numba_cuda_scan``)
     and transposes through shared-memory tiles (``codegen.numba_cuda_tile2d``; not of complex
-    values). The parts it does not render yet are chosen as it did before: peeled rows (not
-    starting 16-byte aligned) element by element, rows re-read through L1 held in registers,
-    online max-and-sum rows in two passes, and scans in two stages (few long rows) or of
+    values), rows re-loaded every reduction pass (``reload``; without CUDA C's L1 hints). The
+    parts it does not render yet are chosen as it did before: peeled rows (not starting 16-byte
+    aligned) element by element, online max-and-sum rows in two passes, and scans in two stages (few long rows) or of
     floating/complex products a thread a row."""
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
@@ -179,8 +179,9 @@ class _Launcher(rt_cuda._Launcher):
         if chunked:
             return (nc.NVariant("row", 1, 0, v.block, vec=v.vec, split=v.split, stage=v.stage,
                                 grid_sync=v.grid_sync, min_blocks=v.min_blocks), grid)
-        if not (v.packed or v.split or v.grid_sync):    # (a reloaded row held in its registers)
-            return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec), grid
+        if not (v.packed or v.split or v.grid_sync):    # held in registers, or re-loaded a pass
+            return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec, reload=v.reload and v.cache_k > 0 and v.vec > 1,
+                               exact=v.exact and v.cache_k > 0), grid
         if v.packed:    # short rows: block / lanes rows a block, lanes threads a row (1: a thread a row)
             return nc.NVariant("row", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=True), grid
         L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1

@@ -234,3 +234,28 @@ def test_transposes_stage_through_shared_tiles(name, tmp_path):
     assert ".shared" in ptx and ptx.count("bar.sync") == 2
     if nv.vec > 1:
         assert re.search(r"st\.global\.v\d", ptx) and re.search(r"ld\.global(\.nc)?\.v\d", ptx), name
+
+
+# -------------------------------------------------------------------------------- re-loaded rows
+
+def groupnorm(x, g, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, 32, (c // 32) * h * w)
+    y = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-5)
+    return y.reshape(n, c, h, w) * g.reshape(1, c, 1, 1) + b.reshape(1, c, 1, 1)
+
+
+def test_reloaded_rows_hold_nothing_across_passes(tmp_path):
+    """CUDA C's ``reload`` (groupnorm_nchw's rows of 32768 floats, 1024 threads of 8 slots): each
+    reduction pass loads its slots up front (16-byte loads, all before its first add), nothing
+    is held across passes (no slot read before it is loaded in the pass), float32 sums
+    accumulate in float32 with a pairwise tree over the warps, as CUDA C's."""
+    v, nv, _, src = schedules(groupnorm, fake((32, 256, 64, 64)), fake((256,)), fake((256,)))
+    assert v.reload and nv.reload and (nv.cache_k, nv.block, nv.vec) == (v.cache_k, v.block, v.vec) == (8, 1024, 4)
+    assert v.exact and nv.exact                     # (8 x 1024 units a row: no bounds test on a slot)
+    b = body(src)
+    assert b.count("if row_len_ > 0:") == 2                     # the mean's and the variance's passes
+    assert "lane_ & (nwarps_ - 1)" in b and "np.float64(Av" not in b
+    ptx = ptx_of(src, tmp_path)
+    assert "ld.global.v4.f32" in ptx and "add.rn.f32" in ptx
+    assert ".local" not in ptx
