@@ -71,7 +71,7 @@ from .numba_cuda_accs import AccEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
 from .numba_cuda_scan import ScanEmitter, scan_renders
 from .numba_cuda_tile2d import Tile2dEmitter
-from .numba_cuda_variant import NVariant, default_variant, fast_div_dims, fastdiv_fits, row_variant  # noqa: F401
+from .numba_cuda_variant import NVariant, default_variant, fast_div_dims, fastdiv_fits, row_variant, size_divisors  # noqa: F401
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -151,6 +151,10 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
             return str(e.value)
         if isinstance(e, (K.IVar, K.IVal)):
             return self.n(e.name)
+        if e.op in ("//", "%") and isinstance(e.rhs, K.IVar) and e.rhs.name in self.v.divs:
+            lhs, d = self.ix(e.lhs), e.rhs.name      # (0 <= lhs < 2^31: runtime.gpu_launch.fast_divisor)
+            q = f"((np.int64(ld.umulhi(np.int32({lhs}), dz{d}_m)) + {lhs}) >> dz{d}_s)"
+            return q if e.op == "//" else f"({lhs} - {q} * {d})"
         return f"({self.ix(e.lhs)} {e.op} {self.ix(e.rhs)})"
 
     def offset(self, kind: str, k: int, index) -> str:
@@ -229,6 +233,9 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
             for d in fast_div_dims(kir):
                 names += [f"dv{d}_m", f"dv{d}_s"]
                 types += ["T.int32", "T.int32"]
+        for d in self.v.divs:   # (uint32 values, read as int32, as fastdiv's)
+            names += [f"dz{d}_m", f"dz{d}_s"]
+            types += ["T.int32", "T.int32"]
         if self.v.workspace:
             names.append("ws_")
             types.append("T.CPointer(T.uint8)")

@@ -30,6 +30,9 @@ class NVariant:
                                 # to lanes elements, a chunk's segments other rows
     exact: bool = False         # row, cache_k: every row exactly cache_k x block units (CUDA C's Variant.exact):
                                 # no bounds test on a slot
+    divs: tuple = ()            # elementwise, tile: the sizes an index expression divides by (a concatenation's
+                                # piece, a roll's wrap), divided by multiply-high with a host pair each, as
+                                # CUDA C's 32-bit index math does (size_divisors)
     reload: bool = False        # row, cache_k: later passes load the row again (a reduction pass its slots up
                                 # front), not held; float32 sums accumulate in float32 (CUDA C's Variant.reload)
     tile_t: int = -1            # tile (codegen.numba_cuda_tile2d): the domain dim the staged loads run along,
@@ -47,6 +50,7 @@ class NVariant:
         t += f"w{self.lanes}" if self.packed else ""
         t += "r" if self.reload else ""
         t += "x" if self.exact else ""
+        t += "z" + "_".join(self.divs) if self.divs else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) + f"t{self.side}" if self.mode == "tile" else ""
         return t + (f"m{self.min_blocks}" if self.min_blocks else "")
 
@@ -84,3 +88,24 @@ def row_variant(L: int) -> NVariant:
     kc = -(-L // block) if L <= 16 * block else 0
     kc = 1 << (kc - 1).bit_length() if kc > 1 else kc
     return NVariant("row", 1, kc, block)
+
+
+def size_divisors(kir: K.KernelIR) -> list[str]:
+    """The sizes an index expression of ``kir``'s statements divides by (``//`` or ``%``), in
+    order of first use: with 32-bit index math each is a multiply-high by a host-computed pair
+    (``NVariant.divs``; CUDA C's ``kf_udiv``), not a 64-bit division routine (rotary embedding:
+    five an element)."""
+    sizes = {s.name for s in kir.sizes}
+    out: list[str] = []
+
+    def walk(e) -> None:
+        if isinstance(e, K.IBin):
+            walk(e.lhs)
+            walk(e.rhs)
+            if e.op in ("//", "%") and isinstance(e.rhs, K.IVar) and e.rhs.name in sizes and e.rhs.name not in out:
+                out.append(e.rhs.name)
+    for ph in kir.phases:
+        for s in ph.pre + ph.body:
+            for e in K.stmt_index(s):
+                walk(e)
+    return out

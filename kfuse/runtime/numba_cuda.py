@@ -29,6 +29,7 @@ import numpy as np
 
 from ..codegen import kernel_ir as K
 from ..codegen import numba_cuda as nc
+from ..codegen.decompose import decompose
 from ..codegen.lower import lower_group
 from ..codegen.numba_cuda_scatter import refuse_unsupported
 from ..errors import UnsupportedError
@@ -159,15 +160,18 @@ class _Launcher(rt_cuda._Launcher):
     def _render(self, v, grid: int, sm: int) -> tuple:
         """``(NVariant, grid)``: the CUDA C schedule ``v`` as this emitter renders it."""
         kir = self.kir
+        # (index divisions by a size as multiply-high where CUDA C's index math is 32-bit)
+        divs = () if v.idx64 else tuple(nc.size_divisors(decompose(kir)))
         if v.mode == "elementwise":
             dims = kir.loop_dims(range(len(kir.domain)))
             total = math.prod(self.extent(d) for d in dims) if dims else 1
             units = total // v.vec
             ilp = 4 if v.vec == 1 and units >= 4 * 256 * sm else 1
             return (nc.NVariant("elementwise", ilp, 0, v.block, fastdiv=nc.fastdiv_fits(kir, total), vec=v.vec,
-                                tail=v.tail), max(1, min(-(-units // (v.block * ilp)), sm * 1024)))
+                                tail=v.tail, divs=divs), max(1, min(-(-units // (v.block * ilp)), sm * 1024)))
         if v.mode == "tile":            # transposed operands through shared tiles (codegen.numba_cuda_tile2d)
-            return nc.NVariant("tile", 1, 0, v.block, vec=v.vec, tile_t=v.tile_t, staged=v.staged, side=v.side), grid
+            return (nc.NVariant("tile", 1, 0, v.block, vec=v.vec, tile_t=v.tile_t, staged=v.staged, side=v.side,
+                                divs=divs), grid)
         if v.mode == "scan":            # lanes of a warp a row (codegen.numba_cuda_scan)
             return nc.NVariant("scan", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=v.packed), grid
         chunked = (v.split or v.grid_sync) and redo_free(kir)
@@ -227,12 +231,13 @@ class _Launcher(rt_cuda._Launcher):
 
     def extra_args(self, nv) -> list:
         """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by (the innermost
-        one in units of ``nv.vec`` elements)."""
-        if not nv.fastdiv:
-            return []
-        dims = nc.fast_div_dims(self.kir)
-        return [np.uint32(x) for d in dims
-                for x in fast_divisor(self.extent(d) // (nv.vec if d == dims[0] else 1))]
+        one in units of ``nv.vec`` elements), then one for each size its index expressions
+        divide by (``nv.divs``)."""
+        out = []
+        if nv.fastdiv:
+            dims = nc.fast_div_dims(self.kir)
+            out += [np.uint32(x) for d in dims for x in fast_divisor(self.extent(d) // (nv.vec if d == dims[0] else 1))]
+        return out + [np.uint32(x) for d in nv.divs for x in fast_divisor(self.size_of[d])]
 
 
 MATMUL_REFUSED = "kfuse: matmul is not supported by the numba-cuda backend; use backend='cuda'"

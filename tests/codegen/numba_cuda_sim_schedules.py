@@ -224,6 +224,15 @@ def cases():
     out.append(("scan-of-scan", lambda x: np.cumsum(np.cumsum(x, -1) * 0.5, -1), [np.abs(rng_rows((37, 70)))], None, "scan"))
     out.append(("scan-packed-of-scan", lambda x: np.cumsum(np.cumsum(x, -1) * 0.5, -1), [np.abs(rng_rows((37, 9)))], None, "scan"))
     out.append(("scan-cumprod-f64-in-order", lambda x: np.cumprod(x, -1), [rng_rows((37, 45), np.float64)], None, "col"))
+    def rotary(x, c, s):
+        h = x.shape[-1] // 2
+        return x * c + np.concatenate((-x[..., h:], x[..., :h]), axis=-1) * s
+    out.append(("ew-rotary-divs", rotary, [rng_rows((3, 5, 16)), rng_rows((5, 16), seed=1), rng_rows((5, 16), seed=2)],
+                None, "elementwise"))
+    out.append(("ew-concat-sin-divs", lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1),
+                [rng_rows((37, 12)), rng_rows((37, 8), seed=1)], None, "elementwise"))
+    out.append(("ew-roll-pad-divs", lambda x: np.pad(x - np.roll(x, 3, -1), ((0, 0), (2, 5))),
+                [rng_rows((37, 29))], None, "elementwise"))
     tr = lambda x, y: np.exp(x.T) + y          # noqa: E731
     out.append(("tile-exp-xT-37x45", tr, [rng_rows((37, 45)), rng_rows((45, 37), seed=1)], None, "tile"))
     out.append(("tile-exp-xT-vec4", tr, [rng_rows((48, 40)), rng_rows((40, 48), seed=1)], None, "tile"))
@@ -258,6 +267,8 @@ def main():
                 o = o.reshape(e.shape) if o.size == e.size else o       # (a kernel writing a reshape's base)
                 assert_matches_numpy(o, e, reductions=True)
             mode = "packed" if nv.packed and nv.mode == "row" else nv.mode
+            if "divs" in name:
+                mode = mode if nv.divs else "no divs"
             if "reload" in name:
                 mode = mode if nv.reload else "held"
             ok, why = mode == want_mode, f"rendered {nv.tag} ({cv.tag})"

@@ -259,3 +259,29 @@ def test_reloaded_rows_hold_nothing_across_passes(tmp_path):
     ptx = ptx_of(src, tmp_path)
     assert "ld.global.v4.f32" in ptx and "add.rn.f32" in ptx
     assert ".local" not in ptx
+
+
+# -------------------------------------------------------------------------------- index divisions
+
+def rotary(x, c, s):
+    h = x.shape[-1] // 2
+    return x * c + np.concatenate((-x[..., h:], x[..., :h]), axis=-1) * s
+
+
+@pytest.mark.parametrize("name", ["rotary", "concat", "roll_pad"])
+def test_index_divisions_by_sizes_multiply_high(name, tmp_path):
+    """A concatenation's piece tests, a roll's wrap, a pad's: each division or remainder by a size
+    a multiply-high by a host pair (the kernel's ``dz<size>`` parameters, the launcher's extra
+    arguments after the unravel's), as CUDA C's 32-bit index math: no 64-bit division routine."""
+    fn, arrays = {"rotary": (rotary, [fake((32, 4096, 128)), fake((4096, 128)), fake((4096, 128))]),
+                  "concat": (lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1),
+                             [fake((16384, 1024)), fake((16384, 256))]),
+                  "roll_pad": (lambda x: np.pad(x - np.roll(x, 3, -1), ((0, 0), (2, 5))), [fake((4096, 1029))])}[name]
+    v, nv, _, src = schedules(fn, *arrays)
+    assert not v.idx64 and nv.divs and all(f"dz{d}_m" in src for d in nv.divs)
+    from kfuse.runtime.numba_cuda import _Launcher
+    (kir,) = kfuse.jit(fn, backend="numba-cuda").lower(*map(_spec, arrays)).kernels(for_gpu=True)
+    extra = _Launcher(None, kir, "sm_90", None).extra_args(nv)
+    assert len(extra) == 2 * (len(nc.fast_div_dims(kir)) * nv.fastdiv + len(nv.divs))
+    ptx = ptx_of(src, tmp_path)
+    assert not re.search(r"\b(div|rem)\.[su]64", ptx)

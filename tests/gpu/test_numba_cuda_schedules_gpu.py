@@ -202,3 +202,26 @@ def test_tiles_over_more_blocks_than_the_grid(backend):
     y = RNG.standard_normal((3001, 4099)).astype(np.float32)
     infos = _run(lambda x, y: x.T + y, backend, x, y)
     assert any(v.mode == "tile" for v in infos), infos
+
+
+# -------------------------------------------------------------------------------- index divisions
+
+def _rotary(x, c, s):
+    h = x.shape[-1] // 2
+    return x * c + np.concatenate((-x[..., h:], x[..., :h]), axis=-1) * s
+
+
+PIECES = {
+    "rotary_3d": (_rotary, [(3, 77, 128), (77, 128), (77, 128)]),
+    "rotary_odd": (_rotary, [(5, 33, 18), (33, 18), (33, 18)]),
+    "concat_sin": (lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1), [(1031, 100), (1031, 37)]),
+    "roll_pad": (lambda x: np.pad(x - np.roll(x, 3, -1), ((0, 0), (2, 5))), [(517, 1029)]),
+    "tile_repeat": (lambda x: np.tile(x, (1, 3)) + np.repeat(x, 3, axis=1), [(301, 77)]),
+}
+
+
+@pytest.mark.parametrize("name", list(PIECES))
+def test_index_divisions_by_sizes(name, backend):
+    """Pieces, wraps and pads: index divisions by sizes (Numba-CUDA: multiply-high, NVariant.divs)."""
+    fn, shapes = PIECES[name]
+    _run(fn, backend, *[RNG.standard_normal(s).astype(np.float32) for s in shapes])
