@@ -68,6 +68,7 @@ from .cuda_rows import RowEmitter as CudaRows
 from .cuda_shapes import vector_access, vector_accesses
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
+from .numba_cuda_branches import BranchEmitter, branch_plan
 from .numba_cuda_rows import RowEmitter, _first_factor
 from .numba_cuda_scan import ScanEmitter, scan_renders
 from .numba_cuda_tile2d import Tile2dEmitter
@@ -120,7 +121,7 @@ def numba_cuda_available() -> tuple[bool, str]:
 # --------------------------------------------------------------------------- the emitter
 
 
-class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitter, BranchEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         va = vector_accesses(kir) if variant.vec > 1 and variant.mode != "scan" else None   # (scan: vec segments)
@@ -299,16 +300,21 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
         ids = {id(s) for s in early}
         order = (early + [s for s in stmts if isinstance(s, (K.Op, K.Load, K.Index, K.Search)) and id(s) not in ids]
                  + [s for s in stmts if isinstance(s, K.Store)])
+        plan = branch_plan(kir) if kir.kind == GroupKind.ELEMENTWISE else None
+
+        def lanes(n: int, vec: int) -> list[str]:       # (where-arms as branches: codegen.numba_cuda_branches)
+            return (self.branch_lanes(list(kir.phases[0].pre), plan, dims, n, vec) if plan
+                    else self._lanes(order, dims, n, vec))
         if ilp > 1:
             body.append(f"while u_ + {ilp - 1} * step_ < n_:")
-            body += ["    " + x for x in self._lanes(order, dims, ilp, vec)]
+            body += ["    " + x for x in lanes(ilp, vec)]
             body.append(f"    u_ += {ilp} * step_")
         body.append("while u_ < n_:")
-        body += ["    " + x for x in self._lanes(order, dims, 1, vec)]
+        body += ["    " + x for x in lanes(1, vec)]
         body.append("    u_ += step_")
         if v.tail:          # a flat domain's last n % vec elements, one by one
             body += [f"u_ = n_ * {vec} + g_", "while u_ < n_el_:"]
-            body += ["    " + x for x in self._lanes(order, dims, 1, 1)]
+            body += ["    " + x for x in lanes(1, 1)]
             body.append("    u_ += step_")
         return body
 

@@ -231,6 +231,10 @@ def cases():
                 None, "elementwise"))
     out.append(("ew-concat-sin-divs", lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1),
                 [rng_rows((37, 12)), rng_rows((37, 8), seed=1)], None, "elementwise"))
+    cat = lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1)       # noqa: E731
+    out.append(("ew-concat-sin-odd-divs", cat, [rng_rows((37, 13)), rng_rows((37, 7), seed=1)], None, "elementwise"))
+    out.append(("ew-concat-sin-ilp4", cat, [rng_rows((37, 13)), rng_rows((37, 7), seed=1)],
+                nc.NVariant("elementwise", 4, 0, 64), "elementwise"))
     out.append(("ew-roll-pad-divs", lambda x: np.pad(x - np.roll(x, 3, -1), ((0, 0), (2, 5))),
                 [rng_rows((37, 29))], None, "elementwise"))
     tr = lambda x, y: np.exp(x.T) + y          # noqa: E731

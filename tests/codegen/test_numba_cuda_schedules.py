@@ -285,3 +285,18 @@ def test_index_divisions_by_sizes_multiply_high(name, tmp_path):
     assert len(extra) == 2 * (len(nc.fast_div_dims(kir)) * nv.fastdiv + len(nv.divs))
     ptx = ptx_of(src, tmp_path)
     assert not re.search(r"\b(div|rem)\.[su]64", ptx)
+
+
+def test_costly_where_arms_branch(tmp_path):
+    """CUDA C's where-arms as branches (codegen.cuda_branches): an element of
+    ``concatenate([x, x * x, sin(z)], 1)`` computes its own piece only; the sine (and the load
+    feeding it) sits inside the branch of its piece, not before a chain of selects."""
+    for arrays in ([fake((16384, 1024)), fake((16384, 256))], [fake((1031, 13)), fake((1031, 7))]):
+        v, nv, _, src = schedules(lambda x, z: np.concatenate([x, x * x, np.sin(z)], axis=1), *arrays)
+        lines = body(src).split("\n")
+        sin = next(k for k, x in enumerate(lines) if "ld.sinf(" in x)
+        depth = len(lines[sin]) - len(lines[sin].lstrip())
+        opener = next(x for x in reversed(lines[:sin]) if len(x) - len(x.lstrip()) < depth)
+        assert opener.strip().startswith("if ") and opener.strip().endswith(":"), opener
+        assert any(x.strip() == "else:" for x in lines)
+        ptx_of(src, tmp_path)

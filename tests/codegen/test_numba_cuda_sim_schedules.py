@@ -24,6 +24,6 @@ def test_schedules_match_numpy_in_the_simulator(tmp_path):
     r = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    assert len(results) >= 61
+    assert len(results) >= 63
     bad = [res for res in results if not res["ok"]]
     assert not bad, bad
