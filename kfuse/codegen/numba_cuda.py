@@ -19,13 +19,17 @@ arguments, as ``runtime.numba_cuda`` renders it; the schedule is chosen once, by
   elements one by one; with ``fastdiv`` (a domain under 2^31 elements) the flat index is unravelled
   by multiply-high with host-computed divisors (``fast_div_dims``; runtime ``fast_divisor``), not by
   64-bit ``%``/``//`` (a software routine on the GPU: P1 on an H200 ran at 31% of the copy bandwidth with it);
+  A ``where`` selecting by index alone with a costly arm (a concatenation's piece) runs as
+  ``if``/``else`` (:mod:`kfuse.codegen.numba_cuda_branches`), and an index expression's division
+  by a size is a multiply-high by a host pair (``NVariant.divs``), as CUDA C's;
 * tile (elementwise, operands transposed against the output): ``side x side`` tiles of two
   dims staged through shared memory (:mod:`kfuse.codegen.numba_cuda_tile2d`);
 * scatter: the elementwise loop, its ``ufunc.at`` store an atomic (``numba_cuda_scatter``);
 * row (reduce): one block per outer index, threads stride over the reduced dims a unit of ``vec``
   elements at a time, warp shuffles then a shared-memory combine in a fixed order
   (deterministic); with ``cache_k > 0`` the row's loads are kept in registers (``cache_k``
-  unrolled slots a thread), so each row is read once (softmax, layernorm);
+  unrolled slots a thread), so each row is read once (softmax, layernorm), or with ``reload``
+  loaded again by each reduction pass (float32 sums in float32, as CUDA C's);
 * packed rows (row, ``packed``: rows of up to 128 units): ``lanes`` threads a row, ``block / lanes``
   rows a block at a time (a last group's spare threads redo the last row), shuffles among the row's
   lanes alone (no shared memory, no barrier); ``lanes`` 1 a thread a row;

@@ -225,3 +225,30 @@ def test_index_divisions_by_sizes(name, backend):
     """Pieces, wraps and pads: index divisions by sizes (Numba-CUDA: multiply-high, NVariant.divs)."""
     fn, shapes = PIECES[name]
     _run(fn, backend, *[RNG.standard_normal(s).astype(np.float32) for s in shapes])
+
+
+# -------------------------------------------------------------------------------- held and re-loaded rows
+
+def _groupnorm(x, g, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, 32, -1)
+    y = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-5)
+    return y.reshape(n, c, h, w) * g.reshape(1, c, 1, 1) + b.reshape(1, c, 1, 1)
+
+
+@pytest.mark.parametrize("width", [1000, 1024, 4096, 4100])
+@pytest.mark.parametrize("fn", ["layernorm", "softmax"])
+def test_held_and_reloaded_rows(fn, width, backend):
+    """Rows of 1000 to 4100: layernorm's re-loaded every pass (float32 sums), softmax's held in
+    register slots; rows of exactly slots x block units (1024, 4096) without bounds tests."""
+    x = RNG.standard_normal((1531, width)).astype(np.float32)
+    infos = _run(ROW_FNS[fn], backend, x)
+    if backend == "numba-cuda" and fn == "layernorm" and width % 4 == 0:
+        assert any(getattr(v, "reload", False) for v in infos), infos
+
+
+@pytest.mark.parametrize("shape", [(8, 64, 32, 32), (4, 256, 16, 16), (2, 96, 7, 9)])
+def test_groupnorm_rows(shape, backend):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g, b = RNG.standard_normal(shape[1]).astype(np.float32), RNG.standard_normal(shape[1]).astype(np.float32)
+    _run(_groupnorm, backend, x, g, b)
