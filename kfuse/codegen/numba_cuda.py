@@ -73,6 +73,7 @@ from .cuda_shapes import vector_access, vector_accesses
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
 from .numba_cuda_branches import BranchEmitter, branch_plan
+from .numba_cuda_peel import PeelEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
 from .numba_cuda_scan import ScanEmitter, scan_renders
 from .numba_cuda_tile2d import Tile2dEmitter
@@ -125,7 +126,7 @@ def numba_cuda_available() -> tuple[bool, str]:
 # --------------------------------------------------------------------------- the emitter
 
 
-class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitter, BranchEmitter):
+class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter, Tile2dEmitter, BranchEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
         va = vector_accesses(kir) if variant.vec > 1 and variant.mode != "scan" else None   # (scan: vec segments)
@@ -390,7 +391,9 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
         self.dt[s.dst] = s.dtype
         self.sfx = sfx[0]
         t = f"{s.dst}{sfx[0]}v_"
-        out = [f"{t} = ldv(in{s.buf}, {self.offset('in', s.buf, s.index)}, {len(sfx)})"]
+        off, flag = self.offset('in', s.buf, s.index), self.peel_flag(s)
+        out = [f"{t} = ldv(in{s.buf}, {off}, {len(sfx)})" if flag is None else
+               f"{t} = ldv(in{s.buf}, {off}, {len(sfx)}) if {flag} else ldl(in{s.buf}, {off}, {len(sfx)})"]
         for e, x in enumerate(sfx):
             ref = f"{t}[{e}]"
             ref = f"np.float32({ref})" if s.dtype == "float16" else f"({ref} != 0)" if s.dtype == "bool" else ref
@@ -405,7 +408,9 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
             self.sfx = x
             vals.append(store_value(self.n(s.src), self.dt.get(s.src, b.dtype), b.dtype))
         self.sfx = sfx[0]
-        return f"stv(out{s.buf}, {self.offset('out', s.buf, s.index)}, ({', '.join(vals)},))"
+        flag = self.peel_flag(s)        # (a peeled row's access not aligned as its lead: element by element)
+        return (f"stv(out{s.buf}, {self.offset('out', s.buf, s.index)}, ({', '.join(vals)},))" if flag is None else
+                f"stvp({flag}, out{s.buf}, {self.offset('out', s.buf, s.index)}, ({', '.join(vals)},))")
 
     # -- the module
     def source(self) -> str:
@@ -422,6 +427,8 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
                     raise CompileError(f"kfuse: a scan runs its row in order in one thread (col) or in lanes of "
                                        f"a warp (scan), not in variant {v}")
                 raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
+            if v.peel and (v.mode != "row" or v.vec < 2 or v.split or v.grid_sync or len(kir.loop_dims(kir.inner)) != 1):
+                raise CompileError(f"kfuse: a peeled row is a row of vector units of one loop dim, unchunked: not {v}")
             if v.mode == "scan" and not scan_renders(kir):
                 raise CompileError(f"kfuse: this scan kernel runs a thread a row (numba_cuda_scan.scan_renders), "
                                    f"not in variant {v}")
@@ -440,7 +447,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, ScanEmitter, Tile2dEmitt
                 "import numpy as np", "from numba import cuda", "from numba.cuda import libdevice as ld",
                 "from numba.cuda import types as T",
                 "from kfuse.codegen.numba_cuda_narrow import " + ", ".join(f"narrow_{t}" for t in NARROW_INTS),
-                "from kfuse.codegen.numba_cuda_mem import at, grid_arrive, grid_seen, ldv, stv"]
+                "from kfuse.codegen.numba_cuda_mem import addr, at, grid_arrive, grid_seen, ldl, ldv, stv, stvp"]
         head += [scatter.IMPORT] if scatter.combining_stores(kir) else []
         head += ["",
                 "INF32 = np.float32(np.inf)", "INF64 = np.float64(np.inf)"]

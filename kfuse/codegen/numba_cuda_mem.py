@@ -10,7 +10,9 @@ runtime checks the arrays, as for the CUDA C backend's vectors). ``at(ws, byte, 
 ``CPointer(dtype)`` at byte ``byte`` of a workspace (the two-stage and grid-synchronised
 reductions' partial accumulators). ``grid_arrive(bar)`` adds one to the barrier counter with
 release semantics and ``grid_seen(bar)`` reads it with acquire semantics (the CUDA C backend's
-``kf_grid_sync``: a cooperative launch, every block resident)."""
+``kf_grid_sync``: a cooperative launch, every block resident). ``addr``, ``ldl`` and ``stvp`` serve
+peeled rows (``codegen.numba_cuda_peel``): an element's address, a unit read element by element,
+a unit written as one vector where a flag says it is aligned, else element by element."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -94,3 +96,57 @@ def grid_seen(typingctx, bar):
         return builder.asm(ir.FunctionType(ir.IntType(32), [ir.IntType(32).as_pointer()]),
                            "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", [args[0]], True)
     return types.uint32(bar), codegen
+
+
+@intrinsic
+def addr(typingctx, ptr, idx):
+    """The address of ``ptr[idx]`` as an int64 (a peeled row's head: elements to its first
+    16-byte aligned one, ``codegen.numba_cuda_peel``)."""
+    if not isinstance(ptr, types.CPointer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.ptrtoint(builder.gep(args[0], [args[1]]), ir.IntType(64))
+    return types.int64(ptr, idx), codegen
+
+
+@intrinsic
+def ldl(typingctx, ptr, idx, n):
+    """``ptr[idx] .. ptr[idx + n - 1]`` element by element (a vector unit not 16-byte aligned)."""
+    if not (isinstance(ptr, types.CPointer) and isinstance(n, types.IntegerLiteral)):
+        return None
+    count = n.literal_value
+    sig = types.UniTuple(ptr.dtype, count)(ptr, idx, n)
+
+    def codegen(context, builder, sig, args):
+        p, i, _ = args
+        vals = [builder.load(builder.gep(p, [builder.add(i, ir.Constant(i.type, k))])) for k in range(count)]
+        return context.make_tuple(builder, sig.return_type, vals)
+    return sig, codegen
+
+
+@intrinsic
+def stvp(typingctx, aligned, ptr, idx, vals):
+    """``stv`` where ``aligned`` holds, else the tuple's elements one by one."""
+    if not (isinstance(ptr, types.CPointer) and isinstance(vals, types.BaseTuple)):
+        return None
+    count = len(vals)
+    sig = types.void(aligned, ptr, idx, vals)
+
+    def codegen(context, builder, sig, args):
+        ok, p, i, t = args
+        lt = context.get_value_type(ptr.dtype)
+        xs = [context.cast(builder, builder.extract_value(t, k), vals[k], ptr.dtype) for k in range(count)]
+        flag = context.cast(builder, ok, sig.args[0], types.boolean)
+        with builder.if_else(flag) as (then, otherwise):
+            with then:
+                vt = ir.VectorType(lt, count)
+                v = ir.Constant(vt, ir.Undefined)
+                for k, x in enumerate(xs):
+                    v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+                builder.store(v, builder.bitcast(builder.gep(p, [i]), vt.as_pointer()), align=count * _width(lt))
+            with otherwise:
+                for k, x in enumerate(xs):
+                    builder.store(x, builder.gep(p, [builder.add(i, ir.Constant(i.type, k))]))
+        return context.get_dummy_value()
+    return sig, codegen

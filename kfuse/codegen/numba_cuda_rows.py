@@ -96,6 +96,8 @@ class RowEmitter:
             rb += [f"row_ = b_ + (tid_ >> {v.lanes.bit_length() - 1})", "live_ = row_ < n_rows_",
                    "row_ = row_ if live_ else n_rows_ - 1"]
         self.decompose("row_", outer, rb)
+        if v.peel:              # the row's aligned body (codegen.numba_cuda_peel)
+            rb += self.peel_head(inner)
         cache: dict = {}
         filled: set = set()
         if kc:
@@ -128,6 +130,8 @@ class RowEmitter:
                 rb += self._slot_loop(ph, inner, kc, cache, filled)
             else:
                 rb += self._element_loop(ph, inner, row, chunked)
+            if v.peel and v.stage != 2:
+                rb += self.peel_rest(ph, inner)
             finals = [self.acc_final(a, row) for a in ph.accs]
             if v.stage == 1:            # the chunk's accumulators to the workspace; stage 2 finishes
                 rb += [x for f in finals for x in f[:-1]]
@@ -242,7 +246,10 @@ class RowEmitter:
         out: list[str] = []
         first = out if hoist is None else hoist
         self.sfx = names[0]
-        self.decompose(j, inner, first, vec)
+        if self.v.peel:
+            first.append(self.peel_index(j, inner))
+        else:
+            self.decompose(j, inner, first, vec)
         last = f"i{inner[-1]}" if inner else ""
         first += self.element_indices(inner, names)
 
@@ -304,14 +311,17 @@ class RowEmitter:
             self.sfx = names[0]
             j = f"j_{k}"
             lines += [f"{j} = tid_ + {k} * bdim_"] + ([] if self.v.exact else [f"{j} = {j} if {j} < units_ else 0 * {j}"])
-            self.decompose(j, inner, lines, vec)
+            if self.v.peel:
+                lines.append(self.peel_index(j, inner))
+            else:
+                self.decompose(j, inner, lines, vec)
             lines += self.element_indices(inner, names)
             for key, s in fresh.items():
                 lines += self.unit_load(s, names, last)
                 lines += [f"{cache[key]}{k}{e} = {s.dst}{x}" for e, x in zip(self._elems(), names)]
         self.sfx = ""
         filled |= set(fresh)
-        return ["if row_len_ > 0:"] + ["    " + x for x in lines]
+        return ["if units_ > 0:" if self.v.peel else "if row_len_ > 0:"] + ["    " + x for x in lines]
 
     # -- the workspace's slots
     def _slot_type(self, a: K.Acc) -> str:

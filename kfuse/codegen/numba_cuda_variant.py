@@ -28,6 +28,8 @@ class NVariant:
     packed: bool = False        # combined by shuffles among the row's lanes alone: no barrier); scan:
                                 # lanes a row, a chunk vec segments of lanes elements, packed: rows of up
                                 # to lanes elements, a chunk's segments other rows
+    peel: bool = False          # row (unchunked), vec > 1, rows not all starting aligned: each row's head and tail
+                                # element by element, its body in vectors (codegen.numba_cuda_peel)
     exact: bool = False         # row, cache_k: every row exactly cache_k x block units (CUDA C's Variant.exact):
                                 # no bounds test on a slot
     divs: tuple = ()            # elementwise, tile: the sizes an index expression divides by (a concatenation's
@@ -50,6 +52,7 @@ class NVariant:
         t += f"w{self.lanes}" if self.packed else ""
         t += "r" if self.reload else ""
         t += "x" if self.exact else ""
+        t += "h" if self.peel else ""
         t += "z" + "_".join(self.divs) if self.divs else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) + f"t{self.side}" if self.mode == "tile" else ""
         return t + (f"m{self.min_blocks}" if self.min_blocks else "")

@@ -82,9 +82,10 @@ class _Launcher(rt_cuda._Launcher):
     for rows of a few units), column loops unrolled as CUDA C's, their loads in flight
     together, scans along contiguous rows as lanes of a warp a row (``codegen.numba_cuda_scan``)
     and transposes through shared-memory tiles (``codegen.numba_cuda_tile2d``; not of complex
-    values), rows re-loaded every reduction pass (``reload``; without CUDA C's L1 hints). The
-    parts it does not render yet are chosen as it did before: peeled rows (not starting 16-byte
-    aligned) element by element, online max-and-sum rows in two passes, and scans in two stages (few long rows) or of
+    values), rows re-loaded every reduction pass (``reload``; without CUDA C's L1 hints), peeled
+    rows (not starting 16-byte aligned: ``codegen.numba_cuda_peel``). The parts it does not render
+    yet are chosen as it did before: a chunked row not starting aligned element by element, online
+    max-and-sum rows in two passes, and scans in two stages (few long rows) or of
     floating/complex products a thread a row."""
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
@@ -107,8 +108,7 @@ class _Launcher(rt_cuda._Launcher):
         return super()._tile_variant(ins, outs, big, sm)
 
     def _row_vec(self, ins, outs, inner, L):
-        vec, peel = super()._row_vec(ins, outs, inner, L)
-        return (1, False) if peel or not self._vectors else (vec, False)     # (rows not starting aligned: element by element)
+        return super()._row_vec(ins, outs, inner, L) if self._vectors else (1, False)
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
         v, grid = super()._scan_variant(ins, big, sm, n_rows, L)
@@ -174,6 +174,8 @@ class _Launcher(rt_cuda._Launcher):
                                 divs=divs), grid)
         if v.mode == "scan":            # lanes of a warp a row (codegen.numba_cuda_scan)
             return nc.NVariant("scan", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=v.packed), grid
+        if v.peel and (v.split or v.grid_sync):      # (a chunked row is not peeled here: element by element)
+            v = dataclasses.replace(v, vec=1, peel=False)
         chunked = (v.split or v.grid_sync) and redo_free(kir)
         if v.mode == "col":
             if chunked:
@@ -185,9 +187,9 @@ class _Launcher(rt_cuda._Launcher):
                                 grid_sync=v.grid_sync, min_blocks=v.min_blocks), grid)
         if not (v.packed or v.split or v.grid_sync):    # held in registers, or re-loaded a pass
             return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec, reload=v.reload and v.cache_k > 0 and v.vec > 1,
-                               exact=v.exact and v.cache_k > 0), grid
+                               exact=v.exact and v.cache_k > 0, peel=v.peel), grid
         if v.packed:    # short rows: block / lanes rows a block, lanes threads a row (1: a thread a row)
-            return nc.NVariant("row", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=True), grid
+            return nc.NVariant("row", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=True, peel=v.peel), grid
         L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1
         nv = nc.row_variant(L)
         return nv, max(1, min(self._rows(), sm * max(1, 2048 // nv.block)))

@@ -105,12 +105,8 @@ def test_packed_rows_render_lanes_a_row(name, width, tmp_path):
     aligned vectors, else elements), several rows a block, combined by shuffles among the row's
     lanes alone (no shared memory, no barrier)."""
     v, nv, grid, src = schedules(ROW_FNS[name], fake((1531, width)))
-    if width == 129:        # 129 units (no peeled vectors here): a block a row
-        assert not v.packed and not nv.packed and v.vec == 1
-        ptx_of(src, tmp_path)
-        return
     assert v.packed and nv.packed and nv.mode == "row", (v, nv)
-    assert (nv.lanes, nv.block, nv.vec) == (v.lanes, v.block, v.vec)
+    assert (nv.lanes, nv.block, nv.vec, nv.peel) == (v.lanes, v.block, v.vec, v.peel)
     assert grid == min(-(-1531 // (v.block // v.lanes)), PROPS["sm_count"] * 16)
     b = body(src)
     assert "cuda.shared.array" not in b and "syncthreads" not in b
@@ -118,7 +114,7 @@ def test_packed_rows_render_lanes_a_row(name, width, tmp_path):
     ptx = ptx_of(src, tmp_path)
     assert "bar.sync" not in ptx
     assert ("shfl.sync.bfly" in ptx) == (v.lanes > 1)
-    if width % 4 == 0:
+    if width % 4 == 0 or v.peel:
         assert v.vec == 4 and "ld.global.v4" in ptx
 
 
@@ -134,13 +130,16 @@ def test_packed_rows_head_dim_128_in_vectors(tmp_path):
 
 @pytest.mark.parametrize("view,offset", [((slice(None), slice(2, None)), 0), ((slice(1, None), slice(None)), 0),
                                          (None, 1)])
-def test_packed_rows_of_views_read_elements(view, offset, tmp_path):
-    """Rows not starting 16-byte aligned (a slice, a misaligned pointer): packed rows of single
-    elements (Numba-CUDA renders no peeled heads), still lanes a row."""
+def test_packed_rows_of_views_are_peeled(view, offset, tmp_path):
+    """Rows not starting 16-byte aligned (a slice, a misaligned pointer): packed peeled rows
+    (codegen.numba_cuda_peel: each row's head from its lead load's address, its body in 16-byte
+    units, the output's units element by element where not aligned as the input's)."""
     v, nv, _, src = schedules(softmax, fake((1531, 66), view=view, offset=offset))
-    assert nv.packed and nv.vec == 1 and v.lanes == nv.lanes > 1
+    assert nv.packed and nv.peel and nv.vec == v.vec == 4 and v.lanes == nv.lanes > 1
+    b = body(src)
+    assert "h_ = min((-(addr(in0" in b and "stvp(al0_, out0" in b and "while t_ < rem_:" in b
     ptx = ptx_of(src, tmp_path)
-    assert "shfl.sync.bfly" in ptx and "ld.global.v4" not in ptx
+    assert "shfl.sync.bfly" in ptx and "ld.global.v4" in ptx and "st.global.v4" in ptx
 
 
 def test_packed_in_place_stores_only_live_rows():
@@ -300,3 +299,26 @@ def test_costly_where_arms_branch(tmp_path):
         assert opener.strip().startswith("if ") and opener.strip().endswith(":"), opener
         assert any(x.strip() == "else:" for x in lines)
         ptx_of(src, tmp_path)
+
+
+# -------------------------------------------------------------------------------- peeled rows
+
+@pytest.mark.parametrize("name,shape", [("softmax", (1531, 4097)), ("layernorm", (1531, 1031)),
+                                        ("sum", (1531, 100003)), ("argmax", (1531, 9))])
+def test_peeled_rows(name, shape, tmp_path):
+    """Odd widths: CUDA C's peeled rows (held, re-loaded, re-read, a thread a row), the body in
+    16-byte loads from the row's first aligned element, head and tail one element a thread."""
+    fn = {"softmax": softmax, "layernorm": lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5),
+          "sum": lambda x: x.sum(-1), "argmax": lambda x: np.argmax(x, -1)}[name]
+    v, nv, _, src = schedules(fn, fake(shape))
+    assert v.peel and nv.peel and (nv.vec, nv.cache_k, nv.reload) == (v.vec, v.cache_k, v.reload), (v, nv)
+    assert "while t_ < rem_:" in body(src)
+    ptx = ptx_of(src, tmp_path)
+    assert "ld.global.v4.f32" in ptx
+
+
+def test_chunked_rows_not_aligned_run_element_by_element(tmp_path):
+    """A few long odd rows (two stages in CUDA C, peeled there): not peeled here, single elements."""
+    v, nv, _, src = schedules(lambda x: x.sum(-1), fake((4, 1000003)))
+    assert v.peel and v.split and not nv.peel and nv.vec == 1 and nv.split == v.split
+    ptx_of(src, tmp_path)
