@@ -40,6 +40,19 @@ def _dtype(s) -> str:
     return "int64" if isinstance(s, (K.Index, K.Search)) else s.dtype
 
 
+def scan_stages(body) -> dict:
+    """Statement id -> the stage it runs in (a scan: the stage of its source; its value is ready
+    one stage later)."""
+    ready: dict[str, int] = {}
+    where = {}
+    for s in body:
+        k = max([ready.get(n, 0) for n in K.stmt_reads(s)] + [0])
+        where[id(s)] = k
+        if hasattr(s, "dst"):
+            ready[s.dst] = k + 1 if isinstance(s, K.Scan) else k
+    return where
+
+
 class ScanEmitter:
     """Scan-row code for ``codegen.cuda._Gen`` (which sets ``kir``, ``v`` and ``dt``)."""
 
@@ -54,18 +67,6 @@ class ScanEmitter:
 
     def _combine(self, sc: K.Scan, a: str, b: str) -> str:
         return self.op_value(K.Op("_", sc.op, sc.dtype, (a, b), (sc.dtype, sc.dtype)))
-
-    def _stages(self, body) -> dict:
-        """Statement -> the stage it runs in (a scan: the stage of its source; its value is
-        ready one stage later)."""
-        ready: dict[str, int] = {}
-        where = {}
-        for s in body:
-            k = max([ready.get(n, 0) for n in K.stmt_reads(s)] + [0])
-            where[id(s)] = k
-            if hasattr(s, "dst"):
-                ready[s.dst] = k + 1 if isinstance(s, K.Scan) else k
-        return where
 
     def scan_rows(self) -> str:
         kir, v = self.kir, self.v
@@ -162,7 +163,7 @@ class ScanEmitter:
         them. ``totals_only``: stage 1 of a split, only the scans' running values (no stores)."""
         E, G = self.v.vec, self.v.lanes
         stmts = ph.body
-        where = self._stages(stmts)
+        where = scan_stages(stmts)
         defined = {s.dst: where[id(s)] + (1 if isinstance(s, K.Scan) else 0) for s in stmts if hasattr(s, "dst")}
         nstage = max(where.values(), default=0) + 1
         if totals_only:

@@ -22,6 +22,7 @@ segment in order where a tree value is not finite."""
 from __future__ import annotations
 
 from . import kernel_ir as K
+from .cuda_scan import scan_stages
 from .cuda_shapes import ordered_product
 from .numba_cuda_ops import _const_value, _vt
 
@@ -31,18 +32,6 @@ FULL = "0xFFFFFFFF"
 def scan_renders(kir: K.KernelIR) -> bool:
     """Whether this emitter renders ``kir`` as scan rows: one phase, no order-dependent product."""
     return len(kir.phases) == 1 and not any(ordered_product(sc) for sc in K.scans(kir.phases[0].body))
-
-
-def _stages(body) -> dict:
-    """Statement id -> the stage it runs in (a scan's value is ready one stage after its source)."""
-    ready: dict[str, int] = {}
-    where = {}
-    for s in body:
-        k = max([ready.get(n, 0) for n in K.stmt_reads(s)] + [0])
-        where[id(s)] = k
-        if hasattr(s, "dst"):
-            ready[s.dst] = k + 1 if isinstance(s, K.Scan) else k
-    return where
 
 
 class ScanEmitter:
@@ -114,7 +103,7 @@ class ScanEmitter:
         """One chunk of ``lanes x vec`` elements: each stage's statements segment by segment, then
         the scans that stage feeds."""
         E = self.v.vec
-        where = _stages(ph.body)
+        where = scan_stages(ph.body)
         nstage = max(where.values(), default=0) + 1
         live = "live_" if not self.v.packed else None
         out: list[str] = []
