@@ -7,7 +7,7 @@ previous phase's accumulators produce (``x.min(0)`` beside ``x.max(0)``; a maske
 count) joins that phase's loop: its statements before the loop run before the joined loop, its
 body and accumulators inside it, so the row is read once for both. Each accumulator still combines
 its elements in the same order, so results are unchanged bit for bit. The planner's cost model
-already counts dependent reduction levels only (``fusion.reduction.phases``); this makes the
+already counts dependent reduction levels only (``fusion.row_phases.phases``); this makes the
 kernels match it: ``(x - x.min(0)) / (x.max(0) - x.min(0))`` over 65536x1024 float32 is two passes,
 not three.
 """

@@ -14,6 +14,7 @@ import math
 from ..ir.graph import Node
 from ..ir.ops import REDUCE, Op
 from .kinds import GroupKind
+from .row_phases import phases
 
 # Two-stage reductions (Variant.split), where one pass a row would leave most SMs idle: rows, when
 # fewer than a quarter of the SMs (64 rows of 2^22 f32 ran at 4.3 TB/s a block a row, 4 rows at 0.38;
@@ -55,7 +56,6 @@ def fixed_seconds(kind: GroupKind, nodes: list[Node], inputs: list[Node], output
     reds = [n for n in nodes if n.op in REDUCE]
     if not reds:
         return 0.0
-    from .reduction import phases         # (reduction imports cost, which imports this module)
     r = reds[0]
     domain, axes = r.inputs[0].shape, tuple(r.attr("axes"))
     n, tail = phases(set(nodes), {x: i for i, x in enumerate(nodes)}, outputs)
