@@ -19,8 +19,6 @@ side with NumPy's 0.51 ms: 1.53 ms in blocks of 256 with gathers, 0.65 without, 
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import kernel_ir as K
 
 # elements a chunk: 32 vectorised as whole vectors (16 was unrolled by LLVM into scalar code,
