@@ -35,15 +35,19 @@ GRID_BARRIER_S = 1.0e-6       # a grid barrier (Variant.grid_sync: two a pass)
 
 
 def row_chunks(n_rows: int, units: int, gathers: bool, sms: int) -> int:
-    """Chunks a row of ``units`` vector units is split into where ``4 * n_rows < sms`` (the
-    runtime splits when this is at least 2)."""
+    """Chunks each of ``n_rows`` rows of ``units`` vector units is split into; 0 where the rows
+    fill a quarter of the SMs (the runtime splits where this is at least 2)."""
+    if 4 * n_rows >= sms:
+        return 0
     return min(-(-(ROW_SPLIT_BLOCKS_PER_SM * sms) // max(1, n_rows)),
                units // (ROW_SPLIT_MIN_GATHER if gathers else ROW_SPLIT_MIN_UNITS), SPLIT_MAX)
 
 
 def col_chunks(n_cols: int, length: int, sms: int) -> int:
-    """Chunks each of ``n_cols`` columns of ``length`` is split into (a thread a column and chunk)
-    where the columns fill fewer 128-thread blocks than SMs."""
+    """Chunks each of ``n_cols`` columns of ``length`` is split into (a thread a column and
+    chunk); 0 where the columns fill as many 128-thread blocks as there are SMs."""
+    if -(-n_cols // 128) >= sms:
+        return 0
     return min(-(-(COL_SPLIT_BLOCKS_PER_SM * 128 * sms) // max(1, n_cols)), length // COL_SPLIT_MIN_LEN, SPLIT_MAX)
 
 
@@ -64,12 +68,12 @@ def fixed_seconds(kind: GroupKind, nodes: list[Node], inputs: list[Node], output
     n_rows = math.prod(s for d, s in enumerate(domain) if d not in axes)
     length = math.prod(domain[d] for d in axes)
     if len(domain) - 1 not in axes:           # a thread a column
-        chunked = -(-n_rows // 128) < sms and col_chunks(n_rows, length, sms) >= 2
+        chunked = col_chunks(n_rows, length, sms) >= 2
     else:
         gathers = any(x.op is Op.GATHER for x in nodes)
         widest = max([i.dtype.itemsize for i in inputs if i.size == r.inputs[0].size] + [r.inputs[0].dtype.itemsize])
         vec = 1 if gathers else max(1, 16 // widest)      # (the runtime's vector unit: the widest row load)
-        chunked = 4 * n_rows < sms and row_chunks(n_rows, length // vec, gathers, sms) >= 2
+        chunked = row_chunks(n_rows, length // vec, gathers, sms) >= 2
     if chunked:
         t += launch if passes == 1 else 2 * passes * GRID_BARRIER_S
     return t

@@ -459,7 +459,7 @@ class _Launcher(LauncherBase):
         if self.column_reduction(ins):
             blocks = -(-n_rows // 128)
             chunks = col_chunks(n_rows, L, sm)
-            if blocks < sm and chunks >= 2 and cuda_emit.split_ok(kir):
+            if chunks >= 2 and cuda_emit.split_ok(kir):
                 return (cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
                         -(-(n_rows * chunks) // 128))
             # several passes (statistics, then their use): chunks of columns meet at grid barriers,
@@ -472,12 +472,12 @@ class _Launcher(LauncherBase):
         vec, peel = self._row_vec(ins, outs, inner, L)
         gathers = any(isinstance(s, K.Load) and K.gathers(s.index) for ph in kir.phases for s in ph.body)
         chunks = row_chunks(n_rows, L // vec, gathers, sm)
-        if 4 * n_rows < sm and chunks >= 2 and cuda_emit.split_ok(kir):
+        if chunks >= 2 and cuda_emit.split_ok(kir):
             return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1, peel=peel), n_rows * chunks
         # several passes over rows too few to fill the GPU (x / abs(x).max(), a global norm's scale):
         # a row's chunks meet at grid barriers, every block resident
         chunks = min(chunks, GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK * sm // max(1, n_rows))
-        if 4 * n_rows < sm and chunks >= 2 and cuda_emit.grid_sync_ok(kir):
+        if chunks >= 2 and cuda_emit.grid_sync_ok(kir):
             return (cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
                                       split=chunks, grid_sync=True, peel=peel), n_rows * chunks)
         units = L // vec
