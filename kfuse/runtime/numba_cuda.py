@@ -152,6 +152,12 @@ class _Launcher(rt_cuda._Launcher):
         kir = self.kir
         return math.prod(self.extent(d) for d in kir.loop_dims(kir.outer)) or 1
 
+    @functools.cached_property
+    def _size_divisors(self) -> tuple:
+        """The sizes the kernel's index expressions divide by: with 32-bit index math, each a
+        multiply-high by a host pair (``NVariant.divs``), as CUDA C's."""
+        return tuple(nc.size_divisors(decompose(self.kir)))
+
     def _thread_rows_grid(self, sm: int) -> int:
         """The grid of a thread-a-row kernel (columns, scans, rows of a few units): 128-thread
         blocks, at most 16 a SM (the threads stride over the rest)."""
@@ -160,8 +166,7 @@ class _Launcher(rt_cuda._Launcher):
     def _render(self, v, grid: int, sm: int) -> tuple:
         """``(NVariant, grid)``: the CUDA C schedule ``v`` as this emitter renders it."""
         kir = self.kir
-        # (index divisions by a size as multiply-high where CUDA C's index math is 32-bit)
-        divs = () if v.idx64 else tuple(nc.size_divisors(decompose(kir)))
+        divs = () if v.idx64 else self._size_divisors
         if v.mode == "elementwise":
             dims = kir.loop_dims(range(len(kir.domain)))
             total = math.prod(self.extent(d) for d in dims) if dims else 1
