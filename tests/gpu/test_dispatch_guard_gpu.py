@@ -21,7 +21,7 @@ def _chain(x, b):
 
 
 def _host(a):
-    return cp.asnumpy(a) if isinstance(a, cp.ndarray) else a.resolve_neg().resolve_conj().cpu().numpy()
+    return cp.asnumpy(a) if isinstance(a, cp.ndarray) else a.detach().resolve_neg().resolve_conj().cpu().numpy()
 
 
 def _check_guard(f, same, others):
@@ -52,3 +52,18 @@ def test_guard_torch():
     neg = torch._neg_view(x)                # -x as a lazy negative bit over x's memory
     assert neg.is_neg()
     _check_guard(f, (x, b), [(x.double(), b), (x.t(), b.t()), (x[:, :7], b[:, :7]), (neg, b)])
+
+
+def test_guard_torch_one_tensor_guard():
+    """Torch's tensor guard tests the tensors at once; what it keys beyond kfuse's dispatch key
+    (requires_grad) or cannot take (a tensor passed twice) still gets NumPy's result."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x, b = (torch.as_tensor(rng.standard_normal((32, 16)).astype(np.float32), device="cuda") for _ in range(2))
+    f = kfuse.jit(_chain, backend="cuda")
+    _check_guard(f, (x, b), [(x.clone().requires_grad_(True), b), (x, x)])
+    assert f._guard((x.cpu(), b.cpu())) is MISS
+    assert "TG.check(g0, g1)" in f._guard.source or not hasattr(torch._C._dynamo, "guards")
+    for _ in range(3):                      # a tensor twice: the guard written out, hit
+        assert_matches_numpy(_host(f(b, b)), _chain(_host(b), _host(b)))
+    assert "TG.check" not in f._guard.source and f._guard((b, b)) is not MISS
