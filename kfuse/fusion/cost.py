@@ -364,7 +364,9 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
         bound = "launch" if secs - mem - comp > max(mem, comp) else ("memory" if mem >= comp else "compute")
         return Cost(int(br), int(bw), float(flops), secs, bound, passes, mem, comp, cpu_terms=t)
     c = roofline(br, bw, flops, device, compute_dtype(nodes), "simt", passes,
-                 rounding_seconds(nodes, evals, device), column_scan_bandwidth(kind, nodes, device))
+                 rounding_seconds(nodes, evals, device),
+                 column_scan_bandwidth(kind, nodes, device)
+                 or gpu_chunks.reread_bandwidth(kind, nodes, outputs, passes, device.bandwidth))
     fixed = gpu_chunks.fixed_seconds(kind, nodes, inputs, outputs, device.sms, device.launch_overhead)
     return dataclasses.replace(c, seconds=c.seconds + fixed) if fixed else c
 

@@ -32,6 +32,12 @@ SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 
 # The model's fixed costs (H200, 2026-11-28 corpus, kernels timed by CUDA events behind a spin):
 PASS_LATENCY_S = 1.1e-6       # a pass over the row: 6x40 softmax (3 passes) 7.3 us, layernorm 7.9, launch 4
 GRID_BARRIER_S = 1.0e-6       # a grid barrier (Variant.grid_sync: two a pass)
+# A column kernel (a thread a column) whose later passes read its inputs again from memory and whose
+# last pass writes the whole domain reaches about two thirds of the bandwidth (H200 corpus, measured
+# over predicted: softmax over axis 0 1.57, batch norm NHWC 1.50, pixel norm 1.77, per-column int8
+# 1.59, min-max 1.49, column standardisation 1.17); split into a kernel a pass, the same work ran
+# 1.2-1.5x faster (pixel norm 180 -> 118 us, softmax over axis 0 214 -> 180, Adafactor 266 -> 185).
+REREAD_COLUMN_EFFICIENCY = 0.65
 
 
 def row_chunks(n_rows: int, units: int, gathers: bool, sms: int) -> int:
@@ -55,14 +61,10 @@ def fixed_seconds(kind: GroupKind, nodes: list[Node], inputs: list[Node], output
                   launch: float) -> float:
     """A GPU reduce kernel's time beyond its roofline (0 for other kernels): its dependent passes'
     latency, and where it runs in chunks a second launch (two stages) or grid barriers."""
-    if kind != GroupKind.REDUCE:
+    shape = _reduce_shape(kind, nodes, outputs)
+    if shape is None:
         return 0.0
-    reds = [n for n in nodes if n.op in REDUCE]
-    if not reds:
-        return 0.0
-    r = reds[0]
-    domain, axes = r.inputs[0].shape, tuple(r.attr("axes"))
-    n, tail = phases(set(nodes), {x: i for i, x in enumerate(nodes)}, outputs)
+    r, domain, axes, n, tail = shape
     passes = max(1, n) + (1 if tail else 0)
     t = passes * PASS_LATENCY_S
     n_rows = math.prod(s for d, s in enumerate(domain) if d not in axes)
@@ -77,3 +79,33 @@ def fixed_seconds(kind: GroupKind, nodes: list[Node], inputs: list[Node], output
     if chunked:
         t += launch if passes == 1 else 2 * passes * GRID_BARRIER_S
     return t
+
+
+def reread_bandwidth(kind: GroupKind, nodes: list[Node], outputs: list[Node], passes: int,
+                     bandwidth: float) -> float | None:
+    """The bandwidth a GPU reduce kernel that reads its inputs ``passes`` times reaches, where
+    below ``bandwidth`` (:data:`REREAD_COLUMN_EFFICIENCY`); None elsewhere."""
+    shape = _reduce_shape(kind, nodes, outputs) if passes > 1 else None
+    if shape is None:
+        return None
+    _, domain, axes, _, tail = shape
+    efficiency = rereading_efficiency(len(domain) - 1 not in axes, tail)
+    return bandwidth * efficiency if efficiency < 1.0 else None
+
+
+def rereading_efficiency(columns: bool, tail: bool) -> float:
+    """The fraction of the bandwidth a kernel re-reading its inputs reaches: a column kernel
+    (``columns``) writing the whole domain after (``tail``), :data:`REREAD_COLUMN_EFFICIENCY`."""
+    return REREAD_COLUMN_EFFICIENCY if columns and tail else 1.0
+
+
+def _reduce_shape(kind: GroupKind, nodes: list[Node], outputs: list[Node]):
+    """(first reduction, domain, axes, dependent reduction phases, whether full-level work follows
+    the last) of a reduce kernel, or None for another kernel."""
+    if kind != GroupKind.REDUCE:
+        return None
+    r = next((n for n in nodes if n.op in REDUCE), None)
+    if r is None:
+        return None
+    n, tail = phases(set(nodes), {x: i for i, x in enumerate(nodes)}, outputs)
+    return r, r.inputs[0].shape, tuple(r.attr("axes")), n, tail

@@ -10,6 +10,7 @@ The graph after every pass that changed it is logged at DEBUG on the ``kfuse`` l
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Callable
 
@@ -174,12 +175,17 @@ def plan(graph: Graph, device=None) -> Plan:
     """Group the (optimized) graph's nodes into kernels under the device's roofline model."""
     device = _resolve_device(device)
     no_rowwise: frozenset = frozenset()
+    decisions: dict = {}        # reduce key -> why its rows run a kernel a pass
     for _ in range(4):
         state = cluster(graph, device, no_rowwise)
         groups, split = _groups(state, device)
-        if not split - no_rowwise:
+        if not split.keys() - no_rowwise:
             break
-        no_rowwise = no_rowwise | split
+        no_rowwise = no_rowwise | split.keys()
+        decisions.update(split)
+    groups = [dataclasses.replace(g, reason=f"{g.reason}; {decisions[reduce_key(g.anchor)]}")
+              if g.kind == GroupKind.REDUCE and g.anchor is not None and reduce_key(g.anchor) in decisions else g
+              for g in groups]
     passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
     groups, notes = attention.fuse(groups, device, graph)
     groups = with_argument_writes(graph, groups)
@@ -190,9 +196,9 @@ def plan(graph: Graph, device=None) -> Plan:
     return p
 
 
-def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], set]:
+def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], dict]:
     built = {}
-    split_keys = set()
+    split_keys = {}
     for cid in state.clusters():
         c, nodes, inputs, outputs = _cost(state, cid, device)
         if c is None:
@@ -207,7 +213,7 @@ def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], s
                 c = _cost(state, cid, device, passes=passes)[0]
                 reason += "; " + text
                 if split:
-                    split_keys.add(reduce_key(shape.anchor))
+                    split_keys[reduce_key(shape.anchor)] = text
         built[cid] = (shape, nodes, inputs, outputs, c, reason)
     # order: topological over the kernels that remain
     dag = Dag()

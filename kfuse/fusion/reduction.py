@@ -21,6 +21,7 @@ import math
 from ..ir.graph import Node
 from ..ir.ops import REDUCE, Op
 from .cost import DeviceSpec, roofline
+from .gpu_chunks import rereading_efficiency
 from .legality import Clustering, reduce_key
 from .row_phases import phases
 from .rules import PlanContext, Rule
@@ -29,8 +30,10 @@ from .rules import PlanContext, Rule
 class RowRule(Rule):
     """Each ``ops`` node (reductions or scans), in graph order, merges its cluster with the first
     predecessor or successor cluster that can join (matmul clusters are ``gemm_epilogue``'s to
-    decide); a reduction with another reduction over the same rows is refused where its key is in
-    ``ctx.no_rowwise`` (splitting the row kernel is cheaper than re-reading the row)."""
+    decide). Where its key is in ``ctx.no_rowwise`` (splitting the row kernel is cheaper than
+    re-reading the row) a merge is refused that would hold a second pass: work over the whole
+    domain reading one of the cluster's reductions over those rows (its value broadcast back).
+    Reductions of one pass (a column's minimum and maximum) stay together."""
     fixpoint = True
 
     def __init__(self, name: str, ops: frozenset):
@@ -47,8 +50,8 @@ class RowRule(Rule):
     def apply(self, state: Clustering, candidate, ctx: PlanContext) -> bool:
         r, c, dag = candidate
         cid = state.home[r]
-        other = [n for n in state.members[c] if n.op in REDUCE]
-        if other and reduce_key(r) in ctx.no_rowwise and reduce_key(other[0]) == reduce_key(r):
+        key = reduce_key(r)
+        if key in ctx.no_rowwise and _second_pass(state.members[cid] | state.members[c], key, state.order_list):
             state.refuse(f"fuse {state.describe(cid)} with {state.describe(c)}",
                          "row does not fit on chip and splitting is cheaper than re-reading", (cid, c))
             return False
@@ -58,6 +61,21 @@ class RowRule(Rule):
 
 
 RULE = RowRule("reduction", REDUCE)
+
+
+def _second_pass(members, key: tuple, order_list) -> bool:
+    """Whether ``members`` hold work over the whole domain of ``key`` = (domain, axes) that
+    depends on one of their reductions over those axes (directly or through other nodes): a pass
+    after that reduction's. ``order_list``: the graph's nodes in order."""
+    after: set[Node] = set()
+    for n in order_list:
+        if n.op in REDUCE and n in members and reduce_key(n) == key:
+            after.add(n)
+        elif any(i in after for i in n.inputs):
+            if n in members and n.shape == key[0]:
+                return True
+            after.add(n)
+    return False
 
 
 def anchor_order(state: Clustering, candidate) -> int:
@@ -133,7 +151,9 @@ def row_decision(nodes: set[Node], inputs, outputs, order, device: DeviceSpec,
         return 1, "", False
     small = sum(i.nbytes for i in inputs if i.shape != domain)
     outb = sum(o.nbytes for o in outputs)
-    reread = roofline(din * passes + small, outb, flops * passes / max(nphase, 1), device, dtype)
+    bandwidth = device.bandwidth * (rereading_efficiency(columns, tail) if device.kind == "gpu" else 1.0)
+    reread = roofline(din * passes + small, outb, flops * passes / max(nphase, 1), device, dtype,
+                      bandwidth=bandwidth)
     outer = n_rows * r.dtype.itemsize
     split = sum(roofline(din + small + outer * k, outer if k < passes - 1 else outb,
                          flops / passes, device, dtype).seconds for k in range(passes))

@@ -164,6 +164,35 @@ def test_row_too_big_is_decided_by_cost():
     assert g.cost.passes == 3 and "re-read" in g.reason
 
 
+def _kernel_ops(p):
+    return [{n.op for n in g.nodes} for g in p.kernels]
+
+
+def test_column_passes_past_l2_with_a_full_tail_split():
+    """GPU columns past L2: re-reading them runs at REREAD_COLUMN_EFFICIENCY of the bandwidth where
+    the last pass writes the whole domain, so a softmax over axis 0 runs a kernel a pass; a
+    variance (no full-size result) keeps its one re-reading kernel."""
+    from kfuse.fusion.gpu_chunks import REREAD_COLUMN_EFFICIENCY
+    b = fb.B()
+    x = b.inp("x", "f4", (4096, 8192))
+    m = b.reduce(Op.MAX, x, 0, keepdims=True)
+    e = b.ew(Op.EXP, b.ew(Op.SUBTRACT, x, b.bcast(m, (4096, 8192))))
+    s = b.reduce(Op.SUM, e, 0, keepdims=True)
+    p = _plan(b.graph("softmax0", b.ew(Op.TRUE_DIVIDE, e, b.bcast(s, (4096, 8192)))), "h200")
+    ops = _kernel_ops(p)
+    assert len(ops) == 3 and Op.MAX in ops[0] and Op.SUM in ops[1] and Op.TRUE_DIVIDE in ops[2], ops
+    assert all(g.cost.passes == 1 for g in p.kernels)
+    assert "exceed L2" in p.kernels[0].reason and "re-read 3x" in p.kernels[1].reason, p.kernels[0].reason
+    assert REREAD_COLUMN_EFFICIENCY < 1.0
+    b = fb.B()
+    x = b.inp("x", "f4", (64, 1024, 1024))
+    mu = b.reduce(Op.SUM, x, 1, keepdims=True)
+    d = b.ew(Op.SUBTRACT, x, b.bcast(mu, (64, 1024, 1024)))
+    p = _plan(b.graph("var1", b.reduce(Op.SUM, b.ew(Op.MULTIPLY, d, d), 1)), "h200")
+    (g,) = p.kernels
+    assert g.cost.passes == 2 and "re-read" in g.reason, g.reason
+
+
 def test_groups_topological_and_inputs_produced():
     b = fb.B()
     x = b.inp("x", "f4", (32, 16))

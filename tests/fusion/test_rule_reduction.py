@@ -59,6 +59,23 @@ def test_a_split_row_refuses_its_second_reduction():
     assert any("splitting is cheaper" in r.reason for r in st.refused), st.refused
 
 
+def minmax_scale(x):
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    return (x - lo) / (hi - lo + 1e-12)
+
+
+def test_a_split_reduction_keeps_its_pass_and_refuses_the_next():
+    """Split: the minimum and maximum of the columns are one pass (one kernel, with the row-level
+    ``hi - lo``); the normalisation reading them over the whole domain is the next pass."""
+    st = clustering(minmax_scale, "f32[64,16]")
+    key = reduce_key(nodes_of(st, Op.MAX)[0])
+    run_rule(RULE, st, context(no_rowwise=frozenset({key})))
+    assert home(st, Op.MIN) == home(st, Op.MAX)
+    assert home(st, Op.TRUE_DIVIDE) != home(st, Op.MAX)
+    run_rule(RULE, st := clustering(minmax_scale, "f32[64,16]"), context())
+    assert home(st, Op.TRUE_DIVIDE) == home(st, Op.MAX)
+
+
 def test_a_matmul_neighbour_is_left_to_gemm_epilogue():
     st = clustering(lambda x, w: (x @ w).sum(axis=1), "f32[16,8]", "f32[8,4]")
     run_rule(RULE, st, context())
