@@ -435,7 +435,7 @@ def has_scan(kir: "KernelIR") -> bool:
 #   argmax/argmin: first occurrence of the extreme value; the first NaN wins (NumPy rules);
 #                  the result is the position ``pos`` (int64) over the inner dims.
 #   maxsumexp: a row's float32 maximum ``peer`` and the sum of exp(src - peer) in one pass
-#              (codegen.online_softmax; CUDA C row kernels that re-read their rows only)
+#              (codegen.online_softmax; row kernels that re-read their rows only, both GPU emitters)
 ACC_KINDS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "maxsumexp")
 
 

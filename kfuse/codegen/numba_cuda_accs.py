@@ -20,15 +20,29 @@ class AccEmitter:
     """Accumulator code for ``codegen.numba_cuda._Gen``."""
 
     def acc_vt(self, a: K.Acc) -> str:
+        if a.kind == "maxsumexp":     # float32 partial sums, as CUDA C's KfMse<float>
+            return "float32"
         return "int32" if a.acc_dtype == "bool" and a.kind in ("argmax", "argmin") else _vt(a.acc_dtype)
 
     def acc_init(self, a: K.Acc) -> str:
         vt = self.acc_vt(a)
+        if a.kind == "maxsumexp":     # the sum (its running maximum M<dst>: acc_inits)
+            return "np.float32(0)"
         if vt == "bool":
             return "True" if a.init else "False"
         if vt == "int32" and a.acc_dtype == "bool":
             return f"np.int32({int(bool(a.init))})"
         return f"_I{a.dst}"
+
+    def acc_inits(self, a: K.Acc) -> list[str]:
+        """The lines starting ``a``'s running state: its value, and an argmax's position or a
+        maxsumexp's running maximum."""
+        out = [f"A{a.dst} = {self.acc_init(a)}"]
+        if a.kind in ("argmax", "argmin"):
+            out.append(f"P{a.dst} = np.int64(-1)")
+        elif a.kind == "maxsumexp":
+            out.append(f"M{a.dst} = -INF32")
+        return out
 
     def combine(self, a: K.Acc, x: str, y: str) -> str:
         """Running value ``x`` combined with ``y`` (of the accumulator's dtype): codegen.accs."""
@@ -45,6 +59,8 @@ class AccEmitter:
         vt = self.acc_vt(a)
         s = self.n(a.src)
         A = f"A{a.dst}"
+        if a.kind == "maxsumexp":       # (codegen.online_softmax; numba_cuda_ops' _mse_step)
+            return [f"M{a.dst}, {A} = {self.use('_mse_step')}(M{a.dst}, {A}, np.float32({s}))"]
         if a.kind in ("argmax", "argmin"):
             val = f"np.int32(1 if {s} else 0)" if a.acc_dtype == "bool" else s
             pos = f"np.int64({self.ix(a.pos)})"
@@ -96,6 +112,8 @@ class AccEmitter:
         return f"np.{vt}({f}(0xFFFFFFFF, np.{wide}({var}), {m}))"
 
     def acc_final(self, a: K.Acc, row: bool) -> list[str]:
+        if a.kind == "maxsumexp":
+            return self._mse_final(a, row)
         out = []
         vt = self.acc_vt(a)
         A = f"A{a.dst}"
@@ -139,6 +157,33 @@ class AccEmitter:
             out.append("    w_ += 1")
             out.append("cuda.syncthreads()")
         return out + self._acc_result(a, vt, arg)
+
+    def _mse_final(self, a: K.Acc, row: bool) -> list[str]:
+        """A maxsumexp's (maximum, sum) pair combined across the row's lanes, then its warps: a
+        pairwise tree over the warps where they are a power of two (the combine is an exp:
+        log2(warps) steps, not warps - 1; CUDA C's acc_final)."""
+        A, M, comb = f"A{a.dst}", f"M{a.dst}", self.use("_mse_comb")
+        step = [f"    om_ = {self.shfl(M, 'float32', 'm_')}", f"    ov_ = {self.shfl(A, 'float32', 'm_')}",
+                f"    {M}, {A} = {comb}({M}, {A}, om_, ov_)", "    m_ >>= 1"]
+        out = []
+        packed = row and self.v.packed
+        if row and not (packed and self.v.lanes == 1):
+            out += [f"m_ = {self.v.lanes // 2 if packed else 16}", "while m_ > 0:"] + step
+        if row and not packed:
+            out += ["if lane_ == 0:", f"    sm_{a.dst}[warp_] = {A}", f"    smm_{a.dst}[warp_] = {M}",
+                    "cuda.syncthreads()"]
+            nw = (self.v.block + 31) // 32
+            if nw & (nw - 1) == 0:
+                out += [f"{A} = sm_{a.dst}[lane_ & (nwarps_ - 1)]", f"{M} = smm_{a.dst}[lane_ & (nwarps_ - 1)]",
+                        "m_ = nwarps_ >> 1", "while m_ > 0:"] + step
+            else:
+                out += [f"{A} = sm_{a.dst}[0]", f"{M} = smm_{a.dst}[0]", "w_ = 1", "while w_ < nwarps_:",
+                        f"    {M}, {A} = {comb}({M}, {A}, smm_{a.dst}[w_], sm_{a.dst}[w_])", "    w_ += 1"]
+            out.append("cuda.syncthreads()")
+        self.dt[a.dst], self.dt[a.peer] = a.dtype, "float32"
+        # a row whose maximum is infinite is NaN (NumPy's exp(inf - inf) term, or a row of -inf's)
+        return out + [f"{a.peer} = {M}",
+                      f"{a.dst} = np.{_vt(a.dtype)}(np.float32(np.nan) if abs({M}) == INF32 else {A})"]
 
     def _acc_result(self, a: K.Acc, vt: str, arg: bool) -> list[str]:
         """The reduction's value from its combined running state."""

@@ -100,6 +100,29 @@ def _arg{_kind}(av, ai, bv, bi):
     return (av, ai) if ai < bi else (bv, bi)
 ''')
 
+# maxsumexp (codegen.online_softmax): a running float32 maximum m and the sum s of exp(y - m) at it,
+# CUDA C's kf_mse_step/kf_mse_comb (cuda_ops): the sum rescaled by exp(m_old - m_new) when the
+# maximum grows (1 where they are equal, as for -inf before any finite value), a NaN sticking; each
+# term through libdevice's exp2f (ex2.approx.f32, as CUDA C's ex2.approx: 2 ulp, a multiply and one
+# MUFU op where expf is about ten instructions a term)
+_helper("_mse_step", '''
+@cuda.jit(device=True, inline=True)
+def _mse_step(m, s, y):
+    """(m, s) after term y."""
+    if y > m or y != y:
+        s = s * (np.float32(1.0) if m == y else ld.exp2f((m - y) * np.float32(1.4426950408889634)))
+        m = y
+    return m, s + (np.float32(1.0) if y == m else ld.exp2f((y - m) * np.float32(1.4426950408889634)))
+''')
+_helper("_mse_comb", '''
+@cuda.jit(device=True, inline=True)
+def _mse_comb(am, a_s, bm, bs):
+    """Two partial (maximum, sum) states as one."""
+    if bm > am or bm != bm:
+        am, a_s, bm, bs = bm, bs, am, a_s
+    return am, a_s + bs * (np.float32(1.0) if bm == am else ld.exp2f((bm - am) * np.float32(1.4426950408889634)))
+''')
+
 
 def _vt(dt: str) -> str:
     """Register type of a dtype (float16 values live in float32)."""
