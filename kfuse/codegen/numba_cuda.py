@@ -69,7 +69,7 @@ from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from . import numba_cuda_scatter as scatter
 from .cuda_rows import RowEmitter as CudaRows
-from .cuda_shapes import vector_access, vector_accesses
+from .cuda_shapes import blockwise, vector_access, vector_accesses
 from .decompose import decompose
 from .numba_cuda_accs import AccEmitter
 from .numba_cuda_branches import BranchEmitter, branch_plan
@@ -77,7 +77,7 @@ from .numba_cuda_peel import PeelEmitter
 from .numba_cuda_rows import RowEmitter, _first_factor
 from .numba_cuda_scan import ScanEmitter, scan_renders
 from .numba_cuda_tile2d import Tile2dEmitter
-from .numba_cuda_variant import NVariant, default_variant, fast_div_dims, fastdiv_fits, row_variant, size_divisors  # noqa: F401
+from .numba_cuda_variant import NVariant, default_variant, fast_div_dims, fast_div_pairs, fastdiv_fits, row_variant, size_divisors  # noqa: F401
 from .numba_cuda_ops import NARROW_INTS, _HELPERS, _STORE, _const_value, op_expr, store_value
 
 FN_NAME = "kfuse_kernel"
@@ -126,6 +126,13 @@ def numba_cuda_available() -> tuple[bool, str]:
 # --------------------------------------------------------------------------- the emitter
 
 
+def _sum_terms(e: K.Expr) -> list:
+    """The terms of index expression ``e`` as a sum (``a + b`` split, anything else one term)."""
+    if isinstance(e, K.IBin) and e.op == "+":
+        return _sum_terms(e.lhs) + _sum_terms(e.rhs)
+    return [e]
+
+
 class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter, Tile2dEmitter, BranchEmitter):
     def __init__(self, kir: K.KernelIR, variant: NVariant):
         self.kir, self.v = kir, variant
@@ -137,6 +144,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         self.globals: list[str] = []
         self.sfx = ""                       # name suffix of per-lane copies (ilp / cache slots)
         self.local: set[str] = set()        # names that get the suffix
+        self.size_names = frozenset(s.name for s in kir.sizes)
         for ph in kir.phases:
             for s in ph.pre + ph.body:
                 if isinstance(s, K.Const):
@@ -157,6 +165,11 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
             return str(e.value)
         if isinstance(e, (K.IVar, K.IVal)):
             return self.n(e.name)
+        if e.op in ("//", "%") and self.v.fastdiv and self.v.mode in ("row", "col") and not (
+                isinstance(e.rhs, K.IVar) and e.rhs.name in self.v.divs):
+            # 32-bit index math (no offset reaches 2^30), indices never negative: one unsigned
+            # division, as CUDA C's int "/", not a 64-bit floor division with its sign fix-ups
+            return f"np.int64(np.uint32({self.ix(e.lhs)}) {e.op} np.uint32({self.ix(e.rhs)}))"
         if e.op in ("//", "%") and isinstance(e.rhs, K.IVar) and e.rhs.name in self.v.divs:
             lhs, d = self.ix(e.lhs), e.rhs.name      # (0 <= lhs < 2^31: runtime.gpu_launch.fast_divisor)
             q = f"((np.int64(ld.umulhi(np.int32({lhs}), dz{d}_m)) + {lhs}) >> dz{d}_s)"
@@ -164,12 +177,23 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         return f"({self.ix(e.lhs)} {e.op} {self.ix(e.rhs)})"
 
     def offset(self, kind: str, k: int, index) -> str:
-        # an access along the vector's loop variable: unit stride (the runtime takes vec > 1 only
-        # so), no multiply, as CUDA C's; fewer live 64-bit addresses
+        """An access's element offset: the terms of loop variables first, then those of sizes
+        alone (a slice's start), ``(i0 * st0 + i1 * st1) + (s5 * st0 + s6 * st1)``: a unit's
+        accesses share the first sum, the second is loop-invariant (``(s5 + i0) * st0`` was a
+        64-bit multiply an access: a 7-point stencil's 21 an element, compute-bound). An access
+        along the vector's loop variable has unit stride (no multiply, as CUDA C's)."""
         unit = self.unit_var is not None and vector_access(index, self.unit_var)
-        terms = [self.ix(e) if unit and d == len(index) - 1 else f"{self.ix(e)} * st_{kind}{k}_{d}"
-                 for d, e in enumerate(index) if not (isinstance(e, K.ILit) and e.value == 0)]
-        return " + ".join(terms) if terms else "0"
+        moving, fixed = [], []
+        for d, e in enumerate(index):
+            if isinstance(e, K.ILit) and e.value == 0:
+                continue
+            st = "" if unit and d == len(index) - 1 else f" * st_{kind}{k}_{d}"
+            for t in _sum_terms(e):
+                term = self.ix(t) + st
+                (fixed if K.expr_vars(t) <= self.size_names else moving).append(term)
+        if moving and fixed:
+            return f"({' + '.join(moving)}) + ({' + '.join(fixed)})"
+        return " + ".join(moving + fixed) or "0"
 
     # -- statements: K.StatementRenderer dispatches to on_<statement>
     stmt = K.StatementRenderer.statement
@@ -236,7 +260,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
                     names.append(f"st_{pre}{k}_{d}")
                     types.append("T.int64")
         if self.v.fastdiv:       # uint32 values, read as int32 (libdevice's umulhi takes int32)
-            for d in fast_div_dims(kir):
+            for d, _ in fast_div_pairs(kir, self.v):
                 names += [f"dv{d}_m", f"dv{d}_s"]
                 types += ["T.int32", "T.int32"]
         for d in self.v.divs:   # (uint32 values, read as int32, as fastdiv's)
@@ -258,13 +282,13 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
             return
         r = self.n("r_")
         out.append(f"{r} = {lin}")
-        fast = self.v.fastdiv and self.v.mode == "elementwise"
+        fast = set(fast_div_pairs(self.kir, self.v)) if self.v.fastdiv and self.v.mode != "tile" else set()
         for pos in range(len(dims) - 1, 0, -1):
             d = dims[pos]
             ext = self.ix(self.kir.domain[d])
             if vec > 1 and pos == len(dims) - 1:
                 ext = f"({ext} // {vec})"
-            if fast:    # r // ext for 0 <= r < 2^31 (runtime.gpu_launch.fast_divisor)
+            if (d, vec if pos == len(dims) - 1 else 1) in fast:    # r // ext for 0 <= r < 2^31 (gpu_launch.fast_divisor)
                 q = self.n(f"q{d}_")
                 out.append(f"{q} = (np.int64(ld.umulhi(np.int32({r}), dv{d}_m)) + {r}) >> dv{d}_s")
                 out.append(f"{self.n(f'i{d}')} = {r} - {q} * {ext}")
@@ -381,6 +405,12 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         if self.along(s, last, len(sfx)):
             return self._vector_load(s, sfx)
         out = []
+        if len(sfx) > 1 and self.v.mode == "row" and blockwise(s.index, last) is not None:
+            # a GroupNorm row's per-channel weight, g[(i1 * s + i2) // (h * w)]: one element a unit
+            # (cuda_shapes.blockwise_fits), read and divided once, as CUDA C's
+            self.sfx = sfx[0]
+            out.append(self.stmt(s))
+            return out + [f"{s.dst}{x} = {s.dst}{sfx[0]}" for x in sfx[1:]]
         for x in sfx:
             self.sfx = x
             out.append(self.stmt(s))
@@ -429,6 +459,10 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
                 raise CompileError(f"kfuse: variant {v} does not fit a reduce kernel")
             if v.peel and (v.mode != "row" or v.vec < 2 or v.split or v.grid_sync or len(kir.loop_dims(kir.inner)) != 1):
                 raise CompileError(f"kfuse: a peeled row is a row of vector units of one loop dim, unchunked: not {v}")
+            if any(a.kind == "maxsumexp" for ph in kir.phases for a in ph.accs) and (
+                    v.mode != "row" or v.split or v.stage or v.grid_sync):
+                raise CompileError(f"kfuse: an online max-and-sum accumulator runs in an unchunked row, not in "
+                                   f"variant {v}")
             if v.mode == "scan" and not scan_renders(kir):
                 raise CompileError(f"kfuse: this scan kernel runs a thread a row (numba_cuda_scan.scan_renders), "
                                    f"not in variant {v}")

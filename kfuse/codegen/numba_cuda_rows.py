@@ -14,7 +14,11 @@ reductions too short of rows or columns to fill the GPU (``cuda_shapes.Variant``
   is cooperative (every block resident), the workspace's first ``GRID_SYNC_HEAD`` bytes the
   barrier's counter.
 
-Every combine is in a fixed order: the result is the same bit for bit on every run. Reads the
+Every combine is in a fixed order: the result is the same bit for bit on every run. As CUDA C's
+rows and columns: with 32-bit index math (``NVariant.fastdiv``) a row's and a unit's indices are
+unravelled by multiply-high (``numba_cuda_variant.fast_div_pairs``) and an index's other divisions
+are unsigned 32-bit; with vector units a blockwise weight is read once a unit and not held, and a
+float32 division by a row-level value goes through its float64 reciprocal, once a row. Reads the
 generator's ``kir``, ``v``, ``use``, ``n``, ``ix``, ``decompose``, ``stmt`` and the accumulator
 mixin (``codegen.numba_cuda_accs``)."""
 from __future__ import annotations
@@ -23,7 +27,7 @@ from . import kernel_ir as K
 from .accs import redo_ops
 from .numba_cuda_complex import PARTS
 from .cuda_rows import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ROW_REREAD_UNROLL
-from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
+from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups
 from .numba_cuda_ops import _const_value, _vt
 
 
@@ -71,6 +75,8 @@ class RowEmitter:
                     L.append(f"sm_{a.dst} = cuda.shared.array(32, T.{st})")
                     if a.kind in ("argmax", "argmin"):
                         L.append(f"smi_{a.dst} = cuda.shared.array(32, T.int64)")
+                    elif a.kind == "maxsumexp":     # (its running maximum's)
+                        L.append(f"smm_{a.dst} = cuda.shared.array(32, T.float32)")
             L += ["lane_ = tid_ & 31", "warp_ = tid_ >> 5", "nwarps_ = (bdim_ + 31) >> 5"]
         if v.grid_sync:
             L.append("bar_ = np.uint32(0)")
@@ -101,25 +107,31 @@ class RowEmitter:
         cache: dict = {}
         filled: set = set()
         if kc:
+            last = f"i{inner[-1]}" if inner else ""
             for ph in kir.phases:
                 for s in ph.body:
+                    # (with vector units the vector loads only, as CUDA C's: a blockwise weight is
+                    # read again, once a unit, not held in a slot of every element)
+                    if v.vec > 1 and isinstance(s, K.Load) and not self.along(s, last, v.vec):
+                        continue
                     if isinstance(s, K.Load) and (s.buf, s.index) not in cache:
                         c = f"c{len(cache)}_"
                         cache[(s.buf, s.index)] = c
                         zero = "False" if s.dtype == "bool" else f"np.{_vt(s.dtype)}(0)"
                         rb += [f"{c}{k}{e} = {zero}" for k in range(kc) for e in self._elems()]
         q_acc = 0
+        self.row_level = set()
         for ph in kir.phases:
             for s in ph.pre:
                 line = self.stmt(s)
                 if line:
                     rb += self._row_level_store(line) if isinstance(s, K.Store) else [line]
+                self.row_level.add(getattr(s, "dst", None))
             if not ph.has_loop:
                 continue
+            rb += self._reciprocals(ph, rb)
             for a in ph.accs:
-                rb.append(f"A{a.dst} = {self.acc_init(a)}")
-                if a.kind in ("argmax", "argmin"):
-                    rb.append(f"P{a.dst} = np.int64(-1)")
+                rb += self.acc_inits(a)
             for sc in K.scans(ph.body):
                 self.globals.append(f"_S{sc.dst} = {_const_value(sc.init, sc.dtype)}")
                 rb.append(f"{sc.dst} = _S{sc.dst}")
@@ -147,9 +159,31 @@ class RowEmitter:
             for a, f in zip(ph.accs, finals):
                 redo = self.redo_row(ph, a, inner) if row and not (chunked or v.stage) else []
                 rb += f[:-1] + redo + f[-1:]
+                self.row_level |= {a.dst, a.peer}
         rb.append("b_ += rstep_" if packed else "row_ += rstep_")
         L += ["    " + x for x in rb]
         return L
+
+    def _reciprocal_of(self, s) -> str | None:
+        """The row-level divisor of a float32 division ``s`` by a value computed once a row (row
+        mode), through whose float64 reciprocal the quotient is computed: correctly rounded, as
+        CUDA C's ``row_stmt`` (no IEEE division sequence an element: GroupNorm's normalisation);
+        else None."""
+        if (self.v.mode == "row" and isinstance(s, K.Op) and s.op == "divide" and s.dtype == "float32"
+                and s.arg_dtypes == ("float32", "float32") and s.args[1] in self.row_level):
+            return s.args[1]
+        return None
+
+    def _reciprocals(self, ph: K.Phase, rb: list) -> list[str]:
+        """Before a pass's loop: the float64 reciprocal of each row-level divisor its body divides
+        by (:meth:`_reciprocal_of`), once a row."""
+        out = []
+        for s in ph.body:
+            b = self._reciprocal_of(s)
+            line = f"rd_{b} = np.float64(1.0) / np.float64({b})"
+            if b is not None and line not in out and line not in rb:
+                out.append(line)
+        return out
 
     def _row_level_store(self, line: str) -> list[str]:
         """A store of a row-level value: by one thread of the row (and of its chunks)."""
@@ -257,7 +291,7 @@ class RowEmitter:
             if hoist is not None and isinstance(s, K.Load) and slots is None and not K.gathers(s.index):
                 hoist += self.unit_load(s, names, last)
                 continue
-            if isinstance(s, K.Load) and slots is not None:     # (a row held: loaded once, then read)
+            if isinstance(s, K.Load) and slots is not None and (s.buf, s.index) in slots[0]:    # (held: loaded once)
                 cache, k, filled, newly = slots
                 key = (s.buf, s.index)
                 slot = f"{cache[key]}{k}"
@@ -273,9 +307,11 @@ class RowEmitter:
             elif isinstance(s, K.Store) and self.along(s, last, vec):
                 out += self._spare_guard(self._vector_store(s, names))
             else:
+                rd = self._reciprocal_of(s)
                 for x in names:
                     self.sfx = x
-                    line = self.stmt(s)
+                    line = (f"{self.n(s.dst)} = np.float32(np.float64({self.n(s.args[0])}) * rd_{rd})" if rd
+                            else self.stmt(s))
                     if line:
                         out += self._spare_guard(line) if isinstance(s, K.Store) else [line]
         for x in names:
@@ -299,7 +335,8 @@ class RowEmitter:
             return []
         fresh = {}
         for s in ph.body:
-            if isinstance(s, K.Load) and (s.buf, s.index) not in filled and not (reload and K.gathers(s.index)):
+            if (isinstance(s, K.Load) and (s.buf, s.index) in cache and (s.buf, s.index) not in filled
+                    and not (reload and K.gathers(s.index))):
                 fresh.setdefault((s.buf, s.index), s)
         if not fresh or (not reload and (len(fresh) != 1 or any(K.gathers(s.index) for s in fresh.values()))):
             return []
@@ -372,7 +409,11 @@ class RowEmitter:
         """Variant.grid_sync after a pass's chunk loop (row mode: and the block's combine): the
         chunk's accumulators to their slots (accumulator, chunk, row: a warp's writes coalesce), a
         barrier, chunk 0 of each row combining every chunk in chunk order into its own slot, a
-        barrier, and every thread reading that value."""
+        barrier, and every thread reading that value. Past ``GRID_COMBINE_DIRECT`` chunks in two
+        levels, as CUDA C's (``cuda_shapes.grid_combine_groups``): groups of consecutive chunks
+        combined side by side into a second region (after every chunk slot of the kernel), a
+        barrier, then the groups in order (the same order of combination); one thread reading a
+        column's 1024 chunks one after another took most of a BatchNorm's time."""
         v = self.v
 
         def slot(q: int, ch: str) -> str:
@@ -382,16 +423,34 @@ class RowEmitter:
         for k, a in enumerate(ph.accs):
             out += ["    " + x for x in self._put(a, slot(first + k, "c_"))]
         out += self._grid_barrier()
-        out.append(f"if {'tid_ == 0 and ' if row else ''}c_ == 0:")
-        for k, a in enumerate(ph.accs):
-            out += ["    " + x for x in self._get(a, slot(first + k, "0"), None)]
-        out += ["    s_ = np.int64(1)", f"    while s_ < {v.split}:"]
-        for k, a in enumerate(ph.accs):
-            out += ["        " + x for x in self._get(a, slot(first + k, "s_"), "A")]
-        out.append("        s_ += 1")
-        for k, a in enumerate(ph.accs):
-            out += ["    " + x for x in self._put(a, slot(first + k, "0"))]
+        src, n = slot, str(v.split)
+        groups = grid_combine_groups(v.split)
+        me = "tid_ == 0 and " if row else ""
+        if groups > 1:
+            per, total = -(-v.split // groups), sum(len(p.accs) for p in self.kir.phases)
+
+            def level(q: int, ch: str) -> str:
+                return f"{GRID_SYNC_HEAD} + (({total * v.split} + {q} * {groups} + {ch}) * n_rows_ + row_) * {SPLIT_SLOT}"
+            out += self._combine_chunks(ph, first, f"{me}c_ < {groups}", slot, f"c_ * {per}",
+                                        f"min({v.split}, (c_ + 1) * {per})", level, "c_")
+            out += self._grid_barrier()
+            src, n = level, str(groups)
+        out += self._combine_chunks(ph, first, f"{me}c_ == 0", src, "np.int64(0)", n, slot, "0")
         out += self._grid_barrier()
         for k, a in enumerate(ph.accs):
             out += self._get(a, slot(first + k, "0"), None)
+        return out
+
+    def _combine_chunks(self, ph: K.Phase, first: int, cond: str, src, lo: str, hi: str, dst, at: str) -> list[str]:
+        """Where ``cond``: each accumulator of ``ph`` combined over the ``src(q, chunk)`` slots of
+        chunks ``lo`` to ``hi`` (excluded), in order, written to the ``dst(q, at)`` slot."""
+        out = [f"if {cond}:", f"    s_ = {lo}", f"    e_ = {hi}"]
+        for a in ph.accs:       # (from the initial value, as CUDA C's: a group may be empty)
+            out += ["    " + x for x in self.acc_inits(a)]
+        out.append("    while s_ < e_:")
+        for k, a in enumerate(ph.accs):
+            out += ["        " + x for x in self._get(a, src(first + k, "s_"), "A")]
+        out.append("        s_ += 1")
+        for k, a in enumerate(ph.accs):
+            out += ["    " + x for x in self._put(a, dst(first + k, at))]
         return out

@@ -16,7 +16,8 @@ class NVariant:
     ilp: int = 4                # elementwise: units a thread per grid-stride step
     cache_k: int = 0            # row: register slots a thread (0: re-read every phase)
     block: int = 256            # threads per block (also the launch bound)
-    fastdiv: bool = False       # elementwise: unravel the flat index by multiply-high (< 2^31 elements)
+    fastdiv: bool = False       # unravel indices by multiply-high (32-bit index math: < 2^31 elements):
+                                # elementwise the flat index, row/col a row's and a unit's (fast_div_pairs)
     vec: int = 1                # elementwise: elements a unit, read and written as one 16-byte vector
                                 # where an access runs along the innermost dim (numba_cuda_mem.ldv/stv)
     tail: bool = False          # elementwise, one loop dim: the last N % vec elements one by one
@@ -68,6 +69,21 @@ def fast_div_dims(kir: K.KernelIR) -> list[int]:
     parameters: every loop dim but the leading one, innermost first (as the unravel runs); the
     innermost one's divisor is its extent in units (``NVariant.vec`` elements)."""
     return kir.loop_dims(range(len(kir.domain)))[:0:-1]
+
+
+def fast_div_pairs(kir: K.KernelIR, v: NVariant) -> list[tuple[int, int]]:
+    """``(dim, width)`` of each division a ``fastdiv`` kernel makes by multiply-high, in the order
+    of its divisor parameters (``dv<dim>_m``, ``dv<dim>_s``): it divides by ``extent(dim) //
+    width``. Elementwise :func:`fast_div_dims`, the innermost in ``vec`` units; a reduce kernel's
+    outer dims (a row's index) then its inner ones (a unit's), each but the leading one, the
+    innermost inner dim in units of ``vec`` (row mode). As CUDA C's ``kf_udiv`` decompositions:
+    a 64-bit division routine a dim a unit (BatchNorm's columns over N, H, W: two an element)."""
+    if v.mode == "elementwise":
+        dims = fast_div_dims(kir)
+        return [(d, v.vec if d == dims[0] else 1) for d in dims]
+    outer, inner = kir.loop_dims(kir.outer), kir.loop_dims(kir.inner)
+    vec = v.vec if v.mode == "row" else 1
+    return [(d, 1) for d in outer[:0:-1]] + [(d, vec if d == inner[-1] else 1) for d in inner[:0:-1]]
 
 
 def fastdiv_fits(kir: K.KernelIR, total: int) -> bool:

@@ -36,10 +36,10 @@ from ..errors import UnsupportedError
 from ..fusion.kinds import GroupKind
 from . import gpu_store
 from . import cuda as rt_cuda
-from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT
+from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups
 from ..codegen.numba_cuda_rows import redo_free
 from ..codegen.numba_cuda_scan import scan_renders
-from .gpu_launch import GpuProgram, LauncherBase, fast_divisor
+from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
 _LOADED: dict = {}          # (device, source) -> (module, function, seconds to load)
 COMPILE_SECONDS: dict = {}  # source -> seconds spent in compile_ptx (for benchmarks)
@@ -83,10 +83,11 @@ class _Launcher(rt_cuda._Launcher):
     together, scans along contiguous rows as lanes of a warp a row (``codegen.numba_cuda_scan``)
     and transposes through shared-memory tiles (``codegen.numba_cuda_tile2d``; not of complex
     values), rows re-loaded every reduction pass (``reload``; without CUDA C's L1 hints), peeled
-    rows (not starting 16-byte aligned: ``codegen.numba_cuda_peel``). The parts it does not render
-    yet are chosen as it did before: a chunked row not starting aligned element by element, online
-    max-and-sum rows in two passes, and scans in two stages (few long rows) or of
-    floating/complex products a thread a row."""
+    rows (not starting 16-byte aligned: ``codegen.numba_cuda_peel``), long rows whose maximum and
+    sum of exponentials join one streamed pass (``codegen.online_softmax``: CUDA C's
+    ``_streamed`` kernel IR and schedule). The parts it does not render yet are chosen as it did
+    before: a chunked row not starting aligned element by element, and scans in two stages (few
+    long rows) or of floating/complex products a thread a row."""
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
         super().__init__(group, kir, arch, cache)
@@ -97,10 +98,6 @@ class _Launcher(rt_cuda._Launcher):
     def _vectors(self) -> bool:
         """Whether 16-byte units render here: not for complex values (a vector of structs)."""
         return not any(b.dtype.startswith("complex") for b in self.kir.inputs + self.kir.outputs)
-
-    @functools.cached_property
-    def _streamed(self) -> K.KernelIR:
-        return self._folded             # (no online max-and-sum accumulator here)
 
     def _tile_variant(self, ins, outs, big, sm):
         if not self._vectors:           # (no shared tiles of complex values here)
@@ -181,6 +178,14 @@ class _Launcher(rt_cuda._Launcher):
             return nc.NVariant("scan", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=v.packed), grid
         if v.peel and (v.split or v.grid_sync):      # (a chunked row is not peeled here: element by element)
             v = dataclasses.replace(v, vec=1, peel=False)
+        nv, grid = self._render_reduce(v, grid, sm)
+        # 32-bit index math (CUDA C's, where no offset reaches 2^30): a row's and a unit's indices
+        # unravelled by multiply-high, not by a 64-bit division routine a dim
+        return dataclasses.replace(nv, fastdiv=not v.idx64 and bool(nc.fast_div_pairs(kir, nv))), grid
+
+    def _render_reduce(self, v, grid: int, sm: int) -> tuple:
+        """:meth:`_render` of a reduce schedule (no index math chosen yet)."""
+        kir = self.kir
         chunked = (v.split or v.grid_sync) and redo_free(kir)
         if v.mode == "col":
             if chunked:
@@ -208,8 +213,8 @@ class _Launcher(rt_cuda._Launcher):
         rows = self._rows()
         kir = self.kir_for_nv(nv)
         n_acc = sum(len(ph.accs) for ph in kir.phases)
-        if nv.grid_sync:
-            nbytes = GRID_SYNC_HEAD + rows * nv.split * n_acc * SPLIT_SLOT
+        if nv.grid_sync:        # the chunks' slots, then the groups' (two levels: grid_combine_groups)
+            nbytes = GRID_SYNC_HEAD + rows * (nv.split + grid_combine_groups(nv.split)) * n_acc * SPLIT_SLOT
 
             def run(func, grid, block, tail, ins, outs):
                 ws = cupy.empty(nbytes, cupy.uint8)
@@ -220,13 +225,14 @@ class _Launcher(rt_cuda._Launcher):
         nv2 = nc.NVariant("row", 1, 0, 128, split=nv.split, stage=2)
         src2 = self.emit((None, nv2), lambda: nc.emit(kir, nv2))
         f2 = _function(src2, props["device_id"], self.arch, self.cache)
+        tail2 = scalar_args(self.tail(ins, outs, nv2))    # (its own: no divisor pairs)
         grid2 = (max(1, min(rows, rt_cuda.INT32_LIMIT // 2)),)
         nbytes = rows * nv.split * n_acc * SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
             ws = cupy.empty(nbytes, cupy.uint8)
             func(grid, block, (*outs, *ins, *tail, ws))
-            f2(grid2, (128,), (*outs, *ins, *tail, ws))
+            f2(grid2, (128,), (*outs, *ins, *tail2, ws))
         return run
 
     def kir_for_nv(self, nv) -> K.KernelIR:
@@ -237,13 +243,12 @@ class _Launcher(rt_cuda._Launcher):
         return LauncherBase.tail(self, ins, outs, nv)
 
     def extra_args(self, nv) -> list:
-        """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by (the innermost
-        one in units of ``nv.vec`` elements), then one for each size its index expressions
-        divide by (``nv.divs``)."""
+        """A fastdiv kernel's (multiplier, shift) pair for each dim it divides by
+        (``fast_div_pairs``: the innermost in units of ``nv.vec`` elements), then one for each
+        size its index expressions divide by (``nv.divs``)."""
         out = []
         if nv.fastdiv:
-            dims = nc.fast_div_dims(self.kir)
-            out += [np.uint32(x) for d in dims for x in fast_divisor(self.extent(d) // (nv.vec if d == dims[0] else 1))]
+            out += [np.uint32(x) for d, w in nc.fast_div_pairs(self.kir, nv) for x in fast_divisor(self.extent(d) // w)]
         return out + [np.uint32(x) for d in nv.divs for x in fast_divisor(self.size_of[d])]
 
 

@@ -31,12 +31,13 @@ from kfuse.testing import assert_matches_numpy  # noqa: E402
 
 ld.fma = ld.fmaf = lambda a, b, c: a * b + c
 ld.fabs = ld.fabsf = abs
-for _name in ("exp", "log", "sqrt", "tanh", "sin", "cos", "expm1", "log1p", "rsqrt"):   # (stubs there)
+for _name in ("exp", "exp2", "log", "sqrt", "tanh", "sin", "cos", "expm1", "log1p", "rsqrt"):   # (stubs there)
     _f = (lambda x: 1.0 / np.sqrt(x)) if _name == "rsqrt" else getattr(np, _name)
     setattr(ld, _name, lambda x, _f=_f: np.float64(_f(np.float64(x))))
     setattr(ld, _name + "f", lambda x, _f=_f: np.float32(_f(np.float32(x))))
 # a GPU of 8 SMs: the schedules of a 132-SM one (the same rules), from a few rows (the simulator runs
 # a block's threads as Python threads: minutes for the rows that fill 132 SMs)
+LAST_SOURCE = [""]     # the source the last launch ran
 PROPS = {"sm_count": 8, "name": "NVIDIA H200", "device_id": 0}
 
 
@@ -100,11 +101,13 @@ def flat(a):
 
 
 def launch(fn, *arrays, variant=None):
-    """``fn``'s one kernel on ``arrays`` in the simulator: ``(outputs, CUDA C variant, NVariant)``;
+    """``fn``'s one kernel on ``arrays`` in the simulator: ``(outputs, CUDA C variant, NVariant)``
+    (the source run: ``LAST_SOURCE[0]``);
     ``variant`` an NVariant to run instead of the launcher's choice, or an int: the launcher's
     choice on a grid of that many blocks (a grid-stride loop's later trips)."""
     from kfuse.runtime.numba_cuda import _Launcher
-    (kir,) = kfuse.jit(fn, backend="numba-cuda").lower(*arrays).kernels(for_gpu=True)
+    (kir, *checks) = kfuse.jit(fn, backend="numba-cuda").lower(*arrays).kernels(for_gpu=True)
+    assert all(not k.outputs[0].shape and k.outputs[0].dtype == "bool" for k in checks)   # (index checks)
     assert [b.shape for b in kir.inputs] == [a.shape for a in arrays[:len(kir.inputs)]]
     outs = [np.zeros(b.shape, np.dtype(b.dtype)) for b in kir.outputs]
     ins_d, outs_d = [desc(a) for a in arrays], [desc(o) for o in outs]
@@ -117,7 +120,7 @@ def launch(fn, *arrays, variant=None):
     elif variant is not None:
         nv, grid = variant, max(1, min(grid, 8))
     kernel_ir = lau.kir_for(cv)
-    src = nc.emit(kernel_ir, nv)
+    src = LAST_SOURCE[0] = nc.emit(kernel_ir, nv)
     ns: dict = {}
     exec(compile(src, "<kfuse-sim>", "exec"), ns)
     ns["at"] = _at
@@ -133,7 +136,7 @@ def launch(fn, *arrays, variant=None):
         ns2: dict = {}
         exec(compile(nc.emit(kernel_ir, nv2), "<kfuse-sim2>", "exec"), ns2)
         ns2["at"] = _at
-        cuda.jit(ns2["kfuse_kernel"])[max(1, lau._rows()), 128](*ptrs, *tail, ws)
+        cuda.jit(ns2["kfuse_kernel"])[max(1, lau._rows()), 128](*ptrs, *lau.tail(ins_d, outs_d, nv2), ws)
     else:
         k[grid, nv.block](*ptrs, *tail)
     return outs, cv, nv
@@ -199,9 +202,77 @@ def col_softmax(x):
     return e / e.sum(0, keepdims=True)
 
 
+def logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[:, 0]
+
+
+def cross_entropy(x, labels):
+    m = np.max(x, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0]
+    return lse - np.take_along_axis(x, labels[:, None], axis=1)[:, 0]
+
+
+def lse_minus_mean(x):          # (a label-smoothed loss's terms: its sum joins the streamed pass)
+    m = np.max(x, axis=1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0] - 0.1 * np.mean(x, axis=1)
+
+
+def special_rows(shape):
+    """Rows past fusion.reduction.STREAMED_MIN_UNITS vectors (streamed: the online max-and-sum),
+    the first with a NaN, the second all -inf, the third with one +inf."""
+    x = rng_rows(shape, seed=7) * 4
+    x[0, shape[1] // 3] = np.nan
+    x[1] = -np.inf
+    x[2, shape[1] - 2] = np.inf
+    return x
+
+
+def instancenorm(x):
+    mu = x.mean(axis=(2, 3), keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=(2, 3), keepdims=True) + 1e-5)
+
+
+def batchnorm_nhwc(x, g, b):
+    mu = x.mean(axis=(0, 1, 2), keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=(0, 1, 2), keepdims=True) + 1e-5) * g + b
+
+
 def cases():
     """(name, fn, arrays, NVariant or None, what the schedule must be)."""
     out = []
+    # 32-bit index math in reduce kernels (NVariant.fastdiv): a row's and a unit's indices by
+    # multiply-high (several outer and inner dims), blockwise weights once a unit, row-level
+    # divisors through their float64 reciprocal
+    out.append(("fast-instancenorm-vec4", instancenorm, [rng_rows((2, 3, 6, 8))], None, "packed"))
+    out.append(("fast-instancenorm-odd", instancenorm, [rng_rows((3, 5, 5, 7))], None, "packed"))
+    out.append(("fast-instancenorm-view", instancenorm, [rng_rows((2, 4, 6, 10))[:, 1:, :, 2:]], None, "packed"))
+    # (views: with contiguous strides any split of a linear index into a dim's quotient and
+    # remainder reaches the same element, so only a view tells a wrong division)
+    out.append(("fast-instancenorm-held", instancenorm, [rng_rows((2, 3, 24, 40))[:, :, :, 4:]], None, "row"))
+    out.append(("fast-instancenorm-held-odd", instancenorm, [rng_rows((2, 3, 23, 37))], None, "row"))
+    out.append(("fast-batchnorm-nhwc", batchnorm_nhwc, [rng_rows((2, 6, 7, 6))[:, 1:], rng_rows((6,), seed=1),
+                                                        rng_rows((6,), seed=2)], None, "col"))
+    out.append(("fast-col-sum-two-stages", lambda x: x.sum((0, 1)), [rng_rows((16, 19, 3))[:, 2:]], None, "col"))
+    out.append(("fast-groupnorm-blockwise", groupnorm, [rng_rows((3, 16, 4, 4)), rng_rows((16,), seed=1),
+                                                        rng_rows((16,), seed=2)], None, "packed"))
+    out.append(("fast-groupnorm-held", groupnorm, [rng_rows((2, 16, 16, 20)), rng_rows((16,), seed=1),
+                                                   rng_rows((16,), seed=2)], None, "row"))
+    out.append(("fast-groupnorm-reread", groupnorm, [rng_rows((2, 16, 4, 4)), rng_rows((16,), seed=1),
+                                                     rng_rows((16,), seed=2)], nc.NVariant("row", 1, 0, 32, vec=4),
+                "row"))
+    W = 4 * 4096 + 16              # (4097 vectors of float32: streamed)
+    for fn in (logsumexp, softmax):
+        out.append((f"online-{fn.__name__}-5x{W + 3}", fn, [rng_rows((5, W + 3))], None, "online"))
+    out.append(("online-special-values", logsumexp, [special_rows((4, W))], None, "online"))
+    out.append(("online-softmax-special", softmax, [special_rows((4, W))], None, "online"))
+    out.append(("online-view-from-1", logsumexp, [rng_rows((3, W + 1))[:, 1:]], None, "online"))
+    labels = np.array([0, W - 1, 77], np.int64)
+    out.append(("online-cross-entropy", cross_entropy, [rng_rows((3, W)), labels], None, "online"))
+    out.append(("online-lse-minus-mean", lse_minus_mean, [rng_rows((3, W + 5))], None, "online"))
+    # 3 warps (not a power of two: the warps combined in order), 2 blocks striding over 5 rows
+    out.append(("online-3-warps", logsumexp, [rng_rows((5, W))], nc.NVariant("row", 1, 0, 96, vec=4), "online"))
+    out.append(("online-2-blocks", softmax, [rng_rows((5, W))], 2, "online"))
     for w in (3, 9, 33, 64, 127):
         for fn in (row_sum, softmax, row_argmax, row_any):
             out.append((f"packed-{fn.__name__}-37x{w}", fn, [rng_rows((37, w))], None, "packed"))
@@ -291,8 +362,12 @@ def main():
             mode = "packed" if nv.packed and nv.mode == "row" else nv.mode
             if name.startswith("peel"):
                 mode = "peel" if nv.peel else mode
+            if name.startswith("fast-") and "fastdiv" not in name:
+                mode = mode if nv.fastdiv or variant is not None else "no fastdiv"
             if "divs" in name:
                 mode = mode if nv.divs else "no divs"
+            if name.startswith("online"):
+                mode = "online" if "_mse_step" in LAST_SOURCE[0] else "two passes"
             if "reload" in name:
                 mode = mode if nv.reload else "held"
             ok, why = mode == want_mode, f"rendered {nv.tag} ({cv.tag})"

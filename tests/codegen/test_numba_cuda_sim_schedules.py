@@ -18,7 +18,7 @@ ROOT = SCRIPT.parents[2]
 
 
 # the script's cases by name prefix, and how many each holds (a subprocess each: xdist spreads them)
-GROUPS = {"packed-": 24, "col-": 3, "row-": 6, "scan-": 17, "tile-": 8, "ew-": 5, "peel-": 11}
+GROUPS = {"packed-": 24, "col-": 3, "row-": 6, "scan-": 17, "tile-": 8, "ew-": 5, "peel-": 11, "online-": 9, "fast-": 10}
 
 
 @pytest.mark.skipif(numba_cuda_missing() is not None, reason="numba-cuda does not import")
