@@ -20,6 +20,9 @@ Every rewrite here is *exact*: the optimized graph gives the same bits as NumPy 
 * ``sink_reshapes``: an elementwise op of a computed value's reshape is computed in the value's
   shape and reshaped after (the same elements in the same order: exact), so a row kernel keeps
   its consumers across a reshape (GroupNorm's per-channel affine after per-group statistics).
+* ``keepdims_twins``: a reduction with ``keepdims=True`` whose twin without it is in the graph
+  becomes the twin's reshape (``x - x.mean(0)`` and ``x.var(0)``'s own mean of ``keepdims=True``:
+  one mean, not two kernels summing the same columns); ``sink_reshapes`` then merges their chains.
 * ``read_back``: a slice of a slice write's result reads the written piece (inside the written
   region) or the array before the write (apart from it): a recurrence of item assignments in a
   Python loop stays linear.
@@ -36,7 +39,7 @@ import numpy as np
 
 from ..ir.dtypes import BF16, is_float
 from ..ir.graph import Graph, Node
-from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, Op
+from ..ir.ops import ELEMENTWISE, LEAF, MOVEMENT, REDUCE, Op
 from ..ir.power import product_exponent
 
 
@@ -224,6 +227,8 @@ def _movement(n: Node) -> Node | None:
                 and x.inputs[0].ndim <= n.ndim):
             # broadcast of a reshaped scalar: broadcast the scalar (right-aligned, all ones)
             return n.replace(inputs=x.inputs)
+        if x.op is Op.RESHAPE and _leading_ones(x.inputs[0].shape, x.shape):
+            return n.replace(inputs=x.inputs)       # (NumPy right-aligns: the same elements)
     elif n.op is Op.RESHAPE:
         if x.shape == n.shape:
             return x
@@ -231,6 +236,8 @@ def _movement(n: Node) -> Node | None:
             return n.replace(inputs=x.inputs) if x.inputs[0].shape != n.shape else x.inputs[0]
         if x.op is Op.CONST:
             return Node(Op.BROADCAST, n.dtype, n.shape, (x,), {}, n.loc)
+        if x.op is Op.BROADCAST and x.inputs[0].op is Op.CONST:
+            return n.replace(op=Op.BROADCAST, inputs=x.inputs)     # (one value everywhere)
     elif n.op is Op.PERMUTE:
         perm = tuple(n.attr("perm"))
         if perm == tuple(range(len(perm))):
@@ -247,6 +254,12 @@ def _movement(n: Node) -> Node | None:
         if x.shape == n.shape and all(s == 0 for s in starts) and all(s == 1 for s in steps):
             return x
     return None
+
+
+def _leading_ones(inner: tuple, outer: tuple) -> bool:
+    """Whether ``outer`` is ``inner`` with ones put in front."""
+    k = len(outer) - len(inner)
+    return k > 0 and outer[k:] == inner and all(d == 1 for d in outer[:k])
 
 
 movement = Pass("movement", lambda g: rewrite(g, _movement), _having(Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.SLICE))
@@ -467,5 +480,23 @@ def _within(count: int, start: int, step: int, wcount: int, wstart: int, wstep: 
 
 
 read_back = Pass("read_back", lambda g: rewrite(g, _read_back), _having(Op.SLICE))
-PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, movement, read_back,
-                            sink_reshapes, casts, gathers, dce)
+
+
+def _twin_key(n: Node) -> tuple:
+    return n.op, n.inputs, n.dtype, tuple(a for a in n.attrs if a[0] != "keepdims")
+
+
+def _keepdims_twins(graph: Graph) -> Graph:
+    plain = {_twin_key(n): n for n in graph.nodes() if n.op in REDUCE and not n.attr("keepdims")}
+    if not plain:
+        return graph
+
+    def twin(n: Node) -> Node | None:
+        t = plain.get(_twin_key(n)) if n.op in REDUCE and n.attr("keepdims") else None
+        return None if t is None else Node(Op.RESHAPE, n.dtype, n.shape, (t,), {}, n.loc)
+    return rewrite(graph, twin)
+
+
+keepdims_twins = Pass("keepdims_twins", _keepdims_twins, lambda g: not REDUCE.isdisjoint(g.ops()))
+PASSES: tuple[Pass, ...] = (region_writes, empty, outer, fold_constants, identities, keepdims_twins, movement,
+                            read_back, sink_reshapes, casts, gathers, dce)

@@ -21,7 +21,7 @@ FUNCS = {
 @pytest.mark.parametrize("name", list(FUNCS))
 def test_grid_sync_variant_compiles_with_one_barrier_a_pass(name):
     fn, passes = FUNCS[name]
-    kir = kfuse.jit(fn).lower(np.zeros((4099, 257), np.float32)).kernels()[-1]
+    kir = kfuse.jit(fn).lower("f32[4099,257]", device="h100", backend="cuda").kernels()[-1]
     assert ce.grid_sync_ok(kir)
     v = ce.Variant("col", 1, False, 0, 128, min_blocks=8, split=37, grid_sync=True)
     src = ce.emit(kir, v)
@@ -42,7 +42,7 @@ def test_many_chunks_combine_in_two_levels(split, groups):
     """Past GRID_COMBINE_DIRECT chunks, groups of consecutive chunks combine side by side into a
     second workspace region (one more barrier a pass), then chunk 0 combines the groups in order."""
     fn, passes = FUNCS["standardise"]
-    kir = kfuse.jit(fn).lower(np.zeros((4099, 257), np.float32)).kernels()[-1]
+    kir = kfuse.jit(fn).lower("f32[4099,257]", device="h100", backend="cuda").kernels()[-1]
     assert ce.grid_combine_groups(split) == groups
     src = ce.emit(kir, ce.Variant("col", 1, False, 0, 128, min_blocks=8, split=split, grid_sync=True))
     body = src[src.index('extern "C"'):]

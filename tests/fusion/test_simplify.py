@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import fusion_builders as fb
+
+import kfuse
 from kfuse.fusion import simplify
 from kfuse.fusion.pipeline import optimize
 from kfuse.ir.graph import Node
@@ -158,7 +160,8 @@ def test_lossy_cast_chain_kept():
 
 def test_passes_are_named_and_pure():
     assert [p.name for p in simplify.PASSES] == ["region_writes", "empty", "outer", "fold_constants", "identities",
-                                                  "movement", "read_back", "sink_reshapes", "casts", "gathers", "dce"]
+                                                  "keepdims_twins", "movement", "read_back", "sink_reshapes", "casts",
+                                                  "gathers", "dce"]
     g = fb.layernorm(8, 16)
     text = g.as_text()
     optimize(g)
@@ -226,3 +229,30 @@ def test_a_matmul_over_one_term_is_an_outer_product_from_plus_zero():
         assert Op.MATMUL not in kinds and ops <= kinds, opt.as_text()
     g = trace_function(lambda a, b: a @ b, {"a": ArraySpec(np.dtype("f4"), (3, 2)), "b": ArraySpec(np.dtype("f4"), (2, 4))})
     assert Op.MATMUL in {n.op for n in optimize(g).nodes()}
+
+
+def test_a_keepdims_reduction_shares_its_twin():
+    """``x - x.mean(0)`` over ``x.var(0)`` (whose own mean keeps its dims): one mean, one
+    subtraction, and NumPy's result."""
+    from kfuse.api import JitFunction
+
+    def standardize(x):
+        return (x - np.mean(x, axis=0)) / np.sqrt(np.var(x, axis=0) + 1e-5)
+    g = optimize(JitFunction(standardize).trace("f32[64,16]"))
+    assert [n.op for n in g.nodes()].count(Op.SUM) == 2          # the mean's and the variance's
+    assert [n.op for n in g.nodes()].count(Op.SUBTRACT) == 1
+    x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(kfuse.jit(standardize, backend="cpu")(x), standardize(x), rtol=2e-6, atol=2e-6)
+
+
+def test_movement_drops_leading_ones_under_a_broadcast_and_reshaped_constants():
+    b = fb.B()
+    x = b.inp("x", "f4", (16,))
+    y = b.ew(Op.EXP, x)
+    r = Node(Op.RESHAPE, y.dtype, (1, 16), (y,), {})
+    out = b.ew(Op.ADD, b.bcast(r, (8, 16)), b.inp("z", "f4", (8, 16)))
+    g = optimize(b.graph("lead", out))
+    assert Op.RESHAPE not in {n.op for n in g.nodes()}, g.as_text()
+    c = Node(Op.BROADCAST, np.dtype(np.float32), (1, 16), (Node(Op.CONST, np.dtype(np.float32), (), (), {"value": 2.0}),), {})
+    g = optimize(b.graph("cr", b.ew(Op.MULTIPLY, x, Node(Op.RESHAPE, c.dtype, (16,), (c,), {}))))
+    assert Op.RESHAPE not in {n.op for n in g.nodes()}, g.as_text()
