@@ -23,7 +23,7 @@ from ..ir.ops import REDUCE, Op
 from .cost import DeviceSpec, roofline
 from .gpu_chunks import rereading_efficiency
 from .legality import Clustering, reduce_key
-from .row_phases import phases
+from .row_phases import folded_deviations, phases
 from .rules import PlanContext, Rule
 
 
@@ -68,14 +68,21 @@ def _second_pass(members, key: tuple, order_list) -> bool:
     depends on one of their reductions over those axes (directly or through other nodes): a pass
     after that reduction's. ``order_list``: the graph's nodes in order."""
     after: set[Node] = set()
+    folded = folded_deviations(members, key[0])
     for n in order_list:
         if n.op in REDUCE and n in members and reduce_key(n) == key:
             after.add(n)
         elif any(i in after for i in n.inputs):
-            if n in members and n.shape == key[0]:
+            if (n in members and n.shape == key[0] and n.op is not Op.BROADCAST      # (a row-level value's view)
+                    and not (n in folded and _only_into(n, members, folded))):
                 return True
             after.add(n)
     return False
+
+
+def _only_into(n: Node, members, folded: set) -> bool:
+    """Whether every reader of ``n`` among ``members`` is a folded deviation's square or sum."""
+    return all(u in folded or u.op in REDUCE for u in members if n in u.inputs)
 
 
 def anchor_order(state: Clustering, candidate) -> int:

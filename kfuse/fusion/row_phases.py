@@ -12,7 +12,9 @@ from ..ir.ops import REDUCE, Op
 def phases(nodes: set[Node], order: dict[Node, int], outputs=()) -> tuple[int, bool]:
     """(number of dependent reduction phases, whether full-level work follows the last one). A
     float32 sum of ``x - c`` (``c`` of the row level) is a phase after ``x``'s, not ``c``'s, and
-    its shift no full-level work (codegen.shifted_sum sums ``x`` and subtracts ``n c`` after)."""
+    its shift no full-level work (codegen.shifted_sum sums ``x`` and subtracts ``n c`` after);
+    so is a float32 sum of ``(x - c) ** 2`` beside a sum of ``x`` (codegen.variance folds it into
+    that sum's pass), its deviation and square none either."""
     phase: dict[Node, int] = {}
     full = []                           # full-level nodes after a reduction, with their phase
     domain = next(iter(r.inputs[0].shape for r in nodes if r.op in REDUCE), None)
@@ -20,15 +22,17 @@ def phases(nodes: set[Node], order: dict[Node, int], outputs=()) -> tuple[int, b
     for n in nodes:
         for i in n.inputs:
             users.setdefault(i, []).append(n)
+    folded = folded_deviations(nodes, domain)
     for n in sorted(nodes, key=order.__getitem__):
-        x = _shifted_operand(n, domain)
+        x = _shifted_operand(n, domain) or _variance_operand(n, domain, nodes)
         p = max((phase[i] for i in ((x,) if x is not None else n.inputs) if i in phase), default=0)
         if n.op in REDUCE:
             phase[n] = p + 1
         elif p:
             phase[n] = p
-            absorbed = n not in outputs and users.get(n) and all(_shifted_operand(u, domain) is not None
-                                                                 for u in users[n])
+            absorbed = n not in outputs and users.get(n) and all(
+                _shifted_operand(u, domain) is not None or u in folded or _variance_operand(u, domain, nodes)
+                for u in users[n])
             if n.shape == domain and not absorbed and n.op is not Op.BROADCAST:     # (a row-level value's view)
                 full.append(p)
     last = max((v for k, v in phase.items() if k.op in REDUCE), default=0)
@@ -46,6 +50,36 @@ def _shifted_operand(n: Node, domain) -> Node | None:
         return None
     level = [_row_level(i, domain, axes) for i in s.inputs]
     return s.inputs[level.index(False)] if sorted(level) == [False, True] else None
+
+
+def _variance_operand(n: Node, domain, nodes) -> Node | None:
+    """``x`` where ``n`` is a float32 sum of ``(x - c) ** 2`` over its rows (``c`` the same along
+    them, ``x`` float32) and ``nodes`` hold a float32 sum of ``x`` over the same rows: the pass
+    ``codegen.variance`` folds it into; else None."""
+    if n.op is not Op.SUM or n.dtype != np.float32 or not n.inputs:
+        return None
+    sq, axes = n.inputs[0], tuple(n.attr("axes"))
+    if not (sq.op is Op.SQUARE or sq.op is Op.MULTIPLY and len(sq.inputs) == 2 and sq.inputs[0] is sq.inputs[1]):
+        return None
+    d = sq.inputs[0]
+    if d.op is not Op.SUBTRACT or d.dtype != np.float32 or d.shape != domain or len(d.inputs) != 2:
+        return None
+    x, c = d.inputs
+    if x.dtype != np.float32 or _row_level(x, domain, axes) or not _row_level(c, domain, axes):
+        return None
+    twin = any(m.op is Op.SUM and m.dtype == np.float32 and m.inputs and m.inputs[0] is x
+               and tuple(m.attr("axes")) == axes for m in nodes)
+    return x if twin else None
+
+
+def folded_deviations(nodes, domain) -> set[Node]:
+    """The deviations ``x - c`` and their squares that folded variances among ``nodes`` sum
+    (:func:`_variance_operand`): computed in the pass of ``x``'s sum, no pass of their own."""
+    out: set[Node] = set()
+    for n in nodes:
+        if _variance_operand(n, domain, nodes) is not None:
+            out |= {n.inputs[0], n.inputs[0].inputs[0]}
+    return out
 
 
 def _row_level(c: Node, domain, axes) -> bool:

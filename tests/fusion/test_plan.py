@@ -188,9 +188,27 @@ def test_column_passes_past_l2_with_a_full_tail_split():
     x = b.inp("x", "f4", (64, 1024, 1024))
     mu = b.reduce(Op.SUM, x, 1, keepdims=True)
     d = b.ew(Op.SUBTRACT, x, b.bcast(mu, (64, 1024, 1024)))
-    p = _plan(b.graph("var1", b.reduce(Op.SUM, b.ew(Op.MULTIPLY, d, d), 1)), "h200")
+    p = _plan(b.graph("mad1", b.reduce(Op.SUM, b.ew(Op.ABSOLUTE, d), 1)), "h200")
     (g,) = p.kernels
     assert g.cost.passes == 2 and "re-read" in g.reason, g.reason
+    # the sum of squared deviations folds into the sum's pass (codegen.variance): one pass
+    p = _plan(b.graph("var1", b.reduce(Op.SUM, b.ew(Op.MULTIPLY, d, d), 1)), "h200")
+    (g,) = p.kernels
+    assert g.cost.passes == 1, g.reason
+
+
+def test_split_columns_keep_a_folded_variance_with_its_mean():
+    """Standardising columns past L2 splits into the statistics' one pass (mean and variance, the
+    variance folded into the mean's sum) and the normalisation."""
+    b = fb.B()
+    x = b.inp("x", "f4", (65536, 1024))
+    mu = b.bcast(b.reduce(Op.SUM, x, 0, keepdims=True), (65536, 1024))
+    d = b.ew(Op.SUBTRACT, x, mu)
+    var = b.bcast(b.reduce(Op.SUM, b.ew(Op.MULTIPLY, d, d), 0, keepdims=True), (65536, 1024))
+    p = _plan(b.graph("std0", b.ew(Op.TRUE_DIVIDE, d, var)), "h200")
+    ops = _kernel_ops(p)
+    assert len(ops) == 2 and [o for o in ops[0] if o is Op.SUM] and Op.TRUE_DIVIDE in ops[1], ops
+    assert sum(1 for n in p.kernels[0].nodes if n.op is Op.SUM) == 2
 
 
 def test_groups_topological_and_inputs_produced():
