@@ -43,13 +43,18 @@ def require_gpu():
     return cp
 
 
-@functools.lru_cache(maxsize=None)
 def device_properties(device_id: int | None = None) -> dict:
-    """Properties of a CUDA device: name, arch (``"sm_90"``), SMs, L2, shared memory, memory size,
-    and a peak-bandwidth estimate from the memory clock and bus width (GB/s)."""
-    cp = require_gpu()
+    """Properties of a CUDA device (default: the current one): name, arch (``"sm_90"``), SMs, L2,
+    shared memory, memory size, and a peak-bandwidth estimate from the memory clock and bus width
+    (GB/s). Read once a device (``getDeviceProperties`` took 1 ms of a warm first call, H200)."""
     if device_id is None:
-        device_id = int(cp.cuda.runtime.getDevice())
+        device_id = int(require_gpu().cuda.runtime.getDevice())
+    return _properties(int(device_id))
+
+
+@functools.lru_cache(maxsize=None)
+def _properties(device_id: int) -> dict:
+    cp = require_gpu()
     p = cp.cuda.runtime.getDeviceProperties(device_id)
     g = lambda k, d=0: p.get(k, d) if isinstance(p, dict) else getattr(p, k, d)  # noqa: E731
     name = g("name", b"")
