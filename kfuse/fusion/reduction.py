@@ -23,7 +23,7 @@ from ..ir.ops import REDUCE, Op
 from .cost import DeviceSpec, roofline
 from .gpu_chunks import rereading_efficiency
 from .legality import Clustering, reduce_key
-from .row_phases import folded_deviations, phases
+from .row_phases import deviations, folded_variances, phases
 from .rules import PlanContext, Rule
 
 
@@ -68,7 +68,7 @@ def _second_pass(members, key: tuple, order_list) -> bool:
     depends on one of their reductions over those axes (directly or through other nodes): a pass
     after that reduction's. ``order_list``: the graph's nodes in order."""
     after: set[Node] = set()
-    folded = folded_deviations(members, key[0])
+    folded = deviations(folded_variances(members, key[0]))
     for n in order_list:
         if n.op in REDUCE and n in members and reduce_key(n) == key:
             after.add(n)

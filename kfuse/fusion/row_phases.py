@@ -22,17 +22,17 @@ def phases(nodes: set[Node], order: dict[Node, int], outputs=()) -> tuple[int, b
     for n in nodes:
         for i in n.inputs:
             users.setdefault(i, []).append(n)
-    folded = folded_deviations(nodes, domain)
+    variances = folded_variances(nodes, domain)
+    folded = deviations(variances)
     for n in sorted(nodes, key=order.__getitem__):
-        x = _shifted_operand(n, domain) or _variance_operand(n, domain, nodes)
+        x = _shifted_operand(n, domain) or variances.get(n)
         p = max((phase[i] for i in ((x,) if x is not None else n.inputs) if i in phase), default=0)
         if n.op in REDUCE:
             phase[n] = p + 1
         elif p:
             phase[n] = p
             absorbed = n not in outputs and users.get(n) and all(
-                _shifted_operand(u, domain) is not None or u in folded or _variance_operand(u, domain, nodes)
-                for u in users[n])
+                _shifted_operand(u, domain) is not None or u in folded or u in variances for u in users[n])
             if n.shape == domain and not absorbed and n.op is not Op.BROADCAST:     # (a row-level value's view)
                 full.append(p)
     last = max((v for k, v in phase.items() if k.op in REDUCE), default=0)
@@ -52,10 +52,29 @@ def _shifted_operand(n: Node, domain) -> Node | None:
     return s.inputs[level.index(False)] if sorted(level) == [False, True] else None
 
 
-def _variance_operand(n: Node, domain, nodes) -> Node | None:
-    """``x`` where ``n`` is a float32 sum of ``(x - c) ** 2`` over its rows (``c`` the same along
-    them, ``x`` float32) and ``nodes`` hold a float32 sum of ``x`` over the same rows: the pass
-    ``codegen.variance`` folds it into; else None."""
+def folded_variances(nodes, domain) -> dict[Node, Node]:
+    """``{n: x}`` for each float32 sum ``n`` among ``nodes`` of ``(x - c) ** 2`` over its rows
+    (``c`` the same along them, ``x`` float32) beside a float32 sum of ``x`` over the same rows
+    among ``nodes``: the sum's pass ``codegen.variance`` folds ``n`` into."""
+    sums = {(m.inputs[0], tuple(m.attr("axes"))) for m in nodes
+            if m.op is Op.SUM and m.dtype == np.float32 and m.inputs}
+    out = {}
+    for n in nodes:
+        x = _squared_deviation(n, domain)
+        if x is not None and (x, tuple(n.attr("axes"))) in sums:
+            out[n] = x
+    return out
+
+
+def deviations(variances: dict[Node, Node]) -> set[Node]:
+    """The deviations ``x - c`` and their squares that the folded ``variances`` sum: computed in
+    the pass of ``x``'s sum, no pass of their own."""
+    return {v for n in variances for v in (n.inputs[0], n.inputs[0].inputs[0])}
+
+
+def _squared_deviation(n: Node, domain) -> Node | None:
+    """``x`` where ``n`` is a float32 sum of ``(x - c) ** 2`` over its rows, ``c`` the same along
+    them and ``x`` float32; else None."""
     if n.op is not Op.SUM or n.dtype != np.float32 or not n.inputs:
         return None
     sq, axes = n.inputs[0], tuple(n.attr("axes"))
@@ -67,19 +86,7 @@ def _variance_operand(n: Node, domain, nodes) -> Node | None:
     x, c = d.inputs
     if x.dtype != np.float32 or _row_level(x, domain, axes) or not _row_level(c, domain, axes):
         return None
-    twin = any(m.op is Op.SUM and m.dtype == np.float32 and m.inputs and m.inputs[0] is x
-               and tuple(m.attr("axes")) == axes for m in nodes)
-    return x if twin else None
-
-
-def folded_deviations(nodes, domain) -> set[Node]:
-    """The deviations ``x - c`` and their squares that folded variances among ``nodes`` sum
-    (:func:`_variance_operand`): computed in the pass of ``x``'s sum, no pass of their own."""
-    out: set[Node] = set()
-    for n in nodes:
-        if _variance_operand(n, domain, nodes) is not None:
-            out |= {n.inputs[0], n.inputs[0].inputs[0]}
-    return out
+    return x
 
 
 def _row_level(c: Node, domain, axes) -> bool:
