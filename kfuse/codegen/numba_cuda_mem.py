@@ -20,8 +20,9 @@ from numba.core import types
 from numba.cuda.extending import intrinsic
 
 
-@intrinsic
-def ldv(typingctx, ptr, idx, n):
+def _unit_read(ptr, idx, n, loads):
+    """The intrinsic's ``(signature, codegen)`` reading ``n`` elements of ``ptr`` from ``idx`` as
+    a tuple, ``loads(builder, p, i, lt, count)`` their values; None for other argument types."""
     if not (isinstance(ptr, types.CPointer) and isinstance(n, types.IntegerLiteral)):
         return None
     count = n.literal_value
@@ -29,12 +30,24 @@ def ldv(typingctx, ptr, idx, n):
 
     def codegen(context, builder, sig, args):
         p, i, _ = args
-        lt = context.get_value_type(ptr.dtype)
-        vt = ir.VectorType(lt, count)
-        v = builder.load(builder.bitcast(builder.gep(p, [i]), vt.as_pointer()), align=count * _width(lt))
-        vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(count)]
+        vals = loads(builder, p, i, context.get_value_type(ptr.dtype), count)
         return context.make_tuple(builder, sig.return_type, vals)
     return sig, codegen
+
+
+def _vector_loads(builder, p, i, lt, count) -> list:
+    vt = ir.VectorType(lt, count)
+    v = builder.load(builder.bitcast(builder.gep(p, [i]), vt.as_pointer()), align=count * _width(lt))
+    return [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(count)]
+
+
+def _element_loads(builder, p, i, lt, count) -> list:
+    return [builder.load(builder.gep(p, [builder.add(i, ir.Constant(i.type, k))])) for k in range(count)]
+
+
+@intrinsic
+def ldv(typingctx, ptr, idx, n):
+    return _unit_read(ptr, idx, n, _vector_loads)
 
 
 def _width(lt) -> int:
@@ -113,16 +126,7 @@ def addr(typingctx, ptr, idx):
 @intrinsic
 def ldl(typingctx, ptr, idx, n):
     """``ptr[idx] .. ptr[idx + n - 1]`` element by element (a vector unit not 16-byte aligned)."""
-    if not (isinstance(ptr, types.CPointer) and isinstance(n, types.IntegerLiteral)):
-        return None
-    count = n.literal_value
-    sig = types.UniTuple(ptr.dtype, count)(ptr, idx, n)
-
-    def codegen(context, builder, sig, args):
-        p, i, _ = args
-        vals = [builder.load(builder.gep(p, [builder.add(i, ir.Constant(i.type, k))])) for k in range(count)]
-        return context.make_tuple(builder, sig.return_type, vals)
-    return sig, codegen
+    return _unit_read(ptr, idx, n, _element_loads)
 
 
 @intrinsic
