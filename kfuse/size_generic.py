@@ -35,14 +35,15 @@ MAX_PATTERNS = 4            # per shape class: patterns of equal dims kept (or r
 
 def size_pattern(args: tuple) -> tuple[tuple, tuple[int, ...]] | None:
     """(per argument the size class of each dim, -1 for a dim of 1, None for a non-array; the
-    classes' values, in order of first appearance), or None where an array is not a NumPy array
-    or has a dim of 0."""
+    classes' values, in order of first appearance), or None where an array has a dim of 0.
+    Arrays are NumPy arrays, CuPy arrays and torch tensors alike (their ``shape``): what a build
+    at new sizes depends on beyond the sizes (type, dtype, device, which dims are 1) is in the
+    shape-class key this pattern is kept under, and strides and alignment are not in the trace
+    at all (a GPU program picks its launch variant from them per call, as after a real build)."""
     classes: dict[int, int] = {}
     pattern = []
     for a in args:
-        if type(a) is not np.ndarray:
-            if _family(type(a)) is not None:        # a CuPy array, a torch tensor
-                return None
+        if type(a) is not np.ndarray and _family(type(a)) is None:
             pattern.append(None)
             continue
         dims = []
