@@ -329,12 +329,12 @@ class JitFunction:
         """The autotuner's choice for this build (``autotune`` mode; a tuned lookup, or a search)."""
         mode = self.options.autotune or _config.get().autotune
         if mode != "off" and Feature.AUTOTUNE in backend.features:
-            from .autotune.tuner import apply, known_choice, tune_and_apply
+            from .autotune.tuner import apply_known, known_choice, tune_and_apply
             known = known_choice(plan, backend, mode, program, store)
             if known is None:
                 tune_and_apply(plan, entry.arrays(args), backend, mode, store, program)
             else:
-                apply(program, known)
+                apply_known(program, known, backend)
 
     def _untraced(self, args: tuple) -> "Entry | None":
         """A new size built from its shape class's size-generic trace (``size_generic``): no

@@ -258,25 +258,33 @@ _KHASH_BY_DTYPE: dict = {}
 
 
 def known_choice(plan, backend, mode: str | None, program, store) -> dict | None:
-    """In mode "cached", for a host program whose kernels' tuning keys this process has formed
-    before (a new size of a built shape class), the configs :func:`tune_and_apply` would apply
+    """In mode "cached", for a program whose kernels' tuning keys this process has formed before
+    (a new size of a built shape class; a host program's kernel sources, a GPU program's
+    ``tuning_sources``, shared by its sizes), the configs :func:`tune_and_apply` would apply
     (``{group id: config}``: the memo's, counted as memo hits; none where ``store`` holds none for
     a group's bucket, which is then remembered as absent, as the full path does); else None (a
     stored config to read and check, a search or a printed report: the full path). Why: the full
     path prices each group's heuristic and formats each input's dtype to form the key, 0.05-0.1
-    ms of a new size's ~0.5 ms build for the same lookup."""
+    ms of a new size's ~0.5 ms build for the same lookup. :func:`apply_known` applies them."""
     mode = (mode or _config.get().autotune or "cached").lower()
     be = _backends.get(backend)
-    if mode != "cached" or not be.on_host or _config.get().print_autotuning:
+    if mode != "cached" or _config.get().print_autotuning:
         return None
-    arch = cpu_arch()
+    if be.on_host:
+        arch = cpu_arch()
+        kernels = [(k.group, k.source) for k in program.kernels]
+    else:
+        sources = getattr(program, "tuning_sources", None)
+        if not sources:
+            return None
+        from .gpu_targets import gpu_arch
+        arch = gpu_arch()
+        kernels = [(g, sources.get(i)) for i, g in enumerate(plan.groups)]
     chosen: dict = {}
     hits = 0
-    for k in program.kernels:
-        g = k.group
+    for g, source in kernels:
         if g.kind == GroupKind.ATTENTION:
             continue
-        source = k.source
         memo = (source, tuple([(n.dtype, len(n.shape)) for n in g.inputs]), be.name, arch)
         khash = _KHASH_BY_DTYPE.get(memo)
         if khash is None:
@@ -296,6 +304,15 @@ def known_choice(plan, backend, mode: str | None, program, store) -> dict | None
             _ABSENT.add(memo_key)
     STATS["memo_hits"] += hits
     return chosen
+
+
+def apply_known(program, chosen: dict, backend) -> None:
+    """Set :func:`known_choice`'s configs on ``program`` as :func:`tune_and_apply` sets its own."""
+    if _backends.get(backend).on_host:
+        apply(program, chosen)
+    else:
+        from .gpu_targets import apply_gpu
+        apply_gpu(program, chosen)
 
 
 def tune_and_apply(lowered_or_plan, arrays, backend, mode: str | None, store, program,

@@ -38,8 +38,10 @@ from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
-# Process-wide memo of compiled and loaded code: (source, arch) -> CompiledCuda and
-# (device, source) -> cupy Function. Caches only: dropping them changes nothing but speed.
+# Process-wide memo of emitted, compiled and loaded code: (kernel IR normal form, Variant) ->
+# CudaKernel, (source, arch) -> CompiledCuda and (device, source) -> cupy Function. Caches only:
+# dropping them changes nothing but speed.
+_EMITTED: dict = {}
 _COMPILED: dict = {}
 _LOADED: dict = {}
 INT32_LIMIT = 2 ** 31 - 1
@@ -111,6 +113,20 @@ def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
         hit = nvrtc.compile(source, arch)
         gpu_store.save_cubin(cache, source, arch, hit)
     _COMPILED[key] = hit
+    return hit
+
+
+def emitted_kernel(kir: K.KernelIR, variant) -> cuda_emit.CudaKernel:
+    """``codegen.cuda.emit_kernel(kir, variant)``, memoised in the process by what the code
+    depends on: the kernel IR's normal form (``shape_class.normal_form``: no size values) and the
+    variant. A launcher first meeting a variant (a new size's launcher family, another function
+    or shape class with the same kernel) finds the kernel another one rendered (~15 us for the
+    key against ~0.5-1 ms to render), and with it the module loaded for its source."""
+    from .shape_class import normal_form
+    key = (normal_form(kir), variant)
+    hit = _EMITTED.get(key)
+    if hit is None:
+        hit = _EMITTED[key] = cuda_emit.emit_kernel(kir, variant)
     return hit
 
 
@@ -196,16 +212,18 @@ class _Launcher(LauncherBase):
         (codegen.online_softmax: a block a row, re-reading it in every pass)."""
         return merge_independent_phases(online_max_sum(self._folded))
 
-    def _build(self, ins, outs, props) -> tuple:
+    def _build(self, ins, outs, props, chosen=None) -> tuple:
+        """``chosen``: this launcher's ``variant_for(ins, outs, props)``, where known already."""
         contiguous = self._contiguous_reads(ins)
         if contiguous is not None:      # (its kernel: the same parameters, simpler load indices)
             return contiguous._build(ins, outs, props)
-        variant, grid = self.variant_for(ins, outs, props)
+        variant, grid = chosen or self.variant_for(ins, outs, props)
         if variant.mode == "elementwise" and (variant.vec == 1 or not self.vec_ok) and self.tile is None:
             flat = self._flat_domain(ins, outs)
-            if flat is not None and flat.variant_for(ins, outs, props)[0].vec > 1:
-                return flat._build(ins, outs, props)
-        kernel = self.emit(variant, lambda: cuda_emit.emit_kernel(self.kir_for(variant), variant))
+            flat_choice = None if flat is None else flat.variant_for(ins, outs, props)
+            if flat_choice is not None and flat_choice[0].vec > 1:
+                return flat._build(ins, outs, props, flat_choice)
+        kernel = self.emit(variant, lambda: emitted_kernel(self.kir_for(variant), variant))
         func = _function(kernel, props["device_id"], self.arch, self.cache)
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:
@@ -232,12 +250,16 @@ class _Launcher(LauncherBase):
         return child
 
     def _child(self, kir: K.KernelIR) -> "_Launcher":
-        """The launcher of ``kir``, a per-call rewrite of this group's kernel IR, made once."""
+        """The launcher of ``kir``, a per-call rewrite of this group's kernel IR, made once. Its
+        emitted kernels are kept with this launcher's (``emitted``, shared across the sizes of a
+        shape class), under the rewrite's loops and statements: the rest of ``kir`` is this
+        group's kernel IR, whose form is the same at every size sharing them."""
         children = self.__dict__.setdefault("_children", {})
-        key = (kir.domain, kir.phases)
+        key = (kir.domain, kir.outer, kir.inner, kir.phases)
         child = children.get(key)
         if child is None:
             child = children[key] = type(self)(self.group, kir, self.arch, self.cache)
+            child.emitted = self.emitted.setdefault(("child", *key), {})
         return child
 
     def _contiguous_reads(self, ins):
@@ -263,12 +285,14 @@ class _Launcher(LauncherBase):
         rows = cuda_tiles.geometry(self, 1).units
         if v.mode == "scan":        # stage 2: the same (row, chunk) warps, each from the chunks before it
             n_acc = len(K.scans(self.kir.phases[0].body))
-            k2 = cuda_emit.emit_kernel(self.kir, dataclasses.replace(v, stage=2))
+            v2 = dataclasses.replace(v, stage=2)
             grid2 = (max(1, min(-(-(rows * v.split) // 4), INT32_LIMIT // 2)),)
         else:
             n_acc = len(next(ph for ph in self.kir.phases if ph.has_loop).accs)
-            k2 = cuda_emit.emit_kernel(self.kir, cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2))
+            v2 = cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2)
             grid2 = (max(1, min(rows, INT32_LIMIT // 2)),)
+        # (kir_for(v2) is the group's own kernel IR: a second stage re-reads nothing)
+        k2 = self.emit(v2, lambda: emitted_kernel(self.kir, v2))
         f2 = _function(k2, props["device_id"], self.arch, self.cache)
         tail2 = scalar_args(self.tail(ins, outs, k2))
         nbytes = rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
@@ -328,9 +352,10 @@ class _Launcher(LauncherBase):
         elif self.tile is not None:
             variant, grid, self.tile_note = cuda_tiles.apply_tile(
                 self.tile, variant, grid, cuda_tiles.geometry(self, sm))
-        # (a tile's vector width of 1 reads every element alike: nothing to peel)
-        variant = dataclasses.replace(variant, peel=variant.peel and variant.vec > 1)
-        return dataclasses.replace(variant, exact=self._covers(variant, grid)), grid
+        if variant.peel and variant.vec == 1:   # (a tile's vector width of 1 reads every element alike)
+            variant = dataclasses.replace(variant, peel=False)
+        exact = self._covers(variant, grid)
+        return (variant if exact == variant.exact else dataclasses.replace(variant, exact=exact)), grid
 
     def _covers(self, v, grid) -> bool:
         """Whether ``grid`` blocks of ``v`` cover the domain once, exactly (Variant.exact)."""

@@ -107,9 +107,10 @@ _UNSIZED = tuple(f.name for f in dataclasses.fields(K.KernelIR) if f.name not in
 
 def normal_form(kir: K.KernelIR) -> tuple:
     """The kernel IR without its size values (what the compiled code depends on): every field,
-    the buffers without their (informational) shapes, the size parameters without values."""
-    return (tuple((b.name, b.dtype, b.ndim) for b in kir.inputs),
-            tuple((b.name, b.dtype, b.ndim) for b in kir.outputs),
+    the buffers without their (informational) shapes (a host scalar, taken by value, is other
+    code than a 0-d array), the size parameters without values."""
+    return (tuple((b.name, b.dtype, b.ndim, b.host) for b in kir.inputs),
+            tuple((b.name, b.dtype, b.ndim, b.host) for b in kir.outputs),
             tuple((s.name, s.what) for s in kir.sizes), *(getattr(kir, f) for f in _UNSIZED))
 
 

@@ -89,3 +89,71 @@ def test_no_size_generic_build_across_devices_or_dtypes(gpu):
     assert jf.untraced_count == 0 and jf.compile_count == 2
     jf(FakeCupy(_f32(17, 29)))
     assert jf.untraced_count == 1
+
+
+@pytest.fixture
+def renders(monkeypatch):
+    """The kernels rendered to CUDA C (``codegen.cuda.emit_kernel`` calls), by kernel name."""
+    from kfuse.codegen import cuda as cuda_emit
+    seen: list = []
+    render = cuda_emit.emit_kernel
+
+    def counted(kir, variant=None):
+        k = render(kir, variant)
+        seen.append(k.name)
+        return k
+    monkeypatch.setattr(cuda_emit, "emit_kernel", counted)
+    return seen
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_a_seen_variant_is_not_rendered_again(gpu, renders, name):
+    """A launch variant rendered once in the process (here by another function with the same
+    kernels, at the same sizes) is found by the kernel IR's normal form at a new size, without
+    rendering its source again: a one-pass kernel, a two-stage reduction's second kernel, a
+    flattened domain's kernel alike."""
+    fn, make = WORKLOADS[name]
+    first = kfuse.jit(fn)
+    first(*map(FakeCupy, make(7, 9)))
+    for r, c in SIZES:
+        first(*map(FakeCupy, make(r, c)))
+    assert renders
+    again = kfuse.jit(fn)
+    again(*map(FakeCupy, make(7, 9)))
+    renders.clear()
+    for r, c in SIZES:
+        args = tuple(map(FakeCupy, make(r, c)))
+        assert _launches(gpu, fn, args, again) == _launches(gpu, fn, args, first)
+    assert again.untraced_count == len(SIZES)
+    assert renders == []
+
+
+def test_known_gpu_tuning_applies_to_its_bucket_only(gpu, monkeypatch):
+    """A GPU program at a new size takes its bucket's tuning from the process's memo without the
+    full tuning path (``autotune.tuner.known_choice``), as a host program does."""
+    from kfuse.autotune import prune as P, tuner
+    from kfuse.autotune.gpu_targets import gpu_arch
+    from kfuse.fusion import cost
+    from kfuse.runtime import keys
+    fn, make = WORKLOADS["softmax"]
+    jf = kfuse.jit(fn, autotune="cached")
+    for r, c in [(7, 9), (11, 13), (100, 60)]:
+        jf(*map(FakeCupy, make(r, c)))
+    program = jf._programs[jf._key((FakeCupy(_f32(100, 60)),))].program
+    g = program.plan.groups[0]
+    khash = tuner._KHASH_BY_DTYPE[(program.tuning_sources[0], tuple((n.dtype, len(n.shape)) for n in g.inputs),
+                                   "cuda", gpu_arch())]
+    cfg = P.heuristic(g, "cuda", cost.get_device_spec("h100"))
+    monkeypatch.setitem(tuner._MEMO, (khash, tuple(keys.shape_bucket(g.domain)), gpu_arch()), cfg)
+
+    def full_path(*a, **k):
+        raise AssertionError("the full tuning path at a known bucket")
+    monkeypatch.setattr(tuner, "tune_program", full_path)
+    same = (FakeCupy(_f32(101, 61)),)       # the same bucket as 100x60
+    jf(*same)
+    assert jf.untraced_count == 3
+    assert jf._programs[jf._key(same)].program._tiles == {g.id: cfg}
+    other = (FakeCupy(_f32(300, 200)),)     # another bucket: no tuning known, none stored
+    monkeypatch.setattr(tuner, "_KHASH_BY_DTYPE", dict(tuner._KHASH_BY_DTYPE))
+    jf(*other)
+    assert not getattr(jf._programs[jf._key(other)].program, "_tiles", None)
