@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from .records import record
+
 
 def _xdg_cache() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -20,7 +22,7 @@ def _bool(v: str | None, default: bool = False) -> bool:
     return v.strip().lower() not in ("0", "false", "no", "off")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Config:
     debug: int = 0                      # KFUSE_DEBUG: 1 = log plans, 2 = also the IR between passes
                                         # (the "kfuse" logger, to stderr: kfuse.logs)

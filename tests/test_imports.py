@@ -2,7 +2,7 @@
 ``import kfuse`` loads no GPU stack (cupy, torch, numba.cuda, jax), nor Numba, networkx or SciPy,
 eagerly.
 
-Layers, lowest first: ``config/errors/logs <- ir <- {trace, fusion} <- codegen <- runtime <- backends
+Layers, lowest first: ``config/errors/logs/records <- ir <- {trace, fusion} <- codegen <- runtime <- backends
 <- autotune <- api <- cli``. A module may import its own layer and lower ones; ``trace`` and ``fusion`` never
 import each other. Modules outside the table (``cli``, ``demo``, ``cache_cli``, ``bench``,
 ``__init__``) are front ends at the top: nothing inside the layers may import them.
@@ -25,7 +25,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "kfuse"
 
 LAYER = {
-    "config": 0, "errors": 0, "logs": 0, "testing": 0,
+    "config": 0, "errors": 0, "logs": 0, "records": 0, "testing": 0,
     "ir": 1,
     "trace": 2, "fusion": 2,
     "codegen": 3,

@@ -4,7 +4,6 @@ and where re-loading rows through L1 beats holding them (``reload_pays``). The r
 (:mod:`kfuse.runtime.cuda`) picks a variant from these per call; the emitter only reads it."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -13,9 +12,10 @@ from . import kernel_ir as K
 from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from ..fusion.reduction import PEEL_MIN_UNITS
+from ..records import record
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Variant:
     mode: str = "elementwise"   # "elementwise" | "tile" | "row" | "col" | "scan"
     vec: int = 1                # elements per vector access (elementwise)

@@ -37,11 +37,12 @@ import dataclasses
 from typing import Any, Union
 
 from ..errors import CompileError
+from ..records import record
 
 # --------------------------------------------------------------------------- index expressions
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class IVar:
     """A loop variable (``i0``...) or a size parameter (``s0``...)."""
     name: str
@@ -50,7 +51,7 @@ class IVar:
         return self.name
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class ILit:
     value: int
 
@@ -58,7 +59,7 @@ class ILit:
         return str(self.value)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class IBin:
     """``lhs op rhs`` with op one of ``+ - * // %`` (operands non-negative)."""
     op: str
@@ -69,7 +70,7 @@ class IBin:
         return f"({self.lhs} {self.op} {self.rhs})"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class IVal:
     """An int64 statement variable used as an index (a GATHER's position, read from an index
     array, always in range). ``deps``: the loop and size variables its value depends on, so every
@@ -213,7 +214,7 @@ def gathers(index) -> bool:
 # --------------------------------------------------------------------------- parameters
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Buffer:
     """An array argument: ``name`` in the kernel, dtype name (NumPy), rank, and (informational)
     the shape in the plan it was lowered from. ``host``: a 0-d value the caller passes on the host
@@ -229,7 +230,7 @@ class Buffer:
         return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]" + (" (host scalar)" if self.host else "")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class SizeParam:
     """A run-time int64 argument: ``name``, its ``value`` for this plan, and what it is (an extent,
     a stride...: printed with the kernel IR). Extents are arguments, never compiled in."""
@@ -244,7 +245,7 @@ class SizeParam:
 # --------------------------------------------------------------------------- statements
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Load:
     """``dst = in<buf>[index]``: one element of an input buffer, at one index expression per dim."""
     dst: str
@@ -256,7 +257,7 @@ class Load:
         return f"{self.dst}: {self.dtype} = load in{self.buf}[{', '.join(map(str, self.index))}]"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Const:
     """``dst`` = a constant of ``dtype``: ``value`` is a Python bool, int, float or complex, printed
     by its repr (which keeps -0.0, nan and inf apart)."""
@@ -268,7 +269,7 @@ class Const:
         return f"{self.dst}: {self.dtype} = const {self.value!r}"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Op:
     """``dst = op(args)``: ``op`` is a NumPy ufunc name (``"add"``, ``"tanh"``...), ``"cast"``
     (``ndarray.astype`` semantics from ``arg_dtypes[0]`` to ``dtype``) or ``"where"``."""
@@ -282,7 +283,7 @@ class Op:
         return f"{self.dst}: {self.dtype} = {self.op}({', '.join(self.args)})"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Search:
     """``dst`` (int64) = ``np.searchsorted(in<buf>[:n], key, side)``: a binary search of the 1-D
     input buffer ``buf`` (sorted, of ``dtype``, the key's dtype too), comparing as NumPy sorts
@@ -300,7 +301,7 @@ class Search:
         return f"{self.dst}: int64 = searchsorted_{self.side}({table}, {self.key})"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Index:
     """``dst: int64 = expr``: an index expression as a value (a PAD's bounds test)."""
     dst: str
@@ -311,7 +312,7 @@ class Index:
         return f"{self.dst}: int64 = index {self.expr}"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Store:
     """``out[index] = src``; with ``combine`` (a binary NumPy ufunc name, a scatter's
     ``ufunc.at``): ``out[index] = op(out[index] as loop, src)`` cast back to the buffer's dtype,
@@ -342,7 +343,7 @@ class Store:
         return ops
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Scan:
     """A running reduction along the inner dim (NumPy's ``ufunc.accumulate``): each outer trip
     starts a running value at ``init`` before the phase's loop; each inner iteration sets it to
@@ -439,7 +440,7 @@ def has_scan(kir: "KernelIR") -> bool:
 ACC_KINDS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "maxsumexp")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Acc:
     dst: str                        # outer-level variable holding the result after the loop
     kind: str                       # one of ACC_KINDS
@@ -460,7 +461,7 @@ class Acc:
                 f"[acc {self.acc_dtype} init {self.init!r}{extra}]")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Phase:
     pre: tuple[Stmt, ...] = ()
     accs: tuple[Acc, ...] = ()
@@ -471,7 +472,7 @@ class Phase:
         return bool(self.accs or self.body)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Contraction:
     """``result = matmul(op(in[lhs]), op(in[rhs]))`` computed before the phases.
     ``lhs_steps``/``rhs_steps``: ``("cast", dtype)`` / ``("permute", perm)`` applied in order."""
@@ -492,7 +493,7 @@ class Contraction:
                 f"{side(self.rhs, self.rhs_steps)})")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class KernelIR:
     name: str
     kind: str                       # a fusion.kinds.GroupKind: "elementwise" | "reduce" | "scan" | "matmul" | "scatter"

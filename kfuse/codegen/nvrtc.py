@@ -9,13 +9,13 @@ its ``.version`` line lowered to it (:func:`with_ptx_isa`). On a compile error t
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
 import tempfile
 
 from ..errors import CompileError
+from ..records import record
 
 # --fmad=false: every float add, subtract and multiply rounds on its own, as NumPy's ufunc loops do.
 # With contraction ptxas fuses a product into a later subtraction even where the rounded product is
@@ -24,7 +24,7 @@ from ..errors import CompileError
 DEFAULT_OPTIONS = ("-std=c++17", "--fmad=false")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class CompiledCuda:
     ptx: str
     cubin: bytes
@@ -198,7 +198,7 @@ def ptxas_cuda_version(ptxas: str | None = None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class PtxTarget:
     """The PTX ISA a dump is written for and why (``reason`` names the reader it must satisfy)."""
     isa: tuple[int, int]

@@ -22,6 +22,7 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node
 from ..ir.ops import ELEMENTWISE, FLOP_WEIGHT, MOVEMENT, LEAF, REDUCE, SCAN, Op
+from ..records import record
 from . import cpu_cost, gpu_chunks
 from .cpu_cost import CpuCosts, MemLevel
 from .gemm_int8 import describe as describe_int8, int8_operands
@@ -32,7 +33,7 @@ KiB = 1024
 MiB = 1024 * 1024
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class StreamTile:
     """The elementwise launch shape a device takes for kernels that stream many full-size arrays,
     where a measured sweep beat the default (16-byte units, 128 threads, no register cap): it
@@ -46,7 +47,7 @@ class StreamTile:
     one_pass: bool = False      # a grid covering the domain once, no grid-stride loop (Variant.exact)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class RowCarveout:
     """The preferred L1/shared carve-out (percent of the SM's L1/shared memory as shared) of a
     one-pass row kernel, by its kind."""
@@ -55,7 +56,7 @@ class RowCarveout:
     reduction: int              # the row held in registers, one value a row written (row norm)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class DeviceSpec:
     name: str
     kind: str                                   # "gpu" | "cpu"
@@ -258,7 +259,7 @@ def from_properties(props: Mapping) -> DeviceSpec:
         arch=arch or base.arch)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Cost:
     bytes_read: int
     bytes_written: int

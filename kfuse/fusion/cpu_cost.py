@@ -28,6 +28,7 @@ import numpy as np
 
 from ..ir.graph import Node
 from ..ir.ops import FLOP_WEIGHT, LEAF, MOVEMENT, REDUCE, SCAN, Op
+from ..records import record
 from .kinds import GroupKind
 
 # float32 transcendentals the CPU emitter renders as branch-free helpers that LLVM vectorises
@@ -73,7 +74,7 @@ BLOCKED_ARG_WORK = 0.25
 HALF_MINMAX_WORK = 4.8
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class MemLevel:
     """One level of a CPU's memory hierarchy: its capacity (``private``: per core) and the
     bandwidth (bytes read + written per second) a streaming kernel reaches there on one thread and
@@ -86,7 +87,7 @@ class MemLevel:
     reliable: float = 0.0       # the size up to which a working set is found whole there (0: all)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class CpuCosts:
     """Seconds per unit of each kind of CPU work, one thread (see the module docstring)."""
     call: float                 # a kernel call on one thread (Numba dispatch, argument unboxing)
@@ -131,7 +132,7 @@ class CpuCosts:
                                 # path's code and data and leaving the input on the producer's core
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Terms:
     """A kernel's work, counted from its nodes (elements are per domain element evaluated)."""
     elements: int               # the loop domain's size

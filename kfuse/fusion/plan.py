@@ -60,6 +60,7 @@ from typing import Any
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, MOVEMENT
+from ..records import record
 from . import aliasing
 from .explain import format_kernel, format_plan
 from .kinds import GroupKind
@@ -100,7 +101,7 @@ class KernelGroup:
         return "\n".join(format_kernel(self))
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Refusal:
     """A fusion the planner considered and refused, with the reason (cycle, budget, cost).
     ``between``: a node of each side, while planning (the plan restates the refusal in terms of

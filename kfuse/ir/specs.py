@@ -8,16 +8,16 @@ static value baked into the trace (:class:`StaticSpec`, from ``static_argnames``
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import Any
 
 import numpy as np
 
+from ..records import record
 from .dtypes import format_spec, parse_spec
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class ArraySpec:
     dtype: np.dtype
     shape: tuple[int, ...]
@@ -27,7 +27,7 @@ class ArraySpec:
         return format_spec(self.dtype, self.shape)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class ScalarSpec:
     pytype: type  # bool, int, float or complex
 
@@ -41,7 +41,7 @@ class ScalarSpec:
         return self.pytype.__name__
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class StaticSpec:
     value: Any
 
@@ -49,7 +49,7 @@ class StaticSpec:
         return f"static({self.value!r})"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class GeneratorSpec:
     """A ``np.random.Generator`` argument: keyed by its type; the call draws a seed from it (its
     state read, and advanced, every call) for the random ops it feeds (``trace/random.py``)."""

@@ -18,7 +18,6 @@ An unsafe cache dir (another owner, group/other-writable) or a read-only one mak
 """
 from __future__ import annotations
 
-import dataclasses
 import errno
 import hashlib
 import json
@@ -31,6 +30,7 @@ import time
 import warnings
 from typing import Iterator, Protocol
 
+from ..records import record
 from .keys import key_hash, normalise_key
 
 try:                                   # a shared base class if errors.py grows one
@@ -87,7 +87,7 @@ class BadEntry(Exception):
     """An entry on disk that disagrees with its meta.json (the reason is the message)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Entry:
     """A verified entry: its folder, its meta, and the bytes of its files (already checked)."""
     path: str
@@ -102,7 +102,7 @@ class Entry:
         return self.files[name]
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class EntryInfo:
     """One folder found by :meth:`CacheStore.entries` (``error`` is None for a good entry)."""
     namespace: str

@@ -38,6 +38,7 @@ from ..codegen.lower import lower_group
 from ..errors import CompileError
 from ..ir.graph import Graph, Node
 from ..ir.ops import Op
+from ..records import record
 
 # attributes that are never sizes: compared exactly (every other int in an attribute is masked;
 # a size baked into code would differ in the KernelIR comparison of step 3)
@@ -144,7 +145,7 @@ class Template:
         return any(abs(r - c) < REPLAN_BITS for c in self.regimes)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Reused:
     """A new size's plan and program, and what was reused (for logs and ``explain``)."""
     plan: Any

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 from typing import Any, Iterator
 
 import numpy as np
@@ -22,6 +21,7 @@ from ..errors import KfuseError, UnsupportedError, at, user_location
 from ..ir.dtypes import SUPPORTED
 from ..ir.graph import Node, toposort
 from ..ir.ops import MOVEMENT, Op
+from ..records import record
 from .size_reads import note as _note_size_read
 
 PYTYPES = (bool, int, float, complex)
@@ -389,7 +389,7 @@ def numpy_scalar_node(n: Node) -> bool:
     return n.op is Op.GATHER or n.op not in MOVEMENT and n.op is not Op.CONST
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Operand:
     """A normalised argument of an op: a node (from a tracer) or a constant scalar."""
 
