@@ -37,6 +37,9 @@ class FakeCupy:
     def __getitem__(self, index):
         return FakeCupy(self.host[index])
 
+    def reshape(self, shape):
+        return FakeCupy(self.host.reshape(shape))
+
     @property
     def T(self):
         return FakeCupy(self.host.T)

@@ -63,6 +63,7 @@ from ..errors import CompileError
 from . import kernel_ir as K
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from .cuda_accs import AccEmitter
+from .cuda_lowp import LowpValues
 from .cuda_branches import render, sink
 from .cuda_peel import PRELUDE as PEEL_PRELUDE, PeelEmitter
 from .cuda_rows import RowEmitter
@@ -71,8 +72,7 @@ from .cuda_scan import ScanEmitter
 from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
 from .decompose import decompose
-from .cuda_ops import (LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr,
-                       round_lowp, store_value)
+from .cuda_ops import LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr, round_lowp
 from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, recomputed_values, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, peel_fits, reload_pays, rereads_rows, reloaded_buffers, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
@@ -106,11 +106,12 @@ class CudaKernel:
 
 # ----------------------------------------------------------------------------- kernel shapes
 
-class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
+class _Gen(K.StatementRenderer, LowpValues, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter, ScatterEmitter, Tile2dEmitter):
     def __init__(self, kir: K.KernelIR, variant: Variant):
         self.kir, self.v = kir, variant
         self.dt = {}                    # var -> dtype name
         self.consts = {}                # var -> constant value
+        self.bits: set[str] = set()     # 16-bit float values declared with their bits (cuda_lowp)
         self.name = f"kfuse_{kir.name}_{variant.tag}"
         self.divisors: list = []        # (dim, vec) of each fast division (CudaKernel.divisors)
         self.scalars: tuple = ()        # the scalar parameters the body reads (CudaKernel.scalars)
@@ -168,29 +169,28 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         vector lane, a shared-memory tile)."""
         if loads is not None and isinstance(s, K.Load) and s.dst in loads:
             self.dt[s.dst] = s.dtype
-            return f"const {ctype(s.dtype)} {s.dst} = {loads[s.dst]};"
+            return self.loaded(s, loads[s.dst])
         return self.statement(s)
 
     def slot_read(self, s: K.Load, slot: str) -> str:
-        return f"const {ctype(s.dtype)} {s.dst} = {slot};"
+        return self.decl(s.dtype, s.dst, slot, rounded=True)
 
     def slot_write(self, slot: str, s: K.Load) -> str:
         return f"{slot} = {s.dst};"
 
     def on_load(self, s: K.Load) -> str:
-        return (f"const {ctype(s.dtype)} {s.dst} = "
-                f"{load_expr(f'in{s.buf}', self.offset('in', s.buf, s.index), s.dtype)};")
+        return self.loaded(s, load_expr(f"in{s.buf}", self.offset("in", s.buf, s.index), s.dtype))
 
     def on_const(self, s: K.Const) -> str:
         self.dt[s.dst] = s.dtype
         self.consts[s.dst] = s.value
-        return f"const {ctype(s.dtype)} {s.dst} = {const_literal(s.value, s.dtype)};"
+        return self.const_decl(s, const_literal(s.value, s.dtype))
 
     def on_index(self, s: K.Index) -> str:
-        return f"const {ctype(s.dtype)} {s.dst} = ({ctype(s.dtype)}){self.ix(s.expr)};"
+        return self.decl(s.dtype, s.dst, f"({ctype(s.dtype)}){self.ix(s.expr)}")
 
     def on_op(self, s: K.Op) -> str:
-        return f"const {ctype(s.dtype)} {s.dst} = {self.op_value(s)};"
+        return self.op_decl(s)
 
     def on_search(self, s: K.Search) -> str:        # a binary search of the table (cuda_ops.PRELUDE)
         right = "true" if s.side == "right" else "false"
@@ -198,6 +198,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
                 f"(long long)st_in{s.buf}_0, ({_STYPE[s.dtype]}){s.key});")
 
     def on_scan(self, s: K.Scan) -> str:            # the running value is dst itself, declared before the loop
+        self.forget(s.dst)
         return f"{s.dst} = {self.op_value(s.step(s.dst))};"
 
     def on_combine(self, s: K.Store) -> str:        # a scatter's ufunc.at: atomic (codegen.cuda_scatter)
@@ -206,16 +207,19 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
     def on_store(self, s: K.Store) -> str:
         b = self.kir.outputs[s.buf]
         return (f"out{s.buf}[{self.offset('out', s.buf, s.index)}] = "
-                f"{store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+                f"{self.stored(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
 
     def op_value(self, s: K.Op) -> str:
         """The C expression of an op statement's value."""
-        args = list(s.args)
-        rd = self.const_reciprocal(s)
-        ex = f"(float)((double){args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, args, s.arg_dtypes)
+        ex = self.op_raw(s)
         if s.dtype in LOWP and s.op not in ("cast", "where"):
             ex = round_lowp(ex, s.dtype)     # NumPy's float16 loops round every op's result
         return ex
+
+    def op_raw(self, s: K.Op) -> str:
+        """An op statement's value before a 16-bit result's rounding."""
+        rd = self.const_reciprocal(s)
+        return f"(float)((double){s.args[0]} * {rd})" if rd else op_expr(s.op, s.dtype, list(s.args), s.arg_dtypes)
 
     def const_reciprocal(self, s) -> str | None:
         """A float32 division by a finite nonzero constant: the literal of the constant's float64
@@ -380,6 +384,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
 
         def declare(w) -> str:
             self.dt[w.dst] = w.dtype
+            self.forget(w.dst)
             return f"{ctype(w.dtype)} {w.dst};"
         return render(stmts, plan, line, declare)
 
@@ -388,7 +393,7 @@ class _Gen(K.StatementRenderer, AccEmitter, RowEmitter, PeelEmitter, ScanEmitter
         ``(s, storage type)``; :meth:`lane_compute` writes the vectors)."""
         b = self.kir.outputs[s.buf]
         stores.append((s, _STYPE[b.dtype]))
-        return f"o_{len(stores) - 1}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};"
+        return f"o_{len(stores) - 1}.v[e_] = {self.stored(s.src, self.dt.get(s.src, b.dtype), b.dtype)};"
 
     def lane_compute(self, lanes: list, stores: list, V: int, last: str | None = None) -> list[str]:
         """A vector unit's work: the stores' vectors, ``lanes`` run for each of the ``V`` lanes

@@ -105,10 +105,10 @@ class AccEmitter:
             out.append(f"const long long {a.dst} = A{a.dst}.i < 0 ? 0 : A{a.dst}.i;")
         elif a.kind == "maxsumexp":
             self.dt[a.peer] = "float32"
-            out.append(f"const float {a.peer} = A{a.dst}.m; const {ctype(a.dtype)} {a.dst} = "
-                       f"{cast_expr(f'kf_mse_sum(A{a.dst})', 'float32', a.dtype)};")
+            out.append(f"const float {a.peer} = A{a.dst}.m; "
+                       + self.decl(a.dtype, a.dst, cast_expr(f"kf_mse_sum(A{a.dst})", "float32", a.dtype)))
         else:
-            out.append(f"const {ctype(a.dtype)} {a.dst} = {cast_expr(f'A{a.dst}', a.acc_dtype, a.dtype)};")
+            out.append(self.decl(a.dtype, a.dst, cast_expr(f"A{a.dst}", a.acc_dtype, a.dtype)))
         return out
 
     def redo_row(self, ph: K.Phase, a: K.Acc, inner: list[int]) -> list[str]:

@@ -125,6 +125,21 @@ __device__ __forceinline__ unsigned short kf_ull2bf(unsigned long long v) {
   if ((unsigned long long)d != v) d = __longlong_as_double(__double_as_longlong(d) | 1LL);
   return kf_d2bf(d);
 }
+// 16-bit float add/subtract/multiply on the 16-bit bits, in the hardware's own units: the exact
+// result rounded once to the format, which is what NumPy's loops give (computed in float32 and
+// rounded: float32 holds 2p+2 bits of a p-bit format, so the second rounding never differs), without
+// the two conversions a float32 op costs each way (GEGLU in float16 ran compute-bound on them).
+// .rn keeps ptxas from contracting a product and a sum into an fma. bfloat16 through fma.rn.bf16
+// (sm_80+): a + b = fma(a, 1, b), a - b = fma(b, -1, a), a * b = fma(a, b, -0) (the signed zero kept).
+#define KF_H16OP(NAME, INSN) \
+__device__ __forceinline__ unsigned short NAME(unsigned short a, unsigned short b) { \
+  unsigned short r; asm(INSN : "=h"(r) : "h"(a), "h"(b)); return r; }
+KF_H16OP(kf_hadd, "add.rn.f16 %0, %1, %2;")
+KF_H16OP(kf_hsub, "sub.rn.f16 %0, %1, %2;")
+KF_H16OP(kf_hmul, "mul.rn.f16 %0, %1, %2;")
+KF_H16OP(kf_bfadd, "{ .reg .b16 o; mov.b16 o, 0x3F80; fma.rn.bf16 %0, %1, o, %2; }")
+KF_H16OP(kf_bfsub, "{ .reg .b16 o; mov.b16 o, 0xBF80; fma.rn.bf16 %0, %2, o, %1; }")
+KF_H16OP(kf_bfmul, "{ .reg .b16 z; mov.b16 z, 0x8000; fma.rn.bf16 %0, %1, %2, z; }")
 #define KF_INFF __int_as_float(0x7f800000)
 #define KF_NANF __int_as_float(0x7fc00000)
 #define KF_INFD __longlong_as_double(0x7ff0000000000000LL)
@@ -388,28 +403,21 @@ def const_literal(value, dt: str) -> str:
     return f"(({ctype(dt)}){u}ULL)" if v < 0 else f"(({ctype(dt)}){v}ULL)"
 
 
-def cast_expr(a: str, src: str, dst: str) -> str:
+def cast_expr(a: str, src: str, dst: str, rounded: bool = False) -> str:
     """An explicit CAST is a rounding point: float16/bfloat16 values (held unrounded in float32
     registers) are rounded before they are widened or converted, and a cast *to* them rounds once
-    from the source (float64 directly, not through float32), as ``astype`` does."""
+    from the source (float64 directly, not through float32), as ``astype`` does. ``rounded``: ``a``
+    is known to hold a value of ``src`` already (a 16-bit value with its bits beside it)."""
     if src == dst:
         return a
     if cx.is_complex(src) or cx.is_complex(dst):
         return cx.cast_expr(a, src, dst, cast_expr)
     if dst in LOWP:
-        widen, narrow, narrow64 = LOWP[dst]
-        if src == "float64":
-            return f"{widen}({narrow64}({a}))"
         if src in ("bool", "int8", "uint8"):      # exact in float16 and bfloat16: nothing to round
             return f"((float){a})"
-        if dst == "bfloat16" and src in ("int32", "uint32"):
-            return f"{widen}({narrow64}((double){a}))"   # exact in float64; float32 would round first
-        if dst == "bfloat16" and src in ("int64", "uint64"):
-            return f"{widen}(kf_{'u' if src == 'uint64' else ''}ll2bf({a}))"   # float64 would round first
-        src_val = round_lowp(a, src) if src in LOWP else a if src == "float32" else f"((float){a})"
-        return f"{widen}({narrow}({src_val}))"
+        return f"{LOWP[dst][0]}({cast_bits(a, src, dst, rounded)})"
     if src in LOWP:
-        a = round_lowp(a, src)
+        a = a if rounded else round_lowp(a, src)
         if dst == "float32":
             return a
     if dst == "bool":
@@ -417,6 +425,35 @@ def cast_expr(a: str, src: str, dst: str) -> str:
     if _BITS.get(dst, 32) < 32 and not _is_f(src):    # integer truncation: see kf_narrow
         return f"kf_narrow<{ctype(dst)}>({a})"
     return f"(({ctype(dst)}){a})"
+
+
+def cast_bits(a: str, src: str, dst: str, rounded: bool = False) -> str:
+    """The storage bits of ``a`` (a ``src`` register value) cast to 16-bit float ``dst``, rounded once."""
+    _, narrow, narrow64 = LOWP[dst]
+    if src == "float64":
+        return f"{narrow64}({a})"
+    if dst == "bfloat16" and src in ("int32", "uint32"):
+        return f"{narrow64}((double){a})"       # exact in float64; float32 would round first
+    if dst == "bfloat16" and src in ("int64", "uint64"):
+        return f"kf_{'u' if src == 'uint64' else ''}ll2bf({a})"     # float64 would round first
+    src_val = (a if rounded else round_lowp(a, src)) if src in LOWP else a if src == "float32" else f"((float){a})"
+    return f"{narrow}({src_val})"
+
+
+# 16-bit float ops computed on the bits (the prelude's KF_H16OP): exactly NumPy's rounding
+NATIVE_LOWP = {("float16", "add"): "kf_hadd", ("float16", "subtract"): "kf_hsub", ("float16", "multiply"): "kf_hmul",
+               ("bfloat16", "add"): "kf_bfadd", ("bfloat16", "subtract"): "kf_bfsub",
+               ("bfloat16", "multiply"): "kf_bfmul"}
+
+
+def lowp_literal_bits(value, dt: str) -> str:
+    """The storage bits of constant ``value`` in 16-bit float ``dt``, as a C literal."""
+    if dt == "float16":
+        bits = int(np.float16(value).view(np.uint16))
+    else:                                       # bfloat16: the top half of the float32 it rounds to
+        f = np.array(float(np.dtype(dt).type(value)), np.float32)
+        bits = int(f.view(np.uint32)) >> 16
+    return f"((unsigned short){bits:#06x}u)"
 
 
 def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import kernel_ir as K
-from .cuda_ops import _STYPE, ctype, index_c, load_expr, store_value
+from .cuda_ops import _STYPE, ctype, index_c, load_expr
 from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups, recomputed_values, vector_access, wide_accs
 
 COL_UNROLL = 16               # Variant "col": a column's rows unrolled, loads in flight (H200, sum over axis 0 of
@@ -168,7 +168,7 @@ class RowEmitter:
         key = keys[s.dst]
         if key in r.vfilled:
             self.dt[s.dst] = s.dtype
-            return [f"const {ctype(s.dtype)} {s.dst} = {ref};"]
+            return [self.decl(s.dtype, s.dst, ref)]
         newly.add(key)
         return [plain(), f"{ref} = {s.dst};"]
 
@@ -330,7 +330,7 @@ class RowEmitter:
                 b = self.kir.outputs[s.buf]
                 st = _STYPE[b.dtype]
                 loop.append(f"KfVec<{st}, {V}> o_{len(stores)};")
-                lanes.append(f"o_{len(stores)}.v[e_] = {store_value(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
+                lanes.append(f"o_{len(stores)}.v[e_] = {self.stored(s.src, self.dt.get(s.src, b.dtype), b.dtype)};")
                 stores.append((s, st))
             else:
                 lanes += self._held_value(r, s, keys, vnewly, lambda s=s: self.row_stmt(r, s, recips))

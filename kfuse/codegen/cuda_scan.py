@@ -179,7 +179,7 @@ class ScanEmitter:
         out += [f"{ctype(sc.dtype)} {sc.dst}_s[{E}];" for sc in scans]
         for k in range(nstage):
             loop = self._element(ph.pre, inner, outer)
-            loop += [f"const {ctype(types[n])} {n} = {n}_a[e_];" for n, ks in uses.items() if k in ks]
+            loop += [self.decl(types[n], n, f"{n}_a[e_]") for n, ks in uses.items() if k in ks]
             for s in stmts:
                 if where[id(s)] != k:
                     continue

@@ -384,7 +384,7 @@ class ScatterEmitter:
             old, new = f"{src}_old", f"{src}_new"
             self.dt[old] = dt
             elem = "want_" if shift is None else f"((want_ >> {shift}) & {mask})"
-            upd = [f"const {ctype(dt)} {old} = {value_of_bits(elem, dt)};"]
+            upd = [self.decl(dt, old, value_of_bits(elem, dt))]
             upd += [self.stmt(op) for op in dataclasses.replace(st, src=src).combine_ops(dt, old, new)]
             if shift is None:
                 upd.append(f"put_ = {bits_of_value(new, dt, word)};")

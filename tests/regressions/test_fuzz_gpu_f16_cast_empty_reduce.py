@@ -12,6 +12,8 @@
 
 The text/launch checks run on the CPU; the numeric checks are marked ``gpu``.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -38,11 +40,18 @@ def f16_widen(h):
 
 def test_cuda_cast_out_of_f16_rounds_first():
     src = kfuse.jit(prog3).lower(ArraySpec(np.uint8, ()), backend="cuda").as_text("cuda")
+    _widened_values_are_rounded(src)
+    _widened_values_are_rounded(kfuse.jit(f16_widen).lower(ArraySpec(np.float16, (8,)), backend="cuda").as_text("cuda"))
+
+
+def _widened_values_are_rounded(src):
+    """Each float16 value widened to float64 is rounded: ``(double)`` of a rounding expression, or
+    of a value declared from its float16 bits (``const float v = kf_h2f(v_h)``, codegen.cuda_lowp)."""
     body = src[src.index("extern \"C\" __global__"):]          # (the prelude's own doubles aside)
-    line = [ln for ln in body.splitlines() if "const double" in ln and "(double)" in ln]
-    assert line and all("kf_f2h" in ln for ln in line), line
-    src = kfuse.jit(f16_widen).lower(ArraySpec(np.float16, (8,)), backend="cuda").as_text("cuda")
-    assert "((double)kf_h2f(kf_f2h(" in src
+    widened = re.findall(r"\(\(double\)(kf_h2f\(kf_f2h\(|v\d+\))", body)
+    assert widened, body
+    for w in widened:
+        assert w.startswith("kf_h2f") or f"const float {w[:-1]} = kf_h2f({w[:-1]}_h);" in body, (w, body)
 
 
 def test_numba_cuda_cast_out_of_f16_rounds_first():
