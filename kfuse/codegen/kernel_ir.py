@@ -268,6 +268,14 @@ class Const:
     def __str__(self) -> str:
         return f"{self.dst}: {self.dtype} = const {self.value!r}"
 
+    # equal where the code is: by the value's repr, so -0.0 is not 0.0 (x / -0.0 is -inf) and nan
+    # is nan (compiled kernels are memoised by their IR: runtime.cuda.emitted_kernel)
+    def __eq__(self, other) -> bool:
+        return type(other) is Const and (self.dst, self.dtype, repr(self.value)) == (other.dst, other.dtype, repr(other.value))
+
+    def __hash__(self) -> int:
+        return hash((self.dst, self.dtype, repr(self.value)))
+
 
 @record
 class Op:

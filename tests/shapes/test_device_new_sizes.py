@@ -159,3 +159,18 @@ def test_known_gpu_tuning_applies_to_its_bucket_only(gpu, monkeypatch):
     monkeypatch.setattr(tuner, "_KHASH_BY_DTYPE", dict(tuner._KHASH_BY_DTYPE))
     jf(*other)
     assert not getattr(jf._programs[jf._key(other)].program, "_tiles", None)
+
+
+@pytest.mark.parametrize("pair", [(0.0, -0.0), (np.nan, np.inf)], ids=["signed_zero", "nan_inf"])
+def test_constants_equal_as_floats_are_other_kernels(gpu, pair):
+    """``x / 0.0`` and ``x / -0.0`` (equal as Python floats) are other code: the process-wide memo
+    of rendered kernels must not hand one the other's (a GPU test saw x / -0.0 give +inf)."""
+    sources = []
+    for c in pair:
+        kfuse.jit(_divide_by(np.float32(c)))(FakeCupy(_f32(64, 48)))
+        sources.append([src for _, src, *_ in gpu.take()])
+    assert sources[0] and sources[0] != sources[1]
+
+
+def _divide_by(c32):
+    return lambda x: x / c32            # (a closure's scalar is a constant of the trace)
