@@ -345,6 +345,22 @@ def test_row_carveout_of_reloading_rows():
     assert row_carveout(dc.replace(row, split=8, stage=1), "NVIDIA H100 80GB HBM3") is None
 
 
+@pytest.mark.parametrize("block, static, want", [
+    (64, 1024, 29),         # 32 blocks of 64 threads, 2 KiB each with the reserve: 64 of 228 KiB
+    (256, 1024, 8),         # 8 blocks: 16 KiB
+    (1024, 8192, 8),        # 2 blocks of 9 KiB
+    (256, 0, 4),            # the reserve alone
+])
+def test_carveout_leaves_room_for_the_blocks_an_sm_holds(block, static, want):
+    """A row kernel's tuned carve-out (0% shared on the H200) is raised to what the blocks an SM
+    holds by threads need, so it never caps occupancy (a 1024-wide softmax's 64-thread blocks)."""
+    from kfuse.runtime.cuda import carveout_for_occupancy
+    props = dict(PROPS, name="NVIDIA H200")
+    assert carveout_for_occupancy(0, block, static, props) == want
+    assert carveout_for_occupancy(75, block, static, props) == 75        # a larger one stays
+    assert carveout_for_occupancy(0, block, static, dict(props, name="")) == 0     # unknown part: as given
+
+
 def test_tuning_key_text_is_emitted_once_per_shape_class(monkeypatch):
     """A new size's program (``rebind`` of its shape class's) reuses the tuning keys' CUDA C: a
     new size does not emit its kernels again for the tuner (0.5 ms a layernorm)."""
