@@ -11,6 +11,7 @@ import numpy as np
 from . import kernel_ir as K
 from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
+from ..fusion.gpu_chunks import GRID_COMBINE_DIRECT, grid_combine_groups  # (the model prices the combine too)
 from ..fusion.reduction import PEEL_MIN_UNITS
 from ..records import record
 
@@ -333,17 +334,6 @@ def wide_accs(kir: K.KernelIR) -> bool:
 
 SPLIT_SLOT = 16     # workspace bytes an accumulator a chunk (the widest: KfArg<double>)
 GRID_SYNC_HEAD = 16  # grid_sync: workspace bytes before the accumulators (the barrier's counter)
-GRID_COMBINE_DIRECT = 64    # grid_sync: up to this many chunks, one thread a row combines them all
-
-
-def grid_combine_groups(split: int) -> int:
-    """Variant.grid_sync: how many groups of consecutive chunks are combined side by side before
-    one thread a row combines the groups (1: that thread combines every chunk). A column's 1024
-    chunks combined by one thread, one L2 read after another, took most of a 131072x256 batch
-    norm's 0.45 ms (H200); about sqrt(split) groups of about sqrt(split) chunks each instead."""
-    return 1 if split <= GRID_COMBINE_DIRECT else math.isqrt(split - 1) + 1
-
-
 def grid_sync_ok(kir: K.KernelIR) -> bool:
     """Whether a reduce kernel can run as one grid-synchronised launch (Variant.grid_sync): a pass
     with accumulators and more looping passes than ``split_ok`` takes (a single accumulating pass

@@ -368,6 +368,10 @@ def estimate(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], out
                  rounding_seconds(nodes, evals, device),
                  column_scan_bandwidth(kind, nodes, device)
                  or gpu_chunks.reread_bandwidth(kind, nodes, outputs, passes, device.bandwidth))
+    waves = gpu_chunks.held_row_waves(kind, nodes, outputs, passes, device.sms, device.registers_per_sm) \
+        if device.kind == "gpu" else None
+    if waves:       # one row an SM at a time: its loads, then its arithmetic, nothing overlapping
+        c = dataclasses.replace(c, seconds=(c.memory_seconds + c.compute_seconds) * waves + device.launch_overhead)
     fixed = gpu_chunks.fixed_seconds(kind, nodes, inputs, outputs, device.sms, device.launch_overhead)
     return dataclasses.replace(c, seconds=c.seconds + fixed) if fixed else c
 

@@ -18,7 +18,7 @@ from .. import config as _config
 from ..ir.graph import Graph, Node
 from ..ir.ops import LEAF, REDUCE, SCAN, Op
 from ..logs import logger
-from . import attention, cpu_cost, elementwise, gemm_epilogue, recompute, reduction, scan
+from . import attention, cpu_cost, elementwise, gemm_epilogue, gpu_chunks, recompute, reduction, scan
 from .aliasing import order_checks_first, with_argument_writes
 from .cost import DeviceSpec, compute_dtype, estimate, get_device_spec
 from .dag import Dag, is_acyclic, topological_order
@@ -189,11 +189,31 @@ def plan(graph: Graph, device=None) -> Plan:
     passthrough = tuple(dict.fromkeys(o for o in graph.outputs if o.op is Op.INPUT))
     groups, notes = attention.fuse(groups, device, graph)
     groups = with_argument_writes(graph, groups)
+    groups = _check_read_back(graph, groups, device)
     views = tuple(o for o in dict.fromkeys(graph.outputs) if o in state.views)
     p = Plan(graph=graph, groups=tuple(groups), refused=final_refusals(state.refused, groups), device=device,
              passthrough=passthrough, views=views, notes=tuple(notes))
     check_plan(p)
     return p
+
+
+def _check_read_back(graph: Graph, groups: list, device: DeviceSpec) -> list:
+    """GPU: the groups with each index-check kernel's wait for the host priced in its cost (the
+    host reads its flag back every call: ``gpu_chunks.check_read_back_seconds``)."""
+    if device.kind != "gpu" or not graph.checks:
+        return groups
+    flags = {graph.outputs[k] for k, *_ in graph.checks}
+    n = {g.id: gpu_chunks.launches(g.kind, list(g.nodes), list(g.inputs), list(g.outputs), device.sms)
+         for g in groups}
+    out = []
+    for g in groups:
+        if g.cost is not None and flags & set(g.outputs):
+            rest = sum(h.cost.seconds for h in groups if h is not g and h.cost is not None)
+            extra = gpu_chunks.check_read_back_seconds(n[g.id], sum(n.values()), rest)
+            if extra:
+                g = dataclasses.replace(g, cost=dataclasses.replace(g.cost, seconds=g.cost.seconds + extra))
+        out.append(g)
+    return out
 
 
 def _groups(state: Clustering, device: DeviceSpec) -> tuple[list[KernelGroup], dict]:

@@ -32,7 +32,7 @@ from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
-from ..fusion.gpu_chunks import (COL_SPLIT_MIN_LEN, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
+from ..fusion.gpu_chunks import (COL_SPLIT_MIN_LEN, GRID_SYNC_BLOCKS_PER_SM, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
                                  row_chunks)
 from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
@@ -89,8 +89,6 @@ PACKED_ROW_BLOCKS_PER_SM = 16 # (Variant.lanes; a block a row of 64 floats took 
                               # in at most this many 128-thread blocks a SM, looping over row groups
 TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
 TILE_BLOCKS_PER_SM = 16       # ... and its grid cap, in 256-thread blocks a SM (tiles grid-stride beyond)
-GRID_SYNC_BLOCKS_PER_SM = 16  # Variant.grid_sync: resident 128-thread blocks a SM (launch bounds: 32 registers; H200,
-                              # softmax over axis 0 of 4096x8192: 0.230 ms at 16, 0.252 at 8, 0.377 at 4)
 SCAN_WARPS_PER_SM = 32        # scan rows too few for a quarter of this many warps a SM run in chunks,
 SCAN_MIN_UNITS = 4            # two stages, each chunk at least this many spans of lanes x vec
 STREAM = False                # evict-first loads/stores of data touched once (no gain in the sweep; tunable)
