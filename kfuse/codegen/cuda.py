@@ -45,7 +45,9 @@ A :class:`Variant` picks the code shape for a call (chosen on the host from the 
   chunk count, which the runtime derives from the shape and the SM count).
 float16 values live in float32 registers; every float16 op result is rounded to float16, as NumPy's
 float16 loops do (so a chain overflows to inf where NumPy's does); bfloat16 likewise (as ml_dtypes'
-loops and torch's eager ops do: computed in float32, each result rounded to bfloat16).
+loops and torch's eager ops do: computed in float32, each result rounded to bfloat16); a value known
+to hold a 16-bit number carries its storage bits too, and add, subtract and multiply of such values
+run on the bits (:mod:`kfuse.codegen.cuda_lowp`).
 Scalar rules (C types, literals, casts, op expressions) and the prelude: :mod:`kfuse.codegen.cuda_ops`;
 the reduction accumulators: :mod:`kfuse.codegen.cuda_accs`; the row and column reduce kernels:
 :mod:`kfuse.codegen.cuda_rows`;

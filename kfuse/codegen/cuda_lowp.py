@@ -48,6 +48,7 @@ class LowpValues:
         return self.decl(s.dtype, s.dst, value, rounded=True)
 
     def const_decl(self, s: K.Const, literal: str) -> str:
+        """Constant ``s`` declared (``literal``: its C literal; a 16-bit one from its bits)."""
         if s.dtype in LOWP:
             return self.decl_bits(s.dtype, s.dst, lowp_literal_bits(s.value, s.dtype))
         return self.decl(s.dtype, s.dst, literal)
@@ -76,7 +77,7 @@ class LowpValues:
             src = s.arg_dtypes[0]
             if src == dt:
                 return f"{args[0]}_h" if args[0] in self.bits else None
-            if src in ("bool", "int8", "uint8"):        # exact: the float is the cheaper first form
+            if src in ("bool", "int8", "uint8") or src.startswith("complex"):   # exact, or cast_expr's own rule
                 return None
             return cast_bits(args[0], src, dt, rounded=args[0] in self.bits)
         return f"{LOWP[dt][1]}({self.op_raw(s)})"
