@@ -160,6 +160,18 @@ def row_carveout(variant, device_name: str, writes_rows: bool = True) -> int | N
     return c.reread if variant.reload else c.rows if writes_rows else c.reduction
 
 
+def _static_shared(driver, func) -> int | None:
+    """A loaded kernel's static shared memory a block (bytes), None where the driver module cannot
+    say (then the tuned carve-out stays as it is)."""
+    get = getattr(driver, "funcGetAttribute", None)
+    if get is None:
+        return None
+    try:
+        return int(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func.ptr))
+    except driver.CUDADriverError:
+        return None
+
+
 def carveout_for_occupancy(pct: int, block: int, static_shared: int, props: dict) -> int:
     """Carve-out ``pct`` raised to what the blocks an SM can hold by threads need, so it never caps
     occupancy. Why: the H200's 0% for row kernels was tuned on large blocks; a 1024-wide masked
@@ -244,14 +256,10 @@ class _Launcher(LauncherBase):
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:
             import cupy
-            drv = cupy.cuda.driver
-            try:
-                static = drv.funcGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func.ptr)
-            except drv.CUDADriverError:     # (the tuned carve-out as it is)
-                static = None
+            static = _static_shared(cupy.cuda.driver, func)
             if static is not None:
                 pct = carveout_for_occupancy(pct, variant.block, static, props)
-            drv.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
+            cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
         return kernel, func, grid, variant.block
 
     def _flat_domain(self, ins, outs):
