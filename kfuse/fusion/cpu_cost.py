@@ -59,6 +59,12 @@ _CHEAP_WIDE = frozenset({Op.FLOOR_DIVIDE, Op.REMAINDER, Op.FMOD})
 # or/and LLVM vectorises like a sum (a range check of 65536 int64 labels: 7.4 us, 0.11 ns an
 # element, where 10 ns an element priced it at 662; Xeon VM, one thread)
 _SCALAR_ACCS = frozenset({Op.ARGMAX, Op.ARGMIN})
+# a gather (a data-dependent index: take_along_axis's label, fancy indexing) keeps LLVM from
+# vectorising the loop holding it, so a vectorised float32 helper evaluated in that loop runs
+# scalar, priced as one beside an accumulator (reduce_special): nll_take_along_axis's pick
+# logits[i, label[i]] - m[i] - log(s[i]) over 8192 rows, one thread, Xeon VM: 58 us with the
+# gather, 8.4 without it (6.9 against 1.0 ns a log); priced vectorised 47 us, 64 measured warm
+_SCALAR_LOOPS = frozenset({Op.GATHER})
 # a float row argmax/argmin runs in chunks of vectorised work and one search (codegen.cpu_argblocks),
 # priced as this many serial elements an element (in chunks of 32: 512x257 float32 rows in L2 17 us
 # on one thread, 0.08 ns an element beyond the stream; 8192x257: 0.38 ms, NumPy 0.53; Xeon VM)
@@ -67,6 +73,19 @@ _BLOCKED_ARGS = frozenset({Op.ARGMAX, Op.ARGMIN})
 # calibration's pixelnorm, x / sqrt(mean(x * x)), 2.3x its prediction without it; softmax 1.8x)
 _DIVIDES = frozenset({Op.TRUE_DIVIDE, Op.RECIPROCAL, Op.SQRT})
 BLOCKED_ARG_WORK = 0.25
+# a kernel of a call right after one that streamed past the private cache starts colder than
+# CpuCosts.cold (measured: a one-element call of 3 arrays after a one-thread stream) by this
+# factor: a kernel's own arguments, code and inputs are fetched again too, where a small kernel
+# or the caller's own work in between (the call path warm again) leaves less. Two quiet corpus
+# runs on the Xeon VM (2026-11-28) timed the seven kernels right after a large one in their call
+# (label checks, means, the label-smoothed cross-entropy's pick of 128 rows) at 1.9-2.7 cold
+# calls (4.8 us) over their warm price (18:23) and 0.9-2.6 (21:06), nll's pick of 8192 rows 12
+# and 5.6; the first kernel after the last call's large one (adaLN's add, gaussian_pdf's scale)
+# 0.4-1.5, a kernel after a small one that followed it (the cross-entropies' label checks and
+# means) 0.4-1.1: a plain cold start. (Under load the pool's spinning workers add more: an
+# accuracy's mean 16.1 us after its argmax on the pool, 6.4 on one thread, 7.3 with
+# OMP_WAIT_POLICY=passive, at load 1.5; quiet, 4.4 and 6.5.)
+AFTER_LARGE_COLD = 2.0
 # a float16 max/min along a row keeps NumPy's first of equal values (-0.0 or +0.0, its float16
 # loop's >=) by a compare and select an element, one chain LLVM leaves scalar (no integer keys):
 # this many serial elements an element (128x256 and 256x1024 rows, one thread: 1.4-1.6 ns an
@@ -130,6 +149,12 @@ class CpuCosts:
     cold: float = 0.0           # a call that starts cold: its input's producer streamed more than
     cold_above: int = 1 << 20   # cold_above bytes (a private cache) just before, evicting the call
                                 # path's code and data and leaving the input on the producer's core
+    cold_pick: float = 33e-9    # a gathered element a page or more from the last, in a call started
+                                # cold: its line left the private cache and no prefetcher crosses the
+                                # page (the label-smoothed cross-entropy's pick of 128 labels from rows
+                                # of 125 KiB after a 16 MiB stream: 10.6 us over its warm time, 10.1
+                                # reading each row's first element instead, 6.4 one element: 33 ns a
+                                # pick; Xeon VM, quiet)
 
 
 @record
@@ -160,6 +185,8 @@ class Terms:
     widened: float = 0.0        # float32 sin/cos/arctan2 helper evaluations (a power counts WIDENED_POWER)
     divides: float = 0.0        # float divisions and square roots (a vector's takes several cycles)
     half_sum: float = 0.0       # float16 values a float sum adds (each widened to float64)
+    after_large: int = 0        # 1: the kernel just before, in the same call, streamed past the private cache
+    paged: float = 0.0          # of the gathered elements, those a page or more apart (a line each, unprefetched)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -184,6 +211,7 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         for i in n.inputs:
             users.setdefault(i, []).append(n)
     last = max((n.shape[-1] for n in sized if n.shape and n.size == domain), default=1)
+    scalar_loop = any(n.op in _SCALAR_LOOPS and n.size >= domain for n in nodes)
     ops = 0
     for n in nodes:
         if n.op in LEAF or n.op in MOVEMENT:
@@ -196,8 +224,9 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
         if w >= 8 and n.op not in _CHEAP_WIDE:
             if n.op in VECTOR_SPECIALS and dt in (np.float32, np.float16):
                 vector += k
-                tanh += k if n.op is Op.TANH else 0
-                reduce_vector += min(k, n.size) if n in feeds else 0
+                in_scalar = scalar_loop and n.size >= domain and n not in feeds    # (scalar: no tanh rate)
+                tanh += k if n.op is Op.TANH and not in_scalar else 0
+                reduce_vector += min(k, n.size) if n in feeds else (k if in_scalar else 0)
                 ops += 1
             elif dt.kind == "f" and n.op in WIDENED_SPECIALS and dt != np.float64:
                 widened += k * (WIDENED_POWER if n.op is Op.POWER else 1)
@@ -243,15 +272,17 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
     pieces = 1 + sum(1 for n in nodes if n.op is Op.PAD and n.shape and _pads_last(n))
     # elements gathered from an input past the private cache (a label's logit in each row of a
     # vocabulary-wide array): each a line the loop did not stream, read at memory latency
-    gathered = float(sum(n.size for n in nodes if n.op is Op.GATHER and n.inputs[0] in set(inputs)
-                         and n.inputs[0].nbytes > costs.gather_above))
+    picks = [n for n in nodes if n.op is Op.GATHER and n.inputs[0] in set(inputs)
+             and n.inputs[0].nbytes > costs.gather_above]
+    gathered = float(sum(n.size for n in picks))
+    paged = float(sum(n.size for n in picks if _pick_stride(n) >= PAGE))
     ok = kind not in (GroupKind.MATMUL, GroupKind.SCATTER)
     t = threads_for(domain * (loops + ops), costs, cores, ok)
     return Terms(int(domain), int(domain // max(1, last) * loops * pieces), float(domain * loops), float(bytes_moved),
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
                  tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide,
-                 divides=divides, widened=widened, half_sum=half_sum)
+                 divides=divides, widened=widened, half_sum=half_sum, paged=paged)
 
 
 def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
@@ -259,19 +290,42 @@ def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
     the kernel before streamed more than ``cold_above`` bytes; before the first kernel, a program
     called again and again ran all the others (adaLN's 1.5 us shift-and-scale add, timed after the
     last call's 240 us normalisation: 8.2 us on a Xeon VM; a cross-entropy's 8192-label range
-    check 7.8 us after a small mean that followed 8 MiB of logits, 2.5 priced warm). A cost
-    without CPU terms stays."""
+    check 7.8 us after a small mean that followed 8 MiB of logits, 2.5 priced warm). A kernel
+    right after such a one in the same call starts colder still (``after_large``:
+    ``AFTER_LARGE_COLD``). A cost without CPU terms stays."""
     out = list(costs)
     if len(out) < 2:
         return out
+
+    def large(x) -> bool:
+        return x is not None and x.bytes_read + x.bytes_written > cpu.cold_above
     for k, c in enumerate(out):
         prev = costs[k - 1] if k else max(costs[1:], key=lambda x: -1 if x is None else x.bytes_read + x.bytes_written)
         t = getattr(c, "cpu_terms", None)
-        if t is None or t.cold or prev is None or prev.bytes_read + prev.bytes_written <= cpu.cold_above:
+        if t is None:
             continue
-        t = dataclasses.replace(t, cold=1)
+        right = int(k > 0 and large(prev))      # (within the call: see AFTER_LARGE_COLD)
+        cold = int(t.cold or large(prev))
+        if (cold, right) == (t.cold, t.after_large):
+            continue
+        t = dataclasses.replace(t, cold=cold, after_large=right)
         out[k] = dataclasses.replace(c, seconds=seconds(t, cpu, levels, cores)[0], cpu_terms=t)
     return out
+
+
+PAGE = 4096
+
+
+def _pick_stride(n: Node) -> int:
+    """The bytes between a GATHER's consecutive picks in its source (C order): the stride of the
+    source dims that follow the node's innermost dim of extent above 1 (0 where none does)."""
+    dims, src = tuple(n.attr("dims") or ()), n.inputs[0].shape
+    inner = next((d for d in range(len(n.shape) - 1, -1, -1) if n.shape[d] > 1), None)
+    if inner is None:
+        return 0
+    item = np.dtype(n.inputs[0].dtype).itemsize
+    return max((item * math.prod(src[d + 1:]) for d in range(len(src)) if d < len(dims) and dims[d] == inner
+                and src[d] > 1), default=0)
 
 
 def _along_last(r: Node) -> bool:
@@ -462,7 +516,8 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
             + t.transposed * costs.transposed + t.aliased * costs.aliased
             + t.gathered * costs.gather + t.branchy * costs.branchy + t.rows * costs.row
             + t.divides * costs.divide) / t.threads
-    fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0) + t.cold * costs.cold
+    fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0) \
+        + t.cold * (costs.cold * (AFTER_LARGE_COLD if t.after_large else 1.0) + t.paged * costs.cold_pick)
     return fixed + mem + comp, mem, comp
 
 
