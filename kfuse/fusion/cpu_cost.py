@@ -14,9 +14,10 @@ a leading axis or a transposed operand walks memory across cache lines; a reduct
 :func:`terms` counts a kernel's work from its nodes; :func:`seconds` prices the terms as
 ``fixed + memory + compute``, memory at the bandwidth of the smallest level holding the working
 set for the threads used, compute summed over the work terms and shared by the threads. The two
-add rather than overlap: a generated loop's loads and its arithmetic overlap little on these cores
-(the sum fits the corpus as well as the maximum), and a write saved (a value recomputed instead
-of materialised) then shows in the price even where the arithmetic dominates.
+overlap in part (``OVERLAP``): the larger counts whole and ``1 - OVERLAP`` of the smaller is added
+(an elementwise loop's streamed loads run under its arithmetic more than a reduction's phases and
+accumulators let them), so a write saved (a value recomputed instead of materialised) still shows
+in the price where the arithmetic dominates.
 """
 from __future__ import annotations
 
@@ -84,13 +85,28 @@ BLOCKED_ARG_WORK = 0.25
 # 0.4-1.5, a kernel after a small one that followed it (the cross-entropies' label checks and
 # means) 0.4-1.1: a plain cold start. (Under load the pool's spinning workers add more: an
 # accuracy's mean 16.1 us after its argmax on the pool, 6.4 on one thread, 7.3 with
-# OMP_WAIT_POLICY=passive, at load 1.5; quiet, 4.4 and 6.5.)
-AFTER_LARGE_COLD = 2.0
+# OMP_WAIT_POLICY=passive, at load 1.5; quiet, 4.4 and 6.5.) Those cold calls were the old
+# cpu_machine.measure_cold_call's, which came out anywhere from 1.0 to 4.8 us from one process to
+# the next; its median of 200 paired rounds gives 1.5-2.1, and 3 of those (2 at 4.8 us before) put
+# all 381 kernel times of the quiet runs of 21:06, 21:14 and 21:21 within 2x of their price at a
+# cold call of 2.0 us (2: 380, cross_entropy_32000's label check 2.08x; 3.5: 381, fewer within 1.5x)
+AFTER_LARGE_COLD = 3.0
 # a float16 max/min along a row keeps NumPy's first of equal values (-0.0 or +0.0, its float16
 # loop's >=) by a compare and select an element, one chain LLVM leaves scalar (no integer keys):
 # this many serial elements an element (128x256 and 256x1024 rows, one thread: 1.4-1.6 ns an
 # element, priced 0.01 before; their float32 twins, keyed, 0.1)
 HALF_MINMAX_WORK = 4.8
+# the share of the smaller of a kernel's memory and compute times that runs under the larger:
+# (elementwise, other kinds). The sum (no overlap) priced the large two-thread elementwise kernels
+# of the CPU corpus at about twice their time on the Xeon VM (adam_f16_grad's 555 us of L3
+# stream + 614 of compute, 1145 priced, 537 measured; logit_softcap 0.45-0.50x; 2026-11-28, three
+# quiet runs, 21:06, 21:14, 21:21): re-priced offline over the runs' 381 kernel times
+# (.gpuwork/cpu_check_model.py), 0.7 and 0.1 put 380 within 2x (373 with none; 379 with 0.5 for
+# every kind, which took pearson_corr_rows' reduction to 2.1x), 331 within 1.5x (299), 226 within
+# 1.25x (215); the one left outside, cross_entropy_32000's 10.9 us label check (2.08x), is a
+# fixed cost. (0.2 for the others fit as well, but on the fitted machine's figures it turned
+# softmax_axis0's recomputed exp into a materialised one, 7.1 ms against 4.0 on the Xeon VM)
+OVERLAP = (0.7, 0.1)
 
 
 @record
@@ -187,6 +203,7 @@ class Terms:
     half_sum: float = 0.0       # float16 values a float sum adds (each widened to float64)
     after_large: int = 0        # 1: the kernel just before, in the same call, streamed past the private cache
     paged: float = 0.0          # of the gathered elements, those a page or more apart (a line each, unprefetched)
+    streamed: int = 0           # 1: an elementwise kernel (its memory and compute overlap more: OVERLAP)
 
 
 def threads_for(work: float, costs: CpuCosts, cores: int, parallel_ok: bool = True) -> int:
@@ -282,7 +299,8 @@ def terms(kind: GroupKind, nodes: Iterable[Node], inputs: Iterable[Node], output
                  simple, serial, vector, reduce_vector, libm, half, strided, transposed, t, half_in,
                  len(inputs) + len(outputs), float(bytes_moved if footprint is None else footprint), aliased,
                  tanh, gathered, branchy, int(_produced_bytes(inputs) > costs.cold_above), wide,
-                 divides=divides, widened=widened, half_sum=half_sum, paged=paged)
+                 divides=divides, widened=widened, half_sum=half_sum, paged=paged,
+                 streamed=int(kind == GroupKind.ELEMENTWISE))
 
 
 def cold_after(costs: list, cpu: CpuCosts, levels, cores: int) -> list:
@@ -499,8 +517,9 @@ def level_bandwidth(levels, working_set: float, threads: int, cores: int):
 
 
 def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float, float]:
-    """(predicted seconds, memory seconds, compute seconds) of a kernel's terms; the fixed cost
-    is the first minus the other two."""
+    """(predicted seconds, memory seconds, compute seconds) of a kernel's terms: the fixed cost,
+    the larger of the other two and ``1 - OVERLAP`` of the smaller (the first less the other two
+    is the fixed cost less the overlapped share)."""
     # the level holding the distinct bytes streams them once; a multi-pass kernel's re-reads
     # (a row or block read again by the next phase) come from the first level
     once = min(t.footprint or t.working_set, t.working_set)
@@ -518,7 +537,8 @@ def seconds(t: Terms, costs: CpuCosts, levels, cores: int) -> tuple[float, float
             + t.divides * costs.divide) / t.threads
     fixed = costs.call + t.arrays * costs.array + (costs.pool if t.threads > 1 else 0.0) \
         + t.cold * (costs.cold * (AFTER_LARGE_COLD if t.after_large else 1.0) + t.paged * costs.cold_pick)
-    return fixed + mem + comp, mem, comp
+    ov = OVERLAP[0] if t.streamed else OVERLAP[1]
+    return fixed + max(mem, comp) + (1.0 - ov) * min(mem, comp), mem, comp
 
 
 def describe(levels, costs: CpuCosts, cores: int) -> str:

@@ -169,11 +169,16 @@ def measure_l3_reliable(rates: dict, budget_s: float = 0.1) -> float:
     return held
 
 
-def measure_cold_call(rounds: int = 60) -> float:
+def measure_cold_call(rounds: int = 200, skip: int = 20) -> float:
     """Seconds a small Numba call (three array arguments, an element of each touched) takes more
-    right after a loop streamed 16 MiB than warm (medians of ``rounds`` pairs): the call path's
-    code and data evicted from the private caches (``CpuCosts.cold``: 1 us on the fitted EPYC,
-    5.3 us on a 2-core Xeon VM, where a whole kfuse call took 25.6 us so against 2.4 warm)."""
+    right after a loop streamed 16 MiB than warm: the median over ``rounds`` pairs of the cold call
+    less the warm call just before it, the first ``skip`` pairs left out (the call path's code and
+    data evicted from the private caches; ``CpuCosts.cold``: 1 us on the fitted EPYC, 5.3 us on a
+    2-core Xeon VM, where a whole kfuse call took 25.6 us so against 2.4 warm). A cold call's time
+    has two modes there (about 1.8 and 3.3 us: 240 pairs' quartiles), and the medians of 60 cold
+    and 60 warm calls came out anywhere from 1.0 to 4.8 us from one process to the next; the median
+    of 200 paired differences (about 0.2 s) came out at 1.5-2.1 us in eleven processes (Xeon VM,
+    2026-11-28, the other core busy)."""
     import numba
     import numpy as np
     seq, _ = _stream_kernels()
@@ -186,16 +191,17 @@ def measure_cold_call(rounds: int = 60) -> float:
         out[0] = a[0] + b[0]
     add(a, b, out)
     seq(dst, src)
-    warm, cold = [], []
-    for _ in range(rounds):
+    extra = []
+    for k in range(skip + rounds):
         t0 = time.perf_counter()
         add(a, b, out)
-        warm.append(time.perf_counter() - t0)
+        warm = time.perf_counter() - t0
         seq(dst, src)
         t0 = time.perf_counter()
         add(a, b, out)
-        cold.append(time.perf_counter() - t0)
-    return max(0.0, float(np.median(cold) - np.median(warm)))
+        if k >= skip:
+            extra.append(time.perf_counter() - t0 - warm)
+    return max(0.0, float(np.median(extra)))
 
 
 GATHER_ROWS, GATHER_ROW = 8192, 4096     # the gather probe: an element picked from each row of 4 KiB

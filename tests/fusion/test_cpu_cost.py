@@ -316,3 +316,19 @@ def test_the_first_kernel_starts_cold_after_any_large_one():
     assert [g.cost.cpu_terms.cold for g in big] == [1, 0, 1]
     small = kfuse.explain(kfuse.jit(nll), "f32[64,31]", "i64[64]", device="cpu").groups
     assert all(g.cost.cpu_terms.cold == 0 for g in small)
+
+
+def test_memory_and_compute_overlap_in_part():
+    """seconds = fixed + the larger of memory and compute + (1 - OVERLAP) of the smaller: an
+    elementwise kernel's stream overlaps its arithmetic more than a reduction's phases do."""
+    ew = _kernel(lambda x: np.tanh(x) * 2.0, "f32[1024,1024]").cost.cpu_terms
+    red = _kernel(lambda x: np.exp(x).sum(axis=-1), "f32[1024,1024]").cost.cpu_terms
+    assert (ew.streamed, red.streamed) == (1, 0)
+    assert cpu_cost.OVERLAP[0] > cpu_cost.OVERLAP[1] >= 0.0 and cpu_cost.OVERLAP[0] < 1.0
+    for t, ov in ((ew, cpu_cost.OVERLAP[0]), (red, cpu_cost.OVERLAP[1])):
+        total, mem, comp = cpu_cost.seconds(t, CPU.cpu, CPU.levels, CPU.sms)
+        summed = cpu_cost.seconds(dataclasses.replace(t, streamed=1 - t.streamed), CPU.cpu, CPU.levels, CPU.sms)
+        fixed = total - max(mem, comp) - (1 - ov) * min(mem, comp)
+        assert mem > 0 and comp > 0 and fixed > 0
+        assert total < fixed + mem + comp
+        assert (summed[0] < total) == bool(t.streamed == 0)
