@@ -13,8 +13,25 @@ known to round (loads, constants, rounded op results, casts), never an accumulat
 Bits nobody reads cost nothing (the compiler drops them)."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import kernel_ir as K
-from .cuda_ops import LOWP, NATIVE_LOWP, cast_bits, cast_expr, ctype, lowp_literal_bits, store_value
+from .cuda_ops import LOWP, cast_bits, cast_expr, ctype, store_value
+
+# 16-bit float ops computed on the bits (the prelude's KF_H16OP): exactly NumPy's rounding
+NATIVE_LOWP = {("float16", "add"): "kf_hadd", ("float16", "subtract"): "kf_hsub", ("float16", "multiply"): "kf_hmul",
+               ("bfloat16", "add"): "kf_bfadd", ("bfloat16", "subtract"): "kf_bfsub",
+               ("bfloat16", "multiply"): "kf_bfmul"}
+
+
+def lowp_literal_bits(value, dt: str) -> str:
+    """The storage bits of constant ``value`` in 16-bit float ``dt``, as a C literal."""
+    if dt == "float16":
+        bits = int(np.float16(value).view(np.uint16))
+    else:                                       # bfloat16: the top half of the float32 it rounds to
+        f = np.array(float(np.dtype(dt).type(value)), np.float32)
+        bits = int(f.view(np.uint32)) >> 16
+    return f"((unsigned short){bits:#06x}u)"
 
 
 class LowpValues:

@@ -440,22 +440,6 @@ def cast_bits(a: str, src: str, dst: str, rounded: bool = False) -> str:
     return f"{narrow}({src_val})"
 
 
-# 16-bit float ops computed on the bits (the prelude's KF_H16OP): exactly NumPy's rounding
-NATIVE_LOWP = {("float16", "add"): "kf_hadd", ("float16", "subtract"): "kf_hsub", ("float16", "multiply"): "kf_hmul",
-               ("bfloat16", "add"): "kf_bfadd", ("bfloat16", "subtract"): "kf_bfsub",
-               ("bfloat16", "multiply"): "kf_bfmul"}
-
-
-def lowp_literal_bits(value, dt: str) -> str:
-    """The storage bits of constant ``value`` in 16-bit float ``dt``, as a C literal."""
-    if dt == "float16":
-        bits = int(np.float16(value).view(np.uint16))
-    else:                                       # bfloat16: the top half of the float32 it rounds to
-        f = np.array(float(np.dtype(dt).type(value)), np.float32)
-        bits = int(f.view(np.uint32)) >> 16
-    return f"((unsigned short){bits:#06x}u)"
-
-
 def op_expr(op: str, dt: str, args: list[str], adts: tuple) -> str:
     """A C expression with NumPy semantics for ufunc ``op`` on register values ``args``."""
     a = args[0]

@@ -36,6 +36,7 @@ from ..fusion.gpu_chunks import (COL_SPLIT_MIN_LEN, GRID_SYNC_BLOCKS_PER_SM, ROW
                                  row_chunks)
 from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
+from .carveout import row_carveout, set_carveout
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
 # Process-wide memo of emitted, compiled and loaded code: (kernel IR normal form, Variant) ->
@@ -45,10 +46,6 @@ _EMITTED: dict = {}
 _COMPILED: dict = {}
 _LOADED: dict = {}
 INT32_LIMIT = 2 ** 31 - 1
-CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9   # cuFuncSetAttribute: percent of L1/shared as shared
-CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1     # cuFuncGetAttribute: a block's static shared memory
-MAX_BLOCKS_PER_SM = 32                      # resident blocks an SM (sm_80, sm_90)
-BLOCK_RESERVED_SHARED = 1024                # shared memory the system reserves a block (sm_80+)
 # Launch-shape knobs (benchmarks/gpu_quick.py --sweep measures them; autotune may set them later).
 EW_BLOCKS_PER_SM = 1024       # elementwise grid cap (grid-stride beyond it); 8 was 7-10 points slower (sweep, H200)
 ROW_UNITS_PER_THREAD = 4      # row reductions: vector units a thread holds
@@ -150,43 +147,6 @@ def load_function(source: str, name: str, dev_id: int, arch: str, cache=None):
     return f[1]
 
 
-def row_carveout(variant, device_name: str, writes_rows: bool = True) -> int | None:
-    """The preferred L1/shared carve-out (percent shared) of a one-pass row kernel on this device
-    (``DeviceSpec.row_carveout``; ``writes_rows``: the kernel stores full-size rows), or None."""
-    known = cost.known_device(device_name)
-    if variant.mode != "row" or variant.split or not known or not known.row_carveout:
-        return None
-    c = known.row_carveout
-    return c.reread if variant.reload else c.rows if writes_rows else c.reduction
-
-
-def _static_shared(driver, func) -> int | None:
-    """A loaded kernel's static shared memory a block (bytes), None where the driver module cannot
-    say (then the tuned carve-out stays as it is)."""
-    get = getattr(driver, "funcGetAttribute", None)
-    if get is None:
-        return None
-    try:
-        return int(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func.ptr))
-    except driver.CUDADriverError:
-        return None
-
-
-def carveout_for_occupancy(pct: int, block: int, static_shared: int, props: dict) -> int:
-    """Carve-out ``pct`` raised to what the blocks an SM can hold by threads need, so it never caps
-    occupancy. Why: the H200's 0% for row kernels was tuned on large blocks; a 1024-wide masked
-    softmax (64-thread blocks, 2 KiB of shared memory each with the reserve: 32 an SM need 64 KiB)
-    ran its CUDA C kernel in 231 us where Numba-CUDA's, the same variant and instruction mix but no
-    carve-out set, ran in 136 (H200, one corpus run). Not yet measured with this rule."""
-    known = cost.known_device(props.get("name", ""))
-    per_sm = known.shared_mem_per_sm if known else props.get("shared_mem_per_block_optin", 0)
-    if per_sm <= 0:
-        return pct
-    blocks = min(MAX_BLOCKS_PER_SM, props.get("max_threads_per_sm", 2048) // max(block, 1))
-    need = blocks * (static_shared + BLOCK_RESERVED_SHARED)
-    return max(pct, min(100, -(-100 * need // per_sm)))
-
-
 def _max_offset(arr) -> int:
     return sum((s - 1) * abs(st) for s, st in zip(arr.shape, arr.strides)) // max(arr.itemsize, 1)
 
@@ -255,11 +215,7 @@ class _Launcher(LauncherBase):
         func = _function(kernel, props["device_id"], self.arch, self.cache)
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:
-            import cupy
-            static = _static_shared(cupy.cuda.driver, func)
-            if static is not None:
-                pct = carveout_for_occupancy(pct, variant.block, static, props)
-            cupy.cuda.driver.funcSetAttribute(func.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct)
+            set_carveout(func, pct, variant.block, props)
         return kernel, func, grid, variant.block
 
     def _flat_domain(self, ins, outs):

@@ -327,7 +327,7 @@ def test_one_pass_grid_is_not_capped():
 ])
 def test_row_carveout_per_device(name, fn, shape, want):
     from kfuse.codegen.cuda import writes_rows
-    from kfuse.runtime.cuda import row_carveout
+    from kfuse.runtime.carveout import row_carveout
     shapes = [shape] if shape else [(1 << 20,)] * 4
     _, lau, ins, outs = launcher_for(fn, *[np.zeros(s, np.float32) for s in shapes])
     v, _ = lau.variant_for(ins, outs, dict(PROPS, name=name))
@@ -338,7 +338,7 @@ def test_row_carveout_of_reloading_rows():
     import dataclasses as dc
 
     from kfuse.codegen.cuda import Variant
-    from kfuse.runtime.cuda import row_carveout
+    from kfuse.runtime.carveout import row_carveout
     row = Variant("row", 4, False, 2, 512, 2, reload=True)
     assert row_carveout(row, "NVIDIA H100 80GB HBM3") == 30
     assert row_carveout(dc.replace(row, reload=False), "NVIDIA H100 80GB HBM3") == 75
@@ -354,7 +354,7 @@ def test_row_carveout_of_reloading_rows():
 def test_carveout_leaves_room_for_the_blocks_an_sm_holds(block, static, want):
     """A row kernel's tuned carve-out (0% shared on the H200) is raised to what the blocks an SM
     holds by threads need, so it never caps occupancy (a 1024-wide softmax's 64-thread blocks)."""
-    from kfuse.runtime.cuda import carveout_for_occupancy
+    from kfuse.runtime.carveout import carveout_for_occupancy
     props = dict(PROPS, name="NVIDIA H200")
     assert carveout_for_occupancy(0, block, static, props) == want
     assert carveout_for_occupancy(75, block, static, props) == 75        # a larger one stays

@@ -1,4 +1,4 @@
-"""A row kernel's shared-memory carve-out on the GPU (runtime.cuda.carveout_for_occupancy; skipped
+"""A row kernel's shared-memory carve-out on the GPU (runtime.carveout; skipped
 without a GPU): the carve-out the CUDA C launcher sets on a loaded kernel leaves room for the blocks
 an SM holds by threads, and the result is NumPy's."""
 import numpy as np
@@ -13,10 +13,10 @@ if not device.has_gpu():
 import cupy as cp  # noqa: E402
 
 import kfuse  # noqa: E402
-from kfuse.runtime import cuda as rc  # noqa: E402
+from kfuse.runtime import carveout, cuda as rc  # noqa: E402
 from tolerance import assert_matches_numpy  # noqa: E402
 
-CARVEOUT, SHARED = rc.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, rc.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+CARVEOUT, SHARED = carveout.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
 
 
 def masked_softmax(x, mask):
@@ -44,5 +44,5 @@ def test_row_kernel_carveout_holds_its_blocks():
         func = rc._LOADED[key][1]
         block = int(drv.funcGetAttribute(0, func.ptr))          # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
         static = int(drv.funcGetAttribute(SHARED, func.ptr))
-        want = rc.carveout_for_occupancy(0, min(block, 1024), static, props)
+        want = carveout.carveout_for_occupancy(0, min(block, 1024), static, props)
         assert want >= 25 and int(drv.funcGetAttribute(CARVEOUT, func.ptr)) >= want    # 64-thread blocks: 32 an SM
