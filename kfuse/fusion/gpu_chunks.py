@@ -75,6 +75,22 @@ def col_chunks(n_cols: int, length: int, sms: int) -> int:
     return min(-(-(COL_SPLIT_BLOCKS_PER_SM * 128 * sms) // max(1, n_cols)), length // COL_SPLIT_MIN_LEN, SPLIT_MAX)
 
 
+def col_grid_chunks(n_cols: int, length: int, sms: int) -> int:
+    """Variant.grid_sync over columns: chunks each of ``n_cols`` columns of ``length`` is split
+    into, every (column, chunk) thread's 128-thread block resident; 0 where the columns fill as
+    many blocks as there are SMs (the runtime runs grid-synchronised where this is at least 2)."""
+    if -(-n_cols // 128) >= sms:
+        return 0
+    return min(GRID_SYNC_BLOCKS_PER_SM * 128 * sms // max(1, n_cols), length // COL_SPLIT_MIN_LEN, SPLIT_MAX)
+
+
+def row_grid_chunks(n_rows: int, units: int, gathers: bool, sms: int) -> int:
+    """Variant.grid_sync over rows: :func:`row_chunks` capped so every ROW_SPLIT_BLOCK-thread
+    block is resident."""
+    return min(row_chunks(n_rows, units, gathers, sms),
+               GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK * sms // max(1, n_rows))
+
+
 def grid_combine_groups(split: int) -> int:
     """Variant.grid_sync: how many groups of consecutive chunks are combined side by side before
     one thread a row combines the groups (1: that thread combines every chunk). A column's 1024
@@ -112,15 +128,15 @@ def _chunking(shape, nodes: list[Node], inputs: list[Node], sms: int) -> tuple[s
         chunks = col_chunks(n_rows, length, sms)
         if chunks >= 2 and one_loop:
             return "split", chunks
-        chunks = min(GRID_SYNC_BLOCKS_PER_SM * 128 * sms // max(1, n_rows), length // COL_SPLIT_MIN_LEN, SPLIT_MAX)
-        return ("grid_sync", chunks) if -(-n_rows // 128) < sms and chunks >= 2 else ("", 0)
+        chunks = col_grid_chunks(n_rows, length, sms)
+        return ("grid_sync", chunks) if chunks >= 2 else ("", 0)
     gathers = any(x.op is Op.GATHER for x in nodes)
     widest = max([i.dtype.itemsize for i in inputs if i.size == r.inputs[0].size] + [r.inputs[0].dtype.itemsize])
     vec = 1 if gathers else max(1, 16 // widest)      # (the runtime's vector unit: the widest row load)
     chunks = row_chunks(n_rows, length // vec, gathers, sms)
     if chunks >= 2 and one_loop:
         return "split", chunks
-    chunks = min(chunks, GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK * sms // max(1, n_rows))
+    chunks = row_grid_chunks(n_rows, length // vec, gathers, sms)
     return ("grid_sync", chunks) if chunks >= 2 else ("", 0)
 
 

@@ -32,8 +32,8 @@ from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
-from ..fusion.gpu_chunks import (COL_SPLIT_MIN_LEN, GRID_SYNC_BLOCKS_PER_SM, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
-                                 row_chunks)
+from ..fusion.gpu_chunks import (GRID_SYNC_BLOCKS_PER_SM, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
+                                 col_grid_chunks, row_chunks, row_grid_chunks)
 from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store
 from .carveout import row_carveout, set_carveout
@@ -476,8 +476,8 @@ class _Launcher(LauncherBase):
                         -(-(n_rows * chunks) // 128))
             # several passes (statistics, then their use): chunks of columns meet at grid barriers,
             # every block resident (launch bounds for GRID_SYNC_BLOCKS_PER_SM 128-thread blocks a SM)
-            chunks = min(GRID_SYNC_BLOCKS_PER_SM * 128 * sm // n_rows, L // COL_SPLIT_MIN_LEN, SPLIT_MAX)
-            if blocks < sm and chunks >= 2 and cuda_emit.grid_sync_ok(kir):
+            chunks = col_grid_chunks(n_rows, L, sm)
+            if chunks >= 2 and cuda_emit.grid_sync_ok(kir):
                 return (cuda_emit.Variant("col", 1, big, 0, 128, min_blocks=GRID_SYNC_BLOCKS_PER_SM,
                                           split=chunks, grid_sync=True), -(-(n_rows * chunks) // 128))
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
@@ -488,7 +488,7 @@ class _Launcher(LauncherBase):
             return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1, peel=peel), n_rows * chunks
         # several passes over rows too few to fill the GPU (x / abs(x).max(), a global norm's scale):
         # a row's chunks meet at grid barriers, every block resident
-        chunks = min(chunks, GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK * sm // max(1, n_rows))
+        chunks = row_grid_chunks(n_rows, L // vec, gathers, sm)
         if chunks >= 2 and cuda_emit.grid_sync_ok(kir):
             return (cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
                                       split=chunks, grid_sync=True, peel=peel), n_rows * chunks)
