@@ -10,12 +10,10 @@ from __future__ import annotations
 import dataclasses
 
 from . import kernel_ir as K
+from .cuda_cols import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ColEmitter   # (the column loops' constants, re-exported)
 from .cuda_ops import _STYPE, ctype, index_c, load_expr
 from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups, recomputed_values, vector_access, wide_accs
 
-COL_UNROLL = 16               # Variant "col": a column's rows unrolled, loads in flight (H200, sum over axis 0 of
-                              # 4096x65536 f32: 1506 us at 1, 519 at 4, 347 at 8, 296 at 16; pixel norm 244/181/172/172)
-CHUNK_UNROLL_GRID_SYNC = 8     # Variant.grid_sync: a column chunk's rows unrolled (H200 sweep, stats0 65536x1024: 0.439 ms at 8, 0.448 at 4)
 ROW_STREAM_BATCH = 4          # a re-read row's vector units a thread loads before computing on them (_batched_loop)
 ROW_REREAD_UNROLL = 8          # a re-read row's loop unrolled, loads in flight (half with vector units; H200, us at
                               # 1/8: x / norm(x) of 512 x 100003 f32 258/224, softmax 256 x 262144 255/241)
@@ -46,7 +44,7 @@ class _Rows:
     chunked: bool = False       # the chunk bounds are declared
 
 
-class RowEmitter:
+class RowEmitter(ColEmitter):
     """Reduce kernels for ``codegen.cuda._Gen`` (which sets ``self.kir`` and ``self.v``)."""
 
     def reduce(self) -> str:
@@ -191,7 +189,9 @@ class RowEmitter:
                         if isinstance(s, K.Load) and (s.buf, s.index) in r.cache} if ph.accs else set()
         loop_at = len(rb)
         recips = {}   # row-level divisor -> its float64 reciprocal's name
-        rb += self._batched_loop(r, pi, ph, recips) if self._batches(r) else self._unit_loop(r, pi, ph, recips)
+        # (a column's loop: a trip's loads first, cuda_cols)
+        loop = self._batched_loop if self._batches(r) else self.col_loop if self.col_batches(r, ph) else self._unit_loop
+        rb += loop(r, pi, ph, recips)
         rest = self.peel_rest(r, ph, recips) if v.peel else []
         # once a row: two phases dividing by one row-level value share it (cuda seed 75 #2934)
         rb[loop_at:loop_at] = [f"const double {rd} = 1.0 / (double){b};" for b, rd in recips.items()
@@ -297,7 +297,8 @@ class RowEmitter:
         loop = []
         if r.kc:
             rb.append(f"#pragma unroll\nfor (int k_ = 0; k_ < {r.kc}; ++k_) {{")
-            loop.append(f"const IDX j_ = (IDX)tid_ + (IDX)(k_ * {v.block});")
+            step, first = (v.lanes, "lane_") if r.packed else (v.block, "tid_")   # packed: the row's lanes
+            loop.append(f"const IDX j_ = (IDX){first} + (IDX)(k_ * {step});")
             loop.append("{" if v.exact else f"if (j_ < {units}) {{")
         elif v.stage == 1 or v.grid_sync:     # this block's (row) or thread's (col) chunk of the row
             if v.stage == 1 or (r.row and not r.chunked):      # (col grid_sync: declared with the column)

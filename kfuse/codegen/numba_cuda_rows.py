@@ -265,10 +265,14 @@ class RowEmitter:
         newly: set = set()
         for k in range(kc):
             j = f"j_{k}"
-            out += [f"{j} = tid_ + {k} * bdim_", "if True:" if self.v.exact else f"if {j} < units_:"]
+            out += [f"{j} = {self._slot_unit(k)}", "if True:" if self.v.exact else f"if {j} < units_:"]
             out += ["    " + x for x in self._unit(ph, inner, f"_{k}", j, (cache, k, filled, newly))]
         filled |= newly
         return out
+
+    def _slot_unit(self, k: int) -> str:
+        """The row unit register slot ``k`` holds: the block's threads a row, else (packed) the row's lanes."""
+        return f"lane_ + {k * self.v.lanes}" if self.v.packed else f"tid_ + {k} * bdim_"
 
     def _unit(self, ph: K.Phase, inner: list, lab: str, j: str, slots=None, hoist=None) -> list[str]:
         """Unit ``j`` of the row (``NVariant.vec`` elements, its accesses along the row one vector)
@@ -347,7 +351,7 @@ class RowEmitter:
             names = [f"_{k}{e}" for e in self._elems()]
             self.sfx = names[0]
             j = f"j_{k}"
-            lines += [f"{j} = tid_ + {k} * bdim_"] + ([] if self.v.exact else [f"{j} = {j} if {j} < units_ else 0 * {j}"])
+            lines += [f"{j} = {self._slot_unit(k)}"] + ([] if self.v.exact else [f"{j} = {j} if {j} < units_ else 0 * {j}"])
             if self.v.peel:
                 lines.append(self.peel_index(j, inner))
             else:

@@ -35,7 +35,7 @@ from ..fusion.kinds import ROW_KINDS, GroupKind
 from ..fusion.gpu_chunks import (GRID_SYNC_BLOCKS_PER_SM, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
                                  col_grid_chunks, row_chunks, row_grid_chunks)
 from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
-from . import cuda_tiles, gpu_store
+from . import cuda_tiles, gpu_store, rendered
 from .carveout import row_carveout, set_carveout
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
 
@@ -82,6 +82,7 @@ PACKED_UNITS_PER_LANE = 3     # a packed row's lanes: the fewest (a power of two
                               # units (H200, f32, us: layernorm of 2^20 x 48 206 -> 125, 2^19 x 96 211 -> 125,
                               # softmax 2^20 x 40 172 -> 107, sum of 2^22 x 33 505 -> 283, softmax 2^20 x 64
                               # 167 -> 153; 4 a lane: softmax x 64 218, 2: softmax x 40 185)
+PACKED_HELD = True            # short (packed) rows held in a lane's registers (Variant.cache_k), not re-read a pass
 PACKED_ROW_BLOCKS_PER_SM = 16 # (Variant.lanes; a block a row of 64 floats took 10.1 ms for 512 MiB, H200),
                               # in at most this many 128-thread blocks a SM, looping over row groups
 TILE_MIN_EXTENT = 16          # tile schedule: both dims of the plane at least this long (else rows of 32)
@@ -114,17 +115,18 @@ def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
     return hit
 
 
-def emitted_kernel(kir: K.KernelIR, variant) -> cuda_emit.CudaKernel:
+def emitted_kernel(kir: K.KernelIR, variant, cache=None) -> cuda_emit.CudaKernel:
     """``codegen.cuda.emit_kernel(kir, variant)``, memoised in the process by what the code
     depends on: the kernel IR's normal form (``shape_class.normal_form``: no size values) and the
     variant. A launcher first meeting a variant (a new size's launcher family, another function
     or shape class with the same kernel) finds the kernel another one rendered (~15 us for the
-    key against ~0.5-1 ms to render), and with it the module loaded for its source."""
+    key against ~0.5-1 ms to render), and with it the module loaded for its source; a new process
+    finds it in the kernel store ``cache`` (``runtime.rendered``), rendering nothing."""
     from .shape_class import normal_form
     key = (normal_form(kir), variant)
     hit = _EMITTED.get(key)
     if hit is None:
-        hit = _EMITTED[key] = cuda_emit.emit_kernel(kir, variant)
+        hit = _EMITTED[key] = rendered.kernel(cache, kir, variant)
     return hit
 
 
@@ -211,7 +213,7 @@ class _Launcher(LauncherBase):
             flat_choice = None if flat is None else flat.variant_for(ins, outs, props)
             if flat_choice is not None and flat_choice[0].vec > 1:
                 return flat._build(ins, outs, props, flat_choice)
-        kernel = self.emit(variant, lambda: emitted_kernel(self.kir_for(variant), variant))
+        kernel = self.emit(variant, lambda: emitted_kernel(self.kir_for(variant), variant, self.cache))
         func = _function(kernel, props["device_id"], self.arch, self.cache)
         pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
         if pct is not None:
@@ -279,7 +281,7 @@ class _Launcher(LauncherBase):
             v2 = cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2)
             grid2 = (max(1, min(rows, INT32_LIMIT // 2)),)
         # (kir_for(v2) is the group's own kernel IR: a second stage re-reads nothing)
-        k2 = self.emit(v2, lambda: emitted_kernel(self.kir, v2))
+        k2 = self.emit(v2, lambda: emitted_kernel(self.kir, v2, self.cache))
         f2 = _function(k2, props["device_id"], self.arch, self.cache)
         tail2 = scalar_args(self.tail(ins, outs, k2))
         nbytes = rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
@@ -496,7 +498,8 @@ class _Launcher(LauncherBase):
         if units <= PACKED_ROW_UNITS:   # short rows: several a warp, each on the fewest lanes covering it
             per_lane = -(-units // PACKED_UNITS_PER_LANE)
             lanes = 1 if units <= THREAD_ROW_UNITS else min(32, 1 << max(0, per_lane - 1).bit_length())
-            return (cuda_emit.Variant("row", vec, big, 0, 128, ROW_BARRIERS, lanes=lanes, packed=True, peel=peel),
+            kc = -(-units // lanes) if PACKED_HELD else 0     # the row held in registers, read once
+            return (cuda_emit.Variant("row", vec, big, kc, 128, ROW_BARRIERS, lanes=lanes, packed=True, peel=peel),
                     max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
         if units > STREAMED_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
             # a row too long to hold on chip whose max and sum of exp join one pass: stream it

@@ -199,7 +199,7 @@ class _Launcher(rt_cuda._Launcher):
             return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec, reload=v.reload and v.cache_k > 0 and v.vec > 1,
                                exact=v.exact and v.cache_k > 0, peel=v.peel), grid
         if v.packed:    # short rows: block / lanes rows a block, lanes threads a row (1: a thread a row)
-            return nc.NVariant("row", 1, 0, v.block, vec=v.vec, lanes=v.lanes, packed=True, peel=v.peel), grid
+            return nc.NVariant("row", 1, v.cache_k, v.block, vec=v.vec, lanes=v.lanes, packed=True, peel=v.peel), grid
         L = math.prod(self.extent(d) for d in kir.loop_dims(kir.inner)) or 1
         nv = nc.row_variant(L)
         return nv, max(1, min(self._rows(), sm * max(1, 2048 // nv.block)))
