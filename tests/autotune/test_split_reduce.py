@@ -81,7 +81,7 @@ def test_few_long_columns_run_in_chunks_a_thread_a_column():
     v, grid = lau.variant_for(ins, outs, PROPS)
     assert (v.mode, v.stage) == ("col", 1) and v.split >= 2 and grid * 128 >= 64 * v.split > (grid - 1) * 128
     src = ce.emit_kernel(lau.kir, v).source.split("kfuse kernel")[-1]
-    assert "row_ = g_ % n_rows" in src and "for (IDX j_ = lo_; j_ < hi_; ++j_)" in src
+    assert "row_ = g_ % n_rows" in src and "{ IDX jb_ = lo_;" in src and "for (; jb_ <= hi_ - " in src
     assert "if (tid_ == 0)" not in src and "__syncthreads" not in src                   # a thread a column
     for arch in ("sm_80", "sm_90"):
         assert nvrtc.compile(ce.emit_kernel(lau.kir, v).source, arch).cubin[:4] == b"\x7fELF"

@@ -54,7 +54,7 @@ def test_running_value_is_started_before_the_loop_and_updated_in_it():
     assert sc.op == "add" and sc.init == -0.0 and str(sc).startswith(f"{sc.dst}: float32 = add-scan(")
     src = cuda.emit(kir, cuda_shapes.Variant("col", 1, False, 0, 128))
     start, step = f"float {sc.dst} = kf_negzero_f;", f"{sc.dst} = ({sc.dst} + {sc.src});"
-    loop = src.index("for (IDX j_ = 0; j_ < row_len; ++j_)")
+    loop = src.index("for (; jb_ <= row_len - ")           # (cuda_cols: a trip's rows, their loads first)
     assert src.index(start) < loop < src.index(step)
     nsrc = numba_cuda.emit(kir)
     assert f"{sc.dst} = _S{sc.dst}" in nsrc and numba_cuda.default_variant(kir).mode == "col"
