@@ -75,12 +75,12 @@ from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
 from .decompose import decompose
 from .cuda_ops import LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr, round_lowp
-from .cuda_shapes import (GRID_SYNC_HEAD, SPLIT_SLOT, Variant, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, recomputed_values, lane_invariant, lane_itemsize, max_itemsize,
+from .cuda_shapes import (GRID_SYNC_HEAD, HEAVY_FLOPS_PER_BYTE, SPLIT_SLOT, Variant, flops_per_byte, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, recomputed_values, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, peel_fits, reload_pays, rereads_rows, reloaded_buffers, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "blockwise_divisors", "blockwise_fits", "multiple_of", "lane_itemsize",
-           "max_itemsize", "peel_fits", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "reloaded_buffers", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
+           "max_itemsize", "flops_per_byte", "HEAVY_FLOPS_PER_BYTE", "peel_fits", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "reloaded_buffers", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows", "recomputed_values"]
 
 

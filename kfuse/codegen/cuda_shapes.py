@@ -13,6 +13,7 @@ from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from ..fusion.gpu_chunks import GRID_COMBINE_DIRECT, grid_combine_groups  # (the model prices the combine too)
 from ..fusion.reduction import PEEL_MIN_UNITS
+from ..ir.ops import BY_UFUNC, FLOP_WEIGHT
 from ..records import record
 
 
@@ -252,6 +253,31 @@ def lane_itemsize(kir: K.KernelIR) -> int:
              for s in stmts if isinstance(s, (K.Load, K.Store))
              and (isinstance(s, K.Store) or any(last in K.expr_vars(e) for e in s.index))]
     return max(sizes or [max_itemsize(kir)])
+
+
+# An elementwise kernel whose arithmetic is heavy for the bytes it moves runs EW_HEAVY_UNITS vector
+# units a thread, every unit's loads issued before any unit's arithmetic (Variant.ept): independent
+# chains hide the special functions' latency. H200, 2026-11-28, us at 1 / 2 units a thread: mish
+# (3.6 weighted FLOPs a byte) 158 / 140, float64 tanh-GELU (2.4) 81 / 75, float64 normal density
+# (2.8) 125 / 117; the float32 tanh-GELU (2.0) 130 / 131, a memory-bound P1 0.129 / 0.130 ms.
+HEAVY_FLOPS_PER_BYTE = 2.25
+F64_SPECIAL_SCALE = 4           # a float64 special function's weight over its float32 one (FP64 pipes)
+
+
+def flops_per_byte(kir: K.KernelIR) -> float:
+    """An elementwise kernel's weighted FLOPs (``ir.ops.FLOP_WEIGHT``, float64 special functions
+    ``F64_SPECIAL_SCALE`` times theirs) over the bytes of its full-domain loads and stores, per
+    domain element (operands broadcast along a dim are read from cache)."""
+    full = {f"i{d}" for d in kir.loop_dims(range(len(kir.domain)))}
+    flops = nbytes = 0.0
+    for s in kir.phases[0].pre:
+        if isinstance(s, K.Op):
+            op = BY_UFUNC.get(s.op)
+            w = 0.0 if s.op == "cast" else FLOP_WEIGHT.get(op, 1.0) if op is not None else 1.0
+            flops += w * (F64_SPECIAL_SCALE if w >= 8 and s.dtype == "float64" else 1)
+        elif isinstance(s, (K.Load, K.Store)) and full <= set().union(set(), *map(K.expr_vars, s.index)):
+            nbytes += np.dtype(kir.outputs[s.buf].dtype if isinstance(s, K.Store) else s.dtype).itemsize
+    return flops / nbytes if nbytes else 0.0
 
 
 def max_itemsize(kir: K.KernelIR) -> int:

@@ -57,6 +57,7 @@ EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread handles per l
                               # H200 2026-11-24 01:15, unit-stride index math: P1 0.1291 ms at 1, 0.1304 at
                               # 2 (exact), 0.1331 at 4; P6 0.4411 at 1, 0.4465 at 2; the 2026-11-22 sweep,
                               # on the strided index math, had P1 95.0% of copy at 2, 93.5% at 1)
+EW_HEAVY_UNITS = 2            # ... where its arithmetic is heavy for its bytes (codegen.cuda_shapes.HEAVY_FLOPS_PER_BYTE)
 ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded through L1 (Variant.reload;
                               # codegen.cuda.reload_pays says where), not held
 ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 512 threads, 32 registers, as
@@ -435,14 +436,17 @@ class _Launcher(LauncherBase):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         block, min_blocks, one_pass = EW_BLOCK, MIN_BLOCKS, False
+        # heavy arithmetic for its bytes: more units a thread, up to 8 elements (f16 GEGLU: 0.097 ms, 0.101 at 2)
+        ept = (EW_HEAVY_UNITS if vec <= 4 and cuda_emit.flops_per_byte(kir) >= cuda_emit.HEAVY_FLOPS_PER_BYTE
+               else EW_UNITS_PER_THREAD)
         st = multi_stream_tile
         if st and vec > 1:
             reads = len({id(a) for a in ins if math.prod(a.shape) == total})
-            if reads + len(outs) >= st.streams and reads >= st.inputs:
-                vec = max(1, min(vec, st.vector_bytes // cuda_emit.lane_itemsize(kir)))
-                block, min_blocks, one_pass = st.threads, st.min_blocks, st.one_pass
+            if reads + len(outs) >= st.streams and reads >= st.inputs:    # (its own shape: haversine of
+                vec = max(1, min(vec, st.vector_bytes // cuda_emit.lane_itemsize(kir)))   # float64 0.235
+                block, min_blocks, one_pass, ept = st.threads, st.min_blocks, st.one_pass, 1   # ms, 0.247 at 2)
         units, tail = total // vec, total % vec > 0
-        ept = EW_UNITS_PER_THREAD if units >= block * EW_UNITS_PER_THREAD * sm else 1
+        ept = ept if units >= block * ept * sm else 1
         cap = INT32_LIMIT if one_pass else sm * EW_BLOCKS_PER_SM     # one pass: a block per block's units
         grid = max(1, min(-(-units // (block * ept)), cap))
         return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,

@@ -168,7 +168,7 @@ class _Launcher(rt_cuda._Launcher):
             dims = kir.loop_dims(range(len(kir.domain)))
             total = math.prod(self.extent(d) for d in dims) if dims else 1
             units = total // v.vec
-            ilp = 4 if v.vec == 1 and units >= 4 * 256 * sm else 1
+            ilp = 4 if v.vec == 1 and units >= 4 * 256 * sm else v.ept     # (CUDA C's units a thread)
             return (nc.NVariant("elementwise", ilp, 0, v.block, fastdiv=nc.fastdiv_fits(kir, total), vec=v.vec,
                                 tail=v.tail, divs=divs), max(1, min(-(-units // (v.block * ilp)), sm * 1024)))
         if v.mode == "tile":            # transposed operands through shared tiles (codegen.numba_cuda_tile2d)

@@ -270,6 +270,30 @@ def test_elementwise_heuristic_units_a_thread():
         assert v.exact == (v.ept > 1)      # exact (no loop, no guard) only at 2+ units a thread
 
 
+def _mish(x):
+    return x * np.tanh(np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0))
+
+
+@pytest.mark.parametrize("fn, dtype, ept", [
+    (_mish, np.float32, 2),                     # three special functions for 8 bytes an element
+    (lambda x: np.exp(x) * np.tanh(x), np.float64, 2),   # float64 special functions weigh F64_SPECIAL_SCALE theirs
+    (lambda x: np.exp(x) * np.tanh(x), np.float32, 1),   # ... in float32 not heavy
+    (_mish, np.float16, 1),                     # a unit of 8 float16 elements is enough a thread
+    (lambda x: x * 2.0 + 1.0, np.float64, 1),
+])
+def test_heavy_elementwise_kernels_take_two_units_a_thread(fn, dtype, ept):
+    """Arithmetic heavy for the bytes moved (cuda_shapes.flops_per_byte at least
+    HEAVY_FLOPS_PER_BYTE) runs EW_HEAVY_UNITS vector units a thread, up to 8 elements a thread."""
+    from kfuse.codegen import cuda_shapes
+    from kfuse.runtime import cuda as rc
+    _, lau, ins, outs = launcher_for(fn, np.zeros((1024, 1024), dtype))
+    heavy = cuda_shapes.flops_per_byte(lau.kir) >= cuda_shapes.HEAVY_FLOPS_PER_BYTE
+    v, grid = lau.variant_for(ins, outs, PROPS)
+    assert v.ept == ept and heavy == (ept > 1 or dtype == np.float16)
+    assert v.ept == (rc.EW_HEAVY_UNITS if ept > 1 else rc.EW_UNITS_PER_THREAD)
+    assert grid * v.block * v.ept * v.vec == 1 << 20
+
+
 def _adam_like(p, g, m, v):
     m2 = 0.9 * m + 0.1 * g
     v2 = 0.999 * v + 0.001 * g * g
@@ -367,7 +391,8 @@ def test_tuning_key_text_is_emitted_once_per_shape_class(monkeypatch):
     from kfuse.autotune import gpu_targets
     calls = []
     monkeypatch.setattr(gpu_targets, "gpu_arch", lambda device_id=None: "sm_90:test")
-    monkeypatch.setattr(gpu_targets, "kernel_source", lambda kir: calls.append(kir) or emit_kernel(kir).source)
+    monkeypatch.setattr(gpu_targets, "kernel_source",
+                        lambda kir, store=None: calls.append(kir) or emit_kernel(kir).source)
     plan = make_plan(softmax, np.zeros((64, 512), np.float32), device="h100")
     program = CudaProgram(plan, arch="sm_90")
     from kfuse import backends
