@@ -29,9 +29,13 @@ def gpu_arch(device_id: int | None = None) -> str:
     return f"{p['arch']}:{p['name']}"
 
 
-def kernel_source(kir) -> str:
-    """The text a tuning key hashes: the kernel in its default variant (stable across calls)."""
-    return cuda_emit.emit(kir)
+def kernel_source(kir, store=None) -> str:
+    """The text a tuning key hashes: the kernel in its default variant (stable across calls),
+    read from the kernel store's index of rendered kernels where it holds it (``runtime.rendered``:
+    a warm first call renders nothing)."""
+    if kir.attention is not None:
+        return cuda_emit.emit(kir)
+    return rcuda.emitted_kernel(kir, cuda_emit.default_variant(kir), store).source
 
 
 class CudaTarget:
@@ -90,7 +94,7 @@ class CudaTarget:
         return self.heur[i]
 
     def source(self, i: int) -> str:
-        return kernel_source(self.kirs[i])
+        return kernel_source(self.kirs[i], self.program.cache)
 
     def signature(self, i: int) -> list:
         return [[str(a.dtype), a.ndim, a.data is None or bool(a.flags.c_contiguous)] for a in self.ins[i]]

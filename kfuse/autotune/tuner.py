@@ -242,7 +242,7 @@ def _prepare(plan, backend, program, store):
     sources = {}
     for i, (g, k) in enumerate(zip(plan.groups, program.kirs)):
         if i not in memo:
-            memo[i] = kernel_source(k)
+            memo[i] = kernel_source(k, store)
         sources[g.id] = memo[i]
     return program, sources, arch
 

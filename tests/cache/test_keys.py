@@ -114,3 +114,57 @@ def test_enum_and_dataclass_keys():
         bn: int
 
     assert keys.key_hash({"t": Tile(64, 128), "e": E.A}) != keys.key_hash({"t": Tile(64, 64), "e": E.A})
+
+
+def _imported_kfuse_modules(path, module: str) -> set:
+    """The kfuse modules a source file imports values from (top-level and function-local imports;
+    ``from ..fusion import cost`` is ``kfuse.fusion.cost``, not the package's ``__init__``)."""
+    import ast
+    import os
+    pkg = keys._PKG_DIR
+
+    def exists(name):
+        rel = name.split(".")[1:]
+        return name.split(".")[0] == "kfuse" and bool(rel) and (
+            os.path.exists(os.path.join(pkg, *rel) + ".py") or os.path.isdir(os.path.join(pkg, *rel)))
+    parts = module.split(".")
+    here = parts if path.endswith("__init__.py") else parts[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.ImportFrom):
+            base = here[:len(here) - node.level + 1] if node.level else []
+            name = ".".join(base + ([node.module] if node.module else [])) if node.level else (node.module or "")
+            for a in node.names:
+                sub = name + "." + a.name
+                out.add(sub if exists(sub) else name)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {n for n in out if exists(n)}
+
+
+def test_emitter_deps_are_what_the_code_generators_import():
+    """Every kfuse module outside codegen/ that the code generators import, directly or through
+    each other, is hashed with them for the index of rendered kernels (runtime.rendered): a
+    module missing from ``keys.EMITTER_DEPS`` could change a rendered kernel unseen."""
+    import os
+    pkg = keys._PKG_DIR
+
+    def path_of(mod):
+        rel = os.path.join(pkg, *mod.split(".")[1:])
+        return os.path.join(rel, "__init__.py") if os.path.isdir(rel) else rel + ".py"
+
+    todo = ["kfuse.codegen." + f[:-3] for f in os.listdir(os.path.join(pkg, "codegen")) if f.endswith(".py")]
+    seen = set()
+    while todo:
+        mod = todo.pop()
+        if mod not in seen:
+            seen.add(mod)
+            todo += _imported_kfuse_modules(path_of(mod), mod)
+    outside = {m for m in seen if not m.startswith("kfuse.codegen") and m != "kfuse"}
+    files = {os.path.relpath(path_of(m), pkg)[:-3] for m in outside}
+    assert files == set(keys.EMITTER_DEPS)
+
+
+def test_emitter_hash_follows_codegen_and_its_deps():
+    h = keys.emitter_hash()
+    assert h != keys.codegen_hash() and len(h) == 64

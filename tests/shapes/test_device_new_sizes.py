@@ -93,8 +93,11 @@ def test_no_size_generic_build_across_devices_or_dtypes(gpu):
 
 @pytest.fixture
 def renders(monkeypatch):
-    """The kernels rendered to CUDA C (``codegen.cuda.emit_kernel`` calls), by kernel name."""
+    """The kernels rendered to CUDA C (``codegen.cuda.emit_kernel`` calls), by kernel name; the
+    disk's index of rendered kernels is left out (a new process's: tests/runtime/test_rendered.py)."""
     from kfuse.codegen import cuda as cuda_emit
+    from kfuse.runtime import rendered
+    monkeypatch.setattr(rendered, "load", lambda *a: None)
     seen: list = []
     render = cuda_emit.emit_kernel
 
