@@ -98,9 +98,13 @@ def _plan_of(lowered_or_plan):
 
 def kernel_key(source: str, signature, backend, arch: str) -> dict:
     be = _backends.get(backend)
+    known = None
+    if "nvrtc" in be.tools:         # (read without loading libnvrtc: ~6 ms of a warm first call)
+        from ..runtime import nvrtc_lib
+        known = {"nvrtc": nvrtc_lib.version()}
     return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
                                  signature=signature, backend=be.name, arch=arch,
-                                 extra={"purpose": "tuning"}, tools=be.tools)
+                                 extra={"purpose": "tuning"}, tools=be.tools, known=known)
 
 
 _KHASH: dict = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from . import keys
+from . import keys, nvrtc_lib
 
 NAMESPACE = "kernels"
 NVRTC_TOOLS = ("nvrtc",)                    # what compiles a CUDA C kernel
@@ -24,8 +24,9 @@ _PTX = "numba-cuda"
 
 
 def _key(backend: str, tools, source: str, arch: str) -> dict:
+    known = {"nvrtc": nvrtc_lib.version()} if "nvrtc" in tools else None   # (no libnvrtc loaded)
     return keys.build_kernel_key(graph_hash=hashlib.sha256(source.encode()).hexdigest(),
-                                 signature=None, backend=backend, arch=arch, tools=tools)
+                                 signature=None, backend=backend, arch=arch, tools=tools, known=known)
 
 
 def _get(store, key: dict):
@@ -42,15 +43,25 @@ def _put(store, key: dict, files: dict, meta: dict) -> None:
         pass
 
 
+def _keyed_version(version) -> bool:
+    """Whether NVRTC ``version`` ((major, minor)) is the one the keys name."""
+    try:
+        return ".".join(str(int(x)) for x in version) == nvrtc_lib.version()
+    except (TypeError, ValueError):
+        return False
+
+
 def load_cubin(store, source: str, arch: str):
     """The stored NVRTC result (``codegen.nvrtc.CompiledCuda``) of CUDA C ``source`` for
-    ``arch``, or None."""
+    ``arch``, or None; one whose NVRTC is not the key's (``nvrtc_lib.version``) is None too."""
     entry = None if store is None else _get(store, _key(_CUBIN, NVRTC_TOOLS, source, arch))
     if entry is None:
         return None
     from ..codegen.nvrtc import CompiledCuda
     try:
         info = json.loads(entry.read("nvrtc.json"))
+        if not _keyed_version(info["nvrtc_version"]):
+            return None
         return CompiledCuda(ptx=entry.read("kernel.ptx").decode(), cubin=entry.read("kernel.cubin"),
                             log=info["log"], options=tuple(info["options"]),
                             nvrtc_version=tuple(info["nvrtc_version"]), arch=info["arch"])
@@ -59,8 +70,11 @@ def load_cubin(store, source: str, arch: str):
 
 
 def save_cubin(store, source: str, arch: str, compiled) -> None:
-    """Store the NVRTC result ``compiled`` of CUDA C ``source`` for ``arch`` (no-op without a store)."""
-    if store is None:
+    """Store the NVRTC result ``compiled`` of CUDA C ``source`` for ``arch`` (no-op without a
+    store, or where the NVRTC that compiled it is not the version the key names: the key's is
+    read without loading the library, ``runtime.nvrtc_lib``, and a CUBIN is never filed under
+    another compiler's version)."""
+    if store is None or not _keyed_version(compiled.nvrtc_version):
         return
     info = {"log": compiled.log, "options": list(compiled.options),
             "nvrtc_version": list(compiled.nvrtc_version), "arch": compiled.arch}

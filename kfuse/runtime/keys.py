@@ -177,8 +177,9 @@ def dist_version(name: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_version() -> str | None:
-    """``"13.5"``: the NVRTC library's version, or None when there is none. Asked through CuPy's
-    binding where CuPy is installed (the GPU path imports it anyway): importing
+    """``"13.5"``: the NVRTC library's version, or None when there is none, asked from the library
+    (loading it: ~6 ms; the CUDA C runtime's keys read it without, ``runtime.nvrtc_lib``). Asked
+    through CuPy's binding where CuPy is installed (the GPU path imports it anyway): importing
     ``cuda.bindings.nvrtc`` costs 30 ms more, most of a warm-cache first call's key (both load
     the same ``libnvrtc``; the compiler itself is ``cuda.bindings``', imported when it compiles)."""
     try:
@@ -235,10 +236,13 @@ def _numba_env() -> tuple:
 TOOLS = ("numba", "nvrtc", "numba_cuda")      # compilers a backend may name (``Backend.tools``)
 
 
-def toolchain_versions(tools: Iterable[str] = TOOLS, *, include_driver: bool = False) -> dict:
+def toolchain_versions(tools: Iterable[str] = TOOLS, *, include_driver: bool = False,
+                       known: dict | None = None) -> dict:
     """Versions of the Python, NumPy and machine, and of each compiler in ``tools`` (a backend's
     ``Backend.tools``: "numba" adds Numba, llvmlite and the Numba knobs that change machine
-    code, "nvrtc" NVRTC, "numba_cuda" the numba-cuda package). Default: every compiler."""
+    code, "nvrtc" NVRTC, "numba_cuda" the numba-cuda package). Default: every compiler.
+    ``known``: versions found already (``{"nvrtc": runtime.nvrtc_lib.version()}``, read without
+    loading the library), used instead of asking."""
     if isinstance(tools, str):
         raise TypeError("toolchain_versions takes a collection of tool names, not a string")
     tools = set(tools)
@@ -253,7 +257,7 @@ def toolchain_versions(tools: Iterable[str] = TOOLS, *, include_driver: bool = F
         out["llvmlite"] = _module_version("llvmlite")
         out["numba_knobs"] = _numba_code_knobs()
     if "nvrtc" in tools:
-        out["nvrtc"] = nvrtc_version()
+        out["nvrtc"] = known["nvrtc"] if known and "nvrtc" in known else nvrtc_version()
     if "numba_cuda" in tools:
         try:
             from importlib.metadata import version
@@ -282,7 +286,7 @@ def shape_bucket(shape: Iterable[int]) -> list[int]:
 def build_kernel_key(*, graph_hash: str, signature: Any, backend: str, arch: str | None = None,
                      tile: Any = None, compile_options: Any = None, knobs: Any = None,
                      include_driver: bool = False, extra: dict | None = None,
-                     tools: Iterable[str] = TOOLS) -> dict:
+                     tools: Iterable[str] = TOOLS, known: dict | None = None) -> dict:
     """The complete key of one compiled kernel (or program).
 
     ``signature``: per argument kind/dtype/rank/broadcast pattern/contiguity class (no sizes);
@@ -290,7 +294,8 @@ def build_kernel_key(*, graph_hash: str, signature: Any, backend: str, arch: str
     ``compile_options``: flags given to the compiler; ``knobs``: config values that change code;
     ``include_driver``: add the driver version (when PTX is JIT-compiled by the driver);
     ``tools``: the compilers whose versions the key holds (the backend's ``Backend.tools``;
-    default every one, which never makes two different toolchains' kernels one key).
+    default every one, which never makes two different toolchains' kernels one key);
+    ``known``: versions found already (:func:`toolchain_versions`).
     """
     key = {
         "format": KEY_FORMAT,
@@ -303,7 +308,7 @@ def build_kernel_key(*, graph_hash: str, signature: Any, backend: str, arch: str
         "tile": tile,
         "compile_options": compile_options,
         "knobs": knobs,
-        "toolchain": toolchain_versions(tools, include_driver=include_driver),
+        "toolchain": toolchain_versions(tools, include_driver=include_driver, known=known),
     }
     if extra:
         key.update(extra)
