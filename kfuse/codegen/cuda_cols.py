@@ -27,6 +27,8 @@ COL_UNROLL = 16               # Variant "col": a column's rows a trip, loads in 
                               # 4096x65536 f32: 1506 us at 1, 519 at 4, 347 at 8, 296 at 16; pixel norm 244/181/172/172)
 CHUNK_UNROLL_GRID_SYNC = 8    # Variant.grid_sync: a column chunk's rows a trip (H200 sweep, stats0 65536x1024: 0.439 ms
                               # at 8, 0.448 at 4); a row chunk's loop is unrolled as much (cuda_rows._loop_open)
+COL_CHUNK_UNROLL_GRID_SYNC = 16   # ... but a column chunk's 16 (with gpu_chunks.COL_GRID_SYNC_BLOCKS_PER_SM's 8
+                                  # blocks: standardize 0.228 ms, 0.231 at 32, 0.244 at 8 rows with 16 blocks)
 CHUNK_UNROLL_SPLIT = 4        # split's stage 1: a column chunk's rows a trip (cuda_rows._loop_open's unroll of 4)
 
 
@@ -36,7 +38,7 @@ class ColEmitter:
     def col_unroll(self) -> int:
         """Rows a trip of this kernel's column loop."""
         v = self.v
-        return CHUNK_UNROLL_GRID_SYNC if v.grid_sync else CHUNK_UNROLL_SPLIT if v.stage == 1 else COL_UNROLL
+        return COL_CHUNK_UNROLL_GRID_SYNC if v.grid_sync else CHUNK_UNROLL_SPLIT if v.stage == 1 else COL_UNROLL
 
     def col_hoisted(self, ph: K.Phase) -> list[K.Load]:
         """The loads of ``ph``'s row that a trip issues before computing (the module docstring says

@@ -31,6 +31,9 @@ SPLIT_MAX = 8192              # chunks a row at most (stage 2 reads them all: a 
 # Variant.grid_sync (several passes, or a variance folded into its mean's pass, over rows or columns
 # too few to fill the GPU): every block resident, launch bounds for this many 128-thread blocks a SM
 GRID_SYNC_BLOCKS_PER_SM = 16  # (H200, softmax over axis 0 of 4096x8192: 0.230 ms at 16, 0.252 at 8, 0.377 at 4)
+COL_GRID_SYNC_BLOCKS_PER_SM = 8   # ... over columns: 8 (64 registers a thread, 16 rows' loads in flight; H200
+                              # 2026-11-28, ms at 16 / 8 blocks: standardize 65536x1024 0.256 / 0.228, NHWC batch
+                              # norm 0.170 / 0.142, logsumexp over axis 0 0.174 / 0.143)
 GRID_COMBINE_DIRECT = 64      # grid_sync: up to this many chunks, one thread a row combines them all
 
 # The model's fixed costs (H200, 2026-11-28 corpus, kernels timed by CUDA events behind a spin):
@@ -81,7 +84,7 @@ def col_grid_chunks(n_cols: int, length: int, sms: int) -> int:
     many blocks as there are SMs (the runtime runs grid-synchronised where this is at least 2)."""
     if -(-n_cols // 128) >= sms:
         return 0
-    return min(GRID_SYNC_BLOCKS_PER_SM * 128 * sms // max(1, n_cols), length // COL_SPLIT_MIN_LEN, SPLIT_MAX)
+    return min(COL_GRID_SYNC_BLOCKS_PER_SM * 128 * sms // max(1, n_cols), length // COL_SPLIT_MIN_LEN, SPLIT_MAX)
 
 
 def row_grid_chunks(n_rows: int, units: int, gathers: bool, sms: int) -> int:

@@ -32,7 +32,7 @@ from ..codegen.phase_merge import merge_independent_phases, rereading_form
 from ..codegen.reshape_index import collapse_contiguous_reshapes
 from ..fusion import cost
 from ..fusion.kinds import ROW_KINDS, GroupKind
-from ..fusion.gpu_chunks import (GRID_SYNC_BLOCKS_PER_SM, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
+from ..fusion.gpu_chunks import (COL_GRID_SYNC_BLOCKS_PER_SM, GRID_SYNC_BLOCKS_PER_SM, ROW_SPLIT_BLOCK, SPLIT_MAX, col_chunks,
                                  col_grid_chunks, row_chunks, row_grid_chunks)
 from ..fusion.reduction import PEEL_MIN_UNITS, STREAMED_MIN_UNITS
 from . import cuda_tiles, gpu_store, rendered
@@ -481,10 +481,10 @@ class _Launcher(LauncherBase):
                 return (cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
                         -(-(n_rows * chunks) // 128))
             # several passes (statistics, then their use): chunks of columns meet at grid barriers,
-            # every block resident (launch bounds for GRID_SYNC_BLOCKS_PER_SM 128-thread blocks a SM)
+            # every block resident (launch bounds for COL_GRID_SYNC_BLOCKS_PER_SM 128-thread blocks a SM)
             chunks = col_grid_chunks(n_rows, L, sm)
             if chunks >= 2 and cuda_emit.grid_sync_ok(kir):
-                return (cuda_emit.Variant("col", 1, big, 0, 128, min_blocks=GRID_SYNC_BLOCKS_PER_SM,
+                return (cuda_emit.Variant("col", 1, big, 0, 128, min_blocks=COL_GRID_SYNC_BLOCKS_PER_SM,
                                           split=chunks, grid_sync=True), -(-(n_rows * chunks) // 128))
             return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
         vec, peel = self._row_vec(ins, outs, inner, L)

@@ -91,7 +91,7 @@ def test_a_trip_loads_every_row_before_computing(name, form):
     and no load of an input after it; PTX (float kernels): in every basic block with a trip's
     loads, all of them before its first arithmetic or store."""
     body = emit(name, form)
-    unroll = {"stage1": cuda_cols.CHUNK_UNROLL_SPLIT, "grid_sync": cuda_cols.CHUNK_UNROLL_GRID_SYNC}.get(form, cuda_cols.COL_UNROLL)
+    unroll = {"stage1": cuda_cols.CHUNK_UNROLL_SPLIT, "grid_sync": cuda_cols.COL_CHUNK_UNROLL_GRID_SYNC}.get(form, cuda_cols.COL_UNROLL)
     ts = trips(body)
     assert ts and len(ts) % 2 == 0         # each pass: its full trips, its last
     for loads, rows in ts:
