@@ -39,7 +39,8 @@ except ImportError:                    # pragma: no cover - depends on errors.py
     class KfuseWarning(UserWarning):
         """Base class of warnings kfuse emits."""
 
-NAMESPACES = ("kernels", "tuning", "host")   # host: records about the machine (cpu_native.host_key)
+NAMESPACES = ("kernels", "tuning", "host", "rendered")   # host: records about the machine (cpu_native.host_key);
+# rendered: CUDA C sources by the kernel IR and variant they render (runtime.rendered), not kernels
 META = "meta.json"
 LAST_USED = "last_used"
 RESERVED = (META, LAST_USED)

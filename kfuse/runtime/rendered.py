@@ -4,7 +4,7 @@ A CUBIN is filed under a hash of its CUDA C source (``gpu_store``), and a tuning
 of its default variant's source (``autotune.tuner``), so a warm first call rendered each kernel
 twice only to find them (0.4-0.8 ms a variant for a row softmax, more for larger kernels). This
 index files each rendered kernel (``codegen.cuda.CudaKernel``: its source, name, fast divisors and
-scalar slots) in the kernel store under everything the text depends on:
+scalar slots) in the cache store (its own namespace, ``rendered``) under everything the text depends on:
 
 * the kernel IR without its size values (what ``shape_class.normal_form`` keeps, and what the
   process memo ``runtime.cuda.emitted_kernel`` is keyed by) and the variant, as one strict
@@ -31,7 +31,7 @@ from ..codegen import kernel_ir as K
 from . import keys
 
 FORMAT = 1
-NAMESPACE = "kernels"
+NAMESPACE = "rendered"   # (apart from the kernels: one entry a kernel there, its CUBIN)
 SOURCE, FACTS = "kernel.cu", "rendered.json"
 # the sizes of the plan a kernel IR was lowered from: passed at launch, not in the code
 _UNSIZED = {K.Buffer: frozenset({"shape"}), K.SizeParam: frozenset({"value"})}
