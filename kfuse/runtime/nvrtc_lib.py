@@ -25,7 +25,7 @@ import sys
 from . import keys
 
 FORMAT = 1
-RECORD = "nvrtc.json"
+RECORD = "nvrtc_version.json"   # (a name no kernel entry uses)
 _LIB = "nvrtc"
 
 

@@ -32,7 +32,7 @@ from . import keys
 
 FORMAT = 1
 NAMESPACE = "rendered"   # (apart from the kernels: one entry a kernel there, its CUBIN)
-SOURCE, FACTS = "kernel.cu", "rendered.json"
+SOURCE, FACTS = "rendered.cu", "rendered.json"   # (names no kernel entry uses)
 # the sizes of the plan a kernel IR was lowered from: passed at launch, not in the code
 _UNSIZED = {K.Buffer: frozenset({"shape"}), K.SizeParam: frozenset({"value"})}
 _FIELDS: dict = {}
