@@ -150,3 +150,18 @@ class _Log:
         out = list(self._log)
         self._log.clear()
         return out
+
+
+def count_renders(monkeypatch) -> list:
+    """The kernels rendered to CUDA C (``codegen.cuda.emit_kernel`` calls) from now on, by kernel
+    name (the list fills as the test runs)."""
+    from kfuse.codegen import cuda as cuda_emit
+    seen: list = []
+    render = cuda_emit.emit_kernel
+
+    def counted(kir, variant=None):
+        k = render(kir, variant)
+        seen.append(k.name)
+        return k
+    monkeypatch.setattr(cuda_emit, "emit_kernel", counted)
+    return seen

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kfuse
-from fake_gpu import FakeCupy, fake_gpu
+from fake_gpu import FakeCupy, count_renders, fake_gpu
 from kfuse.codegen import cuda as cuda_emit
 from kfuse.codegen import kernel_ir as K
 from kfuse.runtime import keys, rendered
@@ -31,15 +31,7 @@ def store(tmp_path, monkeypatch):
 @pytest.fixture
 def renders(monkeypatch):
     """The kernels rendered (by name) while the test runs."""
-    seen = []
-    real = cuda_emit.emit_kernel
-
-    def counted(kir, variant=None):
-        k = real(kir, variant)
-        seen.append(k.name)
-        return k
-    monkeypatch.setattr(cuda_emit, "emit_kernel", counted)
-    return seen
+    return count_renders(monkeypatch)
 
 
 def _kir(fn=softmax, spec="f32[64,512]"):
@@ -69,7 +61,7 @@ def test_another_kernel_or_code_generator_is_a_miss(store, renders, monkeypatch)
     vn = cuda_emit.default_variant(neg)
     assert rendered.kernel(store, pos, vn).source != rendered.kernel(store, neg, vn).source
     assert len(renders) == 3
-    monkeypatch.setattr(keys, "emitter_hash", lambda: "other code")
+    monkeypatch.setattr(keys, "emitter_hash", lambda store=None: "other code")
     assert rendered.kernel(store, kir, v) == cuda_emit.emit_kernel(kir, v)
     assert len(renders) == 5                                 # (and the reference rendering)
 

@@ -11,7 +11,7 @@ import pytest
 
 import kfuse
 from kfuse.bench.workloads import make_p1, make_p2, make_p3
-from fake_gpu import FakeCupy, FakeTensor, fake_gpu
+from fake_gpu import FakeCupy, FakeTensor, count_renders, fake_gpu
 
 RNG = np.random.default_rng(0)
 
@@ -95,18 +95,9 @@ def test_no_size_generic_build_across_devices_or_dtypes(gpu):
 def renders(monkeypatch):
     """The kernels rendered to CUDA C (``codegen.cuda.emit_kernel`` calls), by kernel name; the
     disk's index of rendered kernels is left out (a new process's: tests/runtime/test_rendered.py)."""
-    from kfuse.codegen import cuda as cuda_emit
     from kfuse.runtime import rendered
     monkeypatch.setattr(rendered, "load", lambda *a: None)
-    seen: list = []
-    render = cuda_emit.emit_kernel
-
-    def counted(kir, variant=None):
-        k = render(kir, variant)
-        seen.append(k.name)
-        return k
-    monkeypatch.setattr(cuda_emit, "emit_kernel", counted)
-    return seen
+    return count_renders(monkeypatch)
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
