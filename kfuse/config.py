@@ -24,6 +24,7 @@ def _bool(v: str | None, default: bool = False) -> bool:
 
 @record
 class Config:
+    """The KFUSE_* settings (each field's comment names its variable)."""
     debug: int = 0                      # KFUSE_DEBUG: 1 = log plans, 2 = also the IR between passes
                                         # (the "kfuse" logger, to stderr: kfuse.logs)
     dump_dir: str | None = None         # KFUSE_DUMP_DIR: write every stage of every compile here

@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 import numpy as np
 from ..fusion.kinds import GroupKind, TileKind
+from ..records import record
 
 from .. import backends as _backends
 
@@ -37,8 +38,9 @@ THREADS_PER_BLOCK = (64, 128, 256, 512, 1024)
 ROW_STORAGE = ("registers", "shared", "reread")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class TileConfig:
+    """A launch shape or tile a tuner tries: its kind and (name, value) parameters, kept sorted."""
     kind: str
     params: tuple[tuple[str, Any], ...] = ()
 

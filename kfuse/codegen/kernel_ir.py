@@ -53,6 +53,7 @@ class IVar:
 
 @record
 class ILit:
+    """An integer literal of an index expression."""
     value: int
 
     def __str__(self) -> str:
@@ -450,6 +451,7 @@ ACC_KINDS = ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "max
 
 @record
 class Acc:
+    """A reduction accumulator: ``src`` combined into ``dst`` over the phase's inner loop."""
     dst: str                        # outer-level variable holding the result after the loop
     kind: str                       # one of ACC_KINDS
     dtype: str                      # result dtype (node dtype)
@@ -471,6 +473,7 @@ class Acc:
 
 @record
 class Phase:
+    """One pass of a kernel: statements before its loop, its accumulators, its loop body."""
     pre: tuple[Stmt, ...] = ()
     accs: tuple[Acc, ...] = ()
     body: tuple[Stmt, ...] = ()
@@ -503,6 +506,7 @@ class Contraction:
 
 @record
 class KernelIR:
+    """One kernel: its buffers, run-time sizes, loop domain and phases (the module docstring)."""
     name: str
     kind: str                       # a fusion.kinds.GroupKind: "elementwise" | "reduce" | "scan" | "matmul" | "scatter"
     inputs: tuple[Buffer, ...]

@@ -26,6 +26,7 @@ DEFAULT_OPTIONS = ("-std=c++17", "--fmad=false")
 
 @record
 class CompiledCuda:
+    """NVRTC's result for one source: PTX, CUBIN, log, options, version and arch."""
     ptx: str
     cubin: bytes
     log: str

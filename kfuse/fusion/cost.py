@@ -58,6 +58,7 @@ class RowCarveout:
 
 @record
 class DeviceSpec:
+    """What the cost model knows of a device: bandwidths, peak rates, caches, launch cost."""
     name: str
     kind: str                                   # "gpu" | "cpu"
     bandwidth: float                            # bytes/s, achievable DRAM bandwidth
@@ -261,6 +262,7 @@ def from_properties(props: Mapping) -> DeviceSpec:
 
 @record
 class Cost:
+    """A kernel's predicted traffic, work and time, and what bounds it."""
     bytes_read: int
     bytes_written: int
     flops: float

@@ -19,6 +19,7 @@ from .dtypes import format_spec, parse_spec
 
 @record
 class ArraySpec:
+    """An array argument: its dtype and shape."""
     dtype: np.dtype
     shape: tuple[int, ...]
     numpy_scalar: bool = False      # a NumPy scalar (np.int64(3)): NumPy indexes with it as an int
@@ -29,6 +30,7 @@ class ArraySpec:
 
 @record
 class ScalarSpec:
+    """A Python scalar argument, by its type."""
     pytype: type  # bool, int, float or complex
 
     @property
@@ -43,6 +45,7 @@ class ScalarSpec:
 
 @record
 class StaticSpec:
+    """An argument compiled in as a constant (its value)."""
     value: Any
 
     def __str__(self) -> str:

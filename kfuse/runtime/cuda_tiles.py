@@ -28,12 +28,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from ..fusion.kinds import ROW_KINDS, TileKind
+from ..records import record
 
 MAX_CACHE_K = 32                 # register slots a thread for a cached row (emitter unrolls them)
 MAX_GRID = 2 ** 31 - 1
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Geometry:
     """What the mapping needs to know about one call: ``units`` (elementwise: elements of the
     flattened domain; reduce: rows), ``row_len`` (reduce: elements a row) and the SM count."""
