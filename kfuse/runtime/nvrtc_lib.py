@@ -24,7 +24,8 @@ import sys
 
 from . import keys
 
-FORMAT = 1
+FORMAT = 2       # 2: the record is nvrtc_version.json (1 named it nvrtc.json: an old entry is never
+                 # replaced, so under the old key it would be missed for good)
 RECORD = "nvrtc_version.json"   # (a name no kernel entry uses)
 _LIB = "nvrtc"
 
