@@ -26,6 +26,7 @@ from __future__ import annotations
 from . import kernel_ir as K
 from .accs import redo_ops
 from .numba_cuda_complex import PARTS
+from .cuda_cols import COL_CHUNK_UNROLL_GRID_SYNC
 from .cuda_rows import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ROW_REREAD_UNROLL
 from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups
 from .numba_cuda_ops import _const_value, _vt
@@ -232,8 +233,8 @@ class RowEmitter:
         flight ran a column scan 5x slower than CUDA C's."""
         if packed:
             return 1
-        if chunked:
-            return CHUNK_UNROLL_GRID_SYNC if self.v.grid_sync else 4
+        if chunked:     # (a column chunk 16 rows a trip, grid-synchronised: CUDA C's)
+            return (CHUNK_UNROLL_GRID_SYNC if row else COL_CHUNK_UNROLL_GRID_SYNC) if self.v.grid_sync else 4
         if not row:
             return COL_UNROLL
         return max(1, ROW_REREAD_UNROLL // 2) if self.v.vec > 1 else ROW_REREAD_UNROLL
