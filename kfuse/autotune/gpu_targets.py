@@ -13,7 +13,7 @@ cupy is imported lazily, only when a target is made.
 """
 from __future__ import annotations
 
-from ..codegen import cuda as cuda_emit
+from ..codegen import cuda_shapes
 from ..runtime import cuda as rcuda
 from ..fusion.kinds import GroupKind, TileKind
 from ..runtime import cuda_tiles
@@ -34,8 +34,9 @@ def kernel_source(kir, store=None) -> str:
     read from the kernel store's index of rendered kernels where it holds it (``runtime.rendered``:
     a warm first call renders nothing)."""
     if kir.attention is not None:
+        from ..codegen import cuda as cuda_emit     # (the renderer: imported where it renders)
         return cuda_emit.emit(kir)
-    return rcuda.emitted_kernel(kir, cuda_emit.default_variant(kir), store).source
+    return rcuda.emitted_kernel(kir, cuda_shapes.default_variant(kir), store).source
 
 
 class CudaTarget:
@@ -50,7 +51,9 @@ class CudaTarget:
 
     def __init__(self, program, arrays, heuristics: dict | None = None):
         import cupy
-        self.cupy = cupy
+        from ..codegen import cuda as cuda_emit     # (the renderer: candidates are rendered; imported
+        self.cupy = cupy                            # here, not in precompile's worker threads)
+        self._renderer = cuda_emit
         self.program = program
         self.plan = program.plan
         self.groups = list(self.plan.groups)
@@ -138,7 +141,7 @@ class CudaTarget:
         variant, _ = launcher.variant_for(self.ins[i], self.outs[i], self.props)
         if launcher.tile_note:
             raise ValueError(f"tile not applicable: {launcher.tile_note}")
-        kernel = cuda_emit.emit_kernel(self.kirs[i], variant)
+        kernel = self._renderer.emit_kernel(self.kirs[i], variant)
         # memo only (cache=None): losing candidates stay out of the disk cache; prepare() loads
         # the memoised CUBIN, and the kernel the program finally runs is stored as usual
         rcuda.compile_source(kernel.source, self.program.arch, None)

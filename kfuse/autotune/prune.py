@@ -212,7 +212,7 @@ def heuristic(group, backend="cpu", device=None, *, threads: int | None = None) 
         dev = costmod.get_device_spec(device or "h100")
         return S.gemm_tile_config(default_tile(M, N, K, S.gemm_dtype(group), dev.sms))
     if group.kind in ROW_KINDS:
-        from ..codegen.cuda import row_shape
+        from ..codegen.cuda_shapes import row_shape
         L = S.reduced_length(group)
         vec = max(1, 16 // size) if _inner_extent(group) % max(1, 16 // size) == 0 else 1
         if S.is_rowwise(group):

@@ -55,7 +55,6 @@ the Variant and the launch-shape rules: :mod:`kfuse.codegen.cuda_shapes`.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 
@@ -75,35 +74,13 @@ from .cuda_scatter import ScatterEmitter
 from .cuda_tile2d import Tile2dEmitter, load_axes, tile_loads
 from .decompose import decompose
 from .cuda_ops import LOWP, PRELUDE, _STYPE, const_literal, ctype, index_c, load_expr, op_expr, round_lowp
-from .cuda_shapes import (GRID_SYNC_HEAD, HEAVY_FLOPS_PER_BYTE, SPLIT_SLOT, Variant, flops_per_byte, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, recomputed_values, lane_invariant, lane_itemsize, max_itemsize,
+from .cuda_shapes import (CudaKernel, GRID_SYNC_HEAD, HEAVY_FLOPS_PER_BYTE, SPLIT_SLOT, Variant, flops_per_byte, blockwise_divisors, blockwise_fits, grid_combine_groups, grid_sync_ok, multiple_of, default_variant, recomputed_values, lane_invariant, lane_itemsize, max_itemsize,
                           pads_along, peel_fits, reload_pays, rereads_rows, reloaded_buffers, row_shape, scan_shape, scan_split_ok, split_ok,
                           vector_access, vector_accesses, vector_offset, vector_ok, writes_rows)
 
 __all__ = ["Variant", "CudaKernel", "emit_kernel", "emit", "default_variant", "grid_combine_groups", "blockwise_divisors", "blockwise_fits", "multiple_of", "lane_itemsize",
            "max_itemsize", "flops_per_byte", "HEAVY_FLOPS_PER_BYTE", "peel_fits", "SPLIT_SLOT", "GRID_SYNC_HEAD", "grid_sync_ok", "reload_pays", "rereads_rows", "reloaded_buffers", "row_shape", "scan_shape", "scan_split_ok", "split_ok", "vector_access", "vector_accesses", "vector_offset", "load_axes", "tile_loads",
            "vector_ok", "writes_rows", "recomputed_values"]
-
-
-@dataclasses.dataclass(frozen=True)
-class CudaKernel:
-    name: str
-    source: str
-    variant: Variant
-    # index divisors the host passes as (multiplier, shift) pairs after the strides, in order:
-    # (domain dim, vector width): divide by extent(dim) // width (runtime.cuda.fast_divisor);
-    # (size name, 1): divide by that size
-    divisors: tuple = ()
-    # which of the conventional scalar parameters (sizes, input strides, output strides, divisor
-    # pairs: _Gen.scalar_params) the kernel declares, a bool each in that order; () = all
-    scalars: tuple = ()
-
-    def keep_scalars(self, values: list) -> list:
-        """``values`` (every conventional scalar, in order) cut to the ones this kernel takes."""
-        if not self.scalars:
-            return values
-        if len(values) != len(self.scalars):
-            raise CompileError(f"kfuse: {self.name} takes {len(self.scalars)} scalar slots, got {len(values)}")
-        return [x for x, keep in zip(values, self.scalars) if keep]
 
 
 # ----------------------------------------------------------------------------- kernel shapes

@@ -1,7 +1,10 @@
 """Launch shapes for the CUDA emitter (:mod:`kfuse.codegen.cuda`): the :class:`Variant` a kernel is
-emitted for, which accesses can be 16-byte vectors, the row kernels' block and register slots,
-and where re-loading rows through L1 beats holding them (``reload_pays``). The runtime
-(:mod:`kfuse.runtime.cuda`) picks a variant from these per call; the emitter only reads it."""
+emitted for and the :class:`CudaKernel` it is rendered to, which accesses can be 16-byte vectors,
+the row kernels' block and register slots, and where re-loading rows through L1 beats holding
+them (``reload_pays``). The runtime (:mod:`kfuse.runtime.cuda`) picks a variant from these per
+call; the emitter only reads it. The runtime imports this module, not the renderer: a warm first
+call reads its rendered kernels from disk (``runtime.rendered``) and never imports
+``codegen.cuda`` and its emitter classes (tests/runtime/test_rendered.py checks it)."""
 from __future__ import annotations
 
 import math
@@ -9,6 +12,7 @@ import math
 import numpy as np
 
 from . import kernel_ir as K
+from ..errors import CompileError
 from .cuda_complex import PROD_SCAN
 from ..fusion.kinds import ROW_KINDS, GroupKind
 from ..fusion.gpu_chunks import GRID_COMBINE_DIRECT, grid_combine_groups  # (the model prices the combine too)
@@ -19,6 +23,7 @@ from ..records import record
 
 @record
 class Variant:
+    """The code shape a kernel is emitted for, chosen per call by the runtime (fields below)."""
     mode: str = "elementwise"   # "elementwise" | "tile" | "row" | "col" | "scan"
     vec: int = 1                # elements per vector access (elementwise)
     idx64: bool = False         # 64-bit index math
@@ -72,6 +77,31 @@ class Variant:
         t += "h" if self.peel else ""
         t += f"d{self.tile_t}_" + "_".join(self.staged) + (f"t{self.side}" if self.side != 32 else "") if self.mode == "tile" else ""
         return t + ("s2" if self.barriers == 2 and self.mode == "row" else "")
+
+
+@record
+class CudaKernel:
+    """A rendered kernel: its name, CUDA C source and variant, and what the host passes it
+    (``codegen.cuda.emit_kernel`` makes it; it lives here, with the variant, so that the runtime
+    and the index of rendered kernels, ``runtime.rendered``, read one without the renderer)."""
+    name: str
+    source: str
+    variant: Variant
+    # index divisors the host passes as (multiplier, shift) pairs after the strides, in order:
+    # (domain dim, vector width): divide by extent(dim) // width (runtime.cuda.fast_divisor);
+    # (size name, 1): divide by that size
+    divisors: tuple = ()
+    # which of the conventional scalar parameters (sizes, input strides, output strides, divisor
+    # pairs: codegen.cuda's _Gen.scalar_params) the kernel declares, a bool each in that order; () = all
+    scalars: tuple = ()
+
+    def keep_scalars(self, values: list) -> list:
+        """``values`` (every conventional scalar, in order) cut to the ones this kernel takes."""
+        if not self.scalars:
+            return values
+        if len(values) != len(self.scalars):
+            raise CompileError(f"kfuse: {self.name} takes {len(self.scalars)} scalar slots, got {len(values)}")
+        return [x for x, keep in zip(values, self.scalars) if keep]
 
 
 def vector_access(index, last: str) -> bool:

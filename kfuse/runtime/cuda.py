@@ -1,8 +1,10 @@
 """The CUDA runtime: compile a fusion Plan to CUDA kernels and launch them on CuPy arrays.
 
 ``compile_plan(plan)`` lowers every group to KernelIR (``codegen.lower``), emits CUDA C
-(``codegen.cuda``) and compiles it with NVRTC to a CUBIN for the device's exact arch (the PTX is
-kept for dumps only: a CUDA 13.0 driver cannot JIT NVRTC 13.5's PTX). Calling the program picks a
+(``codegen.cuda``, imported only where a kernel is rendered: a warm process reads its kernels'
+sources from the kernel store, ``runtime.rendered``, and takes the variants and launch-shape
+rules from ``codegen.cuda_shapes``) and compiles it with NVRTC to a CUBIN for the device's exact
+arch (the PTX is kept for dumps only: a CUDA 13.0 driver cannot JIT NVRTC 13.5's PTX). Calling the program picks a
 kernel variant per call from the arrays' strides and alignment (vector width, 32/64-bit index
 math, row/column reduction, register caching), loads the module once per source text (memoised
 process-wide, so a new size never recompiles), and launches on the current CuPy stream.
@@ -20,11 +22,11 @@ import math
 
 import numpy as np
 
-from ..codegen import cuda as cuda_emit
+from ..codegen import cuda_shapes as shapes
 from ..codegen import kernel_ir as K
 from ..codegen import nvrtc
 from ..codegen.lower import lower_group
-from ..codegen.cuda_tile2d import TILE, TILE_WIDE, STAGE_BYTES, stage_bytes
+from ..codegen.cuda_tile2d import TILE, TILE_WIDE, STAGE_BYTES, load_axes, stage_bytes, tile_loads
 from ..codegen.cuda_shapes import grid_combine_groups
 from ..codegen.flat_domain import flatten_domain
 from ..codegen.online_softmax import online_max_sum
@@ -59,7 +61,7 @@ EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread handles per l
                               # on the strided index math, had P1 95.0% of copy at 2, 93.5% at 1)
 EW_HEAVY_UNITS = 2            # ... where its arithmetic is heavy for its bytes (codegen.cuda_shapes.HEAVY_FLOPS_PER_BYTE)
 ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded through L1 (Variant.reload;
-                              # codegen.cuda.reload_pays says where), not held
+                              # codegen.cuda_shapes.reload_pays says where), not held
 ROW_RELOAD_UNITS = 2          # ... with this many vector units a thread (P3: 512 threads, 32 registers, as
                               # Triton's best configuration; 0.1295 vs 0.1341 ms, H200, row_probe run 11)
 ROW_RELOAD_MAX_BYTES = 32768  # ... and where rows of several buffers hold at most this many bytes (Pearson's two
@@ -116,7 +118,7 @@ def compile_source(source: str, arch: str, cache=None) -> nvrtc.CompiledCuda:
     return hit
 
 
-def emitted_kernel(kir: K.KernelIR, variant, cache=None) -> cuda_emit.CudaKernel:
+def emitted_kernel(kir: K.KernelIR, variant, cache=None) -> shapes.CudaKernel:
     """``codegen.cuda.emit_kernel(kir, variant)``, memoised in the process by what the code
     depends on: the kernel IR's normal form (``shape_class.normal_form``: no size values) and the
     variant. A launcher first meeting a variant (a new size's launcher family, another function
@@ -131,7 +133,13 @@ def emitted_kernel(kir: K.KernelIR, variant, cache=None) -> cuda_emit.CudaKernel
     return hit
 
 
-def _function(kernel: cuda_emit.CudaKernel, dev_id: int, arch: str, cache=None):
+def _emit(kir: K.KernelIR) -> str:
+    """``codegen.cuda.emit(kir)``: the renderer imported only here, where a stage is printed."""
+    from ..codegen import cuda as cuda_emit
+    return cuda_emit.emit(kir)
+
+
+def _function(kernel: shapes.CudaKernel, dev_id: int, arch: str, cache=None):
     return load_function(kernel.source, kernel.name, dev_id, arch, cache)
 
 
@@ -174,8 +182,8 @@ class _Launcher(LauncherBase):
 
     def __init__(self, group, kir: K.KernelIR, arch: str, cache):
         super().__init__(group, kir, arch, cache)
-        self.vec_ok = cuda_emit.vector_ok(kir)
-        self.lane_vec_ok = self.vec_ok or cuda_emit.vector_ok(kir, lanes=True)
+        self.vec_ok = shapes.vector_ok(kir)
+        self.lane_vec_ok = self.vec_ok or shapes.vector_ok(kir, lanes=True)
 
     flat = False        # a flattened domain's launcher (_flat_domain): its last units may be a tail
     tile = None         # an autotune tile (CudaProgram.set_tile; runtime.cuda_tiles); None: heuristic
@@ -216,7 +224,7 @@ class _Launcher(LauncherBase):
                 return flat._build(ins, outs, props, flat_choice)
         kernel = self.emit(variant, lambda: emitted_kernel(self.kir_for(variant), variant, self.cache))
         func = _function(kernel, props["device_id"], self.arch, self.cache)
-        pct = row_carveout(variant, props.get("name", ""), cuda_emit.writes_rows(self.kir))
+        pct = row_carveout(variant, props.get("name", ""), shapes.writes_rows(self.kir))
         if pct is not None:
             set_carveout(func, pct, variant.block, props)
         return kernel, func, grid, variant.block
@@ -232,7 +240,7 @@ class _Launcher(LauncherBase):
         if kir is None:
             return None
         for s in kir.phases[0].pre:
-            if isinstance(s, (K.Load, K.Store)) and not cuda_emit.vector_access(s.index, "i0"):
+            if isinstance(s, (K.Load, K.Store)) and not shapes.vector_access(s.index, "i0"):
                 if isinstance(s, K.Store) or ins[s.buf].size * FLAT_BROADCAST_MAX > n:
                     return None     # a full-size access still decomposed: element by element anyway
         child = self._child(kir)
@@ -279,13 +287,13 @@ class _Launcher(LauncherBase):
             grid2 = (max(1, min(-(-(rows * v.split) // 4), INT32_LIMIT // 2)),)
         else:
             n_acc = len(next(ph for ph in self.kir.phases if ph.has_loop).accs)
-            v2 = cuda_emit.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2)
+            v2 = shapes.Variant("row", 1, v.idx64, 0, 128, 2, split=v.split, stage=2)
             grid2 = (max(1, min(rows, INT32_LIMIT // 2)),)
         # (kir_for(v2) is the group's own kernel IR: a second stage re-reads nothing)
         k2 = self.emit(v2, lambda: emitted_kernel(self.kir, v2, self.cache))
         f2 = _function(k2, props["device_id"], self.arch, self.cache)
         tail2 = scalar_args(self.tail(ins, outs, k2))
-        nbytes = rows * v.split * n_acc * cuda_emit.SPLIT_SLOT
+        nbytes = rows * v.split * n_acc * shapes.SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
             ws = cupy.empty(nbytes, cupy.uint8)
@@ -302,12 +310,12 @@ class _Launcher(LauncherBase):
         rows = cuda_tiles.geometry(self, 1).units
         n_acc = sum(len(ph.accs) for ph in self.kir_for(v).phases)
         slots = v.split + grid_combine_groups(v.split)      # the chunks', then the groups' (if two levels)
-        nbytes = cuda_emit.GRID_SYNC_HEAD + rows * slots * n_acc * cuda_emit.SPLIT_SLOT
+        nbytes = shapes.GRID_SYNC_HEAD + rows * slots * n_acc * shapes.SPLIT_SLOT
 
         def run(func, grid, block, tail, ins, outs):
             ws = cupy.empty(nbytes, cupy.uint8)
             stream = cupy.cuda.get_current_stream()
-            cupy.cuda.runtime.memsetAsync(ws.data.ptr, 0, cuda_emit.GRID_SYNC_HEAD, stream.ptr)
+            cupy.cuda.runtime.memsetAsync(ws.data.ptr, 0, shapes.GRID_SYNC_HEAD, stream.ptr)
             func(grid, block, (*outs, *ins, *tail, ws), enable_cooperative_groups=True)
         return run
 
@@ -369,9 +377,9 @@ class _Launcher(LauncherBase):
             return None, 0
         dl = f"i{dims[-1]}"
         along = {}      # dim -> the loads contiguous along it
-        for s in cuda_emit.tile_loads(kir):
+        for s in tile_loads(kir):
             a = ins[s.buf]
-            for var, comp in cuda_emit.load_axes(s).items():
+            for var, comp in load_axes(s).items():
                 if abs(a.strides[comp]) == a.itemsize and a.shape[comp] > 1:
                     along.setdefault(int(var[1:]), []).append(s.dst)
         cands = [(len(v), d) for d, v in along.items() if f"i{d}" != dl and self.extent(d) >= TILE_MIN_EXTENT]
@@ -379,11 +387,11 @@ class _Launcher(LauncherBase):
             return None, 0
         dt = max(cands)[1]
         staged = tuple(x for x in along[dt] if x not in along.get(dims[-1], ()))
-        sizes = [ins[s.buf].itemsize for s in cuda_emit.tile_loads(kir) if s.dst in staged]
+        sizes = [ins[s.buf].itemsize for s in tile_loads(kir) if s.dst in staged]
         side = TILE_WIDE if stage_bytes(TILE_WIDE, sizes) <= STAGE_BYTES else TILE
         tiles = math.prod(-(-self.extent(d) // side) if d in (dt, dims[-1]) else self.extent(d) for d in dims)
         vec = self._tile_vec(ins, outs, dt, dims[-1], staged, side)
-        return (cuda_emit.Variant("tile", vec, big, 0, 256, tile_t=dt, staged=staged, side=side),
+        return (shapes.Variant("tile", vec, big, 0, 256, tile_t=dt, staged=staged, side=side),
                 max(1, min(tiles, sm * TILE_BLOCKS_PER_SM)))
 
     def _tile_vec(self, ins, outs, dt: int, dl: int, staged: tuple, side: int, block: int = 256) -> int:
@@ -391,7 +399,7 @@ class _Launcher(LauncherBase):
         bytes of the widest element where both extents are whole vectors and every staged load
         (along ``t``), every other load using ``l`` and every store (along ``l``) is contiguous and
         aligned; else 1."""
-        vec = 16 // cuda_emit.max_itemsize(self.kir)
+        vec = 16 // shapes.max_itemsize(self.kir)
         if vec < 2 or vec * block > side * side or self.extent(dt) % vec or self.extent(dl) % vec:
             return 1
         for s in self.kir.phases[0].pre:
@@ -401,7 +409,7 @@ class _Launcher(LauncherBase):
             if isinstance(s, K.Load) and along not in set().union(*map(K.expr_vars, s.index)):
                 continue                        # read once for a vector's lanes
             a = ins[s.buf] if isinstance(s, K.Load) else outs[s.buf]
-            if not (cuda_emit.vector_access(s.index, along) and _vector_aligned(a, vec, s.index)
+            if not (shapes.vector_access(s.index, along) and _vector_aligned(a, vec, s.index)
                     and self._offset_aligned(s.index, along, vec)):
                 return 1
         return vec
@@ -409,10 +417,10 @@ class _Launcher(LauncherBase):
     def _offset_aligned(self, index, last: str, vec: int) -> bool:
         """Whether a vector access's offset along ``last`` (a slice's start) is a whole number of
         vectors at this call's sizes."""
-        off = cuda_emit.vector_offset(index, last)
+        off = shapes.vector_offset(index, last)
         if off is None:         # an offset of loop variables too (a reshaped input read contiguously)
             off = K.unit_offset(index[-1], last)
-            return off is not None and cuda_emit.multiple_of(off, vec, self.size_of)
+            return off is not None and shapes.multiple_of(off, vec, self.size_of)
         return K.eval_expr(off, self.size_of) % vec == 0
 
     def _ew_variant(self, ins, outs, big, sm, multi_stream_tile=None):
@@ -423,47 +431,47 @@ class _Launcher(LauncherBase):
         dims = kir.loop_dims(range(len(kir.domain)))
         vec = 1
         if self.lane_vec_ok and dims:
-            vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
+            vec = max(1, 16 // shapes.lane_itemsize(kir))
             last = f"i{dims[-1]}"
             if self.extent(dims[-1]) % vec and not self.flat:    # (a flat domain's last few: a tail)
                 vec = 1
             for s in kir.phases[0].pre:
                 if vec == 1:
                     break
-                if isinstance(s, (K.Load, K.Store)) and cuda_emit.vector_access(s.index, last):
+                if isinstance(s, (K.Load, K.Store)) and shapes.vector_access(s.index, last):
                     if not (_vector_aligned(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], vec, s.index)
                             and self._offset_aligned(s.index, last, vec)):
                         vec = 1
         total = math.prod(self.extent(d) for d in dims) if dims else 1
         block, min_blocks, one_pass = EW_BLOCK, MIN_BLOCKS, False
         # heavy arithmetic for its bytes: more units a thread, up to 8 elements (f16 GEGLU: 0.097 ms, 0.101 at 2)
-        ept = (EW_HEAVY_UNITS if vec <= 4 and cuda_emit.flops_per_byte(kir) >= cuda_emit.HEAVY_FLOPS_PER_BYTE
+        ept = (EW_HEAVY_UNITS if vec <= 4 and shapes.flops_per_byte(kir) >= shapes.HEAVY_FLOPS_PER_BYTE
                else EW_UNITS_PER_THREAD)
         st = multi_stream_tile
         if st and vec > 1:
             reads = len({id(a) for a in ins if math.prod(a.shape) == total})
             if reads + len(outs) >= st.streams and reads >= st.inputs:    # (its own shape: haversine of
-                vec = max(1, min(vec, st.vector_bytes // cuda_emit.lane_itemsize(kir)))   # float64 0.235
+                vec = max(1, min(vec, st.vector_bytes // shapes.lane_itemsize(kir)))   # float64 0.235
                 block, min_blocks, one_pass, ept = st.threads, st.min_blocks, st.one_pass, 1   # ms, 0.247 at 2)
         units, tail = total // vec, total % vec > 0
         ept = ept if units >= block * ept * sm else 1
         cap = INT32_LIMIT if one_pass else sm * EW_BLOCKS_PER_SM     # one pass: a block per block's units
         grid = max(1, min(-(-units // (block * ept)), cap))
-        return cuda_emit.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
+        return shapes.Variant("elementwise", vec, big, 0, block, ept=ept, stream=STREAM and vec > 1,
                                   min_blocks=min_blocks, exact=one_pass and not tail, tail=tail), grid
 
     def _scan_variant(self, ins, big, sm, n_rows, L):
         """A column scan: a thread a column, in order (coalesced across threads). Contiguous rows:
         lanes of a warp a row (codegen.cuda_scan); rows too few to fill the GPU in chunks, two stages."""
         if self.column_reduction(ins):
-            return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
-        lanes, vec, packed = cuda_emit.scan_shape(L, cuda_emit.max_itemsize(self.kir))
+            return shapes.Variant("col", 1, big, 0, 128), max(1, min(-(-n_rows // 128), sm * 16))
+        lanes, vec, packed = shapes.scan_shape(L, shapes.max_itemsize(self.kir))
         warps = -(-n_rows // (32 // lanes * (vec if packed else 1)))
         chunks = min(-(-(SCAN_WARPS_PER_SM * sm) // n_rows), L // (32 * vec * SCAN_MIN_UNITS), SPLIT_MAX)
-        if 4 * warps < SCAN_WARPS_PER_SM * sm and lanes == 32 and chunks >= 2 and cuda_emit.scan_split_ok(self.kir):
-            return (cuda_emit.Variant("scan", vec, big, 0, 128, split=chunks, stage=1, lanes=32),
+        if 4 * warps < SCAN_WARPS_PER_SM * sm and lanes == 32 and chunks >= 2 and shapes.scan_split_ok(self.kir):
+            return (shapes.Variant("scan", vec, big, 0, 128, split=chunks, stage=1, lanes=32),
                     max(1, min(-(-(n_rows * chunks) // 4), INT32_LIMIT // 2)))
-        return (cuda_emit.Variant("scan", vec, big, 0, 128, lanes=lanes, packed=packed),
+        return (shapes.Variant("scan", vec, big, 0, 128, lanes=lanes, packed=packed),
                 max(1, min(-(-warps // 4), sm * 16)))
 
     def _reduce_variant(self, ins, outs, big, sm):
@@ -477,50 +485,50 @@ class _Launcher(LauncherBase):
         if self.column_reduction(ins):
             blocks = -(-n_rows // 128)
             chunks = col_chunks(n_rows, L, sm)
-            if chunks >= 2 and cuda_emit.split_ok(kir):
-                return (cuda_emit.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
+            if chunks >= 2 and shapes.split_ok(kir):
+                return (shapes.Variant("col", 1, big, 0, 128, split=chunks, stage=1),
                         -(-(n_rows * chunks) // 128))
             # several passes (statistics, then their use): chunks of columns meet at grid barriers,
             # every block resident (launch bounds for COL_GRID_SYNC_BLOCKS_PER_SM 128-thread blocks a SM)
             chunks = col_grid_chunks(n_rows, L, sm)
-            if chunks >= 2 and cuda_emit.grid_sync_ok(kir):
-                return (cuda_emit.Variant("col", 1, big, 0, 128, min_blocks=COL_GRID_SYNC_BLOCKS_PER_SM,
+            if chunks >= 2 and shapes.grid_sync_ok(kir):
+                return (shapes.Variant("col", 1, big, 0, 128, min_blocks=COL_GRID_SYNC_BLOCKS_PER_SM,
                                           split=chunks, grid_sync=True), -(-(n_rows * chunks) // 128))
-            return cuda_emit.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
+            return shapes.Variant("col", 1, big, 0, 128), max(1, min(blocks, sm * 16))
         vec, peel = self._row_vec(ins, outs, inner, L)
         gathers = any(isinstance(s, K.Load) and K.gathers(s.index) for ph in kir.phases for s in ph.body)
         chunks = row_chunks(n_rows, L // vec, gathers, sm)
-        if chunks >= 2 and cuda_emit.split_ok(kir):
-            return cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1, peel=peel), n_rows * chunks
+        if chunks >= 2 and shapes.split_ok(kir):
+            return shapes.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, split=chunks, stage=1, peel=peel), n_rows * chunks
         # several passes over rows too few to fill the GPU (x / abs(x).max(), a global norm's scale):
         # a row's chunks meet at grid barriers, every block resident
         chunks = row_grid_chunks(n_rows, L // vec, gathers, sm)
-        if chunks >= 2 and cuda_emit.grid_sync_ok(kir):
-            return (cuda_emit.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
+        if chunks >= 2 and shapes.grid_sync_ok(kir):
+            return (shapes.Variant("row", vec, big, 0, ROW_SPLIT_BLOCK, 2, min_blocks=GRID_SYNC_BLOCKS_PER_SM * 128 // ROW_SPLIT_BLOCK,
                                       split=chunks, grid_sync=True, peel=peel), n_rows * chunks)
         units = L // vec
         if units <= PACKED_ROW_UNITS:   # short rows: several a warp, each on the fewest lanes covering it
             per_lane = -(-units // PACKED_UNITS_PER_LANE)
             lanes = 1 if units <= THREAD_ROW_UNITS else min(32, 1 << max(0, per_lane - 1).bit_length())
             kc = -(-units // lanes) if PACKED_HELD else 0     # the row held in registers, read once
-            return (cuda_emit.Variant("row", vec, big, kc, 128, ROW_BARRIERS, lanes=lanes, packed=True, peel=peel),
+            return (shapes.Variant("row", vec, big, kc, 128, ROW_BARRIERS, lanes=lanes, packed=True, peel=peel),
                     max(1, min(-(-n_rows // (128 // lanes)), sm * PACKED_ROW_BLOCKS_PER_SM)))
         if units > STREAMED_MIN_UNITS and vec > 1 and self._streamed is not self._folded:
             # a row too long to hold on chip whose max and sum of exp join one pass: stream it
             # (not element by element: a 50257-wide logsumexp ran 0.79 ms so, 0.70 in two passes)
-            block = ONLINE_BLOCK_WRITES if cuda_emit.writes_rows(kir) else ONLINE_BLOCK
-            return cuda_emit.Variant("row", vec, big, 0, block, ROW_BARRIERS, peel=peel), max(1, min(n_rows, INT32_LIMIT // 2))
+            block = ONLINE_BLOCK_WRITES if shapes.writes_rows(kir) else ONLINE_BLOCK
+            return shapes.Variant("row", vec, big, 0, block, ROW_BARRIERS, peel=peel), max(1, min(n_rows, INT32_LIMIT // 2))
         # (a costly op computed alike by several passes is held, not reloaded: codegen.cuda_rows)
-        bufs = cuda_emit.reloaded_buffers(kir)
-        reload = (ROW_RELOAD and vec > 1 and cuda_emit.reload_pays(kir) and not cuda_emit.recomputed_values(kir)
+        bufs = shapes.reloaded_buffers(kir)
+        reload = (ROW_RELOAD and vec > 1 and shapes.reload_pays(kir) and not shapes.recomputed_values(kir)
                   and (len(bufs) < 2 or L * sum(bufs.values()) <= ROW_RELOAD_MAX_BYTES))
-        block, kc = cuda_emit.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
+        block, kc = shapes.row_shape(L // vec, ROW_RELOAD_UNITS if reload else ROW_UNITS_PER_THREAD)
         reload = reload and kc > 0
         if not reload and ROW_LONG_UNITS < units <= 4 * ROW_LONG_UNITS:
             block, kc = ROW_LONG_BLOCK, cuda_tiles.row_slots(L, ROW_LONG_BLOCK, vec)
         cap = sm * max(1, ROW_BLOCKS_PER_SM * 256 // block) if ROW_BLOCKS_PER_SM else INT32_LIMIT // 2
         grid = max(1, min(n_rows, cap))
-        return cuda_emit.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
+        return shapes.Variant("row", vec, big, kc, block, ROW_BARRIERS, stream=STREAM and vec > 1 and kc > 0,
                                   min_blocks=MIN_BLOCKS * 256 // block, reload=reload, peel=peel), grid
 
     def _row_vec(self, ins, outs, inner: list, L: int) -> tuple[int, bool]:
@@ -531,17 +539,17 @@ class _Launcher(LauncherBase):
         row's head and tail element by element (codegen.cuda_peel), for rows of at least
         ``PEEL_MIN_UNITS`` vectors; else 1."""
         kir = self.kir
-        va = cuda_emit.vector_accesses(kir)
+        va = shapes.vector_accesses(kir)
         if va is None or not inner:
             return 1, False
-        vec = max(1, 16 // cuda_emit.lane_itemsize(kir))
+        vec = max(1, 16 // shapes.lane_itemsize(kir))
         arrays = [(ins[s.buf] if isinstance(s, K.Load) else outs[s.buf], s) for s in va[1]]
-        if not cuda_emit.blockwise_fits(kir, vec, self.size_of):
+        if not shapes.blockwise_fits(kir, vec, self.size_of):
             return 1, False         # a blockwise load (a per-channel weight) would change within a unit
         if not self.extent(inner[-1]) % vec and all(_vector_aligned(a, vec) and self._offset_aligned(s.index, va[0], vec)
                                                     for a, s in arrays):
             return vec, False
-        peel = (ROW_PEEL and vec > 1 and L // vec >= PEEL_MIN_UNITS and cuda_emit.peel_fits(kir) is None
+        peel = (ROW_PEEL and vec > 1 and L // vec >= PEEL_MIN_UNITS and shapes.peel_fits(kir) is None
                 and (ROW_PEEL_PACKED or L // vec > PACKED_ROW_UNITS)
                 and all(a.strides[-1] == a.itemsize and not a.data.ptr % a.itemsize for a, _ in arrays))
         return (vec, True) if peel else (1, False)
@@ -586,7 +594,7 @@ class CudaProgram(GpuProgram):
                     sources.append((src, arch))
                     continue
                 gemm = group_sources(g, k, self.arch) if k.contraction is not None else []
-                sources += [(src, arch_for(src, self.arch)) for src in gemm or [cuda_emit.emit(k)]]
+                sources += [(src, arch_for(src, self.arch)) for src in gemm or [_emit(k)]]
             self._stages = {
                 "kernel": "\n\n".join(k.as_text() for k in self.kirs),
                 "cuda": "\n\n".join(src for src, _ in sources),

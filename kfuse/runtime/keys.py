@@ -114,11 +114,6 @@ def _hash_dir_sources(folder: str) -> str:
     return h.hexdigest()
 
 
-def codegen_hash() -> str:
-    """Hash of ``kfuse/codegen/*.py`` (computed once per process, on first use)."""
-    return _hash_dir_sources(os.path.join(_PKG_DIR, "codegen"))
-
-
 # The kfuse modules outside codegen/ that the code generators import, directly or through each
 # other (tests/cache/test_keys.py checks the list against their imports): their code can change
 # what is rendered too, so the index of rendered kernels (runtime.rendered) hashes them.
@@ -127,18 +122,105 @@ EMITTER_DEPS = ("config", "errors", "records", "ir/dtypes", "ir/graph", "ir/ops"
                 "fusion/cpu_machine", "fusion/dag", "fusion/explain", "fusion/gemm_int8",
                 "fusion/gemm_registers", "fusion/gpu_chunks", "fusion/kinds", "fusion/legality",
                 "fusion/plan", "fusion/reduction", "fusion/row_phases", "fusion/rules")
+# The code hashes of this process, "codegen" and "emitter": computed (or read, emitter_hash) once.
+_CODE_HASHES: dict = {}
+CODE_HASH_FORMAT = 1
+CODE_HASH_RECORD = "code_hash.json"   # (a name no kernel entry uses)
 
 
-@functools.lru_cache(maxsize=None)
-def emitter_hash() -> str:
+def codegen_hash() -> str:
+    """Hash of ``kfuse/codegen/*.py`` (computed once per process, on first use, unless
+    :func:`emitter_hash` read it from the store first)."""
+    h = _CODE_HASHES.get("codegen")
+    if h is None:
+        h = _CODE_HASHES["codegen"] = _hash_dir_sources(os.path.join(_PKG_DIR, "codegen"))
+    return h
+
+
+def emitter_hash(store=None) -> str:
     """Hash of the code that renders a kernel: :func:`codegen_hash` and :data:`EMITTER_DEPS`'
-    sources (once per process; ~0.25 ms beside codegen's ~1 ms)."""
-    h = hashlib.sha256(codegen_hash().encode())
+    sources (once per process). With ``store`` (a ``runtime.cache.KernelStore``) the two hashes
+    are read from its ``host`` namespace where a record of them is filed under every hashed
+    file's size, mtime_ns, ctime_ns, inode and device (:func:`code_stat_key`), else computed
+    (reading ~1 MB of source: ~1.4 ms) and filed there. A file rewritten, replaced, added or
+    removed is a new key. Not content-addressed: an in-place rewrite to the same size within one
+    timestamp tick would keep the key, but Python's own check for reusing a module's ``.pyc``
+    (the source's size and mtime in whole seconds) misses it too, so the old code is then what
+    runs as well."""
+    h = _CODE_HASHES.get("emitter")
+    if h is not None:
+        return h
+    if store is None:
+        found = {"codegen": codegen_hash(), "emitter": _emitter_hash_of(_PKG_DIR, codegen_hash())}
+    else:
+        found = code_hashes(store, _PKG_DIR)
+    _CODE_HASHES.setdefault("codegen", found["codegen"])
+    return _CODE_HASHES.setdefault("emitter", found["emitter"])
+
+
+def code_hashes(store, root: str) -> dict:
+    """``{"codegen": ..., "emitter": ...}`` of the sources under ``root`` (``kfuse/``): read from
+    the record in ``store`` keyed by :func:`code_stat_key`, else hashed and filed there."""
+    # The stat key is taken before any source is read, so a file changed after it makes a new
+    # key, never a record of the old stat with the new text's hash or the reverse.
+    key = code_stat_key(root)
+    found = None if key is None else _read_code_hashes(store, key)
+    if found is None:
+        codegen = _hash_dir_sources.__wrapped__(os.path.join(root, "codegen"))
+        found = {"codegen": codegen, "emitter": _emitter_hash_of(root, codegen)}
+        if key is not None:
+            _save_code_hashes(store, key, found)
+    return found
+
+
+def _emitter_hash_of(root: str, codegen: str) -> str:
+    h = hashlib.sha256(codegen.encode())
     for rel in EMITTER_DEPS:
-        with open(os.path.join(_PKG_DIR, rel + ".py"), "rb") as f:
+        with open(os.path.join(root, rel + ".py"), "rb") as f:
             data = f.read()
         h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
     return h.hexdigest()
+
+
+def code_stat_key(root: str = _PKG_DIR) -> dict | None:
+    """The store key of the code hashes of the sources under ``root`` (``kfuse/``): a digest of
+    the name, size, mtime_ns, ctime_ns, inode and device of ``codegen/*.py`` and of
+    :data:`EMITTER_DEPS`' files (one digest, not the rows: the key is normalised and hashed on
+    every read), or None where one cannot be read."""
+    h = hashlib.sha256()
+    try:
+        names = ["codegen/" + n for n in sorted(os.listdir(os.path.join(root, "codegen")))
+                 if n.endswith(".py")]
+        for rel in names + [d + ".py" for d in EMITTER_DEPS]:
+            st = os.stat(os.path.join(root, rel))
+            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0"
+                     f"{st.st_dev}\n".encode())
+    except OSError:
+        return None
+    return {"code-hash": CODE_HASH_FORMAT, "kfuse": KFUSE_VERSION, "root": os.path.realpath(root),
+            "stat": h.hexdigest()}
+
+
+def _read_code_hashes(store, key: dict) -> dict | None:
+    try:
+        entry = store.get("host", key)
+        if entry is None:
+            return None
+        found = json.loads(entry.read(CODE_HASH_RECORD))
+        if all(isinstance(found.get(k), str) and len(found[k]) == 64 and
+               all(c in "0123456789abcdef" for c in found[k]) for k in ("codegen", "emitter")):
+            return {"codegen": found["codegen"], "emitter": found["emitter"]}
+    except Exception:                   # noqa: BLE001 - a bad record: hash the sources
+        pass
+    return None
+
+
+def _save_code_hashes(store, key: dict, found: dict) -> None:
+    try:
+        store.put("host", key, {CODE_HASH_RECORD: json.dumps(found).encode()},
+                  {"kind": "code-hash", "backend": "cuda", "arch": None})
+    except Exception:                   # noqa: BLE001 - the store is best effort
+        pass
 
 
 @functools.lru_cache(maxsize=None)

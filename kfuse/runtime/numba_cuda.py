@@ -36,7 +36,7 @@ from ..errors import UnsupportedError
 from ..fusion.kinds import GroupKind
 from . import gpu_store
 from . import cuda as rt_cuda
-from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups
+from ..codegen.cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, Variant, grid_combine_groups
 from ..codegen.numba_cuda_rows import redo_free
 from ..codegen.numba_cuda_scan import scan_renders
 from .gpu_launch import GpuProgram, LauncherBase, fast_divisor, scalar_args
@@ -110,7 +110,7 @@ class _Launcher(rt_cuda._Launcher):
     def _scan_variant(self, ins, big, sm, n_rows, L):
         v, grid = super()._scan_variant(ins, big, sm, n_rows, L)
         if v.mode == "scan" and (v.split or not scan_renders(self.kir)):    # (not rendered: a thread a row)
-            return rt_cuda.cuda_emit.Variant("col", 1, big, 0, 128), self._thread_rows_grid(sm)
+            return Variant("col", 1, big, 0, 128), self._thread_rows_grid(sm)
         return v, grid
 
     def _build(self, ins, outs, props) -> tuple:

@@ -3,21 +3,24 @@
 A CUBIN is filed under a hash of its CUDA C source (``gpu_store``), and a tuning result under one
 of its default variant's source (``autotune.tuner``), so a warm first call rendered each kernel
 twice only to find them (0.4-0.8 ms a variant for a row softmax, more for larger kernels). This
-index files each rendered kernel (``codegen.cuda.CudaKernel``: its source, name, fast divisors and
-scalar slots) in the cache store (its own namespace, ``rendered``) under everything the text depends on:
+index files each rendered kernel (``codegen.cuda_shapes.CudaKernel``: its source, name, fast
+divisors and scalar slots) in the cache store (its own namespace, ``rendered``) under everything
+the text depends on:
 
 * the kernel IR without its size values (what ``shape_class.normal_form`` keeps, and what the
   process memo ``runtime.cuda.emitted_kernel`` is keyed by) and the variant, as one strict
   canonical text (:func:`canonical`: every value tagged by its type, a float by its repr, so
   -0.0 is not 0.0 nor 1 1.0; a value of another type makes no key, and the kernel is rendered);
 * the code that renders it: the kfuse version and ``keys.emitter_hash`` (the sources of
-  ``kfuse/codegen`` and of every kfuse module the code generators import);
+  ``kfuse/codegen`` and of every kfuse module the code generators import; the hash itself read
+  from the store's record of it, keyed by every such file's stat facts, where one is filed);
 * the Python and NumPy versions (the text prints values through them).
 
 The CUBIN is still found by the source's own hash, with the arch and the NVRTC version in its key,
 so an index entry can only name the source; a source the current code would not render is what a
 wrong index key would give, which is why the code's hash is in it. Best effort: a store that
 fails, a bad entry or an entry that does not read back as the kernel that was filed is a miss.
+Only a miss imports the renderer (``codegen.cuda``); a hit needs ``codegen.cuda_shapes`` alone.
 """
 from __future__ import annotations
 
@@ -26,11 +29,12 @@ import enum
 import hashlib
 import json
 
-from ..codegen import cuda as cuda_emit
+from ..codegen.cuda_shapes import CudaKernel
 from ..codegen import kernel_ir as K
 from . import keys
 
-FORMAT = 1
+FORMAT = 2       # 2: the source is rendered.cu (1 named it kernel.cu: an old entry is never
+                 # replaced, so under the old key it would be missed for good)
 NAMESPACE = "rendered"   # (apart from the kernels: one entry a kernel there, its CUBIN)
 SOURCE, FACTS = "rendered.cu", "rendered.json"   # (names no kernel entry uses)
 # the sizes of the plan a kernel IR was lowered from: passed at launch, not in the code
@@ -39,49 +43,51 @@ _FIELDS: dict = {}
 _IR_TEXT: dict = {}             # kernel IR normal form -> canonical(kir); a cache only
 
 
-def kernel(store, kir: K.KernelIR, variant) -> cuda_emit.CudaKernel:
+def kernel(store, kir: K.KernelIR, variant) -> CudaKernel:
     """``codegen.cuda.emit_kernel(kir, variant)``: read from the index in ``store`` where it holds
-    it, else rendered and filed there (``store`` None: rendered)."""
-    key = None if store is None else index_key(kir, variant)
+    it, else rendered and filed there (``store`` None: rendered). The renderer is imported only
+    here, on a miss: a warm process never imports ``codegen.cuda`` and its emitter classes."""
+    key = None if store is None else index_key(kir, variant, store)
     if key is not None:
         hit = load(store, key, variant)
         if hit is not None:
             return hit
+    from ..codegen import cuda as cuda_emit
     made = cuda_emit.emit_kernel(kir, variant)
     if key is not None:
         save(store, key, made)
     return made
 
 
-def index_key(kir: K.KernelIR, variant) -> dict | None:
+def index_key(kir: K.KernelIR, variant, store=None) -> dict | None:
     """The store key of ``kir`` rendered in ``variant``, or None where a value in them has no
-    canonical text."""
+    canonical text (``store``: where ``keys.emitter_hash`` may find the code hashes filed)."""
     from .shape_class import normal_form
     try:
         nf = normal_form(kir)
         ir = _IR_TEXT.get(nf)
         if ir is None:      # (a launch variant and the tuning key's default one: one text)
             ir = _IR_TEXT[nf] = canonical(kir)
-        return {"rendered": FORMAT, "kfuse": keys.kfuse_version(), "emitter": keys.emitter_hash(),
+        return {"rendered": FORMAT, "kfuse": keys.kfuse_version(), "emitter": keys.emitter_hash(store),
                 "toolchain": keys.toolchain_versions(()),
                 "ir": hashlib.sha256((ir + canonical(variant)).encode()).hexdigest()}
     except (TypeError, OSError):
         return None
 
 
-def load(store, key: dict, variant) -> cuda_emit.CudaKernel | None:
+def load(store, key: dict, variant) -> CudaKernel | None:
     try:
         entry = store.get(NAMESPACE, key)
         if entry is None:
             return None
         facts = json.loads(entry.read(FACTS))
-        return cuda_emit.CudaKernel(str(facts["name"]), entry.read(SOURCE).decode(), variant,
+        return CudaKernel(str(facts["name"]), entry.read(SOURCE).decode(), variant,
                                     _tuples(facts["divisors"]), tuple(bool(x) for x in facts["scalars"]))
     except Exception:                   # noqa: BLE001 - a bad entry is a miss
         return None
 
 
-def save(store, key: dict, made: cuda_emit.CudaKernel) -> None:
+def save(store, key: dict, made: CudaKernel) -> None:
     """File ``made`` under ``key``, where its facts read back as they are (JSON keeps them)."""
     facts = {"name": made.name, "divisors": [list(d) for d in made.divisors], "scalars": list(made.scalars)}
     if (_tuples(facts["divisors"]), tuple(facts["scalars"])) != (made.divisors, made.scalars):

@@ -168,3 +168,57 @@ def test_emitter_deps_are_what_the_code_generators_import():
 def test_emitter_hash_follows_codegen_and_its_deps():
     h = keys.emitter_hash()
     assert h != keys.codegen_hash() and len(h) == 64
+
+
+def _code_tree(root):
+    """A copy of the sources the code hashes read (kfuse/codegen and EMITTER_DEPS) under root."""
+    import os
+    import shutil
+    pkg = keys._PKG_DIR
+    shutil.copytree(os.path.join(pkg, "codegen"), root / "codegen",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in keys.EMITTER_DEPS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(pkg, rel + ".py"), str(root / rel) + ".py")
+    return root
+
+
+def test_code_hashes_are_read_back_under_the_files_stat(tmp_path, monkeypatch):
+    """The code hashes' record (keys.code_hashes) answers for the same files only: a rewrite of
+    the same size, a replaced file (another inode) and an added file are each a new key, hashed
+    again; the record's hashes are the sources' own."""
+    import os
+    from kfuse.runtime.cache import CacheStore
+    store = CacheStore.open(path=str(tmp_path / "c"))
+    root = _code_tree(tmp_path / "kfuse")
+    first = keys.code_hashes(store, str(root))
+    assert first["codegen"] == keys._hash_dir_sources.__wrapped__(str(root / "codegen"))
+    assert first["codegen"] == keys.codegen_hash()           # (a copy of this checkout's sources)
+    assert first["emitter"] == keys.emitter_hash()
+
+    def hashed(*a):
+        raise AssertionError("hashed the sources where the record answers")
+    with monkeypatch.context() as m:
+        m.setattr(keys, "_emitter_hash_of", hashed)
+        assert keys.code_hashes(store, str(root)) == first   # the same files: read, not hashed
+
+    f = root / "codegen" / "cuda_ops.py"
+    text, st = f.read_text(), f.stat()
+    f.write_text(text.replace("(", "[", 1))                  # same size, same inode, other text
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    changed = keys.code_hashes(store, str(root))
+    assert changed["codegen"] != first["codegen"] and changed["emitter"] != first["emitter"]
+
+    g = root / "ir" / "ops.py"
+    st = g.stat()
+    g2 = root / "ir" / "ops.new"
+    g2.write_text(g.read_text().replace("(", "[", 1))
+    os.utime(g2, ns=(st.st_atime_ns, st.st_mtime_ns))       # same size and mtime, new inode
+    os.replace(g2, g)
+    replaced = keys.code_hashes(store, str(root))
+    assert replaced["codegen"] == changed["codegen"] and replaced["emitter"] != changed["emitter"]
+
+    (root / "codegen" / "zz_new.py").write_text("x = 1\n")
+    added = keys.code_hashes(store, str(root))
+    assert added["codegen"] != replaced["codegen"]
+    assert added["codegen"] == keys._hash_dir_sources.__wrapped__(str(root / "codegen"))

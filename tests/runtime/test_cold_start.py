@@ -6,7 +6,9 @@
 * the CUDA C path (lowering, NVRTC, the tuner's lookup) imports no Numba, llvmlite, torch or JAX;
 * a warm disk cache means no compiler runs: Numba's loads the CPU kernel's machine code (and its
   runtime's, the NRT, stored with it), the CUDA
-  runtime reads the CUBIN before NVRTC could be called.
+  runtime reads the CUBIN before NVRTC could be called;
+* a warm CUDA C first call renders nothing and imports no renderer (``codegen.cuda`` and its
+  emitter classes): its kernels' sources come from the kernel store (``runtime.rendered``).
 
 Timings are in ``benchmarks/cold_start.py`` and ``benchmarks/hot_call.py``, never here.
 """
@@ -178,6 +180,11 @@ def test_warm_cubin_is_read_before_nvrtc(tmp_path, monkeypatch):
         config.reload()
 
 
+# the CUDA C renderer: the emitter and its mixin modules (a warm first call imports none of them)
+RENDERER = ("kfuse.codegen.cuda", "kfuse.codegen.cuda_accs", "kfuse.codegen.cuda_rows",
+            "kfuse.codegen.cuda_cols", "kfuse.codegen.cuda_peel", "kfuse.codegen.cuda_scan",
+            "kfuse.codegen.cuda_scatter", "kfuse.codegen.cuda_branches", "kfuse.codegen.cuda_lowp")
+
 _GPU_CALL = _COUNT + r'''
 import cupy as cp
 from kfuse.codegen import nvrtc
@@ -194,8 +201,9 @@ y = cp.asnumpy(softmax(cp.asarray(x)))
 ok = bool(np.allclose(y, np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), rtol=1e-5))
 print(json.dumps({"ok": ok, "nvrtc": CALLS["compile"],
                   "loaded": sorted(m for m in ("numba", "llvmlite", "torch", "jax", "networkx")
-                                   if m in sys.modules)}))
-'''
+                                   if m in sys.modules),
+                  "renderer": sorted(m for m in %r if m in sys.modules)}))
+''' % (RENDERER,)
 
 
 @pytest.mark.gpu
@@ -205,6 +213,40 @@ def test_gpu_first_call_cold_then_warm(tmp_path):
     if why:
         pytest.skip(why)
     cold = _child(_GPU_CALL, tmp_path / "c")
-    assert cold["ok"] and cold["nvrtc"] >= 1 and cold["loaded"] == []
+    assert cold["ok"] and cold["nvrtc"] >= 1 and cold["loaded"] == [] and cold["renderer"]
     warm = _child(_GPU_CALL, tmp_path / "c")
-    assert warm["ok"] and warm["nvrtc"] == 0 and warm["loaded"] == []
+    assert warm["ok"] and warm["nvrtc"] == 0 and warm["loaded"] == [] and warm["renderer"] == []
+
+
+_FAKE_GPU_CALL = r'''
+import json, sys
+sys.path.insert(0, %r)                      # (tests/: fake_gpu)
+import numpy as np
+import pytest
+import kfuse
+from fake_gpu import FakeCupy, fake_gpu
+
+def softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+x = FakeCupy(np.random.default_rng(0).random((64, 512), dtype=np.float32))
+with pytest.MonkeyPatch.context() as mp:
+    with fake_gpu(mp) as log:
+        before = sorted(m for m in %r if m in sys.modules)
+        kfuse.jit(softmax, backend="cuda")(x)
+        launched = [name for name, *_ in log.take()]
+print(json.dumps({"before": before, "launched": launched,
+                  "renderer": sorted(m for m in %r if m in sys.modules)}))
+''' % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), RENDERER, RENDERER)
+
+
+def test_warm_fake_gpu_first_call_imports_no_renderer(tmp_path):
+    """The CUDA C path's first call in a fresh process (the fake GPU: tests/fake_gpu.py) renders
+    and imports the renderer with an empty cache, and with a warm one launches the same kernels
+    with neither: codegen.cuda and its emitter mixins stay unimported (issue 33)."""
+    cold = _child(_FAKE_GPU_CALL, tmp_path / "c")
+    assert cold["before"] == [] and cold["launched"] and "kfuse.codegen.cuda" in cold["renderer"]
+    warm = _child(_FAKE_GPU_CALL, tmp_path / "c")
+    assert warm["launched"] == cold["launched"] and warm["renderer"] == []
