@@ -1,13 +1,11 @@
 """The CUDA runtime: compile a fusion Plan to CUDA kernels and launch them on CuPy arrays.
 
 ``compile_plan(plan)`` lowers every group to KernelIR (``codegen.lower``), emits CUDA C
-(``codegen.cuda``, imported only where a kernel is rendered: a warm process reads its kernels'
-sources from the kernel store, ``runtime.rendered``, and takes the variants and launch-shape
-rules from ``codegen.cuda_shapes``) and compiles it with NVRTC to a CUBIN for the device's exact
-arch (the PTX is kept for dumps only: a CUDA 13.0 driver cannot JIT NVRTC 13.5's PTX). Calling the program picks a
-kernel variant per call from the arrays' strides and alignment (vector width, 32/64-bit index
-math, row/column reduction, register caching), loads the module once per source text (memoised
-process-wide, so a new size never recompiles), and launches on the current CuPy stream.
+(``codegen.cuda``, imported only on a render: a warm process reads its sources from the store,
+``runtime.rendered``; variants and launch shapes are ``codegen.cuda_shapes``') and compiles it with
+NVRTC to a CUBIN for the device's exact arch (PTX kept for dumps: a CUDA 13.0 driver cannot JIT
+NVRTC 13.5's PTX). A call picks a kernel variant from the arrays' strides and alignment, loads the
+module once per source text (process-wide: a new size never recompiles), launches on CuPy's stream.
 Matmul groups run their contraction through ``cupy.matmul`` (cuBLAS) and the epilogue as a kernel.
 Scatter groups run as scalar elementwise kernels (``vector_ok`` is false for them: their store
 addresses are data), their outputs started as copies of their bases, or the bases' own buffers: a
@@ -55,10 +53,8 @@ ROW_BARRIERS = 2              # row reductions: __syncthreads per block reduce (
                               # with a block per row 2 was as fast or faster and uses fewer registers)
 EW_BLOCK = 128                # elementwise: threads a block (sweep 2026-11-22 04:25: P1 96.7% of copy at
                               # 128, 95.7% at 256, 93.6% at 512; Inductor's pick is 128 too)
-EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread handles per loop trip (a tile probe, commit 70d2784,
-                              # H200 2026-11-24 01:15, unit-stride index math: P1 0.1291 ms at 1, 0.1304 at
-                              # 2 (exact), 0.1331 at 4; P6 0.4411 at 1, 0.4465 at 2; the 2026-11-22 sweep,
-                              # on the strided index math, had P1 95.0% of copy at 2, 93.5% at 1)
+EW_UNITS_PER_THREAD = 1       # elementwise: vector units a thread a loop trip (H200 2026-11-24, commit 70d2784: P1
+                              # 0.1291 ms at 1, 0.1304 at 2, 0.1331 at 4; P6 0.4411 at 1, 0.4465 at 2)
 EW_HEAVY_UNITS = 2            # ... where its arithmetic is heavy for its bytes (codegen.cuda_shapes.HEAVY_FLOPS_PER_BYTE)
 ROW_RELOAD = True             # rows several float32-sum passes read: re-loaded through L1 (Variant.reload;
                               # codegen.cuda_shapes.reload_pays says where), not held
