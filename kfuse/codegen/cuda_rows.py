@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import kernel_ir as K
-from .cuda_cols import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ColEmitter   # (the column loops' constants, re-exported)
+from .cuda_cols import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ColEmitter
 from .cuda_ops import _STYPE, ctype, index_c, load_expr
 from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups, recomputed_values, vector_access, wide_accs
 

@@ -305,7 +305,7 @@ def flops_per_byte(kir: K.KernelIR) -> float:
             op = BY_UFUNC.get(s.op)
             w = 0.0 if s.op == "cast" else FLOP_WEIGHT.get(op, 1.0) if op is not None else 1.0
             flops += w * (F64_SPECIAL_SCALE if w >= 8 and s.dtype == "float64" else 1)
-        elif isinstance(s, (K.Load, K.Store)) and full <= set().union(set(), *map(K.expr_vars, s.index)):
+        elif isinstance(s, (K.Load, K.Store)) and full <= set().union(*map(K.expr_vars, s.index)):
             nbytes += np.dtype(kir.outputs[s.buf].dtype if isinstance(s, K.Store) else s.dtype).itemsize
     return flops / nbytes if nbytes else 0.0
 

@@ -34,7 +34,7 @@ arguments, as ``runtime.numba_cuda`` renders it; the schedule is chosen once, by
   rows a block at a time (a last group's spare threads redo the last row), shuffles among the row's
   lanes alone (no shared memory, no barrier); ``lanes`` 1 a thread a row;
 * col (reduce, outer dim contiguous): one thread per outer index, a serial loop (coalesced), its
-  rows unrolled as CUDA C's (``cuda_rows.COL_UNROLL``; chunks and re-read rows likewise), a trip's
+  rows unrolled as CUDA C's (``cuda_cols.COL_UNROLL``; chunks and re-read rows likewise), a trip's
   loads issued before its arithmetic and stores;
 * scan (scan kernels, rows contiguous): lanes of a warp a row, shuffle-up trees
   (:mod:`kfuse.codegen.numba_cuda_scan`); a column scan is ``col``, in order;

@@ -26,8 +26,8 @@ from __future__ import annotations
 from . import kernel_ir as K
 from .accs import redo_ops
 from .numba_cuda_complex import PARTS
-from .cuda_cols import COL_CHUNK_UNROLL_GRID_SYNC
-from .cuda_rows import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL, ROW_REREAD_UNROLL
+from .cuda_cols import CHUNK_UNROLL_GRID_SYNC, COL_CHUNK_UNROLL_GRID_SYNC, COL_UNROLL
+from .cuda_rows import ROW_REREAD_UNROLL
 from .cuda_shapes import GRID_SYNC_HEAD, SPLIT_SLOT, grid_combine_groups
 from .numba_cuda_ops import _const_value, _vt
 
@@ -228,7 +228,7 @@ class RowEmitter:
 
     def _unroll(self, row: bool, packed: bool, chunked: bool) -> int:
         """Units a trip of a pass's loop, their loads issued together (the CUDA C loops'
-        ``#pragma unroll``: ``cuda_rows.COL_UNROLL`` down a column, 4 or 8 a chunk, a re-read
+        ``#pragma unroll``: ``cuda_cols.COL_UNROLL`` down a column, 4, 8 or 16 a chunk, a re-read
         row's 8 (4 of vectors); a packed row's lanes none): a column a thread with one load in
         flight ran a column scan 5x slower than CUDA C's."""
         if packed:

@@ -444,11 +444,11 @@ class _Launcher(LauncherBase):
         ept = (EW_HEAVY_UNITS if vec <= 4 and shapes.flops_per_byte(kir) >= shapes.HEAVY_FLOPS_PER_BYTE
                else EW_UNITS_PER_THREAD)
         st = multi_stream_tile
-        if st and vec > 1:
+        if st and vec > 1:      # (a StreamTile's own shape, one unit a thread: haversine_f64 0.235 ms, 0.247 at 2)
             reads = len({id(a) for a in ins if math.prod(a.shape) == total})
-            if reads + len(outs) >= st.streams and reads >= st.inputs:    # (its own shape: haversine of
-                vec = max(1, min(vec, st.vector_bytes // shapes.lane_itemsize(kir)))   # float64 0.235
-                block, min_blocks, one_pass, ept = st.threads, st.min_blocks, st.one_pass, 1   # ms, 0.247 at 2)
+            if reads + len(outs) >= st.streams and reads >= st.inputs:
+                vec = max(1, min(vec, st.vector_bytes // shapes.lane_itemsize(kir)))
+                block, min_blocks, one_pass, ept = st.threads, st.min_blocks, st.one_pass, 1
         units, tail = total // vec, total % vec > 0
         ept = ept if units >= block * ept * sm else 1
         cap = INT32_LIMIT if one_pass else sm * EW_BLOCKS_PER_SM     # one pass: a block per block's units

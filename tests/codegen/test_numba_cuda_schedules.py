@@ -159,14 +159,14 @@ def test_packed_in_place_stores_only_live_rows():
                                 lambda x: np.cumprod(x.astype(np.float64), axis=0)], ids=["cumsum0", "sum0", "cumprod0"])
 def test_column_loops_issue_their_loads_together(fn, tmp_path):
     """A thread a column (a column scan or reduction): the column's rows unrolled
-    ``cuda_rows.COL_UNROLL`` at a time, every load of a trip before its first add (loads in
+    ``cuda_cols.COL_UNROLL`` at a time, every load of a trip before its first add (loads in
     flight together, as CUDA C's ``#pragma unroll``), the remainder one row at a time; a scan's
     running value and stores in row order."""
-    from kfuse.codegen.cuda_rows import CHUNK_UNROLL_GRID_SYNC, COL_UNROLL
+    from kfuse.codegen.cuda_cols import COL_CHUNK_UNROLL_GRID_SYNC, COL_UNROLL
     for shape, unroll in (((1031, 20000), COL_UNROLL), ((4099, 517), None)):    # (few columns: in chunks)
         v, nv, _, src = schedules(fn, fake(shape))
         assert v.mode == nv.mode == "col" and (v.split, v.stage, v.grid_sync) == (nv.split, nv.stage, nv.grid_sync)
-        unroll = unroll or (CHUNK_UNROLL_GRID_SYNC if nv.grid_sync else 4 if nv.split else COL_UNROLL)
+        unroll = unroll or (COL_CHUNK_UNROLL_GRID_SYNC if nv.grid_sync else 4 if nv.split else COL_UNROLL)
         b = body(src)
         assert f"while j_ + {unroll - 1} * 1 < " in b, (v, nv)
         ptx = ptx_of(src, tmp_path)
